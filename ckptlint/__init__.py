@@ -1,0 +1,7 @@
+"""ckptlint: a linter and runtime test helper for PyTorch activation checkpointing.
+
+The linter (``ckptlint`` on the command line, :mod:`ckptlint.engine` in code) never imports
+torch. The runtime helper (:mod:`ckptlint.runtime`) needs the ``runtime`` extra.
+"""
+
+__version__ = "0.1.0"
