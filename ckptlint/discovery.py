@@ -1,0 +1,238 @@
+"""Finding the Python files to lint.
+
+Walks each given folder for ``*.py`` and ``*.pyi`` files, skipping what the settings exclude
+(ruff's default excludes, ``exclude``, ``extend-exclude``; gitignore-style patterns relative
+to the configuration's folder) and what ``.gitignore`` files ignore (pathspec's
+``GitIgnoreSpec``; the files of the walked tree and of its parents up to the repository
+root, plus ``.git/info/exclude``). Files named explicitly are linted even when excluded,
+unless ``force-exclude`` is set. Symbolic links are followed once; loops and broken links
+are reported, not fatal.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import pathspec
+
+from ckptlint.config import SettingsResolver
+from ckptlint.settings import Settings
+
+__all__ = ["DiscoveryResult", "PathNotFound", "discover", "is_excluded", "pattern_matches"]
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+class PathNotFound(Exception):
+    """A path given on the command line does not exist (exit code 2)."""
+
+
+@dataclass
+class DiscoveryResult:
+    """Files to lint (sorted, unique) and one-line problems met on the way."""
+
+    files: list[Path] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+
+@lru_cache(maxsize=512)
+def _pattern(pattern: str) -> pathspec.PathSpec:
+    return pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+
+
+def pattern_matches(pattern: str, relative_path: str) -> bool:
+    """Whether gitignore-style ``pattern`` matches ``relative_path`` (``/``-separated).
+
+    A pattern without a slash matches a file or folder of that name at any depth (and all
+    below a matched folder); one with a slash is anchored to the settings' root.
+    """
+    return _pattern(pattern).match_file(relative_path)
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return None
+
+
+def is_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool:
+    """Whether ``path`` (absolute) is excluded by the settings' exclude patterns."""
+    relative = _relative(path, settings.root)
+    if relative is None or relative == ".":
+        relative = path.name
+    if is_dir:
+        relative += "/"
+    return any(pattern_matches(p, relative) or pattern_matches(p, path.name + ("/" if is_dir else ""))
+               for p in settings.all_excludes)
+
+
+class _GitIgnores:
+    """The ``.gitignore`` specs that apply below a folder, deepest deciding."""
+
+    def __init__(self) -> None:
+        self._specs: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+
+    def spec_for(self, directory: Path) -> pathspec.GitIgnoreSpec | None:
+        if directory not in self._specs:
+            lines: list[str] = []
+            for name in (".gitignore",):
+                candidate = directory / name
+                if candidate.is_file():
+                    try:
+                        lines += candidate.read_text(encoding="utf-8", errors="replace").splitlines()
+                    except OSError:
+                        pass
+            info = directory / ".git" / "info" / "exclude"
+            if info.is_file():
+                try:
+                    lines += info.read_text(encoding="utf-8", errors="replace").splitlines()
+                except OSError:
+                    pass
+            self._specs[directory] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+        return self._specs[directory]
+
+    def ignored(self, path: Path, is_dir: bool, chain: list[Path]) -> bool:
+        """``chain``: folders from the repository root (or walk start) down to the parent."""
+        for base in reversed(chain):
+            spec = self.spec_for(base)
+            if spec is None:
+                continue
+            relative = _relative(path, base)
+            if relative is None:
+                continue
+            result = spec.check_file(relative + ("/" if is_dir else ""))
+            if result.include is not None:
+                return bool(result.include)
+        return False
+
+
+def _repository_chain(start: Path) -> list[Path]:
+    """Folders from the enclosing git repository's root down to ``start`` (just ``[start]``
+    outside a repository)."""
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            chain = [candidate]
+            for part in start.relative_to(candidate).parts:
+                chain.append(chain[-1] / part)
+            return chain
+    return [start]
+
+
+def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool = False) -> DiscoveryResult:
+    """Collect the files to lint below ``paths``.
+
+    Raises :class:`PathNotFound` for a path that does not exist and
+    :class:`~ckptlint.config.ConfigError` for a bad configuration file.
+    """
+    result = DiscoveryResult()
+    seen: set[Path] = set()
+    gitignores = _GitIgnores()
+    for given in paths:
+        absolute = Path(os.path.abspath(given))
+        if not os.path.lexists(absolute):
+            raise PathNotFound(f"{given}: no such file or directory")
+        if absolute.is_symlink() and not absolute.exists():
+            result.problems.append((str(given), "broken symbolic link"))
+            continue
+        settings = resolver.for_path(absolute)
+        if absolute.is_dir():
+            chain = _repository_chain(absolute)
+            _walk(absolute, resolver, gitignores, chain, result, seen, set())
+            continue
+        if force_exclude or settings.force_exclude:
+            chain = _repository_chain(absolute.parent)
+            if _excluded_anywhere(absolute, settings) or (
+                settings.respect_gitignore and gitignores.ignored(absolute, False, chain)
+            ):
+                continue
+        try:
+            os.stat(absolute)
+        except OSError as exc:
+            result.problems.append((str(given), _os_reason(exc)))
+            continue
+        if absolute not in seen:
+            seen.add(absolute)
+            result.files.append(absolute)
+    result.files.sort()
+    return result
+
+
+def _excluded_anywhere(path: Path, settings: Settings) -> bool:
+    if is_excluded(path, settings):
+        return True
+    return any(is_excluded(parent, settings, is_dir=True) for parent in path.parents if parent != parent.parent)
+
+
+def _walk(
+    directory: Path,
+    resolver: SettingsResolver,
+    gitignores: _GitIgnores,
+    chain: list[Path],
+    result: DiscoveryResult,
+    seen: set[Path],
+    visited: set[tuple[int, int]],
+) -> None:
+    try:
+        stat = os.stat(directory)
+    except OSError as exc:
+        result.problems.append((str(directory), _os_reason(exc)))
+        return
+    key = (stat.st_dev, stat.st_ino)
+    if key in visited:
+        return  # a symbolic link loop: each folder is walked once
+    visited.add(key)
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as exc:
+        result.problems.append((str(directory), _os_reason(exc)))
+        return
+    settings = resolver.for_path(directory)
+    for entry in entries:
+        path = Path(entry.path)
+        try:
+            is_dir = entry.is_dir()
+            is_file = not is_dir and entry.is_file()
+        except OSError as exc:
+            result.problems.append((entry.path, _os_reason(exc)))
+            continue
+        if is_dir:
+            if is_excluded(path, settings, is_dir=True):
+                continue
+            if settings.respect_gitignore and gitignores.ignored(path, True, chain):
+                continue
+            _walk(path, resolver, gitignores, chain + [path], result, seen, visited)
+            continue
+        if not entry.name.endswith(PYTHON_SUFFIXES):
+            continue
+        if not is_file:
+            if entry.is_symlink():
+                try:
+                    os.stat(path)
+                    reason = "not a regular file"
+                except OSError as exc:
+                    reason = _os_reason(exc)
+                result.problems.append((entry.path, reason))
+            continue
+        if is_excluded(path, settings):
+            continue
+        if settings.respect_gitignore and gitignores.ignored(path, False, chain):
+            continue
+        if path not in seen:
+            seen.add(path)
+            result.files.append(path)
+
+
+def _os_reason(exc: OSError) -> str:
+    import errno
+
+    if exc.errno == errno.ELOOP:
+        return "symbolic link loop (too many levels of symbolic links)"
+    if exc.errno == errno.ENOENT:
+        return "broken symbolic link"
+    if exc.errno == errno.EACCES:
+        return "permission denied"
+    return exc.strerror or str(exc)

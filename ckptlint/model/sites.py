@@ -1,0 +1,421 @@
+"""Checkpoint sites: every call or binding of an activation-checkpointing API in a module.
+
+A site records which API is used (from :mod:`ckptlint.apis`), the callable it checkpoints,
+its inputs, and every option resolved to an :class:`~ckptlint.model.options.OptionValue`,
+plus the reentrancy the call ends up with. Rules query sites; they never resolve imports
+themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+import libcst as cst
+
+from ckptlint.apis import (
+    API_BY_QUALIFIED_NAME,
+    CHECKPOINT_OPTIONS,
+    HF_ENABLE_METHODS,
+    PARTIAL_QUALIFIED_NAMES,
+    UTILS_CHECKPOINT_MODULE,
+    ApiKind,
+    CheckpointApi,
+    api_for,
+)
+from ckptlint.model.options import (
+    ABSENT,
+    UNKNOWN,
+    CallArguments,
+    OptionState,
+    OptionValue,
+    mapping_alternatives,
+    option_from_mappings,
+)
+from ckptlint.model.semantic import BindingKind, Scope, SemanticModel
+
+__all__ = ["CheckpointSite", "Reentrancy", "SiteForm", "SiteIndex", "collect_sites"]
+
+_TORCH_CHECKPOINT = "torch.utils.checkpoint.checkpoint"
+
+
+class SiteForm(str, Enum):
+    CALL = "call"  # the API is called directly
+    PARTIAL = "partial"  # functools.partial(API, ...): a binding, reported itself
+    BOUND_CALL = "bound-call"  # a call through a partial binding of this module
+
+
+class Reentrancy(str, Enum):
+    """Which checkpoint variant a site runs, as far as the source says."""
+
+    REENTRANT = "reentrant"  # use_reentrant=True (or CheckpointImpl.REENTRANT)
+    NON_REENTRANT = "non-reentrant"  # use_reentrant=False (or CheckpointImpl.NO_REENTRANT)
+    OMITTED_REENTRANT = "omitted"  # not chosen; the API falls back to reentrant (CKP001)
+    DEFAULT_NON_REENTRANT = "default-non-reentrant"  # not chosen; the API defaults to False
+    DYNAMIC = "dynamic"  # chosen by an expression evaluated at run time
+    UNKNOWN = "unknown"  # may be hidden in ** arguments, or decided by a custom function
+
+    @property
+    def runs_reentrant(self) -> bool | None:
+        if self in (Reentrancy.REENTRANT, Reentrancy.OMITTED_REENTRANT):
+            return True
+        if self in (Reentrancy.NON_REENTRANT, Reentrancy.DEFAULT_NON_REENTRANT):
+            return False
+        return None
+
+
+@dataclass(eq=False)
+class CheckpointSite:
+    """One use of a checkpoint API.
+
+    Attributes:
+        api: the API (see :mod:`ckptlint.apis`).
+        form: direct call, ``functools.partial`` binding, or call through such a binding.
+        call: the call node of the site (the ``partial(...)`` call for a binding).
+        arguments: the arguments of ``call`` sorted by form (for a partial, without the
+            API itself).
+        function: the checkpointed callable (``function``, ``functions`` or the wrapped
+            module) or ``None`` when not given here.
+        inputs: positional arguments passed to the checkpointed function.
+        function_keywords: keyword arguments forwarded to the checkpointed function.
+        options: every option of the API the site passes or omits.
+        reentrancy: which variant runs.
+        hidden_arguments: a ``**`` argument of unknown content may carry more options.
+        binding: for a ``BOUND_CALL``, the ``PARTIAL`` site it goes through.
+        scope: the scope the call is evaluated in.
+    """
+
+    api: CheckpointApi
+    form: SiteForm
+    call: cst.Call
+    arguments: CallArguments
+    function: cst.BaseExpression | None
+    inputs: tuple[cst.Arg, ...]
+    function_keywords: tuple[cst.Arg, ...]
+    options: dict[str, OptionValue]
+    reentrancy: Reentrancy
+    hidden_arguments: bool
+    scope: Scope
+    binding: CheckpointSite | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def option(self, name: str) -> OptionValue:
+        """The value passed for option ``name`` (``ABSENT`` when the API has no such option)."""
+        return self.options.get(name, ABSENT)
+
+    @property
+    def use_reentrant(self) -> OptionValue:
+        return self.option("use_reentrant")
+
+    @property
+    def runs_reentrant(self) -> bool | None:
+        return self.reentrancy.runs_reentrant
+
+    @property
+    def reported_here(self) -> bool:
+        """Whether option findings belong to this site (calls through a binding are judged
+        at the binding)."""
+        return self.form is not SiteForm.BOUND_CALL
+
+
+@dataclass
+class SiteIndex:
+    """All sites of a module, plus calls of the ``torch.utils.checkpoint`` module itself."""
+
+    sites: list[CheckpointSite]
+    module_calls: list[cst.Call]
+    by_call: dict[cst.Call, CheckpointSite]
+
+
+def collect_sites(model: SemanticModel) -> SiteIndex:
+    """Find every checkpoint site of the module described by ``model``."""
+    sites: list[CheckpointSite] = []
+    module_calls: list[cst.Call] = []
+    partial_bindings: dict[cst.CSTNode, CheckpointSite] = {}
+    deferred: list[cst.Call] = []
+    for call in model.calls:
+        names = model.qualified_names(call.func)
+        api = api_for(names)
+        if api is not None:
+            site = _build(api, SiteForm.CALL, call, CallArguments.of(call), model)
+            if site is not None:
+                sites.append(site)
+            continue
+        if UTILS_CHECKPOINT_MODULE in names:
+            module_calls.append(call)
+            continue
+        if names & PARTIAL_QUALIFIED_NAMES and call.args and not call.args[0].keyword and not call.args[0].star:
+            inner = api_for(model.qualified_names(call.args[0].value))
+            if inner is not None and inner.kind is not ApiKind.HF_TRAINING_ARGS:
+                arguments = CallArguments.of(call.with_changes(args=call.args[1:]))
+                site = _build(inner, SiteForm.PARTIAL, call, arguments, model)
+                if site is not None:
+                    sites.append(site)
+                    parent = model.parent(call)
+                    if isinstance(parent, cst.Assign):
+                        partial_bindings[parent] = site
+            continue
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in HF_ENABLE_METHODS:
+            site = _build(HF_ENABLE_METHODS[call.func.attr.value], SiteForm.CALL, call, CallArguments.of(call), model)
+            if site is not None:
+                sites.append(site)
+            continue
+        if isinstance(call.func, cst.Name):
+            deferred.append(call)
+    if partial_bindings:
+        for call in deferred:
+            for binding in model.bindings_of(call.func):  # type: ignore[arg-type]
+                bound = partial_bindings.get(binding.node)
+                if bound is not None and binding.kind is BindingKind.ASSIGNMENT:
+                    site = _build_bound_call(bound, call, model)
+                    if site is not None:
+                        sites.append(site)
+                    break
+    by_call = {site.call: site for site in sites}
+    return SiteIndex(sites, module_calls, by_call)
+
+
+def _build(
+    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
+) -> CheckpointSite | None:
+    builder = _BUILDERS[api.kind]
+    return builder(api, form, call, arguments, model)
+
+
+def _ordered_non_keyword(arguments: CallArguments, call: cst.Call) -> list[cst.Arg]:
+    wanted = set(map(id, arguments.positional)) | set(map(id, arguments.starred))
+    return [arg for arg in call.args if id(arg) in wanted]
+
+
+def _reentrancy_from(use_reentrant: OptionValue, reentrant_when_omitted: bool) -> Reentrancy:
+    if use_reentrant.state is OptionState.ABSENT:
+        return Reentrancy.OMITTED_REENTRANT if reentrant_when_omitted else Reentrancy.DEFAULT_NON_REENTRANT
+    if use_reentrant.state is OptionState.UNKNOWN:
+        return Reentrancy.UNKNOWN
+    if use_reentrant.state is OptionState.LITERAL:
+        if use_reentrant.value is True:
+            return Reentrancy.REENTRANT
+        if use_reentrant.value is False:
+            return Reentrancy.NON_REENTRANT
+        if use_reentrant.value is None:
+            return Reentrancy.OMITTED_REENTRANT if reentrant_when_omitted else Reentrancy.DEFAULT_NON_REENTRANT
+        return Reentrancy.REENTRANT if use_reentrant.value else Reentrancy.NON_REENTRANT
+    return Reentrancy.DYNAMIC
+
+
+def _unknown_splat(arguments: CallArguments, model: SemanticModel) -> bool:
+    return arguments.splat_keys(model)[1]
+
+
+def _build_function(api, form, call, arguments, model) -> CheckpointSite:
+    ordered = _ordered_non_keyword(arguments, call)
+    function: cst.BaseExpression | None = None
+    inputs = ordered
+    if ordered and ordered[0].star == "":
+        function, inputs = ordered[0].value, ordered[1:]
+    elif "function" in arguments.keywords:
+        function = arguments.keywords["function"].value
+    options = {name: arguments.option(name, model) for name in api.options}
+    keywords = tuple(
+        arg for name, arg in arguments.keywords.items() if name not in api.options and name != "function"
+    )
+    return CheckpointSite(
+        api=api,
+        form=form,
+        call=call,
+        arguments=arguments,
+        function=function,
+        inputs=tuple(inputs),
+        function_keywords=keywords,
+        options=options,
+        reentrancy=_reentrancy_from(options["use_reentrant"], api.reentrant_when_omitted),
+        hidden_arguments=_unknown_splat(arguments, model),
+        scope=model.scope_of(call),
+    )
+
+
+def _positional_or_keyword(arguments: CallArguments, api: CheckpointApi, name: str) -> cst.Arg | None:
+    index = api.positional.index(name)
+    if not arguments.starred and len(arguments.positional) > index:
+        return arguments.positional[index]
+    return arguments.keywords.get(name)
+
+
+def _build_sequential(api, form, call, arguments, model) -> CheckpointSite:
+    functions = _positional_or_keyword(arguments, api, "functions")
+    input_arg = _positional_or_keyword(arguments, api, "input")
+    options = {
+        "use_reentrant": arguments.option("use_reentrant", model, position=3),
+        "preserve_rng_state": arguments.option("preserve_rng_state", model),
+    }
+    keywords = tuple(
+        arg for name, arg in arguments.keywords.items() if name not in api.options and name not in api.positional
+    )
+    return CheckpointSite(
+        api=api,
+        form=form,
+        call=call,
+        arguments=arguments,
+        function=functions.value if functions is not None else None,
+        inputs=(input_arg,) if input_arg is not None else (),
+        function_keywords=keywords,
+        options=options,
+        reentrancy=_reentrancy_from(options["use_reentrant"], api.reentrant_when_omitted),
+        hidden_arguments=_unknown_splat(arguments, model),
+        scope=model.scope_of(call),
+    )
+
+
+def _build_wrapper(api, form, call, arguments, model) -> CheckpointSite:
+    module = _positional_or_keyword(arguments, api, "module")
+    impl = arguments.option("checkpoint_impl", model, position=1)
+    checkpoint_fn = arguments.option("checkpoint_fn", model, position=2)
+    options = {name: arguments.option(name, model) for name in CHECKPOINT_OPTIONS}
+    options["checkpoint_impl"] = impl
+    options["checkpoint_fn"] = checkpoint_fn
+    if checkpoint_fn.is_absent or (checkpoint_fn.state is OptionState.LITERAL and checkpoint_fn.value is None):
+        if impl.is_absent:
+            reentrancy = Reentrancy.DEFAULT_NON_REENTRANT
+        else:
+            impl_names = model.qualified_names(impl.node) if impl.node is not None else frozenset()
+            if any(n.endswith("CheckpointImpl.NO_REENTRANT") for n in impl_names):
+                reentrancy = Reentrancy.NON_REENTRANT
+            elif any(n.endswith("CheckpointImpl.REENTRANT") for n in impl_names):
+                reentrancy = Reentrancy.REENTRANT
+            else:
+                reentrancy = Reentrancy.UNKNOWN if impl.is_unknown else Reentrancy.DYNAMIC
+    elif checkpoint_fn.node is not None and _TORCH_CHECKPOINT in model.qualified_names(checkpoint_fn.node):
+        reentrancy = _reentrancy_from(options["use_reentrant"], True)
+    else:
+        reentrancy = Reentrancy.UNKNOWN
+    keywords = tuple(
+        arg
+        for name, arg in arguments.keywords.items()
+        if name not in api.options and name not in api.positional
+    )
+    return CheckpointSite(
+        api=api,
+        form=form,
+        call=call,
+        arguments=arguments,
+        function=module.value if module is not None else None,
+        inputs=(),
+        function_keywords=keywords,
+        options=options,
+        reentrancy=reentrancy,
+        hidden_arguments=_unknown_splat(arguments, model),
+        scope=model.scope_of(call),
+    )
+
+
+def _build_composable(api, form, call, arguments, model) -> CheckpointSite:
+    module = _positional_or_keyword(arguments, api, "module")
+    options = {name: arguments.option(name, model) for name in api.options}
+    keywords = tuple(arg for name, arg in arguments.keywords.items() if name not in api.options and name != "module")
+    return CheckpointSite(
+        api=api,
+        form=form,
+        call=call,
+        arguments=arguments,
+        function=module.value if module is not None else None,
+        inputs=(),
+        function_keywords=keywords,
+        options=options,
+        reentrancy=_reentrancy_from(options["use_reentrant"], api.reentrant_when_omitted),
+        hidden_arguments=_unknown_splat(arguments, model),
+        scope=model.scope_of(call),
+    )
+
+
+def _hf_use_reentrant(kwargs: OptionValue, model: SemanticModel) -> OptionValue:
+    if kwargs.is_absent or (kwargs.state is OptionState.LITERAL and kwargs.value is None):
+        return OptionValue(OptionState.ABSENT, origin="default")
+    if kwargs.is_unknown or kwargs.node is None:
+        return UNKNOWN
+    return option_from_mappings("use_reentrant", mapping_alternatives(kwargs.node, model), model)
+
+
+def _build_hf_enable(api, form, call, arguments, model) -> CheckpointSite:
+    kwargs = arguments.option("gradient_checkpointing_kwargs", model, position=0)
+    use_reentrant = _hf_use_reentrant(kwargs, model)
+    return CheckpointSite(
+        api=api,
+        form=form,
+        call=call,
+        arguments=arguments,
+        function=None,
+        inputs=(),
+        function_keywords=(),
+        options={"gradient_checkpointing_kwargs": kwargs, "use_reentrant": use_reentrant},
+        reentrancy=_reentrancy_from(use_reentrant, api.reentrant_when_omitted),
+        hidden_arguments=_unknown_splat(arguments, model),
+        scope=model.scope_of(call),
+    )
+
+
+def _build_hf_training_args(api, form, call, arguments, model) -> CheckpointSite | None:
+    enabled = arguments.option("gradient_checkpointing", model)
+    if not enabled.is_true:
+        return None
+    kwargs = arguments.option("gradient_checkpointing_kwargs", model)
+    use_reentrant = _hf_use_reentrant(kwargs, model)
+    return CheckpointSite(
+        api=api,
+        form=form,
+        call=call,
+        arguments=arguments,
+        function=None,
+        inputs=(),
+        function_keywords=(),
+        options={
+            "gradient_checkpointing": enabled,
+            "gradient_checkpointing_kwargs": kwargs,
+            "use_reentrant": use_reentrant,
+        },
+        reentrancy=_reentrancy_from(use_reentrant, api.reentrant_when_omitted),
+        hidden_arguments=_unknown_splat(arguments, model),
+        scope=model.scope_of(call),
+    )
+
+
+def _build_bound_call(bound: CheckpointSite, call: cst.Call, model: SemanticModel) -> CheckpointSite | None:
+    """A call through ``name = partial(API, ...)``: the binding's options, overridden by the
+    call's own keywords (as ``functools.partial`` does)."""
+    own = _build(bound.api, SiteForm.BOUND_CALL, call, CallArguments.of(call), model)
+    if own is None:
+        return None
+    options = dict(bound.options)
+    for name, value in own.options.items():
+        if value.is_passed or (value.is_unknown and not options.get(name, ABSENT).is_passed):
+            options[name] = value
+    bound_function = bound.function
+    function = bound_function if bound_function is not None else own.function
+    inputs = own.inputs
+    if bound_function is not None and own.function is not None:
+        # partial(checkpoint, fn)(x): the call's first positional is an input.
+        first = CallArguments.of(call)
+        inputs = tuple(_ordered_non_keyword(first, call))
+    reentrancy = _reentrancy_from(options.get("use_reentrant", ABSENT), bound.api.reentrant_when_omitted)
+    if bound.api.kind is ApiKind.WRAPPER:
+        reentrancy = bound.reentrancy
+    own.options = options
+    own.function = function
+    own.inputs = inputs
+    own.function_keywords = bound.function_keywords + own.function_keywords
+    own.reentrancy = reentrancy
+    own.hidden_arguments = own.hidden_arguments or bound.hidden_arguments
+    own.binding = bound
+    return own
+
+
+_BUILDERS = {
+    ApiKind.FUNCTION: _build_function,
+    ApiKind.SEQUENTIAL: _build_sequential,
+    ApiKind.WRAPPER: _build_wrapper,
+    ApiKind.COMPOSABLE: _build_composable,
+    ApiKind.HF_ENABLE: _build_hf_enable,
+    ApiKind.HF_TRAINING_ARGS: _build_hf_training_args,
+}
+
+assert set(_BUILDERS) == set(ApiKind), "every API kind needs a site builder"
+assert all(api.kind in _BUILDERS for api in API_BY_QUALIFIED_NAME.values())

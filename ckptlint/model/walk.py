@@ -1,0 +1,83 @@
+"""Fast traversal of libcst trees.
+
+``CSTNode.visit`` rebuilds every node it passes (libcst 1.x), which costs about 0.2 s on a
+1,200-line model file; the semantic model only needs to *read* the tree, so it walks the
+dataclass fields directly. Whitespace, comments and punctuation fields are skipped: they
+never hold names, calls or statements.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import libcst as cst
+
+__all__ = ["child_nodes", "iter_tree"]
+
+_SKIPPED_FIELDS = frozenset(
+    {
+        "lpar",
+        "rpar",
+        "comma",
+        "semicolon",
+        "dot",
+        "colon",
+        "equal",
+        "header",
+        "footer",
+        "leading_lines",
+        "lines_after_decorators",
+        "newline",
+        "trailing_whitespace",
+        "operator",
+        "lbracket",
+        "rbracket",
+        "lbrace",
+        "rbrace",
+        "asynchronous",
+        "star",
+        "star_tok",
+        "prefix",
+        "suffix",
+        "indent",
+        "whitespace",
+    }
+)
+
+_FIELDS_BY_TYPE: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(node_type: type) -> tuple[str, ...]:
+    names = _FIELDS_BY_TYPE.get(node_type)
+    if names is None:
+        names = tuple(
+            f.name
+            for f in dataclasses.fields(node_type)
+            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+        )
+        _FIELDS_BY_TYPE[node_type] = names
+    return names
+
+
+def child_nodes(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
+    """Yield ``(field_name, child)`` for the syntactic children of ``node``, in field order."""
+    for name in _fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield name, value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield name, item
+
+
+def iter_tree(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Yield ``root`` and every syntactic node below it, parents before children."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        children = [child for _, child in child_nodes(node)]
+        children.reverse()
+        stack.extend(children)

@@ -1,0 +1,27 @@
+"""Output formats. Each lives in its own module and is loaded only when used.
+
+A renderer takes the diagnostics and an :class:`~ckptlint.output.base.OutputContext` and
+returns the text to print (or write to ``--output-file``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ckptlint.output.base import Renderer
+
+__all__ = ["FORMATS", "renderer"]
+
+#: format name -> module of ckptlint.output that defines ``render``.
+FORMATS: dict[str, str] = {
+    "concise": "concise",
+    "json": "json_format",
+}
+
+
+def renderer(name: str) -> Renderer:
+    """The ``render`` function of format ``name``. Raises ``KeyError`` for an unknown one."""
+    module = importlib.import_module(f"ckptlint.output.{FORMATS[name]}")
+    return module.render

@@ -1,0 +1,93 @@
+"""The linted tree as a whole: module names of files and lazy loading of other modules.
+
+Region rules follow imports into other files of the tree (``from .layers import Block``).
+A :class:`Project` maps dotted module names to files and parses a file only when a region
+reaches it, caching the analysis for the rest of the run (per worker process).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ckptlint.analysis import ModuleAnalysis
+
+__all__ = ["Project", "module_name_for"]
+
+
+def module_name_for(path: Path) -> tuple[str, bool, Path]:
+    """``(dotted name, is_package, import root)`` of the file at ``path``.
+
+    The name climbs parent folders while they hold an ``__init__.py``
+    (``src/pkg/sub/mod.py`` -> ``pkg.sub.mod`` with root ``src``); a file outside any
+    package is named by its stem with its own folder as root.
+    """
+    path = Path(os.path.abspath(path))
+    is_package = path.stem == "__init__"
+    parts: list[str] = [] if is_package else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() or (folder / "__init__.pyi").is_file():
+        parts.append(folder.name)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    parts.reverse()
+    return ".".join(parts), is_package, folder
+
+
+class Project:
+    """Module lookup and a per-process cache of analysed modules.
+
+    Args:
+        roots: folders searched for absolute imports, in order (the import roots of the
+            linted files are added as files are linted).
+    """
+
+    def __init__(self, roots: list[Path] | None = None) -> None:
+        self.roots: list[Path] = list(roots or [])
+        self._analyses: dict[Path, ModuleAnalysis | None] = {}
+
+    def add_root(self, root: Path) -> None:
+        if root not in self.roots:
+            self.roots.append(root)
+
+    def file_for_module(self, module: str) -> Path | None:
+        """The file of dotted ``module`` below one of the roots, or ``None``."""
+        if not module:
+            return None
+        relative = Path(*module.split("."))
+        for root in self.roots:
+            for candidate in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):
+                if candidate.is_file():
+                    return candidate
+        return None
+
+    def remember(self, path: Path, analysis: ModuleAnalysis) -> None:
+        self._analyses[Path(os.path.abspath(path))] = analysis
+
+    def analysis_for_file(self, path: Path) -> ModuleAnalysis | None:
+        """Parse (once) and return the analysis of ``path``; ``None`` when it cannot be read,
+        decoded or parsed."""
+        from ckptlint.analysis import parse_source
+        from ckptlint.source import SourceDecodeError, decode_source
+
+        path = Path(os.path.abspath(path))
+        if path not in self._analyses:
+            analysis = None
+            try:
+                raw = path.read_bytes()
+                name, is_package, root = module_name_for(path)
+                self.add_root(root)
+                analysis = parse_source(decode_source(raw, str(path)), name, is_package)
+            except (OSError, SourceDecodeError, RecursionError, MemoryError, ValueError):
+                analysis = None
+            except Exception:  # noqa: BLE001 - libcst.ParserSyntaxError and friends
+                analysis = None
+            self._analyses[path] = analysis
+        return self._analyses[path]
+
+    def analysis_for_module(self, module: str) -> ModuleAnalysis | None:
+        path = self.file_for_module(module)
+        return self.analysis_for_file(path) if path is not None else None

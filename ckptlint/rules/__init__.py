@@ -1,0 +1,28 @@
+"""The registry of rules, ordered by code.
+
+Adding a rule: write ``ckptlint/rules/ckpNNN_<name>.py`` with a :class:`~ckptlint.rules.base.Rule`
+subclass, list it in ``_RULE_CLASSES`` and write ``rules/CKPNNN.md``; the tests check that
+every registered rule has its page and that the README's table matches.
+"""
+
+from __future__ import annotations
+
+from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.ckp001_use_reentrant import CheckpointWithoutUseReentrant
+from ckptlint.rules.ckp999_syntax_error import SyntaxErrorRule
+
+__all__ = ["ALL_RULES", "FixAvailability", "Invalid", "Rule", "RuleContext", "Severity", "rule_by_code"]
+
+_RULE_CLASSES: tuple[type[Rule], ...] = (
+    CheckpointWithoutUseReentrant,
+    SyntaxErrorRule,
+)
+
+ALL_RULES: dict[str, type[Rule]] = {cls.code: cls for cls in sorted(_RULE_CLASSES, key=lambda c: c.code)}
+
+SYNTAX_ERROR = SyntaxErrorRule.code
+
+
+def rule_by_code(code: str) -> type[Rule] | None:
+    """The rule class for ``code`` (case-insensitive), or ``None``."""
+    return ALL_RULES.get(code.upper())

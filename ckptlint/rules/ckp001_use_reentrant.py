@@ -1,0 +1,157 @@
+"""CKP001 checkpoint-without-use-reentrant."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ckptlint.apis import ApiKind
+from ckptlint.diagnostics import Applicability, Fix
+from ckptlint.edits import add_dict_entry, add_keyword_argument, replace_node
+from ckptlint.model.options import OptionState
+from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+
+_KEYWORD = "use_reentrant=False"
+_HF_DICT = '{"use_reentrant": False}'
+_HF_ENTRY = '"use_reentrant": False'
+
+
+class CheckpointWithoutUseReentrant(Rule):
+    """Flags checkpoint sites that leave ``use_reentrant`` unchosen.
+
+    torch.utils.checkpoint (2.9, still so in 2.13) warns when ``use_reentrant`` is omitted
+    and then runs the legacy reentrant variant; transformers before 5.0 does the same for
+    ``gradient_checkpointing_enable()`` / ``TrainingArguments(gradient_checkpointing=True)``
+    without ``gradient_checkpointing_kwargs={"use_reentrant": ...}``.
+    """
+
+    code = "CKP001"
+    name = "checkpoint-without-use-reentrant"
+    summary = "Checkpoint call without `use_reentrant`: the legacy reentrant variant runs"
+    severity = Severity.WARNING
+    fix_availability = FixAvailability.SOMETIMES
+
+    VALID = (
+        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+        "import torch\ntorch.utils.checkpoint.checkpoint(f, x, use_reentrant=True)\n",
+        "import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, False)\n",
+        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, **kwargs)\n",
+        "import torch.distributed.checkpoint as dcp\ndcp.save(state)\n",
+        "def checkpoint(step):\n    pass\ncheckpoint(3)\n",
+        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
+        "checkpoint_wrapper(m)\n",
+        "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})\n",
+    )
+    INVALID = (
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)\n",
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+        ),
+        Invalid(
+            "from torch.utils import checkpoint\ncheckpoint.checkpoint(f, x)\n",
+            "from torch.utils import checkpoint\ncheckpoint.checkpoint(f, x, use_reentrant=False)\n",
+        ),
+        Invalid(
+            "import functools, torch\nck = functools.partial(torch.utils.checkpoint.checkpoint, preserve_rng_state=True)\n"
+            "ck(f, x)\n",
+            "import functools, torch\nck = functools.partial(torch.utils.checkpoint.checkpoint, preserve_rng_state=True, "
+            "use_reentrant=False)\nck(f, x)\n",
+        ),
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\nopts = {'preserve_rng_state': True}\n"
+            "checkpoint(f, x, **opts)\n",
+        ),
+        Invalid("model.gradient_checkpointing_enable()\n", "model.gradient_checkpointing_enable("
+                'gradient_checkpointing_kwargs={"use_reentrant": False})\n'),
+        Invalid(
+            "from transformers import TrainingArguments\n"
+            "args = TrainingArguments('out', gradient_checkpointing=True, gradient_checkpointing_kwargs={})\n",
+            "from transformers import TrainingArguments\n"
+            "args = TrainingArguments('out', gradient_checkpointing=True, "
+            'gradient_checkpointing_kwargs={"use_reentrant": False})\n',
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        for site in ctx.analysis.sites.sites:
+            if site.reentrancy is not Reentrancy.OMITTED_REENTRANT or not site.reported_here:
+                continue
+            if site.extra.get("save_misuse"):
+                continue  # CKP301: not a real checkpoint; adding the option would hide it
+            ctx.report(site.call, _message(site), fix=_fix(ctx, site))
+
+
+def _what(site: CheckpointSite) -> str:
+    api = site.api
+    if api.kind is ApiKind.HF_ENABLE:
+        return "`gradient_checkpointing_enable()`"
+    if api.kind is ApiKind.HF_TRAINING_ARGS:
+        return "`TrainingArguments(gradient_checkpointing=True)`"
+    short = api.name.rsplit(".", 1)[-1]
+    if site.form is SiteForm.PARTIAL:
+        return f"`functools.partial({short}, ...)`"
+    if api.kind is ApiKind.WRAPPER:
+        return "`checkpoint_wrapper(checkpoint_fn=checkpoint)`"
+    return f"`{short}()`"
+
+
+def _message(site: CheckpointSite) -> str:
+    what = _what(site)
+    if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
+        if site.use_reentrant.origin == "dict":
+            return (
+                f"{what}: `gradient_checkpointing_kwargs` has no \"use_reentrant\" key, so "
+                "transformers before 5.0 runs the legacy reentrant checkpoint; add "
+                "`\"use_reentrant\": False`"
+            )
+        return (
+            f"{what} without `gradient_checkpointing_kwargs`: transformers before 5.0 runs the "
+            "legacy reentrant checkpoint; pass `gradient_checkpointing_kwargs="
+            '{"use_reentrant": False}`'
+        )
+    via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin == "dict" else ""
+    return (
+        f"{what} without `use_reentrant`{via}: PyTorch warns and silently runs the legacy "
+        "reentrant variant; pass `use_reentrant=False` (recommended)"
+    )
+
+
+def _raises_when_reentrant(site: CheckpointSite) -> bool:
+    """torch.utils.checkpoint 2.9: the reentrant variant raises ValueError for function
+    keyword arguments, a non-default ``context_fn`` and ``debug`` other than ``False``."""
+    if site.function_keywords:
+        return True
+    if site.option("context_fn").is_passed:
+        return True
+    debug = site.option("debug")
+    return debug.is_passed and not debug.is_false
+
+
+def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
+    analysis = ctx.analysis
+    if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
+        return _hf_fix(ctx, site)
+    if site.use_reentrant.origin == "dict" or site.arguments.double_starred:
+        return None
+    applicability = Applicability.SAFE if _raises_when_reentrant(site) else Applicability.UNSAFE
+    return ctx.fix(applicability, "Pass `use_reentrant=False`", *add_keyword_argument(analysis, site.call, _KEYWORD))
+
+
+def _hf_fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
+    analysis = ctx.analysis
+    kwargs = site.option("gradient_checkpointing_kwargs")
+    message = 'Pass `gradient_checkpointing_kwargs={"use_reentrant": False}`'
+    if kwargs.is_absent:
+        if site.arguments.double_starred:
+            return None
+        edits = add_keyword_argument(analysis, site.call, f"gradient_checkpointing_kwargs={_HF_DICT}")
+        return ctx.fix(Applicability.UNSAFE, message, *edits)
+    if kwargs.state is OptionState.LITERAL and kwargs.value is None and kwargs.arg is not None:
+        return ctx.fix(Applicability.UNSAFE, message, replace_node(analysis, kwargs.arg.value, _HF_DICT))
+    if kwargs.arg is not None and isinstance(kwargs.arg.value, cst.Dict):
+        return ctx.fix(
+            Applicability.UNSAFE,
+            'Add `"use_reentrant": False` to `gradient_checkpointing_kwargs`',
+            *add_dict_entry(analysis, kwargs.arg.value, _HF_ENTRY),
+        )
+    return None
