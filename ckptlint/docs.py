@@ -29,3 +29,20 @@ def rule_doc(code: str) -> str | None:
     """The text of the rule's page, or ``None`` when it has none."""
     path = rule_doc_path(code)
     return path.read_text(encoding="utf-8") if path is not None else None
+
+
+def rule_table_markdown() -> str:
+    """The README's rule table, generated from the registry (a test keeps them equal)."""
+    from ckptlint.rules import ALL_RULES, FixAvailability
+
+    fix_marks = {FixAvailability.NONE: "no", FixAvailability.SOMETIMES: "sometimes", FixAvailability.ALWAYS: "yes"}
+    lines = [
+        "| Code | Name | Severity | Fix | What it flags |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for code, rule in ALL_RULES.items():
+        lines.append(
+            f"| [{code}](rules/{code}.md) | {rule.name} | {rule.severity.value} | "
+            f"{fix_marks[rule.fix_availability]} | {rule.summary} |"
+        )
+    return "\n".join(lines)

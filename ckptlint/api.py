@@ -1,0 +1,65 @@
+"""A small programmatic interface: lint or fix source text without the command line.
+
+>>> from ckptlint.api import lint_source
+>>> [d.code for d in lint_source("from torch.utils.checkpoint import checkpoint\\ncheckpoint(f, x)\\n")]
+['CKP001']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from ckptlint.config import CliOverrides, build_settings
+from ckptlint.diagnostics import Diagnostic
+from ckptlint.engine import FileLinter, FixMode
+from ckptlint.project import Project
+from ckptlint.settings import normalise_selectors
+
+__all__ = ["fix_source", "lint_source", "settings_for"]
+
+
+def settings_for(select: Iterable[str] | None = None, ignore: Iterable[str] = ()):  # noqa: ANN201
+    """Settings with no configuration file, the given selection and ``cwd`` as root."""
+    cli = CliOverrides(
+        select=normalise_selectors(list(select), "select") if select is not None else None,
+        ignore=normalise_selectors(list(ignore), "ignore"),
+    )
+    return build_settings(None, cli, Path.cwd())
+
+
+def lint_source(
+    text: str,
+    path: str = "<string>.py",
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+    project: Project | None = None,
+) -> list[Diagnostic]:
+    """Lint ``text`` as if it were the file ``path``; returns sorted diagnostics.
+
+    ``select``/``ignore`` take codes or prefixes (default: the default rule set). Raises
+    :class:`~ckptlint.settings.UnknownRuleSelector` for an unknown code.
+    """
+    settings = settings_for(select, ignore)
+    result = FileLinter(project).lint(path, text.encode("utf-8"), settings, gate=False)
+    if result.problems:
+        raise RuntimeError("; ".join(p.line() for p in result.problems))
+    return result.diagnostics
+
+
+def fix_source(
+    text: str,
+    path: str = "<string>.py",
+    *,
+    unsafe: bool = False,
+    select: Iterable[str] | None = None,
+    project: Project | None = None,
+) -> str:
+    """``text`` after applying every applicable fix (safe ones; unsafe ones too when
+    ``unsafe``), iterated to a fixpoint."""
+    settings = settings_for(select)
+    result = FileLinter(project).lint(path, text.encode("utf-8"), settings, fix=FixMode.APPLY, unsafe=unsafe, gate=False)
+    if any(p.kind in ("internal", "fix") for p in result.problems):
+        raise RuntimeError("; ".join(p.line() for p in result.problems))
+    return result.fixed_text if result.fixed_text is not None else text

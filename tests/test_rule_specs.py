@@ -1,0 +1,70 @@
+"""Every rule's examples run: the ``VALID``/``INVALID`` programs next to each rule class, and
+the ``bad``/``good``/``fixed`` code blocks of its ``rules/CKPxxx.md`` page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ckptlint.api import fix_source, lint_source
+from ckptlint.docs import rule_doc_path
+from ckptlint.rules import ALL_RULES
+
+RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
+_BLOCK = re.compile(r"^```python (?P<tag>bad|good|fixed)\n(?P<code>.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def _blocks(code: str) -> dict[str, list[str]]:
+    text = (RULES_DIR / f"{code}.md").read_text(encoding="utf-8")
+    found: dict[str, list[str]] = {}
+    for match in _BLOCK.finditer(text):
+        found.setdefault(match.group("tag"), []).append(match.group("code"))
+    return found
+
+
+def _examples(kind: str):
+    for code, rule in ALL_RULES.items():
+        for index, example in enumerate(getattr(rule, kind)):
+            yield pytest.param(code, example, id=f"{code}-{kind.lower()}-{index}")
+
+
+@pytest.mark.parametrize("code", sorted(ALL_RULES))
+def test_every_rule_has_a_page_with_examples(code: str) -> None:
+    assert rule_doc_path(code) is not None, f"rules/{code}.md is missing"
+    text = (RULES_DIR / f"{code}.md").read_text(encoding="utf-8")
+    rule = ALL_RULES[code]
+    assert text.startswith(f"# {rule.name} ({code})\n")
+    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead"):
+        assert heading in text, f"{code}.md lacks {heading!r}"
+    blocks = _blocks(code)
+    assert blocks.get("bad") and blocks.get("good"), f"{code}.md needs ```python bad``` and ```python good``` blocks"
+
+
+@pytest.mark.parametrize("code", sorted(ALL_RULES))
+def test_page_examples(code: str) -> None:
+    blocks = _blocks(code)
+    for bad in blocks.get("bad", []):
+        found = [d.code for d in lint_source(bad, select=[code])]
+        assert code in found, f"{code}: the bad example is not reported"
+    for good in blocks.get("good", []):
+        found = [d.code for d in lint_source(good, select=[code])]
+        assert code not in found, f"{code}: the good example is reported"
+    for bad, fixed in zip(blocks.get("bad", []), blocks.get("fixed", [])):
+        assert fix_source(bad, unsafe=True, select=[code]) == fixed
+
+
+@pytest.mark.parametrize(("code", "example"), list(_examples("VALID")))
+def test_valid_examples(code: str, example: str) -> None:
+    assert [d for d in lint_source(example, select=[code]) if d.code == code] == []
+
+
+@pytest.mark.parametrize(("code", "example"), list(_examples("INVALID")))
+def test_invalid_examples(code: str, example) -> None:  # noqa: ANN001
+    found = [d for d in lint_source(example.code, select=[code]) if d.code == code]
+    assert len(found) == example.count, found
+    if example.fixed is not None:
+        assert fix_source(example.code, unsafe=True, select=[code]) == example.fixed
+        # idempotent: a second pass changes nothing
+        assert fix_source(example.fixed, unsafe=True, select=[code]) == example.fixed
