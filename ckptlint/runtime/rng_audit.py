@@ -131,12 +131,20 @@ def _generator_arg(func: Any, args: tuple, kwargs: dict) -> Any:
     return None
 
 
+def _same_generator(a: Any, b: Any) -> bool:
+    # generators reach a dispatch mode as fresh Python wrappers; _cdata is the C++ pointer
+    if a is b:
+        return True
+    ca, cb = getattr(a, "_cdata", None), getattr(b, "_cdata", None)
+    return ca is not None and ca == cb
+
+
 def _is_default_generator(gen: Any) -> bool:
-    if gen is None or gen is torch.default_generator:
+    if gen is None or _same_generator(gen, torch.default_generator):
         return True
     dtype = gen.device.type if hasattr(gen, "device") else "cpu"
     defaults = getattr(getattr(torch, dtype, None), "default_generators", ())
-    return any(gen is d for d in defaults)
+    return any(_same_generator(gen, d) for d in defaults)
 
 
 def _device_of(out: Any, args: tuple, kwargs: dict) -> str:
