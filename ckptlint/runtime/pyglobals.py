@@ -44,21 +44,19 @@ def _is_plain(value: Any, budget: list[int] | None = None) -> bool:
     return False
 
 
-def _code_of(fn: Callable) -> tuple[types.FunctionType | None, Any]:
-    """Return (python function, owner) for fn: a function, bound method, partial or module."""
+def _code_of(fn: Callable) -> types.FunctionType | None:
+    """Return the Python function whose code ``fn`` runs (function, method, partial or module)."""
     while isinstance(fn, functools.partial):
         fn = fn.func
     if isinstance(fn, types.MethodType):
         fn = fn.__func__
     if isinstance(fn, types.FunctionType):
-        return fn, None
-    forward = getattr(type(fn), "forward", None)  # nn.Module and lookalikes
-    if isinstance(forward, types.FunctionType):
-        return forward, fn
-    call = getattr(type(fn), "__call__", None)
-    if isinstance(call, types.FunctionType):
-        return call, fn
-    return None, None
+        return fn
+    for attr in ("forward", "__call__"):  # nn.Module and other callable objects
+        method = getattr(type(fn), attr, None)
+        if isinstance(method, types.FunctionType):
+            return method
+    return None
 
 
 def _names(code: types.CodeType) -> set[str]:
@@ -142,7 +140,7 @@ def watch_state(fn: Callable) -> WatchedState:
     (its class's ``forward`` is inspected). Never raises; an uninspectable callable gives an
     empty watch.
     """
-    func, _owner = _code_of(fn)
+    func = _code_of(fn)
     if func is None:
         return WatchedState([])
     slots: list[_Slot] = []

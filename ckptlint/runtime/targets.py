@@ -55,7 +55,7 @@ def find_modules(obj: Any) -> dict[str, nn.Module]:
             if isinstance(v, nn.Module):
                 out[f"keywords[{k!r}]"] = v
         return out
-    func, _ = _code_of(obj)
+    func = _code_of(obj)
     if func is None:
         return {}
     out: dict[str, nn.Module] = {}

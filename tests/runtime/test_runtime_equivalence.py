@@ -157,6 +157,28 @@ def test_recompute_reading_a_counter_is_caught(reentrant):
     assert COUNTER == 0
 
 
+TRACE: list[float] = []
+
+
+def logs_to_a_list(a, w):
+    y = torch.tanh(a @ w)
+    TRACE.append(float(y.detach().norm()))  # shared case 19
+    return y
+
+
+def test_list_append_in_region_is_caught():
+    w = torch.randn(6, 4, requires_grad=True)
+    with pytest.raises(CheckpointMismatch) as info:
+        assert_checkpoint_equivalent(logs_to_a_list, x_in(), w, variants=[{"use_reentrant": True}])
+    exc = info.value
+    assert exc.rule_codes == {"CKP202"}  # values are right, the side effect ran twice
+    (diff,) = exc.differences
+    assert diff.kind == "python_state" and diff.name == "global TRACE"
+    assert TRACE == []
+    # non-reentrant early stop skips statements after the last saved tensor: no second append
+    assert assert_checkpoint_equivalent(logs_to_a_list, x_in(), w, variants=[{"use_reentrant": False}]).ok
+
+
 def test_side_effect_on_module_attribute_is_caught():
     class Counting(nn.Module):
         def __init__(self):
@@ -312,6 +334,20 @@ def test_bound_method_and_partial_are_supported():
     with pytest.raises(CheckpointMismatch) as info:
         assert_checkpoint_equivalent(functools.partial(apply, model), x_in(), variants=BOTH[:1])
     assert any(d.name == "buffer args[0].1.num_batches_tracked" for d in info.value.differences)
+
+
+def test_public_signatures():
+    import inspect
+
+    from ckptlint.runtime import audit_rng, compare_memory, measure
+
+    sig = inspect.signature(assert_checkpoint_equivalent)
+    assert list(sig.parameters)[:6] == ["module_or_fn", "inputs", "variants", "rtol", "atol", "kwargs"]
+    assert sig.parameters["inputs"].kind is inspect.Parameter.VAR_POSITIONAL
+    assert list(inspect.signature(audit_rng).parameters)[:2] == ["module_or_fn", "inputs"]
+    m = inspect.signature(measure).parameters
+    assert all(m[k].kind is inspect.Parameter.KEYWORD_ONLY for k in ("device", "warmup", "iters"))
+    assert list(inspect.signature(compare_memory).parameters)[:2] == ["plain_step", "checkpointed_step"]
 
 
 def test_bad_variants_raise():
