@@ -144,6 +144,7 @@ class EquivalenceChecker:
         self.device = device
 
     def __call__(self, module_or_fn: Callable, *inputs: Any, to_device: bool = True, **options: Any) -> Any:
+        __tracebackhide__ = True
         from ckptlint.runtime import assert_checkpoint_equivalent
 
         if to_device:

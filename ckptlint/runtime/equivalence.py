@@ -330,6 +330,7 @@ def assert_checkpoint_equivalent(
         RuntimeError: when the reference step itself fails.
         TypeError, ValueError: for malformed ``variants``.
     """
+    __tracebackhide__ = True  # pytest: show the caller's frame, not this one
     report = check_checkpoint_equivalent(
         module_or_fn, *inputs, variants=variants, rtol=rtol, atol=atol, kwargs=kwargs,
         loss_fn=loss_fn, ignore_warnings=ignore_warnings,
