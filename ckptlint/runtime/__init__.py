@@ -1,0 +1,55 @@
+"""Runtime checks for activation checkpointing (needs torch: ``pip install 'ckptlint[runtime]'``).
+
+* :func:`assert_checkpoint_equivalent` -- run a step with and without
+  ``torch.utils.checkpoint.checkpoint`` from identical states and compare outputs, gradients,
+  buffers, RNG states, Python state and warnings by value.
+* :func:`audit_rng` -- list the random ops a function runs and whether checkpoint would
+  restore their generator.
+* :func:`measure` / :func:`compare_memory` -- step time, saved-activation bytes and (CUDA) peak
+  memory of a plain and a checkpointed step.
+
+The static linter (``ckptlint``) never imports this package, so it works without torch.
+"""
+
+from __future__ import annotations
+
+try:
+    import torch  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without torch
+    raise ImportError(
+        "ckptlint.runtime needs PyTorch, which is not installed. Install the runtime extra: "
+        "pip install 'ckptlint[runtime]' (the linter itself works without torch)."
+    ) from exc
+
+from .compare import Difference
+from .equivalence import DEFAULT_VARIANTS, assert_checkpoint_equivalent, check_checkpoint_equivalent, default_loss
+from .memory import MemoryReport, StepMeasurement, compare_memory, measure
+from .report import CheckpointMismatch, EquivalenceReport, Suggestion, VariantResult
+from .rng_audit import RngRecord, StashPlan, audit_rng, stash_plan
+from .states import RngSnapshot, capture_rng, restore_rng
+from .warning_keys import WARNING_KEYS, classify_warning
+
+__all__ = [
+    "DEFAULT_VARIANTS",
+    "WARNING_KEYS",
+    "CheckpointMismatch",
+    "Difference",
+    "EquivalenceReport",
+    "MemoryReport",
+    "RngRecord",
+    "RngSnapshot",
+    "StashPlan",
+    "StepMeasurement",
+    "Suggestion",
+    "VariantResult",
+    "assert_checkpoint_equivalent",
+    "audit_rng",
+    "capture_rng",
+    "check_checkpoint_equivalent",
+    "classify_warning",
+    "compare_memory",
+    "default_loss",
+    "measure",
+    "restore_rng",
+    "stash_plan",
+]

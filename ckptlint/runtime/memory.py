@@ -1,0 +1,347 @@
+"""Measure what checkpointing saves (memory) and costs (time) for one training step.
+
+Two memory figures:
+
+* **saved-for-backward bytes** (every device): while one extra, untimed step runs, a
+  ``torch.autograd.graph.saved_tensors_hooks`` pack hook sees every tensor autograd saves.
+  Each saved tensor's storage is counted once (``untyped_storage().nbytes()``, deduplicated by
+  the storage's ``data_ptr``). Tensors saved while backward runs (the reentrant variant's
+  recomputation) are counted apart, using ``torch._C._current_graph_task_id()`` (-1 outside
+  backward; torch.utils.checkpoint uses the same call). The non-reentrant variant installs
+  its own saved-tensor hooks inside the region (torch/utils/checkpoint.py, 2.9.1,
+  ``_checkpoint_hook`` / ``_recomputation_hook``); hooks nest, the innermost wins, so the
+  tensors saved inside a checkpointed region reach checkpoint's hooks and not ours -- what we
+  count is what stays alive between forward and backward: the region inputs that checkpoint
+  saves and whatever runs outside the regions. Storages of leaf tensors that require grad
+  (parameters, grad-requiring inputs; for views, their base) exist regardless of
+  checkpointing and are excluded from ``saved_activation_bytes``.
+* **peak memory** (CUDA and other accelerators with a memory API): ``reset_peak_memory_stats``
+  before each timed step, ``max_memory_allocated`` after it, minus ``memory_allocated`` before it.
+
+Time is the median over ``iters`` steps: CUDA events on CUDA, ``time.perf_counter`` elsewhere
+(after a device synchronise on other accelerators).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .states import accelerator_type, capture_rng, restore_rng
+
+__all__ = ["MemoryReport", "StepMeasurement", "compare_memory", "default_device", "measure"]
+
+
+def default_device() -> torch.device:
+    """``cuda`` when CUDA is available, else the current accelerator, else ``cpu``."""
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    acc = accelerator_type()
+    return torch.device(acc) if acc else torch.device("cpu")
+
+
+def _storage_key(t: torch.Tensor) -> tuple[Any, int]:
+    try:
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+        nbytes = storage.nbytes()
+        if ptr == 0:  # meta tensors, empty storages
+            return ("id", id(t)), nbytes
+        return (str(t.device), ptr), nbytes
+    except Exception:  # tensors without a storage (some subclasses)
+        return ("id", id(t)), t.numel() * t.element_size()
+
+
+def _in_backward() -> bool:
+    task_id = getattr(torch._C, "_current_graph_task_id", None)
+    return task_id is not None and task_id() != -1
+
+
+class _SavedTensorCounter:
+    """Pack/unpack hooks that record saved storages without changing what autograd keeps."""
+
+    def __init__(self) -> None:
+        self.forward: dict[Any, int] = {}
+        self.backward: dict[Any, int] = {}
+        self.leaf_keys: set[Any] = set()
+        self.count = 0
+
+    def pack(self, t: torch.Tensor) -> torch.Tensor:
+        key, nbytes = _storage_key(t)
+        if _in_backward():
+            self.backward[key] = nbytes
+            return t
+        self.forward[key] = nbytes
+        self.count += 1
+        base = t._base if t._base is not None else t
+        if base.is_leaf and base.requires_grad:
+            self.leaf_keys.add(key)
+        return t
+
+    @staticmethod
+    def unpack(t: torch.Tensor) -> torch.Tensor:
+        return t
+
+
+@dataclass
+class StepMeasurement:
+    """Cost of one training step.
+
+    Attributes:
+        device: the device the figures are for (``"cpu"``, ``"cuda:0"`` ...).
+        times_s: wall time of each timed step, seconds.
+        median_time_s: median of ``times_s``, seconds.
+        saved_bytes: bytes of all distinct storages saved for backward during the forward.
+        saved_activation_bytes: ``saved_bytes`` minus storages of grad-requiring leaves
+            (parameters and inputs), bytes: the activations kept alive until backward.
+        saved_tensors: number of tensors packed during the forward (not deduplicated).
+        recompute_saved_bytes: bytes of distinct storages saved while backward ran (reentrant
+            recomputation), bytes; transient.
+        peak_memory_bytes: largest ``max_memory_allocated`` over the timed steps (CUDA /
+            accelerators), bytes; None on CPU.
+        peak_step_bytes: largest rise of allocated memory above the level before the step,
+            bytes; None on CPU.
+    """
+
+    device: str
+    times_s: list[float]
+    median_time_s: float
+    saved_bytes: int
+    saved_activation_bytes: int
+    saved_tensors: int
+    recompute_saved_bytes: int
+    peak_memory_bytes: int | None = None
+    peak_step_bytes: int | None = None
+
+
+def _memory_api(dev: torch.device) -> Any:
+    if dev.type == "cpu":
+        return None
+    if dev.type == "cuda":
+        return torch.cuda
+    acc = getattr(torch, "accelerator", None)
+    return acc if acc is not None and hasattr(acc, "max_memory_allocated") else None
+
+
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    elif dev.type != "cpu":
+        acc = getattr(torch, "accelerator", None)
+        if acc is not None and hasattr(acc, "synchronize"):
+            acc.synchronize()
+
+
+class _Runner:
+    """Times one step and tracks its peak memory on one device."""
+
+    def __init__(self, device: str | torch.device | None):
+        dev = torch.device(device) if device is not None else default_device()
+        if dev.type == "cuda" and dev.index is None:
+            dev = torch.device("cuda", torch.cuda.current_device())
+        self.device = dev
+        self.mem = _memory_api(dev)
+
+    def timed(self, step_fn: Callable[[], Any]) -> tuple[float, int | None, int | None]:
+        """Run once; return (seconds, max_memory_allocated, rise above the start) -- bytes or None."""
+        dev, mem = self.device, self.mem
+        before = 0
+        if mem is not None:
+            _sync(dev)
+            before = int(mem.memory_allocated(dev))
+            mem.reset_peak_memory_stats(dev)
+        if dev.type == "cuda":
+            with torch.cuda.device(dev):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                step_fn()
+                end.record()
+                end.synchronize()
+            seconds = start.elapsed_time(end) / 1000.0
+        else:
+            _sync(dev)
+            t0 = time.perf_counter()
+            step_fn()
+            _sync(dev)
+            seconds = time.perf_counter() - t0
+        if mem is None:
+            return seconds, None, None
+        top = int(mem.max_memory_allocated(dev))
+        return seconds, top, top - before
+
+    @staticmethod
+    def counted(step_fn: Callable[[], Any]) -> _SavedTensorCounter:
+        """Run once under saved-tensor hooks; return the counter."""
+        counter = _SavedTensorCounter()
+        with torch.autograd.graph.saved_tensors_hooks(counter.pack, counter.unpack):
+            step_fn()
+        return counter
+
+
+def _result(device: torch.device, runs: list[tuple[float, int | None, int | None]], counter: _SavedTensorCounter) -> StepMeasurement:
+    times = [r[0] for r in runs]
+    peaks = [r[1] for r in runs if r[1] is not None]
+    rises = [r[2] for r in runs if r[2] is not None]
+    saved = sum(counter.forward.values())
+    leaf = sum(n for k, n in counter.forward.items() if k in counter.leaf_keys)
+    return StepMeasurement(
+        device=str(device),
+        times_s=times,
+        median_time_s=statistics.median(times),
+        saved_bytes=saved,
+        saved_activation_bytes=saved - leaf,
+        saved_tensors=counter.count,
+        recompute_saved_bytes=sum(counter.backward.values()),
+        peak_memory_bytes=max(peaks) if peaks else None,
+        peak_step_bytes=max(rises) if rises else None,
+    )
+
+
+def _check_counts(warmup: int, iters: int) -> None:
+    if iters < 1 or warmup < 0:
+        raise ValueError(f"need iters >= 1 and warmup >= 0, got iters={iters}, warmup={warmup}")
+
+
+def measure(
+    step_fn: Callable[[], Any],
+    *,
+    device: str | torch.device | None = None,
+    warmup: int = 1,
+    iters: int = 5,
+) -> StepMeasurement:
+    """Time ``step_fn`` and count the memory its forward keeps for backward.
+
+    ``step_fn`` takes no argument and runs one forward and backward (it may also step an
+    optimizer). It runs ``warmup`` untimed times, ``iters`` timed times, then once more under
+    saved-tensor hooks to count saved bytes (hooks add Python overhead, so that run is not
+    timed). Global RNG states are restored afterwards.
+
+    Args:
+        step_fn: the step, a callable with no arguments.
+        device: where the step runs; selects CUDA events and peak-memory statistics.
+            Default: :func:`default_device`.
+        warmup: untimed steps first (>= 0).
+        iters: timed steps (>= 1).
+
+    Returns:
+        a :class:`StepMeasurement` (times in seconds, sizes in bytes).
+
+    Raises:
+        ValueError: ``iters < 1`` or ``warmup < 0``.
+        Whatever ``step_fn`` raises.
+    """
+    _check_counts(warmup, iters)
+    runner = _Runner(device)
+    rng = capture_rng()
+    try:
+        for _ in range(warmup):
+            step_fn()
+        runs = [runner.timed(step_fn) for _ in range(iters)]
+        counter = runner.counted(step_fn)
+    finally:
+        restore_rng(rng)
+    return _result(runner.device, runs, counter)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None:
+        return None
+    if b == 0:
+        return math.nan if a == 0 else math.inf
+    return a / b
+
+
+@dataclass
+class MemoryReport:
+    """A plain and a checkpointed step side by side.
+
+    Attributes:
+        plain, checkpointed: the two :class:`StepMeasurement` objects.
+        memory_ratio: ``checkpointed.saved_activation_bytes / plain.saved_activation_bytes``;
+            below 1 means checkpointing keeps fewer activations alive (available on every device).
+        time_ratio: ``checkpointed.median_time_s / plain.median_time_s``; above 1 is the
+            recomputation cost.
+        peak_memory_ratio: ratio of ``peak_step_bytes`` (CUDA / accelerators), else None.
+    """
+
+    plain: StepMeasurement
+    checkpointed: StepMeasurement
+    memory_ratio: float | None
+    time_ratio: float | None
+    peak_memory_ratio: float | None
+
+    def __str__(self) -> str:
+        def row(label: str, a: Any, b: Any, ratio: float | None, unit: str) -> str:
+            r = "n/a" if ratio is None else f"{ratio:.3f}"
+            return f"  {label:<26}{_fmt(a, unit):>14}{_fmt(b, unit):>14}   ratio {r}"
+
+        p, c = self.plain, self.checkpointed
+        lines = [
+            f"compare_memory on {p.device}: plain vs checkpointed step",
+            f"  {'':<26}{'plain':>14}{'checkpointed':>14}",
+            row("saved activations", p.saved_activation_bytes, c.saved_activation_bytes, self.memory_ratio, "B"),
+            row("saved for backward (all)", p.saved_bytes, c.saved_bytes, _ratio(c.saved_bytes, p.saved_bytes), "B"),
+            row("saved during backward", p.recompute_saved_bytes, c.recompute_saved_bytes, None, "B"),
+            row("median step time", p.median_time_s, c.median_time_s, self.time_ratio, "s"),
+        ]
+        if p.peak_step_bytes is not None and c.peak_step_bytes is not None:
+            lines.append(row("peak memory above start", p.peak_step_bytes, c.peak_step_bytes, self.peak_memory_ratio, "B"))
+        return "\n".join(lines)
+
+
+def _fmt(value: Any, unit: str) -> str:
+    if value is None:
+        return "n/a"
+    if unit == "s":
+        return f"{value * 1e3:.3f} ms"
+    for div, suffix in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(value) >= div:
+            return f"{value / div:.2f} {suffix}"
+    return f"{value} B"
+
+
+def compare_memory(
+    plain_step: Callable[[], Any],
+    checkpointed_step: Callable[[], Any],
+    *,
+    device: str | torch.device | None = None,
+    warmup: int = 1,
+    iters: int = 5,
+) -> MemoryReport:
+    """Measure a plain and a checkpointed step like :func:`measure` and compare them.
+
+    Both callables take no argument and run one forward and backward of the same model, one
+    without and one with checkpointing. Warm-up and timed steps alternate between the two
+    (plain, checkpointed, plain, ...) so that drift affects both alike; then each runs once
+    under saved-tensor hooks. Returns a :class:`MemoryReport` whose
+    ``memory_ratio`` (checkpointed / plain saved-activation bytes; < 1 means memory saved) and
+    ``time_ratio`` (checkpointed / plain median step time) summarise the trade-off; ``str()``
+    gives a small table. Raises what :func:`measure` raises.
+    """
+    _check_counts(warmup, iters)
+    runner = _Runner(device)
+    rng = capture_rng()
+    try:
+        for _ in range(warmup):
+            plain_step()
+            checkpointed_step()
+        plain_runs, ckpt_runs = [], []
+        for _ in range(iters):  # interleaved, so drift (clock, cache, allocator) hits both alike
+            plain_runs.append(runner.timed(plain_step))
+            ckpt_runs.append(runner.timed(checkpointed_step))
+        plain = _result(runner.device, plain_runs, runner.counted(plain_step))
+        ckpt = _result(runner.device, ckpt_runs, runner.counted(checkpointed_step))
+    finally:
+        restore_rng(rng)
+    return MemoryReport(
+        plain=plain,
+        checkpointed=ckpt,
+        memory_ratio=_ratio(ckpt.saved_activation_bytes, plain.saved_activation_bytes),
+        time_ratio=_ratio(ckpt.median_time_s, plain.median_time_s),
+        peak_memory_ratio=_ratio(ckpt.peak_step_bytes, plain.peak_step_bytes),
+    )

@@ -1,0 +1,372 @@
+"""Results of the equivalence check, the likely cause of each failure, and the failure message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compare import Difference
+from .rng_audit import RngRecord
+
+__all__ = [
+    "CheckpointMismatch",
+    "EquivalenceReport",
+    "Evidence",
+    "Suggestion",
+    "VariantResult",
+    "diagnose",
+    "variant_label",
+]
+
+#: Buffer names that BatchNorm-style layers update in train mode (torch.nn.modules.batchnorm).
+BN_BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A likely cause of a difference.
+
+    Attributes:
+        code: the ckptlint rule code (``"CKP101"`` ...) or None when no rule covers it.
+        cause: what probably happened.
+        fix: what to change.
+    """
+
+    code: str | None
+    cause: str
+    fix: str
+
+    def describe(self) -> str:
+        head = f"{self.code}: " if self.code else ""
+        return f"{head}{self.cause}\n      fix: {self.fix}"
+
+
+@dataclass
+class Evidence:
+    """What was observed about one checkpointed run, beyond the value differences.
+
+    Attributes:
+        reentrant: the variant used the reentrant implementation (``use_reentrant`` True or
+            omitted; torch 2.9-2.14 treat an omitted value as True after warning).
+        preserve_rng_state: the variant's ``preserve_rng_state`` (default True).
+        calls: how many times the function ran in the checkpointed step.
+        reference_calls: how many times it ran in the reference step (normally 1).
+        warnings: classified warning keys (see :mod:`ckptlint.runtime.warning_keys`).
+        rng_changed: generators whose state after the step differs from the reference
+            (``"torch CPU RNG"``, ``"torch cuda:0 RNG"``, ``"Python random"``, ``"NumPy global RNG"``).
+        positional_grad_input: some top-level positional tensor input requires grad.
+        reference_state_changes: plain globals/closure cells the reference step changed
+            (``{label: (before, after)}``): the function writes state it may also read.
+        audit: random ops seen by :func:`ckptlint.runtime.audit_rng` (with preserve_rng_state=True),
+            or None when the audit was not run.
+        error: the exception the checkpointed step raised, if any.
+    """
+
+    reentrant: bool
+    preserve_rng_state: bool
+    calls: int
+    reference_calls: int
+    warnings: list[str] = field(default_factory=list)
+    rng_changed: list[str] = field(default_factory=list)
+    positional_grad_input: bool = True
+    reference_state_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    audit: list[RngRecord] | None = None
+    error: BaseException | None = None
+
+
+def _times(n: int) -> str:
+    return f"{n} time" if n == 1 else f"{n} times"
+
+
+def variant_label(variant: dict[str, Any]) -> str:
+    """``{"use_reentrant": False}`` -> ``"use_reentrant=False"``; ``{}`` -> ``"(no options)"``."""
+    if not variant:
+        return "(no options)"
+    parts = []
+    for k, v in variant.items():
+        name = getattr(v, "__name__", None) or getattr(getattr(v, "func", None), "__name__", None)
+        parts.append(f"{k}={name}" if callable(v) and name else f"{k}={v!r}")
+    return ", ".join(parts)
+
+
+def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
+    """Return the likely causes of ``differences`` given the evidence, most specific first.
+
+    Heuristics (each backed by torch.utils.checkpoint behaviour, torch 2.9.1 / 2.13):
+
+    * a gradient that is None only in a reentrant run whose positional inputs do not require
+      grad: ``check_backward_validity`` warns and the output does not require grad (lines 83-87);
+    * buffers named ``running_mean`` / ``running_var`` / ``num_batches_tracked`` differ:
+      BatchNorm ran twice in train mode (CKP203); other buffers: a side effect (CKP202);
+    * ``preserve_rng_state=False`` and torch random ops or a diverged torch RNG (CKP101);
+    * a device RNG diverged, a random op on a device not stashed, or the "two types of
+      devices" warning (CKP102);
+    * Python ``random`` / NumPy state diverged or an explicit ``torch.Generator`` (CKP103);
+    * a plain global, closure cell or module attribute ends differently: a side effect
+      re-run by recomputation (CKP202); with value differences and no RNG explanation, the
+      recomputation read the changed state (CKP201).
+    """
+    out: list[Suggestion] = []
+    values = [d for d in differences if d.kind in ("output", "input_grad", "param_grad")]
+    rejected = ev.error is not None and ev.calls == 0
+    wrong = bool(values) or (ev.error is not None and not rejected)
+    audit = ev.audit or []
+    if rejected:
+        out.append(
+            Suggestion(
+                None,
+                "torch.utils.checkpoint rejected this variant before running the function "
+                f"({type(ev.error).__name__}: {str(ev.error).strip()[:200]})",
+                "function keyword arguments, context_fn and debug need use_reentrant=False; "
+                "check the option names of the variant",
+            )
+        )
+    if "use_reentrant_omitted" in ev.warnings:
+        out.append(
+            Suggestion(
+                None,
+                "use_reentrant was not passed: torch warns and falls back to the reentrant "
+                "variant (a future release may raise)",
+                "pass use_reentrant=False (recommended) or use_reentrant=True explicitly",
+            )
+        )
+
+    grad_none = [
+        d for d in differences if d.kind in ("input_grad", "param_grad") and d.variant_none and not d.reference_none
+    ]
+    if grad_none and ev.reentrant and (
+        "no_input_requires_grad" in ev.warnings or not ev.positional_grad_input
+    ):
+        out.append(
+            Suggestion(
+                None,
+                "reentrant checkpoint (use_reentrant=True) and no positional tensor input requires "
+                "grad: torch warns 'None of the inputs have requires_grad=True', the output does "
+                "not require grad and parameters inside the region get no gradient",
+                "pass use_reentrant=False, or make a positional input require grad "
+                "(e.g. model.enable_input_require_grads() for frozen embeddings)",
+            )
+        )
+
+    buffers = [d for d in differences if d.kind == "buffer"]
+    bn = [d for d in buffers if d.name.rsplit(".", 1)[-1] in BN_BUFFERS]
+    if bn:
+        out.append(
+            Suggestion(
+                "CKP203",
+                "BatchNorm running statistics are updated twice: recomputation runs the layer in "
+                "train mode again (" + ", ".join(d.name for d in bn[:3]) + ")",
+                "keep BatchNorm out of the checkpointed region, or freeze its statistics "
+                "during recomputation (momentum 1-sqrt(1-m), or eval-mode BN)",
+            )
+        )
+    if len(bn) < len(buffers):
+        out.append(
+            Suggestion(
+                "CKP202",
+                "a buffer is modified inside the region, and recomputation modifies it again",
+                "update buffers outside the checkpointed function",
+            )
+        )
+
+    torch_rng = [n for n in ev.rng_changed if n.startswith("torch ")]
+    aten_default = [r for r in audit if r.source == "default generator"]
+    rng_explained = False
+    if not ev.preserve_rng_state and (torch_rng or aten_default):
+        ops = ", ".join(sorted({f"{r.op} on {r.device}" for r in aten_default})) or "random ops"
+        out.append(
+            Suggestion(
+                "CKP101",
+                f"preserve_rng_state=False with random ops in the region ({ops}): the "
+                "recomputation draws other random numbers (another dropout mask) than the forward",
+                "drop preserve_rng_state=False (the default restores the RNG), or move the random "
+                "op out of the region",
+            )
+        )
+        rng_explained = True
+    device_rng = [n for n in torch_rng if n != "torch CPU RNG"]
+    not_stashed = [r for r in audit if r.rule == "CKP102"]
+    if (ev.preserve_rng_state and (device_rng or not_stashed)) or "multiple_device_types" in ev.warnings:
+        where = ", ".join(sorted({f"{r.op} on {r.device}" for r in not_stashed})) or ", ".join(device_rng)
+        out.append(
+            Suggestion(
+                "CKP102",
+                f"random op on a device whose RNG checkpoint does not stash ({where}): checkpoint "
+                "stashes the CPU RNG and the device type of its positional tensor arguments only",
+                "pass a tensor on that device as a positional argument (move it before the "
+                "checkpoint call), or generate the randomness outside and pass it in",
+            )
+        )
+        rng_explained = True
+    py_rng = [n for n in ev.rng_changed if n in ("Python random", "NumPy global RNG")]
+    for r in audit:
+        name = {"python random": "Python random", "numpy": "NumPy global RNG"}.get(r.source)
+        if name and name not in py_rng:
+            py_rng.append(name)
+    explicit = [r for r in audit if r.source == "explicit generator"]
+    if py_rng or explicit:
+        what = ", ".join(py_rng + sorted({f"{r.op} with an explicit torch.Generator" for r in explicit}))
+        out.append(
+            Suggestion(
+                "CKP103",
+                f"randomness checkpoint never restores ({what}): the recomputation draws "
+                "other numbers than the forward",
+                "draw the random values outside the checkpointed function and pass them in, or "
+                "use torch's default generator with preserve_rng_state=True",
+            )
+        )
+        rng_explained = True
+
+    state = [d for d in differences if d.kind in ("python_state", "module_attr")]
+    if state:
+        out.append(
+            Suggestion(
+                "CKP202",
+                "a side effect in the region runs again during recomputation ("
+                + ", ".join(d.name for d in state[:3])
+                + ")",
+                "move the side effect (counter, log, cache append) outside the checkpointed function",
+            )
+        )
+    if wrong and not rng_explained and (state or ev.reference_state_changes):
+        names = [d.name for d in state] or list(ev.reference_state_changes)
+        out.append(
+            Suggestion(
+                "CKP201",
+                "the recomputation reads mutable state that the forward changed ("
+                + ", ".join(names[:3])
+                + "), so it computes other values",
+                "pass the value in as an argument, or read it outside the checkpointed function",
+            )
+        )
+    if wrong and not out:
+        out.append(
+            Suggestion(
+                "CKP201",
+                f"the recomputation (the function ran {_times(ev.calls)}, reference {_times(ev.reference_calls)}) "
+                "computed other values than the forward: it likely reads mutable state changed "
+                "during the forward (CKP201) or has a side effect (CKP202)",
+                "make the checkpointed function depend only on its arguments",
+            )
+        )
+    if ev.error is not None and type(ev.error).__name__ == "CheckpointError":
+        out.append(
+            Suggestion(
+                None,
+                "torch raised CheckpointError: the recomputation saved different tensors than "
+                "the forward (it took another path)",
+                "rerun that variant with debug=True for an op-by-op comparison",
+            )
+        )
+    seen: set[tuple[str | None, str]] = set()
+    unique = []
+    for s in out:
+        if (s.code, s.cause) not in seen:
+            seen.add((s.code, s.cause))
+            unique.append(s)
+    return unique
+
+
+@dataclass
+class VariantResult:
+    """The outcome of one checkpointed variant compared with the reference.
+
+    Attributes:
+        variant: the keyword arguments given to ``torch.utils.checkpoint.checkpoint``.
+        label: a short text form of ``variant``.
+        differences: what differs from the reference; empty when equivalent.
+        suggestions: likely causes (empty when equivalent).
+        calls: times the function ran in this step (a checkpointed step normally runs it twice:
+            forward and recomputation; non-reentrant ``early_stop`` may stop the recomputation
+            early but still enters the function).
+        reference_calls: times it ran in the reference step.
+        warnings: classified warning keys raised during the step.
+        other_warnings: texts of unclassified warnings raised during the step.
+        error: the exception raised by the step, or None.
+        audit: random ops seen when the variant failed (see :func:`audit_rng`), else None.
+    """
+
+    variant: dict[str, Any]
+    label: str
+    differences: list[Difference]
+    suggestions: list[Suggestion]
+    calls: int
+    reference_calls: int
+    warnings: list[str]
+    other_warnings: list[str]
+    error: BaseException | None = None
+    audit: list[RngRecord] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing differs from the reference."""
+        return not self.differences
+
+    def describe(self, index: int, total: int) -> str:
+        head = f"variant {index} of {total}: {self.label}"
+        if self.ok:
+            return f"{head} -- ok (function ran {_times(self.calls)}, reference {_times(self.reference_calls)})"
+        lines = [f"{head} -- FAILED", f"  function ran {_times(self.calls)} (reference: {_times(self.reference_calls)})"]
+        lines.append("  differences:")
+        lines += [f"    - {d.describe()}" for d in self.differences]
+        if self.audit:
+            ops = sorted({f"{r.op} on {r.device} ({'preserved' if r.preserved else 'NOT preserved'})" for r in self.audit})
+            lines.append("  random ops seen (audit_rng, preserve_rng_state=True): " + "; ".join(ops))
+        if self.suggestions:
+            lines.append("  likely cause:")
+            lines += [f"    - {s.describe()}" for s in self.suggestions]
+        return "\n".join(lines)
+
+
+@dataclass
+class EquivalenceReport:
+    """All variants checked by :func:`assert_checkpoint_equivalent`.
+
+    Attributes:
+        results: one :class:`VariantResult` per variant, in the given order.
+        rtol, atol: the tolerances used for floating-point tensors.
+    """
+
+    results: list[VariantResult]
+    rtol: float
+    atol: float
+
+    @property
+    def ok(self) -> bool:
+        """True when every variant matches the reference."""
+        return all(r.ok for r in self.results)
+
+    def __str__(self) -> str:
+        failed = sum(not r.ok for r in self.results)
+        n = len(self.results)
+        head = (
+            f"checkpoint changes the step in {failed} of {n} variants"
+            if failed
+            else f"checkpoint is equivalent to the plain step in all {n} variants"
+        )
+        head += f" (reference: the same step without checkpoint; rtol={self.rtol:g}, atol={self.atol:g})"
+        return "\n".join([head] + [r.describe(i, n) for i, r in enumerate(self.results, 1)])
+
+
+class CheckpointMismatch(AssertionError):
+    """Raised by :func:`assert_checkpoint_equivalent` when a checkpointed step differs.
+
+    Attributes:
+        report: the full :class:`EquivalenceReport` (passing variants included).
+        results: the failing :class:`VariantResult` objects.
+        differences: every :class:`Difference` of the failing variants (each has ``.variant``
+            set to the variant's label).
+        rule_codes: the set of suggested rule codes, e.g. ``{"CKP203"}``.
+    """
+
+    def __init__(self, report: EquivalenceReport):
+        self.report = report
+        self.results = [r for r in report.results if not r.ok]
+        self.differences = []
+        for r in self.results:
+            for d in r.differences:
+                d.variant = r.label
+                self.differences.append(d)
+        self.suggestions = [s for r in self.results for s in r.suggestions]
+        self.rule_codes = {s.code for s in self.suggestions if s.code}
+        super().__init__(str(report))
