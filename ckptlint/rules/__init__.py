@@ -9,12 +9,24 @@ from __future__ import annotations
 
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.rules.ckp001_use_reentrant import CheckpointWithoutUseReentrant
+from ckptlint.rules.ckp101_rng_state_not_preserved import RngStateNotPreserved
+from ckptlint.rules.ckp102_random_op_on_unpreserved_device import RandomOpOnUnpreservedDevice
+from ckptlint.rules.ckp103_unpreserved_random_source import UnpreservedRandomSource
+from ckptlint.rules.ckp201_recompute_reads_mutable_global import RecomputeReadsMutableGlobal
+from ckptlint.rules.ckp202_side_effect_in_recompute import SideEffectInRecompute
+from ckptlint.rules.ckp203_batchnorm_in_checkpoint import BatchNormInCheckpoint
 from ckptlint.rules.ckp999_syntax_error import SyntaxErrorRule
 
 __all__ = ["ALL_RULES", "FixAvailability", "Invalid", "Rule", "RuleContext", "Severity", "rule_by_code"]
 
 _RULE_CLASSES: tuple[type[Rule], ...] = (
     CheckpointWithoutUseReentrant,
+    RngStateNotPreserved,
+    RandomOpOnUnpreservedDevice,
+    UnpreservedRandomSource,
+    RecomputeReadsMutableGlobal,
+    SideEffectInRecompute,
+    BatchNormInCheckpoint,
     SyntaxErrorRule,
 )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
@@ -19,6 +20,7 @@ from ckptlint.diagnostics import Applicability, Diagnostic, Edit, Fix
 
 if TYPE_CHECKING:
     from ckptlint.analysis import ModuleAnalysis
+    from ckptlint.model.regions import RegionBuilder
     from ckptlint.project import Project
 
 __all__ = ["FixAvailability", "Invalid", "Rule", "RuleContext", "Severity"]
@@ -84,6 +86,13 @@ class RuleContext:
         self.project = project
         self._sink = sink
         self.code = ""
+
+    @cached_property
+    def regions(self) -> RegionBuilder:
+        """The region builder shared by every rule run on this module."""
+        from ckptlint.model.regions import RegionBuilder
+
+        return RegionBuilder(self.project)
 
     def report(
         self,

@@ -1,0 +1,788 @@
+"""Regions: the code a checkpoint site recomputes.
+
+For a :class:`~ckptlint.model.sites.CheckpointSite`, the :class:`RegionBuilder` resolves the
+checkpointed callable to the code that runs again during backward:
+
+- functions and methods of the module (``fn``, ``self._forward``, nested defs), lambdas,
+  ``functools.partial(f, ...)``, factory closures (``make_forward(layer)`` returning an inner
+  def, with the factory's parameters bound to the call's arguments);
+- ``nn.Module`` instances reached through ``self.block``, ``self.layers[i]``, a loop variable
+  over ``self.blocks`` (``enumerate``/``zip`` too), or ``checkpoint_sequential``'s
+  ``functions``: attributes are followed to their assignments in the class (``__init__``),
+  through ``nn.Sequential``/``nn.ModuleList``/``nn.ModuleDict``, lists built with ``append``,
+  and comprehensions, then to the class's ``forward`` (searching base classes of the tree);
+- classes and functions imported from other files of the linted tree, loaded lazily through
+  :class:`~ckptlint.project.Project` (per-class summaries are cached);
+- calls made inside the region, to :data:`MAX_DEPTH` levels.
+
+torch's own layers are known by :mod:`ckptlint.torchfacts`. Whatever cannot be resolved is
+unknown and produces no finding. Resolution is bounded (depth, visited set, value count), so it
+terminates on recursive or cyclic code.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ckptlint.apis import PARTIAL_QUALIFIED_NAMES, ApiKind
+from ckptlint.model.options import NOT_LITERAL, literal_value
+from ckptlint.model.semantic import Binding, BindingKind, ScopeKind
+from ckptlint.model.sites import CheckpointSite
+from ckptlint.model.walk import child_nodes
+from ckptlint.torchfacts import CONTAINER_CLASSES, LayerFact, LayerKind, layer_fact
+
+if TYPE_CHECKING:
+    from ckptlint.analysis import ModuleAnalysis
+    from ckptlint.project import Project
+
+__all__ = [
+    "ClassInfo",
+    "Context",
+    "Frame",
+    "LayerCall",
+    "LayerUse",
+    "MAX_DEPTH",
+    "Region",
+    "RegionBuilder",
+    "site_label",
+]
+
+#: Levels of calls followed below the checkpointed callable (its own body is level 0).
+MAX_DEPTH = 3
+_MAX_EVAL_DEPTH = 12
+_MAX_VALUES = 64
+
+
+# ---------------------------------------------------------------------------- values
+@dataclass(eq=False)
+class Context:
+    """Where an expression is evaluated: its module, the class ``self`` is an instance of,
+    and the arguments bound to parameters of enclosing functions (factory closures)."""
+
+    analysis: ModuleAnalysis
+    self_class: ClassInfo | None = None
+    env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
+    keyword_params: frozenset[str] = frozenset()
+
+
+class Value:
+    """Something an expression may evaluate to."""
+
+
+@dataclass(eq=False)
+class FunctionValue(Value):
+    node: cst.FunctionDef | cst.Lambda
+    ctx: Context
+    bound_method: bool = False  # reached as ``obj.method``: the first parameter is bound
+
+
+@dataclass(eq=False)
+class ClassValue(Value):
+    info: ClassInfo
+
+
+@dataclass(eq=False)
+class InstanceValue(Value):
+    info: ClassInfo
+
+
+@dataclass(eq=False)
+class LayerClassValue(Value):
+    qualified: str
+    fact: LayerFact
+
+
+@dataclass(eq=False)
+class LayerUse(Value):
+    """A torch layer instance: its table entry and the constructor call that made it."""
+
+    qualified: str
+    fact: LayerFact
+    call: cst.Call | None
+    ctx: Context
+
+    @property
+    def analysis(self) -> ModuleAnalysis:
+        return self.ctx.analysis
+
+    def switched_on(self) -> bool | None:
+        """Whether the behaviour (randomness, running statistics) is on: ``False`` when the
+        constructor turns it off with a literal (``Dropout(0.0)``,
+        ``BatchNorm2d(c, track_running_stats=False)``), ``None`` when it is an expression."""
+        if self.fact.switch is None:
+            return True
+        keyword, position, default = self.fact.switch
+        value: object = default
+        if self.call is not None:
+            arg = _argument(self.call, keyword, position)
+            if arg is not None:
+                value = literal_value(arg.value, self.ctx.analysis.model)
+                if value is NOT_LITERAL:
+                    return None
+        if isinstance(value, bool) or isinstance(self.fact.off_when, bool):
+            return value != self.fact.off_when
+        try:
+            return float(value) != float(self.fact.off_when)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None
+
+
+@dataclass(eq=False)
+class ContainerValue(Value):
+    """``nn.Sequential``/``nn.ModuleList``/a list: ``elements`` in order when ``exact``."""
+
+    elements: list[Value]
+    exact: bool = True
+    sequential: bool = True
+
+
+def _argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg
+    if any(a.star == "*" for a in call.args):
+        return None
+    return positional[position] if len(positional) > position else None
+
+
+# ---------------------------------------------------------------------------- classes
+@dataclass(eq=False)
+class ClassInfo:
+    """The per-class summary regions need: methods, attribute assignments, buffers."""
+
+    analysis: ModuleAnalysis
+    node: cst.ClassDef
+    qualname: str
+    methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    attributes: dict[str, list[tuple[cst.BaseExpression, cst.FunctionDef | None]]] = field(default_factory=dict)
+    appended: dict[str, list[tuple[cst.BaseExpression, cst.FunctionDef]]] = field(default_factory=dict)
+    buffers: set[str] = field(default_factory=set)
+    bases: list[Value] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+
+def _self_name(method: cst.FunctionDef) -> str | None:
+    params = list(method.params.posonly_params) + list(method.params.params)
+    if not params:
+        return None
+    for decorator in method.decorators:
+        if isinstance(decorator.decorator, cst.Name) and decorator.decorator.value == "staticmethod":
+            return None
+    return params[0].name.value
+
+
+def _summarise_class(analysis: ModuleAnalysis, node: cst.ClassDef) -> ClassInfo:
+    scope = analysis.model.scope_of_definition.get(node)
+    info = ClassInfo(analysis, node, scope.qualname if scope else node.name.value)
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    for statement in body:
+        if isinstance(statement, cst.FunctionDef):
+            info.methods[statement.name.value] = statement
+        elif isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign):
+                    for target in small.targets:
+                        if isinstance(target.target, cst.Name):
+                            info.attributes.setdefault(target.target.value, []).append((small.value, None))
+                elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                    info.attributes.setdefault(small.target.value, []).append((small.value, None))
+    for method in info.methods.values():
+        self_name = _self_name(method)
+        if self_name is None:
+            continue
+        for inner in _nodes_of_function(method):
+            _record_self_write(info, inner, self_name, method)
+    return info
+
+
+def _is_self_attribute(expr: cst.BaseExpression, self_name: str) -> str | None:
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == self_name:
+        return expr.attr.value
+    return None
+
+
+def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, method: cst.FunctionDef) -> None:
+    if isinstance(node, cst.Assign):
+        for target in node.targets:
+            attr = _is_self_attribute(target.target, self_name)
+            if attr is not None:
+                info.attributes.setdefault(attr, []).append((node.value, method))
+    elif isinstance(node, cst.AnnAssign) and node.value is not None:
+        attr = _is_self_attribute(node.target, self_name)
+        if attr is not None:
+            info.attributes.setdefault(attr, []).append((node.value, method))
+    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        method_name = node.func.attr.value
+        owner = node.func.value
+        if method_name in ("register_buffer", "register_parameter", "add_module", "register_module") and (
+            isinstance(owner, cst.Name) and owner.value == self_name
+        ):
+            if len(node.args) >= 1:
+                key = literal_value(node.args[0].value, info.analysis.model)
+                if isinstance(key, str):
+                    if method_name == "register_buffer":
+                        info.buffers.add(key)
+                    elif len(node.args) >= 2 and method_name != "register_parameter":
+                        info.attributes.setdefault(key, []).append((node.args[1].value, method))
+        attr = _is_self_attribute(owner, self_name)
+        if attr is not None and method_name in ("append", "extend", "insert", "add_module", "update"):
+            for arg in node.args:
+                info.appended.setdefault(attr, []).append((arg.value, method))
+    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "setattr":
+        if len(node.args) >= 3 and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == self_name:
+            key = literal_value(node.args[1].value, info.analysis.model)
+            if isinstance(key, str):
+                info.attributes.setdefault(key, []).append((node.args[2].value, method))
+
+
+def _nodes_of_function(function: cst.FunctionDef | cst.Lambda) -> Iterator[cst.CSTNode]:
+    """Every node of ``function``'s body, not entering nested defs and classes (which run
+    only when called)."""
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)):
+            continue
+        children = [child for _, child in child_nodes(node)]
+        children.reverse()
+        stack.extend(children)
+
+
+# ---------------------------------------------------------------------------- regions
+@dataclass(eq=False)
+class Frame:
+    """One function body that runs on recompute.
+
+    Attributes:
+        function: the ``FunctionDef`` or ``Lambda``.
+        ctx: its evaluation context (module, ``self`` class, bound arguments).
+        depth: 0 for the checkpointed callable, +1 for each call below it.
+        via: how it was reached, for messages (``"Block.forward"``).
+    """
+
+    function: cst.FunctionDef | cst.Lambda
+    ctx: Context
+    depth: int
+    via: str
+
+    @property
+    def analysis(self) -> ModuleAnalysis:
+        return self.ctx.analysis
+
+    def nodes(self) -> Iterator[cst.CSTNode]:
+        """The nodes that run when the frame runs (nested defs excluded)."""
+        return _nodes_of_function(self.function)
+
+    def is_parameter(self, binding: Binding) -> bool:
+        return binding.kind is BindingKind.PARAMETER and binding.scope.node is self.function
+
+    def self_parameter(self) -> str | None:
+        if isinstance(self.function, cst.FunctionDef) and self.ctx.self_class is not None:
+            return _self_name(self.function)
+        return None
+
+
+@dataclass(eq=False)
+class LayerCall:
+    """A torch layer run in the region: ``invocation`` is the call that runs it inside
+    ``frame`` (``None`` when the layer is the checkpointed callable itself)."""
+
+    layer: LayerUse
+    invocation: cst.Call | None
+    frame: Frame | None
+
+
+@dataclass(eq=False)
+class _Pending:
+    value: Value
+    depth: int
+    via: str
+    args: tuple[cst.Arg, ...] | None
+    caller: Context
+    invocation: cst.Call | None
+    frame: Frame | None
+
+
+@dataclass(eq=False)
+class Region:
+    """What a checkpoint site recomputes.
+
+    Attributes:
+        site: the site; analysis: the module it is in.
+        frames: function bodies that run again, in the order they were reached.
+        layers: torch layers that run again (dropout, BatchNorm, containers' elements).
+        resolved: whether the checkpointed callable was resolved to code or layers at all.
+    """
+
+    site: CheckpointSite
+    analysis: ModuleAnalysis
+    frames: list[Frame] = field(default_factory=list)
+    layers: list[LayerUse] = field(default_factory=list)
+    layer_calls: list[LayerCall] = field(default_factory=list)
+    resolved: bool = False
+
+    @property
+    def label(self) -> str:
+        return site_label(self.site, self.analysis, self.analysis)
+
+
+def site_label(site: CheckpointSite, site_analysis: ModuleAnalysis, reported_in: ModuleAnalysis) -> str:
+    """``model.py:42``: where the site is, relative to the folder of the file a finding is
+    reported in (stable whatever the working directory)."""
+    row = site_analysis.range(site.call)[0][0]
+    here = Path(reported_in.source.path).parent
+    target = Path(site_analysis.source.path)
+    try:
+        shown = os.path.relpath(target, here) if target.is_absolute() and here.is_absolute() else target.name
+    except ValueError:
+        shown = target.name
+    return f"{Path(shown).as_posix()}:{row}"
+
+
+class RegionBuilder:
+    """Resolves regions; caches class summaries and regions for the run (one per linted
+    module's lifetime, sharing the project's module cache)."""
+
+    def __init__(self, project: Project | None) -> None:
+        self.project = project
+        self._classes: dict[cst.ClassDef, ClassInfo] = {}
+        self._regions: dict[CheckpointSite, Region] = {}
+
+    # ------------------------------------------------------------------ public
+    def region(self, site: CheckpointSite, analysis: ModuleAnalysis) -> Region:
+        """The region of ``site`` (cached)."""
+        found = self._regions.get(site)
+        if found is None:
+            found = self._build(site, analysis)
+            self._regions[site] = found
+        return found
+
+    def class_info(self, analysis: ModuleAnalysis, node: cst.ClassDef) -> ClassInfo:
+        info = self._classes.get(node)
+        if info is None:
+            info = _summarise_class(analysis, node)
+            self._classes[node] = info
+            info.bases = [v for base in node.bases for v in self._values(base.value, Context(analysis), 0)]
+        return info
+
+    def enclosing_class(self, analysis: ModuleAnalysis, node: cst.CSTNode) -> ClassInfo | None:
+        """The class whose method contains ``node`` (``self``'s class there)."""
+        function = analysis.model.enclosing(node, cst.FunctionDef)
+        while function is not None:
+            scope = analysis.model.scope_of(function)
+            if scope.kind is ScopeKind.CLASS and isinstance(scope.node, cst.ClassDef):
+                return self.class_info(analysis, scope.node)
+            function = analysis.model.enclosing(function, cst.FunctionDef)
+        return None
+
+    # ------------------------------------------------------------------ building
+    def _build(self, site: CheckpointSite, analysis: ModuleAnalysis) -> Region:
+        region = Region(site, analysis)
+        if site.function is None:
+            return region
+        ctx = Context(analysis, self.enclosing_class(analysis, site.call))
+        values = self._values(site.function, ctx, 0)
+        if site.api.kind is ApiKind.SEQUENTIAL:
+            values = _checkpointed_segments(values, site, analysis)
+        region.resolved = bool(values)
+        visited: set[tuple[int, int]] = set()
+        site_args = site.inputs + site.function_keywords if site.api.kind is ApiKind.FUNCTION else None
+        work = [_Pending(v, 0, _describe(v), site_args, ctx, None, None) for v in values]
+        while work:
+            item = work.pop(0)
+            value = item.value
+            if isinstance(value, FunctionValue):
+                key = (id(value.node), id(value.ctx.self_class))
+                if key in visited:
+                    continue
+                visited.add(key)
+                frame_ctx = value.ctx
+                if item.args is not None:
+                    frame_ctx = self._bind(value, item.args, item.caller)
+                frame = Frame(value.node, frame_ctx, item.depth, item.via)
+                region.frames.append(frame)
+                if item.depth >= MAX_DEPTH:
+                    continue
+                for node in frame.nodes():
+                    if isinstance(node, cst.Call):
+                        for callee in self._called(node.func, frame_ctx):
+                            work.append(
+                                _Pending(
+                                    callee,
+                                    item.depth + 1,
+                                    f"{item.via} -> {_describe(callee)}",
+                                    tuple(node.args),
+                                    frame_ctx,
+                                    node,
+                                    frame,
+                                )
+                            )
+            elif isinstance(value, InstanceValue):
+                method = self._method(value.info, "forward")
+                if method is not None:
+                    node, owner = method
+                    forward = FunctionValue(node, Context(owner.analysis, value.info), True)
+                    work.append(_Pending(forward, item.depth, item.via, item.args, item.caller, item.invocation, item.frame))
+                else:
+                    layer = self._layer_base(value.info)
+                    if layer is not None:
+                        use = LayerUse(layer[0], layer[1], None, Context(value.info.analysis))
+                        region.layers.append(use)
+                        region.layer_calls.append(LayerCall(use, item.invocation, item.frame))
+            elif isinstance(value, LayerUse):
+                if value.fact.kind is not LayerKind.CONTAINER:
+                    region.layers.append(value)
+                    region.layer_calls.append(LayerCall(value, item.invocation, item.frame))
+            elif isinstance(value, ContainerValue):
+                for element in value.elements:
+                    work.append(_Pending(element, item.depth, item.via, item.args, item.caller, item.invocation, item.frame))
+        return region
+
+    def _bind(self, value: FunctionValue, args: tuple[cst.Arg, ...], caller: Context) -> Context:
+        """A context for calling ``value`` with ``args`` (evaluated in ``caller``)."""
+        function = value.node
+        params = list(function.params.posonly_params) + list(function.params.params)
+        if value.bound_method and params:
+            params = params[1:]
+        env = dict(value.ctx.env)
+        keyword_params: set[str] = set()
+        scope = value.ctx.analysis.model.scope_of_definition.get(function)
+        if scope is None:
+            return value.ctx
+        positional = [a for a in args if a.keyword is None and not a.star]
+        starred = any(a.star for a in args if a.keyword is None)
+        for param, arg in zip(params, positional):
+            binding = _param_binding(scope, param)
+            if binding is not None and not starred:
+                env[binding] = (arg.value, caller)
+        for arg in args:
+            if arg.keyword is None:
+                continue
+            name = arg.keyword.value
+            keyword_params.add(name)
+            for param in params + list(function.params.kwonly_params):
+                if param.name.value == name:
+                    binding = _param_binding(scope, param)
+                    if binding is not None:
+                        env[binding] = (arg.value, caller)
+        return Context(value.ctx.analysis, value.ctx.self_class, env, frozenset(keyword_params))
+
+    # ------------------------------------------------------------------ evaluation
+    def _called(self, func: cst.BaseExpression, ctx: Context) -> list[Value]:
+        """What calling ``func`` runs (functions, module instances, layers)."""
+        out: list[Value] = []
+        for value in self._values(func, ctx, 0):
+            if isinstance(value, ClassValue):
+                continue  # constructing an object is not running its forward
+            if isinstance(value, LayerClassValue):
+                continue
+            out.append(value)
+        return out
+
+    def _values(self, expr: cst.BaseExpression, ctx: Context, depth: int) -> list[Value]:
+        if depth > _MAX_EVAL_DEPTH:
+            return []
+        return self._evaluate(expr, ctx, depth)[:_MAX_VALUES]
+
+    def _evaluate(self, expr: cst.BaseExpression, ctx: Context, depth: int) -> list[Value]:
+        model = ctx.analysis.model
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            layer = layer_fact(model.qualified_names(expr)) if expr in model.scopes else None
+            if layer is not None:
+                return [LayerClassValue(*layer)]
+        if isinstance(expr, cst.Name):
+            return self._name(expr, ctx, depth)
+        if isinstance(expr, cst.Attribute):
+            out: list[Value] = []
+            for base in self._values(expr.value, ctx, depth + 1):
+                out += self._attribute(base, expr.attr.value, depth)
+            return out
+        if isinstance(expr, cst.Subscript):
+            out = []
+            for base in self._values(expr.value, ctx, depth + 1):
+                if isinstance(base, ContainerValue):
+                    out += base.elements
+            return out
+        if isinstance(expr, cst.Call):
+            return self._call(expr, ctx, depth)
+        if isinstance(expr, cst.Lambda):
+            return [FunctionValue(expr, ctx)]
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            items = [(e.value, isinstance(e, cst.StarredElement)) for e in expr.elements]
+            return [self._container(items, ctx, depth)]
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            return [ContainerValue(self._values(expr.elt, ctx, depth + 1), exact=False)]
+        if isinstance(expr, cst.Dict):
+            elements: list[Value] = []
+            for element in expr.elements:
+                if isinstance(element, cst.DictElement):
+                    elements += self._values(element.value, ctx, depth + 1)
+            return [ContainerValue(elements, exact=False, sequential=False)]
+        if isinstance(expr, cst.IfExp):
+            return self._values(expr.body, ctx, depth + 1) + self._values(expr.orelse, ctx, depth + 1)
+        if isinstance(expr, cst.BooleanOperation):
+            return self._values(expr.left, ctx, depth + 1) + self._values(expr.right, ctx, depth + 1)
+        return []
+
+    def _container(self, items: list[tuple[cst.BaseExpression, bool]], ctx: Context, depth: int) -> ContainerValue:
+        """A container of ``items`` (expression, starred?) in order."""
+        out: list[Value] = []
+        exact = True
+        for expr, starred in items:
+            found = self._values(expr, ctx, depth + 1)
+            if starred:
+                exact = False
+                out += [e for v in found if isinstance(v, ContainerValue) for e in v.elements]
+                continue
+            if len(found) != 1:
+                exact = False
+            out += found
+        return ContainerValue(out, exact)
+
+    def _name(self, expr: cst.Name, ctx: Context, depth: int) -> list[Value]:
+        model = ctx.analysis.model
+        out: list[Value] = []
+        for binding in model.lookup(expr.value, model.scope_of(expr)):
+            out += self._binding(binding, ctx, depth)
+        return out
+
+    def _binding(self, binding: Binding, ctx: Context, depth: int) -> list[Value]:
+        analysis = ctx.analysis
+        if binding in ctx.env:
+            arg, arg_ctx = ctx.env[binding]
+            return self._values(arg, arg_ctx, depth + 1)
+        kind = binding.kind
+        if kind is BindingKind.FUNCTION and isinstance(binding.node, cst.FunctionDef):
+            self_class = ctx.self_class
+            if binding.scope.kind is ScopeKind.CLASS:
+                self_class = None
+            return [FunctionValue(binding.node, Context(analysis, self_class, ctx.env))]
+        if kind is BindingKind.CLASS and isinstance(binding.node, cst.ClassDef):
+            return [ClassValue(self.class_info(analysis, binding.node))]
+        if kind is BindingKind.IMPORT and binding.target:
+            return self._imported(binding.target, depth)
+        if kind is BindingKind.ASSIGNMENT and binding.value is not None:
+            values = self._values(binding.value, ctx, depth + 1)
+            return self._with_appends(values, binding, ctx, depth)
+        if kind is BindingKind.LOOP:
+            return self._loop_element(binding, ctx, depth)
+        if kind is BindingKind.PARAMETER and isinstance(binding.scope.node, cst.FunctionDef):
+            function = binding.scope.node
+            if _self_name(function) == binding.name and binding.scope.parent is not None:
+                if binding.scope.parent.kind is ScopeKind.CLASS:
+                    info = ctx.self_class
+                    if info is None and isinstance(binding.scope.parent.node, cst.ClassDef):
+                        info = self.class_info(analysis, binding.scope.parent.node)
+                    return [InstanceValue(info)] if info is not None else []
+        return []
+
+    def _with_appends(self, values: list[Value], binding: Binding, ctx: Context, depth: int) -> list[Value]:
+        """A list assigned empty and filled with ``append``/``extend`` in the same scope."""
+        containers = [v for v in values if isinstance(v, ContainerValue)]
+        if not containers:
+            return values
+        model = ctx.analysis.model
+        extra: list[Value] = []
+        for mutation in model.mutations:
+            if mutation.base != binding.name or mutation.kind != "method" or mutation.scope is not binding.scope:
+                continue
+            call = mutation.node
+            if isinstance(call, cst.Call) and mutation.method in ("append", "insert", "extend"):
+                for arg in call.args[-1:]:
+                    found = self._values(arg.value, ctx, depth + 1)
+                    if mutation.method == "extend":
+                        found = [e for v in found if isinstance(v, ContainerValue) for e in v.elements]
+                    extra += found
+        if not extra:
+            return values
+        return [
+            ContainerValue(v.elements + extra, exact=False, sequential=v.sequential) if isinstance(v, ContainerValue) else v
+            for v in values
+        ]
+
+    def _loop_element(self, binding: Binding, ctx: Context, depth: int) -> list[Value]:
+        loop = binding.node
+        if not isinstance(loop, (cst.For, cst.CompFor)):
+            return []
+        path = _target_path(loop.target, binding.name)
+        if path is None:
+            return []
+        iterable = loop.iter
+        if path and isinstance(iterable, cst.Call):
+            names = ctx.analysis.model.qualified_names(iterable.func)
+            positional = [a for a in iterable.args if a.keyword is None and not a.star]
+            if "builtins.enumerate" in names and path[0] == 1 and positional:
+                iterable, path = positional[0].value, path[1:]
+            elif "builtins.zip" in names and path[0] < len(positional):
+                iterable, path = positional[path[0]].value, path[1:]
+            else:
+                return []
+        elif path:
+            return []
+        if path:
+            return []
+        out: list[Value] = []
+        for value in self._values(iterable, ctx, depth + 1):
+            if isinstance(value, ContainerValue):
+                out += value.elements
+        return out
+
+    def _attribute(self, base: Value, name: str, depth: int) -> list[Value]:
+        if isinstance(base, InstanceValue):
+            method = self._method(base.info, name)
+            if method is not None:
+                node, owner = method
+                return [FunctionValue(node, Context(owner.analysis, base.info), bound_method=True)]
+            out: list[Value] = []
+            extra: list[Value] = []
+            for info in self._mro(base.info):
+                owner_ctx = Context(info.analysis, base.info)
+                for expr, _ in info.attributes.get(name, ()):
+                    out += self._values(expr, owner_ctx, depth + 1)
+                for expr, _ in info.appended.get(name, ()):
+                    extra += self._values(expr, owner_ctx, depth + 1)
+            if extra:
+                containers = [v for v in out if isinstance(v, ContainerValue)] or [ContainerValue([])]
+                out = [v for v in out if not isinstance(v, ContainerValue)] + [
+                    ContainerValue(c.elements + extra, exact=False, sequential=c.sequential) for c in containers
+                ]
+            return out
+        if isinstance(base, ClassValue):
+            method = self._method(base.info, name)
+            if method is not None:
+                return [FunctionValue(method[0], Context(method[1].analysis))]
+        return []
+
+    def _call(self, call: cst.Call, ctx: Context, depth: int) -> list[Value]:
+        model = ctx.analysis.model
+        names = model.qualified_names(call.func) if call.func in model.scopes else frozenset()
+        if names & PARTIAL_QUALIFIED_NAMES and call.args:
+            return [v for v in self._values(call.args[0].value, ctx, depth + 1) if isinstance(v, FunctionValue)]
+        if names & CONTAINER_CLASSES:
+            args = [a for a in call.args if a.keyword is None]
+            if any(n.endswith(".Sequential") for n in names):
+                return [self._container([(a.value, a.star == "*") for a in args], ctx, depth)]
+            if len(args) == 1 and not args[0].star:
+                inner = self._values(args[0].value, ctx, depth + 1)
+                return [v for v in inner if isinstance(v, ContainerValue)][:1] or [ContainerValue([], exact=False)]
+            return [ContainerValue([], exact=not args)]
+        out: list[Value] = []
+        for callee in self._values(call.func, ctx, depth + 1):
+            if isinstance(callee, ClassValue):
+                out.append(InstanceValue(callee.info))
+            elif isinstance(callee, LayerClassValue):
+                out.append(LayerUse(callee.qualified, callee.fact, call, ctx))
+            elif isinstance(callee, FunctionValue) and isinstance(callee.node, cst.FunctionDef):
+                inner_ctx = self._bind(callee, tuple(call.args), ctx)
+                for ret in _returns(callee.node):
+                    if ret.value is not None:
+                        out += self._values(ret.value, inner_ctx, depth + 1)
+        return out
+
+    def _imported(self, qualified: str, depth: int) -> list[Value]:
+        layer = layer_fact({qualified})
+        if layer is not None:
+            return [LayerClassValue(*layer)]
+        if self.project is None or depth > _MAX_EVAL_DEPTH:
+            return []
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            analysis = self.project.analysis_for_module(".".join(parts[:cut]))
+            if analysis is None:
+                continue
+            rest = parts[cut:]
+            values: list[Value] = []
+            for binding in analysis.model.module_scope.bindings.get(rest[0], ()):
+                values += self._binding(binding, Context(analysis), depth + 1)
+            for attr in rest[1:]:
+                values = [v for base in values for v in self._attribute(base, attr, depth + 1)]
+            return values
+        return []
+
+    def _method(self, info: ClassInfo, name: str) -> tuple[cst.FunctionDef, ClassInfo] | None:
+        for owner in self._mro(info):
+            node = owner.methods.get(name)
+            if node is not None:
+                return node, owner
+        return None
+
+    def _mro(self, info: ClassInfo) -> list[ClassInfo]:
+        order: list[ClassInfo] = []
+        stack = [info]
+        while stack and len(order) < 16:
+            current = stack.pop(0)
+            if current in order:
+                continue
+            order.append(current)
+            stack += [b.info for b in current.bases if isinstance(b, ClassValue)]
+        return order
+
+    def _layer_base(self, info: ClassInfo) -> tuple[str, LayerFact] | None:
+        for owner in self._mro(info):
+            for base in owner.bases:
+                if isinstance(base, LayerClassValue) and base.fact.kind is not LayerKind.CONTAINER:
+                    return base.qualified, base.fact
+        return None
+
+
+def _param_binding(scope, param: cst.Param) -> Binding | None:  # noqa: ANN001
+    for binding in scope.bindings.get(param.name.value, ()):
+        if binding.kind is BindingKind.PARAMETER and binding.node is param:
+            return binding
+    return None
+
+
+def _returns(function: cst.FunctionDef) -> list[cst.Return]:
+    return [node for node in _nodes_of_function(function) if isinstance(node, cst.Return)]
+
+
+def _target_path(target: cst.BaseExpression, name: str) -> list[int] | None:
+    if isinstance(target, cst.Name):
+        return [] if target.value == name else None
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for index, element in enumerate(target.elements):
+            inner = _target_path(element.value, name)
+            if inner is not None:
+                return [index] + inner
+    return None
+
+
+def _describe(value: Value) -> str:
+    if isinstance(value, FunctionValue):
+        return value.node.name.value if isinstance(value.node, cst.FunctionDef) else "<lambda>"
+    if isinstance(value, InstanceValue):
+        return f"{value.info.name}.forward"
+    if isinstance(value, LayerUse):
+        return value.fact.name
+    if isinstance(value, ContainerValue):
+        return "nn.Sequential"
+    return "?"
+
+
+def _checkpointed_segments(values: list[Value], site: CheckpointSite, analysis: ModuleAnalysis) -> list[Value]:
+    """``checkpoint_sequential(functions, segments, input)`` recomputes every segment but the
+    last (torch.utils.checkpoint, 2.9): keep only those elements when the count is known."""
+    if len(values) != 1 or not isinstance(values[0], ContainerValue) or not values[0].exact:
+        return values
+    elements = values[0].elements
+    segments_arg = site.arguments.positional[1] if len(site.arguments.positional) > 1 else site.arguments.keywords.get("segments")
+    if segments_arg is None:
+        return values
+    segments = literal_value(segments_arg.value, analysis.model)
+    if not isinstance(segments, int) or isinstance(segments, bool) or segments < 1:
+        return values
+    size = len(elements) // segments
+    if size == 0:
+        return values
+    return [ContainerValue(elements[: size * (segments - 1)], exact=True)]

@@ -1,0 +1,290 @@
+"""Reads and writes of state outside a region (the global-state rules, CKP201/CKP202).
+
+Recomputation runs the region's Python code again during backward (twice under the
+reentrant variant; under non-reentrant ``early_stop`` the code before the last saved tensor
+runs again, torch.utils.checkpoint 2.9). So a region that *writes* outer state does it again
+(counters, caches, logs), and a region that *reads* state changed between forward and
+backward computes different values; ``determinism_check`` compares only shapes, dtypes and
+devices, never values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ckptlint.analysis import ModuleAnalysis
+from ckptlint.model.regions import Frame, Region
+from ckptlint.model.semantic import MUTATING_METHODS, Binding, BindingKind, Scope, ScopeKind, base_name
+
+__all__ = ["OuterRead", "OuterWrite", "mutable_reads", "outer_writes"]
+
+_STATE_KINDS = (BindingKind.ASSIGNMENT, BindingKind.AUGMENTED, BindingKind.WALRUS)
+
+
+@dataclass(eq=False)
+class OuterWrite:
+    """A statement or call in a frame that changes state living outside the region."""
+
+    node: cst.CSTNode
+    frame: Frame
+    what: str
+
+    @property
+    def analysis(self) -> ModuleAnalysis:
+        return self.frame.analysis
+
+
+@dataclass(eq=False)
+class OuterRead:
+    """A read, in a frame, of module-level or closure state that is changed elsewhere."""
+
+    node: cst.Name | cst.Attribute
+    frame: Frame
+    name: str
+    why: str
+
+    @property
+    def analysis(self) -> ModuleAnalysis:
+        return self.frame.analysis
+
+
+def _frame_scope(frame: Frame) -> Scope | None:
+    return frame.analysis.model.scope_of_definition.get(frame.function)
+
+
+def _owner(frame: Frame, name: str, at: cst.CSTNode) -> tuple[str, list[Binding]]:
+    """Where ``name`` (used at ``at``) lives relative to the frame: ``"local"``,
+    ``"parameter"``, ``"self"``, ``"outer"`` (module or closure) or ``"unknown"``."""
+    model = frame.analysis.model
+    bindings = model.lookup(name, model.scope_of(at))
+    if not bindings:
+        return "unknown", bindings
+    scope = _frame_scope(frame)
+    first = bindings[0]
+    if first.scope is scope or (scope is not None and _inside(first.scope, scope)):
+        if any(frame.is_parameter(b) for b in bindings) and all(
+            frame.is_parameter(b) or b.kind is BindingKind.AUGMENTED for b in bindings
+        ):
+            return ("self" if name == frame.self_parameter() else "parameter"), bindings
+        return "local", bindings  # rebound in the frame (e.g. `kwargs = kwargs.copy()`): a local object
+    if first.kind in (BindingKind.IMPORT, BindingKind.FUNCTION, BindingKind.CLASS):
+        return "definition", bindings
+    return "outer", bindings
+
+
+def _inside(scope: Scope, ancestor: Scope) -> bool:
+    current: Scope | None = scope
+    while current is not None:
+        if current is ancestor:
+            return True
+        current = current.parent
+    return False
+
+
+def outer_writes(region: Region) -> list[OuterWrite]:
+    """Every write to outer state in the region's frames, in frame order."""
+    found: list[OuterWrite] = []
+    for frame in region.frames:
+        found += list(_frame_writes(frame))
+    return found
+
+
+def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
+    scope = _frame_scope(frame)
+    info = frame.ctx.self_class
+    self_name = frame.self_parameter()
+    for node in frame.nodes():
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if isinstance(node, cst.AnnAssign) and node.value is None:
+                continue
+            for target in targets:
+                what = _target_write(frame, scope, target, node)
+                if what is not None:
+                    yield OuterWrite(node, frame, what)
+                    break
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            method = node.func.attr.value
+            owner = node.func.value
+            base = base_name(owner)
+            if base is None:
+                continue
+            kind, _ = _owner(frame, base, owner)
+            if method in MUTATING_METHODS and kind in ("outer", "self", "parameter"):
+                if frame.analysis.model.qualified_names(node.func):
+                    continue  # a module function such as os.environ.update is resolved; skip modules
+                yield OuterWrite(node, frame, f"calls `{_text(frame, owner)}.{method}(...)`, mutating {_describe(kind, base)}")
+            elif (
+                method.endswith("_")
+                and not method.startswith("_")
+                and info is not None
+                and self_name is not None
+                and isinstance(owner, cst.Attribute)
+                and isinstance(owner.value, cst.Name)
+                and owner.value.value == self_name
+                and owner.attr.value in info.buffers
+            ):
+                yield OuterWrite(node, frame, f"updates the registered buffer `self.{owner.attr.value}` in place (`{method}`)")
+
+
+def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression, node: cst.CSTNode) -> str | None:
+    if isinstance(target, cst.Name):
+        if scope is not None and target.value in scope.globals:
+            return f"rebinds the global `{target.value}`"
+        if scope is not None and target.value in scope.nonlocals:
+            return f"rebinds the closure variable `{target.value}`"
+        return None
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            found = _target_write(frame, scope, element.value, node)
+            if found is not None:
+                return found
+        return None
+    if isinstance(target, (cst.Attribute, cst.Subscript)):
+        base = base_name(target)
+        if base is None:
+            return None
+        kind, _ = _owner(frame, base, target)
+        if kind in ("outer", "self"):
+            verb = "augments" if isinstance(node, cst.AugAssign) else "assigns"
+            return f"{verb} `{_text(frame, target)}`, {_describe(kind, base)}"
+    return None
+
+
+def _describe(kind: str, base: str) -> str:
+    return {
+        "self": "state of the module (`self`)",
+        "parameter": f"the caller's object `{base}`",
+        "outer": f"the outer object `{base}`",
+    }.get(kind, f"`{base}`")
+
+
+def _text(frame: Frame, node: cst.CSTNode) -> str:
+    text = frame.analysis.module.code_for_node(node).strip()
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# ------------------------------------------------------------------ reads (CKP201)
+def mutable_reads(region: Region, site_analysis: ModuleAnalysis) -> list[OuterRead]:
+    """Reads of module-level or closure variables that are rebound or mutated elsewhere
+    (in their module, or in the site's module for ``module.ATTR`` state)."""
+    found: list[OuterRead] = []
+    for frame in region.frames:
+        found += list(_frame_reads(frame, site_analysis))
+    return found
+
+
+def _changed(binding_list: list[Binding], analysis: ModuleAnalysis, name: str) -> str | None:
+    """Why the state behind ``name`` is mutable, or ``None``."""
+    scope = binding_list[0].scope
+    if any(b.kind not in _STATE_KINDS and b.kind is not BindingKind.PARAMETER for b in binding_list):
+        return None
+    rebinders = [b for b in binding_list if b.declared_in is not None]
+    if rebinders:
+        where = "`global`" if scope.kind is ScopeKind.MODULE else "`nonlocal`"
+        row = analysis.range(rebinders[0].node)[0][0]
+        return f"rebound through {where} at line {row}"
+    if len(binding_list) > 1:
+        row = analysis.range(binding_list[1].node)[0][0]
+        return f"reassigned at line {row}"
+    mutations = [m for m in analysis.model.mutations if m.base == name and _resolves_to(analysis, m, scope)]
+    if mutations:
+        row = analysis.range(mutations[0].node)[0][0]
+        return f"mutated at line {row}"
+    return None
+
+
+def _resolves_to(analysis: ModuleAnalysis, mutation, scope: Scope) -> bool:  # noqa: ANN001
+    bindings = analysis.model.lookup(mutation.base, mutation.scope)
+    return bool(bindings) and bindings[0].scope is scope
+
+
+def _frame_reads(frame: Frame, site_analysis: ModuleAnalysis) -> Iterator[OuterRead]:
+    model = frame.analysis.model
+    written = _written_nodes(frame)
+    seen: set[str] = set()
+    for node in frame.nodes():
+        if not isinstance(node, cst.Name) or node in written or not _is_load(model, node):
+            continue
+        kind, bindings = _owner(frame, node.value, node)
+        if kind == "outer":
+            why = _changed(bindings, frame.analysis, node.value)
+            if why is not None and node.value not in seen:
+                seen.add(node.value)
+                yield OuterRead(node, frame, node.value, why)
+        elif kind == "definition" and bindings[0].kind is BindingKind.IMPORT:
+            parent = model.parent(node)
+            if isinstance(parent, cst.Attribute) and parent.value is node and parent not in written:
+                why = _module_attribute_changed(site_analysis, frame.analysis, bindings[0], parent.attr.value)
+                key = f"{node.value}.{parent.attr.value}"
+                if why is not None and key not in seen:
+                    seen.add(key)
+                    yield OuterRead(parent, frame, key, why)
+
+
+def _module_attribute_changed(
+    site_analysis: ModuleAnalysis, analysis: ModuleAnalysis, binding: Binding, attr: str
+) -> str | None:
+    """``config.FLAG`` read in the region and assigned (``config.FLAG = ...``) in the site's
+    module or the region's module."""
+    target = binding.target
+    for where in {id(site_analysis): site_analysis, id(analysis): analysis}.values():
+        for mutation in where.model.mutations:
+            if mutation.kind not in ("attribute", "augmented"):
+                continue
+            bindings = where.model.lookup(mutation.base, mutation.scope)
+            if not bindings or bindings[0].kind is not BindingKind.IMPORT or bindings[0].target != target:
+                continue
+            node = mutation.node
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [getattr(node, "target", None)]
+            if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets):
+                row = where.range(node)[0][0]
+                return f"assigned at {_file(where, analysis)}{row}"
+    return None
+
+
+def _file(where: ModuleAnalysis, here: ModuleAnalysis) -> str:
+    if where is here:
+        return "line "
+    from pathlib import Path
+
+    return f"{Path(where.source.path).name}:"
+
+
+def _written_nodes(frame: Frame) -> set[cst.CSTNode]:
+    """Name/Attribute nodes that are (the base of) a write target or of a mutating call."""
+    out: set[cst.CSTNode] = set()
+    for node in frame.nodes():
+        targets: list[cst.CSTNode] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            targets = [node.target]
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MUTATING_METHODS:
+            targets = [node.func.value]
+        for target in targets:
+            stack = [target]
+            while stack:
+                current = stack.pop()
+                out.add(current)
+                if isinstance(current, (cst.Attribute, cst.Subscript)):
+                    stack.append(current.value)
+                elif isinstance(current, (cst.Tuple, cst.List)):
+                    stack.extend(e.value for e in current.elements)
+    return out
+
+
+def _is_load(model, node: cst.Name) -> bool:  # noqa: ANN001
+    parent = model.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.attr is node:
+        return False
+    if isinstance(parent, cst.Arg) and parent.keyword is node:
+        return False
+    if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName, cst.Param, cst.NameItem)):
+        return False
+    return True

@@ -1,0 +1,117 @@
+"""CKP101 rng-state-not-preserved."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ckptlint.diagnostics import Applicability
+from ckptlint.edits import remove_argument
+from ckptlint.model.randomness import random_ops
+from ckptlint.model.regions import site_label
+from ckptlint.model.sites import CheckpointSite, SiteForm
+from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+
+
+class RngStateNotPreserved(Rule):
+    """``preserve_rng_state=False`` on a checkpoint whose region draws random numbers.
+
+    torch.utils.checkpoint (2.9, unchanged in 2.13) forks and restores the RNG state around
+    recomputation only when ``preserve_rng_state`` is true; with ``False`` the recomputed
+    dropout masks differ from the forward's and gradients are silently wrong.
+    """
+
+    code = "CKP101"
+    name = "rng-state-not-preserved"
+    summary = "`preserve_rng_state=False` while the recomputed region draws random numbers"
+    severity = Severity.ERROR
+    fix_availability = FixAvailability.SOMETIMES
+
+    VALID = (
+        "from torch import nn\nfrom torch.utils.checkpoint import checkpoint\n"
+        "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.lin = nn.Linear(4, 4)\n    def f(self, x):\n        return self.lin(x)\n"
+        "    def forward(self, x):\n        return checkpoint(self.f, x, use_reentrant=False, preserve_rng_state=False)\n",
+        "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
+        "def f(x):\n    return F.dropout(x, p=0.1)\ncheckpoint(f, x, use_reentrant=False)\n",
+        "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
+        "def f(x):\n    return F.dropout(x, p=0.0)\ncheckpoint(f, x, use_reentrant=False, preserve_rng_state=False)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
+            "def f(x):\n    return F.dropout(x, p=0.1)\n"
+            "checkpoint(f, x, use_reentrant=False, preserve_rng_state=False)\n",
+            "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
+            "def f(x):\n    return F.dropout(x, p=0.1)\n"
+            "checkpoint(f, x, use_reentrant=False)\n",
+        ),
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\n"
+            "def run(fn, x):\n    return checkpoint(fn, x, use_reentrant=False, preserve_rng_state=False)\n",
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        analysis = ctx.analysis
+        groups: dict[int, list[CheckpointSite]] = {}
+        owners: dict[int, CheckpointSite] = {}
+        for site in analysis.sites.sites:
+            option = site.option("preserve_rng_state")
+            if not option.is_false:
+                continue
+            owner = option.arg if option.arg is not None else site.call
+            if site.form is SiteForm.BOUND_CALL and site.binding is not None and option.arg is None:
+                owner = site.binding.call
+            groups.setdefault(id(owner), []).append(site)
+            owners.setdefault(id(owner), site)
+        for key, sites in groups.items():
+            judged = [s for s in sites if s.function is not None] or sites
+            strong = None
+            unresolved = False
+            for site in judged:
+                region = ctx.regions.region(site, analysis)
+                ops = [op for op in random_ops(region) if op.active is not False]
+                if ops:
+                    strong = (site, ops[0])
+                    break
+                if not region.resolved:
+                    unresolved = True
+            first = owners[key]
+            option = first.option("preserve_rng_state")
+            node: cst.CSTNode = option.arg if option.arg is not None else first.call
+            fix = None
+            if option.arg is not None and any(a is option.arg for a in first.call.args):
+                fix = ctx.fix(
+                    Applicability.UNSAFE,
+                    "Remove `preserve_rng_state=False`",
+                    *remove_argument(analysis, first.call, option.arg),
+                )
+            if strong is not None:
+                site, op = strong
+                where = site_label(site, analysis, analysis)
+                at = f"{_short(op.analysis, analysis)}{op.analysis.range(op.node)[0][0]}"
+                ctx.report(
+                    node,
+                    f"`preserve_rng_state=False` but the region recomputed by the checkpoint at {where} "
+                    f"draws random numbers ({op.name} at {at}): recomputation draws different values and "
+                    "gradients are silently wrong; keep the default `preserve_rng_state=True`",
+                    fix=fix,
+                )
+            elif unresolved:
+                where = site_label(first, analysis, analysis)
+                ctx.report(
+                    node,
+                    f"`preserve_rng_state=False` on the checkpoint at {where}: ckptlint cannot see what it "
+                    "recomputes; if that code draws random numbers (dropout, `torch.rand*`), recomputation "
+                    "draws different values and gradients are silently wrong",
+                    fix=fix,
+                )
+
+
+def _short(where, here) -> str:  # noqa: ANN001
+    """``""`` for the same file, else ``"layers.py:"``-style prefix."""
+    if where is here:
+        return "line "
+    from pathlib import Path
+
+    return f"{Path(where.source.path).name}:"

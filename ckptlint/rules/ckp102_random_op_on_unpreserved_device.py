@@ -1,0 +1,60 @@
+"""CKP102 random-op-on-unpreserved-device."""
+
+from __future__ import annotations
+
+from ckptlint.model.randomness import device_moved_ops
+from ckptlint.model.regions import site_label
+from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+
+
+class RandomOpOnUnpreservedDevice(Rule):
+    """A random op in the region draws on a device whose RNG state checkpoint does not stash.
+
+    torch.utils.checkpoint (2.9, unchanged in 2.13) stashes the CPU RNG state and that of the
+    one device type inferred from the *positional* tensor arguments (``_infer_device_type``,
+    ``get_device_states``). A tensor moved to another device inside the region, or reaching
+    the checkpoint only as a keyword argument, draws fresh random numbers on recomputation.
+    """
+
+    code = "CKP102"
+    name = "random-op-on-unpreserved-device"
+    summary = "Random op on a device whose RNG state the checkpoint does not stash"
+    severity = Severity.ERROR
+
+    VALID = (
+        "import torch\nimport torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
+        "def f(x):\n    noise = torch.randn_like(x)\n    return F.dropout(x + noise, p=0.1)\n"
+        "checkpoint(f, x, use_reentrant=False)\n",
+        "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
+        "def f(x):\n    h = x.to(torch.float16)\n    return F.dropout(h, p=0.1)\n"
+        "checkpoint(f, x, use_reentrant=False)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
+            "def f(x_cpu):\n    h = x_cpu.cuda()\n    return F.dropout(h, p=0.1)\n"
+            "checkpoint(f, x_cpu, use_reentrant=False)\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
+            "def f(x):\n    return x + torch.randn(x.shape, device='cuda')\n"
+            "checkpoint(f, x, use_reentrant=False)\n",
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        analysis = ctx.analysis
+        for site in analysis.sites.sites:
+            if site.function is None or site.option("preserve_rng_state").is_false:
+                continue  # CKP101 covers regions whose RNG state is not preserved at all
+            region = ctx.regions.region(site, analysis)
+            for op, reason in device_moved_ops(region):
+                where = site_label(site, analysis, op.analysis)
+                ctx.report(
+                    op.node,
+                    f"{op.name} in the region recomputed by the checkpoint at {where}: {reason}, and "
+                    "checkpoint stashes RNG state only for CPU and the device of its positional tensor "
+                    "arguments, so recomputation draws different values; move the tensor to its device "
+                    "before the checkpoint, or draw the randomness outside and pass it in",
+                    analysis=op.analysis,
+                )

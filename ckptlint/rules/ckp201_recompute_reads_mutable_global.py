@@ -1,0 +1,59 @@
+"""CKP201 recompute-reads-mutable-global."""
+
+from __future__ import annotations
+
+from ckptlint.model.regions import site_label
+from ckptlint.model.state import mutable_reads
+from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+
+
+class RecomputeReadsMutableGlobal(Rule):
+    """The region reads module-level or closure state that is rebound or mutated elsewhere.
+
+    Recomputation runs during backward, after the training loop may have changed that state;
+    the recomputed values then differ from the forward's. ``determinism_check`` compares only
+    metadata (shape, dtype, device) of saved tensors (torch.utils.checkpoint 2.9), so the
+    difference is silent.
+    """
+
+    code = "CKP201"
+    name = "recompute-reads-mutable-global"
+    summary = "Recomputed region reads module-level or closure state that changes"
+    severity = Severity.ERROR
+
+    VALID = (
+        "from torch.utils.checkpoint import checkpoint\nSCALE = 2.0\n"
+        "def f(x):\n    return x * SCALE\ncheckpoint(f, x, use_reentrant=False)\n",
+    )
+    INVALID = (
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\nSCALE = 2.0\n"
+            "def set_scale(s):\n    global SCALE\n    SCALE = s\n"
+            "def f(x):\n    return x * SCALE\ncheckpoint(f, x, use_reentrant=False)\n",
+        ),
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\nSTATE = {'scale': 1.0}\n"
+            "def f(x):\n    return x * STATE['scale']\n"
+            "def train():\n    STATE['scale'] = 0.5\n    checkpoint(f, x, use_reentrant=False)\n",
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        analysis = ctx.analysis
+        reported: set[int] = set()
+        for site in analysis.sites.sites:
+            if site.function is None:
+                continue
+            region = ctx.regions.region(site, analysis)
+            for read in mutable_reads(region, analysis):
+                if id(read.node) in reported:
+                    continue
+                reported.add(id(read.node))
+                ctx.report(
+                    read.node,
+                    f"`{read.name}` ({read.why}) is read in the region recomputed by the checkpoint at "
+                    f"{site_label(site, analysis, read.analysis)}: if it changes between forward and "
+                    "backward, recomputation computes different values and gradients are silently wrong "
+                    "(determinism_check compares only shapes); pass the value in as an argument",
+                    analysis=read.analysis,
+                )

@@ -1,0 +1,58 @@
+"""CKP202 side-effect-in-recompute."""
+
+from __future__ import annotations
+
+from ckptlint.model.regions import site_label
+from ckptlint.model.state import outer_writes
+from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+
+
+class SideEffectInRecompute(Rule):
+    """The region writes state outside itself; recomputation writes it again.
+
+    The reentrant variant reruns the whole function during backward; the non-reentrant
+    variant reruns it up to the last saved tensor (``early_stop``, torch.utils.checkpoint
+    2.9), so counters advance twice, caches grow twice (pytorch/pytorch#155171), logs repeat.
+    """
+
+    code = "CKP202"
+    name = "side-effect-in-recompute"
+    summary = "Recomputed region writes outer state (globals, `self` attributes, caches, buffers)"
+    severity = Severity.ERROR
+
+    VALID = (
+        "from torch.utils.checkpoint import checkpoint\n"
+        "def f(x):\n    out = []\n    out.append(x * 2)\n    return out[0]\n"
+        "checkpoint(f, x, use_reentrant=False)\n",
+    )
+    INVALID = (
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\nCALLS = 0\n"
+            "def f(x):\n    global CALLS\n    CALLS += 1\n    return x * 2\n"
+            "checkpoint(f, x, use_reentrant=False)\n",
+        ),
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\nLOG = []\n"
+            "def f(x):\n    LOG.append(x.sum())\n    return x * 2\n"
+            "checkpoint(f, x, use_reentrant=False)\n",
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        analysis = ctx.analysis
+        reported: set[int] = set()
+        for site in analysis.sites.sites:
+            if site.function is None:
+                continue
+            region = ctx.regions.region(site, analysis)
+            for write in outer_writes(region):
+                if id(write.node) in reported:
+                    continue
+                reported.add(id(write.node))
+                ctx.report(
+                    write.node,
+                    f"Side effect in the region recomputed by the checkpoint at "
+                    f"{site_label(site, analysis, write.analysis)}: it {write.what}, which runs again "
+                    "during backward; move it outside the checkpointed function",
+                    analysis=write.analysis,
+                )

@@ -1,0 +1,70 @@
+"""CKP203 batchnorm-in-checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ckptlint.model.regions import site_label
+from ckptlint.torchfacts import LayerKind
+from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+
+
+class BatchNormInCheckpoint(Rule):
+    """A layer with running statistics (BatchNorm, SyncBatchNorm,
+    InstanceNorm with ``track_running_stats=True``) runs in a checkpointed region.
+
+    Recomputation runs its forward again in training mode, so ``running_mean``,
+    ``running_var`` and ``num_batches_tracked`` update twice per step (both variants;
+    pytorch/pytorch#96136).
+    """
+
+    code = "CKP203"
+    name = "batchnorm-in-checkpoint"
+    summary = "BatchNorm-like layer in a checkpointed region: running statistics update twice"
+    severity = Severity.ERROR
+
+    VALID = (
+        "from torch import nn\nfrom torch.utils.checkpoint import checkpoint\n"
+        "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.GroupNorm(2, 8))\n"
+        "    def forward(self, x):\n        return checkpoint(self.body, x, use_reentrant=False)\n",
+        "from torch import nn\nfrom torch.utils.checkpoint import checkpoint\n"
+        "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.body = nn.BatchNorm2d(8, track_running_stats=False)\n"
+        "    def forward(self, x):\n        return checkpoint(self.body, x, use_reentrant=False)\n",
+    )
+    INVALID = (
+        Invalid(
+            "from torch import nn\nfrom torch.utils.checkpoint import checkpoint\n"
+            "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))\n"
+            "    def forward(self, x):\n        return checkpoint(self.body, x, use_reentrant=False)\n",
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        analysis = ctx.analysis
+        for site in analysis.sites.sites:
+            if site.function is None:
+                continue
+            region = ctx.regions.region(site, analysis)
+            layers = [
+                layer
+                for layer in region.layers
+                if layer.fact.kind is LayerKind.RUNNING_STATS and layer.switched_on() is not False
+            ]
+            if not layers:
+                continue
+            first = layers[0]
+            made = ""
+            if first.call is not None:
+                row = first.analysis.range(first.call)[0][0]
+                made = f" (created at {Path(first.analysis.source.path).name}:{row})"
+            more = f" and {len(layers) - 1} more" if len(layers) > 1 else ""
+            ctx.report(
+                site.call,
+                f"{first.fact.name}{made}{more} runs in the region recomputed by the checkpoint at "
+                f"{site_label(site, analysis, analysis)}: its running statistics update twice per step in "
+                "training; keep BatchNorm outside the checkpoint, use GroupNorm/LayerNorm, or compensate "
+                "the momentum",
+            )

@@ -1,0 +1,209 @@
+"""What torch's own layers and functions do, as data (the region rules' knowledge base).
+
+ckptlint never imports torch; these tables say which torch callables draw random numbers,
+which layers keep running statistics, which are containers, and which calls move a tensor to
+another device. Names are qualified names as the semantic model resolves them
+(``torch.nn.Dropout`` whether written ``nn.Dropout``, ``torch.nn.Dropout`` or imported from
+``torch.nn.modules.dropout``). Sources: torch/nn/modules/*.py and torch/nn/functional.py,
+PyTorch 2.9 (unchanged in 2.13); ops tagged ``nondeterministic_seeded`` in
+native_functions.yaml.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = [
+    "CONTAINER_CLASSES",
+    "DEVICE_MOVE_METHODS",
+    "GENERATOR_CLASSES",
+    "LAYERS",
+    "LayerFact",
+    "LayerKind",
+    "PYTHON_RANDOM_PREFIXES",
+    "RANDOM_FUNCTIONS",
+    "RANDOM_METHODS",
+    "RandomFunction",
+    "layer_fact",
+    "random_function",
+]
+
+
+class LayerKind(str, Enum):
+    RANDOM = "random"  # draws random numbers in training mode (dropout)
+    RUNNING_STATS = "running-stats"  # updates buffers in training mode (BatchNorm)
+    CONTAINER = "container"
+
+
+@dataclass(frozen=True)
+class LayerFact:
+    """One torch layer class.
+
+    Attributes:
+        name: display name (``nn.Dropout``).
+        kind: see :class:`LayerKind`.
+        switch: the constructor argument that turns the behaviour off, as
+            ``(keyword, position, default)``; e.g. dropout's ``p`` (position 0, default 0.5):
+            ``p=0`` means no randomness. ``None``: always on.
+        off_when: the value of ``switch`` that turns it off (``0`` for probabilities,
+            ``False`` for ``track_running_stats``).
+    """
+
+    name: str
+    kind: LayerKind
+    switch: tuple[str, int, object] | None = None
+    off_when: object = 0
+
+
+def _dropout(name: str, position: int = 0, keyword: str = "p", default: object = 0.5) -> LayerFact:
+    return LayerFact(name, LayerKind.RANDOM, (keyword, position, default), 0)
+
+
+_DROPOUTS = {
+    "Dropout": _dropout("nn.Dropout"),
+    "Dropout1d": _dropout("nn.Dropout1d"),
+    "Dropout2d": _dropout("nn.Dropout2d"),
+    "Dropout3d": _dropout("nn.Dropout3d"),
+    "AlphaDropout": _dropout("nn.AlphaDropout"),
+    "FeatureAlphaDropout": _dropout("nn.FeatureAlphaDropout"),
+    "RReLU": LayerFact("nn.RReLU", LayerKind.RANDOM),
+    # recurrent and attention layers take a `dropout` probability (default 0.0)
+    "RNN": _dropout("nn.RNN", 99, "dropout", 0.0),
+    "LSTM": _dropout("nn.LSTM", 99, "dropout", 0.0),
+    "GRU": _dropout("nn.GRU", 99, "dropout", 0.0),
+    "MultiheadAttention": _dropout("nn.MultiheadAttention", 2, "dropout", 0.0),
+    "TransformerEncoderLayer": _dropout("nn.TransformerEncoderLayer", 3, "dropout", 0.1),
+    "TransformerDecoderLayer": _dropout("nn.TransformerDecoderLayer", 3, "dropout", 0.1),
+    "Transformer": _dropout("nn.Transformer", 5, "dropout", 0.1),
+}
+
+_NORMS = {
+    "BatchNorm1d": LayerFact("nn.BatchNorm1d", LayerKind.RUNNING_STATS, ("track_running_stats", 4, True), False),
+    "BatchNorm2d": LayerFact("nn.BatchNorm2d", LayerKind.RUNNING_STATS, ("track_running_stats", 4, True), False),
+    "BatchNorm3d": LayerFact("nn.BatchNorm3d", LayerKind.RUNNING_STATS, ("track_running_stats", 4, True), False),
+    "LazyBatchNorm1d": LayerFact("nn.LazyBatchNorm1d", LayerKind.RUNNING_STATS, ("track_running_stats", 3, True), False),
+    "LazyBatchNorm2d": LayerFact("nn.LazyBatchNorm2d", LayerKind.RUNNING_STATS, ("track_running_stats", 3, True), False),
+    "LazyBatchNorm3d": LayerFact("nn.LazyBatchNorm3d", LayerKind.RUNNING_STATS, ("track_running_stats", 3, True), False),
+    "SyncBatchNorm": LayerFact("nn.SyncBatchNorm", LayerKind.RUNNING_STATS, ("track_running_stats", 4, True), False),
+    # InstanceNorm keeps running statistics only with track_running_stats=True (default False)
+    "InstanceNorm1d": LayerFact("nn.InstanceNorm1d", LayerKind.RUNNING_STATS, ("track_running_stats", 4, False), False),
+    "InstanceNorm2d": LayerFact("nn.InstanceNorm2d", LayerKind.RUNNING_STATS, ("track_running_stats", 4, False), False),
+    "InstanceNorm3d": LayerFact("nn.InstanceNorm3d", LayerKind.RUNNING_STATS, ("track_running_stats", 4, False), False),
+}
+
+_CONTAINERS = {
+    "Sequential": LayerFact("nn.Sequential", LayerKind.CONTAINER),
+    "ModuleList": LayerFact("nn.ModuleList", LayerKind.CONTAINER),
+    "ModuleDict": LayerFact("nn.ModuleDict", LayerKind.CONTAINER),
+}
+
+_MODULE_PATHS = ("torch.nn.", "torch.nn.modules.", "torch.nn.modules.dropout.", "torch.nn.modules.batchnorm.",
+                 "torch.nn.modules.instancenorm.", "torch.nn.modules.container.", "torch.nn.modules.rnn.",
+                 "torch.nn.modules.activation.", "torch.nn.modules.transformer.")
+
+LAYERS: dict[str, LayerFact] = {
+    f"{prefix}{name}": fact
+    for prefix in _MODULE_PATHS
+    for name, fact in {**_DROPOUTS, **_NORMS, **_CONTAINERS}.items()
+}
+
+CONTAINER_CLASSES = frozenset(q for q, fact in LAYERS.items() if fact.kind is LayerKind.CONTAINER) | {
+    "builtins.list",
+    "builtins.tuple",
+}
+
+
+def layer_fact(qualified_names: frozenset[str] | set[str]) -> tuple[str, LayerFact] | None:
+    """The layer one of ``qualified_names`` denotes, as ``(qualified name, fact)``."""
+    for name in sorted(qualified_names):
+        fact = LAYERS.get(name)
+        if fact is not None:
+            return name, fact
+    return None
+
+
+@dataclass(frozen=True)
+class RandomFunction:
+    """A torch function that draws random numbers.
+
+    ``switch``: ``(keyword, position, default)`` of the argument that turns randomness off
+    (dropout's ``p``, ``scaled_dot_product_attention``'s ``dropout_p``); ``training``: the
+    position of a ``training`` argument that turns it off when ``False`` (``None``: none).
+    """
+
+    name: str
+    switch: tuple[str, int, object] | None = None
+    training: tuple[str, int, object] | None = None
+
+
+def _functional(name: str, switch=None, training=None) -> RandomFunction:  # noqa: ANN001
+    return RandomFunction(name, switch, training)
+
+
+_F = "torch.nn.functional."
+RANDOM_FUNCTIONS: dict[str, RandomFunction] = {
+    **{
+        f"torch.{n}": RandomFunction(f"torch.{n}")
+        for n in (
+            "rand",
+            "rand_like",
+            "randn",
+            "randn_like",
+            "randint",
+            "randint_like",
+            "randperm",
+            "bernoulli",
+            "multinomial",
+            "normal",
+            "poisson",
+            "rrelu",
+        )
+    },
+    **{
+        f"{_F}{n}": _functional(f"F.{n}", ("p", 1, 0.5), ("training", 2, True))
+        for n in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
+    },
+    f"{_F}rrelu": _functional("F.rrelu", None, ("training", 3, False)),
+    f"{_F}scaled_dot_product_attention": _functional(
+        "F.scaled_dot_product_attention", ("dropout_p", 4, 0.0)
+    ),
+    f"{_F}gumbel_softmax": _functional("F.gumbel_softmax"),
+    "torch.nn.init.normal_": RandomFunction("nn.init.normal_"),
+    "torch.nn.init.uniform_": RandomFunction("nn.init.uniform_"),
+    "torch.nn.init.trunc_normal_": RandomFunction("nn.init.trunc_normal_"),
+}
+
+#: Tensor methods that draw random numbers (in place or not).
+RANDOM_METHODS = frozenset(
+    {
+        "bernoulli",
+        "bernoulli_",
+        "normal_",
+        "uniform_",
+        "exponential_",
+        "random_",
+        "geometric_",
+        "cauchy_",
+        "log_normal_",
+        "multinomial",
+    }
+)
+
+#: Qualified-name prefixes of random sources checkpoint never restores (CKP103).
+PYTHON_RANDOM_PREFIXES = ("random.", "numpy.random.")
+
+#: Explicit generator objects: never forked or restored by checkpoint.
+GENERATOR_CLASSES = frozenset({"torch.Generator", "torch._C.Generator"})
+
+#: Tensor methods that move a tensor to a device named by their arguments.
+DEVICE_MOVE_METHODS = frozenset({"to", "cuda", "xpu", "npu", "mps", "hpu", "ipu"})
+
+
+def random_function(qualified_names: frozenset[str] | set[str]) -> RandomFunction | None:
+    """The random torch function one of ``qualified_names`` denotes, or ``None``."""
+    for name in sorted(qualified_names):
+        fact = RANDOM_FUNCTIONS.get(name)
+        if fact is not None:
+            return fact
+    return None
