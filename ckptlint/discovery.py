@@ -40,7 +40,7 @@ class DiscoveryResult:
 
 @lru_cache(maxsize=512)
 def _pattern(pattern: str) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
 def pattern_matches(pattern: str, relative_path: str) -> bool:

@@ -60,7 +60,7 @@ _MAX_VALUES = 64
 
 
 # ---------------------------------------------------------------------------- values
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Context:
     """Where an expression is evaluated: its module, the class ``self`` is an instance of,
     and the arguments bound to parameters of enclosing functions (factory closures)."""
@@ -74,31 +74,39 @@ class Context:
 class Value:
     """Something an expression may evaluate to."""
 
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {_describe(self)}>"
 
-@dataclass(eq=False)
+
+class OpaqueValue(Value):
+    """A value that exists but is not understood (``nn.Linear(4, 4)``): it keeps the
+    positions of container elements (``checkpoint_sequential`` segments) exact."""
+
+
+@dataclass(eq=False, repr=False)
 class FunctionValue(Value):
     node: cst.FunctionDef | cst.Lambda
     ctx: Context
     bound_method: bool = False  # reached as ``obj.method``: the first parameter is bound
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class ClassValue(Value):
     info: ClassInfo
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class InstanceValue(Value):
     info: ClassInfo
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class LayerClassValue(Value):
     qualified: str
     fact: LayerFact
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class LayerUse(Value):
     """A torch layer instance: its table entry and the constructor call that made it."""
 
@@ -133,7 +141,7 @@ class LayerUse(Value):
             return None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class ContainerValue(Value):
     """``nn.Sequential``/``nn.ModuleList``/a list: ``elements`` in order when ``exact``."""
 
@@ -153,7 +161,7 @@ def _argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
 
 
 # ---------------------------------------------------------------------------- classes
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class ClassInfo:
     """The per-class summary regions need: methods, attribute assignments, buffers."""
 
@@ -260,7 +268,7 @@ def _nodes_of_function(function: cst.FunctionDef | cst.Lambda) -> Iterator[cst.C
 
 
 # ---------------------------------------------------------------------------- regions
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Frame:
     """One function body that runs on recompute.
 
@@ -293,7 +301,7 @@ class Frame:
         return None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class LayerCall:
     """A torch layer run in the region: ``invocation`` is the call that runs it inside
     ``frame`` (``None`` when the layer is the checkpointed callable itself)."""
@@ -303,7 +311,7 @@ class LayerCall:
     frame: Frame | None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class _Pending:
     value: Value
     depth: int
@@ -314,7 +322,7 @@ class _Pending:
     frame: Frame | None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Region:
     """What a checkpoint site recomputes.
 
@@ -545,7 +553,9 @@ class RegionBuilder:
                 exact = False
                 out += [e for v in found if isinstance(v, ContainerValue) for e in v.elements]
                 continue
-            if len(found) != 1:
+            if not found:
+                found = [OpaqueValue()]
+            elif len(found) != 1:
                 exact = False
             out += found
         return ContainerValue(out, exact)
