@@ -66,6 +66,7 @@ class FileResult:
     source: SourceFile | None = None
     fixed_text: str | None = None
     raw: bytes | None = None
+    dependencies: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -129,7 +130,9 @@ class FileLinter:
         result.source = source
         module_name, is_package, root = module_name_for(Path(path)) if os.path.isabs(path) else ("", False, Path.cwd())
         self.project.add_root(root)
+        self.project.track()
         diagnostics, problems = self.check(source, settings, module_name, is_package)
+        result.dependencies = [str(p) for p in self.project.accessed() if str(p) != path]
         result.problems += problems
         if fix is FixMode.NONE:
             result.diagnostics = diagnostics

@@ -48,6 +48,17 @@ class Project:
     def __init__(self, roots: list[Path] | None = None) -> None:
         self.roots: list[Path] = list(roots or [])
         self._analyses: dict[Path, ModuleAnalysis | None] = {}
+        self._accessed: set[Path] | None = None
+
+    def track(self) -> None:
+        """Start recording which other files are read (for cache invalidation)."""
+        self._accessed = set()
+
+    def accessed(self) -> list[Path]:
+        """Files read since :meth:`track`, sorted; stops recording."""
+        found = sorted(self._accessed or ())
+        self._accessed = None
+        return found
 
     def add_root(self, root: Path) -> None:
         if root not in self.roots:
@@ -60,6 +71,8 @@ class Project:
         relative = Path(*module.split("."))
         for root in self.roots:
             for candidate in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):
+                if self._accessed is not None:
+                    self._accessed.add(Path(os.path.abspath(candidate)))  # its appearance matters too
                 if candidate.is_file():
                     return candidate
         return None
@@ -74,6 +87,8 @@ class Project:
         from ckptlint.source import SourceDecodeError, decode_source
 
         path = Path(os.path.abspath(path))
+        if self._accessed is not None:
+            self._accessed.add(path)
         if path not in self._analyses:
             analysis = None
             try:
