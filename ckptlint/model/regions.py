@@ -344,6 +344,15 @@ class Region:
     def label(self) -> str:
         return site_label(self.site, self.analysis, self.analysis)
 
+    def constructs(self, layer: LayerUse) -> bool:
+        """Whether ``layer`` is created inside the region itself (a fresh module each call,
+        e.g. ``lambda x: nn.BatchNorm1d(d)(x)``), so no state carries over."""
+        if layer.call is None:
+            return False
+        functions = {id(frame.function) for frame in self.frames}
+        model = layer.analysis.model
+        return any(id(a) in functions for a in model.ancestors(layer.call) if isinstance(a, (cst.FunctionDef, cst.Lambda)))
+
 
 def site_label(site: CheckpointSite, site_analysis: ModuleAnalysis, reported_in: ModuleAnalysis) -> str:
     """``model.py:42``: where the site is, relative to the folder of the file a finding is

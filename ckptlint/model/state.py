@@ -113,6 +113,8 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
             if base is None:
                 continue
             kind, _ = _owner(frame, base, owner)
+            if kind == "parameter" and frame.depth > 0:
+                continue  # below the checkpointed callable, arguments are mostly the region's own objects
             if method in MUTATING_METHODS and kind in ("outer", "self", "parameter"):
                 if frame.analysis.model.qualified_names(node.func):
                     continue  # a module function such as os.environ.update is resolved; skip modules
@@ -178,7 +180,13 @@ def mutable_reads(region: Region, site_analysis: ModuleAnalysis) -> list[OuterRe
 
 
 def _changed(binding_list: list[Binding], analysis: ModuleAnalysis, name: str) -> str | None:
-    """Why the state behind ``name`` is mutable, or ``None``."""
+    """Why the state behind ``name`` changes at run time, or ``None``.
+
+    Only changes made while the program runs count: in a function (``global`` rebinding,
+    mutation) or under ``if __name__ == "__main__":``. Import-time configuration such as
+    ``try: ...; FLAG = True except ImportError: FLAG = False`` is not state that changes
+    between forward and backward.
+    """
     scope = binding_list[0].scope
     if any(b.kind not in _STATE_KINDS and b.kind is not BindingKind.PARAMETER for b in binding_list):
         return None
@@ -187,14 +195,29 @@ def _changed(binding_list: list[Binding], analysis: ModuleAnalysis, name: str) -
         where = "`global`" if scope.kind is ScopeKind.MODULE else "`nonlocal`"
         row = analysis.range(rebinders[0].node)[0][0]
         return f"rebound through {where} at line {row}"
-    if len(binding_list) > 1:
-        row = analysis.range(binding_list[1].node)[0][0]
+    runtime = [b for b in binding_list[1:] if _at_run_time(analysis, b.node)]
+    if runtime:
+        row = analysis.range(runtime[0].node)[0][0]
         return f"reassigned at line {row}"
-    mutations = [m for m in analysis.model.mutations if m.base == name and _resolves_to(analysis, m, scope)]
+    mutations = [
+        m
+        for m in analysis.model.mutations
+        if m.base == name and _resolves_to(analysis, m, scope) and _at_run_time(analysis, m.node)
+    ]
     if mutations:
         row = analysis.range(mutations[0].node)[0][0]
         return f"mutated at line {row}"
     return None
+
+
+def _at_run_time(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Whether ``node`` runs after import: in a function, or under a ``__main__`` guard."""
+    for ancestor in analysis.model.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return True
+        if isinstance(ancestor, cst.If) and "__name__" in analysis.module.code_for_node(ancestor.test):
+            return True
+    return False
 
 
 def _resolves_to(analysis: ModuleAnalysis, mutation, scope: Scope) -> bool:  # noqa: ANN001
@@ -233,7 +256,7 @@ def _module_attribute_changed(
     target = binding.target
     for where in {id(site_analysis): site_analysis, id(analysis): analysis}.values():
         for mutation in where.model.mutations:
-            if mutation.kind not in ("attribute", "augmented"):
+            if mutation.kind not in ("attribute", "augmented") or not _at_run_time(where, mutation.node):
                 continue
             bindings = where.model.lookup(mutation.base, mutation.scope)
             if not bindings or bindings[0].kind is not BindingKind.IMPORT or bindings[0].target != target:

@@ -51,7 +51,9 @@ class BatchNormInCheckpoint(Rule):
             layers = [
                 layer
                 for layer in region.layers
-                if layer.fact.kind is LayerKind.RUNNING_STATS and layer.switched_on() is not False
+                if layer.fact.kind is LayerKind.RUNNING_STATS
+                and layer.switched_on() is not False
+                and not region.constructs(layer)
             ]
             if not layers:
                 continue
