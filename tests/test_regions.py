@@ -367,3 +367,61 @@ def test_read_of_global_changed_elsewhere() -> None:
     assert [(d.start, d.code) for d in found] == [((7, 16), "CKP201"), ((7, 35), "CKP201")]
     assert "mutated at line 10" in found[0].message
     assert "assigned at line 11" in found[1].message
+
+
+def test_import_time_configuration_is_not_mutable_state() -> None:
+    # open_clip audio/whisper.py: a flag set once at import time
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+        try:
+            from torch.nn.functional import scaled_dot_product_attention
+            SDPA_AVAILABLE = True
+        except ImportError:
+            SDPA_AVAILABLE = False
+
+        def f(x):
+            return x * 2 if SDPA_AVAILABLE else x
+
+        def run(x):
+            return checkpoint(f, x, use_reentrant=False)
+    """
+    assert _codes(source, "CKP201") == []
+
+
+def test_layer_created_inside_the_region_keeps_no_state() -> None:
+    # open_clip audio/htsat.py: a fresh BatchNorm1d on every call
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+        class Block(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.norm = lambda x: nn.BatchNorm1d(dim)(x)
+
+            def forward(self, x):
+                return self.norm(x)
+
+        def run(block, x):
+            return checkpoint(Block(4), x, use_reentrant=False)
+    """
+    assert _codes(source, "CKP203") == []
+
+
+def test_nested_call_mutating_its_own_argument_is_local() -> None:
+    # sd-scripts library/attention.py: a helper clears the list the region built
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+        def attention(qkv):
+            q, k, v = qkv
+            qkv.clear()
+            return q + k + v
+
+        def block(x):
+            return attention([x, x, x])
+
+        def run(x):
+            return checkpoint(block, x, use_reentrant=False)
+    """
+    assert _codes(source, "CKP202") == []
