@@ -243,6 +243,12 @@ class FileLinter:
                 return
             known = {p.message for p in result.problems}
             result.problems += [p for p in problems if p.message not in known]
+        if fixed and _breaks_compilation(source.text, current.text):
+            result.problems.append(
+                Problem(source.path, "internal error: a fix produced code that does not compile; file left unchanged", "fix")
+            )
+            result.diagnostics, _ = self.check(source, settings, module_name, is_package)
+            return
         result.diagnostics = diagnostics
         result.fixed = fixed
         result.fixed_text = current.text
@@ -254,6 +260,23 @@ def _does_not_parse(text: str) -> bool:
     except Exception:  # noqa: BLE001
         return True
     return False
+
+
+def _breaks_compilation(before: str, after: str) -> bool:
+    """Whether CPython's compiler rejects ``after`` but accepts ``before``: catches errors that
+    libcst's parser lets through, such as a repeated keyword argument."""
+    try:
+        compile(after, "<fixed>", "exec", dont_inherit=True)
+        return False
+    except SyntaxError:
+        pass
+    except Exception:  # noqa: BLE001 - RecursionError, MemoryError...: cannot tell
+        return False
+    try:
+        compile(before, "<original>", "exec", dont_inherit=True)
+    except Exception:  # noqa: BLE001 - the original did not compile either
+        return False
+    return True
 
 
 def _adjust_applicability(diagnostic: Diagnostic, settings: Settings) -> Diagnostic:
