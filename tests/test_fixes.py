@@ -352,3 +352,13 @@ def test_fix_and_diff_agree_on_multi_line_files(run_cli, write) -> None:  # noqa
     assert path.read_text() == body
     assert run_cli("--fix", "--unsafe-fixes", "m.py").exit_code == 0
     assert path.read_text() == IMPORT + "y = checkpoint(\n    f,\n    x,\n    use_reentrant=False\n)\n"
+
+
+def test_engine_refuses_a_fix_that_does_not_compile(monkeypatch) -> None:  # noqa: ANN001
+    # A rule bug that repeats a keyword (valid for libcst's parser, a SyntaxError for
+    # CPython's compiler) must leave the file unchanged and be reported.
+    from ckptlint.rules import ckp001_use_reentrant
+
+    monkeypatch.setattr(ckp001_use_reentrant, "_passed_none", lambda site: None)
+    with pytest.raises(RuntimeError, match="a fix produced code that does not compile; file left unchanged"):
+        fixed("y = checkpoint(f, x, use_reentrant=None)\n")
