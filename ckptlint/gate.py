@@ -24,6 +24,7 @@ import re
 
 __all__ = ["may_have_findings"]
 
+_BOM = "\xef\xbb\xbf"  # the UTF-8 byte-order mark, decoded as latin-1
 _ALWAYS = (b"CKP", b"gradient_checkpointing_enable", b"_composable")
 
 # Modules whose import makes a checkpoint site (or a DCP call, CKP303) possible.
@@ -78,6 +79,8 @@ def may_have_findings(raw: bytes) -> bool:
     if b"TrainingArguments" in raw and b"gradient_checkpointing" in raw:
         return True
     text = raw.decode("latin-1")
+    if text.startswith(_BOM):
+        text = text[len(_BOM) :]  # else an import on the first line is not at a line start
     names, spans, star = _bound_names(text)
     if star:
         return True
