@@ -8,6 +8,7 @@ order; output order is fixed by sorting.
 
 from __future__ import annotations
 
+import ast
 import os
 import traceback
 from collections.abc import Callable
@@ -292,9 +293,21 @@ def _adjust_applicability(diagnostic: Diagnostic, settings: Settings) -> Diagnos
 
 
 def _syntax_error(source: SourceFile, exc: cst.ParserSyntaxError) -> Diagnostic:
+    """CKP999 at the error's position. libcst's native parser reports tokenizer errors at 1:1
+    and parser errors at the next line's start, so CPython's parser (which users know from
+    tracebacks) gives the position and message when it rejects the text too."""
     row = max(1, exc.raw_line)
     column = max(1, exc.raw_column + 1)
     message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
+    try:
+        compile(source.text, source.path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        if error.lineno:
+            row = min(max(1, error.lineno), len(source.line_starts))
+            column = min(max(1, error.offset or 1), len(source.line(row)) + 1)
+            message = error.msg or message
+    except Exception:  # noqa: BLE001 - RecursionError, MemoryError, ValueError: keep libcst's
+        pass
     return Diagnostic(
         code=SYNTAX_ERROR,
         message=f"Syntax error: {message}",
