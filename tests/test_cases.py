@@ -64,7 +64,17 @@ def test_regression_cases_fix_exactly(tmp_path: Path, fixed: Path) -> None:
     copy = tmp_path / case.name
     shutil.copyfile(case, copy)
     proc = subprocess.run(
-        [sys.executable, "-m", "ckptlint", "--fix", "--unsafe-fixes", "--isolated", "--no-cache", "--exit-zero", str(copy)],
+        [
+            sys.executable,
+            "-m",
+            "ckptlint",
+            "--fix",
+            "--unsafe-fixes",
+            "--isolated",
+            "--no-cache",
+            "--exit-zero",
+            str(copy),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -101,8 +111,15 @@ def test_shared_cases_pending_another_rule(name: str) -> None:
     if not (SHARED / "cases" / name).is_file():
         pytest.skip(f"{name} is gone from the shared cases")
     proc = subprocess.run(
-        [sys.executable, str(SHARED / "tools" / "check_cases.py"), "--ckptlint", CKPTLINT, "--codes", "CKP001",
-         str(SHARED / "cases" / name)],
+        [
+            sys.executable,
+            str(SHARED / "tools" / "check_cases.py"),
+            "--ckptlint",
+            CKPTLINT,
+            "--codes",
+            "CKP001",
+            str(SHARED / "cases" / name),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -176,7 +176,11 @@ def test_training_arguments_not_reported(arguments: str) -> None:
 
 
 def test_training_arguments_json_string_without_key() -> None:
-    source = TA + """args = TrainingArguments("out", gradient_checkpointing=True, gradient_checkpointing_kwargs='{"preserve_rng_state": true}')\n"""
+    json_kwargs = """'{"preserve_rng_state": true}'"""
+    source = (
+        TA
+        + f"args = TrainingArguments('out', gradient_checkpointing=True, gradient_checkpointing_kwargs={json_kwargs})\n"
+    )
     (found,) = lint(source)
     assert found.message == TA_NO_KEY
     assert found.fix is None

@@ -63,10 +63,19 @@ def test_usage_errors_exit_2(run_cli, write, args, stderr: str) -> None:  # noqa
     [
         ("[tool.ckptlint\n", "pyproject.toml: invalid TOML: "),
         ("[tool.ckptlint]\nfoo = 1\n", "pyproject.toml: unknown key `tool.ckptlint.foo` (known keys: "),
-        ('[tool.ckptlint]\nselect = ["CKP777"]\n', "pyproject.toml: `tool.ckptlint.select`: unknown rule selector `CKP777`"),
+        (
+            '[tool.ckptlint]\nselect = ["CKP777"]\n',
+            "pyproject.toml: `tool.ckptlint.select`: unknown rule selector `CKP777`",
+        ),
         ('[tool.ckptlint]\nselect = "CKP001"\n', "pyproject.toml: `tool.ckptlint.select` must be a list of strings"),
-        ('[tool.ckptlint]\nunsafe-fixes = "yes"\n', "pyproject.toml: `tool.ckptlint.unsafe-fixes` must be true or false"),
-        ('[tool.ckptlint]\noutput-format = "xml"\n', "pyproject.toml: `tool.ckptlint.output-format` must be one of concise, json"),
+        (
+            '[tool.ckptlint]\nunsafe-fixes = "yes"\n',
+            "pyproject.toml: `tool.ckptlint.unsafe-fixes` must be true or false",
+        ),
+        (
+            '[tool.ckptlint]\noutput-format = "xml"\n',
+            "pyproject.toml: `tool.ckptlint.output-format` must be one of concise, json",
+        ),
         (
             '[tool.ckptlint.per-file-ignores]\n"m.py" = ["CKP00X"]\n',
             "pyproject.toml: `tool.ckptlint.per-file-ignores` ('m.py'): unknown rule selector `CKP00X`",

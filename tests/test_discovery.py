@@ -55,7 +55,17 @@ def test_git_info_exclude(run_cli, write, repo) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize(
     "folder",
-    [".venv", "venv", "build", "dist", "node_modules", "lib/python3.11/site-packages/pkg", ".tox", ".git", "__pypackages__"],
+    [
+        ".venv",
+        "venv",
+        "build",
+        "dist",
+        "node_modules",
+        "lib/python3.11/site-packages/pkg",
+        ".tox",
+        ".git",
+        "__pypackages__",
+    ],
 )
 def test_default_excludes(run_cli, write, folder: str) -> None:  # noqa: ANN001
     write("m.py", BAD)

@@ -18,7 +18,9 @@ def fixed(body: str, unsafe: bool = True) -> str:
 
 LAYOUTS = [
     pytest.param("y = checkpoint(f, x)\n", "y = checkpoint(f, x, use_reentrant=False)\n", id="one-line"),
-    pytest.param("y = checkpoint(f, x,)\n", "y = checkpoint(f, x, use_reentrant=False,)\n", id="one-line-trailing-comma"),
+    pytest.param(
+        "y = checkpoint(f, x,)\n", "y = checkpoint(f, x, use_reentrant=False,)\n", id="one-line-trailing-comma"
+    ),
     pytest.param(
         """\
         y = checkpoint(
@@ -159,7 +161,7 @@ def test_fix_keeps_layout(before: str, after: str) -> None:
 @pytest.mark.parametrize(("before", "after"), LAYOUTS)
 def test_fix_is_idempotent(before: str, after: str) -> None:
     once = fixed(before)
-    assert fixed(once[len(IMPORT):]) == once
+    assert fixed(once[len(IMPORT) :]) == once
     assert lint_source(once, select=["CKP001"]) == []
 
 
@@ -326,7 +328,12 @@ def test_unsafe_fixes_then_second_fix_changes_nothing(run_cli, write) -> None:  
     assert result.exit_code == 0
     assert result.stdout == "Found 2 errors (2 fixed, 0 remaining).\n"
     after = path.read_bytes()
-    assert after == (IMPORT + "a = checkpoint(f, x, use_reentrant=False)\nb = checkpoint(f, x, mask=m, use_reentrant=False)\n").encode()
+    assert (
+        after
+        == (
+            IMPORT + "a = checkpoint(f, x, use_reentrant=False)\nb = checkpoint(f, x, mask=m, use_reentrant=False)\n"
+        ).encode()
+    )
     result = run_cli("--fix", "--unsafe-fixes", "m.py")
     assert (result.exit_code, result.stdout) == (0, "All checks passed!\n")
     assert path.read_bytes() == after

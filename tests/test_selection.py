@@ -122,7 +122,8 @@ def test_extend_per_file_ignores(run_cli, write) -> None:  # noqa: ANN001
     write("b.py", IMPORT + "y = checkpoint(f, x)\n")
     write(
         "pyproject.toml",
-        '[tool.ckptlint.per-file-ignores]\n"a.py" = ["CKP001"]\n[tool.ckptlint.extend-per-file-ignores]\n"b.py" = ["CKP001"]\n',
+        '[tool.ckptlint.per-file-ignores]\n"a.py" = ["CKP001"]\n'
+        '[tool.ckptlint.extend-per-file-ignores]\n"b.py" = ["CKP001"]\n',
     )
     assert run_cli("-q", ".").stdout == ""
 

@@ -60,8 +60,19 @@ def test_linting_imports_no_torch(tmp_path: Path) -> None:
 def test_python_dash_m_runs_this_checkout() -> None:
     proc = subprocess.run(
         [sys.executable, "-c", "import ckptlint; print(ckptlint.__file__)"],
-        capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=60,
     )
     assert Path(proc.stdout.strip()).resolve() == ROOT / "ckptlint" / "__init__.py"
-    proc = subprocess.run([sys.executable, "-m", "ckptlint", "--version"], capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ckptlint", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=60,
+    )
     assert (proc.returncode, proc.stdout) == (0, f"ckptlint {__version__}\n")

@@ -35,7 +35,10 @@ def test_syntax_error_reported_and_run_goes_on(run_cli, write, broken: str, posi
     result = run_cli("--isolated", "--output-format", "json", ".")
     assert result.exit_code == 1
     records = json.loads(result.stdout)
-    assert [(r["code"], r["filename"].rsplit("/", 1)[-1]) for r in records] == [("CKP999", "broken.py"), ("CKP001", "ok.py")]
+    assert [(r["code"], r["filename"].rsplit("/", 1)[-1]) for r in records] == [
+        ("CKP999", "broken.py"),
+        ("CKP001", "ok.py"),
+    ]
     error = records[0]
     assert (error["location"]["row"], error["location"]["column"]) == position
     assert error["message"] == message
