@@ -72,7 +72,7 @@ class Fix:
         return {
             "applicability": self.applicability.value,
             "message": self.message,
-            "edits": [edit.to_dict() for edit in sorted(self.edits)],
+            "edits": [edit.to_dict() for edit in sorted(self.edits, key=lambda e: (e.start, e.end))],
         }
 
     @classmethod

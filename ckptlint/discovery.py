@@ -66,8 +66,7 @@ def is_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool:
         relative = path.name
     if is_dir:
         relative += "/"
-    return any(pattern_matches(p, relative) or pattern_matches(p, path.name + ("/" if is_dir else ""))
-               for p in settings.all_excludes)
+    return any(pattern_matches(p, relative) for p in settings.all_excludes)
 
 
 class _GitIgnores:

@@ -8,6 +8,7 @@ order; output order is fixed by sorting.
 
 from __future__ import annotations
 
+import ast
 import os
 import traceback
 from collections.abc import Callable
@@ -246,6 +247,12 @@ class FileLinter:
                 return
             known = {p.message for p in result.problems}
             result.problems += [p for p in problems if p.message not in known]
+        if fixed and _breaks_compilation(source.text, current.text):
+            result.problems.append(
+                Problem(source.path, "internal error: a fix produced code that does not compile; file left unchanged", "fix")
+            )
+            result.diagnostics, _ = self.check(source, settings, module_name, is_package)
+            return
         result.diagnostics = diagnostics
         result.fixed = fixed
         result.fixed_text = current.text
@@ -257,6 +264,23 @@ def _does_not_parse(text: str) -> bool:
     except Exception:  # noqa: BLE001
         return True
     return False
+
+
+def _breaks_compilation(before: str, after: str) -> bool:
+    """Whether CPython's compiler rejects ``after`` but accepts ``before``: catches errors that
+    libcst's parser lets through, such as a repeated keyword argument."""
+    try:
+        compile(after, "<fixed>", "exec", dont_inherit=True)
+        return False
+    except SyntaxError:
+        pass
+    except Exception:  # noqa: BLE001 - RecursionError, MemoryError...: cannot tell
+        return False
+    try:
+        compile(before, "<original>", "exec", dont_inherit=True)
+    except Exception:  # noqa: BLE001 - the original did not compile either
+        return False
+    return True
 
 
 def _adjust_applicability(diagnostic: Diagnostic, settings: Settings) -> Diagnostic:
@@ -272,9 +296,21 @@ def _adjust_applicability(diagnostic: Diagnostic, settings: Settings) -> Diagnos
 
 
 def _syntax_error(source: SourceFile, exc: cst.ParserSyntaxError) -> Diagnostic:
+    """CKP999 at the error's position. libcst's native parser reports tokenizer errors at 1:1
+    and parser errors at the next line's start, so CPython's parser (which users know from
+    tracebacks) gives the position and message when it rejects the text too."""
     row = max(1, exc.raw_line)
     column = max(1, exc.raw_column + 1)
     message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
+    try:
+        compile(source.text, source.path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        if error.lineno:
+            row = min(max(1, error.lineno), len(source.line_starts))
+            column = min(max(1, error.offset or 1), len(source.line(row)) + 1)
+            message = error.msg or message
+    except Exception:  # noqa: BLE001 - RecursionError, MemoryError, ValueError: keep libcst's
+        pass
     return Diagnostic(
         code=SYNTAX_ERROR,
         message=f"Syntax error: {message}",

@@ -120,5 +120,6 @@ class RuleContext:
 
     @staticmethod
     def fix(applicability: Applicability, message: str, *edits: Edit) -> Fix:
-        """A :class:`Fix` from edits (sorted, so output is stable)."""
-        return Fix(applicability, message, tuple(sorted(edits)))
+        """A :class:`Fix` from edits, sorted by position so output is stable. Insertions at
+        the same position keep the order they are given in (they are applied in it)."""
+        return Fix(applicability, message, tuple(sorted(edits, key=lambda e: (e.start, e.end))))

@@ -98,6 +98,11 @@ def _what(site: CheckpointSite) -> str:
 def _message(site: CheckpointSite) -> str:
     what = _what(site)
     if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
+        if _passed_none(site) is not None:
+            return (
+                f"{what}: `gradient_checkpointing_kwargs` sets \"use_reentrant\" to None, so the legacy "
+                "reentrant checkpoint runs; use `\"use_reentrant\": False`"
+            )
         if site.use_reentrant.origin == "dict":
             return (
                 f"{what}: `gradient_checkpointing_kwargs` has no \"use_reentrant\" key, so "
@@ -110,6 +115,8 @@ def _message(site: CheckpointSite) -> str:
             '{"use_reentrant": False}`'
         )
     via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin == "dict" else ""
+    if _passed_none(site) is not None:
+        via = " (`use_reentrant=None` is the default)"
     return (
         f"{what} without `use_reentrant`{via}: PyTorch warns and silently runs the legacy "
         "reentrant variant; pass `use_reentrant=False` (recommended)"
@@ -127,13 +134,27 @@ def _raises_when_reentrant(site: CheckpointSite) -> bool:
     return debug.is_passed and not debug.is_false
 
 
+def _passed_none(site: CheckpointSite) -> cst.BaseExpression | None:
+    """The expression that passes ``use_reentrant`` as ``None`` (the default, which warns and
+    runs reentrant), or ``None`` when it is absent."""
+    value = site.use_reentrant
+    if value.state is OptionState.LITERAL and value.value is None and isinstance(value.node, cst.BaseExpression):
+        return value.node
+    return None
+
+
 def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
     analysis = ctx.analysis
     if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
         return _hf_fix(ctx, site)
+    applicability = Applicability.SAFE if _raises_when_reentrant(site) else Applicability.UNSAFE
+    passed = site.use_reentrant.arg
+    if _passed_none(site) is not None and passed is not None:
+        # use_reentrant=None (keyword, or checkpoint_sequential's 4th positional): replace
+        # the value; adding the keyword would repeat it.
+        return ctx.fix(applicability, "Pass `use_reentrant=False`", replace_node(analysis, passed.value, "False"))
     if site.use_reentrant.origin == "dict" or site.arguments.double_starred:
         return None
-    applicability = Applicability.SAFE if _raises_when_reentrant(site) else Applicability.UNSAFE
     return ctx.fix(applicability, "Pass `use_reentrant=False`", *add_keyword_argument(analysis, site.call, _KEYWORD))
 
 
@@ -148,6 +169,14 @@ def _hf_fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
         return ctx.fix(Applicability.UNSAFE, message, *edits)
     if kwargs.state is OptionState.LITERAL and kwargs.value is None and kwargs.arg is not None:
         return ctx.fix(Applicability.UNSAFE, message, replace_node(analysis, kwargs.arg.value, _HF_DICT))
+    none = _passed_none(site)
+    if none is not None:
+        # {"use_reentrant": None}: replace the value in the literal passed here
+        if kwargs.arg is not None and isinstance(kwargs.arg.value, cst.Dict) and any(
+            isinstance(e, cst.DictElement) and e.value is none for e in kwargs.arg.value.elements
+        ):
+            return ctx.fix(Applicability.UNSAFE, 'Set `"use_reentrant": False`', replace_node(analysis, none, "False"))
+        return None
     if kwargs.arg is not None and isinstance(kwargs.arg.value, cst.Dict):
         return ctx.fix(
             Applicability.UNSAFE,

@@ -1,0 +1,88 @@
+"""``# noqa`` suppression comments (ruff's syntax) and the file-level ``# ckptlint: noqa``."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import pytest
+
+from ckptlint.api import lint_source
+
+IMPORT = "from torch.utils.checkpoint import checkpoint\n"
+
+
+def rows(source: str) -> list[int]:
+    return [d.start[0] for d in lint_source(IMPORT + dedent(source), select=["CKP001"])]
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "# noqa: CKP001",
+        "# noqa",
+        "# noqa: E501, CKP001",
+        "# noqa:CKP001,E501",
+        "# NOQA: ckp001",
+        "# type: ignore  # noqa: CKP001",
+    ],
+)
+def test_line_noqa_suppresses(comment: str) -> None:
+    assert rows(f"y = checkpoint(f, x)  {comment}\n") == []
+
+
+@pytest.mark.parametrize("comment", ["# noqa: E501", "# noqa: CKP002", "# noqa: CKP0011", "# no qa"])
+def test_noqa_for_another_code_does_not_suppress(comment: str) -> None:
+    assert rows(f"y = checkpoint(f, x)  {comment}\n") == [2]
+
+
+def test_noqa_inside_a_string_does_not_count() -> None:
+    assert rows('y = checkpoint(f, x); s = "# noqa"\n') == [2]
+    assert rows('y = checkpoint(f, "# noqa: CKP001")\n') == [2]
+
+
+def test_noqa_on_another_line_does_not_count() -> None:
+    assert rows("# noqa: CKP001\ny = checkpoint(f, x)\n") == [3]
+
+
+def test_multi_line_call_noqa_on_its_first_line() -> None:
+    source = """\
+        y = checkpoint(  # noqa: CKP001
+            f,
+            x,
+        )
+        z = checkpoint(
+            f,
+            x,  # noqa: CKP001
+        )
+        """
+    # the diagnostic's noqa line is the first line of the call
+    assert rows(source) == [6]
+
+
+@pytest.mark.parametrize("directive", ["# ckptlint: noqa", "# ckptlint: noqa: CKP001", "#ckptlint:noqa:CKP001,CKP999"])
+def test_file_level_noqa(directive: str) -> None:
+    assert rows(f"{directive}\ny = checkpoint(f, x)\nz = checkpoint(g, y)\n") == []
+
+
+def test_file_level_noqa_for_other_codes_keeps_ckp001() -> None:
+    assert rows("# ckptlint: noqa: CKP999\ny = checkpoint(f, x)\n") == [3]
+
+
+def test_file_level_noqa_at_the_end_of_the_file() -> None:
+    assert rows("y = checkpoint(f, x)\n\n# ckptlint: noqa\n") == []
+
+
+def test_noqa_through_the_cli(run_cli, write) -> None:  # noqa: ANN001
+    write("m.py", IMPORT + "a = checkpoint(f, x)  # noqa: CKP001\nb = checkpoint(f, x)\n")
+    result = run_cli("m.py")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("m.py:3:5: CKP001 ")
+    assert "m.py:2:" not in result.stdout
+
+
+def test_fix_does_not_touch_suppressed_findings(run_cli, write) -> None:  # noqa: ANN001
+    text = IMPORT + "a = checkpoint(f, x)  # noqa: CKP001\n"
+    path = write("m.py", text)
+    result = run_cli("--fix", "--unsafe-fixes", "m.py")
+    assert (result.exit_code, result.stdout) == (0, "All checks passed!\n")
+    assert path.read_text() == text

@@ -1,0 +1,78 @@
+"""``ckptlint --version`` starts without importing torch (never) or libcst (only needed to
+lint), measured with ``python -X importtime``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ckptlint import __version__
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _imported_modules(*args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "ckptlint", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=120,
+    )
+    modules = [
+        line.split("|")[-1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line and not line.rstrip().endswith("imported package")
+    ]
+    return proc, modules
+
+
+def test_version_imports_neither_torch_nor_libcst() -> None:
+    proc, modules = _imported_modules("--version")
+    assert proc.returncode == 0
+    assert proc.stdout == f"ckptlint {__version__}\n"
+    assert "ckptlint.cli" in modules  # the measurement saw our modules
+    assert "click" in modules
+    assert [m for m in modules if m == "torch" or m.startswith("torch.")] == []
+    assert [m for m in modules if m == "libcst" or m.startswith("libcst.")] == []
+    assert [m for m in modules if m.startswith(("ckptlint.engine", "ckptlint.model", "ckptlint.rules"))] == []
+
+
+def test_linting_imports_no_torch(tmp_path: Path) -> None:
+    target = tmp_path / "m.py"
+    target.write_text("from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n")
+    proc, modules = _imported_modules("--isolated", "--no-cache", str(target))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "CKP001" in proc.stdout
+    assert "libcst" in modules
+    assert [m for m in modules if m == "torch" or m.startswith("torch.")] == []
+
+
+def test_python_dash_m_runs_this_checkout() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import ckptlint; print(ckptlint.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=60,
+    )
+    assert Path(proc.stdout.strip()).resolve() == ROOT / "ckptlint" / "__init__.py"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ckptlint", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stdout) == (0, f"ckptlint {__version__}\n")
