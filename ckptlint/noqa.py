@@ -74,8 +74,10 @@ class NoqaIndex:
 def parse_noqa(source: SourceFile) -> NoqaIndex:
     """Find the noqa comments of ``source``."""
     index = NoqaIndex({})
+    lines = source.text.splitlines()
     for row, col, text in _comments(source.text):
-        file_match = _FILE_NOQA.match(text.strip())
+        own_line = row <= len(lines) and lines[row - 1][:col].strip() == ""
+        file_match = _FILE_NOQA.match(text.strip()) if own_line else None
         if file_match is not None:
             codes = file_match.group("codes")
             if codes is None:

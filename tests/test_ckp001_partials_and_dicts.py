@@ -214,3 +214,17 @@ def test_shared_case_04_partial_with_provable_empty_default() -> None:
     # fix is offered for options that come through `**`.
     assert found[0].fix is None
     assert fix_source(text, unsafe=True, select=["CKP001"]) == text
+
+
+def test_binding_not_reported_when_every_call_through_it_chooses() -> None:
+    from ckptlint.api import lint_source
+
+    source = (
+        "import functools, torch\n"
+        "ck = functools.partial(torch.utils.checkpoint.checkpoint, preserve_rng_state=True)\n"
+        "ck(f, x, use_reentrant=False)\n"
+        "ck(g, y, use_reentrant=True)\n"
+    )
+    assert lint_source(source) == []
+    found = lint_source(source + "ck(h, z)\n")
+    assert [(d.code, d.start[0]) for d in found] == [("CKP001", 2)]

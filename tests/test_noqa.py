@@ -86,3 +86,12 @@ def test_fix_does_not_touch_suppressed_findings(run_cli, write) -> None:  # noqa
     result = run_cli("--fix", "--unsafe-fixes", "m.py")
     assert (result.exit_code, result.stdout) == (0, "All checks passed!\n")
     assert path.read_text() == text
+
+
+def test_file_level_directive_must_stand_on_its_own_line() -> None:
+    from ckptlint.api import lint_source
+
+    trailing = "x = 1  # ckptlint: noqa\nfrom torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)\n"
+    assert [d.code for d in lint_source(trailing)] == ["CKP001"]
+    own_line = "# ckptlint: noqa\nfrom torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)\n"
+    assert lint_source(own_line) == []

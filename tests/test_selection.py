@@ -129,14 +129,17 @@ def test_extend_per_file_ignores(run_cli, write) -> None:  # noqa: ANN001
 
 
 def test_rule_selection_layers_directly() -> None:
+    from ckptlint.rules import ALL_RULES
+
     default = default_enabled()
-    assert default == {"CKP001", "CKP999"}
-    assert RuleSelection((SelectionLayer(select=("CKP0",), ignore=("CKP",)),)).enabled(default) == {"CKP001"}
-    assert RuleSelection((SelectionLayer(select=("CKP",), ignore=("CKP0",)),)).enabled(default) == {"CKP999"}
+    assert default == {c for c, r in ALL_RULES.items() if getattr(r, "default_enabled", True)}
+    ckp0 = {c for c in ALL_RULES if c.startswith("CKP0")}
+    assert RuleSelection((SelectionLayer(select=("CKP0",), ignore=("CKP",)),)).enabled(default) == ckp0
+    assert RuleSelection((SelectionLayer(select=("CKP",), ignore=("CKP0",)),)).enabled(default) == set(ALL_RULES) - ckp0
     layers = (SelectionLayer(select=("CKP9",)), SelectionLayer(extend_select=("CKP001",)))
-    assert RuleSelection(layers).enabled(default) == {"CKP001", "CKP999"}
+    assert RuleSelection(layers).enabled(default) == {c for c in ALL_RULES if c.startswith("CKP9")} | {"CKP001"}
     layers = (SelectionLayer(ignore=("ALL",)), SelectionLayer(select=("ALL",)))
-    assert RuleSelection(layers).enabled(default) == {"CKP001", "CKP999"}
+    assert RuleSelection(layers).enabled(default) == set(ALL_RULES)
 
 
 def test_build_settings_cli_over_config(tmp_path) -> None:  # noqa: ANN001

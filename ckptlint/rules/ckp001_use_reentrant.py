@@ -73,12 +73,29 @@ class CheckpointWithoutUseReentrant(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        for site in ctx.analysis.sites.sites:
+        sites = ctx.analysis.sites.sites
+        chosen_by_every_call = _bindings_chosen_by_every_call(sites)
+        for site in sites:
             if site.reentrancy is not Reentrancy.OMITTED_REENTRANT or not site.reported_here:
+                continue
+            if id(site) in chosen_by_every_call:
                 continue
             if site.extra.get("save_misuse"):
                 continue  # CKP301: not a real checkpoint; adding the option would hide it
             ctx.report(site.call, _message(site), fix=_fix(ctx, site))
+
+
+def _bindings_chosen_by_every_call(sites: list[CheckpointSite]) -> set[int]:
+    """Partial bindings whose every call in the module passes ``use_reentrant`` itself."""
+    calls: dict[int, list[CheckpointSite]] = {}
+    for site in sites:
+        if site.form is SiteForm.BOUND_CALL and site.binding is not None:
+            calls.setdefault(id(site.binding), []).append(site)
+    return {
+        key
+        for key, bound in calls.items()
+        if all("use_reentrant" in s.arguments.keywords for s in bound)
+    }
 
 
 def _what(site: CheckpointSite) -> str:
