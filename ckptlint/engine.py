@@ -25,7 +25,8 @@ from ckptlint.fixer import MAX_PASSES, apply_edits, select_fixes
 from ckptlint.gate import may_have_findings
 from ckptlint.noqa import NoqaIndex, parse_noqa
 from ckptlint.project import Project, module_name_for
-from ckptlint.rules import ALL_RULES, SYNTAX_ERROR, RuleContext
+from ckptlint.rules import ALL_RULES, SYNTAX_ERROR, UNUSED_NOQA, RuleContext
+from ckptlint.rules.ckp901_unused_noqa import unused_noqa_diagnostics
 from ckptlint.settings import Settings
 from ckptlint.source import SourceDecodeError, SourceFile, decode_source
 
@@ -68,6 +69,8 @@ class FileResult:
     fixed_text: str | None = None
     raw: bytes | None = None
     dependencies: list[str] = field(default_factory=list)
+    fixed_codes: dict[str, int] = field(default_factory=dict)  # code -> findings fixed
+    noqa_used_elsewhere: set[tuple[str, int]] = field(default_factory=set)  # (path, row) of other files
 
     @property
     def changed(self) -> bool:
@@ -82,7 +85,14 @@ class RunResult:
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
-        unique = {(d.code, d.path, d.start, d.end, d.message): d for r in self.results for d in r.diagnostics}
+        # A directive that a region linted from another file used is not unused (CKP901).
+        used = {key for r in self.results for key in r.noqa_used_elsewhere}
+        unique = {
+            (d.code, d.path, d.start, d.end, d.message): d
+            for r in self.results
+            for d in r.diagnostics
+            if not (d.code == UNUSED_NOQA and (d.path, d.start[0]) in used)
+        }
         return sorted(unique.values(), key=lambda d: d.sort_key)
 
     @property
@@ -107,6 +117,7 @@ class FileLinter:
 
     def __init__(self, project: Project | None = None) -> None:
         self.project = project or Project()
+        self._noqa_used_elsewhere: set[tuple[str, int]] = set()
 
     # ------------------------------------------------------------------ public
     def lint(
@@ -121,6 +132,7 @@ class FileLinter:
     ) -> FileResult:
         """Lint ``raw`` (the bytes of ``path``); never raises for bad input."""
         result = FileResult(path=path, raw=raw)
+        self._noqa_used_elsewhere = result.noqa_used_elsewhere
         if gate and not may_have_findings(raw):
             return result
         try:
@@ -162,6 +174,7 @@ class FileLinter:
         if os.path.isabs(source.path):
             self.project.remember(Path(source.path), analysis)
         found: list[Diagnostic] = []
+        failed: set[str] = set()
         ctx = RuleContext(analysis, self.project, found.append)
         for code in sorted(enabled):
             rule = ALL_RULES[code]
@@ -169,8 +182,10 @@ class FileLinter:
             try:
                 rule().check(ctx)
             except RecursionError:
+                failed.add(code)
                 problems.append(Problem(source.path, f"{code}: too deeply nested to analyse", "internal"))
             except Exception as exc:  # noqa: BLE001 - one rule's bug must not stop the run
+                failed.add(code)
                 problems.append(
                     Problem(
                         source.path,
@@ -179,7 +194,23 @@ class FileLinter:
                         traceback.format_exc(),
                     )
                 )
-        return self._filter(found, source, settings, enabled, analysis), problems
+        noqa: dict[str, NoqaIndex] = {}
+        kept = self._filter(found, source, settings, enabled, analysis, noqa)
+        if UNUSED_NOQA in enabled:
+            kept = sorted(kept + self._unused_noqa(source, settings, enabled - failed, noqa), key=lambda d: d.sort_key)
+        return kept, problems
+
+    def _unused_noqa(
+        self, source: SourceFile, settings: Settings, ran: frozenset[str], noqa: dict[str, NoqaIndex]
+    ) -> list[Diagnostic]:
+        """CKP901: the pass after noqa filtering, over the directives of ``source``; codes of
+        rules that ran (``ran``) and are not CKP901 itself are judged."""
+        for path, other in noqa.items():
+            if path != source.path:
+                self._noqa_used_elsewhere.update((path, row) for row, d in other.by_row.items() if d.used)
+        index = noqa.get(source.path) or parse_noqa(source)
+        found = unused_noqa_diagnostics(source, index, ran - {UNUSED_NOQA})
+        return [_adjust_applicability(d, settings) for d in found if not index.suppresses(d)]
 
     # ----------------------------------------------------------------- helpers
     def _filter(
@@ -189,8 +220,9 @@ class FileLinter:
         settings: Settings,
         enabled: frozenset[str],
         analysis: ModuleAnalysis | None = None,
+        noqa: dict[str, NoqaIndex] | None = None,
     ) -> list[Diagnostic]:
-        noqa: dict[str, NoqaIndex] = {}
+        noqa = {} if noqa is None else noqa
         kept: list[Diagnostic] = []
         for diagnostic in found:
             if diagnostic.path != source.path:
@@ -237,6 +269,8 @@ class FileLinter:
             if new_text == current.text:
                 break
             fixed += len(picked)
+            for d in picked:
+                result.fixed_codes[d.code] = result.fixed_codes.get(d.code, 0) + 1
             current = replace(current, text=new_text)
             diagnostics, problems = self.check(current, settings, module_name, is_package)
             if any(d.code == SYNTAX_ERROR for d in diagnostics) or _does_not_parse(current.text):
@@ -244,6 +278,7 @@ class FileLinter:
                     Problem(source.path, "internal error: a fix produced code that does not parse; file left unchanged", "fix")
                 )
                 result.diagnostics, _ = self.check(source, settings, module_name, is_package)
+                result.fixed_codes = {}
                 return
             known = {p.message for p in result.problems}
             result.problems += [p for p in problems if p.message not in known]

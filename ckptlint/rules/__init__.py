@@ -15,6 +15,7 @@ from ckptlint.rules.ckp103_unpreserved_random_source import UnpreservedRandomSou
 from ckptlint.rules.ckp201_recompute_reads_mutable_global import RecomputeReadsMutableGlobal
 from ckptlint.rules.ckp202_side_effect_in_recompute import SideEffectInRecompute
 from ckptlint.rules.ckp203_batchnorm_in_checkpoint import BatchNormInCheckpoint
+from ckptlint.rules.ckp901_unused_noqa import UnusedNoqa
 from ckptlint.rules.ckp999_syntax_error import SyntaxErrorRule
 
 __all__ = ["ALL_RULES", "FixAvailability", "Invalid", "Rule", "RuleContext", "Severity", "rule_by_code"]
@@ -27,12 +28,14 @@ _RULE_CLASSES: tuple[type[Rule], ...] = (
     RecomputeReadsMutableGlobal,
     SideEffectInRecompute,
     BatchNormInCheckpoint,
+    UnusedNoqa,
     SyntaxErrorRule,
 )
 
 ALL_RULES: dict[str, type[Rule]] = {cls.code: cls for cls in sorted(_RULE_CLASSES, key=lambda c: c.code)}
 
 SYNTAX_ERROR = SyntaxErrorRule.code
+UNUSED_NOQA = UnusedNoqa.code
 
 
 def rule_by_code(code: str) -> type[Rule] | None:

@@ -1,0 +1,109 @@
+"""CKP901 unused-noqa: a ``# noqa: CKPxxx`` that suppressed nothing in this run (ruff's RUF100).
+
+The engine reports it (see :meth:`ckptlint.engine.FileLinter.check`): only after every other
+rule ran and noqa filtering marked the directives it used can a directive be judged. This
+module holds the rule's metadata and :func:`unused_noqa_diagnostics`, which turns the
+directives of one file into diagnostics with their fixes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from ckptlint.diagnostics import Applicability, Diagnostic, Edit, Fix
+from ckptlint.noqa import NoqaDirective, NoqaIndex
+from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.source import SourceFile
+
+__all__ = ["UnusedNoqa", "unused_noqa_diagnostics"]
+
+_FIX_MESSAGE = "Remove unused `noqa` directive"
+
+
+class UnusedNoqa(Rule):
+    """Reported by the engine (not by :meth:`check`) at the ``# noqa`` directive.
+
+    Judges only ckptlint's own codes (``CKP...``) of rules enabled for the file: a code of
+    another tool (``E501``) or of a disabled rule is left alone. Not enabled by default (as
+    ruff does with RUF100): select it with ``--extend-select CKP901``.
+    """
+
+    code = "CKP901"
+    name = "unused-noqa"
+    summary = "A `# noqa: CKPxxx` directive that suppresses nothing"
+    severity = Severity.WARNING
+    fix_availability = FixAvailability.ALWAYS
+    default_enabled = False
+    #: rules the examples (here and in rules/CKP901.md) need enabled besides this one: a
+    #: directive is judged only for enabled rules (read by tests/test_rule_specs.py).
+    EXAMPLE_SELECT = ("CKP001",)
+
+    VALID = (
+        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)  # noqa: CKP001\n",
+        "x = 1  # noqa: E501\n",
+        "x = 1  # noqa\n",
+    )
+    INVALID = (
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)  # noqa: CKP001\n",
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+        ),
+        Invalid("x = 1  # noqa: E501, CKP001\n", "x = 1  # noqa: E501\n"),
+        Invalid("x = 1  # noqa: CKP001 # type: ignore\n", "x = 1  # type: ignore\n"),
+        Invalid("x = 1  # noqa: CKP001 kept for later\n", "x = 1  # kept for later\n"),
+    )
+
+    def check(self, ctx: RuleContext) -> None:  # pragma: no cover - reported by the engine
+        return None
+
+
+def unused_noqa_diagnostics(source: SourceFile, index: NoqaIndex, judged: Collection[str]) -> list[Diagnostic]:
+    """One CKP901 diagnostic for each directive of ``index`` (the noqa comments of
+    ``source``, after filtering marked what they suppressed) that lists codes of ``judged``
+    (enabled rules that ran) which it did not use.
+
+    The fix removes the unused codes; when nothing else is left it removes the directive (and
+    the space before it), keeping any other comment text on the line, so the line still
+    parses. Blanket ``# noqa`` and file-level ``# ckptlint: noqa`` are not judged.
+    """
+    found: list[Diagnostic] = []
+    for row in sorted(index.by_row):
+        directive = index.by_row[row]
+        if directive.codes is None:
+            continue
+        unused = [code for code in dict.fromkeys(directive.codes) if code in judged and code not in directive.used]
+        if not unused:
+            continue
+        listed = ", ".join(f"`{code}`" for code in unused)
+        found.append(
+            Diagnostic(
+                code=UnusedNoqa.code,
+                message=f"Unused `noqa` directive (unused: {listed})",
+                path=source.path,
+                start=(row, directive.start_col),
+                end=(row, directive.end_col),
+                fix=Fix(Applicability.SAFE, _FIX_MESSAGE, (_edit(source, directive, unused),)),
+                noqa_row=row,
+            )
+        )
+    return found
+
+
+def _edit(source: SourceFile, directive: NoqaDirective, unused: list[str]) -> Edit:
+    row = directive.row
+    line = source.line(row)
+    kept = [code for code in directive.codes or () if code not in unused]
+    start, end = directive.start_col, directive.end_col
+    if kept:
+        return Edit((row, start), (row, end), "# noqa: " + ", ".join(kept))
+    rest = line[end - 1 :]
+    if not rest.strip() or rest.lstrip().startswith("#"):
+        # Nothing after the directive, or another comment: drop the directive and the
+        # space before it (``x = 1  # noqa: CKP001 # type: ignore`` -> ``x = 1  # type: ignore``).
+        before = line[: start - 1]
+        spaces = len(before) - len(before.rstrip())
+        if rest.strip():
+            return Edit((row, start), (row, end + len(rest) - len(rest.lstrip())), "")
+        return Edit((row, start - spaces), (row, len(line) + 1), "")
+    # Free text follows (``# noqa: CKP001 reason``): keep it as a comment.
+    return Edit((row, start), (row, end + len(rest) - len(rest.lstrip())), "# ")
