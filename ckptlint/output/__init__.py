@@ -17,7 +17,13 @@ __all__ = ["FORMATS", "renderer"]
 #: format name -> module of ckptlint.output that defines ``render``.
 FORMATS: dict[str, str] = {
     "concise": "concise",
+    "full": "full",
     "json": "json_format",
+    "json-lines": "json_lines",
+    "github": "github",
+    "gitlab": "gitlab",
+    "sarif": "sarif",
+    "junit": "junit",
 }
 
 

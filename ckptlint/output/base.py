@@ -1,15 +1,25 @@
-"""What every output format receives besides the diagnostics."""
+"""What every output format receives besides the diagnostics, and helpers they share."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from ckptlint.diagnostics import Diagnostic
+from ckptlint.source import SourceDecodeError, SourceFile, decode_source
 
-__all__ = ["OutputContext", "Renderer", "display_path"]
+__all__ = [
+    "OutputContext",
+    "Renderer",
+    "display_path",
+    "find_repository_root",
+    "relative_uri",
+    "rule_name",
+    "severity_of",
+]
 
 
 @dataclass
@@ -23,7 +33,14 @@ class OutputContext:
         fixed: how many findings were fixed.
         unsafe_fixes_set: ``--unsafe-fixes``/``--no-unsafe-fixes`` or config chose it.
         show_fixes: list the fixes applied (``--show-fixes``).
-        sources: file text by path, for formats that show source lines.
+        statistics: ``--statistics`` was given.
+        quiet: ``--quiet``: findings only, no summary lines.
+        sources: file text by path (after fixes, when fixes were applied), for formats that
+            show source lines or fingerprint it; other files are read from disk on demand.
+        fixed_by_file: path -> {code: findings fixed} (``--show-fixes``).
+        env: the environment (``GITHUB_STEP_SUMMARY``, ``GITHUB_SERVER_URL``, ...).
+        root: the folder repository-relative paths are relative to (SARIF, GitLab); default:
+            the git repository enclosing ``cwd``, else ``cwd``.
     """
 
     cwd: Path = field(default_factory=Path.cwd)
@@ -33,11 +50,34 @@ class OutputContext:
     unsafe_fixes_set: bool = False
     show_fixes: bool = False
     statistics: bool = False
+    quiet: bool = False
     sources: dict[str, str] = field(default_factory=dict)
-    fixed_diagnostics: Sequence[Diagnostic] = ()
+    fixed_by_file: dict[str, dict[str, int]] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    root: Path | None = None
+    _read: dict[str, SourceFile | None] = field(default_factory=dict, repr=False)
 
     def is_fixable(self, diagnostic: Diagnostic) -> bool:
         return diagnostic.fix is not None and diagnostic.fix.applies(self.unsafe_fixes)
+
+    def source(self, path: str) -> SourceFile | None:
+        """The text of ``path`` as linted (from :attr:`sources`, else read from disk), or
+        ``None`` when it cannot be read or decoded."""
+        if path not in self._read:
+            if path in self.sources:
+                self._read[path] = SourceFile(path, self.sources[path])
+            else:
+                try:
+                    self._read[path] = decode_source(Path(path).read_bytes(), path)
+                except (OSError, SourceDecodeError):
+                    self._read[path] = None
+        return self._read[path]
+
+    @property
+    def repository_root(self) -> Path:
+        if self.root is None:
+            self.root = find_repository_root(self.cwd)
+        return self.root
 
 
 Renderer = Callable[[Sequence[Diagnostic], OutputContext], str]
@@ -52,3 +92,41 @@ def display_path(path: str, cwd: Path) -> str:
     if relative.startswith(".."):
         return Path(path).as_posix()
     return Path(relative).as_posix()
+
+
+def find_repository_root(start: Path) -> Path:
+    """The closest folder at or above ``start`` holding ``.git`` (a repository or worktree),
+    else ``start`` itself."""
+    start = Path(os.path.abspath(start))
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+def relative_uri(path: str, root: Path) -> tuple[str, bool]:
+    """``(uri, relative)``: ``path`` as a percent-encoded URI reference relative to ``root``
+    (``sub dir/b c.py`` -> ``sub%20dir/b%20c.py``), or an absolute ``file://`` URI (and
+    ``False``) when it lies outside ``root``."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        relative = absolute.relative_to(Path(os.path.abspath(root)))
+    except ValueError:
+        return absolute.as_uri(), False
+    return quote(relative.as_posix(), safe="/"), True
+
+
+def severity_of(code: str) -> str:
+    """``"error"`` for a rule whose :attr:`~ckptlint.rules.Rule.severity` is ERROR (the code
+    raises or computes wrong values), else ``"warning"``."""
+    from ckptlint.rules import ALL_RULES, Severity
+
+    rule = ALL_RULES.get(code)
+    return "error" if rule is not None and rule.severity is Severity.ERROR else "warning"
+
+
+def rule_name(code: str) -> str:
+    from ckptlint.rules import ALL_RULES
+
+    rule = ALL_RULES.get(code)
+    return rule.name if rule is not None else code

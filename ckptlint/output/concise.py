@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ckptlint.diagnostics import Applicability, Diagnostic
-from ckptlint.output.base import OutputContext, display_path
+from ckptlint.output.base import OutputContext, display_path, rule_name
 
-__all__ = ["render", "summary"]
+__all__ = ["fixes_applied", "render", "summary"]
 
 
 def render(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
@@ -21,8 +21,34 @@ def render(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     return (text + "\n" if text else "") + tail
 
 
+def fixes_applied(ctx: OutputContext) -> str:
+    """``--show-fixes``: what ``--fix`` changed, per file and rule (ruff's layout)::
+
+        Fixed 3 errors:
+        - src/model.py:
+            2 × CKP001 (checkpoint-without-use-reentrant)
+    """
+    files = {path: codes for path, codes in ctx.fixed_by_file.items() if codes}
+    if not (ctx.show_fixes and ctx.fix_applied and files):
+        return ""
+    total = sum(sum(codes.values()) for codes in files.values())
+    lines = ["", f"Fixed {total} error{'s' if total != 1 else ''}:"]
+    for path in sorted(files, key=lambda p: display_path(p, ctx.cwd)):
+        lines.append(f"- {display_path(path, ctx.cwd)}:")
+        for code, count in sorted(files[path].items(), key=lambda item: (-item[1], item[0])):
+            lines.append(f"    {count} × {code} ({rule_name(code)})")
+    return "\n".join(lines) + "\n\n"
+
+
 def summary(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
-    """ruff's closing lines: counts, what ``--fix`` would do, hidden unsafe fixes."""
+    """ruff's closing lines: what ``--show-fixes`` lists, counts, what ``--fix`` would do,
+    hidden unsafe fixes. Nothing under ``--quiet``."""
+    if ctx.quiet:
+        return ""
+    return fixes_applied(ctx) + _counts(diagnostics, ctx)
+
+
+def _counts(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     remaining = len(diagnostics)
     if ctx.fix_applied and ctx.fixed:
         total = remaining + ctx.fixed
