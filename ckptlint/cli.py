@@ -47,6 +47,13 @@ def _error(message: str) -> None:
     help="How findings are printed [default: concise].",
 )
 @click.option("-o", "--output-file", type=click.Path(path_type=Path), help="Write the report to this file.")
+@click.option(
+    "--stdin-filename",
+    type=click.Path(path_type=Path),
+    help="Lint the source read from stdin (path `-`) as this file; with --fix, print the fixed source.",
+)
+@click.option("--since", metavar="REV", help="Lint only the Python files changed since this git revision.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if nothing remains.")
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
@@ -58,7 +65,11 @@ def _error(message: str) -> None:
 @click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="Patterns to exclude as well.")
 @click.option("--respect-gitignore/--no-respect-gitignore", default=None, help="Skip files ignored by .gitignore.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of each finding.")
+@click.option("--show-fixes", is_flag=True, help="List the fixes applied by --fix, per file and rule.")
+@click.option("--show-files", is_flag=True, help="Print the files that would be linted and exit.")
+@click.option("--show-settings", is_flag=True, help="Print the settings that apply to the first file and exit.")
 @click.option("--explain", metavar="CODE", help="Print the documentation of a rule and exit.")
+@click.option("--list-rules", is_flag=True, help="Print every rule (a table; JSON with --output-format json) and exit.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes [default: the CPUs available].")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print tracebacks of internal errors.")
@@ -73,6 +84,9 @@ def main(
     ignore: tuple[str, ...],
     output_format: str | None,
     output_file: Path | None,
+    stdin_filename: Path | None,
+    since: str | None,
+    add_noqa: bool,
     exit_zero: bool,
     exit_non_zero_on_fix: bool,
     isolated: bool,
@@ -84,21 +98,48 @@ def main(
     extend_exclude: tuple[str, ...],
     respect_gitignore: bool | None,
     statistics: bool,
+    show_fixes: bool,
+    show_files: bool,
+    show_settings: bool,
     explain: str | None,
+    list_rules: bool,
     jobs: int | None,
     quiet: bool,
     verbose: bool,
 ) -> None:
-    """Lint PyTorch activation checkpointing in PATHS (default: the current folder)."""
+    """Lint PyTorch activation checkpointing in PATHS (default: the current folder).
+
+    Use `-` as the path (with --stdin-filename) to lint source read from stdin.
+    """
     if explain is not None:
-        sys.exit(_explain(explain))
+        sys.exit(_explain(explain, output_format))
+    if list_rules:
+        sys.exit(_list_rules(output_format))
 
     from ckptlint.config import CliOverrides, ConfigError, SettingsResolver
     from ckptlint.discovery import PathNotFound, discover
-    from ckptlint.engine import FixMode, lint_files
+    from ckptlint.engine import FixMode, RunResult, lint_files
     from ckptlint.settings import UnknownRuleSelector, normalise_selectors
 
     cwd = Path.cwd()
+    use_stdin = Path("-") in paths
+    if use_stdin and len(paths) > 1:
+        _error("`-` (stdin) cannot be combined with other paths")
+        sys.exit(EXIT_ERROR)
+    if stdin_filename is not None and paths and not use_stdin:
+        _error("--stdin-filename needs `-` as the path (the source is read from stdin)")
+        sys.exit(EXIT_ERROR)
+    use_stdin = use_stdin or (stdin_filename is not None and not paths)
+    conflicts = [
+        name
+        for name, given in (("--add-noqa", add_noqa), ("--since", since is not None), ("stdin", use_stdin))
+        if given
+    ]
+    if add_noqa and (fix or diff):
+        conflicts.append("--fix/--diff")
+    if len(conflicts) > 1:
+        _error(f"{' and '.join(conflicts)} cannot be used together")
+        sys.exit(EXIT_ERROR)
     try:
         cli = CliOverrides(
             select=normalise_selectors(_codes(select), "--select") if select else None,
@@ -118,42 +159,58 @@ def main(
         _error(f"{config_file}: configuration file not found")
         sys.exit(EXIT_ERROR)
     resolver = SettingsResolver(cli, cwd=cwd, isolated=isolated, config=config_file)
-    targets = list(paths) or [Path(".")]
+    mode = FixMode.DIFF if diff else (FixMode.APPLY if fix else FixMode.NONE)
+    unsafe = _unsafe_resolver(unsafe_fixes)
+    stdin_path: Path | None = None
     try:
         base_settings = resolver.for_path(cwd)
-        found = discover(targets, resolver, force_exclude=bool(force_exclude))
+        if use_stdin:
+            stdin_path = Path(os.path.abspath(stdin_filename)) if stdin_filename is not None else None
+            found = None
+            files = [stdin_path] if stdin_path is not None else []
+        elif since is not None:
+            found = _changed_since(since, list(paths), resolver, cwd)
+            files = found.files
+        else:
+            found = discover(list(paths) or [Path(".")], resolver, force_exclude=bool(force_exclude))
+            files = found.files
+        if show_files:
+            for path in files:
+                click.echo(str(path))
+            sys.exit(EXIT_OK)
+        if show_settings:
+            sys.exit(_show_settings(files[0] if files else cwd, resolver))
+        fmt = output_format or (resolver.for_path(stdin_path) if stdin_path else base_settings).output_format or "concise"
+        if use_stdin:
+            run, excluded = _lint_stdin(stdin_path, resolver, mode, unsafe, force_exclude)
+            if excluded:
+                sys.exit(EXIT_OK)
+        else:
+            run = lint_files(files, resolver.for_path, fix=mode, unsafe_for=unsafe, jobs=jobs)
     except ConfigError as exc:
         _error(str(exc))
         sys.exit(EXIT_ERROR)
     except PathNotFound as exc:
         _error(str(exc))
         sys.exit(EXIT_ERROR)
+    assert isinstance(run, RunResult)
 
-    fmt = output_format or base_settings.output_format or "concise"
-    mode = FixMode.DIFF if diff else (FixMode.APPLY if fix else FixMode.NONE)
-    unsafe = _unsafe_resolver(unsafe_fixes)
-    try:
-        run = lint_files(found.files, resolver.for_path, fix=mode, unsafe_for=unsafe, jobs=jobs)
-    except ConfigError as exc:
-        _error(str(exc))
-        sys.exit(EXIT_ERROR)
-
-    failed = False
-    fixed_total = 0
-    from ckptlint.diagnostics import Diagnostic
-
-    for problem_path, reason in found.problems:
+    for problem_path, reason in found.problems if found is not None else ():
         _error(f"{problem_path}: {reason}")
-    if mode is not FixMode.NONE:
-        failed, fixed_total = _handle_fixes(run, mode, cwd, verbose)
-
     for problem in run.problems:
         _error(problem.line())
         if verbose and problem.detail:
             click.echo(problem.detail, err=True)
     internal = any(p.kind in ("internal", "fix") for p in run.problems)
 
-    diagnostics: list[Diagnostic] = run.diagnostics
+    if add_noqa:
+        sys.exit(EXIT_ERROR if _add_noqa(run) or internal else EXIT_OK)
+
+    failed = False
+    fixed_total = 0
+    if mode is not FixMode.NONE:
+        failed, fixed_total = _handle_fixes(run, mode, cwd, verbose, to_stdout=use_stdin)
+    diagnostics = run.diagnostics
     if mode is FixMode.DIFF:
         exit_code = EXIT_FINDINGS if fixed_total else EXIT_OK
         sys.exit(EXIT_ERROR if internal or failed else exit_code)
@@ -167,19 +224,24 @@ def main(
         fix_applied=mode is FixMode.APPLY,
         fixed=fixed_total,
         unsafe_fixes_set=unsafe_fixes is not None or base_settings.unsafe_fixes is not None,
+        show_fixes=show_fixes,
         statistics=statistics,
+        quiet=quiet,
+        sources=_sources(run, mode),
+        fixed_by_file={r.path: dict(r.fixed_codes) for r in run.results if r.fixed_codes},
     )
-    if statistics and fmt == "concise":
-        text = _statistics(diagnostics, ctx)
+    if statistics:
+        from ckptlint.output import statistics as stats
+
+        text = (stats.render_json if fmt in ("json", "json-lines") else stats.render_text)(diagnostics, ctx)
     else:
         text = renderer(fmt)(diagnostics, ctx)
-    if quiet and fmt == "concise":
-        text = "\n".join(line for line in text.splitlines() if ":" in line and not line.startswith(("Found", "[*]"))) + (
-            "\n" if diagnostics else ""
-        )
-    _emit(text, output_file)
+    # With --fix on stdin the fixed source goes to stdout, so the report goes to stderr (ruff).
+    _emit(text, output_file, to_stderr=use_stdin and mode is FixMode.APPLY)
 
-    problems_count = len(found.problems) + sum(1 for p in run.problems if p.kind not in ("internal", "fix"))
+    problems_count = len(found.problems if found is not None else ()) + sum(
+        1 for p in run.problems if p.kind not in ("internal", "fix")
+    )
     if internal or failed:
         sys.exit(EXIT_ERROR)
     if exit_zero:
@@ -191,6 +253,131 @@ def main(
     sys.exit(EXIT_OK)
 
 
+def _changed_since(revision: str, paths: list[Path], resolver, cwd: Path):  # noqa: ANN001, ANN202
+    """``--since``: the changed Python files below ``paths`` (default: everywhere), with
+    excludes and .gitignore applied as if each were named with --force-exclude."""
+    from ckptlint.discovery import DiscoveryResult, discover
+    from ckptlint.since import GitError, changed_python_files
+
+    try:
+        changed = changed_python_files(revision, cwd)
+    except GitError as exc:
+        _error(str(exc))
+        sys.exit(EXIT_ERROR)
+    if paths:
+        missing = [p for p in paths if not os.path.lexists(p)]
+        if missing:
+            _error(f"{missing[0]}: no such file or directory")
+            sys.exit(EXIT_ERROR)
+        roots = [Path(os.path.realpath(p)) for p in paths]
+        changed = [f for f in changed if any(f == r or r in f.parents for r in roots)]
+    if not changed:
+        return DiscoveryResult()
+    return discover(changed, resolver, force_exclude=True)
+
+
+def _lint_stdin(path: Path | None, resolver, mode, unsafe, force_exclude: bool | None):  # noqa: ANN001, ANN202
+    """Lint the bytes of stdin as the file ``path`` (``None``: named ``-``, settings of the
+    working directory). Returns ``(run, excluded)``; an excluded path (with force-exclude)
+    prints nothing, or the source unchanged under --fix."""
+    from ckptlint.discovery import _excluded_anywhere, _GitIgnores, _repository_chain
+    from ckptlint.engine import FileLinter, FixMode, RunResult
+
+    raw = click.get_binary_stream("stdin").read()
+    settings = resolver.for_path(path if path is not None else Path.cwd())
+    if path is not None and (force_exclude or settings.force_exclude):
+        ignored = settings.respect_gitignore and _GitIgnores().ignored(path, False, _repository_chain(path.parent))
+        if _excluded_anywhere(path, settings) or ignored:
+            if mode is FixMode.APPLY:
+                click.get_binary_stream("stdout").write(raw)
+            return RunResult([]), True
+    name = str(path) if path is not None else "-"
+    result = FileLinter().lint(name, raw, settings, fix=mode, unsafe=unsafe(settings), gate=True)
+    return RunResult([result]), False
+
+
+def _sources(run, mode) -> dict[str, str]:  # noqa: ANN001
+    """The text each file's diagnostics refer to: the fixed text when --fix changed it."""
+    sources = {}
+    for r in run.results:
+        if r.source is None:
+            continue
+        fixed = mode.value == "apply" and r.changed
+        sources[r.path] = r.fixed_text if fixed else r.source.text
+    return sources
+
+
+def _add_noqa(run) -> bool:  # noqa: ANN001
+    """``--add-noqa``: write the directives; print how many were added. Returns whether
+    something failed."""
+    from ckptlint.add_noqa import add_noqa, parses
+    from ckptlint.fixer import FileChangedError, write_atomically
+    from ckptlint.rules import SYNTAX_ERROR, UNUSED_NOQA
+
+    added = 0
+    failed = False
+    wanted = [d for d in run.diagnostics if d.code not in (SYNTAX_ERROR, UNUSED_NOQA)]
+    for result in run.results:
+        source = result.source
+        if source is None:
+            continue
+        edit = add_noqa(source, [d for d in wanted if d.path == result.path])
+        for row in edit.skipped_rows:
+            click.echo(
+                f"warning: {result.path}:{row}: no room for a `# noqa` comment (the line ends inside a string or continues)",
+                err=True,
+            )
+        if not edit.added:
+            continue
+        if not parses(edit.text):
+            _error(f"{result.path}: adding `# noqa` comments would break the file; left unchanged")
+            failed = True
+            continue
+        try:
+            write_atomically(Path(result.path), source.encode(edit.text), expected=result.raw)
+        except (FileChangedError, OSError) as exc:
+            _error(str(exc) if isinstance(exc, FileChangedError) else f"{result.path}: cannot write: {exc}")
+            failed = True
+            continue
+        added += edit.added
+    if added:
+        click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+    return failed
+
+
+def _show_settings(path: Path, resolver) -> int:  # noqa: ANN001
+    """``--show-settings``: the settings that apply to ``path``, one ``key = value`` line each
+    (lists one item a line), as ruff prints them."""
+    from dataclasses import fields
+
+    settings = resolver.for_path(path)
+    lines = [f'Resolved settings for: "{path}"']
+    lines.append(f'Settings path: "{settings.config_path}"' if settings.config_path else "Settings path: none")
+    lines.append("")
+    for item in fields(settings):
+        value = getattr(settings, item.name)
+        if isinstance(value, frozenset):
+            value = sorted(value)
+        if isinstance(value, (list, tuple)):
+            lines.append(f"{item.name} = [")
+            lines += [f"\t{_setting_value(v)}," for v in value]
+            lines.append("]")
+        else:
+            lines.append(f"{item.name} = {_setting_value(value)}")
+    click.echo("\n".join(lines))
+    return EXIT_OK
+
+
+def _setting_value(value) -> str:  # noqa: ANN001
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple):
+        return f"{_setting_value(value[0])} = [{', '.join(_setting_value(v) for v in value[1])}]"
+    return f'"{value}"'
+
+
 def _unsafe_resolver(cli_value: bool | None):
     def unsafe(settings) -> bool:  # noqa: ANN001 - Settings, imported lazily
         if cli_value is not None:
@@ -200,9 +387,10 @@ def _unsafe_resolver(cli_value: bool | None):
     return unsafe
 
 
-def _handle_fixes(run, mode, cwd: Path, verbose: bool) -> tuple[bool, int]:  # noqa: ANN001
+def _handle_fixes(run, mode, cwd: Path, verbose: bool, to_stdout: bool = False) -> tuple[bool, int]:  # noqa: ANN001
     """Write fixed files (``APPLY``) or print their diffs (``DIFF``). Returns
-    ``(failed, fixed findings)``."""
+    ``(failed, fixed findings)``. ``to_stdout``: the source came from stdin; ``APPLY`` prints
+    it (fixed, or unchanged) instead of writing a file."""
     import difflib
 
     from ckptlint.fixer import FileChangedError, write_atomically
@@ -210,6 +398,16 @@ def _handle_fixes(run, mode, cwd: Path, verbose: bool) -> tuple[bool, int]:  # n
 
     failed = False
     fixed = 0
+    if to_stdout and mode.value == "apply":
+        stdout = click.get_binary_stream("stdout")
+        for result in run.results:
+            if result.source is not None and result.changed:
+                stdout.write(result.source.encode(result.fixed_text))
+                fixed += result.fixed
+            elif result.raw is not None:
+                stdout.write(result.raw)
+        stdout.flush()
+        return failed, fixed
     for result in run.results:
         if not result.changed:
             continue
@@ -238,45 +436,42 @@ def _handle_fixes(run, mode, cwd: Path, verbose: bool) -> tuple[bool, int]:  # n
     return failed, fixed
 
 
-def _statistics(diagnostics, ctx) -> str:  # noqa: ANN001
-    from collections import Counter
-
-    from ckptlint.output.concise import summary
-    from ckptlint.rules import ALL_RULES
-
-    counts = Counter(d.code for d in diagnostics)
-    fixable = {d.code for d in diagnostics if ctx.is_fixable(d)}
-    width = max((len(str(n)) for n in counts.values()), default=1)
-    lines = []
-    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        rule = ALL_RULES.get(code)
-        marker = "[*]" if code in fixable else "[ ]"
-        lines.append(f"{count:>{width}}\t{code}\t{marker} {rule.name if rule else ''}")
-    body = "\n".join(lines)
-    return (body + "\n" if body else "") + summary(diagnostics, ctx)
-
-
-def _emit(text: str, output_file: Path | None) -> None:
-    if output_file is None:
-        sys.stdout.write(text)
+def _emit(text: str, output_file: Path | None, to_stderr: bool = False) -> None:
+    if output_file is not None:
+        output_file.parent.mkdir(parents=True, exist_ok=True)
+        output_file.write_text(text, encoding="utf-8")
         return
-    output_file.parent.mkdir(parents=True, exist_ok=True)
-    output_file.write_text(text, encoding="utf-8")
+    (sys.stderr if to_stderr else sys.stdout).write(text)
 
 
-def _explain(code: str) -> int:
-    from ckptlint.docs import rule_doc
-    from ckptlint.rules import rule_by_code
+def _explain(code: str, output_format: str | None) -> int:
+    """``--explain CODE``: the rule's page, or ruff's JSON record with ``--output-format json``."""
+    import json
 
-    rule = rule_by_code(code)
-    if rule is None:
+    from ckptlint.docs import explain_record
+
+    record = explain_record(code)
+    if record is None:
         _error(f"unknown rule code `{code}`")
         return EXIT_ERROR
-    doc = rule_doc(rule.code)
-    if doc is None:
-        click.echo(f"# {rule.name} ({rule.code})\n\n{rule.summary}")
+    if output_format in ("json", "json-lines"):
+        click.echo(json.dumps(record, indent=2, ensure_ascii=False))
     else:
-        click.echo(doc.rstrip("\n"))
+        click.echo(record["explanation"].rstrip("\n"))
+    return EXIT_OK
+
+
+def _list_rules(output_format: str | None) -> int:
+    """``--list-rules``: a table, or a JSON list of explain records."""
+    import json
+
+    from ckptlint.docs import explain_record, rule_list_text
+    from ckptlint.rules import ALL_RULES
+
+    if output_format in ("json", "json-lines"):
+        click.echo(json.dumps([explain_record(code) for code in ALL_RULES], indent=2, ensure_ascii=False))
+    else:
+        click.echo(rule_list_text(), nl=False)
     return EXIT_OK
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["DOCS_URL", "rule_doc", "rule_doc_path", "rule_url"]
+__all__ = ["DOCS_URL", "explain_record", "rule_doc", "rule_doc_path", "rule_list_text", "rule_url"]
 
 DOCS_URL = "https://github.com/ckptlint/ckptlint/blob/main/rules/{code}.md"
 HOME_URL = "https://github.com/ckptlint/ckptlint"
@@ -46,3 +46,49 @@ def rule_table_markdown() -> str:
             f"{fix_marks[rule.fix_availability]} | {rule.summary} |"
         )
     return "\n".join(lines)
+
+
+_FIX_SENTENCES = {
+    "always": ("Fix is always available.", "Always"),
+    "sometimes": ("Fix is sometimes available.", "Sometimes"),
+    "none": ("Fix is not available.", "None"),
+}
+
+
+def explain_record(code: str) -> dict | None:
+    """The rule as ruff's ``ruff rule --output-format json`` record (``name``, ``code``,
+    ``linter``, ``summary``, ``fix``, ``fix_availability``, ``explanation``, ``preview``) plus
+    ``severity`` and ``default_enabled``; ``None`` for an unknown code."""
+    from ckptlint.rules import rule_by_code
+
+    rule = rule_by_code(code)
+    if rule is None:
+        return None
+    fix, availability = _FIX_SENTENCES[rule.fix_availability.value]
+    return {
+        "name": rule.name,
+        "code": rule.code,
+        "linter": "ckptlint",
+        "summary": rule.summary,
+        "fix": fix,
+        "fix_availability": availability,
+        "explanation": rule_doc(rule.code) or f"# {rule.name} ({rule.code})\n\n{rule.summary}\n",
+        "preview": False,
+        "severity": rule.severity.value,
+        "default_enabled": bool(getattr(rule, "default_enabled", True)),
+    }
+
+
+def rule_list_text() -> str:
+    """``--list-rules``: an aligned table of every rule (code, name, severity, fix, whether
+    enabled by default, summary)."""
+    from ckptlint.rules import ALL_RULES
+
+    rows = [("Code", "Name", "Severity", "Fix", "Default", "Summary")]
+    for code, rule in ALL_RULES.items():
+        default = "yes" if getattr(rule, "default_enabled", True) else "no"
+        rows.append((code, rule.name, rule.severity.value, rule.fix_availability.value, default, rule.summary))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] + "\n" for row in rows
+    )
