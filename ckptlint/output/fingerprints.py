@@ -1,10 +1,11 @@
 """Fingerprints of findings that survive unrelated edits (SARIF ``partialFingerprints``,
 GitLab ``fingerprint``).
 
-A fingerprint hashes the rule code, the repository-relative path and the reported code with
-its whitespace collapsed, plus an occurrence index among findings that share all three. It
-holds no line or column number, so inserting lines above a finding, re-indenting it or
-reflowing a call over several lines keeps its fingerprint; editing the reported code itself
+A fingerprint hashes the rule code, the repository-relative path and the reported code
+without whitespace and without trailing commas before a closing bracket, plus an occurrence
+index among findings that share all three. It holds no line or column number, so inserting
+lines above a finding, re-indenting it or reflowing a call over several lines (as a formatter
+does, magic trailing comma included) keeps its fingerprint; editing the reported code itself
 (or moving the file) makes it a new finding. This follows the idea of GitHub's
 ``primaryLocationLineHash`` (a hash of the line's text plus an occurrence index).
 """
@@ -21,11 +22,12 @@ from ckptlint.output.base import OutputContext, relative_uri
 __all__ = ["fingerprints", "reported_text"]
 
 _SPACE = re.compile(r"\s+")
+_TRAILING_COMMA = re.compile(r",(?=[)\]}])")
 
 
 def reported_text(diagnostic: Diagnostic, ctx: OutputContext) -> str:
-    """The reported range's source with runs of whitespace collapsed to one space (the whole
-    reported line for an empty range); ``""`` when the file cannot be read."""
+    """The reported range's source (the whole reported line for an empty range) without
+    whitespace and trailing commas; ``""`` when the file cannot be read."""
     source = ctx.source(diagnostic.path)
     if source is None:
         return ""
@@ -34,7 +36,7 @@ def reported_text(diagnostic: Diagnostic, ctx: OutputContext) -> str:
     except ValueError:
         return ""
     text = source.text[start:end] if end > start else source.line(diagnostic.start[0])
-    return _SPACE.sub(" ", text).strip()
+    return _TRAILING_COMMA.sub("", _SPACE.sub("", text))
 
 
 def fingerprints(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> list[str]:

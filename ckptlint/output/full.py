@@ -43,7 +43,7 @@ _NOTES = {
 
 def render(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     blocks = [_finding(d, ctx) for d in diagnostics]
-    body = "\n".join(block + "\n" for block in blocks)
+    body = "".join(block + "\n\n" for block in blocks)
     return body + summary(diagnostics, ctx)
 
 
