@@ -516,3 +516,19 @@ def test_full_gutter_widens_with_line_numbers(project: Path, run_cli) -> None:  
         "13 + v11 = checkpoint(f, x, use_reentrant=False)\n"
         "   |\n"
     ) in text
+
+
+def test_crlf_source_leaves_no_carriage_return_in_any_format(project: Path) -> None:
+    """click's test runner turns CRLF into LF in ``stdout``, so render directly here."""
+    from ckptlint.api import settings_for
+    from ckptlint.engine import FileLinter
+
+    path = project / "crlf.py"
+    result = FileLinter().lint(str(path), path.read_bytes(), settings_for(), gate=False)
+    [d] = result.diagnostics
+    assert (d.start, d.end) == ((3, 5), (3, 21))
+    ctx = OutputContext(cwd=project, env={}, sources={str(path): result.source.text})
+    for name in FORMATS:
+        text = renderer(name)([d], ctx)
+        assert "\r" not in text, name
+    assert "3 | y = checkpoint(f, x)  # trailing\n  |     ^^^^^^^^^^^^^^^^\n" in renderer("full")([d], ctx)

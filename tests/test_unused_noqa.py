@@ -1,0 +1,107 @@
+"""CKP901 unused-noqa: judged after every rule ran and noqa filtering marked what was used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ckptlint.api import fix_source, lint_source
+from ckptlint.engine import FileLinter
+from ckptlint.settings import default_enabled
+
+IMPORT = "from torch.utils.checkpoint import checkpoint\n"
+
+
+def _codes(text: str, select=("CKP001", "CKP901")) -> list[tuple[str, int, str]]:  # noqa: ANN001
+    return [(d.code, d.start[0], d.message) for d in lint_source(text, select=list(select))]
+
+
+def test_not_enabled_by_default_like_ruff_rule_100() -> None:
+    assert "CKP901" not in default_enabled()
+    assert "CKP001" in default_enabled()
+    assert lint_source(IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: CKP001\n") == []
+
+
+def test_reports_the_unused_code_at_the_directive() -> None:
+    text = IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: CKP001\n"
+    [d] = lint_source(text, select=["CKP001", "CKP901"])
+    assert (d.code, d.start, d.end) == ("CKP901", (2, 40), (2, 54))
+    assert d.message == "Unused `noqa` directive (unused: `CKP001`)"
+    assert d.fix is not None and d.fix.applicability.value == "safe"
+    assert fix_source(text, select=["CKP001", "CKP901"]) == IMPORT + "checkpoint(f, x, use_reentrant=False)\n"
+
+
+def test_a_used_directive_is_not_reported() -> None:
+    assert _codes(IMPORT + "checkpoint(f, x)  # noqa: CKP001\n") == []
+
+
+def test_foreign_codes_are_kept_and_never_judged() -> None:
+    text = IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: E501, CKP001, F401\n"
+    assert [c[0] for c in _codes(text)] == ["CKP901"]
+    assert fix_source(text, select=["CKP001", "CKP901"]) == (
+        IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: E501, F401\n"
+    )
+    assert _codes("x = 1  # noqa: E501\n") == []
+
+
+def test_only_the_unused_codes_are_removed() -> None:
+    text = IMPORT + "checkpoint(f, x)  # noqa: CKP001, CKP999\n"
+    [(code, row, message)] = _codes(text, select=("CKP001", "CKP999", "CKP901"))
+    assert (code, row, message) == ("CKP901", 2, "Unused `noqa` directive (unused: `CKP999`)")
+    assert fix_source(text, select=["CKP001", "CKP999", "CKP901"]) == IMPORT + "checkpoint(f, x)  # noqa: CKP001\n"
+
+
+def test_a_disabled_rules_noqa_is_not_unused() -> None:
+    text = IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: CKP001\n"
+    assert _codes(text, select=("CKP901",)) == []
+    assert lint_source(text, select=["CKP001", "CKP901"], ignore=["CKP001"]) == []
+
+
+def test_per_file_ignores_make_a_rule_disabled_for_the_file(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from ckptlint.api import settings_for
+
+    settings = replace(settings_for(["CKP001", "CKP901"]), root=tmp_path, per_file_ignores=(("legacy/*", ("CKP001",)),))
+    text = (IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: CKP001\n").encode()
+    ignored = FileLinter().lint(str(tmp_path / "legacy" / "a.py"), text, settings, gate=False)
+    judged = FileLinter().lint(str(tmp_path / "new" / "a.py"), text, settings, gate=False)
+    assert ignored.diagnostics == []
+    assert [d.code for d in judged.diagnostics] == ["CKP901"]
+
+
+def test_blanket_and_file_level_noqa_are_not_judged() -> None:
+    assert _codes(IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa\n") == []
+    assert _codes("# ckptlint: noqa: CKP001\n" + IMPORT + "checkpoint(f, x, use_reentrant=False)\n") == []
+
+
+def test_a_file_that_does_not_parse_is_not_judged() -> None:
+    text = IMPORT + "checkpoint(f, x  # noqa: CKP001\n"
+    assert [c[0] for c in _codes(text, select=("CKP001", "CKP999", "CKP901"))] == ["CKP999"]
+
+
+def test_noqa_for_ckp901_itself_suppresses_it() -> None:
+    assert _codes(IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: CKP001, CKP901\n") == []
+
+
+def test_other_comment_text_is_kept_and_the_line_parses() -> None:
+    select = ["CKP001", "CKP901"]
+    base = IMPORT + "checkpoint(f, x, use_reentrant=False)"
+    assert fix_source(base + "  # noqa: CKP001 # type: ignore\n", select=select) == base + "  # type: ignore\n"
+    assert fix_source(base + "  # noqa: CKP001 kept for later\n", select=select) == base + "  # kept for later\n"
+    assert fix_source(base + "  # type: ignore  # noqa: CKP001\n", select=select) == base + "  # type: ignore\n"
+
+
+def test_crlf_line_endings_are_kept() -> None:
+    text = (IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: CKP001\n").replace("\n", "\r\n")
+    fixed = fix_source(text, select=["CKP001", "CKP901"])
+    assert fixed == (IMPORT + "checkpoint(f, x, use_reentrant=False)\n").replace("\n", "\r\n")
+
+
+def test_cli_fix_removes_unused_directives(tmp_path: Path, write, run_cli) -> None:  # noqa: ANN001
+    path = write("a.py", IMPORT + "checkpoint(f, x)  # noqa: CKP001\ncheckpoint(f, y, use_reentrant=True)  # noqa: CKP001\n")
+    result = run_cli("--isolated", "--extend-select", "CKP901", "a.py")
+    assert result.stdout.splitlines()[0] == "a.py:3:39: CKP901 [*] Unused `noqa` directive (unused: `CKP001`)"
+    fixed = run_cli("--isolated", "--extend-select", "CKP901", "--fix", "a.py")
+    assert fixed.exit_code == 0
+    assert fixed.stdout == "Found 1 error (1 fixed, 0 remaining).\n"
+    assert path.read_text() == IMPORT + "checkpoint(f, x)  # noqa: CKP001\ncheckpoint(f, y, use_reentrant=True)\n"
