@@ -283,17 +283,24 @@ def _lint_stdin(path: Path | None, resolver, mode, unsafe, force_exclude: bool |
     from ckptlint.discovery import _excluded_anywhere, _GitIgnores, _repository_chain
     from ckptlint.engine import FileLinter, FixMode, RunResult
 
-    raw = click.get_binary_stream("stdin").read()
+    raw = _binary(sys.stdin).read()
     settings = resolver.for_path(path if path is not None else Path.cwd())
     if path is not None and (force_exclude or settings.force_exclude):
         ignored = settings.respect_gitignore and _GitIgnores().ignored(path, False, _repository_chain(path.parent))
         if _excluded_anywhere(path, settings) or ignored:
             if mode is FixMode.APPLY:
-                click.get_binary_stream("stdout").write(raw)
+                sys.stdout.flush()
+                _binary(sys.stdout).write(raw)
             return RunResult([]), True
     name = str(path) if path is not None else "-"
     result = FileLinter().lint(name, raw, settings, fix=mode, unsafe=unsafe(settings), gate=True)
     return RunResult([result]), False
+
+
+def _binary(stream):  # noqa: ANN001, ANN202
+    """The byte stream under a text stream (``sys.stdin.buffer``), so source bytes pass
+    through untouched (encoding, byte-order mark, CRLF)."""
+    return getattr(stream, "buffer", stream)
 
 
 def _sources(run, mode) -> dict[str, str]:  # noqa: ANN001
@@ -399,7 +406,8 @@ def _handle_fixes(run, mode, cwd: Path, verbose: bool, to_stdout: bool = False) 
     failed = False
     fixed = 0
     if to_stdout and mode.value == "apply":
-        stdout = click.get_binary_stream("stdout")
+        sys.stdout.flush()
+        stdout = _binary(sys.stdout)
         for result in run.results:
             if result.source is not None and result.changed:
                 stdout.write(result.source.encode(result.fixed_text))

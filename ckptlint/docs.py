@@ -90,5 +90,5 @@ def rule_list_text() -> str:
         rows.append((code, rule.name, rule.severity.value, rule.fix_availability.value, default, rule.summary))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return "".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] + "\n" for row in rows
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1] + "\n" for row in rows
     )

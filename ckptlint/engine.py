@@ -26,7 +26,7 @@ from ckptlint.gate import may_have_findings
 from ckptlint.noqa import NoqaIndex, parse_noqa
 from ckptlint.project import Project, module_name_for
 from ckptlint.rules import ALL_RULES, SYNTAX_ERROR, UNUSED_NOQA, RuleContext
-from ckptlint.rules.ckp901_unused_noqa import unused_noqa_diagnostics
+from ckptlint.rules.ckp901_unused_noqa import settle_unused_noqa, unused_noqa_diagnostics
 from ckptlint.settings import Settings
 from ckptlint.source import SourceDecodeError, SourceFile, decode_source
 
@@ -85,14 +85,7 @@ class RunResult:
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
-        # A directive that a region linted from another file used is not unused (CKP901).
-        used = {key for r in self.results for key in r.noqa_used_elsewhere}
-        unique = {
-            (d.code, d.path, d.start, d.end, d.message): d
-            for r in self.results
-            for d in r.diagnostics
-            if not (d.code == UNUSED_NOQA and (d.path, d.start[0]) in used)
-        }
+        unique = {(d.code, d.path, d.start, d.end, d.message): d for r in self.results for d in r.diagnostics}
         return sorted(unique.values(), key=lambda d: d.sort_key)
 
     @property
@@ -115,8 +108,10 @@ class FileLinter:
     """Lints files one at a time, sharing a :class:`~ckptlint.project.Project` (the cache of
     other modules that regions reach)."""
 
-    def __init__(self, project: Project | None = None) -> None:
+    def __init__(self, project: Project | None = None, *, defer_unused_noqa_fixes: bool = False) -> None:
         self.project = project or Project()
+        #: leave CKP901's fixes to :func:`lint_files`, which knows the noqa used from other files
+        self.defer_unused_noqa_fixes = defer_unused_noqa_fixes
         self._noqa_used_elsewhere: set[tuple[str, int]] = set()
 
     # ------------------------------------------------------------------ public
@@ -196,6 +191,9 @@ class FileLinter:
                 )
         noqa: dict[str, NoqaIndex] = {}
         kept = self._filter(found, source, settings, enabled, analysis, noqa)
+        for path, other in noqa.items():
+            if path != source.path:  # for CKP901 in that file (see settle_unused_noqa)
+                self._noqa_used_elsewhere.update((path, row) for row, d in other.by_row.items() if d.used)
         if UNUSED_NOQA in enabled:
             kept = sorted(kept + self._unused_noqa(source, settings, enabled - failed, noqa), key=lambda d: d.sort_key)
         return kept, problems
@@ -205,9 +203,6 @@ class FileLinter:
     ) -> list[Diagnostic]:
         """CKP901: the pass after noqa filtering, over the directives of ``source``; codes of
         rules that ran (``ran``) and are not CKP901 itself are judged."""
-        for path, other in noqa.items():
-            if path != source.path:
-                self._noqa_used_elsewhere.update((path, row) for row, d in other.by_row.items() if d.used)
         index = noqa.get(source.path) or parse_noqa(source)
         found = unused_noqa_diagnostics(source, index, ran - {UNUSED_NOQA})
         return [_adjust_applicability(d, settings) for d in found if not index.suppresses(d)]
@@ -260,7 +255,12 @@ class FileLinter:
         fixed = 0
         for _ in range(MAX_PASSES):
             applicable = [
-                d for d in diagnostics if d.path == source.path and d.fix is not None and d.fix.applies(unsafe)
+                d
+                for d in diagnostics
+                if d.path == source.path
+                and d.fix is not None
+                and d.fix.applies(unsafe)
+                and not (self.defer_unused_noqa_fixes and d.code == UNUSED_NOQA)
             ]
             if not applicable:
                 break
@@ -374,7 +374,7 @@ _WORKER_LINTER: FileLinter | None = None
 def _worker_linter() -> FileLinter:
     global _WORKER_LINTER
     if _WORKER_LINTER is None:
-        _WORKER_LINTER = FileLinter()
+        _WORKER_LINTER = FileLinter(defer_unused_noqa_fixes=True)
     return _WORKER_LINTER
 
 
@@ -424,13 +424,14 @@ def lint_files(
         tasks.append(Task(name, raw, settings, fix, unsafe_for(settings)))
     workers = min(jobs or default_jobs(), len(tasks))
     if workers <= 1:
-        linter = FileLinter()
+        linter = FileLinter(defer_unused_noqa_fixes=True)
         results += [
             linter.lint(t.path, t.raw, t.settings, fix=t.fix, unsafe=t.unsafe, gate=False) for t in tasks
         ]
     else:
         results += _in_pool(tasks, workers)
     results.sort(key=lambda r: r.path)
+    settle_unused_noqa(results, {t.path: t.unsafe for t in tasks})
     return RunResult(results)
 
 

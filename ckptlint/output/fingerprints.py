@@ -56,4 +56,4 @@ def fingerprints(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> list[
     for i in order:
         seen[keyed[i]] = seen.get(keyed[i], 0) + 1
         occurrence[i] = seen[keyed[i]]
-    return [f"{digest}:{n}" for digest, n in zip(keyed, occurrence)]
+    return [f"{digest}:{n}" for digest, n in zip(keyed, occurrence, strict=True)]

@@ -50,5 +50,5 @@ def issue(d: Diagnostic, fingerprint: str, ctx: OutputContext) -> dict[str, Any]
 
 def render(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     prints = fingerprints(diagnostics, ctx)
-    issues = [issue(d, f, ctx) for d, f in zip(diagnostics, prints)]
+    issues = [issue(d, f, ctx) for d, f in zip(diagnostics, prints, strict=True)]
     return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"

@@ -97,7 +97,7 @@ def sarif_log(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> dict[str
     index = {code: i for i, code in enumerate(codes)}
     prints = fingerprints(diagnostics, ctx)
     results = []
-    for d, fingerprint in zip(diagnostics, prints):
+    for d, fingerprint in zip(diagnostics, prints, strict=True):
         result: dict[str, Any] = {
             "ruleId": d.code,
             "ruleIndex": index[d.code],

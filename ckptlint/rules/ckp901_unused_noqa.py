@@ -2,20 +2,29 @@
 
 The engine reports it (see :meth:`ckptlint.engine.FileLinter.check`): only after every other
 rule ran and noqa filtering marked the directives it used can a directive be judged. This
-module holds the rule's metadata and :func:`unused_noqa_diagnostics`, which turns the
-directives of one file into diagnostics with their fixes.
+module holds the rule's metadata, :func:`unused_noqa_diagnostics`, which turns the directives
+of one file into diagnostics with their fixes, and :func:`settle_unused_noqa`, the run-level
+step: a region rule may report a finding in another file (``layers.py``) while linting
+``model.py``, and the ``# noqa`` in ``layers.py`` that suppressed it is then used although
+linting ``layers.py`` alone never needed it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ckptlint.diagnostics import Applicability, Diagnostic, Edit, Fix
+from ckptlint.fixer import apply_edits
 from ckptlint.noqa import NoqaDirective, NoqaIndex
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.source import SourceFile
 
-__all__ = ["UnusedNoqa", "unused_noqa_diagnostics"]
+if TYPE_CHECKING:
+    from ckptlint.engine import FileResult
+
+__all__ = ["UnusedNoqa", "settle_unused_noqa", "unused_noqa_diagnostics"]
 
 _FIX_MESSAGE = "Remove unused `noqa` directive"
 
@@ -107,3 +116,44 @@ def _edit(source: SourceFile, directive: NoqaDirective, unused: list[str]) -> Ed
         return Edit((row, start - spaces), (row, len(line) + 1), "")
     # Free text follows (``# noqa: CKP001 reason``): keep it as a comment.
     return Edit((row, start), (row, end + len(rest) - len(rest.lstrip())), "# ")
+
+
+def settle_unused_noqa(results: Sequence[FileResult], unsafe: Mapping[str, bool]) -> None:
+    """The run-level step of CKP901, after every file of the run was linted.
+
+    Drops the CKP901 findings on directives that linting another file used (each result's
+    ``noqa_used_elsewhere``: ``(path, row)`` in that file as read from disk), then, for files
+    linted with a fix mode (``fixed_text`` set; their linter deferred CKP901's fixes), applies
+    the remaining CKP901 fixes that apply (``unsafe[path]``: whether unsafe fixes do) to the
+    fixed text, counting them in ``fixed``/``fixed_codes``. Once fixes changed a file, a
+    directive is matched by the text of its line rather than by its row. Mutates ``results``.
+    """
+    used: dict[str, set[int]] = {}
+    for result in results:
+        for path, row in result.noqa_used_elsewhere:
+            used.setdefault(path, set()).add(row)
+    for result in results:
+        source = result.source
+        if source is None or not any(d.code == UnusedNoqa.code for d in result.diagnostics):
+            continue
+        rows = used.get(result.path, set())
+        current = source if result.fixed_text is None else replace(source, text=result.fixed_text)
+        same_text = current.text == source.text
+        lines = {source.line(row).strip() for row in rows if row <= len(source.line_starts)}
+        kept: list[Diagnostic] = []
+        to_fix: list[Diagnostic] = []
+        for d in result.diagnostics:
+            if d.code != UnusedNoqa.code or d.path != result.path:
+                kept.append(d)
+            elif (d.start[0] in rows) if same_text else (current.line(d.start[0]).strip() in lines):
+                continue  # used by a finding reported while linting another file
+            elif result.fixed_text is not None and d.fix is not None and d.fix.applies(unsafe.get(result.path, False)):
+                to_fix.append(d)
+            else:
+                kept.append(d)
+        result.diagnostics = kept
+        if to_fix:
+            edits = [(current.offset(e.start), current.offset(e.end), e.content) for d in to_fix for e in d.fix.edits]  # type: ignore[union-attr]
+            result.fixed_text = apply_edits(current.text, edits)
+            result.fixed += len(to_fix)
+            result.fixed_codes[UnusedNoqa.code] = result.fixed_codes.get(UnusedNoqa.code, 0) + len(to_fix)
