@@ -248,3 +248,11 @@ def test_since_outside_a_repository_or_with_an_unknown_revision_exits_2(tmp_path
     unknown = run_cli("--since", "no-such-branch")
     assert unknown.exit_code == 2
     assert unknown.stderr == "error: --since no-such-branch: unknown git revision `no-such-branch`\n"
+
+
+def test_quiet_prints_findings_only(write, run_cli) -> None:  # noqa: ANN001
+    write("a.py", FINDING)
+    assert run_cli("--isolated", "-q", "a.py").stdout == f"a.py:2:1: CKP001 {MESSAGE}\n"
+    assert run_cli("--isolated", "-q", "--statistics", "a.py").stdout == "1\tCKP001\t[ ] checkpoint-without-use-reentrant\n"
+    full = run_cli("--isolated", "-q", "--output-format", "full", "a.py").stdout
+    assert full.startswith(f"CKP001 {MESSAGE}\n --> a.py:2:1\n") and "Found" not in full
