@@ -39,7 +39,9 @@ def _git(args: list[str], cwd: Path) -> str:
     except FileNotFoundError:
         raise GitError("--since needs git, which is not installed (or not on PATH)") from None
     if completed.returncode != 0:
-        raise GitError(completed.stderr.strip().splitlines()[-1] if completed.stderr.strip() else f"git {args[0]} failed")
+        raise GitError(
+            completed.stderr.strip().splitlines()[-1] if completed.stderr.strip() else f"git {args[0]} failed"
+        )
     return completed.stdout
 
 

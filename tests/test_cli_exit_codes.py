@@ -74,7 +74,7 @@ def test_usage_errors_exit_2(run_cli, write, args, stderr: str) -> None:  # noqa
         ),
         (
             '[tool.ckptlint]\noutput-format = "xml"\n',
-            "pyproject.toml: `tool.ckptlint.output-format` must be one of concise, json",
+            "pyproject.toml: `tool.ckptlint.output-format` must be one of concise, full, github, gitlab, json, json-lines, junit, sarif",
         ),
         (
             '[tool.ckptlint.per-file-ignores]\n"m.py" = ["CKP00X"]\n',

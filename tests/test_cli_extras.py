@@ -75,7 +75,7 @@ def test_show_files_and_show_settings(tmp_path: Path, write, run_cli) -> None:  
     start = lines.index("enabled = [")
     enabled = lines[start + 1 : lines.index("]", start)]
     assert enabled == [f'\t"{code}",' for code in ALL_RULES]  # CKP901 too, from extend-select
-    assert 'extend_exclude = [' in lines and '\t"skip",' in lines
+    assert "extend_exclude = [" in lines and '\t"skip",' in lines
 
 
 # -------------------------------------------------------------------------- add-noqa
@@ -153,9 +153,12 @@ def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(tmp_path: Path,
     result = CliRunner().invoke(main, ["--isolated", "--fix", "--stdin-filename", "m.py", "-"], input=source.encode())
     assert result.exit_code == 1
     # stdout_bytes: click's ``stdout`` turns CRLF into LF; the bytes show the endings are kept.
-    assert result.stdout_bytes == (IMPORT + "checkpoint(f, x, debug=True, use_reentrant=False)\ncheckpoint(g, x)\n").replace(
-        "\n", "\r\n"
-    ).encode()
+    assert (
+        result.stdout_bytes
+        == (IMPORT + "checkpoint(f, x, debug=True, use_reentrant=False)\ncheckpoint(g, x)\n")
+        .replace("\n", "\r\n")
+        .encode()
+    )
     assert result.stderr == (
         f"m.py:3:1: CKP001 {MESSAGE}\n"
         "Found 2 errors (1 fixed, 1 remaining).\n"
@@ -191,7 +194,13 @@ def test_list_rules_table_and_json(run_cli) -> None:  # noqa: ANN001
     lines = table.stdout.splitlines()
     assert lines[0].split() == ["Code", "Name", "Severity", "Fix", "Default", "Summary"]
     assert [line.split()[0] for line in lines[1:]] == list(ALL_RULES)
-    assert lines[1 + list(ALL_RULES).index("CKP901")].split()[:5] == ["CKP901", "unused-noqa", "warning", "always", "no"]
+    assert lines[1 + list(ALL_RULES).index("CKP901")].split()[:5] == [
+        "CKP901",
+        "unused-noqa",
+        "warning",
+        "always",
+        "no",
+    ]
     records = json.loads(run_cli("--list-rules", "--output-format", "json").stdout)
     assert [r["code"] for r in records] == list(ALL_RULES)
     assert records[0]["fix"] == "Fix is sometimes available." and records[0]["explanation"] == rule_doc("CKP001")
@@ -253,6 +262,9 @@ def test_since_outside_a_repository_or_with_an_unknown_revision_exits_2(tmp_path
 def test_quiet_prints_findings_only(write, run_cli) -> None:  # noqa: ANN001
     write("a.py", FINDING)
     assert run_cli("--isolated", "-q", "a.py").stdout == f"a.py:2:1: CKP001 {MESSAGE}\n"
-    assert run_cli("--isolated", "-q", "--statistics", "a.py").stdout == "1\tCKP001\t[ ] checkpoint-without-use-reentrant\n"
+    assert (
+        run_cli("--isolated", "-q", "--statistics", "a.py").stdout
+        == "1\tCKP001\t[ ] checkpoint-without-use-reentrant\n"
+    )
     full = run_cli("--isolated", "-q", "--output-format", "full", "a.py").stdout
     assert full.startswith(f"CKP001 {MESSAGE}\n --> a.py:2:1\n") and "Found" not in full

@@ -34,6 +34,24 @@ CRLF = IMPORT.replace("\n", "\r\n") + "\r\ny = checkpoint(f, x)  # trailing\r\n"
 MANY = IMPORT + "".join(f"v{i} = checkpoint(f, x)\n" for i in range(12))  # rows 2..13
 BROKEN = IMPORT + "y = checkpoint(f x)\n"
 ODD = IMPORT + "checkpoint(f, x)\n"
+# A side effect in a recomputed region (CKP202, severity error) whose message quotes the code
+# `LOG["50%, a:b"]`: a real message with `%`, `,` and `:` in it.
+EFFECTS = (
+    "from torch import nn\n"
+    "from torch.utils.checkpoint import checkpoint\n"
+    "\n"
+    "LOG = {}\n"
+    "\n"
+    "\n"
+    "class Block(nn.Module):\n"
+    "    def forward(self, x):\n"
+    '        LOG["50%, a:b"] = x\n'
+    "        return x\n"
+    "\n"
+    "\n"
+    "def run(x):\n"
+    "    return checkpoint(Block(), x, use_reentrant=False)\n"
+)
 
 CKP001_MESSAGE = (
     "`checkpoint()` without `use_reentrant`: PyTorch warns and silently runs the legacy reentrant "
@@ -49,6 +67,7 @@ def project(tmp_path: Path, write) -> Path:  # noqa: ANN001
     write("many.py", MANY)
     write("broken.py", BROKEN)
     write("odd%,:name.py", ODD)
+    write("effects.py", EFFECTS)
     (tmp_path / ".git").mkdir()  # the repository root for repository-relative paths
     return tmp_path
 
@@ -66,7 +85,7 @@ def test_json_records_hold_ruff_fields_and_real_values(project: Path, run_cli) -
     result = _lint(run_cli, "json")
     assert result.exit_code == 1
     records = json.loads(result.stdout)
-    assert len(records) == 2 + 1 + 1 + 12 + 1 + 1
+    assert len(records) == 2 + 1 + 1 + 12 + 1 + 1 + 1
     by_file: dict[str, list[dict]] = {}
     for record in records:
         by_file.setdefault(os.path.relpath(record["filename"], project), []).append(record)
@@ -87,7 +106,11 @@ def test_json_records_hold_ruff_fields_and_real_values(project: Path, run_cli) -
         "applicability": "unsafe",
         "message": "Pass `use_reentrant=False`",
         "edits": [
-            {"content": ", use_reentrant=False", "location": {"row": 4, "column": 28}, "end_location": {"row": 4, "column": 28}}
+            {
+                "content": ", use_reentrant=False",
+                "location": {"row": 4, "column": 28},
+                "end_location": {"row": 4, "column": 28},
+            }
         ],
     }
     assert os.path.isabs(first["filename"])
@@ -97,7 +120,15 @@ def test_json_records_hold_ruff_fields_and_real_values(project: Path, run_cli) -
     assert (crlf["location"], crlf["end_location"]) == ({"row": 3, "column": 5}, {"row": 3, "column": 21})
     broken = by_file["broken.py"][0]
     assert broken["code"] == "CKP999" and broken["severity"] == "error" and broken["fix"] is None
-    assert broken["location"] == {"row": 2, "column": 1}
+    assert broken["location"] == {"row": 2, "column": 16}
+    [effect] = by_file["effects.py"]
+    assert (effect["code"], effect["severity"], effect["location"], effect["end_location"]) == (
+        "CKP202",
+        "error",
+        {"row": 9, "column": 9},
+        {"row": 9, "column": 28},
+    )
+    assert 'LOG["50%, a:b"]' in effect["message"]
     assert [r["location"]["row"] for r in by_file["many.py"]] == list(range(2, 14))
 
 
@@ -106,7 +137,7 @@ def test_json_lines_is_one_compact_record_a_line_equal_to_json(project: Path, ru
     records = json.loads(_lint(run_cli, "json").stdout)
     assert [json.loads(line) for line in lines] == records
     assert all(": " not in line.split('"message"')[0] for line in lines)  # compact separators
-    assert len(lines) == 18
+    assert len(lines) == 19
 
 
 # -------------------------------------------------------------------------------- full
@@ -164,7 +195,9 @@ def test_full_shows_source_caret_and_fix_diff(project: Path, run_cli) -> None:  
     assert expected_multi in text
     assert " --> crlf.py:3:5\n" in text
     assert "3 | y = checkpoint(f, x)  # trailing\n  |     ^^^^^^^^^^^^^^^^\n" in text
-    assert text.endswith("note: This is an unsafe fix and may change runtime behavior\n\nFound 3 errors.\nNo fixes available (3 hidden fixes can be enabled with the `--unsafe-fixes` option).\n")
+    assert text.endswith(
+        "note: This is an unsafe fix and may change runtime behavior\n\nFound 3 errors.\nNo fixes available (3 hidden fixes can be enabled with the `--unsafe-fixes` option).\n"
+    )
 
 
 def test_full_marks_fixable_findings_and_paths_with_spaces(project: Path, run_cli) -> None:  # noqa: ANN001
@@ -189,25 +222,41 @@ def test_github_constructed_diagnostic_with_percent_comma_colon(tmp_path: Path) 
 
 
 def test_github_annotations_end_to_end(project: Path, run_cli) -> None:  # noqa: ANN001
-    result = _lint(run_cli, "github", "pkg", "sub dir", "odd%,:name.py", "crlf.py", "broken.py", env={"GITHUB_STEP_SUMMARY": ""})
+    result = _lint(
+        run_cli,
+        "github",
+        "pkg",
+        "sub dir",
+        "odd%,:name.py",
+        "crlf.py",
+        "broken.py",
+        "effects.py",
+        env={"GITHUB_STEP_SUMMARY": ""},
+    )
     assert result.exit_code == 1
-    assert result.stdout.splitlines() == [
-        # libcst's message holds `%`, `,` and `:`: only `%` is escaped in a message.
-        "::error file=broken.py,line=2,col=1,endLine=2,endColumn=1,title=ckptlint (CKP999)::Syntax error: "
-        + _syntax_message(run_cli).replace("%", "%25"),
+    lines = result.stdout.splitlines()
+    effect = json.loads(_lint(run_cli, "json", "effects.py").stdout)[0]["message"]
+    assert 'LOG["50%, a:b"]' in effect
+    assert lines == [
+        "::error file=broken.py,line=2,col=16,endLine=2,endColumn=16,title=ckptlint (CKP999)::Syntax error: "
+        + _syntax_message(run_cli),
         f"::warning file=crlf.py,line=3,col=5,endLine=3,endColumn=21,title=ckptlint (CKP001)::{CKP001_MESSAGE}",
+        # only `%` is escaped in a message; `,` and `:` stay
+        "::error file=effects.py,line=9,col=9,endLine=9,endColumn=28,title=ckptlint (CKP202)::"
+        + effect.replace("%", "%25"),
+        # `%`, `,` and `:` are escaped in a property
         f"::warning file=odd%25%2C%3Aname.py,line=2,col=1,endLine=2,endColumn=17,title=ckptlint (CKP001)::{CKP001_MESSAGE}",
         f"::warning file=pkg/model.py,line=4,col=9,endLine=4,endColumn=29,title=ckptlint (CKP001)::{CKP001_MESSAGE}",
         # a finding over several lines: no columns
         f"::warning file=pkg/model.py,line=5,endLine=8,title=ckptlint (CKP001)::{CKP001_MESSAGE}",
         f"::warning file=sub dir/my model.py,line=2,col=7,endLine=2,endColumn=23,title=ckptlint (CKP001)::{CKP001_MESSAGE}",
     ]
+    assert 'LOG["50%25, a:b"]' in lines[2]
 
 
 def _syntax_message(run_cli) -> str:  # noqa: ANN001
     record = json.loads(_lint(run_cli, "json", "broken.py").stdout)[0]
-    assert record["location"] == {"row": 2, "column": 1}
-    assert "%" in record["message"] and "," in record["message"] and ":" in record["message"]
+    assert record["location"] == {"row": 2, "column": 16}
     return record["message"].removeprefix("Syntax error: ")
 
 
@@ -228,7 +277,7 @@ def test_github_overflow_notice_and_step_summary(project: Path, run_cli, tmp_pat
     plain = [line for line in lines if not line.startswith("::")]
     notices = [line for line in lines if line.startswith("::notice ")]
     assert len(warnings) == 10  # GitHub's limit per level and step
-    assert len(errors) == 1
+    assert len(errors) == 2
     # 17 warnings in all: the other 7 are printed as plain lines, then one notice.
     assert len(plain) == 7
     assert plain[-1] == f"sub dir/my model.py:2:7: CKP001 {CKP001_MESSAGE}"
@@ -239,7 +288,7 @@ def test_github_overflow_notice_and_step_summary(project: Path, run_cli, tmp_pat
     ]
     assert lines[-1] == notices[0]
     text = summary.read_text(encoding="utf-8")
-    assert text.startswith("earlier step\n### ckptlint\n\n18 findings in 6 files (1 error, 17 warnings).\n\n")
+    assert text.startswith("earlier step\n### ckptlint\n\n19 findings in 7 files (2 errors, 17 warnings).\n\n")
     assert "| Location | Code | Level | Message |\n| --- | --- | --- | --- |\n" in text
     assert (
         "| [pkg/model.py:5](https://github.com/octo/repo/blob/abc123/pkg/model.py#L5-L8) | CKP001 | warning | "
@@ -248,7 +297,8 @@ def test_github_overflow_notice_and_step_summary(project: Path, run_cli, tmp_pat
     ) in text
     assert "| [sub dir/my model.py:2](https://github.com/octo/repo/blob/abc123/sub%20dir/my%20model.py#L2) |" in text
     assert "| [odd%,:name.py:2](https://github.com/octo/repo/blob/abc123/odd%25%2C%3Aname.py#L2) |" in text
-    assert text.count("\n| [") == 18
+    assert 'LOG["50%, a:b"]' in text
+    assert text.count("\n| [") == 19
 
 
 def test_github_exactly_ten_of_a_level_has_no_notice(tmp_path: Path) -> None:
@@ -328,28 +378,45 @@ def test_sarif_meets_github_requirements_and_holds_real_values(project: Path, ru
     run = log["runs"][0]
     driver = run["tool"]["driver"]
     assert driver["name"] == "ckptlint" and driver["informationUri"].startswith("https://")
-    assert [rule["id"] for rule in driver["rules"]] == ["CKP001", "CKP999"]
+    assert [rule["id"] for rule in driver["rules"]] == ["CKP001", "CKP202", "CKP999"]
     ckp001 = driver["rules"][0]
     assert ckp001["name"] == "checkpoint-without-use-reentrant"
-    assert ckp001["shortDescription"]["text"] == "Checkpoint call without `use_reentrant`: the legacy reentrant variant runs"
+    assert (
+        ckp001["shortDescription"]["text"]
+        == "Checkpoint call without `use_reentrant`: the legacy reentrant variant runs"
+    )
     assert ckp001["fullDescription"]["text"].startswith("Flags activation-checkpointing call sites")
     assert ckp001["help"]["markdown"] == rule_doc("CKP001")
     assert ckp001["helpUri"].endswith("rules/CKP001.md")
     assert ckp001["defaultConfiguration"] == {"level": "warning"}
-    assert driver["rules"][1]["defaultConfiguration"] == {"level": "error"}
+    assert driver["rules"][2]["defaultConfiguration"] == {"level": "error"}
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == project.resolve().as_uri() + "/"
     results = run["results"]
-    assert len(results) == 18
+    assert len(results) == 19
     by_uri: dict[str, list[dict]] = {}
     for result in results:
         location = result["locations"][0]["physicalLocation"]
         assert location["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
         by_uri.setdefault(location["artifactLocation"]["uri"], []).append(result)
-    assert sorted(by_uri) == ["broken.py", "crlf.py", "many.py", "odd%25%2C%3Aname.py", "pkg/model.py", "sub%20dir/my%20model.py"]
+    assert sorted(by_uri) == [
+        "broken.py",
+        "crlf.py",
+        "effects.py",
+        "many.py",
+        "odd%25%2C%3Aname.py",
+        "pkg/model.py",
+        "sub%20dir/my%20model.py",
+    ]
+    assert 'LOG["50%, a:b"]' in by_uri["effects.py"][0]["message"]["text"]
     multi = by_uri["pkg/model.py"][1]
     assert multi["ruleId"] == "CKP001" and multi["ruleIndex"] == 0 and multi["level"] == "warning"
     assert multi["message"]["text"] == CKP001_MESSAGE
-    assert multi["locations"][0]["physicalLocation"]["region"] == {"startLine": 5, "startColumn": 9, "endLine": 8, "endColumn": 6}
+    assert multi["locations"][0]["physicalLocation"]["region"] == {
+        "startLine": 5,
+        "startColumn": 9,
+        "endLine": 8,
+        "endColumn": 6,
+    }
     fix = multi["fixes"][0]
     assert fix["description"]["text"] == "Pass `use_reentrant=False`"
     change = fix["artifactChanges"][0]
@@ -361,7 +428,7 @@ def test_sarif_meets_github_requirements_and_holds_real_values(project: Path, ru
         }
     ]
     broken = by_uri["broken.py"][0]
-    assert broken["ruleId"] == "CKP999" and broken["ruleIndex"] == 1 and broken["level"] == "error"
+    assert broken["ruleId"] == "CKP999" and broken["ruleIndex"] == 2 and broken["level"] == "error"
     assert "fixes" not in broken
     # Twelve findings on identical lines still get twelve distinct fingerprints.
     many = [r["partialFingerprints"]["ckptlint/v1"] for r in by_uri["many.py"]]
@@ -384,7 +451,8 @@ def test_sarif_fingerprints_survive_unrelated_edits(project: Path, run_cli) -> N
     model = project / "pkg" / "model.py"
     # Unrelated edits: lines added above, the multi-line call reflowed and re-indented.
     edited = MODEL.replace("\ndef forward", "\nimport os\n\n\nCONSTANT = 3\n\n\ndef forward").replace(
-        "    y = checkpoint(\n        block,\n        x + 1,\n    )\n", "    y = checkpoint(block,\n                   x+1)\n"
+        "    y = checkpoint(\n        block,\n        x + 1,\n    )\n",
+        "    y = checkpoint(block,\n                   x+1)\n",
     )
     model.write_text(edited, encoding="utf-8")
     after = _prints(_sarif(run_cli, "pkg"))
@@ -413,8 +481,8 @@ def test_gitlab_code_quality_report(project: Path, run_cli) -> None:  # noqa: AN
     result = _lint(run_cli, "gitlab")
     assert result.exit_code == 1
     issues = json.loads(result.stdout)
-    assert len(issues) == 18
-    assert len({issue["fingerprint"] for issue in issues}) == 18
+    assert len(issues) == 19
+    assert len({issue["fingerprint"] for issue in issues}) == 19
     for issue in issues:
         assert set(issue) == {"description", "check_name", "fingerprint", "severity", "location"}
         assert issue["description"].startswith(issue["check_name"] + ": ")
@@ -428,7 +496,15 @@ def test_gitlab_code_quality_report(project: Path, run_cli) -> None:  # noqa: AN
     }
     assert len(multi["fingerprint"]) == 32 and int(multi["fingerprint"], 16) >= 0
     paths = sorted({i["location"]["path"] for i in issues})
-    assert paths == ["broken.py", "crlf.py", "many.py", "odd%,:name.py", "pkg/model.py", "sub dir/my model.py"]
+    assert paths == [
+        "broken.py",
+        "crlf.py",
+        "effects.py",
+        "many.py",
+        "odd%,:name.py",
+        "pkg/model.py",
+        "sub dir/my model.py",
+    ]
     broken = next(i for i in issues if i["check_name"] == "CKP999")
     assert broken["severity"] == "major" and broken["location"]["lines"] == {"begin": 2, "end": 2}
 
@@ -445,9 +521,19 @@ def test_junit_one_suite_per_file(project: Path, run_cli) -> None:  # noqa: ANN0
     assert result.stdout.startswith('<?xml version="1.0" encoding="UTF-8"?>\n')
     root = ET.fromstring(result.stdout.split("\n", 1)[1])
     assert root.tag == "testsuites"
-    assert (root.get("name"), root.get("tests"), root.get("failures")) == ("ckptlint", "18", "18")
+    assert (root.get("name"), root.get("tests"), root.get("failures")) == ("ckptlint", "19", "19")
     suites = {suite.get("name"): suite for suite in root}
-    assert sorted(suites) == ["broken.py", "crlf.py", "many.py", "odd%,:name.py", "pkg/model.py", "sub dir/my model.py"]
+    assert sorted(suites) == [
+        "broken.py",
+        "crlf.py",
+        "effects.py",
+        "many.py",
+        "odd%,:name.py",
+        "pkg/model.py",
+        "sub dir/my model.py",
+    ]
+    effect = suites["effects.py"].find("testcase/failure")
+    assert 'LOG["50%, a:b"]' in effect.get("message")
     assert suites["many.py"].get("tests") == "12" and suites["many.py"].get("failures") == "12"
     cases = suites["sub dir/my model.py"].findall("testcase")
     assert [(c.get("name"), c.get("classname"), c.get("line"), c.get("column")) for c in cases] == [

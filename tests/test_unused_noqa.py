@@ -98,7 +98,9 @@ def test_crlf_line_endings_are_kept() -> None:
 
 
 def test_cli_fix_removes_unused_directives(tmp_path: Path, write, run_cli) -> None:  # noqa: ANN001
-    path = write("a.py", IMPORT + "checkpoint(f, x)  # noqa: CKP001\ncheckpoint(f, y, use_reentrant=True)  # noqa: CKP001\n")
+    path = write(
+        "a.py", IMPORT + "checkpoint(f, x)  # noqa: CKP001\ncheckpoint(f, y, use_reentrant=True)  # noqa: CKP001\n"
+    )
     result = run_cli("--isolated", "--extend-select", "CKP901", "a.py")
     assert result.stdout.splitlines()[0] == "a.py:3:39: CKP901 [*] Unused `noqa` directive (unused: `CKP001`)"
     fixed = run_cli("--isolated", "--extend-select", "CKP901", "--fix", "a.py")

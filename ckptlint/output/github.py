@@ -139,7 +139,9 @@ def step_summary(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     errors = sum(1 for d in diagnostics if severity_of(d.code) == "error")
     warnings = len(diagnostics) - errors
     files = len({d.path for d in diagnostics})
-    counts = f"{len(diagnostics)} finding{'s' if len(diagnostics) != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+    counts = (
+        f"{len(diagnostics)} finding{'s' if len(diagnostics) != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+    )
     counts += f" ({errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''})."
     rows = ["| Location | Code | Level | Message |", "| --- | --- | --- | --- |"]
     for d in diagnostics:

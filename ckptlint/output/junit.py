@@ -53,7 +53,12 @@ def render(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
             case = ET.SubElement(
                 suite,
                 "testcase",
-                {"name": f"org.ckptlint.{d.code}", "classname": classname, "line": str(d.start[0]), "column": str(d.start[1])},
+                {
+                    "name": f"org.ckptlint.{d.code}",
+                    "classname": classname,
+                    "line": str(d.start[0]),
+                    "column": str(d.start[1]),
+                },
             )
             properties = ET.SubElement(case, "properties")
             ET.SubElement(properties, "property", {"name": "severity", "value": severity_of(d.code)})
