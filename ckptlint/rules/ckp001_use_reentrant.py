@@ -48,6 +48,18 @@ class CheckpointWithoutUseReentrant(Rule):
             "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
         ),
         Invalid(
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=None)\n",
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+        ),
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint_sequential\ncheckpoint_sequential(m, 2, x, None)\n",
+            "from torch.utils.checkpoint import checkpoint_sequential\ncheckpoint_sequential(m, 2, x, False)\n",
+        ),
+        Invalid(  # misspelled use_reentrant: reported, but the fix is CKP003's rename
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrent=False)\n",
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrent=False)\n",
+        ),
+        Invalid(
             "from torch.utils import checkpoint\ncheckpoint.checkpoint(f, x)\n",
             "from torch.utils import checkpoint\ncheckpoint.checkpoint(f, x, use_reentrant=False)\n",
         ),
@@ -76,7 +88,7 @@ class CheckpointWithoutUseReentrant(Rule):
         for site in ctx.analysis.sites.sites:
             if site.reentrancy is not Reentrancy.OMITTED_REENTRANT or not site.reported_here:
                 continue
-            if site.extra.get("save_misuse"):
+            if site.save_misuse is not None:
                 continue  # CKP301: not a real checkpoint; adding the option would hide it
             ctx.report(site.call, _message(site), fix=_fix(ctx, site))
 
@@ -110,6 +122,13 @@ def _message(site: CheckpointSite) -> str:
             '{"use_reentrant": False}`'
         )
     via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin == "dict" else ""
+    typo = site.misspelling_of("use_reentrant")
+    if typo is not None:
+        return (
+            f"{what} without `use_reentrant` (`{typo.written}` looks like a misspelling of it, see "
+            "CKP003): PyTorch warns and runs the legacy reentrant variant, which rejects the unknown "
+            f"keyword with ValueError; rename `{typo.written}` to `use_reentrant`"
+        )
     return (
         f"{what} without `use_reentrant`{via}: PyTorch warns and silently runs the legacy "
         "reentrant variant; pass `use_reentrant=False` (recommended)"
@@ -131,9 +150,15 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
     analysis = ctx.analysis
     if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
         return _hf_fix(ctx, site)
-    if site.use_reentrant.origin == "dict" or site.arguments.double_starred:
-        return None
+    if site.use_reentrant.origin == "dict" or site.misspelling_of("use_reentrant") is not None:
+        return None  # CKP003 renames the misspelled keyword; adding one would pass it twice
     applicability = Applicability.SAFE if _raises_when_reentrant(site) else Applicability.UNSAFE
+    passed = site.use_reentrant
+    if passed.is_passed and passed.arg is not None:
+        # use_reentrant=None (or a positional None): replace the value, never pass it twice
+        return ctx.fix(applicability, "Pass `use_reentrant=False`", replace_node(analysis, passed.arg.value, "False"))
+    if site.arguments.double_starred:
+        return None
     return ctx.fix(applicability, "Pass `use_reentrant=False`", *add_keyword_argument(analysis, site.call, _KEYWORD))
 
 
