@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.rules.ckp001_use_reentrant import CheckpointWithoutUseReentrant
+from ckptlint.rules.ckp002_reentrant_incompatible_argument import ReentrantIncompatibleArgument
 from ckptlint.rules.ckp999_syntax_error import SyntaxErrorRule
 
 __all__ = ["ALL_RULES", "FixAvailability", "Invalid", "Rule", "RuleContext", "Severity", "rule_by_code"]
 
 _RULE_CLASSES: tuple[type[Rule], ...] = (
     CheckpointWithoutUseReentrant,
+    ReentrantIncompatibleArgument,
     SyntaxErrorRule,
 )
 
