@@ -10,6 +10,7 @@ from __future__ import annotations
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.rules.ckp001_use_reentrant import CheckpointWithoutUseReentrant
 from ckptlint.rules.ckp002_reentrant_incompatible_argument import ReentrantIncompatibleArgument
+from ckptlint.rules.ckp003_misspelled_checkpoint_option import MisspelledCheckpointOption
 from ckptlint.rules.ckp999_syntax_error import SyntaxErrorRule
 
 __all__ = ["ALL_RULES", "FixAvailability", "Invalid", "Rule", "RuleContext", "Severity", "rule_by_code"]
@@ -17,6 +18,7 @@ __all__ = ["ALL_RULES", "FixAvailability", "Invalid", "Rule", "RuleContext", "Se
 _RULE_CLASSES: tuple[type[Rule], ...] = (
     CheckpointWithoutUseReentrant,
     ReentrantIncompatibleArgument,
+    MisspelledCheckpointOption,
     SyntaxErrorRule,
 )
 
