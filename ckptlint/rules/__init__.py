@@ -12,6 +12,7 @@ from ckptlint.rules.ckp001_use_reentrant import CheckpointWithoutUseReentrant
 from ckptlint.rules.ckp002_reentrant_incompatible_argument import ReentrantIncompatibleArgument
 from ckptlint.rules.ckp003_misspelled_checkpoint_option import MisspelledCheckpointOption
 from ckptlint.rules.ckp301_checkpoint_used_as_save import CheckpointUsedAsSave
+from ckptlint.rules.ckp302_checkpoint_module_called import CheckpointModuleCalled
 from ckptlint.rules.ckp999_syntax_error import SyntaxErrorRule
 
 __all__ = ["ALL_RULES", "FixAvailability", "Invalid", "Rule", "RuleContext", "Severity", "rule_by_code"]
@@ -21,6 +22,7 @@ _RULE_CLASSES: tuple[type[Rule], ...] = (
     ReentrantIncompatibleArgument,
     MisspelledCheckpointOption,
     CheckpointUsedAsSave,
+    CheckpointModuleCalled,
     SyntaxErrorRule,
 )
 
