@@ -13,6 +13,7 @@ from ckptlint.rules.ckp002_reentrant_incompatible_argument import ReentrantIncom
 from ckptlint.rules.ckp003_misspelled_checkpoint_option import MisspelledCheckpointOption
 from ckptlint.rules.ckp301_checkpoint_used_as_save import CheckpointUsedAsSave
 from ckptlint.rules.ckp302_checkpoint_module_called import CheckpointModuleCalled
+from ckptlint.rules.ckp303_distributed_checkpoint_misuse import DistributedCheckpointMisuse
 from ckptlint.rules.ckp999_syntax_error import SyntaxErrorRule
 
 __all__ = ["ALL_RULES", "FixAvailability", "Invalid", "Rule", "RuleContext", "Severity", "rule_by_code"]
@@ -23,6 +24,7 @@ _RULE_CLASSES: tuple[type[Rule], ...] = (
     MisspelledCheckpointOption,
     CheckpointUsedAsSave,
     CheckpointModuleCalled,
+    DistributedCheckpointMisuse,
     SyntaxErrorRule,
 )
 
