@@ -14,6 +14,7 @@ from ckptlint.rules.ckp003_misspelled_checkpoint_option import MisspelledCheckpo
 from ckptlint.rules.ckp301_checkpoint_used_as_save import CheckpointUsedAsSave
 from ckptlint.rules.ckp302_checkpoint_module_called import CheckpointModuleCalled
 from ckptlint.rules.ckp303_distributed_checkpoint_misuse import DistributedCheckpointMisuse
+from ckptlint.rules.ckp304_checkpoint_without_grad import CheckpointWithoutGrad
 from ckptlint.rules.ckp999_syntax_error import SyntaxErrorRule
 
 __all__ = ["ALL_RULES", "FixAvailability", "Invalid", "Rule", "RuleContext", "Severity", "rule_by_code"]
@@ -25,6 +26,7 @@ _RULE_CLASSES: tuple[type[Rule], ...] = (
     CheckpointUsedAsSave,
     CheckpointModuleCalled,
     DistributedCheckpointMisuse,
+    CheckpointWithoutGrad,
     SyntaxErrorRule,
 )
 
