@@ -193,3 +193,35 @@ def test_safe_fix_together_with_ckp001_adds_one_keyword() -> None:
     fixed = IMPORT + "y = checkpoint(\n    f,\n    x,\n    mask=m,\n    use_reentrant=False,\n)\n"
     assert fix_source(src) == fixed
     assert fix_source(src, unsafe=True) == fixed
+
+
+def test_keyword_the_function_does_not_take_gets_no_fix() -> None:
+    """Corpus pattern (sd-scripts finetune/blip/med.py:435, from BLIP): a factory-made
+    ``custom_forward(*inputs)`` checkpointed with ``mode=mode``. Reentrant: ValueError; with
+    use_reentrant=False: TypeError, so adding it is no fix."""
+    src = "import torch\nimport torch.utils.checkpoint\n" + (
+        "def forward(self, hidden, mask, mode='multimodal'):\n"
+        "    for layer in self.layer:\n"
+        "        def create_custom_forward(module):\n"
+        "            def custom_forward(*inputs):\n"
+        "                return module(*inputs, None, False)\n"
+        "            return custom_forward\n"
+        "        out = torch.utils.checkpoint.checkpoint(\n"
+        "            create_custom_forward(layer),\n"
+        "            hidden,\n"
+        "            mask,\n"
+        "            mode=mode,\n"
+        "        )\n"
+    )
+    (d,) = found(src)
+    assert d.start == (9, 15)
+    assert d.message == (
+        "`checkpoint()` leaves `use_reentrant` unset, so the legacy reentrant variant runs; it raises ValueError "
+        "for keyword arguments meant for the checkpointed function (`mode=`); and the checkpointed function does "
+        "not take `mode=` either (TypeError even with `use_reentrant=False`): pass the value positionally or bind "
+        "it inside the function"
+    )
+    assert d.fix is None
+    accepting = src.replace("def custom_forward(*inputs):", "def custom_forward(*inputs, mode=None):")
+    (d,) = found(accepting)
+    assert d.fix is not None

@@ -24,7 +24,8 @@ tiers, tuned on every keyword and parameter name of the four corpus repositories
 
 Never a misspelling: a keyword that contains the option as a whole ``_``-separated part
 (``eos_early_stop``, ``debug_log``: another name, not a typo), and a keyword the
-checkpointed function (a ``def``/``lambda``/method of this module) declares as a parameter.
+checkpointed function declares as a parameter (a ``def``/``lambda``/method/factory of this
+module, see :mod:`ckptlint.model.callables`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ckptlint.apis import CHECKPOINT_OPTIONS, ApiKind
+from ckptlint.model.callables import signature_of
 from ckptlint.model.options import NOT_LITERAL, literal_value
 from ckptlint.model.semantic import BindingKind, SemanticModel
 
@@ -116,7 +118,8 @@ def find_misspellings(site: CheckpointSite, model: SemanticModel) -> tuple[Missp
                     found.append(Misspelling(key, match[0], match[1], element.key, None, element.value))
         return tuple(found)
     own = {id(arg) for arg in site.call.args}
-    accepted = _function_parameters(site.function, model)
+    signature = signature_of(site.function, model)
+    accepted = signature.keywords if signature is not None else None
     for arg in site.function_keywords:
         if id(arg) not in own or arg.keyword is None:
             continue
@@ -155,41 +158,3 @@ def _fits(option: str, value: cst.BaseExpression, model: SemanticModel) -> bool:
     if option == "checkpoint_impl":
         return any(name.endswith(("CheckpointImpl.REENTRANT", "CheckpointImpl.NO_REENTRANT")) for name in model.qualified_names(value))
     return literal_value(value, model) is not NOT_LITERAL
-
-
-def _function_parameters(function: cst.BaseExpression | None, model: SemanticModel) -> frozenset[str] | None:
-    """Named parameters of the checkpointed callable when it is a ``def``/``lambda`` of this
-    module or a method ``self.name`` of the enclosing class; ``None`` when unknown."""
-    if function is None:
-        return None
-    definition: cst.CSTNode | None = None
-    if isinstance(function, cst.Lambda):
-        definition = function
-    elif isinstance(function, cst.Name):
-        bindings = model.bindings_of(function)
-        if len(bindings) == 1 and bindings[0].kind is BindingKind.FUNCTION:
-            definition = bindings[0].node
-        elif len(bindings) == 1 and bindings[0].kind is BindingKind.ASSIGNMENT and isinstance(bindings[0].value, cst.Lambda):
-            definition = bindings[0].value
-    elif (
-        isinstance(function, cst.Attribute)
-        and isinstance(function.value, cst.Name)
-        and function.value.value == "self"
-    ):
-        definition = _method(function, model)
-    if isinstance(definition, (cst.FunctionDef, cst.Lambda)):
-        params = definition.params
-        every = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-        return frozenset(p.name.value for p in every)
-    return None
-
-
-def _method(attribute: cst.Attribute, model: SemanticModel) -> cst.FunctionDef | None:
-    name = attribute.attr.value
-    cls = model.enclosing(attribute, cst.ClassDef)
-    if not isinstance(cls, cst.ClassDef):
-        return None
-    for statement in cls.body.body:
-        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
-            return statement
-    return None

@@ -7,6 +7,7 @@ import libcst as cst
 from ckptlint.apis import NOOP_CONTEXT_FN, ApiKind
 from ckptlint.diagnostics import Applicability, Fix
 from ckptlint.edits import add_keyword_argument, replace_node
+from ckptlint.model.callables import signature_of
 from ckptlint.model.options import OptionState, OptionValue
 from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
@@ -136,7 +137,11 @@ def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
         ignored.append("`determinism_check`")
     if not raising and not ignored:
         return
-    ctx.report(site.call, _function_message(ctx, site, raising, ignored), fix=_fix(ctx, site, bool(raising)))
+    signature = signature_of(site.function, ctx.analysis.model)
+    refused = [arg for arg in keywords if signature is not None and not signature.accepts(arg.keyword.value)]
+    message = _function_message(ctx, site, raising, ignored, refused)
+    # with refused keywords use_reentrant=False would only trade the ValueError for a TypeError
+    ctx.report(site.call, message, fix=None if refused else _fix(ctx, site, bool(raising)))
 
 
 def _is_noop_context_fn(ctx: RuleContext, value: OptionValue) -> bool:
@@ -160,7 +165,9 @@ def _variant(site: CheckpointSite) -> str:
     return "runs the reentrant variant (`use_reentrant=True`), which"
 
 
-def _function_message(ctx: RuleContext, site: CheckpointSite, raising: list[str], ignored: list[str]) -> str:
+def _function_message(
+    ctx: RuleContext, site: CheckpointSite, raising: list[str], ignored: list[str], refused: list[cst.Arg]
+) -> str:
     parts: list[str] = []
     if raising:
         parts.append(f"raises ValueError for {_and(raising)}")
@@ -172,6 +179,11 @@ def _function_message(ctx: RuleContext, site: CheckpointSite, raising: list[str]
     if site.form is SiteForm.BOUND_CALL and site.binding is not None and site.reentrancy is Reentrancy.OMITTED_REENTRANT:
         row = ctx.analysis.range(site.binding.call)[0][0]
         advice = f"pass `use_reentrant=False` in the `functools.partial` at line {row}"
+    if refused:
+        advice = (
+            f"and the checkpointed function does not take {_keyword_list(refused)} either (TypeError even "
+            "with `use_reentrant=False`): pass the value positionally or bind it inside the function"
+        )
     return f"{_what(site)} {_variant(site)} {' and '.join(parts)}; {advice}"
 
 
