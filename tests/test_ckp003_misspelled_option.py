@@ -182,3 +182,16 @@ def test_misspelled_use_reentrant_with_a_real_function_keyword() -> None:
 
 def test_local_checkpoint_function_is_not_judged() -> None:
     assert found("def checkpoint(*a, **k):\n    pass\ncheckpoint(f, x, use_reentrent=False)\n") == []
+
+
+def test_misspelled_key_in_hf_kwargs_with_ckp001_gives_one_key() -> None:
+    for src in (
+        'model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrent": False})\n',
+        "from transformers import TrainingArguments\n"
+        'args = TrainingArguments("out", gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrent": False})\n',
+    ):
+        codes = {d.code: d for d in lint_source(src)}
+        assert set(codes) == {"CKP001", "CKP003"}
+        assert codes["CKP001"].fix is None
+        assert '"use_reentrent" looks like a misspelling of it, see CKP003' in codes["CKP001"].message
+        assert fix_source(src, unsafe=True) == src.replace("use_reentrent", "use_reentrant")

@@ -109,7 +109,14 @@ def _what(site: CheckpointSite) -> str:
 
 def _message(site: CheckpointSite) -> str:
     what = _what(site)
+    typo = site.misspelling_of("use_reentrant")
     if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
+        if typo is not None:
+            return (
+                f"{what}: `gradient_checkpointing_kwargs` has no \"use_reentrant\" key (\"{typo.written}\" looks "
+                "like a misspelling of it, see CKP003), so transformers before 5.0 runs the legacy reentrant "
+                f"checkpoint; rename \"{typo.written}\" to \"use_reentrant\""
+            )
         if site.use_reentrant.origin == "dict":
             return (
                 f"{what}: `gradient_checkpointing_kwargs` has no \"use_reentrant\" key, so "
@@ -122,7 +129,6 @@ def _message(site: CheckpointSite) -> str:
             '{"use_reentrant": False}`'
         )
     via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin == "dict" else ""
-    typo = site.misspelling_of("use_reentrant")
     if typo is not None:
         return (
             f"{what} without `use_reentrant` (`{typo.written}` looks like a misspelling of it, see "
@@ -148,10 +154,12 @@ def _raises_when_reentrant(site: CheckpointSite) -> bool:
 
 def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
     analysis = ctx.analysis
+    if site.misspelling_of("use_reentrant") is not None:
+        return None  # CKP003 renames the misspelled keyword/key; adding one would pass it twice
     if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
         return _hf_fix(ctx, site)
-    if site.use_reentrant.origin == "dict" or site.misspelling_of("use_reentrant") is not None:
-        return None  # CKP003 renames the misspelled keyword; adding one would pass it twice
+    if site.use_reentrant.origin == "dict":
+        return None
     applicability = Applicability.SAFE if _raises_when_reentrant(site) else Applicability.UNSAFE
     passed = site.use_reentrant
     if passed.is_passed and passed.arg is not None:
