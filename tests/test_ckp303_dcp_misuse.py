@@ -96,3 +96,11 @@ def test_correct_dcp_use_is_silent(src: str) -> None:
 def test_local_functions_named_save_and_load_are_not_dcp() -> None:
     src = "def save(model, path):\n    pass\ndef load(sd, path):\n    return sd\nx = load(model, path)\nsave(model, 'a/b')\n"
     assert found(src) == []
+
+
+def test_parameter_annotations_decide_over_names() -> None:
+    head = "import torch.distributed.checkpoint as dcp\nfrom torch import nn\n"
+    assert found(head + "def save(model: dict, path):\n    dcp.save(model, checkpoint_id=path)\n") == []
+    assert found(head + "def save(model: 'Mapping[str, Any]', path):\n    dcp.save(model, checkpoint_id=path)\n") == []
+    (d,) = found(head + "def save(state: nn.Module, path):\n    dcp.save(state, checkpoint_id=path)\n")
+    assert "it is given `state`, annotated `nn.Module`" in d.message

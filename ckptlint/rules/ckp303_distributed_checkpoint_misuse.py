@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.apis import DCP_FUNCTIONS, DcpFunction, DcpOperation
-from ckptlint.model.semantic import SemanticModel
+from ckptlint.model.semantic import BindingKind, SemanticModel
 from ckptlint.model.values import ValueKind, classify_value, name_hint
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
@@ -117,9 +117,27 @@ def _module_evidence(expr: cst.BaseExpression, model: SemanticModel) -> str | No
     guess = classify_value(expr, model)
     if guess is not None:
         return guess.evidence if guess.kind is ValueKind.MODULE else None
+    annotation = _parameter_annotation(expr, model)
+    if annotation is not None:
+        if "Module" in annotation or "Model" in annotation:
+            return f"`{_plain(expr)}`, annotated `{annotation}`"
+        return None  # annotated as something else (a dict, a Mapping, a state dict type...)
     if name_hint(expr) is ValueKind.MODULE:
         return f"`{_plain(expr)}`, named like a module (an `nn.Module`)"
     return None
+
+
+def _parameter_annotation(expr: cst.BaseExpression, model: SemanticModel) -> str | None:
+    """The annotation text of the parameter ``expr`` names, if it is an annotated parameter."""
+    if not isinstance(expr, cst.Name):
+        return None
+    bindings = model.bindings_of(expr)
+    if len(bindings) != 1 or bindings[0].kind is not BindingKind.PARAMETER:
+        return None
+    param = bindings[0].node
+    if not isinstance(param, cst.Param) or param.annotation is None:
+        return None
+    return model.module.code_for_node(param.annotation.annotation)
 
 
 def _pathish(expr: cst.BaseExpression, model: SemanticModel) -> bool:
