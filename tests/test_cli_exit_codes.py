@@ -183,7 +183,7 @@ def test_extend_safe_fixes_promotes_ckp001(run_cli, write) -> None:  # noqa: ANN
 
 def test_statistics(run_cli, write) -> None:  # noqa: ANN001
     write("a.py", BAD + "z = checkpoint(g, y, mask=m)\n")
-    result = run_cli("--statistics", "a.py")
+    result = run_cli("--statistics", "--select", "CKP001", "a.py")
     assert result.exit_code == 1
     assert result.stdout == (
         "2\tCKP001\t[*] checkpoint-without-use-reentrant\n"

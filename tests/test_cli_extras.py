@@ -25,7 +25,7 @@ MESSAGE = (
 def test_statistics_text_and_json(write, run_cli) -> None:  # noqa: ANN001
     write("a.py", IMPORT + "checkpoint(f, x)\ncheckpoint(g, x)\nx = 1  # noqa: CKP001\n")
     write("b.py", IMPORT + "checkpoint(f, x, debug=True)\n")  # the fix is safe here: fixable
-    text = run_cli("--isolated", "-j", "1", "--extend-select", "CKP901", "--statistics")
+    text = run_cli("--isolated", "-j", "1", "--select", "CKP001,CKP901", "--statistics")
     assert text.exit_code == 1
     assert text.stdout == (
         "3\tCKP001\t[*] checkpoint-without-use-reentrant\n"
@@ -33,7 +33,7 @@ def test_statistics_text_and_json(write, run_cli) -> None:  # noqa: ANN001
         "Found 4 errors.\n"
         "[*] 2 fixable with the `--fix` option (2 hidden fixes can be enabled with the `--unsafe-fixes` option).\n"
     )
-    as_json = run_cli("--isolated", "-j", "1", "--extend-select", "CKP901", "--statistics", "--output-format", "json")
+    as_json = run_cli("--isolated", "-j", "1", "--select", "CKP001,CKP901", "--statistics", "--output-format", "json")
     assert json.loads(as_json.stdout) == [
         {"code": "CKP001", "name": "checkpoint-without-use-reentrant", "count": 3, "fixable": True, "fixable_count": 1},
         {"code": "CKP901", "name": "unused-noqa", "count": 1, "fixable": True, "fixable_count": 1},

@@ -297,7 +297,7 @@ MESSAGE = (
 
 def test_concise_output_marks_fixable_and_summarises(run_cli, write) -> None:  # noqa: ANN001
     write("m.py", MIXED)
-    result = run_cli("m.py")
+    result = run_cli("--select", "CKP001", "m.py")
     assert result.exit_code == 1
     assert result.stdout == (
         f"m.py:2:5: {MESSAGE.format(marker='')}\n"
@@ -305,7 +305,7 @@ def test_concise_output_marks_fixable_and_summarises(run_cli, write) -> None:  #
         "Found 2 errors.\n"
         "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
     )
-    result = run_cli("--unsafe-fixes", "m.py")
+    result = run_cli("--unsafe-fixes", "--select", "CKP001", "m.py")
     assert result.stdout.splitlines()[-2:] == ["Found 2 errors.", "[*] 2 fixable with the `--fix` option."]
     assert result.stdout.count("[*] `checkpoint()`") == 2
 

@@ -74,7 +74,7 @@ def test_json_safe_fix_and_no_fix(run_cli, write) -> None:  # noqa: ANN001
         "m.py",
         IMPORT + "a = checkpoint(f, x, mask=m)\nopts = {'debug': False}\nb = checkpoint(f, x, **opts)\n",
     )
-    records = json.loads(run_cli("--output-format", "json", "m.py").stdout)
+    records = json.loads(run_cli("--output-format", "json", "--select", "CKP001", "m.py").stdout)
     assert [(r["location"]["row"], r["fix"] and r["fix"]["applicability"]) for r in records] == [(2, "safe"), (4, None)]
 
 

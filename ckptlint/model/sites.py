@@ -16,6 +16,7 @@ import libcst as cst
 from ckptlint.apis import (
     API_BY_QUALIFIED_NAME,
     CHECKPOINT_OPTIONS,
+    DCP_FUNCTIONS,
     HF_ENABLE_METHODS,
     PARTIAL_QUALIFIED_NAMES,
     UTILS_CHECKPOINT_MODULE,
@@ -23,6 +24,8 @@ from ckptlint.apis import (
     CheckpointApi,
     api_for,
 )
+from ckptlint.model.misspelling import Misspelling, find_misspellings
+from ckptlint.model.misuse import SaveMisuse, find_save_misuse
 from ckptlint.model.options import (
     ABSENT,
     UNKNOWN,
@@ -83,6 +86,12 @@ class CheckpointSite:
         hidden_arguments: a ``**`` argument of unknown content may carry more options.
         binding: for a ``BOUND_CALL``, the ``PARTIAL`` site it goes through.
         scope: the scope the call is evaluated in.
+        save_misuse: set when the call is not activation checkpointing at all but an
+            attempt to save training state (a state dict, a path, an optimizer...; see
+            :mod:`ckptlint.model.misuse`). Reported by CKP301; no other rule judges it.
+        misspellings: the site's own keywords that look like misspelled options (see
+            :mod:`ckptlint.model.misspelling`). Reported by CKP003; other rules neither
+            count them as function keywords nor add the option they stand for.
     """
 
     api: CheckpointApi
@@ -98,6 +107,16 @@ class CheckpointSite:
     scope: Scope
     binding: CheckpointSite | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    save_misuse: SaveMisuse | None = None
+    misspellings: tuple[Misspelling, ...] = ()
+
+    def misspelling_of(self, option: str) -> Misspelling | None:
+        """The first keyword of this site that probably misspells ``option``."""
+        return next((m for m in self.misspellings if m.option == option), None)
+
+    def is_misspelled(self, arg: cst.Arg) -> bool:
+        """Whether ``arg`` is one of :attr:`misspellings`."""
+        return any(m.arg is arg for m in self.misspellings)
 
     def option(self, name: str) -> OptionValue:
         """The value passed for option ``name`` (``ABSENT`` when the API has no such option)."""
@@ -120,11 +139,14 @@ class CheckpointSite:
 
 @dataclass
 class SiteIndex:
-    """All sites of a module, plus calls of the ``torch.utils.checkpoint`` module itself."""
+    """All sites of a module, plus calls of the ``torch.utils.checkpoint`` module itself and
+    calls of ``torch.distributed.checkpoint`` functions (``dcp_calls``, see
+    :data:`ckptlint.apis.DCP_FUNCTIONS`; not activation checkpointing, CKP303 judges them)."""
 
     sites: list[CheckpointSite]
     module_calls: list[cst.Call]
     by_call: dict[cst.Call, CheckpointSite]
+    dcp_calls: list[cst.Call] = field(default_factory=list)
 
 
 def collect_sites(model: SemanticModel) -> SiteIndex:
@@ -133,6 +155,7 @@ def collect_sites(model: SemanticModel) -> SiteIndex:
     module_calls: list[cst.Call] = []
     partial_bindings: dict[cst.CSTNode, CheckpointSite] = {}
     deferred: list[cst.Call] = []
+    dcp_calls: list[cst.Call] = []
     for call in model.calls:
         names = model.qualified_names(call.func)
         api = api_for(names)
@@ -143,6 +166,9 @@ def collect_sites(model: SemanticModel) -> SiteIndex:
             continue
         if UTILS_CHECKPOINT_MODULE in names:
             module_calls.append(call)
+            continue
+        if any(name in DCP_FUNCTIONS for name in names):
+            dcp_calls.append(call)
             continue
         if names & PARTIAL_QUALIFIED_NAMES and call.args and not call.args[0].keyword and not call.args[0].star:
             inner = api_for(model.qualified_names(call.args[0].value))
@@ -171,8 +197,11 @@ def collect_sites(model: SemanticModel) -> SiteIndex:
                     if site is not None:
                         sites.append(site)
                     break
+    for site in sites:
+        site.save_misuse = find_save_misuse(site, model)
+        site.misspellings = find_misspellings(site, model)
     by_call = {site.call: site for site in sites}
-    return SiteIndex(sites, module_calls, by_call)
+    return SiteIndex(sites, module_calls, by_call, dcp_calls)
 
 
 def _build(

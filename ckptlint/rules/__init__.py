@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.rules.ckp001_use_reentrant import CheckpointWithoutUseReentrant
+from ckptlint.rules.ckp002_reentrant_incompatible_argument import ReentrantIncompatibleArgument
+from ckptlint.rules.ckp003_misspelled_checkpoint_option import MisspelledCheckpointOption
+from ckptlint.rules.ckp301_checkpoint_used_as_save import CheckpointUsedAsSave
+from ckptlint.rules.ckp302_checkpoint_module_called import CheckpointModuleCalled
+from ckptlint.rules.ckp303_distributed_checkpoint_misuse import DistributedCheckpointMisuse
+from ckptlint.rules.ckp304_checkpoint_without_grad import CheckpointWithoutGrad
 from ckptlint.rules.ckp101_rng_state_not_preserved import RngStateNotPreserved
 from ckptlint.rules.ckp102_random_op_on_unpreserved_device import RandomOpOnUnpreservedDevice
 from ckptlint.rules.ckp103_unpreserved_random_source import UnpreservedRandomSource
@@ -22,6 +28,12 @@ __all__ = ["ALL_RULES", "FixAvailability", "Invalid", "Rule", "RuleContext", "Se
 
 _RULE_CLASSES: tuple[type[Rule], ...] = (
     CheckpointWithoutUseReentrant,
+    ReentrantIncompatibleArgument,
+    MisspelledCheckpointOption,
+    CheckpointUsedAsSave,
+    CheckpointModuleCalled,
+    DistributedCheckpointMisuse,
+    CheckpointWithoutGrad,
     RngStateNotPreserved,
     RandomOpOnUnpreservedDevice,
     UnpreservedRandomSource,

@@ -48,6 +48,18 @@ class CheckpointWithoutUseReentrant(Rule):
             "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
         ),
         Invalid(
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=None)\n",
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+        ),
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint_sequential\ncheckpoint_sequential(m, 2, x, None)\n",
+            "from torch.utils.checkpoint import checkpoint_sequential\ncheckpoint_sequential(m, 2, x, False)\n",
+        ),
+        Invalid(  # misspelled use_reentrant: reported, but the fix is CKP003's rename
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrent=False)\n",
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrent=False)\n",
+        ),
+        Invalid(
             "from torch.utils import checkpoint\ncheckpoint.checkpoint(f, x)\n",
             "from torch.utils import checkpoint\ncheckpoint.checkpoint(f, x, use_reentrant=False)\n",
         ),
@@ -80,7 +92,7 @@ class CheckpointWithoutUseReentrant(Rule):
                 continue
             if id(site) in chosen_by_every_call:
                 continue
-            if site.extra.get("save_misuse"):
+            if site.save_misuse is not None:
                 continue  # CKP301: not a real checkpoint; adding the option would hide it
             ctx.report(site.call, _message(site), fix=_fix(ctx, site))
 
@@ -114,7 +126,14 @@ def _what(site: CheckpointSite) -> str:
 
 def _message(site: CheckpointSite) -> str:
     what = _what(site)
+    typo = site.misspelling_of("use_reentrant")
     if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
+        if typo is not None:
+            return (
+                f"{what}: `gradient_checkpointing_kwargs` has no \"use_reentrant\" key (\"{typo.written}\" looks "
+                "like a misspelling of it, see CKP003), so transformers before 5.0 runs the legacy reentrant "
+                f"checkpoint; rename \"{typo.written}\" to \"use_reentrant\""
+            )
         if _passed_none(site) is not None:
             return (
                 f"{what}: `gradient_checkpointing_kwargs` sets \"use_reentrant\" to None, so the legacy "
@@ -134,6 +153,12 @@ def _message(site: CheckpointSite) -> str:
     via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin == "dict" else ""
     if _passed_none(site) is not None:
         via = " (`use_reentrant=None` is the default)"
+    if typo is not None:
+        return (
+            f"{what} without `use_reentrant` (`{typo.written}` looks like a misspelling of it, see "
+            "CKP003): PyTorch warns and runs the legacy reentrant variant, which rejects the unknown "
+            f"keyword with ValueError; rename `{typo.written}` to `use_reentrant`"
+        )
     return (
         f"{what} without `use_reentrant`{via}: PyTorch warns and silently runs the legacy "
         "reentrant variant; pass `use_reentrant=False` (recommended)"
@@ -162,6 +187,8 @@ def _passed_none(site: CheckpointSite) -> cst.BaseExpression | None:
 
 def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
     analysis = ctx.analysis
+    if site.misspelling_of("use_reentrant") is not None:
+        return None  # CKP003 renames the misspelled keyword/key; adding one would pass it twice
     if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
         return _hf_fix(ctx, site)
     applicability = Applicability.SAFE if _raises_when_reentrant(site) else Applicability.UNSAFE

@@ -99,6 +99,8 @@ class RngStateNotPreserved(Rule):
                 )
             elif unresolved:
                 where = site_label(first, analysis, analysis)
+                if fix is not None:  # not known to be wrong: show the change, never apply it
+                    fix = ctx.fix(Applicability.DISPLAY_ONLY, fix.message, *fix.edits)
                 ctx.report(
                     node,
                     f"`preserve_rng_state=False` on the checkpoint at {where}: ckptlint cannot see what it "

@@ -1,0 +1,260 @@
+"""CKP002 reentrant-incompatible-argument."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ckptlint.apis import NOOP_CONTEXT_FN, ApiKind
+from ckptlint.diagnostics import Applicability, Fix
+from ckptlint.edits import add_keyword_argument, replace_node
+from ckptlint.model.callables import signature_of
+from ckptlint.model.options import OptionState, OptionValue
+from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+
+_KEYWORD = "use_reentrant=False"
+_SEQUENTIAL_KEYWORDS = frozenset({"functions", "segments", "input", "use_reentrant", "preserve_rng_state"})
+
+
+class ReentrantIncompatibleArgument(Rule):
+    """Flags arguments that the checkpoint variant in use rejects or silently ignores.
+
+    Facts (torch/utils/checkpoint.py 2.9, verified on 2.13.0):
+
+    - the reentrant variant (``use_reentrant=True``, or omitted, which means True) raises
+      ``ValueError: Unexpected keyword arguments`` for keyword arguments meant for the
+      function, and ``ValueError: Passing `context_fn` or `debug` is only supported when
+      use_reentrant=False`` for any ``context_fn`` but the default and any ``debug`` that is
+      not the literal ``False`` (``debug=0`` and ``debug=None`` raise too: the check is
+      ``debug is not False``);
+    - it silently ignores ``early_stop`` and ``determinism_check`` (only reported when they
+      ask for something the reentrant variant does not do: ``early_stop`` other than
+      ``False``, ``determinism_check`` other than ``"none"``);
+    - ``checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs)``
+      takes one input: a 4th positional argument binds to ``use_reentrant``, a 5th raises
+      ``TypeError``, and keywords other than ``use_reentrant``/``preserve_rng_state`` raise
+      ``ValueError: Unexpected keyword arguments``;
+    - the composable ``torch.distributed._composable.checkpoint(module, use_reentrant=True)``
+      raises ``NotImplementedError``, and unknown keywords raise ``ValueError``.
+    """
+
+    code = "CKP002"
+    name = "reentrant-incompatible-argument"
+    summary = "Checkpoint argument that the variant in use rejects (raises) or silently ignores"
+    severity = Severity.ERROR
+    fix_availability = FixAvailability.SOMETIMES
+
+    VALID = (
+        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, mask=m, use_reentrant=False)\n",
+        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, debug=False)\n",
+        "from torch.utils.checkpoint import checkpoint\n"
+        "checkpoint(f, x, use_reentrant=True, preserve_rng_state=False)\n",
+        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, early_stop=False)\n",
+        "from torch.utils.checkpoint import checkpoint\n"
+        "checkpoint(f, x, use_reentrant=flag, context_fn=ctx)\n",
+        "import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, use_reentrant=False)\n",
+        "import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, self.use_reentrant)\n",
+        "from torch.distributed._composable import checkpoint\ncheckpoint(model, use_reentrant=False)\n",
+        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
+        "checkpoint_wrapper(block, context_fn=ctx)\n",
+        "def checkpoint(f, x, **kw):\n    pass\ncheckpoint(f, x, mask=m)\n",
+        "from torch.utils.checkpoint import checkpoint\ncheckpoint(model.state_dict(), 'model.pt', debug=True)\n",
+    )
+    INVALID = (
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, mask=m)\n",
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, mask=m, use_reentrant=False)\n",
+        ),
+        Invalid("from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, context_fn=ctx)\n"),
+        Invalid("from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, debug=0)\n"),
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, early_stop=True)\n",
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, early_stop=True, use_reentrant=False)\n",
+        ),
+        Invalid("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, mask)\n"),
+        Invalid("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, use_reentrant=False, context_fn=c)\n"),
+        Invalid("from torch.distributed._composable import checkpoint\ncheckpoint(model, use_reentrant=True)\n"),
+        Invalid(
+            "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper\n"
+            "checkpoint_wrapper(block, CheckpointImpl.REENTRANT, context_fn=ctx)\n"
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        for site in ctx.analysis.sites.sites:
+            if site.save_misuse is not None:
+                continue  # CKP301: not activation checkpointing
+            kind = site.api.kind
+            if kind in (ApiKind.FUNCTION, ApiKind.WRAPPER):
+                _check_function(ctx, site)
+            elif kind is ApiKind.SEQUENTIAL:
+                _check_sequential(ctx, site)
+            elif kind is ApiKind.COMPOSABLE:
+                _check_composable(ctx, site)
+
+
+def _own(site: CheckpointSite, value: OptionValue) -> bool:
+    """Whether the option comes from this site's own call (a call through a partial is
+    judged only on what it adds; the binding is judged at the binding)."""
+    if site.form is not SiteForm.BOUND_CALL:
+        return True
+    return value.arg is not None and any(arg is value.arg for arg in site.call.args)
+
+
+def _own_keywords(site: CheckpointSite) -> list[cst.Arg]:
+    own = {id(arg) for arg in site.call.args}
+    return [
+        arg
+        for arg in site.function_keywords
+        if id(arg) in own and arg.keyword is not None and not site.is_misspelled(arg)
+    ]
+
+
+def _keyword_list(args: list[cst.Arg]) -> str:
+    return ", ".join(f"`{arg.keyword.value}=`" for arg in args if arg.keyword is not None)
+
+
+def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
+    if site.runs_reentrant is not True:
+        return
+    raising: list[str] = []
+    ignored: list[str] = []
+    keywords = _own_keywords(site)
+    if keywords:
+        raising.append(f"keyword arguments meant for the checkpointed function ({_keyword_list(keywords)})")
+    context_fn = site.option("context_fn")
+    if context_fn.is_passed and _own(site, context_fn) and not _is_noop_context_fn(ctx, context_fn):
+        raising.append("`context_fn`")
+    debug = site.option("debug")
+    if debug.is_passed and not debug.is_false and _own(site, debug):
+        raising.append("`debug` other than `False`")
+    early_stop = site.option("early_stop")
+    if early_stop.is_passed and not early_stop.is_false and _own(site, early_stop):
+        ignored.append("`early_stop`")
+    determinism = site.option("determinism_check")
+    asks_none = determinism.state is OptionState.LITERAL and determinism.value == "none"
+    if determinism.is_passed and not asks_none and _own(site, determinism):
+        ignored.append("`determinism_check`")
+    if not raising and not ignored:
+        return
+    signature = signature_of(site.function, ctx.analysis.model)
+    refused = [arg for arg in keywords if signature is not None and not signature.accepts(arg.keyword.value)]
+    message = _function_message(ctx, site, raising, ignored, refused)
+    # with refused keywords use_reentrant=False would only trade the ValueError for a TypeError
+    ctx.report(site.call, message, fix=None if refused else _fix(ctx, site, bool(raising)))
+
+
+def _is_noop_context_fn(ctx: RuleContext, value: OptionValue) -> bool:
+    return value.node is not None and NOOP_CONTEXT_FN in ctx.analysis.model.qualified_names(value.node)
+
+
+def _what(site: CheckpointSite) -> str:
+    short = site.api.name.rsplit(".", 1)[-1]
+    if site.form is SiteForm.PARTIAL:
+        return f"`functools.partial({short}, ...)`"
+    if site.api.kind is ApiKind.WRAPPER:
+        return "`checkpoint_wrapper(...)`"
+    return f"`{short}()`"
+
+
+def _variant(site: CheckpointSite) -> str:
+    if site.reentrancy is Reentrancy.OMITTED_REENTRANT:
+        return "leaves `use_reentrant` unset, so the legacy reentrant variant runs; it"
+    if site.api.kind is ApiKind.WRAPPER and site.option("use_reentrant").is_absent:
+        return "uses `CheckpointImpl.REENTRANT`; the reentrant variant"
+    return "runs the reentrant variant (`use_reentrant=True`), which"
+
+
+def _function_message(
+    ctx: RuleContext, site: CheckpointSite, raising: list[str], ignored: list[str], refused: list[cst.Arg]
+) -> str:
+    parts: list[str] = []
+    if raising:
+        parts.append(f"raises ValueError for {_and(raising)}")
+    if ignored:
+        parts.append(f"silently ignores {_and(ignored)}")
+    advice = "pass `use_reentrant=False`"
+    if site.reentrancy is Reentrancy.REENTRANT:
+        advice = "use the non-reentrant variant (`use_reentrant=False`) or drop these arguments"
+    if site.form is SiteForm.BOUND_CALL and site.binding is not None and site.reentrancy is Reentrancy.OMITTED_REENTRANT:
+        row = ctx.analysis.range(site.binding.call)[0][0]
+        advice = f"pass `use_reentrant=False` in the `functools.partial` at line {row}"
+    if refused:
+        advice = (
+            f"and the checkpointed function does not take {_keyword_list(refused)} either (TypeError even "
+            "with `use_reentrant=False`): pass the value positionally or bind it inside the function"
+        )
+    return f"{_what(site)} {_variant(site)} {' and '.join(parts)}; {advice}"
+
+
+def _and(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _fix(ctx: RuleContext, site: CheckpointSite, raises: bool) -> Fix | None:
+    """``use_reentrant=False`` where it is unset: safe when the call raises today (nothing
+    that works changes), unsafe when the only problem is an ignored option."""
+    if site.reentrancy is not Reentrancy.OMITTED_REENTRANT or site.form is SiteForm.BOUND_CALL:
+        return None
+    if site.misspelling_of("use_reentrant") is not None:
+        return None  # CKP003 renames the misspelled keyword
+    applicability = Applicability.SAFE if raises else Applicability.UNSAFE
+    message = "Pass `use_reentrant=False`"
+    passed = site.use_reentrant
+    if passed.is_passed and passed.arg is not None:
+        return ctx.fix(applicability, message, replace_node(ctx.analysis, passed.arg.value, "False"))
+    if not passed.is_absent or passed.origin == "dict" or site.arguments.double_starred:
+        return None
+    return ctx.fix(applicability, message, *add_keyword_argument(ctx.analysis, site.call, _KEYWORD))
+
+
+def _check_sequential(ctx: RuleContext, site: CheckpointSite) -> None:
+    problems: list[str] = []
+    arguments = site.arguments
+    own = {id(arg) for arg in site.call.args}
+    positional = [arg for arg in arguments.positional if id(arg) in own]
+    if not arguments.starred and len(positional) > 4:
+        problems.append(
+            f"it takes at most 4 positional arguments, {len(positional)} are given (TypeError)"
+        )
+    if not arguments.starred and len(arguments.positional) >= 4 and id(arguments.positional[3]) in own:
+        fourth = arguments.positional[3].value
+        value = site.use_reentrant
+        if not (value.state is OptionState.LITERAL and (value.value is None or isinstance(value.value, bool))):
+            text = ctx.analysis.text_of(fourth)
+            if "reentrant" not in text.lower():
+                problems.append(
+                    f"its 4th positional argument `{text}` binds to `use_reentrant`, not to a second "
+                    "input (only one input flows between segments; a multi-element tensor there raises "
+                    "RuntimeError, anything else silently picks the variant by its truth value)"
+                )
+    unexpected = [
+        arg
+        for arg in site.function_keywords
+        if id(arg) in own and arg.keyword is not None and arg.keyword.value not in _SEQUENTIAL_KEYWORDS
+        and not site.is_misspelled(arg)
+    ]
+    if unexpected:
+        problems.append(
+            f"it accepts only `use_reentrant` and `preserve_rng_state` as options, so "
+            f"{_keyword_list(unexpected)} raise ValueError (Unexpected keyword arguments)"
+        )
+    if problems:
+        ctx.report(site.call, f"{_what(site)}: {'; '.join(problems)}")
+
+
+def _check_composable(ctx: RuleContext, site: CheckpointSite) -> None:
+    problems: list[str] = []
+    use_reentrant = site.use_reentrant
+    if use_reentrant.state is OptionState.LITERAL and bool(use_reentrant.value) and _own(site, use_reentrant):
+        problems.append(
+            "`use_reentrant=True` is not supported and raises NotImplementedError (it drives the "
+            "non-reentrant variant only); drop it or use torch.utils.checkpoint.checkpoint"
+        )
+    unexpected = _own_keywords(site)
+    if unexpected:
+        problems.append(f"{_keyword_list(unexpected)} raise ValueError (Unexpected keyword arguments)")
+    if problems:
+        ctx.report(site.call, f"composable `checkpoint()`: {'; '.join(problems)}")

@@ -1,0 +1,153 @@
+"""CKP003 misspelled-checkpoint-option."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ckptlint.apis import ApiKind
+from ckptlint.diagnostics import Applicability, Fix
+from ckptlint.edits import replace_node
+from ckptlint.model.misspelling import Misspelling
+from ckptlint.model.sites import CheckpointSite, Reentrancy
+from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+
+
+class MisspelledCheckpointOption(Rule):
+    """Flags keywords of checkpoint calls that are probably misspelled options.
+
+    ``torch.utils.checkpoint.checkpoint`` does not reject an unknown keyword: it forwards
+    it to the checkpointed function (2.9, 2.13). A misspelled ``use_reentrant`` leaves the
+    option unset (warning, reentrant variant, then ``ValueError: Unexpected keyword
+    arguments``); under the non-reentrant variant a misspelled ``preserve_rng_state`` or
+    ``determinism_check`` reaches the function, where ``**kwargs`` swallows it and the
+    option silently keeps its default. ``checkpoint_sequential`` and the composable
+    ``checkpoint`` raise ``ValueError``. How closeness is judged:
+    :mod:`ckptlint.model.misspelling`.
+    """
+
+    code = "CKP003"
+    name = "misspelled-checkpoint-option"
+    summary = "Keyword that looks like a misspelled checkpoint option (`use_reentrent`, `preserve_rng`)"
+    severity = Severity.WARNING
+    fix_availability = FixAvailability.SOMETIMES
+
+    VALID = (
+        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False, context=ctx)\n",
+        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False, deterministic=True)\n",
+        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False, eos_early_stop=True)\n",
+        "from torch.utils.checkpoint import checkpoint\n"
+        "def f(x, preserve_rng=False):\n    return x\n"
+        "checkpoint(f, x, use_reentrant=False, preserve_rng=True)\n",
+        "def checkpoint(*a, **k):\n    pass\ncheckpoint(f, x, use_reentrent=False)\n",
+    )
+    INVALID = (
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrent=False)\n",
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+        ),
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False, preserve_rng=False)\n",
+            "from torch.utils.checkpoint import checkpoint\n"
+            "checkpoint(f, x, use_reentrant=False, preserve_rng_state=False)\n",
+        ),
+        Invalid(
+            "from torch.utils.checkpoint import checkpoint\n"
+            "checkpoint(f, x, use_reentrant=False, determinism='none', early_stopping=False)\n",
+            "from torch.utils.checkpoint import checkpoint\n"
+            "checkpoint(f, x, use_reentrant=False, determinism_check='none', early_stop=False)\n",
+            count=2,
+        ),
+        Invalid(
+            "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrent': False})\n",
+            "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})\n",
+        ),
+        Invalid("from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, use_reentrent=False)\n"),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        for site in ctx.analysis.sites.sites:
+            if site.save_misuse is not None:
+                continue
+            for misspelling in site.misspellings:
+                ctx.report(misspelling.node, _message(site, misspelling), fix=_fix(ctx, site, misspelling))
+
+
+def _consequence(site: CheckpointSite, misspelling: Misspelling) -> str:
+    kind = site.api.kind
+    if kind in (ApiKind.SEQUENTIAL, ApiKind.COMPOSABLE):
+        return "it raises ValueError (Unexpected keyword arguments)"
+    if kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
+        prefix = "transformers passes the key to torch.utils.checkpoint.checkpoint, which does not know it: "
+    else:
+        prefix = "torch.utils.checkpoint does not know it and forwards it to the checkpointed function: "
+    if misspelling.option == "use_reentrant":
+        return prefix + (
+            "`use_reentrant` stays unset, so PyTorch warns, runs the legacy reentrant variant and "
+            "raises ValueError (Unexpected keyword arguments)"
+        )
+    if site.runs_reentrant is True:
+        return prefix + "the reentrant variant raises ValueError (Unexpected keyword arguments)"
+    default = {
+        "preserve_rng_state": "`preserve_rng_state` stays True",
+        "determinism_check": '`determinism_check` stays "default"',
+        "early_stop": "`early_stop` stays True",
+        "debug": "`debug` stays False",
+        "context_fn": "no `context_fn` is applied",
+    }.get(misspelling.option, f"`{misspelling.option}` keeps its default")
+    where = "the layer" if kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS) else "the function"
+    return prefix + f"{default}, and {where} gets an extra keyword (TypeError, or silently swallowed by `**kwargs`)"
+
+
+def _message(site: CheckpointSite, misspelling: Misspelling) -> str:
+    what = "key" if misspelling.arg is None else "keyword"
+    noun = "parameter" if misspelling.option in site.api.positional else "option"
+    text = (
+        f"`{misspelling.written}` looks like a misspelling of the checkpoint {noun} "
+        f"`{misspelling.option}`: {_consequence(site, misspelling)}"
+    )
+    if _already_passed(site, misspelling):
+        return text + f"; `{misspelling.option}` is passed as well, remove one of them"
+    return text + f"; rename the {what} to `{misspelling.option}`"
+
+
+def _already_passed(site: CheckpointSite, misspelling: Misspelling) -> bool:
+    if misspelling.arg is None:
+        dict_node = _parent_dict(site)
+        if dict_node is None:
+            return False
+        return any(
+            isinstance(e, cst.DictElement)
+            and isinstance(e.key, cst.SimpleString)
+            and e.key.evaluated_value == misspelling.option
+            for e in dict_node.elements
+        )
+    return any(arg.keyword is not None and arg.keyword.value == misspelling.option for arg in site.call.args)
+
+
+def _parent_dict(site: CheckpointSite) -> cst.Dict | None:
+    kwargs = site.option("gradient_checkpointing_kwargs")
+    if kwargs.arg is not None and isinstance(kwargs.arg.value, cst.Dict):
+        return kwargs.arg.value
+    return None
+
+
+def _fix(ctx: RuleContext, site: CheckpointSite, misspelling: Misspelling) -> Fix | None:
+    """Rename to the exact option (unsafe: the call's behaviour changes, and the guess may be
+    wrong). None when the option is already passed, or another keyword of the call claims
+    the same option (renaming both would pass it twice)."""
+    if _already_passed(site, misspelling):
+        return None
+    if sum(1 for m in site.misspellings if m.option == misspelling.option) > 1:
+        return None
+    if site.reentrancy is Reentrancy.UNKNOWN and misspelling.option == "use_reentrant" and site.hidden_arguments:
+        return None  # a `**kwargs` of unknown content may already carry it
+    node = misspelling.node
+    if isinstance(node, cst.SimpleString):
+        replacement = node.prefix + node.quote + misspelling.option + node.quote
+    else:
+        replacement = misspelling.option
+    return ctx.fix(
+        Applicability.UNSAFE,
+        f"Rename `{misspelling.written}` to `{misspelling.option}`",
+        replace_node(ctx.analysis, node, replacement),
+    )

@@ -1,0 +1,81 @@
+"""CKP302 checkpoint-module-called."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ckptlint.diagnostics import Applicability
+from ckptlint.edits import replace_node
+from ckptlint.model.misuse import SaveMisuse, save_misuse_of_arguments
+from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.ckp301_checkpoint_used_as_save import save_advice, torch_save_fix
+
+
+class CheckpointModuleCalled(Rule):
+    """Flags calls of the ``torch.utils.checkpoint`` *module*.
+
+    ``from torch.utils import checkpoint`` (or ``import torch.utils.checkpoint as
+    checkpoint``) binds the module, and ``checkpoint(fn, x)`` raises
+    ``TypeError: 'module' object is not callable``. The function is
+    ``checkpoint.checkpoint``. When the arguments look like saving training state (a state
+    dict, a path...), the call was never meant as activation checkpointing: the message says
+    so and only a display-only ``torch.save`` form is offered.
+    """
+
+    code = "CKP302"
+    name = "checkpoint-module-called"
+    summary = "The `torch.utils.checkpoint` module called like a function (TypeError)"
+    severity = Severity.ERROR
+    fix_availability = FixAvailability.SOMETIMES
+
+    VALID = (
+        "from torch.utils import checkpoint\ny = checkpoint.checkpoint(f, x, use_reentrant=False)\n",
+        "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x, use_reentrant=False)\n",
+        "import torch.utils.checkpoint\ndef checkpoint(step):\n    pass\ncheckpoint(3)\n",
+    )
+    INVALID = (
+        Invalid(
+            "from torch.utils import checkpoint\ny = checkpoint(f, x, use_reentrant=False)\n",
+            "from torch.utils import checkpoint\ny = checkpoint.checkpoint(f, x, use_reentrant=False)\n",
+        ),
+        Invalid(
+            "import torch\ny = torch.utils.checkpoint(f, x, use_reentrant=False)\n",
+            "import torch\ny = torch.utils.checkpoint.checkpoint(f, x, use_reentrant=False)\n",
+        ),
+        Invalid("from torch.utils import checkpoint\ncheckpoint(model.state_dict(), 'model.pt')\n"),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        analysis = ctx.analysis
+        for call in analysis.sites.module_calls:
+            callee = analysis.text_of(call.func)
+            what = f"`{callee}` is the `torch.utils.checkpoint` module"
+            misuse = _save_misuse(call, ctx)
+            if misuse is not None:
+                ctx.report(
+                    call,
+                    f"{what}, not a function (TypeError: 'module' object is not callable), and "
+                    f"activation checkpointing does not save training state either: {misuse.reason}. "
+                    + save_advice(misuse),
+                    fix=torch_save_fix(ctx, analysis, call, misuse),
+                )
+                continue
+            fix = ctx.fix(
+                Applicability.SAFE,
+                f"Call `{callee}.checkpoint(...)`",
+                replace_node(analysis, call.func, f"{callee}.checkpoint"),
+            )
+            ctx.report(
+                call,
+                f"{what}, not a function: calling it raises TypeError ('module' object is not "
+                f"callable); call `{callee}.checkpoint(...)`",
+                fix=fix,
+            )
+
+
+def _save_misuse(call: cst.Call, ctx: RuleContext) -> SaveMisuse | None:
+    args = [arg for arg in call.args if arg.keyword is None]
+    if not args or args[0].star:
+        return None
+    keywords = [arg for arg in call.args if arg.keyword is not None]
+    return save_misuse_of_arguments(args[0].value, args[1:], keywords, call, ctx.analysis.model)

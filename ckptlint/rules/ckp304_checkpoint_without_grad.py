@@ -1,0 +1,83 @@
+"""CKP304 checkpoint-without-grad."""
+
+from __future__ import annotations
+
+from ckptlint.apis import ApiKind
+from ckptlint.model.grad_mode import GradMode, grad_mode_at
+from ckptlint.model.sites import SiteForm
+from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+
+
+class CheckpointWithoutGrad(Rule):
+    """Flags checkpoint calls that run with autograd recording off.
+
+    Under ``torch.no_grad()`` / ``torch.inference_mode()`` nothing is recorded, so there is
+    no backward and nothing to recompute: the non-reentrant variant runs the function once
+    and installs no hooks, the reentrant one runs it once inside its autograd Function and
+    may warn "None of the inputs have requires_grad=True" (torch/utils/checkpoint.py 2.9,
+    verified on 2.13: one call, output without grad). The checkpoint only adds overhead —
+    or the code meant to train and the context is a mistake. A nested
+    ``torch.enable_grad()`` / ``torch.set_grad_enabled(True)`` turns recording back on and
+    is not reported; so is anything decided at run time (``set_grad_enabled(flag)``).
+    Only the lexical context of the call's own function counts (see
+    :mod:`ckptlint.model.grad_mode`).
+    """
+
+    code = "CKP304"
+    name = "checkpoint-without-grad"
+    summary = "Checkpoint called under `torch.no_grad()`/`inference_mode()`: nothing to recompute"
+    severity = Severity.WARNING
+    fix_availability = FixAvailability.NONE
+
+    VALID = (
+        "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
+        "with torch.no_grad():\n    with torch.enable_grad():\n        y = checkpoint(f, x, use_reentrant=False)\n",
+        "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
+        "with torch.no_grad():\n    def run(x):\n        return checkpoint(f, x, use_reentrant=False)\n",
+        "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
+        "with torch.set_grad_enabled(training):\n    y = checkpoint(f, x, use_reentrant=False)\n",
+        "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
+        "with torch.inference_mode(False):\n    y = checkpoint(f, x, use_reentrant=False)\n",
+        "import torch\nfrom torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
+        "with torch.no_grad():\n    block = checkpoint_wrapper(block)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
+            "with torch.no_grad():\n    y = checkpoint(f, x, use_reentrant=False)\n"
+        ),
+        Invalid(
+            "from torch import inference_mode\nfrom torch.utils.checkpoint import checkpoint_sequential\n"
+            "@inference_mode()\ndef predict(m, x):\n    return checkpoint_sequential(m, 2, x, use_reentrant=False)\n"
+        ),
+        Invalid(
+            "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
+            "@torch.no_grad\ndef predict(x):\n    return checkpoint(f, x, use_reentrant=False)\n"
+        ),
+        Invalid(
+            "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
+            "with torch.enable_grad():\n    with torch.set_grad_enabled(False):\n"
+            "        y = checkpoint(f, x, use_reentrant=False)\n"
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        model = ctx.analysis.model
+        for site in ctx.analysis.sites.sites:
+            if site.api.kind not in (ApiKind.FUNCTION, ApiKind.SEQUENTIAL) or site.form is SiteForm.PARTIAL:
+                continue
+            if site.save_misuse is not None:
+                continue
+            context = grad_mode_at(site.call, model)
+            if context.mode is not GradMode.DISABLED or context.node is None:
+                continue
+            row = ctx.analysis.range(context.node)[0][0]
+            how = "decorated with" if context.decorator else "inside"
+            spelled = ctx.analysis.text_of(context.node)
+            short = site.api.name.rsplit(".", 1)[-1]
+            ctx.report(
+                site.call,
+                f"`{short}()` runs {how} `{spelled}` (line {row}): autograd records nothing, so nothing "
+                "is saved for backward or recomputed and the checkpoint only adds overhead; call the "
+                "function directly here, or enable grad if this code is meant to train",
+            )

@@ -1,0 +1,159 @@
+"""The PyTorch behaviour CKP002, CKP003, CKP302, CKP303 and CKP304 rely on, checked against
+the installed torch (2.13.0+cpu in CI), each next to the linter's verdict on the same code."""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+
+import pytest
+
+from ckptlint.api import lint_source
+
+torch = pytest.importorskip("torch")
+from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+
+IMPORT = "from torch.utils.checkpoint import checkpoint\n"
+
+
+def codes(src: str) -> list[str]:
+    return [d.code for d in lint_source(src, select=["ALL"])]
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def x_in():
+    return torch.randn(2, 3, requires_grad=True)
+
+
+def fn(a, b=None, **kwargs):
+    return torch.tanh(a) * 2
+
+
+@pytest.mark.parametrize(
+    ("options", "raises"),
+    [
+        ({"b": 1}, True),
+        ({"use_reentrant": True, "b": 1}, True),
+        ({"use_reentrant": True, "context_fn": lambda: (None, None)}, True),
+        ({"use_reentrant": True, "debug": True}, True),
+        ({"use_reentrant": True, "debug": 0}, True),
+        ({"use_reentrant": True, "debug": None}, True),
+        ({"use_reentrant": True, "debug": False}, False),
+        ({"use_reentrant": True, "early_stop": True}, False),  # silently ignored
+        ({"use_reentrant": True, "determinism_check": "bogus"}, False),  # not even validated
+        ({"use_reentrant": False, "b": 1, "debug": True}, False),
+    ],
+)
+def test_reentrant_argument_matrix(options: dict, raises: bool) -> None:
+    if raises:
+        with pytest.raises(ValueError):
+            checkpoint(fn, x_in(), **options)
+    else:
+        checkpoint(fn, x_in(), **options).sum().backward()
+
+
+def test_ckp002_bad_example_raises_and_its_fix_runs() -> None:
+    assert "CKP002" in codes(IMPORT + "y = checkpoint(fn, x, b=1)\n")
+    with pytest.raises(ValueError, match="Unexpected keyword arguments: b"):
+        checkpoint(fn, x_in(), b=1)
+    assert "CKP002" not in codes(IMPORT + "y = checkpoint(fn, x, b=1, use_reentrant=False)\n")
+    checkpoint(fn, x_in(), b=1, use_reentrant=False).sum().backward()
+
+
+def test_runtime_helper_reports_the_rejected_variant() -> None:
+    from ckptlint.runtime import check_checkpoint_equivalent
+
+    report = check_checkpoint_equivalent(
+        fn, x_in(), kwargs={"b": 1}, variants=[{"use_reentrant": True}, {"use_reentrant": False}]
+    )
+    reentrant, non_reentrant = report.results
+    assert isinstance(reentrant.error, ValueError)
+    assert non_reentrant.error is None
+
+
+def test_checkpoint_sequential_facts() -> None:
+    m = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Linear(3, 3))
+    x = x_in()
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        checkpoint_sequential(m, 2, x, x)  # a second "input" binds to use_reentrant
+    with pytest.raises(TypeError):
+        checkpoint_sequential(m, 2, x, False, True)
+    for keyword in ("context_fn", "debug", "early_stop", "determinism_check", "preserve_rng"):
+        with pytest.raises(ValueError, match="Unexpected keyword arguments"):
+            checkpoint_sequential(m, 2, x, use_reentrant=False, **{keyword: False})
+    checkpoint_sequential(m, 2, x, use_reentrant=False, preserve_rng_state=True)
+
+
+def test_composable_checkpoint_facts() -> None:
+    from torch.distributed._composable import checkpoint as composable
+
+    with pytest.raises(NotImplementedError):
+        composable(torch.nn.Linear(2, 2), use_reentrant=True)
+    with pytest.raises(ValueError, match="Unexpected keyword arguments"):
+        composable(torch.nn.Linear(2, 2), foo=1)
+    composable(torch.nn.Linear(2, 2), use_reentrant=False, debug=True)
+
+
+def test_misspelled_options_facts() -> None:
+    with pytest.raises(ValueError, match="Unexpected keyword arguments: use_reentrent"):
+        checkpoint(fn, x_in(), use_reentrent=False)
+    seen = {}
+
+    def spy(a, **kwargs):
+        seen.update(kwargs)
+        return a * 2
+
+    checkpoint(spy, x_in(), use_reentrant=False, preserve_rng=False)
+    assert seen == {"preserve_rng": False}  # swallowed by the function; the option kept its default
+
+
+def test_module_called_fact() -> None:
+    from torch.utils import checkpoint as module
+
+    with pytest.raises(TypeError, match="'module' object is not callable"):
+        module(fn, x_in())  # type: ignore[operator]
+
+
+def test_no_grad_facts() -> None:
+    calls = []
+
+    def counted(a):
+        calls.append(1)
+        return a.sin()
+
+    for use_reentrant in (True, False):
+        calls.clear()
+        with torch.no_grad():
+            y = checkpoint(counted, x_in(), use_reentrant=use_reentrant)
+        assert len(calls) == 1 and not y.requires_grad
+        calls.clear()
+        with torch.no_grad(), torch.enable_grad():
+            y = checkpoint(counted, x_in(), use_reentrant=use_reentrant)
+        y.sum().backward()
+        assert len(calls) == 2  # forward + recomputation
+
+
+def test_dcp_facts() -> None:
+    import torch.distributed.checkpoint as dcp
+
+    model = torch.nn.Linear(2, 2)
+    with tempfile.TemporaryDirectory() as folder:
+        with pytest.raises(AttributeError, match="items"):
+            dcp.save(model, checkpoint_id=f"{folder}/a", no_dist=True)
+        dcp.save({"model": model.state_dict()}, checkpoint_id=f"{folder}/b", no_dist=True)
+        state = {"model": model.state_dict()}
+        assert dcp.load(state, checkpoint_id=f"{folder}/b", no_dist=True) is None
+        with pytest.raises(AttributeError, match="keys"):
+            dcp.load(model, checkpoint_id=f"{folder}/b", no_dist=True)
+        with pytest.raises(BaseException) as info:  # CheckpointException is a BaseException
+            dcp.save(state, f"{folder}/c", no_dist=True)  # type: ignore[misc]
+        ((error, _),) = info.value.failures.values()
+        assert isinstance(error, AttributeError) and "storage_meta" in str(error)
+        with pytest.raises(AttributeError):
+            dcp.load_state_dict(state, f"{folder}/b", no_dist=True)  # a path as storage_reader
