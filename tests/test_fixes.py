@@ -369,3 +369,21 @@ def test_engine_refuses_a_fix_that_does_not_compile(monkeypatch) -> None:  # noq
     monkeypatch.setattr(ckp001_use_reentrant, "_passed_none", lambda site: None)
     with pytest.raises(RuntimeError, match="a fix produced code that does not compile; file left unchanged"):
         fixed("y = checkpoint(f, x, use_reentrant=None)\n")
+
+
+def test_no_fix_when_the_function_refuses_the_keyword_too() -> None:
+    # sd-scripts finetune/blip/med.py: custom_forward(*inputs) gets mode=...
+    from ckptlint.api import lint_source
+
+    source = (
+        "import torch\n"
+        "def create_custom_forward(module):\n"
+        "    def custom_forward(*inputs):\n"
+        "        return module(*inputs)\n"
+        "    return custom_forward\n"
+        "def run(layer, x, mode):\n"
+        "    return torch.utils.checkpoint.checkpoint(create_custom_forward(layer), x, mode=mode)\n"
+    )
+    found = {d.code: d for d in lint_source(source, select=["CKP001", "CKP002"])}
+    assert set(found) == {"CKP001", "CKP002"}
+    assert found["CKP001"].fix is None and found["CKP002"].fix is None

@@ -7,6 +7,7 @@ import libcst as cst
 from ckptlint.apis import ApiKind
 from ckptlint.diagnostics import Applicability, Fix
 from ckptlint.edits import add_dict_entry, add_keyword_argument, replace_node
+from ckptlint.model.callables import signature_of
 from ckptlint.model.options import OptionState
 from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
@@ -191,6 +192,9 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
         return None  # CKP003 renames the misspelled keyword/key; adding one would pass it twice
     if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
         return _hf_fix(ctx, site)
+    signature = signature_of(site.function, analysis.model) if site.function_keywords else None
+    if signature is not None and any(not signature.accepts(a.keyword.value) for a in site.function_keywords):
+        return None  # the function refuses the keyword too: the fix would trade ValueError for TypeError
     applicability = Applicability.SAFE if _raises_when_reentrant(site) else Applicability.UNSAFE
     passed = site.use_reentrant.arg
     if _passed_none(site) is not None and passed is not None:
