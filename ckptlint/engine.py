@@ -125,9 +125,24 @@ class FileLinter:
         unsafe: bool = False,
         gate: bool = True,
     ) -> FileResult:
-        """Lint ``raw`` (the bytes of ``path``); never raises for bad input."""
+        """Lint ``raw`` (the bytes of ``path``); never raises.
+
+        Bad input and ckptlint's own bugs become :class:`Problem` records of the result
+        (an unexpected exception: kind ``"internal"``, with its traceback as ``detail``).
+        """
         result = FileResult(path=path, raw=raw)
         self._noqa_used_elsewhere = result.noqa_used_elsewhere
+        try:
+            return self._lint(result, raw, settings, fix, unsafe, gate)
+        except Exception as exc:  # noqa: BLE001 - last line of defence: one file never stops the run
+            result.diagnostics, result.fixed, result.fixed_text, result.fixed_codes = [], 0, None, {}
+            result.problems.append(_internal_error(path, exc))
+            return result
+
+    def _lint(
+        self, result: FileResult, raw: bytes, settings: Settings, fix: FixMode, unsafe: bool, gate: bool
+    ) -> FileResult:
+        path = result.path
         if gate and not may_have_findings(raw):
             return result
         try:
@@ -378,14 +393,16 @@ def _worker_linter() -> FileLinter:
     return _WORKER_LINTER
 
 
-def _run_task(task: Task) -> FileResult:
+def _run_task(task: Task, linter: FileLinter | None = None) -> FileResult:
+    linter = linter or _worker_linter()
     try:
-        return _worker_linter().lint(task.path, task.raw, task.settings, fix=task.fix, unsafe=task.unsafe, gate=False)
+        return linter.lint(task.path, task.raw, task.settings, fix=task.fix, unsafe=task.unsafe, gate=False)
     except Exception as exc:  # noqa: BLE001 - last line of defence: report, never hang
-        return FileResult(
-            task.path,
-            problems=[Problem(task.path, f"internal error: {type(exc).__name__}: {exc}", "internal", traceback.format_exc())],
-        )
+        return FileResult(task.path, problems=[_internal_error(task.path, exc)])
+
+
+def _internal_error(path: str, exc: BaseException) -> Problem:
+    return Problem(path, f"internal error: {type(exc).__name__}: {exc}", "internal", traceback.format_exc())
 
 
 def default_jobs() -> int:
@@ -425,9 +442,7 @@ def lint_files(
     workers = min(jobs or default_jobs(), len(tasks))
     if workers <= 1:
         linter = FileLinter(defer_unused_noqa_fixes=True)
-        results += [
-            linter.lint(t.path, t.raw, t.settings, fix=t.fix, unsafe=t.unsafe, gate=False) for t in tasks
-        ]
+        results += [_run_task(t, linter) for t in tasks]
     else:
         results += _in_pool(tasks, workers)
     results.sort(key=lambda r: r.path)
@@ -436,22 +451,121 @@ def lint_files(
 
 
 def _in_pool(tasks: list[Task], workers: int) -> list[FileResult]:
+    """Lint ``tasks`` in ``workers`` processes; results in the order of ``tasks``.
+
+    A worker process that dies (a crash in native code, ``os._exit``, the kernel's OOM
+    killer) breaks the pool; the tasks it left are then linted again by
+    :func:`_supervised`, which pins the death on the file being linted. Nothing is linted
+    in this process, so a file that kills the interpreter cannot kill the run.
+    """
+    from concurrent.futures import as_completed
+
+    context = _fork_context()
+    size = max(1, len(tasks) // (workers * 4))
+    chunks = [list(range(i, min(i + size, len(tasks)))) for i in range(0, len(tasks), size)]
+    done: dict[int, FileResult] = {}
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {pool.submit(_run_chunk, [tasks[i] for i in chunk]): chunk for chunk in chunks}
+            for future in as_completed(futures):
+                try:
+                    done.update(zip(futures[future], future.result()))
+                except Exception:  # noqa: BLE001 - BrokenProcessPool, a result that cannot be sent...
+                    continue  # linted again below
+    except Exception:  # noqa: BLE001 - the pool could not start or shut down: lint what is left below
+        pass
+    left = [i for i in range(len(tasks)) if i not in done]
+    if left:
+        done.update(zip(left, _supervised([tasks[i] for i in left], workers, context)))
+    return [done[i] for i in range(len(tasks))]
+
+
+def _fork_context():  # noqa: ANN202 - a multiprocessing context
     import multiprocessing
 
     try:
-        context = multiprocessing.get_context("fork")
+        return multiprocessing.get_context("fork")
     except ValueError:  # pragma: no cover - platforms without fork
-        context = multiprocessing.get_context()
-    chunk = max(1, len(tasks) // (workers * 4))
-    try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            return list(pool.map(_run_task, tasks, chunksize=chunk))
-    except Exception as exc:  # noqa: BLE001 - a worker died (BrokenProcessPool): finish here
-        out = [_run_task(task) for task in tasks]
-        out[0].problems.append(
-            Problem(tasks[0].path, f"a worker process died ({type(exc).__name__}); linted in the main process", "internal")
-        )
-        return out
+        return multiprocessing.get_context()
+
+
+def _run_chunk(tasks: list[Task]) -> list[FileResult]:
+    return [_run_task(task) for task in tasks]
+
+
+def _stream_results(tasks: list[Task], writer) -> None:  # noqa: ANN001 - a multiprocessing Connection
+    """In a supervised process: lint ``tasks`` in order, sending each result as it is done."""
+    linter = FileLinter(defer_unused_noqa_fixes=True)
+    for task in tasks:
+        result = _run_task(task, linter)
+        try:
+            writer.send(result)
+        except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
+            writer.send(FileResult(task.path, problems=[_internal_error(task.path, exc)]))
+    writer.close()
+
+
+def _supervised(tasks: list[Task], workers: int, context) -> list[FileResult]:  # noqa: ANN001
+    """Lint ``tasks`` in up to ``workers`` child processes that send each result as soon as it
+    is done. When a child dies, the task it was on is the one that killed it: that file gets
+    an internal-error problem and a new child takes the tasks after it. Never hangs on a
+    dead child (its pipe reaches end-of-file)."""
+    from multiprocessing.connection import wait
+
+    results: list[FileResult | None] = [None] * len(tasks)
+    running: dict[object, tuple[object, list[int], int]] = {}
+
+    def start(queue: list[int]) -> None:
+        reader, writer = context.Pipe(duplex=False)
+        process = context.Process(target=_stream_results, args=([tasks[i] for i in queue], writer), daemon=True)
+        process.start()
+        writer.close()
+        running[reader] = (process, queue, 0)
+
+    for k in range(min(workers, len(tasks))):
+        start(list(range(k, len(tasks), workers)))
+    while running:
+        for reader in wait(list(running)):
+            process, queue, position = running[reader]
+            try:
+                results[queue[position]] = reader.recv()  # type: ignore[attr-defined]
+                running[reader] = (process, queue, position + 1)
+                continue
+            except Exception:  # noqa: BLE001 - EOFError: the child exited (or died mid-message)
+                pass
+            del running[reader]
+            reader.close()  # type: ignore[attr-defined]
+            process.join(10)  # type: ignore[attr-defined]
+            if process.is_alive():  # type: ignore[attr-defined]  # pragma: no cover - closed its pipe, then hung
+                process.kill()  # type: ignore[attr-defined]
+                process.join()  # type: ignore[attr-defined]
+            if position < len(queue):
+                task = tasks[queue[position]]
+                reason = _death(process.exitcode)  # type: ignore[attr-defined]
+                results[queue[position]] = FileResult(
+                    task.path,
+                    problems=[
+                        Problem(
+                            task.path,
+                            f"internal error: the worker process died while linting this file ({reason}); file skipped",
+                            "internal",
+                        )
+                    ],
+                )
+                if position + 1 < len(queue):
+                    start(queue[position + 1 :])
+    return [r if r is not None else FileResult(t.path) for r, t in zip(results, tasks)]
+
+
+def _death(exitcode: int | None) -> str:
+    import signal
+
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exit code {exitcode}"
 
 
 def _read_error(exc: OSError) -> str:
