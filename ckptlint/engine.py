@@ -19,7 +19,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from ckptlint.analysis import ModuleAnalysis, parse_source
+from ckptlint.analysis import ModuleAnalysis, TooDeeplyNested, parse_source
 from ckptlint.diagnostics import Applicability, Diagnostic
 from ckptlint.fixer import MAX_PASSES, apply_edits, select_fixes
 from ckptlint.gate import may_have_findings
@@ -175,6 +175,9 @@ class FileLinter:
             if SYNTAX_ERROR not in enabled:
                 return [], problems
             return self._filter([_syntax_error(source, exc)], source, settings, enabled), problems
+        except TooDeeplyNested as exc:
+            problems.append(Problem(source.path, str(exc), "parse"))
+            return [], problems
         except RecursionError:
             problems.append(Problem(source.path, "too deeply nested to parse (recursion limit)", "parse"))
             return [], problems
