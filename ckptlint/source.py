@@ -114,13 +114,16 @@ def decode_source(raw: bytes, path: str) -> SourceFile:
     if b"\x00" in raw:
         raise SourceDecodeError("contains NUL bytes (a binary file?)")
     bom = raw.startswith(codecs.BOM_UTF8)
+    body = raw[len(codecs.BOM_UTF8) :] if bom else raw
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
-        raise SourceDecodeError(_first_line(str(exc))) from None
+        if str(exc).startswith("invalid or missing encoding declaration"):  # a first line that is not UTF-8
+            encoding = "utf-8"  # fails below with the offending byte
+        else:
+            raise SourceDecodeError(_first_line(str(exc))) from None
     if encoding in ("utf-8-sig", "utf8-sig"):
         encoding = "utf-8"
-    body = raw[len(codecs.BOM_UTF8) :] if bom else raw
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError as exc:
