@@ -134,9 +134,12 @@ def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool 
         absolute = Path(os.path.abspath(given))
         if not os.path.lexists(absolute):
             raise PathNotFound(f"{given}: no such file or directory")
-        if absolute.is_symlink() and not absolute.exists():
-            result.problems.append((str(given), "broken symbolic link"))
-            continue
+        if absolute.is_symlink():
+            try:
+                os.stat(absolute)
+            except OSError as exc:  # broken, or a loop
+                result.problems.append((str(given), _os_reason(exc)))
+                continue
         settings = resolver.for_path(absolute)
         if absolute.is_dir():
             chain = _repository_chain(absolute)
