@@ -275,15 +275,9 @@ class FileLinter:
     ) -> None:
         current = source
         fixed = 0
+        applied: list[Diagnostic] = []
         for _ in range(MAX_PASSES):
-            applicable = [
-                d
-                for d in diagnostics
-                if d.path == source.path
-                and d.fix is not None
-                and d.fix.applies(unsafe)
-                and not (self.defer_unused_noqa_fixes and d.code == UNUSED_NOQA)
-            ]
+            applicable = self._applicable(diagnostics, source.path, unsafe)
             if not applicable:
                 break
             picked, edits = select_fixes(current, applicable)
@@ -291,53 +285,77 @@ class FileLinter:
             if new_text == current.text:
                 break
             fixed += len(picked)
+            applied += picked
             for d in picked:
                 result.fixed_codes[d.code] = result.fixed_codes.get(d.code, 0) + 1
             current = replace(current, text=new_text)
             diagnostics, problems = self.check(current, settings, module_name, is_package)
-            if any(d.code == SYNTAX_ERROR for d in diagnostics) or _does_not_parse(current.text):
-                result.problems.append(
-                    Problem(source.path, "internal error: a fix produced code that does not parse; file left unchanged", "fix")
-                )
-                result.diagnostics, _ = self.check(source, settings, module_name, is_package)
-                result.fixed_codes = {}
+            if any(d.code == SYNTAX_ERROR for d in diagnostics) or _does_not_parse(current):
+                why = _compile_error(current.text) or "libcst cannot parse it"
+                self._reject_fixes(result, source, settings, module_name, is_package, applied, f"does not parse ({why})")
                 return
             known = {p.message for p in result.problems}
             result.problems += [p for p in problems if p.message not in known]
-        if fixed and _breaks_compilation(source.text, current.text):
-            result.problems.append(
-                Problem(source.path, "internal error: a fix produced code that does not compile; file left unchanged", "fix")
-            )
-            result.diagnostics, _ = self.check(source, settings, module_name, is_package)
+        else:
+            if self._applicable(diagnostics, source.path, unsafe):  # a fixed finding keeps coming back
+                what = f"does not converge (findings still fixable after {MAX_PASSES} passes)"
+                self._reject_fixes(result, source, settings, module_name, is_package, applied, what)
+                return
+        if fixed and _compile_error(source.text) is None and (why := _compile_error(current.text)):
+            self._reject_fixes(result, source, settings, module_name, is_package, applied, f"does not compile ({why})")
             return
         result.diagnostics = diagnostics
         result.fixed = fixed
         result.fixed_text = current.text
 
+    def _applicable(self, diagnostics: list[Diagnostic], path: str, unsafe: bool) -> list[Diagnostic]:
+        return [
+            d
+            for d in diagnostics
+            if d.path == path
+            and d.fix is not None
+            and d.fix.applies(unsafe)
+            and not (self.defer_unused_noqa_fixes and d.code == UNUSED_NOQA)
+        ]
 
-def _does_not_parse(text: str) -> bool:
+    def _reject_fixes(
+        self,
+        result: FileResult,
+        source: SourceFile,
+        settings: Settings,
+        module_name: str,
+        is_package: bool,
+        applied: list[Diagnostic],
+        what: str,
+    ) -> None:
+        """Leave the file as it was (nothing to write) and report the fixes that broke it."""
+        codes = sorted({d.code for d in applied})
+        fixes = f"the fix for {codes[0]}" if len(codes) == 1 else f"the fixes for {', '.join(codes)}"
+        result.problems.append(Problem(source.path, f"internal error: {fixes} produced code that {what}; file left unchanged", "fix"))
+        result.diagnostics, _ = self.check(source, settings, module_name, is_package)
+        result.fixed_codes = {}
+        result.fixed = 0
+        result.fixed_text = None
+
+
+def _does_not_parse(source: SourceFile) -> bool:
     try:
-        cst.parse_module(text)
-    except Exception:  # noqa: BLE001
+        parse_source(source)
+    except Exception:  # noqa: BLE001 - a syntax error, too deeply nested...
         return True
     return False
 
 
-def _breaks_compilation(before: str, after: str) -> bool:
-    """Whether CPython's compiler rejects ``after`` but accepts ``before``: catches errors that
-    libcst's parser lets through, such as a repeated keyword argument."""
+def _compile_error(text: str) -> str | None:
+    """Why CPython's compiler rejects ``text`` (``"<message>, line N"``), or ``None``. Catches
+    what libcst's parser lets through, such as a repeated keyword argument."""
     try:
-        compile(after, "<fixed>", "exec", dont_inherit=True)
-        return False
-    except SyntaxError:
-        pass
+        compile(text, "<fixed>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"{exc.msg}, line {exc.lineno}" if exc.lineno else exc.msg
     except Exception:  # noqa: BLE001 - RecursionError, MemoryError...: cannot tell
-        return False
-    try:
-        compile(before, "<original>", "exec", dont_inherit=True)
-    except Exception:  # noqa: BLE001 - the original did not compile either
-        return False
-    return True
+        return None
+    return None
 
 
 def _adjust_applicability(diagnostic: Diagnostic, settings: Settings) -> Diagnostic:
