@@ -294,6 +294,10 @@ class FileLinter:
                 why = _compile_error(current.text) or "libcst cannot parse it"
                 self._reject_fixes(result, source, settings, module_name, is_package, applied, f"does not parse ({why})")
                 return
+            why = _compile_error(current.text)
+            if why is not None and _compile_error(source.text) is None:
+                self._reject_fixes(result, source, settings, module_name, is_package, applied, f"does not compile ({why})")
+                return
             known = {p.message for p in result.problems}
             result.problems += [p for p in problems if p.message not in known]
         else:
@@ -301,9 +305,6 @@ class FileLinter:
                 what = f"does not converge (findings still fixable after {MAX_PASSES} passes)"
                 self._reject_fixes(result, source, settings, module_name, is_package, applied, what)
                 return
-        if fixed and _compile_error(source.text) is None and (why := _compile_error(current.text)):
-            self._reject_fixes(result, source, settings, module_name, is_package, applied, f"does not compile ({why})")
-            return
         result.diagnostics = diagnostics
         result.fixed = fixed
         result.fixed_text = current.text
