@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import warnings
 from functools import cached_property
 
 import libcst as cst
@@ -92,7 +93,9 @@ def _vet(source: SourceFile) -> None:
     if len(text) < MAX_NESTING:
         return  # cannot nest deeper than it is long
     try:
-        tree = compile(text, source.path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        with warnings.catch_warnings():  # SyntaxWarnings are the linted code's business
+            warnings.simplefilter("ignore")
+            tree = compile(text, source.path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         if exc.msg == "too many nested parentheses":  # CPython's tokenizer limit (200 levels)
             raise _as_libcst_error(source, exc) from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 import traceback
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -351,7 +352,9 @@ def _compile_error(text: str) -> str | None:
     """Why CPython's compiler rejects ``text`` (``"<message>, line N"``), or ``None``. Catches
     what libcst's parser lets through, such as a repeated keyword argument."""
     try:
-        compile(text, "<fixed>", "exec", dont_inherit=True)
+        with warnings.catch_warnings():  # SyntaxWarnings are the linted code's business
+            warnings.simplefilter("ignore")
+            compile(text, "<fixed>", "exec", dont_inherit=True)
     except SyntaxError as exc:
         return f"{exc.msg}, line {exc.lineno}" if exc.lineno else exc.msg
     except Exception:  # noqa: BLE001 - RecursionError, MemoryError...: cannot tell
@@ -379,7 +382,9 @@ def _syntax_error(source: SourceFile, exc: cst.ParserSyntaxError) -> Diagnostic:
     column = max(1, exc.raw_column + 1)
     message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
     try:
-        compile(source.text, source.path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source.text, source.path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
         if error.lineno:
             row = min(max(1, error.lineno), len(source.line_starts))

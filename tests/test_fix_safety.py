@@ -184,3 +184,21 @@ def test_fixed_bytes(run_cli, write, raw, after):
     assert path.read_bytes() == after
     assert run_cli("m.py", "--fix", "--unsafe-fixes").exit_code == 0
     assert path.read_bytes() == after
+
+
+@pytest.mark.parametrize("tail", ["", "def broken(:\n"], ids=["fixed", "syntax-error"])
+def test_the_linted_codes_warnings_are_not_shown(tail):
+    """CPython warns about the code it compiles (``is not`` with a literal, invalid escapes);
+    those are the linted code's business, not ckptlint's output."""
+    import warnings
+
+    from ckptlint.api import settings_for
+    from ckptlint.engine import FileLinter, FixMode
+
+    text = IMPORT + 'if x is not "":\n    y = checkpoint(f, x)\nz = "\\d"\n' + "w = 1\n" * 100 + tail
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = FileLinter().lint("m.py", text.encode(), settings_for(["ALL"]), fix=FixMode.APPLY, unsafe=True, gate=False)
+    assert result.problems == []
+    assert [str(w.message) for w in caught] == []
+    assert (result.fixed == 1) is (tail == "")
