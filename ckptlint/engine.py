@@ -291,20 +291,20 @@ class FileLinter:
                 result.fixed_codes[d.code] = result.fixed_codes.get(d.code, 0) + 1
             current = replace(current, text=new_text)
             diagnostics, problems = self.check(current, settings, module_name, is_package)
+            broken = None
             if any(d.code == SYNTAX_ERROR for d in diagnostics) or _does_not_parse(current):
-                why = _compile_error(current.text) or "libcst cannot parse it"
-                self._reject_fixes(result, source, settings, module_name, is_package, applied, f"does not parse ({why})")
-                return
-            why = _compile_error(current.text)
-            if why is not None and _compile_error(source.text) is None:
-                self._reject_fixes(result, source, settings, module_name, is_package, applied, f"does not compile ({why})")
+                broken = f"does not parse ({_compile_error(current.text) or 'libcst cannot parse it'})"
+            elif (why := _compile_error(current.text)) is not None and _compile_error(source.text) is None:
+                broken = f"does not compile ({why})"
+            if broken is not None:
+                self._reject_fixes(result, source, settings, (module_name, is_package), applied, broken)
                 return
             known = {p.message for p in result.problems}
             result.problems += [p for p in problems if p.message not in known]
         else:
             if self._applicable(diagnostics, source.path, unsafe):  # a fixed finding keeps coming back
                 what = f"does not converge (findings still fixable after {MAX_PASSES} passes)"
-                self._reject_fixes(result, source, settings, module_name, is_package, applied, what)
+                self._reject_fixes(result, source, settings, (module_name, is_package), applied, what)
                 return
         result.diagnostics = diagnostics
         result.fixed = fixed
@@ -325,16 +325,16 @@ class FileLinter:
         result: FileResult,
         source: SourceFile,
         settings: Settings,
-        module_name: str,
-        is_package: bool,
+        module: tuple[str, bool],
         applied: list[Diagnostic],
         what: str,
     ) -> None:
         """Leave the file as it was (nothing to write) and report the fixes that broke it."""
         codes = sorted({d.code for d in applied})
         fixes = f"the fix for {codes[0]}" if len(codes) == 1 else f"the fixes for {', '.join(codes)}"
-        result.problems.append(Problem(source.path, f"internal error: {fixes} produced code that {what}; file left unchanged", "fix"))
-        result.diagnostics, _ = self.check(source, settings, module_name, is_package)
+        message = f"internal error: {fixes} produced code that {what}; file left unchanged"
+        result.problems.append(Problem(source.path, message, "fix"))
+        result.diagnostics, _ = self.check(source, settings, *module)
         result.fixed_codes = {}
         result.fixed = 0
         result.fixed_text = None
@@ -493,9 +493,8 @@ def lint_files(
 
 
 def _too_large(path: str, size: int) -> Problem:
-    return Problem(
-        path, f"too large to lint ({size / 2**20:.1f} MiB; the limit is {MAX_FILE_BYTES // 2**20} MiB); file skipped", "parse"
-    )
+    limit = MAX_FILE_BYTES // 2**20
+    return Problem(path, f"too large to lint ({size / 2**20:.1f} MiB; the limit is {limit} MiB); file skipped", "parse")
 
 
 def _undecodable(path: str, raw: bytes) -> list[Problem]:

@@ -108,7 +108,9 @@ def _lint_ungated(path: str) -> tuple[str, list[str], int, float]:
     from ckptlint.engine import FileLinter, FixMode
 
     started = time.perf_counter()
-    result = FileLinter().lint(path, Path(path).read_bytes(), settings_for(["ALL"]), fix=FixMode.APPLY, unsafe=True, gate=False)
+    result = FileLinter().lint(
+        path, Path(path).read_bytes(), settings_for(["ALL"]), fix=FixMode.APPLY, unsafe=True, gate=False
+    )
     broken = []
     if result.fixed_text is not None and result.changed:
         try:
@@ -168,12 +170,16 @@ def sweep_tree(source: Path, work: Path, jobs: int | None, ungated: bool = False
 
     done, _ = ckptlint("--fix", "--unsafe-fixes", cwd=copy, jobs=jobs)
     split_errors(done.stderr, sweep)
-    sweep.second_pass_changes = [str(p.relative_to(copy)) for p in files if hashlib.sha256(p.read_bytes()).hexdigest() != fixed[p]]
+    sweep.second_pass_changes = [
+        str(p.relative_to(copy)) for p in files if hashlib.sha256(p.read_bytes()).hexdigest() != fixed[p]
+    ]
 
     done, _ = ckptlint("--output-format", "json", cwd=copy, jobs=jobs)
     after = json.loads(done.stdout or "[]")
     fixable = [r for r in after if r["fix"] and r["fix"]["applicability"] in ("safe", "unsafe")]
-    sweep.left_fixable = [f"{Path(r['filename']).relative_to(copy)}:{r['location']['row']}: {r['code']}" for r in fixable]
+    sweep.left_fixable = [
+        f"{Path(r['filename']).relative_to(copy)}:{r['location']['row']}: {r['code']}" for r in fixable
+    ]
     sweep.fixed_findings = len(before) - len(after)
     sweep.internal = sorted(set(sweep.internal))
     sweep.problems = sorted(set(sweep.problems))
@@ -201,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    print("| repository | .py files | findings by rule | files fixed | findings fixed | 2nd-pass changes | "
-          "broken by fix | fixable left | lint s | fix s | internal errors | other problems |")
+    print(
+        "| repository | .py files | findings by rule | files fixed | findings fixed | 2nd-pass changes | "
+        "broken by fix | fixable left | lint s | fix s | internal errors | other problems |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in sweeps:
         rules = ", ".join(f"{code} {n}" for code, n in sorted(s.findings.items())) or "-"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint.engine import MAX_FILE_BYTES, FileLinter, lint_files
 from ckptlint.api import settings_for
+from ckptlint.engine import MAX_FILE_BYTES, FileLinter, lint_files
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 CALL = IMPORT + "checkpoint(f, x)\n"
@@ -56,7 +56,10 @@ def test_a_latin1_file_with_a_coding_cookie_is_linted(run_cli, write):
     ("content", "reason"),
     [
         (b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)) * 4, "contains NUL bytes (a binary file?)"),
-        (b"\x89PNG\r\n\x1a\n" + bytes(range(128, 256)) * 8, "is not valid UTF-8 (byte 0x89 at offset 0) and declares no encoding"),
+        (
+            b"\x89PNG\r\n\x1a\n" + bytes(range(128, 256)) * 8,
+            "is not valid UTF-8 (byte 0x89 at offset 0) and declares no encoding",
+        ),
     ],
     ids=["elf", "no-nul"],
 )
@@ -81,7 +84,8 @@ def test_nul_bytes_in_a_source_file(run_cli, write):
 
 def _generate(path: Path, size: int, with_checkpoint: bool) -> None:
     block = (IMPORT if with_checkpoint else "") + "".join(
-        f"def block_{i}(x):\n    return {'checkpoint' if with_checkpoint else 'layer'}(f, x + {i})\n\n" for i in range(2000)
+        f"def block_{i}(x):\n    return {'checkpoint' if with_checkpoint else 'layer'}(f, x + {i})\n\n"
+        for i in range(2000)
     )
     data = block.encode()
     with open(path, "wb") as handle:
@@ -145,7 +149,13 @@ def test_a_deeply_nested_list_inside_a_checkpoint_call_is_analysed(run_cli, writ
 
 @pytest.mark.parametrize(
     "expression",
-    [" and ".join(["x"] * 10_000), " + ".join(["x"] * 10_000), "x" + ".a" * 10_000, "-" * 10_000 + "x", "x" + "[0]" * 400],
+    [
+        " and ".join(["x"] * 10_000),
+        " + ".join(["x"] * 10_000),
+        "x" + ".a" * 10_000,
+        "-" * 10_000 + "x",
+        "x" + "[0]" * 400,
+    ],
     ids=["and-chain", "sum", "attributes", "unary", "subscripts"],
 )
 def test_deeply_nested_expressions(run_cli, write, expression):
@@ -153,7 +163,9 @@ def test_deeply_nested_expressions(run_cli, write, expression):
     bad = write("deep.py", IMPORT + f"y = checkpoint(f, {expression})\n")
     result = run_cli(".", "-j", "1")
     assert result.exit_code == 1
-    assert result.stderr.splitlines() == [f"error: {bad}: too deeply nested to analyse (more than 300 levels); file skipped"]
+    assert result.stderr.splitlines() == [
+        f"error: {bad}: too deeply nested to analyse (more than 300 levels); file skipped"
+    ]
     assert _linted_ok(result.stdout)
 
 
@@ -254,7 +266,11 @@ def test_an_empty_file(run_cli, write, args):
         ),
         ("pyproject.toml", "[tool.ckptlint]\nselct = ['CKP001']\n", "unknown key `tool.ckptlint.selct` (known keys: "),
         ("ckptlint.toml", "select = ['CKP0X1']\n", "`select`: unknown rule selector `CKP0X1`"),
-        (".ckptlint.toml", "[per-file-ignores]\n'x.py' = ['NOPE']\n", "`per-file-ignores` ('x.py'): unknown rule selector `NOPE`"),
+        (
+            ".ckptlint.toml",
+            "[per-file-ignores]\n'x.py' = ['NOPE']\n",
+            "`per-file-ignores` ('x.py'): unknown rule selector `NOPE`",
+        ),
         (".ckptlint.toml", "unsafe-fixes = 'yes'\n", "`unsafe-fixes` must be true or false"),
     ],
     ids=["invalid-toml", "unknown-key", "unknown-code", "unknown-code-per-file", "wrong-type"],

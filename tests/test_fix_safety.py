@@ -160,7 +160,8 @@ def test_fixing_through_a_symbolic_link_keeps_the_link(run_cli, write, tmp_path)
     [
         pytest.param(
             b"# -*- coding: latin-1 -*-\n" + IMPORT.encode() + b"y = checkpoint(\n    f,  # \xe9t\xe9\n    x\n)\n",
-            b"# -*- coding: latin-1 -*-\n" + IMPORT.encode()
+            b"# -*- coding: latin-1 -*-\n"
+            + IMPORT.encode()
             + b"y = checkpoint(\n    f,  # \xe9t\xe9\n    x,\n    use_reentrant=False\n)\n",
             id="latin-1-multi-line",
         ),
@@ -171,7 +172,8 @@ def test_fixing_through_a_symbolic_link_keeps_the_link(run_cli, write, tmp_path)
         ),
         pytest.param(
             b"\xef\xbb\xbf" + IMPORT.encode().replace(b"\n", b"\r\n") + b"y = checkpoint(\r\n    f, x,\r\n)",
-            b"\xef\xbb\xbf" + IMPORT.encode().replace(b"\n", b"\r\n")
+            b"\xef\xbb\xbf"
+            + IMPORT.encode().replace(b"\n", b"\r\n")
             + b"y = checkpoint(\r\n    f, x, use_reentrant=False,\r\n)",
             id="bom-crlf-no-final-newline",
         ),
@@ -198,7 +200,9 @@ def test_the_linted_codes_warnings_are_not_shown(tail):
     text = IMPORT + 'if x is not "":\n    y = checkpoint(f, x)\nz = "\\d"\n' + "w = 1\n" * 100 + tail
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = FileLinter().lint("m.py", text.encode(), settings_for(["ALL"]), fix=FixMode.APPLY, unsafe=True, gate=False)
+        result = FileLinter().lint(
+            "m.py", text.encode(), settings_for(["ALL"]), fix=FixMode.APPLY, unsafe=True, gate=False
+        )
     assert result.problems == []
     assert [str(w.message) for w in caught] == []
     assert (result.fixed == 1) is (tail == "")

@@ -95,10 +95,14 @@ def layout(draw, head: str, args: list[str], indent: str) -> str:
 
 @st.composite
 def call(draw, callee: str, depth: int = 0, indent: str = "") -> str:
-    kind = draw(st.sampled_from(["checkpoint", "checkpoint", "sequential"] if callee.endswith("checkpoint") else ["checkpoint"]))
+    kind = draw(
+        st.sampled_from(["checkpoint", "checkpoint", "sequential"] if callee.endswith("checkpoint") else ["checkpoint"])
+    )
     if kind == "sequential":
         head = callee[: -len("checkpoint")] + "checkpoint_sequential"
-        args = ["model", "2", "x"] + draw(st.lists(st.sampled_from(["False", "use_reentrant=False", "preserve_rng_state=False"]), max_size=1))
+        args = ["model", "2", "x"] + draw(
+            st.lists(st.sampled_from(["False", "use_reentrant=False", "preserve_rng_state=False"]), max_size=1)
+        )
         return layout(draw, head, args, indent)
     return layout(draw, callee, draw(arguments(callee, depth)), indent)
 
@@ -122,23 +126,52 @@ def statement(draw, callee: str, indent: str) -> str:
     if kind == "in-list":
         return f"{indent}outs = [{draw(call(callee, 0, indent))} for x in xs]\n"
     if kind == "partial":
-        names = draw(st.lists(st.sampled_from(["preserve_rng_state", "use_reentrant", "debug"]), unique=True, max_size=2))
+        names = draw(
+            st.lists(st.sampled_from(["preserve_rng_state", "use_reentrant", "debug"]), unique=True, max_size=2)
+        )
         opts = [callee] + [f"{n}={draw(st.sampled_from(KEYWORDS[n]))}" for n in names]
         partial = layout(draw, "functools.partial", opts, indent)
         return f"{indent}ck = {partial}\n{indent}z = ck(f, x)\n"
     if kind == "wrapper":
         opts = ["module"] + draw(
             st.lists(
-                st.sampled_from(["checkpoint_impl=CheckpointImpl.REENTRANT", "checkpoint_impl=CheckpointImpl.NO_REENTRANT", f"checkpoint_fn={callee}", "preserve_rng_state=False"]),
+                st.sampled_from(
+                    [
+                        "checkpoint_impl=CheckpointImpl.REENTRANT",
+                        "checkpoint_impl=CheckpointImpl.NO_REENTRANT",
+                        f"checkpoint_fn={callee}",
+                        "preserve_rng_state=False",
+                    ]
+                ),
                 unique=True,
                 max_size=2,
             )
         )
         return f"{indent}wrapped = {layout(draw, 'checkpoint_wrapper', opts, indent)}\n"
     if kind == "hf-enable":
-        opts = draw(st.sampled_from([[], ["gradient_checkpointing_kwargs=None"], ["gradient_checkpointing_kwargs={}"], ["gradient_checkpointing_kwargs={'use_reentrant': False}"], ["gradient_checkpointing_kwargs={'preserve_rng_state': True}"], ["**opts"]]))
+        opts = draw(
+            st.sampled_from(
+                [
+                    [],
+                    ["gradient_checkpointing_kwargs=None"],
+                    ["gradient_checkpointing_kwargs={}"],
+                    ["gradient_checkpointing_kwargs={'use_reentrant': False}"],
+                    ["gradient_checkpointing_kwargs={'preserve_rng_state': True}"],
+                    ["**opts"],
+                ]
+            )
+        )
         return f"{indent}{layout(draw, 'model.gradient_checkpointing_enable', opts, indent)}\n"
-    opts = ["'out'", "gradient_checkpointing=True"] + draw(st.sampled_from([[], ["gradient_checkpointing_kwargs={}"], ["gradient_checkpointing_kwargs=None"], ["gradient_checkpointing_kwargs={'use_reentrant': True}"]]))
+    opts = ["'out'", "gradient_checkpointing=True"] + draw(
+        st.sampled_from(
+            [
+                [],
+                ["gradient_checkpointing_kwargs={}"],
+                ["gradient_checkpointing_kwargs=None"],
+                ["gradient_checkpointing_kwargs={'use_reentrant': True}"],
+            ]
+        )
+    )
     return f"{indent}args = {layout(draw, 'TrainingArguments', opts, indent)}\n"
 
 
@@ -148,7 +181,8 @@ def programs(draw) -> str:
     alias = draw(ALIASES)
     imports, callee = imports.format(a=alias), callee.format(a=alias)
     header = (
-        "import functools\nimport torch\n" + imports
+        "import functools\nimport torch\n"
+        + imports
         + "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper, CheckpointImpl\n"
         + "from transformers import TrainingArguments\n"
         + "def f(x):\n    return torch.nn.functional.dropout(x, p=0.1)\n"
@@ -159,9 +193,16 @@ def programs(draw) -> str:
         if where == "top":
             body.append(draw(statement(callee, "")))
         elif where == "function":
-            body.append("def forward(x, *args, **kwargs):\n" + draw(statement(callee, "    ")) + "    return y if False else x\n")
+            body.append(
+                "def forward(x, *args, **kwargs):\n"
+                + draw(statement(callee, "    "))
+                + "    return y if False else x\n"
+            )
         elif where == "method":
-            body.append("class Block(torch.nn.Module):\n    def forward(self, x, *inputs, **kwargs):\n" + draw(statement(callee, "        ")))
+            body.append(
+                "class Block(torch.nn.Module):\n    def forward(self, x, *inputs, **kwargs):\n"
+                + draw(statement(callee, "        "))
+            )
         else:
             body.append("if flag:\n" + draw(statement(callee, "    ")))
     text = header + "\n".join(body)

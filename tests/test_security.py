@@ -9,14 +9,12 @@ import sys
 
 import pytest
 
-PAYLOAD = (
-    "import pathlib\n"
-    "pathlib.Path({marker!r}).write_text('ran')\n"
-    "raise SystemExit('executed')\n"
+PAYLOAD = "import pathlib\npathlib.Path({marker!r}).write_text('ran')\nraise SystemExit('executed')\n"
+
+
+@pytest.mark.parametrize(
+    "args", [("--select", "ALL"), ("--select", "ALL", "--fix", "--unsafe-fixes"), ("--diff", "--unsafe-fixes")]
 )
-
-
-@pytest.mark.parametrize("args", [("--select", "ALL"), ("--select", "ALL", "--fix", "--unsafe-fixes"), ("--diff", "--unsafe-fixes")])
 def test_linted_code_is_never_imported_or_run(run_cli, write, tmp_path, args):
     marker = tmp_path / "MARKER"
     write("pkg/__init__.py", PAYLOAD.format(marker=str(marker)))
@@ -51,7 +49,7 @@ def test_configuration_is_data_only(run_cli, write, tmp_path):
 
 def test_json_output_escapes_paths_and_messages(run_cli, write, tmp_path):
     name = 'we"ird\\na\nme \u2028 \x1b[31m.py'
-    write(name, "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)  # \"quoted\" \\ \n")
+    write(name, 'from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)  # "quoted" \\ \n')
     result = run_cli(".", "--output-format", "json")
     assert result.exit_code == 1
     [record] = json.loads(result.stdout)
