@@ -1,7 +1,7 @@
 """Property tests: for random programs with checkpoint calls in every import form and
 argument layout, linting never fails, every fix output compiles, fixing is idempotent and
 every fixed finding is gone. Derandomized with a bounded budget, so CI is deterministic and
-fast (the module takes ~20 s)."""
+fast (the module takes ~11 s on 2 cores)."""
 
 from __future__ import annotations
 
