@@ -195,10 +195,12 @@ def main(
         sys.exit(EXIT_ERROR)
     assert isinstance(run, RunResult)
 
+    from ckptlint.output.base import display_path
+
     for problem_path, reason in found.problems if found is not None else ():
-        _error(f"{problem_path}: {reason}")
+        _error(f"{display_path(problem_path, cwd)}: {reason}")
     for problem in run.problems:
-        _error(problem.line())
+        _error(f"{display_path(problem.path, cwd)}: {problem.message}")
         if verbose and problem.detail:
             click.echo(problem.detail, err=True)
     internal = any(p.kind in ("internal", "fix") for p in run.problems)

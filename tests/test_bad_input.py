@@ -40,7 +40,7 @@ def test_not_utf8_without_a_coding_cookie(run_cli, write):
     result = run_cli(".")
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
-        f"error: {bad}: is not valid UTF-8 (byte 0xe9 at offset 51) and declares no encoding"
+        f"error: {bad.name}: is not valid UTF-8 (byte 0xe9 at offset 51) and declares no encoding"
     ]
     assert _linted_ok(result.stdout)
 
@@ -69,7 +69,7 @@ def test_a_binary_file_named_py(run_cli, write, content, reason):
     bad = write("blob.py", content)
     result = run_cli(".")
     assert result.exit_code == 1
-    assert result.stderr.splitlines() == [f"error: {bad}: {reason}"]
+    assert result.stderr.splitlines() == [f"error: {bad.name}: {reason}"]
     assert _linted_ok(result.stdout)
 
 
@@ -78,7 +78,7 @@ def test_nul_bytes_in_a_source_file(run_cli, write):
     bad = write("nul.py", IMPORT.encode() + b"x = 1\x00\ncheckpoint(f, x)\n")
     result = run_cli(".")
     assert result.exit_code == 1
-    assert result.stderr.splitlines() == [f"error: {bad}: contains NUL bytes (a binary file?)"]
+    assert result.stderr.splitlines() == [f"error: {bad.name}: contains NUL bytes (a binary file?)"]
     assert _linted_ok(result.stdout)
 
 
@@ -103,7 +103,7 @@ def test_a_50_mb_file_is_refused_quickly_and_in_bounded_memory(run_cli, tmp_path
     assert time.monotonic() - started < 10
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
-        f"error: {big}: too large to lint ({size / 2**20:.1f} MiB; the limit is 2 MiB); file skipped"
+        f"error: {big.name}: too large to lint ({size / 2**20:.1f} MiB; the limit is 2 MiB); file skipped"
     ]
     assert _linted_ok(result.stdout)
     tracemalloc.start()
@@ -164,7 +164,7 @@ def test_deeply_nested_expressions(run_cli, write, expression):
     result = run_cli(".", "-j", "1")
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
-        f"error: {bad}: too deeply nested to analyse (more than 300 levels); file skipped"
+        f"error: {bad.name}: too deeply nested to analyse (more than 300 levels); file skipped"
     ]
     assert _linted_ok(result.stdout)
 
@@ -179,7 +179,7 @@ def test_an_unreadable_file(run_cli, write):
     finally:
         bad.chmod(0o644)
     assert result.exit_code == 1
-    assert result.stderr.splitlines() == [f"error: {bad}: cannot read: permission denied"]
+    assert result.stderr.splitlines() == [f"error: {bad.name}: cannot read: permission denied"]
     assert _linted_ok(result.stdout)
 
 
@@ -197,7 +197,7 @@ def test_an_unreadable_file_simulated(run_cli, write, monkeypatch):
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
     result = run_cli(".")
     assert result.exit_code == 1
-    assert result.stderr.splitlines() == [f"error: {bad}: cannot read: permission denied"]
+    assert result.stderr.splitlines() == [f"error: {bad.name}: cannot read: permission denied"]
     assert _linted_ok(result.stdout)
 
 
@@ -206,7 +206,7 @@ def test_broken_symbolic_links(run_cli, write, tmp_path):
     (tmp_path / "gone.py").symlink_to(tmp_path / "nowhere.py")
     result = run_cli(".")
     assert result.exit_code == 1
-    assert result.stderr.splitlines() == [f"error: {tmp_path / 'gone.py'}: broken symbolic link"]
+    assert result.stderr.splitlines() == [f"error: gone.py: broken symbolic link"]
     assert _linted_ok(result.stdout)
     named = run_cli("gone.py", "ok.py")
     assert named.exit_code == 1
@@ -226,10 +226,10 @@ def test_symbolic_link_loops(run_cli, write, tmp_path):
     assert result.exit_code == 1
     loop = "symbolic link loop (too many levels of symbolic links)"
     assert result.stderr.splitlines() == [
-        f"error: {tmp_path / 'a.py'}: {loop}",
-        f"error: {tmp_path / 'b.py'}: {loop}",
-        f"error: {tmp_path / 'x'}: {loop}",
-        f"error: {tmp_path / 'y'}: {loop}",
+        f"error: a.py: {loop}",
+        f"error: b.py: {loop}",
+        f"error: x: {loop}",
+        f"error: y: {loop}",
     ]
     assert [line for line in result.stdout.splitlines() if "CKP001" in line] == [
         line for line in result.stdout.splitlines() if line.startswith(OK_LINE)

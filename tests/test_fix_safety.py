@@ -46,7 +46,7 @@ def test_a_fix_that_breaks_the_syntax_is_refused(run_cli, write, monkeypatch):
     result = run_cli(".", "--fix")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        f"error: {bad}: internal error: the fix for CKP001 produced code that does not parse "
+        f"error: {bad.name}: internal error: the fix for CKP001 produced code that does not parse "
         "('(' was never closed, line 2); file left unchanged"
     ]
     assert bad.read_text() == CALL
@@ -60,7 +60,7 @@ def test_a_fix_that_only_cpython_rejects_is_refused(run_cli, write, monkeypatch)
     result = run_cli("bad.py", "--fix")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        f"error: {bad}: internal error: the fix for CKP001 produced code that does not compile "
+        f"error: {bad.name}: internal error: the fix for CKP001 produced code that does not compile "
         "(keyword argument repeated: x, line 2); file left unchanged"
     ]
     assert bad.read_text() == CALL
@@ -73,7 +73,7 @@ def test_a_fixed_finding_that_comes_back_is_refused(run_cli, write, monkeypatch)
     result = run_cli("bad.py", "--fix")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        f"error: {bad}: internal error: the fix for CKP001 produced code that does not converge "
+        f"error: {bad.name}: internal error: the fix for CKP001 produced code that does not converge "
         f"(findings still fixable after {fixer.MAX_PASSES} passes); file left unchanged"
     ]
     assert bad.read_text() == CALL

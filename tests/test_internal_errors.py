@@ -32,7 +32,7 @@ def test_a_rule_that_raises_on_one_file(run_cli, write, tmp_path, monkeypatch, j
     write("c.py", CALL)
     result = run_cli(".", "-j", jobs)
     assert result.exit_code == 2
-    assert result.stderr.splitlines() == [f"error: {bad}: internal error in rule CKP001: ValueError: boom"]
+    assert result.stderr.splitlines() == [f"error: {bad.name}: internal error in rule CKP001: ValueError: boom"]
     assert [line.split(":")[0] for line in result.stdout.splitlines() if "CKP001" in line] == ["a.py", "c.py"]
 
 
@@ -42,7 +42,7 @@ def test_verbose_prints_the_traceback_of_an_internal_error(run_cli, write, monke
     result = run_cli("bad.py", "--verbose")
     assert result.exit_code == 2
     lines = result.stderr.rstrip().splitlines()
-    assert lines[0] == f"error: {bad}: internal error in rule CKP001: ValueError: boom"
+    assert lines[0] == f"error: {bad.name}: internal error in rule CKP001: ValueError: boom"
     assert lines[1] == "Traceback (most recent call last):"
     assert 'raise ValueError("boom")' in result.stderr
     assert lines[-1] == "ValueError: boom"
@@ -59,7 +59,7 @@ def test_an_exception_outside_the_rules_is_an_internal_error_too(run_cli, write,
     bad = write("bad.py", CALL)
     result = run_cli("bad.py")
     assert result.exit_code == 2
-    assert result.stderr.splitlines() == [f"error: {bad}: internal error: KeyError: 'noqa index'"]
+    assert result.stderr.splitlines() == [f"error: {bad.name}: internal error: KeyError: 'noqa index'"]
 
 
 def _dies_on(names: tuple[str, ...], how):  # noqa: ANN001, ANN202
@@ -92,7 +92,7 @@ def test_a_worker_that_dies_does_not_hang_or_stop_the_run(run_cli, write, tmp_pa
         signal.alarm(0)
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        f"error: {tmp_path / name}: internal error: the worker process died while linting this file ({reason}); "
+        f"error: {name}: internal error: the worker process died while linting this file ({reason}); "
         "file skipped"
         for name in ("b.py", "e.py")
     ]
