@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -27,6 +28,9 @@ from ckptlint.project import Project, module_name_for
 from ckptlint.rules import ALL_RULES, SYNTAX_ERROR, RuleContext
 from ckptlint.settings import Settings
 from ckptlint.source import SourceDecodeError, SourceFile, decode_source
+
+if TYPE_CHECKING:
+    from ckptlint.cache import ResultCache
 
 __all__ = ["FileLinter", "FileResult", "FixMode", "Problem", "RunResult", "lint_files"]
 
@@ -309,7 +313,9 @@ def _worker_linter() -> FileLinter:
 
 def _run_task(task: Task) -> FileResult:
     try:
-        return _worker_linter().lint(task.path, task.raw, task.settings, fix=task.fix, unsafe=task.unsafe, gate=False)
+        return _slim(
+            _worker_linter().lint(task.path, task.raw, task.settings, fix=task.fix, unsafe=task.unsafe, gate=False)
+        )
     except Exception as exc:  # noqa: BLE001 - last line of defence: report, never hang
         return FileResult(
             task.path,
@@ -332,11 +338,14 @@ def lint_files(
     fix: FixMode = FixMode.NONE,
     unsafe_for: Callable[[Settings], bool] = lambda s: bool(s.unsafe_fixes),
     jobs: int | None = None,
+    cache: ResultCache | None = None,
 ) -> RunResult:
     """Lint ``files``; read and gate them here, parse the survivors in worker processes.
 
     ``jobs``: worker processes (default: the CPUs available); one file, or ``jobs == 1``,
-    runs in this process.
+    runs in this process, and so does a small amount of work (see :func:`_pool_size`).
+    ``cache``: reuse and record results (:class:`~ckptlint.cache.ResultCache`); the caller
+    saves it.
     """
     results: list[FileResult] = []
     tasks: list[Task] = []
@@ -350,17 +359,47 @@ def lint_files(
         if not may_have_findings(raw):
             continue
         settings = settings_for(path)
-        tasks.append(Task(name, raw, settings, fix, unsafe_for(settings)))
-    workers = min(jobs or default_jobs(), len(tasks))
+        unsafe = unsafe_for(settings)
+        if cache is not None:
+            cached = cache.lookup(name, raw, settings, fixing=fix is not FixMode.NONE, unsafe=unsafe)
+            if cached is not None:
+                results.append(cached)
+                continue
+        tasks.append(Task(name, raw, settings, fix, unsafe))
+    workers = _pool_size(tasks, jobs or default_jobs())
     if workers <= 1:
         linter = FileLinter()
-        results += [
-            linter.lint(t.path, t.raw, t.settings, fix=t.fix, unsafe=t.unsafe, gate=False) for t in tasks
-        ]
+        linted = [_slim(linter.lint(t.path, t.raw, t.settings, fix=t.fix, unsafe=t.unsafe, gate=False)) for t in tasks]
     else:
-        results += _in_pool(tasks, workers)
+        linted = _in_pool(tasks, workers)
+    if cache is not None:
+        for task, result in zip(tasks, linted):
+            cache.store(result, task.settings)
+    results += linted
     results.sort(key=lambda r: r.path)
     return RunResult(results)
+
+
+#: Bytes of source a worker process should get at least for starting it to pay off
+#: (about a second of parsing and analysis).
+_BYTES_PER_WORKER = 32_000
+
+
+def _pool_size(tasks: list[Task], jobs: int) -> int:
+    """Worker processes for ``tasks``: at most ``jobs`` and one per task, and none (run in
+    this process) when the gated files are too few or too small to pay for the pool."""
+    total = sum(len(t.raw) for t in tasks)
+    return max(1, min(jobs, len(tasks), total // _BYTES_PER_WORKER))
+
+
+def _slim(result: FileResult) -> FileResult:
+    """Drop the source text and bytes unless a fix needs them, so that memory holds only
+    findings however many files are linted."""
+    if not result.changed:
+        result.source = None
+        result.raw = None
+        result.fixed_text = None
+    return result
 
 
 def _in_pool(tasks: list[Task], workers: int) -> list[FileResult]:
@@ -375,7 +414,7 @@ def _in_pool(tasks: list[Task], workers: int) -> list[FileResult]:
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             return list(pool.map(_run_task, tasks, chunksize=chunk))
     except Exception as exc:  # noqa: BLE001 - a worker died (BrokenProcessPool): finish here
-        out = [_run_task(task) for task in tasks]
+        out = [_slim(_run_task(task)) for task in tasks]
         out[0].problems.append(
             Problem(tasks[0].path, f"a worker process died ({type(exc).__name__}); linted in the main process", "internal")
         )
