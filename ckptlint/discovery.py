@@ -12,6 +12,7 @@ are reported, not fatal.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -59,6 +60,36 @@ def _relative(path: Path, root: Path) -> str | None:
         return None
 
 
+_GLOB_CHARACTERS = frozenset("*?[]!\\/ ")
+
+
+@lru_cache(maxsize=64)
+def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """A function telling whether any of ``patterns`` matches a relative path (``/``-separated,
+    ending in ``/`` for a folder), equal to ``any(pattern_matches(p, path) ...)`` but fast:
+    plain names (``.git``, ``build``: a file or folder of that name at any depth) are looked
+    up in a set of the path's components, and the other patterns are compiled into one
+    ``GitIgnoreSpec`` (one spec per pattern when there are negations, whose meaning
+    depends on the order)."""
+    plain = frozenset(p for p in patterns if p and not (_GLOB_CHARACTERS & set(p)))
+    others = [p for p in patterns if p not in plain]
+    if any(p.startswith("!") for p in others):
+        specs = [_pattern(p) for p in others]
+        match_others: Callable[[str], bool] = lambda path: any(spec.match_file(path) for spec in specs)  # noqa: E731
+    elif others:
+        combined = pathspec.GitIgnoreSpec.from_lines(others)
+        match_others = combined.match_file
+    else:
+        match_others = lambda path: False  # noqa: E731
+
+    def matches(path: str) -> bool:
+        if plain and not plain.isdisjoint(path.rstrip("/").split("/")):
+            return True
+        return match_others(path)
+
+    return matches
+
+
 def is_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool:
     """Whether ``path`` (absolute) is excluded by the settings' exclude patterns."""
     relative = _relative(path, settings.root)
@@ -66,8 +97,8 @@ def is_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool:
         relative = path.name
     if is_dir:
         relative += "/"
-    return any(pattern_matches(p, relative) or pattern_matches(p, path.name + ("/" if is_dir else ""))
-               for p in settings.all_excludes)
+    matches = _exclude_matcher(settings.all_excludes)
+    return matches(relative) or matches(path.name + ("/" if is_dir else ""))
 
 
 class _GitIgnores:
