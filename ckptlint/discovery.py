@@ -75,12 +75,12 @@ def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
     others = [p for p in patterns if p not in plain]
     if any(p.startswith("!") for p in others):
         specs = [_pattern(p) for p in others]
-        match_others: Callable[[str], bool] = lambda path: any(spec.match_file(path) for spec in specs)  # noqa: E731
+        match_others: Callable[[str], bool] = lambda path: any(spec.match_file(path) for spec in specs)
     elif others:
         combined = pathspec.GitIgnoreSpec.from_lines(others)
         match_others = combined.match_file
     else:
-        match_others = lambda path: False  # noqa: E731
+        match_others = lambda path: False
 
     def matches(path: str) -> bool:
         if plain and not plain.isdisjoint(path.rstrip("/").split("/")):
