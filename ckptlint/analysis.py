@@ -9,7 +9,7 @@ import libcst as cst
 
 from ckptlint.model.semantic import SemanticModel
 from ckptlint.model.sites import SiteIndex, collect_sites
-from ckptlint.positions import node_offsets
+from ckptlint.positions import node_offsets, statement_offsets
 from ckptlint.source import Position, SourceFile
 
 __all__ = ["ModuleAnalysis", "parse_source"]
@@ -41,17 +41,50 @@ class ModuleAnalysis:
         return collect_sites(self.model)
 
     @cached_property
-    def _offsets(self) -> dict[cst.CSTNode, tuple[int, int]]:
-        return node_offsets(self.module)
+    def _known_offsets(self) -> dict[cst.CSTNode, tuple[int, int]]:
+        return {}
 
     def offsets(self, node: cst.CSTNode) -> tuple[int, int]:
         """0-based character offsets ``[start, end)`` of ``node`` in the source text.
-        Raises ``KeyError`` for a node that is not part of this module's tree."""
-        return self._offsets[node]
+        Raises ``KeyError`` for a node that is not part of this module's tree.
+
+        Computed for the smallest enclosing statement whose code is unique in the file
+        (:func:`~ckptlint.positions.statement_offsets`), the whole module only when none is.
+        """
+        known = self._known_offsets
+        found = known.get(node)
+        if found is None:
+            known.update(self._offsets_around(node))
+            found = known.get(node)
+            if found is None:
+                known.update(node_offsets(self.module))
+                found = known[node]
+        return found
+
+    def _offsets_around(self, node: cst.CSTNode) -> dict[cst.CSTNode, tuple[int, int]]:
+        parents = self.model.parents
+        chain = [node]
+        while chain[-1] in parents:
+            chain.append(parents[chain[-1]])
+        if chain[-1] is not self.module:
+            return {}  # the node is not below a statement the model walked
+        default = self.module.default_indent
+        for index, ancestor in enumerate(chain):
+            if not isinstance(ancestor, cst.BaseStatement):
+                continue
+            indents = [
+                default if block.indent is None else block.indent
+                for block in reversed(chain[index + 1 :])
+                if isinstance(block, cst.IndentedBlock)
+            ]
+            found = statement_offsets(self.module, ancestor, indents, self.source.text)
+            if found is not None:
+                return found
+        return {}
 
     def range(self, node: cst.CSTNode) -> tuple[Position, Position]:
         """The 1-based ``(start, end)`` positions of ``node``; ``end`` is exclusive."""
-        start, end = self._offsets[node]
+        start, end = self.offsets(node)
         return self.source.position(start), self.source.position(end)
 
     def text_of(self, node: cst.CSTNode) -> str:
