@@ -195,12 +195,15 @@ class ResultCache:
         self._buckets: dict[tuple[Path, str], _Bucket] = {}
         self._digests: dict[str, str] = {}  # linted path -> digest of the bytes linted
         self._dependency_digests: dict[str, str | None] = {}
+        self._fingerprints: dict[Settings, str] = {}
         self.hits = 0
         self.misses = 0
 
     def _bucket(self, settings: Settings) -> _Bucket:
+        fingerprint = self._fingerprints.get(settings)
+        if fingerprint is None:
+            fingerprint = self._fingerprints[settings] = results_fingerprint(settings)
         folder = cache_dir_for(settings)
-        fingerprint = results_fingerprint(settings)
         bucket = self._buckets.get((folder, fingerprint))
         if bucket is None:
             path = folder / self.build / f"{fingerprint}.json"
