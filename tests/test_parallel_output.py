@@ -112,7 +112,7 @@ def pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     used: list[int] = []
     original = engine._in_pool
 
-    def in_pool(tasks, workers):  # noqa: ANN001, ANN202
+    def in_pool(tasks, workers):
         used.append(workers)
         return original(tasks, workers)
 
