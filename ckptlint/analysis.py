@@ -96,5 +96,49 @@ class ModuleAnalysis:
 def parse_source(source: SourceFile, module_name: str = "", is_package: bool = False) -> ModuleAnalysis:
     """Parse ``source`` with libcst. Raises ``libcst.ParserSyntaxError`` on a syntax error
     (and ``RecursionError``/``MemoryError`` for pathological input)."""
-    module = cst.parse_module(source.text)
-    return ModuleAnalysis(source, module, module_name, is_package)
+    return ModuleAnalysis(source, parse_module_unvalidated(source.text), module_name, is_package)
+
+
+def _no_validation(self: cst.CSTNode) -> None:
+    pass
+
+
+def parse_module_unvalidated(text: str) -> cst.Module:
+    """``libcst.parse_module(text)`` without re-validating every node the parser builds.
+
+    libcst validates each node in ``CSTNode.__post_init__`` (libcst 1.x: it only calls
+    ``_validate``); for nodes made by its own parser the checks cannot fail, and they cost
+    about a fifth of parsing (libcst's source says as much: "It might make more sense to
+    move validation work into the visitor, which would allow us to avoid validating the
+    tree when parsing a file"). Validation is switched off only for the duration of the
+    call (ckptlint parses in one thread per process); nodes built afterwards, and nodes of
+    a libcst whose node classes define their own ``__post_init__``, are validated as usual.
+    """
+    base = cst.CSTNode
+    saved = base.__dict__.get("__post_init__")
+    if saved is None or any("__post_init__" in vars(cls) for cls in _node_classes_with_own_post_init()):
+        return cst.parse_module(text)  # a libcst that does more there: keep it
+    base.__post_init__ = _no_validation  # type: ignore[method-assign]
+    try:
+        return cst.parse_module(text)
+    finally:
+        base.__post_init__ = saved  # type: ignore[method-assign]
+
+
+def _node_classes_with_own_post_init() -> list[type]:
+    """Node classes below ``CSTNode`` that define their own ``__post_init__`` (none in
+    libcst 1.x); computed once."""
+    global _OWN_POST_INIT
+    if _OWN_POST_INIT is None:
+        found: list[type] = []
+        stack = list(cst.CSTNode.__subclasses__())
+        while stack:
+            cls = stack.pop()
+            if "__post_init__" in vars(cls):
+                found.append(cls)
+            stack += cls.__subclasses__()
+        _OWN_POST_INIT = found
+    return _OWN_POST_INIT
+
+
+_OWN_POST_INIT: list[type] | None = None

@@ -63,3 +63,16 @@ def test_whole_module_pass_equals_libcst_position_provider(name: str) -> None:
         start, end = offsets[node]
         assert source.position(start) == (code_range.start.line, code_range.start.column + 1)
         assert source.position(end) == (code_range.end.line, code_range.end.column + 1)
+
+
+def test_unvalidated_parse_gives_the_same_tree_and_restores_validation() -> None:
+    import libcst as cst
+
+    from ckptlint.analysis import parse_module_unvalidated
+
+    for text in SOURCES.values():
+        assert parse_module_unvalidated(text).deep_equals(cst.parse_module(text))
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_module_unvalidated("def f(:\n")
+    with pytest.raises(cst.CSTValidationError):  # validation is back on, also after an error
+        cst.SimpleWhitespace("not whitespace")
