@@ -287,3 +287,27 @@ def test_fixed_file_is_linted_again_next_run(project: Path, run_cli, counted) ->
     assert "return checkpoint(self.block, x, use_reentrant=False)" in text
     found, hits, misses = _lint_and_count(run_cli, counted)
     assert (found, hits, misses) == ([], 0, 1)
+
+
+def test_concurrent_runs_leave_a_valid_cache(project: Path, run_cli, counted) -> None:
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    extra = [project / f"pkg/extra_{i}.py" for i in range(4)]
+    for i, path in enumerate(extra):  # each run lints a different set, so their entries differ
+        path.write_text(textwrap.dedent(MODEL).replace("ModelA", f"Model{i}"))
+    command = [sys.executable, "-m", "ckptlint", "--isolated", "--exit-zero", "-q"]
+    runs = [
+        subprocess.Popen([*command, "pkg/model.py", str(path)], cwd=project, env=env, stdout=subprocess.DEVNULL)
+        for path in extra
+    ]
+    assert [run.wait(timeout=120) for run in runs] == [0, 0, 0, 0]
+    [cache_file] = (project / ".ckptlint_cache").glob("*/*.json")
+    entries = json.loads(cache_file.read_text())["files"]
+    assert str(project / "pkg" / "model.py") in entries  # valid JSON holding at least the shared file
+    assert not list((project / ".ckptlint_cache").glob("*/.tmp-*"))  # no temporary file left
+    _, hits, misses = _lint_and_count(run_cli, counted, "pkg/model.py")
+    assert (hits, misses) == (1, 0)
