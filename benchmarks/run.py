@@ -111,8 +111,20 @@ def _tree_rss_kb(pid: int) -> int:
     return total
 
 
+_TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
+
+
 def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None, stdout: Path | None = None) -> Measurement:
-    """Run ``command``; wall time, CPU time and memory of it and its children."""
+    """Run ``command``; wall time, CPU time and memory of it and its children.
+
+    CPU time and the largest single process's peak RSS come from ``wait4`` on the command,
+    done by GNU ``/usr/bin/time`` when present: a process started directly from this
+    (larger) Python process would report this process's size as its peak (Linux carries the
+    high-water mark over ``exec``). The process tree's summed RSS is sampled every 20 ms.
+    """
+    report = Path(cwd) / ".time-report"
+    if _TIME:
+        command = [_TIME, "-f", "%U %S %M", "-o", str(report), *command]
     out = open(stdout, "wb") if stdout else subprocess.DEVNULL  # noqa: SIM115
     peak = [0]
     start = time.perf_counter()
@@ -121,7 +133,7 @@ def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None,
 
     def sample() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], _tree_rss_kb(process.pid))
+            peak[0] = max(peak[0], _tree_rss_kb(process.pid) - (_rss_kb(process.pid) if _TIME else 0))
             done.wait(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -133,7 +145,14 @@ def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None,
     process.returncode = os.waitstatus_to_exitcode(status)
     if stdout:
         out.close()  # type: ignore[union-attr]
-    return Measurement(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, peak[0] / 1024, process.returncode)
+    if _TIME:
+        lines = report.read_text().split("\n")
+        user, system, max_rss_kb = (line for line in lines if line.strip() and line[0].isdigit()).__next__().split()
+        cpu, max_rss = float(user) + float(system), int(max_rss_kb)
+        report.unlink()
+    else:
+        cpu, max_rss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+    return Measurement(wall, cpu, max_rss / 1024, peak[0] / 1024, process.returncode)
 
 
 def _median_row(scenario: str, tool: str, files: int, runs: list[Measurement], note: str = "") -> Row:
@@ -228,19 +247,29 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     load_before = os.getloadavg()
 
-    if args.ruff:
-        ruff = [args.ruff, "check", "--no-cache", "--isolated", "--select", "E9", str(tree)]
-        runs = [measure(ruff, cwd=work) for _ in range(args.repeat)]
-        rows.append(_median_row("cold", "ruff E9", count, runs))
+    ruff = [args.ruff, "check", "--no-cache", "--isolated", "--select", "E9", str(tree)] if args.ruff else None
+    ruff_runs: dict[str, list[Measurement]] = {}
+
+    def ruff_then(scenario: str, step) -> Measurement:
+        """One ruff run right before each ckptlint run, so both see the same load."""
+        if ruff is not None:
+            ruff_runs.setdefault(scenario, []).append(measure(ruff, cwd=work))
+        return step()
 
     outputs: dict[str, bytes] = {}
-    cold: list[Measurement] = []
-    for index in range(args.repeat):
+
+    def cold_run() -> Measurement:
         shutil.rmtree(cache, ignore_errors=True)
-        cold.append(measure(ckptlint, cwd=work, env=env, stdout=work / "out-cold.txt"))
+        run = measure(ckptlint, cwd=work, env=env, stdout=work / "out-cold.txt")
         outputs.setdefault("cold", (work / "out-cold.txt").read_bytes())
+        return run
+
+    cold = [ruff_then("cold", cold_run) for _ in range(args.repeat)]
     rows.append(_median_row("cold", "ckptlint", count, cold))
-    warm = [measure(ckptlint, cwd=work, env=env, stdout=work / "out-warm.txt") for _ in range(args.repeat)]
+    warm = [
+        ruff_then("warm", lambda: measure(ckptlint, cwd=work, env=env, stdout=work / "out-warm.txt"))
+        for _ in range(args.repeat)
+    ]
     outputs["warm"] = (work / "out-warm.txt").read_bytes()
     rows.append(_median_row("warm", "ckptlint", count, warm))
 
@@ -251,15 +280,18 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeat):
         counter += 1
         _touch(rng.choice(gated or files), counter)
-        one.append(measure(ckptlint, cwd=work, env=env))
+        one.append(ruff_then("touch 1", lambda: measure(ckptlint, cwd=work, env=env)))
     rows.append(_median_row("touch 1", "ckptlint", count, one, "a file with checkpoint sites"))
     percent: list[Measurement] = []
     for _ in range(args.repeat):
         for path in rng.sample(files, max(1, count // 100)):
             counter += 1
             _touch(path, counter)
-        percent.append(measure(ckptlint, cwd=work, env=env))
+        percent.append(ruff_then("touch 1%", lambda: measure(ckptlint, cwd=work, env=env)))
     rows.append(_median_row("touch 1%", "ckptlint", count, percent, f"{max(1, count // 100)} random files"))
+    if ruff is not None:
+        every = [m for runs in ruff_runs.values() for m in runs]
+        rows.insert(0, _median_row("cold", "ruff E9", count, every, f"{len(every)} runs, one before each ckptlint run"))
 
     if args.torchfix:
         subset = files if count <= args.torchfix_files else sorted(random.Random(args.seed).sample(files, args.torchfix_files))
@@ -274,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     load_after = os.getloadavg()
 
     ruff_wall = next((r.wall for r in rows if r.tool == "ruff E9"), None)
+    ruff_near = {k: statistics.median(m.wall for m in v) for k, v in ruff_runs.items()}
     print(f"tree: {args.tree or 'generated'} ({count} files); machine: {_machine()}")
     print(f"ckptlint from {REPO}; {_version([args.ruff, '--version']) if args.ruff else 'ruff: absent'}; "
           f"{_version([args.torchfix, '--version']) if args.torchfix else 'torchfix: absent'}")
@@ -282,11 +315,18 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     print("-" * len(header))
     for row in rows:
-        ratio = f"{row.wall / ruff_wall:.2f}" if ruff_wall else "-"
+        reference = ruff_near.get(row.scenario) if row.tool == "ckptlint" else ruff_wall
+        ratio = f"{row.wall / reference:.2f}" if reference else "-"
         print(
             f"{row.scenario:<9} {row.tool:<16} {row.wall:8.2f} {row.cpu:8.2f} {row.max_rss_mb:7.0f} {row.tree_rss_mb:8.0f} "
             f"{row.files_per_second:9.0f} {ratio:>7}  {row.note}"
         )
+    print("x ruff: ckptlint rows against the median of the ruff runs made just before them")
+    cold_wall = next(r.wall for r in rows if r.tool == "ckptlint" and r.scenario == "cold")
+    for row in rows:
+        if row.tool.startswith("torchfix"):
+            print(f"TorchFix / ckptlint cold: {row.wall / cold_wall:.0f}x; TorchFix / ckptlint warm: "
+                  f"{row.wall / next(r.wall for r in rows if r.scenario == 'warm'):.0f}x")
     same = outputs.get("cold") == outputs.get("warm")
     print(f"cold and warm ckptlint output identical: {same} ({outputs['cold'].count(b'CKP')} findings)")
     if args.json:
