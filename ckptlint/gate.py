@@ -25,16 +25,23 @@ import re
 
 __all__ = ["may_have_findings"]
 
+_BOM = "\xef\xbb\xbf"  # the UTF-8 byte-order mark, decoded as latin-1
 
 # Modules whose import makes a checkpoint site (or a DCP call, CKP303) possible.
 _MODULE = r"torch\s*\.\s*(?:utils\s*\.\s*checkpoint|distributed\s*\.\s*checkpoint(?:\s*\.\s*\w+)*|distributed\s*\.\s*algorithms\s*\.\s*_checkpoint(?:\s*\.\s*checkpoint_wrapper)?)"
 _IMPORT_FROM = re.compile(
-    r"^[ \t]*from[ \t]+(?P<module>[\w.]+)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#;]*(?:\\\n[^\n#;]*)*)",
+    r"^[ \t]*from(?:[ \t]|\\\n)+(?P<module>[\w.]+)(?:[ \t]|\\\n)+import(?:[ \t]|\\\n)+"
+    r"(?P<names>\([^)]*\)|[^\n#;]*(?:\\\n[^\n#;]*)*)",
     re.MULTILINE,
 )
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+(?P<names>[^\n#;]*(?:\\\n[^\n#;]*)*)", re.MULTILINE)
 _CHECKPOINT_MODULE = re.compile(rf"^{_MODULE}$")
-_PARENT_MODULES = {"torch.utils", "torch.distributed", "torch.distributed.algorithms"}
+# Parent modules, with the path from each to a checkpoint module.
+_PARENT_MODULES = {
+    "torch.utils": ("checkpoint",),
+    "torch.distributed": ("checkpoint", "algorithms._checkpoint"),
+    "torch.distributed.algorithms": ("_checkpoint",),
+}
 _ALIAS = re.compile(r"(?P<name>[\w.]+)(?:\s+as\s+(?P<alias>\w+))?")
 
 
@@ -44,13 +51,16 @@ _ATTRIBUTE_OWNERS = ("utils", "distributed", "_checkpoint")
 
 
 def _import_line_starts(text: str) -> list[int]:
-    """Offsets of the lines that hold the word ``import`` (found with ``str.find``, far
-    faster than a multi-line regular expression scanning every position)."""
+    """Offsets of the lines that hold the word ``import``, or start the backslash-continued
+    line that does (found with ``str.find``, far faster than a multi-line regular
+    expression scanning every position)."""
     starts: list[int] = []
     find = text.find
     at = find("import")
     while at >= 0:
         line = text.rfind("\n", 0, at) + 1
+        while line >= 2 and text[line - 2] == "\\":  # the previous line ends with a backslash
+            line = text.rfind("\n", 0, line - 1) + 1
         if not starts or starts[-1] != line:
             starts.append(line)
         at = find("import", at + 6)
@@ -93,6 +103,8 @@ def _bound_names(text: str) -> tuple[set[str], list[tuple[int, int]], bool]:
                 name, bound = alias.group("name"), alias.group("alias")
                 if bound and _CHECKPOINT_MODULE.match(name):
                     names.add(bound)
+                elif bound and name in _PARENT_MODULES:  # import torch.utils as tu: tu.checkpoint...
+                    names.update(f"{bound}.{child}" for child in _PARENT_MODULES[name])
     return names, spans, star
 
 
@@ -140,6 +152,8 @@ def may_have_findings(raw: bytes) -> bool:
     if b"TrainingArguments" in raw and b"gradient_checkpointing" in raw:
         return True
     text = raw.decode("latin-1")
+    if text.startswith(_BOM):
+        text = text[len(_BOM) :]  # else an import on the first line is not at a line start
     names, spans, star = _bound_names(text)
     if star:
         return True
