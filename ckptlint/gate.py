@@ -152,8 +152,7 @@ def may_have_findings(raw: bytes) -> bool:
     if b"TrainingArguments" in raw and b"gradient_checkpointing" in raw:
         return True
     text = raw.decode("latin-1")
-    if text.startswith(_BOM):
-        text = text[len(_BOM) :]  # else an import on the first line is not at a line start
+    text = text.removeprefix(_BOM)  # else an import on the first line is not at a line start
     names, spans, star = _bound_names(text)
     if star:
         return True
