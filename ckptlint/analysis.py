@@ -11,7 +11,7 @@ import libcst as cst
 
 from ckptlint.model.semantic import SemanticModel
 from ckptlint.model.sites import SiteIndex, collect_sites
-from ckptlint.positions import node_offsets
+from ckptlint.positions import node_offsets, statement_offsets
 from ckptlint.source import Position, SourceFile
 
 __all__ = ["MAX_NESTING", "ModuleAnalysis", "TooDeeplyNested", "parse_source"]
@@ -53,17 +53,50 @@ class ModuleAnalysis:
         return collect_sites(self.model)
 
     @cached_property
-    def _offsets(self) -> dict[cst.CSTNode, tuple[int, int]]:
-        return node_offsets(self.module)
+    def _known_offsets(self) -> dict[cst.CSTNode, tuple[int, int]]:
+        return {}
 
     def offsets(self, node: cst.CSTNode) -> tuple[int, int]:
         """0-based character offsets ``[start, end)`` of ``node`` in the source text.
-        Raises ``KeyError`` for a node that is not part of this module's tree."""
-        return self._offsets[node]
+        Raises ``KeyError`` for a node that is not part of this module's tree.
+
+        Computed for the smallest enclosing statement whose code is unique in the file
+        (:func:`~ckptlint.positions.statement_offsets`), the whole module only when none is.
+        """
+        known = self._known_offsets
+        found = known.get(node)
+        if found is None:
+            known.update(self._offsets_around(node))
+            found = known.get(node)
+            if found is None:
+                known.update(node_offsets(self.module))
+                found = known[node]
+        return found
+
+    def _offsets_around(self, node: cst.CSTNode) -> dict[cst.CSTNode, tuple[int, int]]:
+        parents = self.model.parents
+        chain = [node]
+        while chain[-1] in parents:
+            chain.append(parents[chain[-1]])
+        if chain[-1] is not self.module:
+            return {}  # the node is not below a statement the model walked
+        default = self.module.default_indent
+        for index, ancestor in enumerate(chain):
+            if not isinstance(ancestor, cst.BaseStatement):
+                continue
+            indents = [
+                default if block.indent is None else block.indent
+                for block in reversed(chain[index + 1 :])
+                if isinstance(block, cst.IndentedBlock)
+            ]
+            found = statement_offsets(self.module, ancestor, indents, self.source.text)
+            if found is not None:
+                return found
+        return {}
 
     def range(self, node: cst.CSTNode) -> tuple[Position, Position]:
         """The 1-based ``(start, end)`` positions of ``node``; ``end`` is exclusive."""
-        start, end = self._offsets[node]
+        start, end = self.offsets(node)
         return self.source.position(start), self.source.position(end)
 
     def text_of(self, node: cst.CSTNode) -> str:
@@ -84,8 +117,7 @@ def parse_source(source: SourceFile, module_name: str = "", is_package: bool = F
     ``RecursionError``/``MemoryError`` may still pass through for pathological input.
     """
     _vet(source)
-    module = cst.parse_module(source.text)
-    return ModuleAnalysis(source, module, module_name, is_package)
+    return ModuleAnalysis(source, parse_module_unvalidated(source.text), module_name, is_package)
 
 
 def _vet(source: SourceFile) -> None:
@@ -132,3 +164,48 @@ def _as_libcst_error(source: SourceFile, exc: SyntaxError) -> cst.ParserSyntaxEr
     row = min(max(1, exc.lineno or 1), len(source.line_starts))
     column = min(max(1, exc.offset or 1), len(source.line(row)) + 1)
     return cst.ParserSyntaxError(exc.msg or "invalid syntax", lines=lines, raw_line=row, raw_column=column - 1)
+
+
+def _no_validation(self: cst.CSTNode) -> None:
+    pass
+
+
+def parse_module_unvalidated(text: str) -> cst.Module:
+    """``libcst.parse_module(text)`` without re-validating every node the parser builds.
+
+    libcst validates each node in ``CSTNode.__post_init__`` (libcst 1.x: it only calls
+    ``_validate``); for nodes made by its own parser the checks cannot fail, and they cost
+    about a fifth of parsing (libcst's source says as much: "It might make more sense to
+    move validation work into the visitor, which would allow us to avoid validating the
+    tree when parsing a file"). Validation is switched off only for the duration of the
+    call (ckptlint parses in one thread per process); nodes built afterwards, and nodes of
+    a libcst whose node classes define their own ``__post_init__``, are validated as usual.
+    """
+    base = cst.CSTNode
+    saved = base.__dict__.get("__post_init__")
+    if saved is None or any("__post_init__" in vars(cls) for cls in _node_classes_with_own_post_init()):
+        return cst.parse_module(text)  # a libcst that does more there: keep it
+    base.__post_init__ = _no_validation  # type: ignore[method-assign]
+    try:
+        return cst.parse_module(text)
+    finally:
+        base.__post_init__ = saved  # type: ignore[method-assign]
+
+
+def _node_classes_with_own_post_init() -> list[type]:
+    """Node classes below ``CSTNode`` that define their own ``__post_init__`` (none in
+    libcst 1.x); computed once."""
+    global _OWN_POST_INIT
+    if _OWN_POST_INIT is None:
+        found: list[type] = []
+        stack = list(cst.CSTNode.__subclasses__())
+        while stack:
+            cls = stack.pop()
+            if "__post_init__" in vars(cls):
+                found.append(cls)
+            stack += cls.__subclasses__()
+        _OWN_POST_INIT = found
+    return _OWN_POST_INIT
+
+
+_OWN_POST_INIT: list[type] | None = None

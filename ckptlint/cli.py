@@ -59,7 +59,13 @@ def _error(message: str) -> None:
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False), help="Use this configuration file.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
-@click.option("--cache-dir", type=str, envvar="CKPTLINT_CACHE_DIR", help="Where the cache lives.")
+@click.option(
+    "--cache-dir",
+    type=str,
+    envvar="CKPTLINT_CACHE_DIR",
+    help="Where the cache lives [env: CKPTLINT_CACHE_DIR; default: .ckptlint_cache next to the configuration].",
+)
+@click.option("--clean", is_flag=True, help="Remove the cache folders under PATHS (and the configured one), then exit.")
 @click.option("--force-exclude/--no-force-exclude", default=None, help="Apply excludes to files named explicitly too.")
 @click.option("--exclude", multiple=True, metavar="PATTERNS", help="Patterns to exclude (replaces the defaults).")
 @click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="Patterns to exclude as well.")
@@ -93,6 +99,7 @@ def main(
     config_file: Path | None,
     no_cache: bool,
     cache_dir: str | None,
+    clean: bool,
     force_exclude: bool | None,
     exclude: tuple[str, ...],
     extend_exclude: tuple[str, ...],
@@ -150,7 +157,7 @@ def main(
             unsafe_fixes=unsafe_fixes,
             respect_gitignore=respect_gitignore,
             force_exclude=force_exclude,
-            cache_dir=cache_dir,
+            cache_dir=os.path.abspath(cache_dir) if cache_dir else None,
         )
     except UnknownRuleSelector as exc:
         _error(str(exc))
@@ -162,6 +169,13 @@ def main(
     mode = FixMode.DIFF if diff else (FixMode.APPLY if fix else FixMode.NONE)
     unsafe = _unsafe_resolver(unsafe_fixes)
     stdin_path: Path | None = None
+    if clean:
+        sys.exit(_clean(list(paths) or [Path(".")], resolver, quiet))
+    cache = None
+    if not no_cache and not use_stdin and not add_noqa:
+        from ckptlint.cache import ResultCache
+
+        cache = ResultCache()
     try:
         base_settings = resolver.for_path(cwd)
         if use_stdin:
@@ -186,7 +200,11 @@ def main(
             if excluded:
                 sys.exit(EXIT_OK)
         else:
-            run = lint_files(files, resolver.for_path, fix=mode, unsafe_for=unsafe, jobs=jobs)
+            run = lint_files(
+                files, resolver.for_path, fix=mode, unsafe_for=unsafe, jobs=jobs, cache=cache, keep_sources=add_noqa
+            )
+            if cache is not None:
+                cache.save()
     except ConfigError as exc:
         _error(str(exc))
         sys.exit(EXIT_ERROR)
@@ -385,6 +403,22 @@ def _setting_value(value) -> str:  # noqa: ANN001
     if isinstance(value, tuple):
         return f"{_setting_value(value[0])} = [{', '.join(_setting_value(v) for v in value[1])}]"
     return f'"{value}"'
+
+
+def _clean(targets: list[Path], resolver, quiet: bool) -> int:
+    """``--clean``: remove ckptlint's cache folders below ``targets`` and the configured one."""
+    from ckptlint.cache import cache_dir_for, clean
+    from ckptlint.config import ConfigError
+
+    try:
+        configured = [cache_dir_for(resolver.for_path(Path.cwd()))]
+    except ConfigError as exc:
+        _error(str(exc))
+        return EXIT_ERROR
+    for removed in clean(targets, configured):
+        if not quiet:
+            click.echo(f"Removed cache at: {removed}", err=True)
+    return EXIT_OK
 
 
 def _unsafe_resolver(cli_value: bool | None):

@@ -12,6 +12,8 @@ are reported, not fatal.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -59,6 +61,36 @@ def _relative(path: Path, root: Path) -> str | None:
         return None
 
 
+_GLOB_CHARACTERS = frozenset("*?[]!\\/ ")
+
+
+@lru_cache(maxsize=64)
+def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """A function telling whether any of ``patterns`` matches a relative path (``/``-separated,
+    ending in ``/`` for a folder), equal to ``any(pattern_matches(p, path) ...)`` but fast:
+    plain names (``.git``, ``build``: a file or folder of that name at any depth) are looked
+    up in a set of the path's components, and the other patterns are compiled into one
+    ``GitIgnoreSpec`` (one spec per pattern when there are negations, whose meaning
+    depends on the order)."""
+    plain = frozenset(p for p in patterns if p and not (_GLOB_CHARACTERS & set(p)))
+    others = [p for p in patterns if p not in plain]
+    if any(p.startswith("!") for p in others):
+        specs = [_pattern(p) for p in others]
+        match_others: Callable[[str], bool] = lambda path: any(spec.match_file(path) for spec in specs)
+    elif others:
+        combined = pathspec.GitIgnoreSpec.from_lines(others)
+        match_others = combined.match_file
+    else:
+        match_others = lambda path: False
+
+    def matches(path: str) -> bool:
+        if plain and not plain.isdisjoint(path.rstrip("/").split("/")):
+            return True
+        return match_others(path)
+
+    return matches
+
+
 def is_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool:
     """Whether ``path`` (absolute) is excluded by the settings' exclude patterns."""
     relative = _relative(path, settings.root)
@@ -66,7 +98,7 @@ def is_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool:
         relative = path.name
     if is_dir:
         relative += "/"
-    return any(pattern_matches(p, relative) for p in settings.all_excludes)
+    return _exclude_matcher(settings.all_excludes)(relative)
 
 
 class _GitIgnores:
@@ -74,6 +106,7 @@ class _GitIgnores:
 
     def __init__(self) -> None:
         self._specs: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+        self._prefilters: dict[Path, re.Pattern[str] | None] = {}
 
     def spec_for(self, directory: Path) -> pathspec.GitIgnoreSpec | None:
         if directory not in self._specs:
@@ -91,7 +124,9 @@ class _GitIgnores:
                     lines += info.read_text(encoding="utf-8", errors="replace").splitlines()
                 except OSError:
                     pass
-            self._specs[directory] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            spec = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            self._specs[directory] = spec
+            self._prefilters[directory] = _any_pattern_regex(spec) if spec is not None else None
         return self._specs[directory]
 
     def ignored(self, path: Path, is_dir: bool, chain: list[Path]) -> bool:
@@ -103,10 +138,35 @@ class _GitIgnores:
             relative = _relative(path, base)
             if relative is None:
                 continue
-            result = spec.check_file(relative + ("/" if is_dir else ""))
+            relative += "/" if is_dir else ""
+            prefilter = self._prefilters.get(base)
+            if prefilter is not None and prefilter.search(relative) is None:
+                continue  # no pattern matches: the same answer as check_file, ~100x sooner
+            result = spec.check_file(relative)
             if result.include is not None:
                 return bool(result.include)
         return False
+
+
+def _any_pattern_regex(spec: pathspec.GitIgnoreSpec) -> re.Pattern[str] | None:
+    """One regular expression that finds a match exactly when one of ``spec``'s patterns
+    does (pathspec tries them one by one in Python: ~150 patterns in a real .gitignore cost
+    0.2 s over 2,500 files), or ``None`` when the patterns cannot be combined."""
+    regexes = [p.regex for p in spec.patterns if getattr(p, "include", None) is not None]
+    if not regexes:
+        return re.compile(r"(?!)")  # nothing can match
+    if any(not isinstance(r, re.Pattern) or not isinstance(r.pattern, str) for r in regexes):
+        return None
+    if len({r.flags for r in regexes}) != 1:
+        return None
+    parts = [_NAMED_GROUP.sub("(?:", r.pattern) for r in regexes]
+    try:
+        return re.compile("|".join(f"(?:{part})" for part in parts), regexes[0].flags)
+    except re.error:
+        return None
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 def _repository_chain(start: Path) -> list[Path]:

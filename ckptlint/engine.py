@@ -17,6 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -30,6 +31,9 @@ from ckptlint.rules import ALL_RULES, SYNTAX_ERROR, UNUSED_NOQA, RuleContext
 from ckptlint.rules.ckp901_unused_noqa import settle_unused_noqa, unused_noqa_diagnostics
 from ckptlint.settings import Settings
 from ckptlint.source import SourceDecodeError, SourceFile, decode_source
+
+if TYPE_CHECKING:
+    from ckptlint.cache import ResultCache
 
 __all__ = ["FileLinter", "FileResult", "FixMode", "Problem", "RunResult", "lint_files"]
 
@@ -412,6 +416,7 @@ class Task:
     settings: Settings
     fix: FixMode
     unsafe: bool
+    keep_source: bool = False
 
 
 MAX_FILE_BYTES = 2 * 2**20
@@ -431,7 +436,8 @@ def _worker_linter() -> FileLinter:
 def _run_task(task: Task, linter: FileLinter | None = None) -> FileResult:
     linter = linter or _worker_linter()
     try:
-        return linter.lint(task.path, task.raw, task.settings, fix=task.fix, unsafe=task.unsafe, gate=False)
+        result = linter.lint(task.path, task.raw, task.settings, fix=task.fix, unsafe=task.unsafe, gate=False)
+        return result if task.keep_source else _slim(result)
     except Exception as exc:  # noqa: BLE001 - last line of defence: report, never hang
         return FileResult(task.path, problems=[_internal_error(task.path, exc)])
 
@@ -455,11 +461,16 @@ def lint_files(
     fix: FixMode = FixMode.NONE,
     unsafe_for: Callable[[Settings], bool] = lambda s: bool(s.unsafe_fixes),
     jobs: int | None = None,
+    cache: ResultCache | None = None,
+    keep_sources: bool = False,
 ) -> RunResult:
     """Lint ``files``; read and gate them here, parse the survivors in worker processes.
 
     ``jobs``: worker processes (default: the CPUs available); one file, or ``jobs == 1``,
-    runs in this process.
+    runs in this process, and so does a small amount of work (see :func:`_pool_size`).
+    ``cache``: reuse and record results (:class:`~ckptlint.cache.ResultCache`); the caller
+    saves it. ``keep_sources``: keep every result's source text (``--add-noqa`` edits it);
+    otherwise it is dropped unless a fix needs it.
     """
     results: list[FileResult] = []
     tasks: list[Task] = []
@@ -480,13 +491,23 @@ def lint_files(
                 results.append(FileResult(name, problems=problems))
             continue
         settings = settings_for(path)
-        tasks.append(Task(name, raw, settings, fix, unsafe_for(settings)))
-    workers = min(jobs or default_jobs(), len(tasks))
+        unsafe = unsafe_for(settings)
+        if cache is not None:
+            cached = cache.lookup(name, raw, settings, fixing=fix is not FixMode.NONE, unsafe=unsafe)
+            if cached is not None:
+                results.append(cached)
+                continue
+        tasks.append(Task(name, raw, settings, fix, unsafe, keep_sources))
+    workers = _pool_size(tasks, jobs)
     if workers <= 1:
         linter = FileLinter(defer_unused_noqa_fixes=True)
-        results += [_run_task(t, linter) for t in tasks]
+        linted = [_run_task(t, linter) for t in tasks]
     else:
-        results += _in_pool(tasks, workers)
+        linted = _in_pool(tasks, workers)
+    if cache is not None:
+        for task, result in zip(tasks, linted):
+            cache.store(result, task.settings)
+    results += linted
     results.sort(key=lambda r: r.path)
     settle_unused_noqa(results, {t.path: t.unsafe for t in tasks})
     return RunResult(results)
@@ -518,6 +539,32 @@ def _mentions(path: Path, markers: tuple[bytes, ...], block: int = 1 << 20) -> b
                 return True
             tail = window[-keep:]
     return False
+
+
+#: Bytes of source a worker process should get at least for starting it to pay off:
+#: about 800 lines, a quarter of a second of parsing and analysis, several times what
+#: forking a worker and sending results back cost.
+_BYTES_PER_WORKER = 32_000
+
+
+def _pool_size(tasks: list[Task], jobs: int | None) -> int:
+    """Worker processes for ``tasks``: at most one per task; ``jobs`` when the user chose it
+    (``-j``), else the CPUs available, and none (run in this process) when the gated files
+    are too few or too small to pay for the pool."""
+    if jobs is not None:
+        return max(1, min(jobs, len(tasks)))
+    total = sum(len(t.raw) for t in tasks)
+    return max(1, min(default_jobs(), len(tasks), total // _BYTES_PER_WORKER))
+
+
+def _slim(result: FileResult) -> FileResult:
+    """Drop the source text and bytes unless a fix needs them, so that memory holds only
+    findings however many files are linted."""
+    if not result.changed and not any(d.code == UNUSED_NOQA for d in result.diagnostics):
+        result.source = None
+        result.raw = None
+        result.fixed_text = None
+    return result
 
 
 def _in_pool(tasks: list[Task], workers: int) -> list[FileResult]:
@@ -592,8 +639,9 @@ def _supervised(tasks: list[Task], workers: int, context) -> list[FileResult]:  
         writer.close()
         running[reader] = (process, queue, 0)
 
-    for k in range(min(workers, len(tasks))):
-        start(list(range(k, len(tasks), workers)))
+    size = -(-len(tasks) // workers)  # contiguous slices: files of one package share a worker's module cache
+    for k in range(0, len(tasks), size):
+        start(list(range(k, min(k + size, len(tasks)))))
     while running:
         for reader in wait(list(running)):
             process, queue, position = running[reader]

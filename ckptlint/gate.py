@@ -4,7 +4,8 @@ reports, before decoding or parsing it (parsing with libcst costs ~1,000x more).
 The gate may say "yes" wrongly (the file is then parsed and nothing is found) but never
 "no" wrongly for the APIs in :mod:`ckptlint.apis`. It answers yes when the file
 
-- has ``CKP`` in it (a ``# noqa: CKPxxx`` that CKP901 judges), or names transformers'
+- has a rule code (``CKP`` and a digit: a ``# noqa: CKPxxx`` that CKP901 judges; not
+  ``CHECKPOINT`` constants, which spell ``CKP`` too), or names transformers'
   switches (``gradient_checkpointing_enable``, ``TrainingArguments`` with
   ``gradient_checkpointing``), or the composable checkpoint (``_composable``);
 - imports a checkpoint module or API (``torch.utils.checkpoint``,
@@ -25,7 +26,6 @@ import re
 __all__ = ["may_have_findings"]
 
 _BOM = "\xef\xbb\xbf"  # the UTF-8 byte-order mark, decoded as latin-1
-_ALWAYS = (b"CKP", b"gradient_checkpointing_enable", b"_composable")
 
 # Modules whose import makes a checkpoint site (or a DCP call, CKP303) possible.
 _MODULE = r"torch\s*\.\s*(?:utils\s*\.\s*checkpoint|distributed\s*\.\s*checkpoint(?:\s*\.\s*\w+)*|distributed\s*\.\s*algorithms\s*\.\s*_checkpoint(?:\s*\.\s*checkpoint_wrapper)?)"
@@ -42,8 +42,29 @@ _PARENT_MODULES = {
     "torch.distributed": ("checkpoint", "algorithms._checkpoint"),
     "torch.distributed.algorithms": ("_checkpoint",),
 }
-_ATTRIBUTE_PATH = re.compile(r"(?:utils|distributed|_checkpoint)\s*\.\s*checkpoint\w*\s*[.(]")
 _ALIAS = re.compile(r"(?P<name>[\w.]+)(?:\s+as\s+(?P<alias>\w+))?")
+
+
+_CKP_CODE = re.compile(rb"CKP\d")
+_ATTRIBUTE_TAIL = re.compile(r"checkpoint\w*\s*[.(]")
+_ATTRIBUTE_OWNERS = ("utils", "distributed", "_checkpoint")
+
+
+def _import_line_starts(text: str) -> list[int]:
+    """Offsets of the lines that hold the word ``import``, or start the backslash-continued
+    line that does (found with ``str.find``, far faster than a multi-line regular
+    expression scanning every position)."""
+    starts: list[int] = []
+    find = text.find
+    at = find("import")
+    while at >= 0:
+        line = text.rfind("\n", 0, at) + 1
+        while line >= 2 and text[line - 2] == "\\":  # the previous line ends with a backslash
+            line = text.rfind("\n", 0, line - 1) + 1
+        if not starts or starts[-1] != line:
+            starts.append(line)
+        at = find("import", at + 6)
+    return starts
 
 
 def _bound_names(text: str) -> tuple[set[str], list[tuple[int, int]], bool]:
@@ -52,52 +73,95 @@ def _bound_names(text: str) -> tuple[set[str], list[tuple[int, int]], bool]:
     names: set[str] = set()
     spans: list[tuple[int, int]] = []
     star = False
-    for match in _IMPORT_FROM.finditer(text):
-        spans.append(match.span())
-        module = match.group("module")
-        relevant = bool(_CHECKPOINT_MODULE.match(module))
-        parent = module in _PARENT_MODULES
-        if not relevant and not parent:
+    covered = -1
+    for line in _import_line_starts(text):
+        if line < covered:
+            continue  # inside a statement already read (a parenthesised name list)
+        match = _IMPORT_FROM.match(text, line)
+        if match is not None:
+            spans.append(match.span())
+            covered = match.end()
+            module = match.group("module")
+            relevant = bool(_CHECKPOINT_MODULE.match(module))
+            parent = module in _PARENT_MODULES
+            if not relevant and not parent:
+                continue
+            imported = match.group("names").strip("()\\ \t\n")
+            if imported.strip() == "*":
+                star = star or relevant
+                continue
+            for alias in _ALIAS.finditer(imported):
+                name = alias.group("name")
+                if relevant or "checkpoint" in name:
+                    names.add(alias.group("alias") or name)
             continue
-        imported = match.group("names").strip("()\\ \t\n")
-        if imported.strip() == "*":
-            star = star or relevant
-            continue
-        for alias in _ALIAS.finditer(imported):
-            name = alias.group("name")
-            if relevant or "checkpoint" in name:
-                names.add(alias.group("alias") or name)
-    for match in _IMPORT.finditer(text):
-        spans.append(match.span())
-        for alias in _ALIAS.finditer(match.group("names")):
-            name, bound = alias.group("name"), alias.group("alias")
-            if bound and _CHECKPOINT_MODULE.match(name):
-                names.add(bound)
-            elif bound and name in _PARENT_MODULES:  # import torch.utils as tu: tu.checkpoint...
-                names.update(f"{bound}.{child}" for child in _PARENT_MODULES[name])
+        match = _IMPORT.match(text, line)
+        if match is not None:
+            spans.append(match.span())
+            covered = match.end()
+            for alias in _ALIAS.finditer(match.group("names")):
+                name, bound = alias.group("name"), alias.group("alias")
+                if bound and _CHECKPOINT_MODULE.match(name):
+                    names.add(bound)
+                elif bound and name in _PARENT_MODULES:  # import torch.utils as tu: tu.checkpoint...
+                    names.update(f"{bound}.{child}" for child in _PARENT_MODULES[name])
     return names, spans, star
+
+
+def _has_attribute_path(text: str) -> bool:
+    """Whether ``utils.checkpoint...(`` / ``distributed.checkpoint....`` /
+    ``_checkpoint.checkpoint_wrapper(`` (any spacing around the dot) occurs in ``text``."""
+    find = text.find
+    at = find("checkpoint")
+    while at >= 0:
+        if _ATTRIBUTE_TAIL.match(text, at):
+            i = at - 1
+            while i >= 0 and text[i].isspace():
+                i -= 1
+            if i >= 0 and text[i] == ".":
+                i -= 1
+                while i >= 0 and text[i].isspace():
+                    i -= 1
+                if text.endswith(_ATTRIBUTE_OWNERS, 0, i + 1):
+                    return True
+        at = find("checkpoint", at + 10)
+    return False
+
+
+def _uses_name(text: str, name: str) -> bool:
+    """Whether ``name`` occurs in ``text`` as a whole word not preceded by a dot."""
+    pattern = re.compile(rf"{re.escape(name)}\b")  # a literal prefix: searched fast
+    for match in pattern.finditer(text):
+        start = match.start()
+        if start == 0:
+            return True
+        before = text[start - 1]
+        if not (before.isalnum() or before == "_" or before == "."):
+            return True
+    return False
 
 
 def may_have_findings(raw: bytes) -> bool:
     """``False`` only when no rule can report anything in a file with these bytes."""
     if b"checkpoint" not in raw:
-        return b"CKP" in raw
-    if any(marker in raw for marker in _ALWAYS):
+        return b"CKP" in raw and _CKP_CODE.search(raw) is not None
+    if b"gradient_checkpointing_enable" in raw or b"_composable" in raw:
+        return True
+    if b"CKP" in raw and _CKP_CODE.search(raw) is not None:
         return True
     if b"TrainingArguments" in raw and b"gradient_checkpointing" in raw:
         return True
     text = raw.decode("latin-1")
-    if text.startswith(_BOM):
-        text = text[len(_BOM) :]  # else an import on the first line is not at a line start
+    text = text.removeprefix(_BOM)  # else an import on the first line is not at a line start
     names, spans, star = _bound_names(text)
     if star:
         return True
     if not names and "torch" not in text:
         return False
     rest = _without(text, spans)
-    if _ATTRIBUTE_PATH.search(rest):
+    if _has_attribute_path(rest):
         return True
-    return any(re.search(rf"(?<![\w.]){re.escape(name)}\b", rest) for name in names)
+    return any(_uses_name(rest, name) for name in names)
 
 
 def _without(text: str, spans: list[tuple[int, int]]) -> str:

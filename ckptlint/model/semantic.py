@@ -51,6 +51,35 @@ MUTATING_METHODS = frozenset(
 )
 
 
+#: The node types :meth:`SemanticModel._enter` handles (libcst's concrete classes, which
+#: are never subclassed).
+_ENTERED = frozenset(
+    {
+        cst.Call,
+        cst.FunctionDef,
+        cst.ClassDef,
+        cst.Lambda,
+        cst.ListComp,
+        cst.SetComp,
+        cst.GeneratorExp,
+        cst.DictComp,
+        cst.CompFor,
+        cst.Import,
+        cst.ImportFrom,
+        cst.Assign,
+        cst.AnnAssign,
+        cst.AugAssign,
+        cst.NamedExpr,
+        cst.For,
+        cst.WithItem,
+        cst.ExceptHandler,
+        cst.Global,
+        cst.Nonlocal,
+        cst.Del,
+    }
+)
+
+
 class ScopeKind(str, Enum):
     MODULE = "module"
     CLASS = "class"
@@ -189,6 +218,8 @@ class SemanticModel:
     ) -> list[tuple[cst.CSTNode, Scope]] | None:
         """Record what ``node`` binds; return its children with their scopes when they
         differ from ``scope`` (``None`` means: all children in ``scope``)."""
+        if type(node) not in _ENTERED:
+            return None  # most nodes: one set lookup instead of twenty ABC isinstance checks
         if isinstance(node, cst.Call):
             self.calls.append(node)
             self._record_method_mutation(node, scope)

@@ -60,15 +60,28 @@ def _fields(node_type: type) -> tuple[str, ...]:
     return names
 
 
+_IS_NODE: dict[type, bool] = {}
+
+
+def _is_node(value: object) -> bool:
+    """``isinstance(value, cst.CSTNode)``, memoised per class (``CSTNode`` is an ABC, whose
+    ``isinstance`` costs about ten times a dictionary lookup)."""
+    cls = type(value)
+    known = _IS_NODE.get(cls)
+    if known is None:
+        known = _IS_NODE[cls] = isinstance(value, cst.CSTNode)
+    return known
+
+
 def child_nodes(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
     """Yield ``(field_name, child)`` for the syntactic children of ``node``, in field order."""
     for name in _fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if _is_node(value):
             yield name, value
-        elif isinstance(value, (list, tuple)):
+        elif type(value) in (list, tuple):
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if _is_node(item):
                     yield name, item
 
 

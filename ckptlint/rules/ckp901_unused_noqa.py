@@ -134,9 +134,14 @@ def settle_unused_noqa(results: Sequence[FileResult], unsafe: Mapping[str, bool]
             used.setdefault(path, set()).add(row)
     for result in results:
         source = result.source
-        if source is None or not any(d.code == UnusedNoqa.code for d in result.diagnostics):
+        if not any(d.code == UnusedNoqa.code for d in result.diagnostics):
             continue
         rows = used.get(result.path, set())
+        if source is None:  # a cached result: its text is the file on disk, match by row
+            result.diagnostics = [
+                d for d in result.diagnostics if not (d.code == UnusedNoqa.code and d.path == result.path and d.start[0] in rows)
+            ]
+            continue
         current = source if result.fixed_text is None else replace(source, text=result.fixed_text)
         same_text = current.text == source.text
         lines = {source.line(row).strip() for row in rows if row <= len(source.line_starts)}
