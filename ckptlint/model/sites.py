@@ -236,6 +236,38 @@ def _unknown_splat(arguments: CallArguments, model: SemanticModel) -> bool:
     return arguments.splat_keys(model)[1]
 
 
+def _site(
+    api: CheckpointApi,
+    form: SiteForm,
+    call: cst.Call,
+    arguments: CallArguments,
+    model: SemanticModel,
+    *,
+    function: cst.BaseExpression | None,
+    inputs: tuple[cst.Arg, ...],
+    keywords: tuple[cst.Arg, ...],
+    options: dict[str, OptionValue],
+    reentrancy: Reentrancy | None = None,
+) -> CheckpointSite:
+    """A site with the fields every builder fills the same way (reentrancy from
+    ``use_reentrant`` unless given, unknown ``**`` content, scope)."""
+    if reentrancy is None:
+        reentrancy = _reentrancy_from(options.get("use_reentrant", ABSENT), api.reentrant_when_omitted)
+    return CheckpointSite(
+        api=api,
+        form=form,
+        call=call,
+        arguments=arguments,
+        function=function,
+        inputs=inputs,
+        function_keywords=keywords,
+        options=options,
+        reentrancy=reentrancy,
+        hidden_arguments=_unknown_splat(arguments, model),
+        scope=model.scope_of(call),
+    )
+
+
 def _build_function(api, form, call, arguments, model) -> CheckpointSite:
     ordered = _ordered_non_keyword(arguments, call)
     function: cst.BaseExpression | None = None
@@ -248,18 +280,16 @@ def _build_function(api, form, call, arguments, model) -> CheckpointSite:
     keywords = tuple(
         arg for name, arg in arguments.keywords.items() if name not in api.options and name != "function"
     )
-    return CheckpointSite(
-        api=api,
-        form=form,
-        call=call,
-        arguments=arguments,
+    return _site(
+        api,
+        form,
+        call,
+        arguments,
+        model,
         function=function,
         inputs=tuple(inputs),
-        function_keywords=keywords,
+        keywords=keywords,
         options=options,
-        reentrancy=_reentrancy_from(options["use_reentrant"], api.reentrant_when_omitted),
-        hidden_arguments=_unknown_splat(arguments, model),
-        scope=model.scope_of(call),
     )
 
 
@@ -280,18 +310,16 @@ def _build_sequential(api, form, call, arguments, model) -> CheckpointSite:
     keywords = tuple(
         arg for name, arg in arguments.keywords.items() if name not in api.options and name not in api.positional
     )
-    return CheckpointSite(
-        api=api,
-        form=form,
-        call=call,
-        arguments=arguments,
+    return _site(
+        api,
+        form,
+        call,
+        arguments,
+        model,
         function=functions.value if functions is not None else None,
         inputs=(input_arg,) if input_arg is not None else (),
-        function_keywords=keywords,
+        keywords=keywords,
         options=options,
-        reentrancy=_reentrancy_from(options["use_reentrant"], api.reentrant_when_omitted),
-        hidden_arguments=_unknown_splat(arguments, model),
-        scope=model.scope_of(call),
     )
 
 
@@ -322,18 +350,17 @@ def _build_wrapper(api, form, call, arguments, model) -> CheckpointSite:
         for name, arg in arguments.keywords.items()
         if name not in api.options and name not in api.positional
     )
-    return CheckpointSite(
-        api=api,
-        form=form,
-        call=call,
-        arguments=arguments,
+    return _site(
+        api,
+        form,
+        call,
+        arguments,
+        model,
         function=module.value if module is not None else None,
         inputs=(),
-        function_keywords=keywords,
+        keywords=keywords,
         options=options,
         reentrancy=reentrancy,
-        hidden_arguments=_unknown_splat(arguments, model),
-        scope=model.scope_of(call),
     )
 
 
@@ -341,18 +368,16 @@ def _build_composable(api, form, call, arguments, model) -> CheckpointSite:
     module = _positional_or_keyword(arguments, api, "module")
     options = {name: arguments.option(name, model) for name in api.options}
     keywords = tuple(arg for name, arg in arguments.keywords.items() if name not in api.options and name != "module")
-    return CheckpointSite(
-        api=api,
-        form=form,
-        call=call,
-        arguments=arguments,
+    return _site(
+        api,
+        form,
+        call,
+        arguments,
+        model,
         function=module.value if module is not None else None,
         inputs=(),
-        function_keywords=keywords,
+        keywords=keywords,
         options=options,
-        reentrancy=_reentrancy_from(options["use_reentrant"], api.reentrant_when_omitted),
-        hidden_arguments=_unknown_splat(arguments, model),
-        scope=model.scope_of(call),
     )
 
 
@@ -367,18 +392,16 @@ def _hf_use_reentrant(kwargs: OptionValue, model: SemanticModel) -> OptionValue:
 def _build_hf_enable(api, form, call, arguments, model) -> CheckpointSite:
     kwargs = arguments.option("gradient_checkpointing_kwargs", model, position=0)
     use_reentrant = _hf_use_reentrant(kwargs, model)
-    return CheckpointSite(
-        api=api,
-        form=form,
-        call=call,
-        arguments=arguments,
+    return _site(
+        api,
+        form,
+        call,
+        arguments,
+        model,
         function=None,
         inputs=(),
-        function_keywords=(),
+        keywords=(),
         options={"gradient_checkpointing_kwargs": kwargs, "use_reentrant": use_reentrant},
-        reentrancy=_reentrancy_from(use_reentrant, api.reentrant_when_omitted),
-        hidden_arguments=_unknown_splat(arguments, model),
-        scope=model.scope_of(call),
     )
 
 
@@ -388,22 +411,20 @@ def _build_hf_training_args(api, form, call, arguments, model) -> CheckpointSite
         return None
     kwargs = arguments.option("gradient_checkpointing_kwargs", model)
     use_reentrant = _hf_use_reentrant(kwargs, model)
-    return CheckpointSite(
-        api=api,
-        form=form,
-        call=call,
-        arguments=arguments,
+    return _site(
+        api,
+        form,
+        call,
+        arguments,
+        model,
         function=None,
         inputs=(),
-        function_keywords=(),
+        keywords=(),
         options={
             "gradient_checkpointing": enabled,
             "gradient_checkpointing_kwargs": kwargs,
             "use_reentrant": use_reentrant,
         },
-        reentrancy=_reentrancy_from(use_reentrant, api.reentrant_when_omitted),
-        hidden_arguments=_unknown_splat(arguments, model),
-        scope=model.scope_of(call),
     )
 
 

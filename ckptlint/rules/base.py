@@ -8,7 +8,7 @@ semantic model and checkpoint sites) and calls :meth:`RuleContext.report`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
@@ -20,7 +20,8 @@ from ckptlint.diagnostics import Applicability, Diagnostic, Edit, Fix
 
 if TYPE_CHECKING:
     from ckptlint.analysis import ModuleAnalysis
-    from ckptlint.model.regions import RegionBuilder
+    from ckptlint.model.regions import Region, RegionBuilder
+    from ckptlint.model.sites import CheckpointSite
     from ckptlint.project import Project
 
 __all__ = ["FixAvailability", "Invalid", "Rule", "RuleContext", "Severity"]
@@ -85,7 +86,15 @@ class RuleContext:
         self.analysis = analysis
         self.project = project
         self._sink = sink
+        self._reported: set[tuple[str, int]] = set()
         self.code = ""
+
+    def site_regions(self) -> Iterator[tuple[CheckpointSite, Region]]:
+        """Every site of the module that names the callable it checkpoints, with its region
+        (what the site recomputes; regions are built once per site and shared by rules)."""
+        for site in self.analysis.sites.sites:
+            if site.function is not None:
+                yield site, self.regions.region(site, self.analysis)
 
     @cached_property
     def regions(self) -> RegionBuilder:
@@ -102,8 +111,17 @@ class RuleContext:
         fix: Fix | None = None,
         analysis: ModuleAnalysis | None = None,
         code: str | None = None,
+        once: bool = False,
     ) -> None:
-        """Report ``message`` at ``node`` of ``analysis`` (default: the linted module)."""
+        """Report ``message`` at ``node`` of ``analysis`` (default: the linted module).
+
+        With ``once``, a node already reported by this rule is skipped (a statement reached
+        from several checkpoint sites is reported for the first)."""
+        if once:
+            key = (code or self.code, id(node))
+            if key in self._reported:
+                return
+            self._reported.add(key)
         where = analysis or self.analysis
         start, end = where.range(node)
         self._sink(

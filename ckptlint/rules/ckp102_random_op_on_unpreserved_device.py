@@ -43,18 +43,17 @@ class RandomOpOnUnpreservedDevice(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        analysis = ctx.analysis
-        for site in analysis.sites.sites:
-            if site.function is None or site.option("preserve_rng_state").is_false:
+        for site, region in ctx.site_regions():
+            if site.option("preserve_rng_state").is_false:
                 continue  # CKP101 covers regions whose RNG state is not preserved at all
-            region = ctx.regions.region(site, analysis)
             for op, reason in device_moved_ops(region):
-                where = site_label(site, analysis, op.analysis)
                 ctx.report(
                     op.node,
-                    f"{op.name} in the region recomputed by the checkpoint at {where}: {reason}, and "
-                    "checkpoint stashes RNG state only for CPU and the device of its positional tensor "
-                    "arguments, so recomputation draws different values; move the tensor to its device "
-                    "before the checkpoint, or draw the randomness outside and pass it in",
+                    f"{op.name} in the region recomputed by the checkpoint at "
+                    f"{site_label(site, ctx.analysis, op.analysis)}: {reason}, and checkpoint stashes RNG "
+                    "state only for CPU and the device of its positional tensor arguments, so recomputation "
+                    "draws different values; move the tensor to its device before the checkpoint, or draw "
+                    "the randomness outside and pass it in",
                     analysis=op.analysis,
+                    once=True,
                 )

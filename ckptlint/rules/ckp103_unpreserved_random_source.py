@@ -45,17 +45,14 @@ class UnpreservedRandomSource(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        analysis = ctx.analysis
-        for site in analysis.sites.sites:
-            if site.function is None:
-                continue
-            region = ctx.regions.region(site, analysis)
+        for site, region in ctx.site_regions():
             for source in unpreserved_sources(region):
-                where = site_label(site, analysis, source.analysis)
                 ctx.report(
                     source.node,
-                    f"{source.what} in the region recomputed by the checkpoint at {where}: checkpoint "
-                    "never restores it, so recomputation draws different values; draw outside the "
-                    "checkpoint and pass the result in, or use torch's default generator",
+                    f"{source.what} in the region recomputed by the checkpoint at "
+                    f"{site_label(site, ctx.analysis, source.analysis)}: checkpoint never restores it, so "
+                    "recomputation draws different values; draw outside the checkpoint and pass the result "
+                    "in, or use torch's default generator",
                     analysis=source.analysis,
+                    once=True,
                 )

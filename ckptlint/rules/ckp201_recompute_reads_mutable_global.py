@@ -39,21 +39,14 @@ class RecomputeReadsMutableGlobal(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        analysis = ctx.analysis
-        reported: set[int] = set()
-        for site in analysis.sites.sites:
-            if site.function is None:
-                continue
-            region = ctx.regions.region(site, analysis)
-            for read in mutable_reads(region, analysis):
-                if id(read.node) in reported:
-                    continue
-                reported.add(id(read.node))
+        for site, region in ctx.site_regions():
+            for read in mutable_reads(region, ctx.analysis):
                 ctx.report(
                     read.node,
                     f"`{read.name}` ({read.why}) is read in the region recomputed by the checkpoint at "
-                    f"{site_label(site, analysis, read.analysis)}: if it changes between forward and "
+                    f"{site_label(site, ctx.analysis, read.analysis)}: if it changes between forward and "
                     "backward, recomputation computes different values and gradients are silently wrong "
                     "(determinism_check compares only shapes); pass the value in as an argument",
                     analysis=read.analysis,
+                    once=True,
                 )

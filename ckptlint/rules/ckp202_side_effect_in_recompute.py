@@ -39,20 +39,13 @@ class SideEffectInRecompute(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        analysis = ctx.analysis
-        reported: set[int] = set()
-        for site in analysis.sites.sites:
-            if site.function is None:
-                continue
-            region = ctx.regions.region(site, analysis)
+        for site, region in ctx.site_regions():
             for write in outer_writes(region):
-                if id(write.node) in reported:
-                    continue
-                reported.add(id(write.node))
                 ctx.report(
                     write.node,
                     f"Side effect in the region recomputed by the checkpoint at "
-                    f"{site_label(site, analysis, write.analysis)}: it {write.what}, which runs again "
+                    f"{site_label(site, ctx.analysis, write.analysis)}: it {write.what}, which runs again "
                     "during backward; move it outside the checkpointed function",
                     analysis=write.analysis,
+                    once=True,
                 )

@@ -44,10 +44,7 @@ class BatchNormInCheckpoint(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         analysis = ctx.analysis
-        for site in analysis.sites.sites:
-            if site.function is None:
-                continue
-            region = ctx.regions.region(site, analysis)
+        for site, region in ctx.site_regions():
             layers = [
                 layer
                 for layer in region.layers
