@@ -198,7 +198,7 @@ def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool 
             try:
                 os.stat(absolute)
             except OSError as exc:  # broken, or a loop
-                result.problems.append((str(given), _os_reason(exc)))
+                result.problems.append((str(given), os_reason(exc)))
                 continue
         settings = resolver.for_path(absolute)
         if absolute.is_dir():
@@ -214,7 +214,7 @@ def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool 
         try:
             os.stat(absolute)
         except OSError as exc:
-            result.problems.append((str(given), _os_reason(exc)))
+            result.problems.append((str(given), os_reason(exc)))
             continue
         if absolute not in seen:
             seen.add(absolute)
@@ -241,7 +241,7 @@ def _walk(
     try:
         stat = os.stat(directory)
     except OSError as exc:
-        result.problems.append((str(directory), _os_reason(exc)))
+        result.problems.append((str(directory), os_reason(exc)))
         return
     key = (stat.st_dev, stat.st_ino)
     if key in visited:
@@ -250,7 +250,7 @@ def _walk(
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as exc:
-        result.problems.append((str(directory), _os_reason(exc)))
+        result.problems.append((str(directory), os_reason(exc)))
         return
     settings = resolver.for_path(directory)
     for entry in entries:
@@ -259,7 +259,7 @@ def _walk(
             is_dir = entry.is_dir()
             is_file = not is_dir and entry.is_file()
         except OSError as exc:
-            result.problems.append((entry.path, _os_reason(exc)))
+            result.problems.append((entry.path, os_reason(exc)))
             continue
         if is_dir:
             if is_excluded(path, settings, is_dir=True):
@@ -276,7 +276,7 @@ def _walk(
                     os.stat(path)
                     reason = "not a regular file"
                 except OSError as exc:
-                    reason = _os_reason(exc)
+                    reason = os_reason(exc)
                 result.problems.append((entry.path, reason))
             continue
         if is_excluded(path, settings):
@@ -288,13 +288,15 @@ def _walk(
             result.files.append(path)
 
 
-def _os_reason(exc: OSError) -> str:
+def os_reason(exc: OSError, missing: str = "broken symbolic link") -> str:
+    """A one-line reason for an ``OSError`` met on a path (``missing``: what ``ENOENT`` means
+    where it happened: a broken link while walking, a vanished file while reading)."""
     import errno
 
-    if exc.errno == errno.ELOOP:
-        return "symbolic link loop (too many levels of symbolic links)"
-    if exc.errno == errno.ENOENT:
-        return "broken symbolic link"
-    if exc.errno == errno.EACCES:
-        return "permission denied"
-    return exc.strerror or str(exc)
+    reasons = {
+        errno.ELOOP: "symbolic link loop (too many levels of symbolic links)",
+        errno.ENOENT: missing,
+        errno.EACCES: "permission denied",
+        errno.EISDIR: "is a directory",
+    }
+    return reasons.get(exc.errno, exc.strerror or str(exc))  # type: ignore[arg-type]

@@ -687,14 +687,6 @@ def _death(exitcode: int | None) -> str:
 
 
 def _read_error(exc: OSError) -> str:
-    import errno
+    from ckptlint.discovery import os_reason
 
-    if exc.errno == errno.EACCES:
-        return "cannot read: permission denied"
-    if exc.errno == errno.ELOOP:
-        return "cannot read: symbolic link loop"
-    if exc.errno == errno.ENOENT:
-        return "cannot read: no such file (broken symbolic link?)"
-    if exc.errno == errno.EISDIR:
-        return "cannot read: is a directory"
-    return f"cannot read: {exc.strerror or exc}"
+    return f"cannot read: {os_reason(exc, missing='no such file (broken symbolic link?)')}"
