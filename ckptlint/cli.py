@@ -215,6 +215,9 @@ def main(
 
     from ckptlint.output.base import display_path
 
+    missing = found.missing if found is not None else []
+    for path in missing:
+        _error(f"{path}: no such file or directory")
     for problem_path, reason in found.problems if found is not None else ():
         _error(f"{display_path(problem_path, cwd)}: {reason}")
     for problem in run.problems:
@@ -224,7 +227,7 @@ def main(
     internal = any(p.kind in ("internal", "fix") for p in run.problems)
 
     if add_noqa:
-        sys.exit(EXIT_ERROR if _add_noqa(run) or internal else EXIT_OK)
+        sys.exit(EXIT_ERROR if _add_noqa(run) or internal or missing else EXIT_OK)
 
     failed = False
     fixed_total = 0
@@ -233,7 +236,7 @@ def main(
     diagnostics = run.diagnostics
     if mode is FixMode.DIFF:
         exit_code = EXIT_FINDINGS if fixed_total else EXIT_OK
-        sys.exit(EXIT_ERROR if internal or failed else exit_code)
+        sys.exit(EXIT_ERROR if internal or failed or missing else exit_code)
 
     from ckptlint.output import renderer
     from ckptlint.output.base import OutputContext
@@ -262,7 +265,7 @@ def main(
     problems_count = len(found.problems if found is not None else ()) + sum(
         1 for p in run.problems if p.kind not in ("internal", "fix")
     )
-    if internal or failed:
+    if internal or failed or missing:
         sys.exit(EXIT_ERROR)
     if exit_zero:
         sys.exit(EXIT_OK)
@@ -279,8 +282,12 @@ def _changed_since(revision: str, paths: list[Path], resolver, cwd: Path):  # no
     from ckptlint.discovery import DiscoveryResult, discover
     from ckptlint.since import GitError, changed_python_files
 
+    repository = cwd
+    if paths and os.path.lexists(paths[0]):
+        first = Path(os.path.abspath(paths[0]))
+        repository = first if first.is_dir() else first.parent
     try:
-        changed = changed_python_files(revision, cwd)
+        changed = changed_python_files(revision, repository)
     except GitError as exc:
         _error(str(exc))
         sys.exit(EXIT_ERROR)
@@ -482,8 +489,12 @@ def _handle_fixes(run, mode, cwd: Path, verbose: bool, to_stdout: bool = False) 
 
 def _emit(text: str, output_file: Path | None, to_stderr: bool = False) -> None:
     if output_file is not None:
-        output_file.parent.mkdir(parents=True, exist_ok=True)
-        output_file.write_text(text, encoding="utf-8")
+        try:
+            output_file.parent.mkdir(parents=True, exist_ok=True)
+            output_file.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            _error(f"{output_file}: cannot write the report: {exc.strerror or exc}")
+            sys.exit(EXIT_ERROR)
         return
     (sys.stderr if to_stderr else sys.stdout).write(text)
 

@@ -38,6 +38,7 @@ class DiscoveryResult:
 
     files: list[Path] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # paths given that do not exist (exit 2)
 
 
 @lru_cache(maxsize=512)
@@ -184,8 +185,9 @@ def _repository_chain(start: Path) -> list[Path]:
 def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool = False) -> DiscoveryResult:
     """Collect the files to lint below ``paths``.
 
-    Raises :class:`PathNotFound` for a path that does not exist and
-    :class:`~ckptlint.config.ConfigError` for a bad configuration file.
+    A path that does not exist is listed in ``missing`` (the others are still collected, as
+    ruff does; the run ends with exit code 2). Raises :class:`~ckptlint.config.ConfigError`
+    for a bad configuration file.
     """
     result = DiscoveryResult()
     seen: set[Path] = set()
@@ -193,7 +195,8 @@ def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool 
     for given in paths:
         absolute = Path(os.path.abspath(given))
         if not os.path.lexists(absolute):
-            raise PathNotFound(f"{given}: no such file or directory")
+            result.missing.append(str(given))
+            continue
         if absolute.is_symlink():
             try:
                 os.stat(absolute)
@@ -201,6 +204,9 @@ def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool 
                 result.problems.append((str(given), os_reason(exc)))
                 continue
         settings = resolver.for_path(absolute)
+        if absolute.suffix == ".ipynb":
+            result.problems.append((str(given), "Jupyter notebooks are not linted (only .py and .pyi files); skipped"))
+            continue
         if absolute.is_dir():
             chain = _repository_chain(absolute)
             _walk(absolute, resolver, gitignores, chain, result, seen, set())

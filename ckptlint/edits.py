@@ -37,6 +37,10 @@ def add_keyword_argument(analysis: ModuleAnalysis, call: cst.Call, keyword: str)
         position = source.position(paren + 1)
         return (Edit(position, position, keyword),)
     last = call.args[-1]
+    if len(call.args) == 1 and isinstance(last.value, cst.GeneratorExp) and not last.value.lpar:
+        # f(x for x in y) shares the call's parentheses: a second argument needs its own
+        start, end = analysis.range(last.value)
+        return (Edit(start, start, "("), Edit(end, end, f"), {keyword}"))
     last_start, last_end = analysis.range(last)
     call_end = analysis.range(call)[1]
     trailing_comma = isinstance(last.comma, cst.Comma)

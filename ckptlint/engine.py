@@ -181,9 +181,9 @@ class FileLinter:
         try:
             analysis = parse_source(source, module_name, is_package)
         except cst.ParserSyntaxError as exc:
-            if SYNTAX_ERROR not in enabled:
-                return [], problems
-            return self._filter([_syntax_error(source, exc)], source, settings, enabled), problems
+            # Like ruff's syntax errors, CKP999 is always reported: selection, per-file-ignores
+            # and noqa cannot hide that a file was not checked.
+            return [_syntax_error(source, exc)], problems
         except TooDeeplyNested as exc:
             problems.append(Problem(source.path, str(exc), "parse"))
             return [], problems

@@ -153,6 +153,8 @@ def may_have_findings(raw: bytes) -> bool:
         return True
     text = raw.decode("latin-1")
     text = text.removeprefix(_BOM)  # else an import on the first line is not at a line start
+    if "\r" in text:  # old-Mac (CR-only) and mixed line endings: lines are found by "\n"
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     names, spans, star = _bound_names(text)
     if star:
         return True

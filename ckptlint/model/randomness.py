@@ -274,6 +274,8 @@ def unpreserved_sources(region: Region) -> list[UnpreservedSource]:
                         found.append(UnpreservedSource(arg, frame.analysis, "an explicit `generator=` argument"))
             if isinstance(node.func, cst.Attribute) and _is_generator_attribute(node.func.value, frame):
                 found.append(UnpreservedSource(node, frame.analysis, "a random generator object stored outside the region"))
+            elif isinstance(node.func, cst.Attribute) and _is_generator_name(node.func.value, frame):
+                found.append(UnpreservedSource(node, frame.analysis, f"the random generator `{node.func.value.value}`"))
     return found
 
 
@@ -292,3 +294,22 @@ def _is_generator_attribute(expr: cst.BaseExpression, frame: Frame) -> bool:
             if names & GENERATOR_CLASSES or any(n.startswith(PYTHON_RANDOM_PREFIXES) for n in names):
                 return True
     return False
+
+
+def _made_by_generator_factory(value: cst.BaseExpression | None, analysis: ModuleAnalysis) -> bool:
+    if not isinstance(value, cst.Call):
+        return False
+    names = analysis.model.qualified_names(value.func)
+    return bool(names & GENERATOR_CLASSES) or any(n.startswith(PYTHON_RANDOM_PREFIXES) for n in names)
+
+
+def _is_generator_name(expr: cst.BaseExpression, frame: Frame) -> bool:
+    """``rng.normal()`` where ``rng = np.random.default_rng(0)`` (or ``random.Random()``,
+    ``torch.Generator()``), in the frame or an enclosing scope."""
+    if not isinstance(expr, cst.Name):
+        return False
+    bindings = frame.analysis.model.bindings_of(expr)
+    return bool(bindings) and all(
+        b.kind.value == "assignment" and _made_by_generator_factory(b.value, frame.analysis) for b in bindings
+    )
+

@@ -69,6 +69,7 @@ class Context:
     self_class: ClassInfo | None = None
     env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
     keyword_params: frozenset[str] = frozenset()
+    self_env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
 
 
 class Value:
@@ -81,6 +82,13 @@ class Value:
 class OpaqueValue(Value):
     """A value that exists but is not understood (``nn.Linear(4, 4)``): it keeps the
     positions of container elements (``checkpoint_sequential`` segments) exact."""
+
+
+@dataclass(eq=False, repr=False)
+class ModuleValue(Value):
+    """A module of the linted tree (``from . import blocks``, ``import pkg.blocks as pb``)."""
+
+    analysis: ModuleAnalysis
 
 
 @dataclass(eq=False, repr=False)
@@ -97,7 +105,11 @@ class ClassValue(Value):
 
 @dataclass(eq=False, repr=False)
 class InstanceValue(Value):
+    """An instance of a class of the tree; ``env`` binds ``__init__``'s parameters to the
+    constructor call's arguments, so ``self.norm = norm_layer(c)`` follows what was passed."""
+
     info: ClassInfo
+    env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
 
 
 @dataclass(eq=False, repr=False)
@@ -449,7 +461,7 @@ class RegionBuilder:
                 method = self._method(value.info, "forward")
                 if method is not None:
                     node, owner = method
-                    forward = FunctionValue(node, Context(owner.analysis, value.info), True)
+                    forward = FunctionValue(node, Context(owner.analysis, value.info, self_env=value.env), True)
                     work.append(_Pending(forward, item.depth, item.via, item.args, item.caller, item.invocation, item.frame))
                 else:
                     layer = self._layer_base(value.info)
@@ -493,7 +505,7 @@ class RegionBuilder:
                     binding = _param_binding(scope, param)
                     if binding is not None:
                         env[binding] = (arg.value, caller)
-        return Context(value.ctx.analysis, value.ctx.self_class, env, frozenset(keyword_params))
+        return Context(value.ctx.analysis, value.ctx.self_class, env, frozenset(keyword_params), value.ctx.self_env)
 
     # ------------------------------------------------------------------ evaluation
     def _called(self, func: cst.BaseExpression, ctx: Context) -> list[Value]:
@@ -586,7 +598,7 @@ class RegionBuilder:
             self_class = ctx.self_class
             if binding.scope.kind is ScopeKind.CLASS:
                 self_class = None
-            return [FunctionValue(binding.node, Context(analysis, self_class, ctx.env))]
+            return [FunctionValue(binding.node, Context(analysis, self_class, ctx.env, self_env=ctx.self_env))]
         if kind is BindingKind.CLASS and isinstance(binding.node, cst.ClassDef):
             return [ClassValue(self.class_info(analysis, binding.node))]
         if kind is BindingKind.IMPORT and binding.target:
@@ -603,7 +615,10 @@ class RegionBuilder:
                     info = ctx.self_class
                     if info is None and isinstance(binding.scope.parent.node, cst.ClassDef):
                         info = self.class_info(analysis, binding.scope.parent.node)
-                    return [InstanceValue(info)] if info is not None else []
+                    return [InstanceValue(info, ctx.self_env)] if info is not None else []
+            default = binding.node.default if isinstance(binding.node, cst.Param) else None
+            if default is not None:  # not bound by a call we follow: the default is what runs
+                return self._values(default, Context(analysis, ctx.self_class, self_env=ctx.self_env), depth + 1)
         return []
 
     def _with_appends(self, values: list[Value], binding: Binding, ctx: Context, depth: int) -> list[Value]:
@@ -658,15 +673,27 @@ class RegionBuilder:
         return out
 
     def _attribute(self, base: Value, name: str, depth: int) -> list[Value]:
+        if isinstance(base, ModuleValue):
+            analysis = base.analysis
+            values = [
+                v
+                for binding in analysis.model.module_scope.bindings.get(name, ())
+                for v in self._binding(binding, Context(analysis), depth + 1)
+            ]
+            if not values and self.project is not None and analysis.module_name:
+                submodule = self.project.analysis_for_module(f"{analysis.module_name}.{name}")
+                if submodule is not None:
+                    values = [ModuleValue(submodule)]
+            return values
         if isinstance(base, InstanceValue):
             method = self._method(base.info, name)
             if method is not None:
                 node, owner = method
-                return [FunctionValue(node, Context(owner.analysis, base.info), bound_method=True)]
+                return [FunctionValue(node, Context(owner.analysis, base.info, self_env=base.env), bound_method=True)]
             out: list[Value] = []
             extra: list[Value] = []
             for info in self._mro(base.info):
-                owner_ctx = Context(info.analysis, base.info)
+                owner_ctx = Context(info.analysis, base.info, base.env, self_env=base.env)
                 for expr, _ in info.attributes.get(name, ()):
                     out += self._values(expr, owner_ctx, depth + 1)
                 for expr, _ in info.appended.get(name, ()):
@@ -699,7 +726,7 @@ class RegionBuilder:
         out: list[Value] = []
         for callee in self._values(call.func, ctx, depth + 1):
             if isinstance(callee, ClassValue):
-                out.append(InstanceValue(callee.info))
+                out.append(InstanceValue(callee.info, self._constructor_env(callee.info, call, ctx)))
             elif isinstance(callee, LayerClassValue):
                 out.append(LayerUse(callee.qualified, callee.fact, call, ctx))
             elif isinstance(callee, FunctionValue) and isinstance(callee.node, cst.FunctionDef):
@@ -715,6 +742,9 @@ class RegionBuilder:
             return [LayerClassValue(*layer)]
         if self.project is None or depth > _MAX_EVAL_DEPTH:
             return []
+        module = self.project.analysis_for_module(qualified)
+        if module is not None:
+            return [ModuleValue(module)]
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             analysis = self.project.analysis_for_module(".".join(parts[:cut]))
@@ -728,6 +758,17 @@ class RegionBuilder:
                 values = [v for base in values for v in self._attribute(base, attr, depth + 1)]
             return values
         return []
+
+    def _constructor_env(
+        self, info: ClassInfo, call: cst.Call, ctx: Context
+    ) -> dict[Binding, tuple[cst.BaseExpression, Context]]:
+        """``__init__``'s parameters bound to the arguments of ``call`` (evaluated in ``ctx``)."""
+        init = self._method(info, "__init__")
+        if init is None:
+            return {}
+        node, owner = init
+        bound = self._bind(FunctionValue(node, Context(owner.analysis, info), bound_method=True), tuple(call.args), ctx)
+        return bound.env
 
     def _method(self, info: ClassInfo, name: str) -> tuple[cst.FunctionDef, ClassInfo] | None:
         for owner in self._mro(info):

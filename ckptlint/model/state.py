@@ -147,13 +147,38 @@ def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression,
         return None
     if isinstance(target, (cst.Attribute, cst.Subscript)):
         base = base_name(target)
-        if base is None:
+        if base is None or _shape_bookkeeping(node):
             return None
         kind, _ = _owner(frame, base, target)
         if kind in ("outer", "self"):
             verb = "augments" if isinstance(node, cst.AugAssign) else "assigns"
             return f"{verb} `{_text(frame, target)}`, {_describe(kind, base)}"
     return None
+
+
+_SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device"})
+_SHAPE_CALLS = frozenset({"size", "dim", "len", "int", "tuple", "numel"})
+
+
+def _shape_bookkeeping(node: cst.CSTNode) -> bool:
+    """``self.H, self.W = x.shape[-2:]``: recording sizes read from tensors writes the same
+    values when recomputed, so it is not a side effect worth reporting."""
+    value = getattr(node, "value", None)
+    if not isinstance(node, cst.Assign) or value is None:
+        return False
+    from ckptlint.model.walk import iter_tree
+
+    seen_shape = False
+    for inner in iter_tree(value):
+        if isinstance(inner, cst.Attribute) and inner.attr.value in _SHAPE_ATTRIBUTES:
+            seen_shape = True
+        elif isinstance(inner, cst.Call):
+            func = inner.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+            if name not in _SHAPE_CALLS:
+                return False
+            seen_shape = seen_shape or name in ("size", "dim", "len", "numel")
+    return seen_shape
 
 
 def _describe(kind: str, base: str) -> str:
