@@ -268,6 +268,14 @@ def _site(
     )
 
 
+def _forwarded_keywords(arguments: CallArguments, api: CheckpointApi) -> tuple[cst.Arg, ...]:
+    """Keywords that are neither options of ``api`` nor its named positional parameters: they
+    go to the checkpointed function (or, for APIs that take none, are errors)."""
+    return tuple(
+        arg for name, arg in arguments.keywords.items() if name not in api.options and name not in api.positional
+    )
+
+
 def _build_function(api, form, call, arguments, model) -> CheckpointSite:
     ordered = _ordered_non_keyword(arguments, call)
     function: cst.BaseExpression | None = None
@@ -277,9 +285,7 @@ def _build_function(api, form, call, arguments, model) -> CheckpointSite:
     elif "function" in arguments.keywords:
         function = arguments.keywords["function"].value
     options = {name: arguments.option(name, model) for name in api.options}
-    keywords = tuple(
-        arg for name, arg in arguments.keywords.items() if name not in api.options and name != "function"
-    )
+    keywords = _forwarded_keywords(arguments, api)
     return _site(
         api,
         form,
@@ -307,9 +313,7 @@ def _build_sequential(api, form, call, arguments, model) -> CheckpointSite:
         "use_reentrant": arguments.option("use_reentrant", model, position=3),
         "preserve_rng_state": arguments.option("preserve_rng_state", model),
     }
-    keywords = tuple(
-        arg for name, arg in arguments.keywords.items() if name not in api.options and name not in api.positional
-    )
+    keywords = _forwarded_keywords(arguments, api)
     return _site(
         api,
         form,
@@ -345,11 +349,7 @@ def _build_wrapper(api, form, call, arguments, model) -> CheckpointSite:
         reentrancy = _reentrancy_from(options["use_reentrant"], True)
     else:
         reentrancy = Reentrancy.UNKNOWN
-    keywords = tuple(
-        arg
-        for name, arg in arguments.keywords.items()
-        if name not in api.options and name not in api.positional
-    )
+    keywords = _forwarded_keywords(arguments, api)
     return _site(
         api,
         form,
@@ -367,7 +367,7 @@ def _build_wrapper(api, form, call, arguments, model) -> CheckpointSite:
 def _build_composable(api, form, call, arguments, model) -> CheckpointSite:
     module = _positional_or_keyword(arguments, api, "module")
     options = {name: arguments.option(name, model) for name in api.options}
-    keywords = tuple(arg for name, arg in arguments.keywords.items() if name not in api.options and name != "module")
+    keywords = _forwarded_keywords(arguments, api)
     return _site(
         api,
         form,
