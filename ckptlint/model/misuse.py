@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ckptlint.apis import ApiKind
-from ckptlint.model.semantic import SemanticModel
+from ckptlint.model.semantic import SemanticModel, dotted_name
 from ckptlint.model.values import ValueKind, classify_value, name_hint, path_literal
 
 if TYPE_CHECKING:
@@ -215,8 +215,4 @@ def _a(noun: str) -> str:
 
 
 def _text(expr: cst.BaseExpression) -> str:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return f"{_text(expr.value)}.{expr.attr.value}"
-    return "..."
+    return dotted_name(expr) or "..."

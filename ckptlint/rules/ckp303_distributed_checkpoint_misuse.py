@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.apis import DCP_FUNCTIONS, DcpFunction, DcpOperation
-from ckptlint.model.semantic import BindingKind, SemanticModel
+from ckptlint.model.semantic import BindingKind, SemanticModel, dotted_name
 from ckptlint.model.values import ValueKind, classify_value, name_hint
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
@@ -159,11 +159,7 @@ def _result_used(call: cst.Call, model: SemanticModel) -> bool:
 
 
 def _plain(expr: cst.BaseExpression) -> str:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return f"{_plain(expr.value)}.{expr.attr.value}"
-    return "..."
+    return dotted_name(expr) or "..."
 
 
 def _text(ctx: RuleContext, expr: cst.BaseExpression) -> str:
