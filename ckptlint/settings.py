@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ckptlint.rules import ALL_RULES
+from ckptlint.rule_codes import OFF_BY_DEFAULT, RULE_CODES
 
 __all__ = [
     "DEFAULT_EXCLUDES",
@@ -68,7 +68,7 @@ def validate_selector(selector: str) -> str:
     normalised = selector.strip().upper()
     if normalised == "ALL":
         return normalised
-    if not normalised or not any(code.startswith(normalised) for code in ALL_RULES):
+    if not normalised or not any(code.startswith(normalised) for code in RULE_CODES):
         raise UnknownRuleSelector(selector)
     return normalised
 
@@ -97,13 +97,13 @@ class RuleSelection:
     layers: tuple[SelectionLayer, ...]
 
     def enabled(self, default: Iterable[str]) -> frozenset[str]:
-        state = {code: code in set(default) for code in ALL_RULES}
+        state = {code: code in set(default) for code in RULE_CODES}
         for layer in self.layers:
             if layer.select is not None:
-                state = dict.fromkeys(ALL_RULES, False)
+                state = dict.fromkeys(RULE_CODES, False)
             choices = [(s, True) for s in (layer.select or ())] + [(s, True) for s in layer.extend_select]
             choices += [(s, False) for s in layer.ignore]
-            for code in ALL_RULES:
+            for code in RULE_CODES:
                 best: tuple[tuple[int, bool], bool] | None = None
                 for selector, enable in choices:
                     if not _matches(selector, code):
@@ -170,7 +170,7 @@ class Settings:
         for pattern, selectors in self.per_file_ignores:
             if pattern_matches(pattern, relative_path):
                 for selector in selectors:
-                    codes.update(c for c in ALL_RULES if _matches(selector, c))
+                    codes.update(c for c in RULE_CODES if _matches(selector, c))
         return frozenset(codes)
 
     def fingerprint(self) -> str:
@@ -185,7 +185,7 @@ class Settings:
 
 def default_enabled() -> frozenset[str]:
     """Rules enabled when nothing is selected: every rule whose class does not opt out."""
-    return frozenset(code for code, rule in ALL_RULES.items() if getattr(rule, "default_enabled", True))
+    return frozenset(code for code in RULE_CODES if code not in OFF_BY_DEFAULT)
 
 
 def normalise_selectors(values: Sequence[str], where: str) -> tuple[str, ...]:

@@ -73,3 +73,10 @@ def test_invalid_examples(code: str, example) -> None:  # noqa: ANN001
         assert fix_source(example.code, unsafe=True, select=_select(code)) == example.fixed
         # idempotent: a second pass changes nothing
         assert fix_source(example.fixed, unsafe=True, select=_select(code)) == example.fixed
+
+
+def test_rule_codes_data_matches_the_registry() -> None:
+    from ckptlint.rule_codes import OFF_BY_DEFAULT, RULE_CODES
+
+    assert RULE_CODES == tuple(ALL_RULES)
+    assert OFF_BY_DEFAULT == {c for c, r in ALL_RULES.items() if not getattr(r, "default_enabled", True)}

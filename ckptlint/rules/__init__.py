@@ -7,6 +7,7 @@ every registered rule has its page and that the README's table matches.
 
 from __future__ import annotations
 
+from ckptlint.rule_codes import RULE_CODES
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.rules.ckp001_use_reentrant import CheckpointWithoutUseReentrant
 from ckptlint.rules.ckp002_reentrant_incompatible_argument import ReentrantIncompatibleArgument
@@ -48,6 +49,8 @@ ALL_RULES: dict[str, type[Rule]] = {cls.code: cls for cls in sorted(_RULE_CLASSE
 
 SYNTAX_ERROR = SyntaxErrorRule.code
 UNUSED_NOQA = UnusedNoqa.code
+
+assert tuple(ALL_RULES) == RULE_CODES, "ckptlint/rule_codes.py must list every registered rule"
 
 
 def rule_by_code(code: str) -> type[Rule] | None:
