@@ -92,6 +92,7 @@ def results_fingerprint(settings: Settings) -> str:
         extend_exclude=(),
         respect_gitignore=True,
         force_exclude=False,
+        notebooks=True,
     )
     return neutral.fingerprint()
 

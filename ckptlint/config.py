@@ -43,7 +43,7 @@ _LIST_KEYS = {
     "extend-safe-fixes",
     "extend-unsafe-fixes",
 }
-_BOOL_KEYS = {"unsafe-fixes", "respect-gitignore", "force-exclude"}
+_BOOL_KEYS = {"unsafe-fixes", "respect-gitignore", "force-exclude", "notebooks"}
 _STR_KEYS = {"cache-dir", "output-format"}
 _TABLE_KEYS = {"per-file-ignores", "extend-per-file-ignores"}
 KNOWN_KEYS = frozenset(_LIST_KEYS | _BOOL_KEYS | _STR_KEYS | _TABLE_KEYS)
@@ -199,6 +199,7 @@ def build_settings(raw: RawConfig | None, cli: CliOverrides, cwd: Path) -> Setti
         force_exclude=values.get("force-exclude", False),
         cache_dir=values.get("cache-dir", ".ckptlint_cache"),
         output_format=values.get("output-format"),
+        notebooks=values.get("notebooks", True),
     )
     overrides: dict[str, Any] = {}
     if cli.exclude is not None:

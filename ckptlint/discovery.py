@@ -1,6 +1,7 @@
 """Finding the Python files to lint.
 
-Walks each given folder for ``*.py`` and ``*.pyi`` files, skipping what the settings exclude
+Walks each given folder for ``*.py``, ``*.pyi`` and ``*.ipynb`` files (notebooks unless
+``notebooks = false``), skipping what the settings exclude
 (ruff's default excludes, ``exclude``, ``extend-exclude``; gitignore-style patterns relative
 to the configuration's folder) and what ``.gitignore`` files ignore (pathspec's
 ``GitIgnoreSpec``; the files of the walked tree and of its parents up to the repository
@@ -26,6 +27,7 @@ from ckptlint.settings import Settings
 __all__ = ["DiscoveryResult", "PathNotFound", "discover", "is_excluded", "pattern_matches"]
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+NOTEBOOK_SUFFIX = ".ipynb"
 
 
 class PathNotFound(Exception):
@@ -204,8 +206,9 @@ def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool 
                 result.problems.append((str(given), os_reason(exc)))
                 continue
         settings = resolver.for_path(absolute)
-        if absolute.suffix == ".ipynb":
-            result.problems.append((str(given), "Jupyter notebooks are not linted (only .py and .pyi files); skipped"))
+        if absolute.suffix == NOTEBOOK_SUFFIX and not settings.notebooks:
+            if not (force_exclude or settings.force_exclude):
+                result.problems.append((str(given), "Jupyter notebooks are turned off (`notebooks = false`); skipped"))
             continue
         if absolute.is_dir():
             chain = _repository_chain(absolute)
@@ -274,7 +277,9 @@ def _walk(
                 continue
             _walk(path, resolver, gitignores, chain + [path], result, seen, visited)
             continue
-        if not entry.name.endswith(PYTHON_SUFFIXES):
+        if not entry.name.endswith(PYTHON_SUFFIXES) and not (
+            settings.notebooks and entry.name.endswith(NOTEBOOK_SUFFIX)
+        ):
             continue
         if not is_file:
             if entry.is_symlink():

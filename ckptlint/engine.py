@@ -26,7 +26,7 @@ from ckptlint.noqa import NoqaIndex, parse_noqa
 from ckptlint.project import Project, module_name_for
 from ckptlint.rule_codes import SYNTAX_ERROR, UNUSED_NOQA
 from ckptlint.settings import Settings
-from ckptlint.source import SourceDecodeError, SourceFile, decode_source
+from ckptlint.source import SourceDecodeError, SourceFile, gate_bytes, load_source
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -150,14 +150,14 @@ class FileLinter:
         self, result: FileResult, raw: bytes, settings: Settings, fix: FixMode, unsafe: bool, gate: bool
     ) -> FileResult:
         path = result.path
-        if gate and not may_have_findings(raw):
+        if gate and not may_have_findings(gate_bytes(raw, path)):
             result.problems += _undecodable(path, raw)
             return result
-        if len(raw) > MAX_FILE_BYTES:
+        if len(raw) > _size_limit(path):
             result.problems.append(_too_large(path, len(raw)))
             return result
         try:
-            source = decode_source(raw, path)
+            source = load_source(raw, path)
         except SourceDecodeError as exc:
             result.problems.append(Problem(path, str(exc), "decode"))
             return result
@@ -434,6 +434,15 @@ MAX_FILE_BYTES = 2 * 2**20
 """Files larger than this (bytes) are not parsed; the largest file of the real repositories
 tried is ~0.3 MiB, and libcst needs ~15 s and ~600 MB per MiB of checkpoint-dense code."""
 
+MAX_NOTEBOOK_BYTES = 64 * 2**20
+"""Notebooks (``.ipynb``) larger than this are not read; their outputs (images, logs) make
+most of their size, so the limit on code is :data:`MAX_FILE_BYTES` of cells' text."""
+
+
+def _size_limit(path: str) -> int:
+    return MAX_NOTEBOOK_BYTES if path.lower().endswith(".ipynb") else MAX_FILE_BYTES
+
+
 _WORKER_LINTER: FileLinter | None = None
 
 
@@ -489,7 +498,7 @@ def lint_files(
         name = str(path)
         try:
             size = path.stat().st_size
-            if size > MAX_FILE_BYTES:  # not read whole: the gate's first test, streamed
+            if size > _size_limit(name):  # not read whole: the gate's first test, streamed
                 if _mentions(path, (b"checkpoint", b"CKP")):
                     results.append(FileResult(name, problems=[_too_large(name, size)]))
                 continue
@@ -497,7 +506,7 @@ def lint_files(
         except OSError as exc:
             results.append(FileResult(name, problems=[Problem(name, _read_error(exc), "io")]))
             continue
-        if not may_have_findings(raw):
+        if not may_have_findings(gate_bytes(raw, name)):
             if problems := _undecodable(name, raw):
                 results.append(FileResult(name, problems=problems))
             continue
@@ -528,7 +537,7 @@ def lint_files(
 
 
 def _too_large(path: str, size: int) -> Problem:
-    limit = MAX_FILE_BYTES // 2**20
+    limit = _size_limit(path) // 2**20
     return Problem(path, f"too large to lint ({size / 2**20:.1f} MiB; the limit is {limit} MiB); file skipped", "parse")
 
 
@@ -536,7 +545,7 @@ def _undecodable(path: str, raw: bytes) -> list[Problem]:
     """The reason a file the gate skips cannot be Python source (a binary file, not UTF-8
     without a coding cookie...), as ``[problem]``; ``[]`` when it decodes."""
     try:
-        decode_source(raw, path)
+        load_source(raw, path)
     except SourceDecodeError as exc:
         return [Problem(path, str(exc), "decode")]
     return []

@@ -133,6 +133,8 @@ class Settings:
         respect_gitignore: skip files ignored by ``.gitignore``.
         force_exclude: apply excludes to files named on the command line too.
         cache_dir: where the cache lives (relative paths are relative to ``root``).
+        notebooks: lint Jupyter notebooks (``.ipynb``) found in folders and named on the
+            command line (``notebooks = false`` turns them off).
     """
 
     root: Path
@@ -148,6 +150,7 @@ class Settings:
     force_exclude: bool = False
     cache_dir: str = ".ckptlint_cache"
     output_format: str | None = None
+    notebooks: bool = True
 
     @property
     def all_excludes(self) -> tuple[str, ...]:

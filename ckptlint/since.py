@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["GitError", "changed_python_files"]
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks: dropped later when turned off
 
 
 class GitError(Exception):
@@ -46,7 +46,7 @@ def _git(args: list[str], cwd: Path) -> str:
 
 
 def changed_python_files(revision: str, cwd: Path) -> list[Path]:
-    """Absolute paths of the ``.py``/``.pyi`` files changed since ``revision`` that exist now,
+    """Absolute paths of the ``.py``/``.pyi``/``.ipynb`` files changed since ``revision`` that exist now,
     sorted. Raises :class:`GitError` with a one-line message outside a repository or for a
     revision git does not know."""
     try:

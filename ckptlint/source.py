@@ -16,7 +16,7 @@ import tokenize
 from dataclasses import dataclass
 from functools import cached_property
 
-__all__ = ["Position", "SourceDecodeError", "SourceFile", "decode_source"]
+__all__ = ["Position", "SourceDecodeError", "SourceFile", "decode_source", "load_source"]
 
 Position = tuple[int, int]
 """A 1-based ``(row, column)`` pair; the column counts characters."""
@@ -138,6 +138,26 @@ def decode_source(raw: bytes, path: str) -> SourceFile:
     except LookupError:
         raise SourceDecodeError(f"declares an unknown encoding {encoding!r}") from None
     return SourceFile(path=path, text=text, encoding=codecs.lookup(encoding).name, bom=bom)
+
+
+def load_source(raw: bytes, path: str) -> SourceFile:
+    """:func:`decode_source`, or for a Jupyter notebook (``.ipynb``) its code cells as one
+    module (:func:`ckptlint.notebook.notebook_source`). Raises :class:`SourceDecodeError`."""
+    if path.lower().endswith(".ipynb"):
+        from ckptlint.notebook import notebook_source
+
+        return notebook_source(raw, path)
+    return decode_source(raw, path)
+
+
+def gate_bytes(raw: bytes, path: str) -> bytes:
+    """What the byte-level gate reads for ``path``: the bytes themselves, or a notebook's
+    code cells (its JSON quotes every line, which the gate's line patterns do not see)."""
+    if path.lower().endswith(".ipynb"):
+        from ckptlint.notebook import code_bytes
+
+        return code_bytes(raw)
+    return raw
 
 
 def _first_line(message: str) -> str:
