@@ -464,6 +464,10 @@ def _handle_fixes(run, mode, cwd: Path, verbose: bool, to_stdout: bool = False) 
             continue
         source = result.source
         assert source is not None and result.fixed_text is not None
+        if mode.value == "diff" and hasattr(source, "cell_diff"):  # a notebook: one diff a cell (ruff)
+            sys.stdout.write(source.cell_diff(result.fixed_text, display_path(result.path, cwd)))
+            fixed += result.fixed
+            continue
         if mode.value == "diff":
             shown = display_path(result.path, cwd)
             diff = difflib.unified_diff(

@@ -95,6 +95,10 @@ class Diagnostic:
         start, end: the reported range, 1-based, ``end`` exclusive in the column.
         fix: the fix, if the rule has one for this case.
         noqa_row: the line whose ``# noqa`` suppresses this finding (defaults to the start).
+        cell: for a Jupyter notebook, the 1-based cell the finding is in, with ``start``,
+            ``end``, ``noqa_row`` and the fix's edits relative to that cell; set only for
+            output (:func:`ckptlint.notebook.localize`). Linting, noqa, fixes and the cache
+            use rows of the notebook's code cells joined, with ``cell`` left ``None``.
     """
 
     code: str
@@ -104,10 +108,11 @@ class Diagnostic:
     end: Position
     fix: Fix | None = None
     noqa_row: int | None = field(default=None, compare=False)
+    cell: int | None = field(default=None, compare=False)
 
     @property
-    def sort_key(self) -> tuple[str, Position, str, str]:
-        return (self.path, self.start, self.code, self.message)
+    def sort_key(self) -> tuple[str, int, Position, str, str]:
+        return (self.path, self.cell or 0, self.start, self.code, self.message)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +123,7 @@ class Diagnostic:
             "end": list(self.end),
             "fix": self.fix.to_dict() if self.fix else None,
             "noqa_row": self.noqa_row,
+            **({"cell": self.cell} if self.cell is not None else {}),
         }
 
     @classmethod
@@ -130,4 +136,5 @@ class Diagnostic:
             end=tuple(data["end"]),  # type: ignore[arg-type]
             fix=Fix.from_dict(data["fix"]) if data["fix"] else None,
             noqa_row=data.get("noqa_row"),
+            cell=data.get("cell"),
         )

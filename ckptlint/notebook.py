@@ -26,17 +26,22 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ckptlint.source import SourceDecodeError, SourceFile
+
+if TYPE_CHECKING:
+    from ckptlint.diagnostics import Diagnostic
 
 __all__ = [
     "CELL_MARKER",
     "Notebook",
     "NotebookError",
     "NotebookSource",
+    "cell_label",
     "code_bytes",
     "is_notebook",
+    "localize",
     "notebook_source",
     "source_from_text",
     "validate",
@@ -89,12 +94,19 @@ def _mask_cell(text: str, masked: list[str]) -> str:
         name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
         whole = name not in PYTHON_CELL_MAGICS
     out = []
+    continued: str | None = None  # the indentation of a masked line ending in a backslash
     for i, line in enumerate(lines):
         body = line.rstrip("\r")
-        if whole or (i == 0 and first.startswith("%%")) or _is_ipython(body):
-            indent = "" if whole else body[: len(body) - len(body.lstrip(" \t"))]
+        if whole or continued is not None or (i == 0 and first.startswith("%%")) or _is_ipython(body):
+            if whole:
+                indent = ""
+            elif continued is not None:
+                indent = continued  # a continuation line of `!pip install a \`
+            else:
+                indent = body[: len(body) - len(body.lstrip(" \t"))]
             out.append(f"{indent}{_MASK}{len(masked)}" + line[len(body) :])
             masked.append(body)
+            continued = indent if body.endswith("\\") and not whole else None
         else:
             out.append(line)
     return "\n".join(out)
@@ -289,6 +301,28 @@ class NotebookSource(SourceFile):
         text = split_cells(self.text).get(number)
         return None if text is None else SourceFile(self.path, text)
 
+    def cell_diff(self, fixed_text: str, shown: str) -> str:
+        """``--diff`` for a notebook: a unified diff of each code cell that ``fixed_text``
+        changes, headed ``a/NAME:cell N`` / ``b/NAME:cell N`` (ruff's layout), IPython lines
+        shown as written."""
+        import difflib
+
+        unmask = self.notebook._unmask if self.notebook is not None else (lambda text: text)
+        before, after = split_cells(self.text), split_cells(fixed_text)
+        out = []
+        for number in sorted(set(before) | set(after)):
+            old, new = unmask(before.get(number, "")), unmask(after.get(number, ""))
+            if old == new:
+                continue
+            diff = difflib.unified_diff(
+                old.splitlines(keepends=True),
+                new.splitlines(keepends=True),
+                fromfile=f"a/{shown}:cell {number}",
+                tofile=f"b/{shown}:cell {number}",
+            )
+            out.append("".join(line if line.endswith(("\n", "\r")) else line + "\n" for line in diff))
+        return "".join(out)
+
     def encode(self, text: str) -> bytes:
         """The notebook's bytes with its code cells replaced by those of ``text``. Raises
         :class:`NotebookWriteError` (an ``OSError``) when the cells cannot be put back."""
@@ -319,6 +353,38 @@ def notebook_source(raw: bytes, path: str) -> NotebookSource:
 def source_from_text(path: str, text: str) -> NotebookSource:
     """A :class:`NotebookSource` for positions only, from a code text (e.g. after fixes)."""
     return NotebookSource(path=path, text=text)
+
+
+def localize(diagnostic: Diagnostic, source: NotebookSource) -> Diagnostic:
+    """``diagnostic`` (rows of ``source``'s joined cells) with ``cell`` set and its rows,
+    ``noqa_row`` and fix edits made relative to that cell (1-based); unchanged when its
+    start is not in a cell."""
+    from dataclasses import replace
+
+    from ckptlint.diagnostics import Edit
+
+    where = source.cell_of(diagnostic.start[0])
+    if where is None:
+        return diagnostic
+    cell, row = where
+    shift = diagnostic.start[0] - row
+
+    def moved(position: tuple[int, int]) -> tuple[int, int]:
+        return (max(1, position[0] - shift), position[1])
+
+    fix = diagnostic.fix
+    if fix is not None:
+        fix = replace(fix, edits=tuple(Edit(moved(e.start), moved(e.end), e.content) for e in fix.edits))
+    noqa_row = diagnostic.noqa_row - shift if diagnostic.noqa_row is not None else None
+    return replace(
+        diagnostic, start=moved(diagnostic.start), end=moved(diagnostic.end), fix=fix, noqa_row=noqa_row, cell=cell
+    )
+
+
+def cell_label(diagnostic: Diagnostic) -> str:
+    """``"cell 3:"`` for a finding in a notebook cell (what ``concise`` puts between the path
+    and the row, as ruff does), else ``""``."""
+    return f"cell {diagnostic.cell}:" if diagnostic.cell is not None else ""
 
 
 def code_bytes(raw: bytes) -> bytes:

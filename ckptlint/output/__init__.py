@@ -28,6 +28,12 @@ FORMATS: dict[str, str] = {
 
 
 def renderer(name: str) -> Renderer:
-    """The ``render`` function of format ``name``. Raises ``KeyError`` for an unknown one."""
+    """The ``render`` function of format ``name``, given diagnostics whose positions in
+    notebooks are made relative to their cell first. Raises ``KeyError`` for an unknown one."""
     module = importlib.import_module(f"ckptlint.output.{FORMATS[name]}")
-    return module.render
+    render = module.render
+
+    def localized(diagnostics, ctx):  # noqa: ANN001, ANN202 - a Renderer
+        return render(ctx.localize(diagnostics), ctx)
+
+    return localized

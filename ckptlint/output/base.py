@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ckptlint.diagnostics import Diagnostic
-from ckptlint.source import SourceDecodeError, SourceFile, decode_source
+from ckptlint.source import SourceDecodeError, SourceFile, load_source
 
 __all__ = [
     "OutputContext",
@@ -60,18 +60,41 @@ class OutputContext:
     def is_fixable(self, diagnostic: Diagnostic) -> bool:
         return diagnostic.fix is not None and diagnostic.fix.applies(self.unsafe_fixes)
 
-    def source(self, path: str) -> SourceFile | None:
+    def source(self, path: str, cell: int | None = None) -> SourceFile | None:
         """The text of ``path`` as linted (from :attr:`sources`, else read from disk), or
-        ``None`` when it cannot be read or decoded."""
+        ``None`` when it cannot be read or decoded. For a notebook: its code cells joined,
+        or with ``cell`` that cell's text (the rows of a localized diagnostic)."""
         if path not in self._read:
             if path in self.sources:
-                self._read[path] = SourceFile(path, self.sources[path])
+                if path.lower().endswith(".ipynb"):
+                    from ckptlint.notebook import source_from_text
+
+                    self._read[path] = source_from_text(path, self.sources[path])
+                else:
+                    self._read[path] = SourceFile(path, self.sources[path])
             else:
                 try:
-                    self._read[path] = decode_source(Path(path).read_bytes(), path)
+                    self._read[path] = load_source(Path(path).read_bytes(), path)
                 except (OSError, SourceDecodeError):
                     self._read[path] = None
-        return self._read[path]
+        source = self._read[path]
+        if cell is not None and source is not None and hasattr(source, "cell_source"):
+            return source.cell_source(cell)
+        return source
+
+    def localize(self, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
+        """``diagnostics`` with those in notebooks made relative to their cell
+        (:func:`ckptlint.notebook.localize`); other diagnostics unchanged."""
+        out = []
+        for d in diagnostics:
+            if d.cell is None and d.path.lower().endswith(".ipynb"):
+                from ckptlint.notebook import NotebookSource, localize
+
+                source = self.source(d.path)
+                if isinstance(source, NotebookSource):
+                    d = localize(d, source)
+            out.append(d)
+        return out
 
     @property
     def repository_root(self) -> Path:

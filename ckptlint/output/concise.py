@@ -15,7 +15,8 @@ def render(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     for d in diagnostics:
         marker = " [*]" if ctx.is_fixable(d) else ""
         path = display_path(d.path, ctx.cwd)
-        lines.append(f"{path}:{d.start[0]}:{d.start[1]}: {d.code}{marker} {d.message}")
+        cell = f"cell {d.cell}:" if d.cell is not None else ""  # a notebook cell, as ruff shows it
+        lines.append(f"{path}:{cell}{d.start[0]}:{d.start[1]}: {d.code}{marker} {d.message}")
     text = "\n".join(lines)
     tail = summary(diagnostics, ctx)
     return (text + "\n" if text else "") + tail

@@ -28,7 +28,7 @@ _TRAILING_COMMA = re.compile(r",(?=[)\]}])")
 def reported_text(diagnostic: Diagnostic, ctx: OutputContext) -> str:
     """The reported range's source (the whole reported line for an empty range) without
     whitespace and trailing commas; ``""`` when the file cannot be read."""
-    source = ctx.source(diagnostic.path)
+    source = ctx.source(diagnostic.path, diagnostic.cell)
     if source is None:
         return ""
     try:

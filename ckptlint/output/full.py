@@ -49,9 +49,10 @@ def render(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
 
 def _finding(d: Diagnostic, ctx: OutputContext) -> str:
     marker = " [*]" if ctx.is_fixable(d) else ""
-    source = ctx.source(d.path)
+    source = ctx.source(d.path, d.cell)
     lines = [f"{d.code}{marker} {d.message}"]
-    location = f"{display_path(d.path, ctx.cwd)}:{d.start[0]}:{d.start[1]}"
+    cell = f"cell {d.cell}:" if d.cell is not None else ""
+    location = f"{display_path(d.path, ctx.cwd)}:{cell}{d.start[0]}:{d.start[1]}"
     if source is None or d.start[0] > len(source.line_starts):
         return "\n".join([*lines, f" --> {location}"])
     lines += _snippet(source, d, location)

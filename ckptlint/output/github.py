@@ -60,6 +60,13 @@ def workflow_command(level: str, message: str, properties: Mapping[str, object])
 
 
 def _annotation(d: Diagnostic, ctx: OutputContext) -> str:
+    if d.cell is not None:
+        # GitHub shows a notebook's JSON lines, where cell rows mean nothing: annotate line 1
+        # and say where in the message (ruff does the same)
+        properties = {"file": display_path(d.path, ctx.cwd), "line": 1, "col": 1, "endLine": 1, "endColumn": 1}
+        properties["title"] = f"ckptlint ({d.code})"
+        where = f"cell {d.cell}, line {d.start[0]}, column {d.start[1]}: "
+        return workflow_command(severity_of(d.code), where + d.message, properties)
     properties: dict[str, object] = {"file": display_path(d.path, ctx.cwd), "line": d.start[0]}
     if d.start[0] == d.end[0]:
         properties["col"] = d.start[1]
@@ -71,7 +78,8 @@ def _annotation(d: Diagnostic, ctx: OutputContext) -> str:
 
 
 def _plain(d: Diagnostic, ctx: OutputContext) -> str:
-    return f"{display_path(d.path, ctx.cwd)}:{d.start[0]}:{d.start[1]}: {d.code} {d.message}"
+    cell = f"cell {d.cell}:" if d.cell is not None else ""
+    return f"{display_path(d.path, ctx.cwd)}:{cell}{d.start[0]}:{d.start[1]}: {d.code} {d.message}"
 
 
 def render(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:

@@ -39,6 +39,15 @@ def _path(path: str, ctx: OutputContext) -> str:
 
 def issue(d: Diagnostic, fingerprint: str, ctx: OutputContext) -> dict[str, Any]:
     """One diagnostic as a Code Quality issue."""
+    if d.cell is not None:  # GitLab shows a notebook's JSON lines: line 1, the cell in the text
+        where = f"cell {d.cell}, line {d.start[0]}, column {d.start[1]}: "
+        return {
+            "description": f"{d.code}: {where}{d.message}",
+            "check_name": d.code,
+            "fingerprint": hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:32],
+            "severity": _SEVERITY[severity_of(d.code)],
+            "location": {"path": _path(d.path, ctx), "lines": {"begin": 1, "end": 1}},
+        }
     return {
         "description": f"{d.code}: {d.message}",
         "check_name": d.code,

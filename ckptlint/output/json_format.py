@@ -19,7 +19,7 @@ def record(d: Diagnostic, ctx: OutputContext) -> dict[str, Any]:
     """One diagnostic as ruff's JSON record (1-based rows and columns, absolute filename)."""
     rule = ALL_RULES.get(d.code)
     return {
-        "cell": None,
+        "cell": d.cell,  # notebooks: the 1-based cell; rows are relative to it (ruff)
         "code": d.code,
         "end_location": {"column": d.end[1], "row": d.end[0]},
         "filename": os.path.abspath(d.path) if not d.path.startswith("-") else d.path,

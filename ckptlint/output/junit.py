@@ -63,6 +63,7 @@ def render(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
             properties = ET.SubElement(case, "properties")
             ET.SubElement(properties, "property", {"name": "severity", "value": severity_of(d.code)})
             failure = ET.SubElement(case, "failure", {"message": d.message})
-            failure.text = f"line {d.start[0]}, col {d.start[1]}, {d.message}"
+            cell = f"cell {d.cell}, " if d.cell is not None else ""
+            failure.text = f"{cell}line {d.start[0]}, col {d.start[1]}, {d.message}"
     ET.indent(root, space="    ")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -108,7 +108,14 @@ def sarif_log(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> dict[str
             ],
             "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
         }
-        if d.fix is not None:
+        if d.cell is not None:
+            # a notebook: regions would point into its JSON; line 1, and the cell position
+            # in the message and the result's properties
+            region = {"startLine": 1, "startColumn": 1, "endLine": 1, "endColumn": 1}
+            result["locations"][0]["physicalLocation"]["region"] = region
+            result["message"] = {"text": f"cell {d.cell}, line {d.start[0]}, column {d.start[1]}: {d.message}"}
+            result["properties"] = {"cell": d.cell, "cellStart": list(d.start), "cellEnd": list(d.end)}
+        elif d.fix is not None:
             result["fixes"] = [_fix(d.fix, d.path, ctx)]
         results.append(result)
     root_uri = ctx.repository_root.resolve().as_uri().rstrip("/") + "/"
