@@ -377,8 +377,30 @@ def localize(diagnostic: Diagnostic, source: NotebookSource) -> Diagnostic:
         fix = replace(fix, edits=tuple(Edit(moved(e.start), moved(e.end), e.content) for e in fix.edits))
     noqa_row = diagnostic.noqa_row - shift if diagnostic.noqa_row is not None else None
     return replace(
-        diagnostic, start=moved(diagnostic.start), end=moved(diagnostic.end), fix=fix, noqa_row=noqa_row, cell=cell
+        diagnostic,
+        message=_localize_message(diagnostic.message, source),
+        start=moved(diagnostic.start),
+        end=moved(diagnostic.end),
+        fix=fix,
+        noqa_row=noqa_row,
+        cell=cell,
     )
+
+
+def _localize_message(message: str, source: NotebookSource) -> str:
+    """``nb.ipynb:81`` in a message (a site the rule names, see
+    :func:`ckptlint.model.regions.site_label`) -> ``nb.ipynb:cell 6:19``."""
+    import os
+
+    name = os.path.basename(source.path)
+    if f"{name}:" not in message:
+        return message
+
+    def cell_row(match: re.Match[str]) -> str:
+        where = source.cell_of(int(match.group(1)))
+        return match.group(0) if where is None else f"{name}:cell {where[0]}:{where[1]}"
+
+    return re.sub(rf"(?<![\w./-]){re.escape(name)}:(\d+)", cell_row, message)
 
 
 def cell_label(diagnostic: Diagnostic) -> str:

@@ -40,13 +40,14 @@ def test_cr_only_line_endings_are_linted(run_cli, write) -> None:  # noqa: ANN00
     assert result.stdout.startswith("old_mac.py:2:1: CKP001 ")
 
 
-def test_a_notebook_named_explicitly_is_reported_as_skipped(run_cli, write) -> None:  # noqa: ANN001
-    write("nb.ipynb", json.dumps({"cells": [{"cell_type": "code", "source": [IMPORT, "checkpoint(f, x)\n"]}]}))
+def test_a_notebook_named_explicitly_is_linted(run_cli, write) -> None:  # noqa: ANN001
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    notebook = {"cells": [{**cell, "source": [IMPORT, "checkpoint(f, x)\n"]}], "metadata": {}}
+    write("nb.ipynb", json.dumps({**notebook, "nbformat": 4, "nbformat_minor": 4}))
     result = run_cli("--isolated", "--no-cache", "nb.ipynb")
     assert result.exit_code == 1
-    assert result.stderr.splitlines() == [
-        "error: nb.ipynb: Jupyter notebooks are not linted (only .py and .pyi files); skipped"
-    ]
+    assert result.stdout.startswith("nb.ipynb:cell 1:2:1: CKP001 ")
+    assert result.stderr == ""
 
 
 def test_since_uses_the_repository_of_the_paths_given(run_cli, tmp_path) -> None:  # noqa: ANN001

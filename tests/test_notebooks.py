@@ -1,0 +1,206 @@
+"""Jupyter notebooks: discovery, per-cell positions in every output format, noqa in cells,
+IPython lines masked, --fix/--diff writing valid notebook JSON back, the cache, --since and
+the ``notebooks`` switch.
+
+``cases/notebooks/vit_activation_checkpointing.ipynb`` is a ViT fine-tuning notebook written
+after timm's ``VisionTransformer`` (blocks under ``torch.utils.checkpoint`` when
+``grad_checkpointing`` is set) and its ``train.py`` loop, with outputs, cell ids, a shell
+escape, line and cell magics, and a ``# noqa`` in a cell.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from ckptlint.notebook import Notebook, notebook_source
+
+CASE = Path(__file__).parent / "cases" / "notebooks" / "vit_activation_checkpointing.ipynb"
+NAME = CASE.name
+IMPORT = "from torch.utils.checkpoint import checkpoint\n"
+
+
+def _notebook(*cells: str, **kinds: str) -> str:
+    """A minimal nbformat 4 notebook of code cells (``md<i>=text`` puts markdown at ``i``)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    for key, text in kinds.items():
+        nb.cells.insert(int(key[2:]), nbformat.v4.new_markdown_cell(text))
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"c{i}"
+    return nbformat.writes(nb)
+
+
+@pytest.fixture
+def case(tmp_path: Path) -> Path:
+    target = tmp_path / NAME
+    shutil.copyfile(CASE, target)
+    return target
+
+
+def test_real_notebook_findings_are_reported_per_cell(run_cli, case) -> None:  # noqa: ANN001
+    result = run_cli("--isolated", "--no-cache", ".")
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    # CKP103: the region in cell 6 reaches the class defined in cell 5
+    assert lines[0].startswith(
+        f"{NAME}:cell 5:39:30: CKP103 Python's `random` (`random.random`) in the region recomputed by the "
+        f"checkpoint at {NAME}:cell 6:19: "
+    )
+    assert lines[1].startswith(f"{NAME}:cell 6:19:21: CKP001 `checkpoint()` without `use_reentrant`")
+    # the checkpoint in cell 10 carries `# noqa: CKP001`; shell escapes and magics are no syntax errors
+    assert len([line for line in lines if ": CKP" in line]) == 2
+    assert result.stderr == ""
+
+
+def test_noqa_in_a_cell_suppresses_its_line(run_cli, write) -> None:  # noqa: ANN001
+    write("a.ipynb", _notebook(IMPORT, "y = checkpoint(f, x)  # noqa: CKP001\nz = checkpoint(f, x)\n"))
+    result = run_cli("--isolated", "--no-cache", "a.ipynb")
+    assert result.stdout.splitlines()[0].startswith("a.ipynb:cell 2:2:5: CKP001 ")
+    assert len(result.stdout.splitlines()) == 3  # one finding, two summary lines
+
+
+def test_json_sarif_github_junit_carry_the_cell(run_cli, case) -> None:  # noqa: ANN001
+    records = json.loads(run_cli("--isolated", "--no-cache", "--output-format", "json", ".").stdout)
+    ckp001 = next(r for r in records if r["code"] == "CKP001")
+    assert ckp001["cell"] == 6
+    assert ckp001["location"] == {"row": 19, "column": 21}
+    assert ckp001["end_location"] == {"row": 19, "column": 39}
+    assert ckp001["noqa_row"] == 19
+    assert ckp001["fix"]["edits"][0]["location"] == {"row": 19, "column": 38}
+
+    sarif = json.loads(run_cli("--isolated", "--no-cache", "--output-format", "sarif", ".").stdout)
+    result = next(r for r in sarif["runs"][0]["results"] if r["ruleId"] == "CKP001")
+    assert result["properties"] == {"cell": 6, "cellStart": [19, 21], "cellEnd": [19, 39]}
+    assert result["message"]["text"].startswith("cell 6, line 19, column 21: `checkpoint()`")
+    assert "fixes" not in result  # regions of a fix would point into the JSON
+
+    github = run_cli("--isolated", "--no-cache", "--output-format", "github", ".").stdout
+    assert f"::warning file={NAME},line=1,col=1,endLine=1,endColumn=1,title=ckptlint (CKP001)::cell 6, line 19, column 21: " in github
+
+    junit = run_cli("--isolated", "--no-cache", "--output-format", "junit", ".").stdout
+    assert 'line="19" column="21"' in junit and ">cell 6, line 19, col 21, `checkpoint()`" in junit
+
+    full = run_cli("--isolated", "--no-cache", "--output-format", "full", ".").stdout
+    assert f" --> {NAME}:cell 6:19:21\n" in full
+    assert "19 |                 x = checkpoint(blk, x)\n" in full  # the cell's own line numbers
+
+    gitlab = json.loads(run_cli("--isolated", "--no-cache", "--output-format", "gitlab", ".").stdout)
+    assert {i["location"]["lines"]["begin"] for i in gitlab} == {1}
+    assert all(i["description"].startswith(("CKP001: cell 6, line 19", "CKP103: cell 5, line 39")) for i in gitlab)
+
+
+def test_fix_writes_back_only_the_changed_line_and_a_valid_notebook(run_cli, case) -> None:  # noqa: ANN001
+    before = case.read_bytes()
+    result = run_cli("--isolated", "--no-cache", "--fix", "--unsafe-fixes", ".")
+    assert result.stdout.startswith(f"{NAME}:cell 5:39:30: CKP103 ")
+    assert "Found 2 errors (1 fixed, 1 remaining)." in result.stdout
+    after = case.read_bytes()
+    old_line = b'"                x = checkpoint(blk, x)\\n",'
+    new_line = b'"                x = checkpoint(blk, x, use_reentrant=False)\\n",'
+    assert before.count(old_line) == 1
+    assert after == before.replace(old_line, new_line)
+    nb = nbformat.read(case, as_version=nbformat.NO_CONVERT)
+    nbformat.validate(nb)
+    assert nb.cells[1].source.startswith("!pip install -q timm==1.0.9 \\\n    torchvision\n%load_ext")
+    assert nb.cells[7].source.startswith("%%time\n")
+    assert nb.cells[7].outputs[0]["name"] == "stderr"  # outputs kept
+    # fixed: nothing more to fix, the file stays as it is
+    again = run_cli("--isolated", "--no-cache", "--fix", "--unsafe-fixes", ".")
+    assert "CKP001" not in again.stdout
+    assert case.read_bytes() == after
+
+
+def test_diff_is_shown_per_cell_and_writes_nothing(run_cli, case) -> None:  # noqa: ANN001
+    before = case.read_bytes()
+    result = run_cli("--isolated", "--no-cache", "--diff", "--unsafe-fixes", ".")
+    assert result.exit_code == 1
+    assert result.stdout.startswith(f"--- a/{NAME}:cell 6\n+++ b/{NAME}:cell 6\n@@ -16,7 +16,7 @@\n")
+    assert "-                x = checkpoint(blk, x)\n+                x = checkpoint(blk, x, use_reentrant=False)\n" in result.stdout
+    assert "ckptlint-cell" not in result.stdout
+    assert case.read_bytes() == before
+
+
+def test_round_trip_is_byte_for_byte() -> None:
+    text = CASE.read_text(encoding="utf-8")
+    notebook = Notebook.loads(text)
+    assert notebook.round_trips()
+    assert notebook.dumps(notebook.code_text) == text
+    source = notebook_source(CASE.read_bytes(), str(CASE))
+    assert source.encode(source.text) == CASE.read_bytes()
+
+
+def test_round_trip_keeps_other_styles() -> None:
+    data = json.loads(_notebook("x = 1", "y = 'é'"))
+    for text in (json.dumps(data, indent=2), json.dumps(data, indent=4, ensure_ascii=True) + "\n", json.dumps(data)):
+        notebook = Notebook.loads(text)
+        assert notebook.round_trips(), text[:40]
+        changed = notebook.dumps(notebook.code_text.replace("x = 1", "x = 2"))
+        assert changed == text.replace("x = 1", "x = 2")
+
+
+def test_ipython_syntax_is_masked_and_restored() -> None:
+    cells = [
+        "%matplotlib inline\nimport torch",
+        "files = !ls\n!pip install a \\\n   b\nfor i in range(2):\n    %time f(i)\nmodel?",
+        "%%bash\necho $HOME\nfor x in a b; do echo $x; done",
+        "%%time\ny = 1",
+    ]
+    text = _notebook(*cells, md1="# Title")
+    source = notebook_source(text.encode(), "n.ipynb")
+    compile(source.text, "n.ipynb", "exec")  # masked lines are Python
+    assert "echo" not in source.text and "y = 1" in source.text
+    assert source.cell_of(source.text.splitlines().index("y = 1") + 1) == (5, 2)  # markdown counts
+    assert source.encode(source.text) == text.encode()
+
+
+def test_syntax_error_in_a_cell_is_reported_at_the_cell(run_cli, write) -> None:  # noqa: ANN001
+    write("bad.ipynb", _notebook(IMPORT, "checkpoint(f, x\n"))
+    result = run_cli("--isolated", "--no-cache", "bad.ipynb")
+    assert result.stdout.startswith("bad.ipynb:cell 2:")
+    assert " CKP999 Syntax error" in result.stdout
+
+
+def test_a_file_that_is_not_a_notebook_is_a_problem(run_cli, write) -> None:  # noqa: ANN001
+    write("broken.ipynb", '{"cells": [}')
+    result = run_cli("--isolated", "--no-cache", "broken.ipynb")
+    assert result.stderr.startswith("error: broken.ipynb: is not a valid notebook (invalid JSON: ")
+
+
+def test_notebooks_can_be_turned_off(run_cli, write, case) -> None:  # noqa: ANN001
+    write("pyproject.toml", "[tool.ckptlint]\nnotebooks = false\n")
+    walked = run_cli("--no-cache", ".")
+    assert walked.exit_code == 0 and walked.stdout == "All checks passed!\n"
+    named = run_cli("--no-cache", NAME)
+    assert named.stderr == f"error: {NAME}: Jupyter notebooks are turned off (`notebooks = false`); skipped\n"
+    assert run_cli("--no-cache", "--force-exclude", NAME).stderr == ""  # the pre-commit hook's way
+
+
+def test_cache_returns_the_same_cell_positions(run_cli, case) -> None:  # noqa: ANN001
+    first = run_cli("--isolated", ".")
+    assert (case.parent / ".ckptlint_cache").is_dir()
+    second = run_cli("--isolated", ".")
+    assert second.stdout == first.stdout and f"{NAME}:cell 6:19:21" in second.stdout
+
+
+def test_since_lints_changed_notebooks(run_cli, tmp_path) -> None:  # noqa: ANN001
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a", "-C", str(tmp_path)]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "old.ipynb").write_text(_notebook(IMPORT, "checkpoint(f, x)\n"))
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    (tmp_path / "new.ipynb").write_text(_notebook(IMPORT, "checkpoint(g, x)\n"))
+    result = run_cli("--isolated", "--no-cache", "--since", "HEAD")
+    assert [line.split(": CKP")[0] for line in result.stdout.splitlines()[:-2]] == ["new.ipynb:cell 2:1:1"]
+
+
+def test_pre_commit_hooks_take_notebooks() -> None:
+    import yaml
+
+    hooks = yaml.safe_load((Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text())
+    assert all("jupyter" in hook["types_or"] for hook in hooks)
