@@ -31,7 +31,19 @@ def _error(message: str) -> None:
     click.echo(f"error: {message}", err=True)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Command(click.Command):
+    """The command, plus ``ckptlint server`` (the language server, :mod:`ckptlint.server`)
+    when ``server`` is the first argument (``ckptlint ./server`` lints a folder of that name)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args[:1] == ["server"]:
+            from ckptlint.server import main as serve
+
+            ctx.exit(serve(args[1:]))
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--fix/--no-fix", default=None, help="Apply fixes (safe ones; with --unsafe-fixes, unsafe ones too).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Include fixes that may change behaviour.")

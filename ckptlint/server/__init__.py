@@ -1,0 +1,40 @@
+"""``ckptlint server``: a Language Server Protocol server over stdio (ruff's ``ruff server``).
+
+It needs the ``server`` extra (``pip install "ckptlint[server]"``, which brings pygls); the
+command says so and exits with code 2 when it is missing. See :mod:`ckptlint.server.lsp`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+MISSING = (
+    "error: `ckptlint server` needs the `server` extra (pygls), which is not installed; "
+    'install it with: pip install "ckptlint[server]"'
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server on stdin/stdout until the client exits it. ``argv``: ``--stdio``
+    (the default and only transport, accepted for clients that pass it). Returns the exit
+    code (2 when pygls is missing or an argument is unknown)."""
+    args = list(argv or [])
+    unknown = [a for a in args if a != "--stdio"]
+    if unknown:
+        print(f"error: `ckptlint server` takes only --stdio, not {' '.join(unknown)}", file=sys.stderr)
+        return 2
+    try:
+        from ckptlint.server.lsp import create_server
+    except ImportError as exc:
+        if getattr(exc, "name", "") and str(exc.name).split(".")[0] in ("pygls", "lsprotocol"):
+            print(MISSING, file=sys.stderr)
+            return 2
+        raise
+    create_server().start_io()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,342 @@
+"""The language server: diagnostics and quick fixes for open Python files (pygls 2.x,
+lsprotocol 2025.x; LSP 3.17).
+
+- ``textDocument/didOpen``, ``didChange`` (full or incremental sync) and ``didSave`` lint the
+  document's current text and publish its diagnostics: the rule code, severity (``Error``
+  for rules of severity ERROR, else ``Warning``), source ``ckptlint`` and the rule page as
+  ``codeDescription.href``. A finding another document's checkpoint makes in this one
+  (a region reaching a function defined here) is published here too.
+- ``textDocument/codeAction`` offers, for each finding in the requested range, its fix
+  (``quickfix``; unsafe fixes only when the file's configuration sets
+  ``unsafe-fixes = true``, as ruff's server does; display-only fixes never) and
+  "Disable CODE for this line" (adds or extends ``# noqa: CODE``), plus
+  ``source.fixAll.ckptlint``: every applicable fix at once.
+- Configuration comes from the closest ``.ckptlint.toml``/``ckptlint.toml``/``pyproject.toml``
+  of each file, read again at every lint (saving the file takes effect at once).
+- Regions that reach other modules read them from the open documents first (unsaved
+  buffers take precedence over the files on disk), else from disk.
+
+Positions: ckptlint counts columns in characters (code points); LSP's default
+``utf-16`` position encoding counts UTF-16 code units, converted per line here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from ckptlint import __version__
+from ckptlint.diagnostics import Applicability, Diagnostic
+from ckptlint.project import Project, module_name_for
+from ckptlint.settings import Settings
+from ckptlint.source import SourceFile
+
+__all__ = ["CkptlintLanguageServer", "create_server"]
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+FIX_ALL = "source.fixAll.ckptlint"
+CONFIG_NAMES = (".ckptlint.toml", "ckptlint.toml", "pyproject.toml")
+
+
+class BufferProject(Project):
+    """A :class:`~ckptlint.project.Project` that reads open documents from the editor's
+    buffers (unsaved text) before the files on disk."""
+
+    def __init__(self, buffer_text) -> None:  # noqa: ANN001 - Callable[[Path], str | None]
+        super().__init__()
+        self._buffer_text = buffer_text
+
+    def analysis_for_file(self, path: Path):  # noqa: ANN201 - ModuleAnalysis | None
+        path = Path(os.path.abspath(path))
+        text = self._buffer_text(path)
+        if text is None:
+            return super().analysis_for_file(path)
+        if self._accessed is not None:
+            self._accessed.add(path)
+        if path not in self._analyses:
+            from ckptlint.analysis import parse_source
+
+            name, is_package, root = module_name_for(path)
+            self.add_root(root)
+            try:
+                self._analyses[path] = parse_source(SourceFile(str(path), text), name, is_package)
+            except Exception:  # noqa: BLE001 - a buffer that does not parse: nothing to reach
+                self._analyses[path] = None
+        else:
+            self._analyses.move_to_end(path)
+        return self._analyses[path]
+
+    def forget(self, path: Path) -> None:
+        """Drop the analysis of ``path`` (its buffer changed)."""
+        self._analyses.pop(Path(os.path.abspath(path)), None)
+
+
+@dataclass
+class Linted:
+    """The last lint of one document: its version and text, settings and findings."""
+
+    version: int | None
+    text: str
+    settings: Settings
+    diagnostics: list[Diagnostic]
+
+
+def _utf16_column(line: str, column: int) -> int:
+    """0-based UTF-16 offset of 1-based character ``column`` of ``line`` (clamped)."""
+    prefix = line[: max(0, column - 1)]
+    return len(prefix.encode("utf-16-le")) // 2
+
+
+def _character_column(line: str, units: int) -> int:
+    """1-based character column of 0-based UTF-16 offset ``units`` in ``line``."""
+    count = 0
+    for index, char in enumerate(line):
+        if count >= units:
+            return index + 1
+        count += 2 if ord(char) > 0xFFFF else 1
+    return len(line) + 1
+
+
+class _Lines:
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines() or [""]
+
+    def position(self, position: tuple[int, int]) -> lsp.Position:
+        row, column = position
+        line = self.lines[row - 1] if 0 < row <= len(self.lines) else ""
+        return lsp.Position(line=max(0, row - 1), character=_utf16_column(line, column))
+
+    def range(self, start: tuple[int, int], end: tuple[int, int]) -> lsp.Range:
+        return lsp.Range(start=self.position(start), end=self.position(end))
+
+
+class CkptlintLanguageServer(LanguageServer):
+    """The server; :func:`create_server` registers its features."""
+
+    def __init__(self) -> None:
+        super().__init__("ckptlint", __version__)
+        self.project = BufferProject(self._buffer_text)
+        self.linted: dict[str, Linted] = {}
+        #: uri of a linted document -> uri of a document -> findings the first puts there
+        self.placed: dict[str, dict[str, list[lsp.Diagnostic]]] = {}
+
+    # -------------------------------------------------------------- documents
+    def _buffer_text(self, path: Path) -> str | None:
+        document = self.workspace.text_documents.get(from_fs_path(str(path)) or "")
+        return document.source if document is not None else None
+
+    def settings_for(self, path: Path) -> Settings:
+        """The file's settings from its closest configuration file (read afresh)."""
+        from ckptlint.config import CliOverrides, SettingsResolver
+
+        root = Path(self.workspace.root_path) if self.workspace.root_path else path.parent
+        return SettingsResolver(CliOverrides(), cwd=root).for_path(path)
+
+    def lint(self, uri: str) -> Linted | None:
+        """Lint the open document ``uri`` and publish what it finds; ``None`` for a
+        document that is not a Python file on disk's namespace (``untitled:``) or whose
+        configuration is broken (shown as a message)."""
+        from ckptlint.config import ConfigError
+        from ckptlint.engine import FileLinter
+
+        path_text = to_fs_path(uri)
+        if not path_text or not path_text.endswith(PYTHON_SUFFIXES):
+            return None
+        path = Path(os.path.abspath(path_text))
+        document = self.workspace.get_text_document(uri)
+        try:
+            settings = self.settings_for(path)
+        except ConfigError as exc:
+            self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"ckptlint: {exc}"))
+            return None
+        self.project.forget(path)
+        result = FileLinter(self.project).lint(str(path), document.source.encode("utf-8"), settings)
+        linted = Linted(document.version, document.source, settings, result.diagnostics)
+        self.linted[uri] = linted
+        placed: dict[str, list[lsp.Diagnostic]] = {uri: []}
+        for d in result.diagnostics:
+            target = uri if d.path == str(path) else from_fs_path(d.path)
+            if target is None:
+                continue
+            text = document.source if target == uri else self._text_of(Path(d.path))
+            placed.setdefault(target, []).append(self.to_lsp(d, _Lines(text)))
+        touched = set(placed) | set(self.placed.get(uri, {}))
+        self.placed[uri] = placed
+        for target in sorted(touched, key=lambda t: (t != uri, t)):  # this document first
+            self.publish(target)
+        return linted
+
+    def _text_of(self, path: Path) -> str:
+        text = self._buffer_text(path)
+        if text is not None:
+            return text
+        from ckptlint.source import SourceDecodeError, load_source
+
+        try:
+            return load_source(path.read_bytes(), str(path)).text
+        except (OSError, SourceDecodeError):
+            return ""
+
+    def publish(self, uri: str) -> None:
+        found = [d for placed in self.placed.values() for d in placed.get(uri, [])]
+        unique = {(d.code, d.range.start.line, d.range.start.character, d.message): d for d in found}
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=list(unique.values()))
+        )
+
+    def close(self, uri: str) -> None:
+        touched = set(self.placed.pop(uri, {}))
+        self.linted.pop(uri, None)
+        path = to_fs_path(uri)
+        if path:
+            self.project.forget(Path(path))
+        for target in touched | {uri}:
+            self.publish(target)
+
+    # ------------------------------------------------------------ conversion
+    @staticmethod
+    def to_lsp(d: Diagnostic, lines: _Lines) -> lsp.Diagnostic:
+        from ckptlint.docs import rule_url
+        from ckptlint.output.base import severity_of
+
+        severity = lsp.DiagnosticSeverity.Error if severity_of(d.code) == "error" else lsp.DiagnosticSeverity.Warning
+        return lsp.Diagnostic(
+            range=lines.range(d.start, d.end),
+            message=d.message,
+            severity=severity,
+            code=d.code,
+            code_description=lsp.CodeDescription(href=rule_url(d.code)),
+            source="ckptlint",
+            data={"fixable": d.fix is not None, "applicability": d.fix.applicability.value if d.fix else None},
+        )
+
+    # ---------------------------------------------------------- code actions
+    def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        uri = params.text_document.uri
+        document = self.workspace.get_text_document(uri)
+        linted = self.linted.get(uri)
+        if linted is None or linted.version != document.version or linted.text != document.source:
+            linted = self.lint(uri)
+        if linted is None:
+            return []
+        only = params.context.only
+        wants_quickfix = not only or any(k.startswith("quickfix") for k in only)
+        wants_fix_all = not only or any(FIX_ALL.startswith(k) for k in only)
+        path = to_fs_path(uri)
+        lines = _Lines(linted.text)
+        first, last = params.range.start.line + 1, params.range.end.line + 1
+        actions: list[lsp.CodeAction] = []
+        unsafe = bool(linted.settings.unsafe_fixes)
+        for d in linted.diagnostics:
+            if not wants_quickfix or d.path != os.path.abspath(path or "") or not (d.start[0] <= last and d.end[0] >= first):
+                continue
+            lsp_diagnostic = self.to_lsp(d, lines)
+            if d.fix is not None and d.fix.applies(unsafe):
+                title = f"{d.fix.message} ({d.code})"
+                if d.fix.applicability is Applicability.UNSAFE:
+                    title += " (unsafe fix)"
+                edits = [lsp.TextEdit(range=lines.range(e.start, e.end), new_text=e.content) for e in d.fix.edits]
+                actions.append(
+                    lsp.CodeAction(
+                        title=title,
+                        kind=lsp.CodeActionKind.QuickFix,
+                        diagnostics=[lsp_diagnostic],
+                        edit=lsp.WorkspaceEdit(changes={uri: edits}),
+                        is_preferred=d.fix.applicability is Applicability.SAFE,
+                    )
+                )
+            noqa = self._noqa_edit(d, linted.text, lines)
+            if noqa is not None:
+                actions.append(
+                    lsp.CodeAction(
+                        title=f"Disable {d.code} for this line",
+                        kind=lsp.CodeActionKind.QuickFix,
+                        diagnostics=[lsp_diagnostic],
+                        edit=lsp.WorkspaceEdit(changes={uri: [noqa]}),
+                    )
+                )
+        if wants_fix_all:
+            fix_all = self._fix_all(uri, linted)
+            if fix_all is not None:
+                actions.append(fix_all)
+        return actions
+
+    @staticmethod
+    def _noqa_edit(d: Diagnostic, text: str, lines: _Lines) -> lsp.TextEdit | None:
+        """Replace the noqa row's line by the line with ``# noqa: CODE`` added (or merged)."""
+        from ckptlint.add_noqa import add_noqa
+
+        row = d.noqa_row or d.start[0]
+        edit = add_noqa(SourceFile(d.path, text), [d])
+        if not edit.added:
+            return None
+        new_lines = edit.text.splitlines()
+        if row > len(new_lines) or row > len(lines.lines):
+            return None
+        old = lines.lines[row - 1]
+        return lsp.TextEdit(range=lines.range((row, 1), (row, len(old) + 1)), new_text=new_lines[row - 1])
+
+    def _fix_all(self, uri: str, linted: Linted) -> lsp.CodeAction | None:
+        from ckptlint.engine import FileLinter, FixMode
+
+        path = os.path.abspath(to_fs_path(uri) or "")
+        result = FileLinter(self.project).lint(
+            path, linted.text.encode("utf-8"), linted.settings, fix=FixMode.APPLY, unsafe=bool(linted.settings.unsafe_fixes)
+        )
+        self.project.forget(Path(path))  # the fixed text is no buffer
+        if not result.changed or result.fixed_text is None:
+            return None
+        lines = _Lines(linted.text)
+        if linted.text.endswith(("\n", "\r")):
+            end = lsp.Position(line=len(lines.lines), character=0)
+        else:
+            end = lines.position((len(lines.lines), len(lines.lines[-1]) + 1))
+        whole = lsp.Range(start=lsp.Position(line=0, character=0), end=end)
+        return lsp.CodeAction(
+            title="ckptlint: fix all auto-fixable problems",
+            kind=FIX_ALL,
+            edit=lsp.WorkspaceEdit(changes={uri: [lsp.TextEdit(range=whole, new_text=result.fixed_text)]}),
+        )
+
+
+def create_server() -> CkptlintLanguageServer:
+    """A server with its features registered (not started: call ``start_io()``)."""
+    server = CkptlintLanguageServer()
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: CkptlintLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.lint(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: CkptlintLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        ls.lint(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: CkptlintLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if (to_fs_path(uri) or "").endswith(CONFIG_NAMES):  # configuration changed: lint all again
+            for open_uri in list(ls.linted):
+                ls.lint(open_uri)
+            return
+        for open_uri in list(ls.linted):  # other documents may reach the saved one
+            ls.lint(open_uri)
+        if uri not in ls.linted:
+            ls.lint(uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: CkptlintLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        ls.close(params.text_document.uri)
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False),
+    )
+    def code_action(ls: CkptlintLanguageServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        return ls.code_actions(params)
+
+    return server

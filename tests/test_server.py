@@ -1,0 +1,163 @@
+"""``ckptlint server``: the real server process driven by a real LSP client (pytest-lsp):
+diagnostics on open/change, quick fixes with their applicability, "disable for this line",
+configuration from the file's pyproject.toml, and unsaved buffers reached by regions."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+SOURCE = "from torch.utils.checkpoint import checkpoint\n\n\ndef forward(block, x):\n    return checkpoint(block, x)\n"
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "ckptlint", "server"]))
+async def client(lsp_client: LanguageClient, tmp_path: Path):  # noqa: ANN201
+    (tmp_path / "pyproject.toml").write_text("[tool.ckptlint]\nunsafe-fixes = true\n")
+    (tmp_path / "strict").mkdir()
+    (tmp_path / "strict" / "pyproject.toml").write_text("[tool.ckptlint]\n")  # unsafe fixes not allowed here
+    params = lsp.InitializeParams(
+        capabilities=pytest_lsp.client_capabilities("visual-studio-code"), root_uri=tmp_path.as_uri()
+    )
+    await lsp_client.initialize_session(params)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _published(client: LanguageClient, uri: str, timeout: float = 60.0) -> list[lsp.Diagnostic]:
+    """The diagnostics the server publishes for ``uri`` next (the caller popped the old ones)."""
+    for _ in range(int(timeout / 0.02)):
+        if uri in client.diagnostics:
+            return list(client.diagnostics[uri])
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no diagnostics published for {uri}")
+
+
+async def _open(client: LanguageClient, path: Path, text: str, version: int = 1) -> list[lsp.Diagnostic]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    uri = path.as_uri()
+    client.diagnostics.pop(uri, None)
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            text_document=lsp.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+        )
+    )
+    return await _published(client, uri)
+
+
+async def _change(client: LanguageClient, path: Path, text: str, version: int) -> list[lsp.Diagnostic]:
+    uri = path.as_uri()
+    client.diagnostics.pop(uri, None)
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+    return await _published(client, uri)
+
+
+def _apply(text: str, edits: list[lsp.TextEdit]) -> str:
+    """Apply LSP edits (ASCII text: UTF-16 units are characters) from the last to the first."""
+    lines = text.splitlines(keepends=True)
+
+    def offset(position: lsp.Position) -> int:
+        return sum(len(line) for line in lines[: position.line]) + position.character
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+    return text
+
+
+async def _actions(client: LanguageClient, uri: str, diagnostic: lsp.Diagnostic) -> list[lsp.CodeAction]:
+    result = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=lsp.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    return [a for a in result or [] if isinstance(a, lsp.CodeAction)]
+
+
+@pytest.mark.asyncio
+async def test_diagnostic_quick_fix_and_clean_after_the_edit(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    diagnostics = await _open(client, path, SOURCE)
+    assert len(diagnostics) == 1
+    d = diagnostics[0]
+    assert d.code == "CKP001" and d.source == "ckptlint"
+    assert d.severity == lsp.DiagnosticSeverity.Warning
+    assert d.range == lsp.Range(start=lsp.Position(line=4, character=11), end=lsp.Position(line=4, character=31))
+    assert d.code_description is not None and d.code_description.href.endswith("CKP001.md")
+
+    actions = await _actions(client, path.as_uri(), d)
+    titles = [a.title for a in actions]
+    assert titles == ["Pass `use_reentrant=False` (CKP001) (unsafe fix)", "Disable CKP001 for this line", "ckptlint: fix all auto-fixable problems"]
+    fix = actions[0]
+    assert fix.kind == lsp.CodeActionKind.QuickFix and fix.edit is not None and fix.edit.changes is not None
+    fixed = _apply(SOURCE, list(fix.edit.changes[path.as_uri()]))
+    assert fixed.splitlines()[4] == "    return checkpoint(block, x, use_reentrant=False)"
+
+    assert await _change(client, path, fixed, 2) == []
+
+
+@pytest.mark.asyncio
+async def test_unsafe_fix_needs_the_configuration_and_noqa_action_works(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "strict" / "model.py"
+    (d,) = await _open(client, path, SOURCE)
+    actions = await _actions(client, path.as_uri(), d)
+    assert [a.title for a in actions] == ["Disable CKP001 for this line"]  # unsafe-fixes not set there
+    edit = actions[0].edit
+    assert edit is not None and edit.changes is not None
+    silenced = _apply(SOURCE, list(edit.changes[path.as_uri()]))
+    assert silenced.splitlines()[4] == "    return checkpoint(block, x)  # noqa: CKP001"
+    assert await _change(client, path, silenced, 2) == []
+
+
+@pytest.mark.asyncio
+async def test_unsaved_buffer_of_another_module_takes_precedence(client: LanguageClient, tmp_path: Path) -> None:
+    blocks = tmp_path / "pkg" / "blocks.py"
+    (tmp_path / "pkg" / "__init__.py").parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    on_disk = "import torch\n\n\nclass Block(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+    assert await _open(client, blocks, on_disk) == []
+    unsaved = on_disk.replace("import torch\n", "import random\n\nimport torch\n").replace(
+        "return x * 2", "return x * random.random()"
+    )
+    assert await _change(client, blocks, unsaved, 2) == []  # nothing checkpoints it yet
+    model = tmp_path / "pkg" / "model.py"
+    text = (
+        "from torch.utils.checkpoint import checkpoint\n\nfrom pkg.blocks import Block\n\n\n"
+        "def forward(x):\n    return checkpoint(Block(), x, use_reentrant=False)\n"
+    )
+    client.diagnostics.pop(blocks.as_uri(), None)
+    assert await _open(client, model, text) == []
+    found = await _published(client, blocks.as_uri())
+    assert [d.code for d in found] == ["CKP103"]  # from the buffer: the file on disk has no random
+    assert found[0].range.start.line == 7
+
+
+def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+    from ckptlint import server
+
+    monkeypatch.delitem(sys.modules, "ckptlint.server.lsp", raising=False)
+    monkeypatch.setitem(sys.modules, "pygls", None)  # `import pygls` fails as when it is not installed
+    monkeypatch.setitem(sys.modules, "pygls.lsp.server", None)
+    assert server.main([]) == 2
+    assert capsys.readouterr().err == (
+        'error: `ckptlint server` needs the `server` extra (pygls), which is not installed; '
+        'install it with: pip install "ckptlint[server]"\n'
+    )
+
+
+def test_server_rejects_unknown_arguments(run_cli) -> None:  # noqa: ANN001
+    result = run_cli("server", "--tcp")
+    assert result.exit_code == 2
+    assert result.stderr == "error: `ckptlint server` takes only --stdio, not --tcp\n"
