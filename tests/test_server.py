@@ -119,6 +119,14 @@ async def test_unsafe_fix_needs_the_configuration_and_noqa_action_works(client: 
     silenced = _apply(SOURCE, list(edit.changes[path.as_uri()]))
     assert silenced.splitlines()[4] == "    return checkpoint(block, x)  # noqa: CKP001"
     assert await _change(client, path, silenced, 2) == []
+    # saving re-reads the configuration: with unsafe fixes allowed, the fix is offered
+    (tmp_path / "strict" / "pyproject.toml").write_text("[tool.ckptlint]\nunsafe-fixes = true\n")
+    await _change(client, path, SOURCE, 3)
+    client.diagnostics.pop(path.as_uri(), None)
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=path.as_uri())))
+    (d,) = await _published(client, path.as_uri())
+    actions = await _actions(client, path.as_uri(), d)
+    assert [a.title for a in actions][:2] == ["Pass `use_reentrant=False` (CKP001) (unsafe fix)", "Disable CKP001 for this line"]
 
 
 @pytest.mark.asyncio
