@@ -169,3 +169,20 @@ def test_server_rejects_unknown_arguments(run_cli) -> None:  # noqa: ANN001
     result = run_cli("server", "--tcp")
     assert result.exit_code == 2
     assert result.stderr == "error: `ckptlint server` takes only --stdio, not --tcp\n"
+
+
+def test_columns_in_each_position_encoding() -> None:
+    from ckptlint.server.lsp import _units
+
+    line = 'y = "\U0001F600é"; checkpoint(f, x)'
+    column = line.index("checkpoint") + 1  # ckptlint's 1-based character column
+    assert _units(line, column, "utf-32") == column - 1
+    assert _units(line, column, "utf-16") == column  # the emoji is two UTF-16 units
+    assert _units(line, column, "utf-8") == column + 3  # four bytes and two bytes
+
+
+@pytest.mark.asyncio
+async def test_range_after_an_astral_character_is_in_utf16_units(client: LanguageClient, tmp_path: Path) -> None:
+    text = SOURCE.replace("    return checkpoint(block, x)", '    s = "\U0001F600"; return checkpoint(block, x)')
+    (d,) = await _open(client, tmp_path / "emoji.py", text)
+    assert d.range.start == lsp.Position(line=4, character=len('    s = "\U0001F600"; return ') + 1)

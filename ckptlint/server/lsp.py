@@ -16,8 +16,9 @@ lsprotocol 2025.x; LSP 3.17).
 - Regions that reach other modules read them from the open documents first (unsaved
   buffers take precedence over the files on disk), else from disk.
 
-Positions: ckptlint counts columns in characters (code points); LSP's default
-``utf-16`` position encoding counts UTF-16 code units, converted per line here.
+Positions: ckptlint counts columns in characters (code points); LSP columns count code
+units of the position encoding pygls negotiated with the client (``utf-16`` by default,
+``utf-8`` or ``utf-32`` when the client prefers them), converted per line here.
 """
 
 from __future__ import annotations
@@ -86,30 +87,26 @@ class Linted:
     diagnostics: list[Diagnostic]
 
 
-def _utf16_column(line: str, column: int) -> int:
-    """0-based UTF-16 offset of 1-based character ``column`` of ``line`` (clamped)."""
+def _units(line: str, column: int, encoding: str = "utf-16") -> int:
+    """0-based offset, in code units of ``encoding`` (``utf-8``/``utf-16``/``utf-32``), of
+    1-based character ``column`` of ``line`` (clamped to the line)."""
     prefix = line[: max(0, column - 1)]
-    return len(prefix.encode("utf-16-le")) // 2
-
-
-def _character_column(line: str, units: int) -> int:
-    """1-based character column of 0-based UTF-16 offset ``units`` in ``line``."""
-    count = 0
-    for index, char in enumerate(line):
-        if count >= units:
-            return index + 1
-        count += 2 if ord(char) > 0xFFFF else 1
-    return len(line) + 1
+    if encoding == "utf-8":
+        return len(prefix.encode("utf-8", "surrogatepass"))
+    if encoding == "utf-32":
+        return len(prefix)
+    return len(prefix.encode("utf-16-le", "surrogatepass")) // 2
 
 
 class _Lines:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, encoding: str = "utf-16") -> None:
         self.lines = text.splitlines() or [""]
+        self.encoding = encoding
 
     def position(self, position: tuple[int, int]) -> lsp.Position:
         row, column = position
         line = self.lines[row - 1] if 0 < row <= len(self.lines) else ""
-        return lsp.Position(line=max(0, row - 1), character=_utf16_column(line, column))
+        return lsp.Position(line=max(0, row - 1), character=_units(line, column, self.encoding))
 
     def range(self, start: tuple[int, int], end: tuple[int, int]) -> lsp.Range:
         return lsp.Range(start=self.position(start), end=self.position(end))
@@ -126,6 +123,10 @@ class CkptlintLanguageServer(LanguageServer):
         self.placed: dict[str, dict[str, list[lsp.Diagnostic]]] = {}
 
     # -------------------------------------------------------------- documents
+    def _lines(self, text: str) -> _Lines:
+        encoding = getattr(self.workspace, "position_encoding", None) or "utf-16"
+        return _Lines(text, str(getattr(encoding, "value", encoding)))
+
     def _buffer_text(self, path: Path) -> str | None:
         document = self.workspace.text_documents.get(from_fs_path(str(path)) or "")
         return document.source if document is not None else None
@@ -164,7 +165,7 @@ class CkptlintLanguageServer(LanguageServer):
             if target is None:
                 continue
             text = document.source if target == uri else self._text_of(Path(d.path))
-            placed.setdefault(target, []).append(self.to_lsp(d, _Lines(text)))
+            placed.setdefault(target, []).append(self.to_lsp(d, self._lines(text)))
         touched = set(placed) | set(self.placed.get(uri, {}))
         self.placed[uri] = placed
         for target in sorted(touched, key=lambda t: (t != uri, t)):  # this document first
@@ -228,7 +229,7 @@ class CkptlintLanguageServer(LanguageServer):
         wants_quickfix = not only or any(k.startswith("quickfix") for k in only)
         wants_fix_all = not only or any(FIX_ALL.startswith(k) for k in only)
         path = to_fs_path(uri)
-        lines = _Lines(linted.text)
+        lines = self._lines(linted.text)
         first, last = params.range.start.line + 1, params.range.end.line + 1
         actions: list[lsp.CodeAction] = []
         unsafe = bool(linted.settings.unsafe_fixes)
@@ -291,7 +292,7 @@ class CkptlintLanguageServer(LanguageServer):
         self.project.forget(Path(path))  # the fixed text is no buffer
         if not result.changed or result.fixed_text is None:
             return None
-        lines = _Lines(linted.text)
+        lines = self._lines(linted.text)
         if linted.text.endswith(("\n", "\r")):
             end = lsp.Position(line=len(lines.lines), character=0)
         else:
