@@ -186,3 +186,59 @@ async def test_range_after_an_astral_character_is_in_utf16_units(client: Languag
     text = SOURCE.replace("    return checkpoint(block, x)", '    s = "\U0001F600"; return checkpoint(block, x)')
     (d,) = await _open(client, tmp_path / "emoji.py", text)
     assert d.range.start == lsp.Position(line=4, character=len('    s = "\U0001F600"; return ') + 1)
+
+
+def _raw_session(env: dict[str, str], capabilities: dict) -> tuple[dict, dict, list[dict]]:
+    """Drive ``ckptlint server`` with raw JSON-RPC: (initialize result, first diagnostics,
+    messages up to the shutdown response)."""
+    import json
+    import os
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ckptlint", "server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, **env},
+    )
+
+    def send(message: dict) -> None:
+        body = json.dumps(message).encode()
+        proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        proc.stdin.flush()
+
+    def read() -> dict:
+        length = 0
+        while (line := proc.stdout.readline()) not in (b"\r\n", b""):
+            if line.lower().startswith(b"content-length"):
+                length = int(line.split(b":")[1])
+        return json.loads(proc.stdout.read(length))
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": None, "capabilities": capabilities}})
+        initialized = read()
+        send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        document = {"uri": "file:///nonexistent/m.py", "languageId": "python", "version": 1, "text": SOURCE}
+        send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": document}})
+        first = read()
+        send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+        rest = []
+        while (message := read()).get("id") != 2:
+            rest.append(message)
+        send({"jsonrpc": "2.0", "method": "exit"})
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return initialized["result"], first, rest
+
+
+@pytest.mark.parametrize("encodings", [None, ["utf-8", "utf-16"], ["utf-32"]])
+def test_fast_start_answers_as_pygls_does(encodings: list[str] | None) -> None:
+    capabilities = {"general": {"positionEncodings": encodings}} if encodings else {}
+    fast = _raw_session({}, capabilities)
+    plain = _raw_session({"CKPTLINT_SERVER_FAST_START": "0"}, capabilities)
+    assert fast[0]["capabilities"] == plain[0]["capabilities"]
+    assert fast[1] == plain[1]  # the same first diagnostics
+    assert fast[1]["params"]["diagnostics"][0]["code"] == "CKP001"
+    assert fast[2] == [plain[1]]  # pygls publishes them again after the hand-over, nothing else

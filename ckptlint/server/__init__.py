@@ -1,11 +1,14 @@
 """``ckptlint server``: a Language Server Protocol server over stdio (ruff's ``ruff server``).
 
+``CKPTLINT_SERVER_FAST_START=0`` turns off the fast start (:mod:`ckptlint.server.fast_start`).
+
 It needs the ``server`` extra (``pip install "ckptlint[server]"``, which brings pygls); the
 command says so and exits with code 2 when it is missing. See :mod:`ckptlint.server.lsp`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 __all__ = ["main"]
@@ -25,6 +28,21 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: `ckptlint server` takes only --stdio, not {' '.join(unknown)}", file=sys.stderr)
         return 2
+    import importlib.util
+
+    if importlib.util.find_spec("pygls") is None or importlib.util.find_spec("lsprotocol") is None:
+        print(MISSING, file=sys.stderr)
+        return 2
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    if os.environ.get("CKPTLINT_SERVER_FAST_START", "1") == "0":
+        reader, writer = stdin, stdout
+    else:
+        # answer `initialize` and lint the first document before importing pygls (~0.5 s)
+        from ckptlint.server.fast_start import DropResponse, FastStart, ReplayReader
+
+        start = FastStart(stdin, stdout)
+        start.run()
+        reader, writer = ReplayReader(start.recorded, stdin), DropResponse(stdout, start.initialize_id)
     try:
         from ckptlint.server.lsp import create_server
     except ImportError as exc:
@@ -32,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             print(MISSING, file=sys.stderr)
             return 2
         raise
-    create_server().start_io()
+    create_server().start_io(reader, writer)
     return 0
 
 

@@ -34,6 +34,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from ckptlint import __version__
 from ckptlint.diagnostics import Applicability, Diagnostic
 from ckptlint.project import Project, module_name_for
+from ckptlint.server.lsp_positions import units
 from ckptlint.settings import Settings
 from ckptlint.source import SourceFile
 
@@ -87,15 +88,7 @@ class Linted:
     diagnostics: list[Diagnostic]
 
 
-def _units(line: str, column: int, encoding: str = "utf-16") -> int:
-    """0-based offset, in code units of ``encoding`` (``utf-8``/``utf-16``/``utf-32``), of
-    1-based character ``column`` of ``line`` (clamped to the line)."""
-    prefix = line[: max(0, column - 1)]
-    if encoding == "utf-8":
-        return len(prefix.encode("utf-8", "surrogatepass"))
-    if encoding == "utf-32":
-        return len(prefix)
-    return len(prefix.encode("utf-16-le", "surrogatepass")) // 2
+_units = units
 
 
 class _Lines:
@@ -186,8 +179,10 @@ class CkptlintLanguageServer(LanguageServer):
     def publish(self, uri: str) -> None:
         found = [d for placed in self.placed.values() for d in placed.get(uri, [])]
         unique = {(d.code, d.range.start.line, d.range.start.character, d.message): d for d in found}
+        linted = self.linted.get(uri)
+        version = linted.version if linted is not None else None
         self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=list(unique.values()))
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=list(unique.values()), version=version)
         )
 
     def close(self, uri: str) -> None:
