@@ -97,7 +97,8 @@ def _mask_cell(text: str, masked: list[str]) -> str:
     continued: str | None = None  # the indentation of a masked line ending in a backslash
     for i, line in enumerate(lines):
         body = line.rstrip("\r")
-        if whole or continued is not None or (i == 0 and first.startswith("%%")) or _is_ipython(body):
+        ipython = _is_ipython(body) and not _continues_statement(out)
+        if whole or continued is not None or (i == 0 and first.startswith("%%")) or ipython:
             if whole:
                 indent = ""
             elif continued is not None:
@@ -110,6 +111,25 @@ def _mask_cell(text: str, masked: list[str]) -> str:
         else:
             out.append(line)
     return "\n".join(out)
+
+
+def _continues_statement(lines: list[str]) -> bool:
+    """Whether the text of ``lines`` ends inside a statement (open brackets, a multi-line
+    string): a next line starting with ``%`` or ``!`` is then Python (``% b)``), not IPython."""
+    import io
+    import tokenize
+
+    if not lines:
+        return False
+    text = "\n".join(lines) + "\n"
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO(text).readline):
+            pass
+    except tokenize.TokenError:
+        return True  # EOF in a multi-line statement or string
+    except (SyntaxError, ValueError):
+        return False
+    return text.rstrip("\r\n").endswith("\\")
 
 
 def _is_ipython(line: str) -> bool:

@@ -159,6 +159,13 @@ def test_ipython_syntax_is_masked_and_restored() -> None:
     assert source.encode(source.text) == text.encode()
 
 
+def test_percent_and_bang_inside_a_statement_are_python() -> None:
+    cell = 'x = (a\n     % b)\ns = """\n!important\n"""\n!ls'
+    source = notebook_source(_notebook(cell).encode(), "n.ipynb")
+    assert source.text.splitlines()[1:6] == ["x = (a", "     % b)", 's = """', "!important", '"""']
+    assert source.text.splitlines()[6] == "pass  # ckptlint-ipython: 0"
+
+
 def test_syntax_error_in_a_cell_is_reported_at_the_cell(run_cli, write) -> None:  # noqa: ANN001
     write("bad.ipynb", _notebook(IMPORT, "checkpoint(f, x\n"))
     result = run_cli("--isolated", "--no-cache", "bad.ipynb")
