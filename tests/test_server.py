@@ -130,6 +130,14 @@ async def test_unsafe_fix_needs_the_configuration_and_noqa_action_works(client: 
 
 
 @pytest.mark.asyncio
+async def test_excluded_files_get_no_diagnostics(client: LanguageClient, tmp_path: Path) -> None:
+    (tmp_path / "vendored").mkdir()
+    (tmp_path / "vendored" / "pyproject.toml").write_text('[tool.ckptlint]\nextend-exclude = ["third_party"]\n')
+    assert await _open(client, tmp_path / "vendored" / "third_party" / "m.py", SOURCE) == []
+    assert len(await _open(client, tmp_path / "vendored" / "own.py", SOURCE)) == 1
+
+
+@pytest.mark.asyncio
 async def test_unsaved_buffer_of_another_module_takes_precedence(client: LanguageClient, tmp_path: Path) -> None:
     blocks = tmp_path / "pkg" / "blocks.py"
     (tmp_path / "pkg" / "__init__.py").parent.mkdir(parents=True, exist_ok=True)

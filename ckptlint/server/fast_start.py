@@ -145,6 +145,10 @@ class FastStart:
             settings = SettingsResolver(CliOverrides(), cwd=Path(self.root or os.path.dirname(path))).for_path(Path(path))
         except ConfigError:
             return  # pygls shows the message
+        from ckptlint.discovery import _excluded_anywhere
+
+        if _excluded_anywhere(Path(path), settings):
+            return  # pygls publishes the empty list
         result = FileLinter().lint(path, text.encode("utf-8"), settings)
         lines = text.splitlines() or [""]
         found = [_diagnostic(d, lines, self.encoding) for d in result.diagnostics if d.path == path]

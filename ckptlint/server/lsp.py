@@ -11,6 +11,7 @@ lsprotocol 2025.x; LSP 3.17).
   ``unsafe-fixes = true``, as ruff's server does; display-only fixes never) and
   "Disable CODE for this line" (adds or extends ``# noqa: CODE``), plus
   ``source.fixAll.ckptlint``: every applicable fix at once.
+- Files the configuration excludes (``exclude``, ``extend-exclude``) get no diagnostics.
 - Configuration comes from the closest ``.ckptlint.toml``/``ckptlint.toml``/``pyproject.toml``
   of each file, read again at every lint (saving the file takes effect at once).
 - Regions that reach other modules read them from the open documents first (unsaved
@@ -91,6 +92,12 @@ class Linted:
 _units = units
 
 
+def _excluded(path: Path, settings: Settings) -> bool:
+    from ckptlint.discovery import _excluded_anywhere
+
+    return _excluded_anywhere(path, settings)
+
+
 class _Lines:
     def __init__(self, text: str, encoding: str = "utf-16") -> None:
         self.lines = text.splitlines() or [""]
@@ -149,7 +156,12 @@ class CkptlintLanguageServer(LanguageServer):
             self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"ckptlint: {exc}"))
             return None
         self.project.forget(path)
-        result = FileLinter(self.project).lint(str(path), document.source.encode("utf-8"), settings)
+        if _excluded(path, settings):  # as the command line skips it in a folder (ruff's server too)
+            from ckptlint.engine import FileResult
+
+            result = FileResult(str(path))
+        else:
+            result = FileLinter(self.project).lint(str(path), document.source.encode("utf-8"), settings)
         linted = Linted(document.version, document.source, settings, result.diagnostics)
         self.linted[uri] = linted
         placed: dict[str, list[lsp.Diagnostic]] = {uri: []}
