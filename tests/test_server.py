@@ -173,10 +173,12 @@ def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.Mon
     )
 
 
-def test_server_rejects_unknown_arguments(run_cli) -> None:  # noqa: ANN001
+def test_server_rejects_unknown_arguments_and_has_help(run_cli) -> None:  # noqa: ANN001
     result = run_cli("server", "--tcp")
     assert result.exit_code == 2
     assert result.stderr == "error: `ckptlint server` takes only --stdio, not --tcp\n"
+    shown = run_cli("server", "--help")
+    assert shown.exit_code == 0 and shown.stdout.startswith("Usage: ckptlint server [--stdio]\n")
 
 
 def test_columns_in_each_position_encoding() -> None:
@@ -241,7 +243,7 @@ def _raw_session(env: dict[str, str], capabilities: dict) -> tuple[dict, dict, l
     return initialized["result"], first, rest
 
 
-@pytest.mark.parametrize("encodings", [None, ["utf-8", "utf-16"], ["utf-32"]])
+@pytest.mark.parametrize("encodings", [None, ["utf-8", "utf-16"]])
 def test_fast_start_answers_as_pygls_does(encodings: list[str] | None) -> None:
     capabilities = {"general": {"positionEncodings": encodings}} if encodings else {}
     fast = _raw_session({}, capabilities)

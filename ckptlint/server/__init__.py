@@ -19,11 +19,21 @@ MISSING = (
 )
 
 
+USAGE = """Usage: ckptlint server [--stdio]
+
+  The ckptlint language server (Language Server Protocol over stdin/stdout) for editors:
+  diagnostics on open, change and save, quick fixes and "disable for this line".
+  Needs the `server` extra: pip install "ckptlint[server]"."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the server on stdin/stdout until the client exits it. ``argv``: ``--stdio``
     (the default and only transport, accepted for clients that pass it). Returns the exit
     code (2 when pygls is missing or an argument is unknown)."""
     args = list(argv or [])
+    if "-h" in args or "--help" in args:
+        print(USAGE)
+        return 0
     unknown = [a for a in args if a != "--stdio"]
     if unknown:
         print(f"error: `ckptlint server` takes only --stdio, not {' '.join(unknown)}", file=sys.stderr)
