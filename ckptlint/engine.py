@@ -161,6 +161,9 @@ class FileLinter:
         except SourceDecodeError as exc:
             result.problems.append(Problem(path, str(exc), "decode"))
             return result
+        if len(source.text) > MAX_FILE_BYTES:  # a notebook's code cells (a .py file's text is never longer)
+            result.problems.append(_too_large(path, len(source.text), MAX_FILE_BYTES))
+            return result
         result.source = source
         module_name, is_package, root = module_name_for(Path(path)) if os.path.isabs(path) else ("", False, Path.cwd())
         self.project.add_root(root)
@@ -536,8 +539,8 @@ def lint_files(
     return RunResult(results)
 
 
-def _too_large(path: str, size: int) -> Problem:
-    limit = _size_limit(path) // 2**20
+def _too_large(path: str, size: int, limit_bytes: int | None = None) -> Problem:
+    limit = (limit_bytes or _size_limit(path)) // 2**20
     return Problem(path, f"too large to lint ({size / 2**20:.1f} MiB; the limit is {limit} MiB); file skipped", "parse")
 
 
