@@ -106,8 +106,10 @@ def main() -> None:
         path = Path(args.file) if args.file else Path(folder) / "model.py"
         if not args.file:
             path.write_text(SAMPLE)
-        cli = [cli_time(path) for _ in range(args.runs)]
-        server = [server_times(path) for _ in range(args.runs)]
+        cli, server = [], []
+        for _ in range(args.runs):  # alternated, so that a change in the machine's load hits both
+            cli.append(cli_time(path))
+            server.append(server_times(path))
     result = {
         "file": str(path) if args.file else "generated model.py",
         "runs": args.runs,
