@@ -82,6 +82,10 @@ def test_json_sarif_github_junit_carry_the_cell(run_cli, case) -> None:  # noqa:
 
     github = run_cli("--isolated", "--no-cache", "--output-format", "github", ".").stdout
     assert f"::warning file={NAME},line=1,col=1,endLine=1,endColumn=1,title=ckptlint (CKP001)::cell 6, line 19, column 21: " in github
+    summary = case.parent / "summary.md"
+    env = {"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "o/r", "GITHUB_SHA": "abc"}
+    run_cli("--isolated", "--no-cache", "--output-format", "github", ".", env=env)
+    assert f"[{NAME}:cell 6:19](https://github.com/o/r/blob/abc/{NAME}) | CKP001 |" in summary.read_text()
 
     junit = run_cli("--isolated", "--no-cache", "--output-format", "junit", ".").stdout
     assert 'line="19" column="21"' in junit and ">cell 6, line 19, col 21, `checkpoint()`" in junit

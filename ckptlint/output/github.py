@@ -129,13 +129,14 @@ def _link(d: Diagnostic, ctx: OutputContext) -> str:
     env = ctx.env
     workspace = Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else ctx.repository_root
     uri, relative = relative_uri(d.path, workspace)
-    shown = f"{display_path(d.path, ctx.cwd)}:{d.start[0]}"
+    cell = f"cell {d.cell}:" if d.cell is not None else ""
+    shown = f"{display_path(d.path, ctx.cwd)}:{cell}{d.start[0]}"
     server, repository, sha = env.get("GITHUB_SERVER_URL"), env.get("GITHUB_REPOSITORY"), env.get("GITHUB_SHA")
     if not (server and repository and sha and relative):
         return f"`{_cell(shown)}`"
-    url = f"{server.rstrip('/')}/{quote(repository)}/blob/{quote(sha)}/{uri}#L{d.start[0]}"
-    if d.end[0] > d.start[0]:
-        url += f"-L{d.end[0]}"
+    url = f"{server.rstrip('/')}/{quote(repository)}/blob/{quote(sha)}/{uri}"
+    if d.cell is None:  # a notebook's rows are not lines of the file GitHub shows
+        url += f"#L{d.start[0]}" + (f"-L{d.end[0]}" if d.end[0] > d.start[0] else "")
     return f"[{_cell(shown)}]({url})"
 
 
