@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
 from .compare import Difference
 from .equivalence import DEFAULT_VARIANTS, assert_checkpoint_equivalent, check_checkpoint_equivalent, default_loss
 from .memory import MemoryReport, StepMeasurement, compare_memory, measure
-from .report import CheckpointMismatch, EquivalenceReport, Suggestion, VariantResult
+from .report import CheckpointingWarning, CheckpointMismatch, EquivalenceReport, Suggestion, VariantResult
 from .rng_audit import RngRecord, StashPlan, audit_rng, stash_plan
 from .states import RngSnapshot, capture_rng, restore_rng
 from .warning_keys import WARNING_KEYS, classify_warning
@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_VARIANTS",
     "WARNING_KEYS",
     "CheckpointMismatch",
+    "CheckpointingWarning",
     "Difference",
     "EquivalenceReport",
     "MemoryReport",
