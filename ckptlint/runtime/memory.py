@@ -20,7 +20,8 @@ Two memory figures:
   running total and a ``weakref.finalize`` on the storage subtracts it when the storage is
   freed (storages keep their Python object alive while C++ holds them: PyObject preservation,
   torch >= 2.1, checked on 2.13). The largest total is the peak of memory held by tensors the
-  step created. Unlike the saved-tensor count it also sees what selective activation
+  step created (an output that shares an input's storage -- a view, an in-place op, ``w.t()`` of
+  a parameter -- is not new memory and is skipped). Unlike the saved-tensor count it also sees what selective activation
   checkpointing caches (``create_selective_checkpoint_contexts`` keeps op outputs in its own
   dispatch mode, outside ``saved_tensors_hooks``: torch/utils/checkpoint.py,
   ``_CachingTorchDispatchMode``, 2.13). Kernel-internal scratch buffers are not seen.
@@ -114,8 +115,23 @@ class _OpPeakTracker(TorchDispatchMode):
     def _freed(self, key: Any) -> None:
         self.current -= self.live.pop(key, 0)
 
+    @staticmethod
+    def _key(t: torch.Tensor) -> tuple[Any, int, int] | None:
+        try:
+            storage = t.untyped_storage()
+            return (str(t.device), storage.data_ptr()), storage.nbytes(), 0
+        except Exception:  # tensors without a storage (some subclasses)
+            return None
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        # views and in-place results share an input's storage: nothing new was allocated
+        inputs = set()
+        for a in tree_leaves((args, kwargs)):
+            if isinstance(a, torch.Tensor):
+                k = self._key(a)
+                if k is not None:
+                    inputs.add(k[0])
         for t in tree_leaves(out):
             if not isinstance(t, torch.Tensor):
                 continue
@@ -125,7 +141,7 @@ class _OpPeakTracker(TorchDispatchMode):
             except Exception:  # tensors without a storage (some subclasses)
                 continue
             key = (str(t.device), ptr)
-            if ptr == 0 or key in self.live:
+            if ptr == 0 or key in self.live or key in inputs:
                 continue
             self.live[key] = storage.nbytes()
             self.current += storage.nbytes()

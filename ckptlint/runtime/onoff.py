@@ -250,10 +250,12 @@ def check_checkpointing_equivalent(
         if diffs:
             rng_changed = [d.name for d in diffs if d.kind == "rng"]
             preserve = options.get("preserve_rng_state")
+            audited = bool(preserve) if preserve is not None else True
             try:
-                audit = audit_rng(plain, *inputs, kwargs=kwargs, preserve_rng_state=bool(preserve) if preserve is not None else True)
+                audit = audit_rng(plain, *inputs, kwargs=kwargs, preserve_rng_state=audited)
             except Exception:
                 audit = []
+            result.audit_preserve_rng_state = audited
             if preserve is None:
                 # not readable from the switch: the CPU RNG ends elsewhere only when the
                 # recomputation drew from it unrestored

@@ -309,6 +309,7 @@ class VariantResult:
         other_warnings: texts of unclassified warnings raised during the step.
         error: the exception raised by the step, or None.
         audit: random ops seen when the variant failed (see :func:`audit_rng`), else None.
+        audit_preserve_rng_state: the ``preserve_rng_state`` the audit judged the ops for.
         not_applicable: why the variant was not run (e.g. keyword arguments and the reentrant
             variant), else None; such a variant counts as ok.
         recomputations: ``{region: times recomputed}`` for a whole model: each region is the
@@ -328,6 +329,7 @@ class VariantResult:
     audit: list[RngRecord] | None = None
     not_applicable: str | None = None
     recomputations: dict[str, int] | None = None
+    audit_preserve_rng_state: bool = True
 
     @property
     def ok(self) -> bool:
@@ -356,7 +358,7 @@ class VariantResult:
         if self.audit:
             ops = sorted({f"{r.op} on {r.device} ({'preserved' if r.preserved else 'NOT preserved'})" for r in self.audit})
             shown = "; ".join(ops[:8]) + (f"; and {len(ops) - 8} more" if len(ops) > 8 else "")
-            lines.append("  random ops seen (audit_rng, preserve_rng_state=True): " + shown)
+            lines.append(f"  random ops seen (audit_rng, preserve_rng_state={self.audit_preserve_rng_state}): " + shown)
         if self.suggestions:
             lines.append("  likely cause:")
             lines += [f"    - {s.describe()}" for s in self.suggestions]
