@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from .compare import Difference, flatten
-from .equivalence import _compare, _ignore_matcher, _keep, _keep_tree, _Step, _vacuity_notes, _warn_vacuous, default_loss
+from .equivalence import _WARNING_TEXT, _compare, _ignore_matcher, _keep, _keep_tree, _Step, _vacuity_notes, _warn_vacuous, default_loss
 from .inputs import clone_inputs
 from .memory import MemoryReport, compare_memory
 from .pyglobals import watch_state
@@ -180,7 +180,7 @@ def _run(
 def _prepare(model: nn.Module, enable: Any, forward_kwargs: dict[str, Any]) -> tuple[nn.Module, nn.Module, str, dict[str, Any], list[str]]:
     if not isinstance(model, nn.Module):
         raise TypeError(f"expected an nn.Module, got {type(model).__name__}")
-    enable_fn, label, switch = resolve_enable(model, enable)
+    enable_fn, label, _ = resolve_enable(model, enable)
     notes: list[str] = []
     plain = copy.deepcopy(model)
     if is_checkpointing_on(plain):
@@ -191,8 +191,8 @@ def _prepare(model: nn.Module, enable: Any, forward_kwargs: dict[str, Any]) -> t
     if isinstance(returned, nn.Module):
         checkpointed = returned
     kwargs = dict(forward_kwargs)
-    library = find_switch(model).library if find_switch(model) is not None else None
-    if library == "transformers" and "use_cache" not in kwargs:
+    offered = find_switch(model)
+    if offered is not None and offered.library == "transformers" and "use_cache" not in kwargs:
         try:
             params = inspect.signature(model.forward).parameters
         except (TypeError, ValueError):
@@ -243,7 +243,7 @@ def check_checkpointing_equivalent(
         diffs = _compare(ref, var, rtol, atol, ignore)
         for key in var.warnings:
             if key not in ref.warnings and key not in ignored:
-                diffs.append(Difference("warning", key, "torch.utils.checkpoint warned"))
+                diffs.append(Difference("warning", key, "torch.utils.checkpoint warned: " + _WARNING_TEXT[key]))
         full_label = label + (f" ({variant_label(options)})" if options else "")
         result = VariantResult(options, full_label, diffs, [], var.calls, ref.calls, var.warnings, [], var.error)
         result.recomputations = regions

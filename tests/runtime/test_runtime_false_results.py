@@ -273,6 +273,22 @@ def test_mutable_input_appended_twice_is_caught():
     assert user_cache == []
 
 
+def test_cache_object_input_appended_twice_is_caught():
+    lin = nn.Linear(6, 6)
+
+    def layer(a, cache):
+        h = lin(a)
+        cache.layers.append(h.detach())  # a KV-cache update inside the region runs again
+        return h.tanh()
+
+    cache = Cache()
+    with pytest.raises(CheckpointMismatch) as info:
+        assert_checkpoint_equivalent(layer, x_in(), cache, variants=[{"use_reentrant": True}])
+    names = [d.name for d in info.value.differences if d.kind == "input_state"]
+    assert names == ["input[1].layers[1]"], names
+    assert cache.layers == []
+
+
 # --- 9. keyword arguments and the reentrant variant -------------------------------------------
 
 
