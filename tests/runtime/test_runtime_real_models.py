@@ -125,3 +125,11 @@ def test_diffusers_unet_with_enable_gradient_checkpointing_passes():
     # diffusers checkpoints each resnet (and attention) block by calling it through checkpoint
     assert "down_blocks.0.resnets.0" in result.recomputations
     assert set(result.recomputations.values()) == {1}
+
+
+def test_every_n_layers_recomputes_only_those_layers():
+    model = gpt2()
+    if not hasattr(model, "activation_checkpointing_enable"):
+        pytest.skip("every_n_layers needs transformers' activation_checkpointing_enable (5.x)")
+    report = assert_checkpointing_equivalent(model, ids(), enable=lambda m: m.activation_checkpointing_enable(every_n_layers=2))
+    assert report.results[0].recomputations == {"transformer.h.0": 1}
