@@ -58,6 +58,7 @@ class _Step:
     input_state: list[tuple[str, Any]] = field(default_factory=list)
     generators: dict[str, Any] = field(default_factory=dict)
     nested_output_tensors: list[str] = field(default_factory=list)
+    output_type: str = ""
     unknown_leaves: list[tuple[int, ...]] = field(default_factory=list)
     calls: int = 0
     warnings: list[str] = field(default_factory=list)
@@ -104,20 +105,22 @@ def _keep_tree(value: Any, prefix: str) -> list[tuple[str, Any]]:
 
 
 def _nested_tensors(out: Any) -> list[str]:
-    """Names of grad-requiring tensors the reentrant autograd.Function cannot see.
+    """Names of output tensors the reentrant autograd.Function cannot see.
 
     ``CheckpointFunction.apply`` (torch 2.13 torch/utils/checkpoint.py) returns what the function
-    returns; autograd tracks only a tensor returned directly or the tensors of a returned tuple.
+    returns; autograd tracks only a tensor returned directly or the tensors that are items of a
+    returned tuple (a NamedTuple counts: ``PyTuple_Check``). Tensors inside dicts, lists,
+    dataclasses or nested deeper come back without gradient history.
     """
     if isinstance(out, torch.Tensor):
         return []
+    items = list(enumerate(out)) if isinstance(out, tuple) else [(None, out)]
     names = []
-    for name, leaf in flatten(out, "output"):
-        if not isinstance(leaf, torch.Tensor):
+    for i, item in items:
+        if isinstance(item, torch.Tensor):
             continue
-        top_level = type(out) is tuple and name.count("[") == 1 and name.startswith("output[")
-        if not top_level:
-            names.append(name)
+        prefix = "output" if i is None else f"output[{i}]"
+        names += [name for name, leaf in flatten(item, prefix) if isinstance(leaf, torch.Tensor)]
     return names
 
 
@@ -168,6 +171,7 @@ def _run_step(
             else:
                 out = checkpoint(counted, *args, **ckpt_options, **kw)
             step.outputs = [(n, _keep(v)) for n, v in flatten(out, "output")]
+            step.output_type = type(out).__name__
             step.nested_output_tensors = _nested_tensors(out)
             loss = loss_fn(out)
             if loss is not None and loss.requires_grad:
@@ -219,6 +223,12 @@ def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[
         diffs.append(Difference("error", type(var.error).__name__, first[:300]))
     if var.error is None or var.outputs:
         ref_out, var_out = dict(ref.outputs), dict(var.outputs)
+        if var.outputs and ref.output_type != var.output_type:
+            diffs.append(
+                Difference("output", "output", f"type {ref.output_type} in the reference run, {var.output_type} in the checkpointed run")
+            )
+            if len(ref.outputs) == len(var.outputs):  # same leaves under other names: compare by position
+                var_out = {name: value for (name, _), (_, value) in zip(ref.outputs, var.outputs)}
         for name in list(ref_out) + [k for k in var_out if k not in ref_out]:
             if ignore is not None and ignore(name):
                 continue

@@ -105,6 +105,9 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
 
     * a gradient that is None only in a reentrant run whose positional inputs do not require
       grad: ``check_backward_validity`` warns and the output does not require grad (lines 83-87);
+    * reentrant variant and the output's type changed (a NamedTuple comes back as a plain
+      tuple from ``CheckpointFunction.apply``; observed on torch 2.13), or gradients differ and
+      output tensors sit inside containers that autograd.Function does not look into;
     * buffers named ``running_mean`` / ``running_var`` / ``num_batches_tracked`` differ:
       BatchNorm ran twice in train mode (CKP203); other buffers: a side effect (CKP202);
     * ``preserve_rng_state=False`` and torch random ops or a diverged torch RNG (CKP101);
@@ -143,20 +146,32 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
     grad_none = [
         d for d in differences if d.kind in ("input_grad", "param_grad") and d.variant_none and not d.reference_none
     ]
-    if grad_none and ev.reentrant and ev.nested_outputs:
+    grad_diffs = [d for d in differences if d.kind in ("input_grad", "param_grad")]
+    retyped = [d for d in differences if d.kind == "output" and d.name == "output" and d.detail.startswith("type ")]
+    if ev.reentrant and retyped:
+        out.append(
+            Suggestion(
+                None,
+                "reentrant checkpoint changed the type of the output (" + retyped[0].detail + "): its "
+                "autograd.Function (CheckpointFunction.apply) returns a plain tuple for any tuple, "
+                "NamedTuples included",
+                "use use_reentrant=False, or index the result instead of using field names",
+            )
+        )
+    if grad_diffs and ev.reentrant and ev.nested_outputs:
+        ran_once = " (the function ran once: nothing was recomputed)" if ev.calls <= 1 else ""
         out.append(
             Suggestion(
                 None,
                 "reentrant checkpoint drops the gradients of outputs nested in containers: its "
                 "autograd.Function (CheckpointFunction) tracks only a returned tensor or the tensors "
                 "of a returned tuple, so " + ", ".join(ev.nested_outputs[:3])
-                + " carry no gradient history and nothing flows back into the region "
-                f"(the function ran {_times(ev.calls)}: nothing was recomputed)",
+                + " carry no gradient history and their gradients never reach the region" + ran_once,
                 "use use_reentrant=False, or return a tensor or a tuple of tensors from the "
                 "checkpointed function",
             )
         )
-    elif grad_none and ev.reentrant and (
+    if grad_none and ev.reentrant and not ev.nested_outputs and (
         "no_input_requires_grad" in ev.warnings or not ev.positional_grad_input
     ):
         out.append(

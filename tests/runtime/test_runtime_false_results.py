@@ -181,6 +181,43 @@ def test_reentrant_dict_output_is_explained():
     assert "CKP201" not in info.value.rule_codes
 
 
+def test_reentrant_tuple_with_a_nested_list_is_explained():
+    torch.manual_seed(0)
+    lin = nn.Linear(6, 6)
+
+    def fn(a):
+        h = lin(a)
+        return h.tanh(), [h.sigmoid()]  # the list's tensor loses its history under reentrant
+
+    with pytest.raises(CheckpointMismatch) as info:
+        assert_checkpoint_equivalent(fn, x_in(), variants=[{"use_reentrant": True}])
+    assert "output[1][0]" in str(info.value)
+    assert "nested in containers" in str(info.value) and "CKP201" not in info.value.rule_codes
+
+
+class Pair(NamedTuple):
+    first: torch.Tensor
+    second: torch.Tensor
+
+
+def test_reentrant_named_tuple_output_becomes_a_tuple():
+    torch.manual_seed(0)
+    lin = nn.Linear(6, 6)
+
+    def fn(a):
+        h = lin(a)
+        return Pair(h.tanh(), h.sigmoid())
+
+    assert assert_checkpoint_equivalent(fn, x_in(), variants=NON_REENTRANT).ok
+    with pytest.raises(CheckpointMismatch) as info:
+        assert_checkpoint_equivalent(fn, x_in(), variants=[{"use_reentrant": True}])
+    # the values are right; only the type changed (autograd.Function returns a plain tuple)
+    assert [(d.name, d.detail) for d in info.value.differences] == [
+        ("output", "type Pair in the reference run, tuple in the checkpointed run")
+    ]
+    assert "CKP201" not in info.value.rule_codes
+
+
 # --- 6. modules reached through a container or an object -------------------------------------
 
 
