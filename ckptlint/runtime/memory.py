@@ -169,7 +169,8 @@ class StepMeasurement:
         peak_step_bytes: largest rise of allocated memory above the level before the step,
             bytes; None on CPU.
         op_peak_bytes: peak of the bytes held by storages the step's ops created (every
-            device; see the module docstring), bytes; measured in the untimed counted step.
+            device; see the module docstring), bytes; measured in the untimed counted step;
+            None when the step cannot run under a Python dispatch mode.
         min_time_s, max_time_s: fastest and slowest timed step, seconds.
     """
 
@@ -247,8 +248,16 @@ class _Runner:
         """Run once under saved-tensor hooks and the op peak tracker; return the counter."""
         counter = _SavedTensorCounter()
         tracker = _OpPeakTracker()
-        with tracker, torch.autograd.graph.saved_tensors_hooks(counter.pack, counter.unpack):
-            step_fn()
+        try:
+            with tracker, torch.autograd.graph.saved_tensors_hooks(counter.pack, counter.unpack):
+                step_fn()
+        except Exception:
+            # a step that cannot run under a Python dispatch mode (some tensor subclasses):
+            # count saved tensors without the op peak; a step that fails anyway raises here
+            counter = _SavedTensorCounter()
+            with torch.autograd.graph.saved_tensors_hooks(counter.pack, counter.unpack):
+                step_fn()
+            return counter
         counter.op_peak = tracker.peak
         return counter
 
