@@ -9,6 +9,9 @@ Provides:
 * ``--ckpt-device DEVICE``: the device the fixtures use (default: ``cuda`` when available,
   else ``cpu``). An unknown or unavailable device is a usage error.
 * marker ``gpu``: the test needs CUDA; it is skipped when torch or CUDA is not available.
+* fixture ``ckpt_model_equivalence``: is the model the same with checkpointing on and off?
+  (:func:`ckptlint.runtime.assert_checkpointing_equivalent` on the device; ``.memory(...)``
+  runs :func:`ckptlint.runtime.compare_checkpointing_memory`).
 * fixtures ``ckpt_device`` (a ``torch.device``), ``ckpt_equivalence``
   (:func:`ckptlint.runtime.assert_checkpoint_equivalent` on that device), ``ckpt_rng_audit``
   (:func:`ckptlint.runtime.audit_rng`) and ``ckpt_memory``
@@ -201,6 +204,57 @@ class MemoryComparer:
         from ckptlint.runtime import measure
 
         return measure(step_fn, device=self.device, **options)
+
+
+_OPTION_NAMES = frozenset({"enable", "loss_fn", "rtol", "atol", "ignore_outputs", "ignore_warnings"})
+
+
+class ModelEquivalenceChecker:
+    """Callable returned by the ``ckpt_model_equivalence`` fixture.
+
+    ``ckpt_model_equivalence(model, *inputs, enable="auto", **options_and_forward_kwargs)``
+    moves a copy of the model, the tensor inputs and tensor keyword arguments to ``device``
+    (unless ``to_device=False``) and calls
+    :func:`ckptlint.runtime.assert_checkpointing_equivalent`; raises
+    :class:`ckptlint.runtime.CheckpointMismatch` on a difference and returns the report.
+    ``ckpt_model_equivalence.memory(model, *inputs, **same)`` runs
+    :func:`ckptlint.runtime.compare_checkpointing_memory` on ``device`` and records the report
+    like ``ckpt_memory`` does.
+    """
+
+    def __init__(self, device: Any, request: pytest.FixtureRequest):
+        self.device = device
+        self._request = request
+
+    def _move(self, model: Any, inputs: tuple, options: dict[str, Any], to_device: bool) -> tuple[Any, tuple, dict[str, Any]]:
+        if not to_device:
+            return model, inputs, options
+        moved = {k: (v if k in _OPTION_NAMES else _to_device(v, self.device)) for k, v in options.items()}
+        return _to_device(model, self.device), _to_device(inputs, self.device), moved
+
+    def __call__(self, model: Any, *inputs: Any, to_device: bool = True, **options: Any) -> Any:
+        __tracebackhide__ = True
+        from ckptlint.runtime import assert_checkpointing_equivalent
+
+        model, inputs, options = self._move(model, inputs, options, to_device)
+        return assert_checkpointing_equivalent(model, *inputs, **options)
+
+    def memory(self, model: Any, *inputs: Any, to_device: bool = True, **options: Any) -> Any:
+        from ckptlint.runtime import compare_checkpointing_memory
+
+        model, inputs, options = self._move(model, inputs, options, to_device)
+        report = compare_checkpointing_memory(model, *inputs, device=self.device, **options)
+        node = self._request.node
+        node.user_properties.append(("ckpt_memory_ratio", report.memory_ratio))
+        node.user_properties.append(("ckpt_time_ratio", report.time_ratio))
+        self._request.config.stash[_MEMORY_REPORTS].append((node.nodeid, report))
+        return report
+
+
+@pytest.fixture
+def ckpt_model_equivalence(ckpt_device: Any, request: pytest.FixtureRequest) -> ModelEquivalenceChecker:
+    """``assert_checkpointing_equivalent`` on the ``--ckpt-device`` device (see ModelEquivalenceChecker)."""
+    return ModelEquivalenceChecker(ckpt_device, request)
 
 
 @pytest.fixture

@@ -4,18 +4,23 @@ A :class:`Difference` names one thing that is not the same in a checkpointed run
 reference run: a tensor (output, input gradient, parameter gradient, buffer), a generator
 state, a watched Python value, a warning or an exception. Tensor differences carry the
 maximum absolute difference and the maximum relative difference ``|a - b| / |reference|``
-(``inf`` where the reference is 0 and the value is not).
+(computed only where the reference is not 0; elements where the reference is exactly 0 are
+named in the detail instead of giving ``inf``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
+import reprlib
+import types
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 import torch
 
-__all__ = ["Difference", "compare_tensors", "flatten"]
+__all__ = ["Difference", "compare_tensors", "compare_values", "flatten", "short_repr", "values_equal"]
 
 
 @dataclass
@@ -28,7 +33,8 @@ class Difference:
         name: what differs, e.g. ``"output[0]"``, ``"grad of 0.weight"``, ``"buffer bn.running_mean"``.
         detail: a short human-readable description (shapes, values, message).
         max_abs: largest absolute elementwise difference (tensors only, else None).
-        max_rel: largest relative difference against the reference (tensors only, else None).
+        max_rel: largest relative difference against the reference (tensors only, else None); None too
+            where the reference is exactly 0 at every differing element.
         reference_none: the reference value is None (e.g. a gradient that was never computed).
         variant_none: the checkpointed value is None; ``variant_none and not reference_none``
             is the reentrant no-input-requires-grad symptom for gradients.
@@ -45,9 +51,14 @@ class Difference:
     variant: str = ""
 
     def describe(self) -> str:
-        """One line, e.g. ``grad of 0.weight: max abs diff 0.0123, max rel diff 0.456``."""
+        """One line, e.g. ``grad of 0.weight: max abs diff 0.0123, max rel diff 0.456``.
+
+        The relative difference is left out where the reference is exactly 0 (the detail says so).
+        """
         if self.max_abs is not None:
-            text = f"{self.name}: max abs diff {_fmt(self.max_abs)}, max rel diff {_fmt(self.max_rel)}"
+            text = f"{self.name}: max abs diff {_fmt(self.max_abs)}"
+            if self.max_rel is not None:
+                text += f", max rel diff {_fmt(self.max_rel)}"
             return text + (f" ({self.detail})" if self.detail else "")
         return f"{self.name}: {self.detail}" if self.detail else self.name
 
@@ -60,19 +71,115 @@ def _fmt(x: float | None) -> str:
     return f"{x:.3g}"
 
 
-def flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
-    """Yield ``(name, leaf)`` for a nested structure of tuples, lists and dicts.
+_REPR = reprlib.Repr()
+_REPR.maxstring = 60
+_REPR.maxother = 60
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxdict = 6
+_REPR.maxlevel = 3
 
-    Names look like ``output``, ``output[1]``, ``output['logits']``. Other objects are leaves.
+
+def short_repr(value: Any) -> str:
+    """``repr(value)`` bounded to about 80 characters (:mod:`reprlib`, strings cut to 60)."""
+    text = _REPR.repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+_ATOMS = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size)
+_MAX_DEPTH = 12
+
+
+def _has_own_eq(obj: Any) -> bool:
+    return type(obj).__eq__ is not object.__eq__
+
+
+def flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    """Yield ``(name, leaf)`` for a nested output or state, pytree-style.
+
+    Containers entered: dicts (``ModelOutput`` and ``OrderedDict`` included; names
+    ``prefix['key']``), lists and tuples (``prefix[1]``), NamedTuples and dataclass instances
+    (``prefix.field``), and plain objects that define no ``__eq__`` of their own (a transformers
+    ``DynamicCache``, a holder of tensors: ``prefix.attr`` over ``vars(obj)``). Leaves: tensors,
+    scalars, strings, ``torch.dtype``/``device``/``Size``, generators, modules, sets and
+    objects with their own ``__eq__``. Cycles and nesting deeper than 12 stop at a leaf.
     """
+    yield from _flatten(value, prefix, set(), 0)
+
+
+def _flatten(value: Any, prefix: str, seen: set[int], depth: int) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, (torch.Tensor, torch.Generator, torch.nn.Module) + _ATOMS) or depth > _MAX_DEPTH:
+        yield prefix, value
+        return
+    if id(value) in seen:
+        yield prefix, value
+        return
+    seen = seen | {id(value)}
     if isinstance(value, dict):
         for k, v in value.items():
-            yield from flatten(v, f"{prefix}[{k!r}]")
+            yield from _flatten(v, f"{prefix}[{k!r}]", seen, depth + 1)
+    elif isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        for k, v in zip(type(value)._fields, value):
+            yield from _flatten(v, f"{prefix}.{k}", seen, depth + 1)
     elif isinstance(value, (tuple, list)):
+        if not value:
+            yield prefix, type(value)()
         for i, v in enumerate(value):
-            yield from flatten(v, f"{prefix}[{i}]")
+            yield from _flatten(v, f"{prefix}[{i}]", seen, depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _flatten(getattr(value, f.name, None), f"{prefix}.{f.name}", seen, depth + 1)
+    elif (
+        not isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType, functools.partial))
+        and hasattr(value, "__dict__")
+        and not _has_own_eq(value)
+    ):
+        attrs = vars(value)
+        if not attrs:
+            yield prefix, f"<{type(value).__name__} object>"
+        for k, v in attrs.items():
+            yield from _flatten(v, f"{prefix}.{k}", seen, depth + 1)
     else:
         yield prefix, value
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    """Equality that never raises: tensors by content, generators by state, modules by type."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (
+            isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+            and a.dtype == b.dtype and bool(torch.equal(a.detach().cpu(), b.detach().cpu()))
+        )
+    if isinstance(a, torch.Generator) and isinstance(b, torch.Generator):
+        return bool(torch.equal(a.get_state(), b.get_state()))
+    if isinstance(a, torch.nn.Module) and isinstance(b, torch.nn.Module):
+        return type(a) is type(b)
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:
+        return False
+
+
+def compare_values(
+    kind: str, name: str, reference: Any, value: Any, *, rtol: float, atol: float, ignore: Any = None
+) -> list[Difference]:
+    """Flatten two nested values (see :func:`flatten`) and compare leaf by leaf.
+
+    Tensors go through :func:`compare_tensors`; a leaf present in one run only is a difference;
+    generators are compared by state. ``ignore(leaf_name) -> bool`` skips leaves.
+    """
+    ref = dict(flatten(reference, name))
+    var = dict(flatten(value, name))
+    out: list[Difference] = []
+    for leaf in list(ref) + [k for k in var if k not in ref]:
+        if ignore is not None and ignore(leaf):
+            continue
+        if leaf not in ref or leaf not in var:
+            where = "the reference" if leaf in ref else "the checkpointed"
+            out.append(Difference(kind, leaf, f"present only in {where} run"))
+            continue
+        d = compare_tensors(kind, leaf, ref[leaf], var[leaf], rtol=rtol, atol=atol)
+        if d is not None:
+            out.append(d)
+    return out
 
 
 def compare_tensors(
@@ -97,12 +204,16 @@ def compare_tensors(
             reference_none=reference is None,
             variant_none=value is None,
         )
+    if isinstance(reference, torch.Generator) and isinstance(value, torch.Generator):
+        if values_equal(reference, value):
+            return None
+        return Difference(kind, name, "generator state after the step differs")
     if not isinstance(reference, torch.Tensor) or not isinstance(value, torch.Tensor):
-        try:
-            same = type(reference) is type(value) and bool(reference == value)
-        except Exception:
-            same = False
-        return None if same else Difference(kind, name, f"{reference!r} vs {value!r}")
+        if values_equal(reference, value):
+            return None
+        return Difference(
+            kind, name, f"{short_repr(reference)} after the reference step, {short_repr(value)} after the checkpointed step"
+        )
     if reference.shape != value.shape:
         return Difference(kind, name, f"shape {tuple(reference.shape)} vs {tuple(value.shape)}")
     if reference.dtype != value.dtype:
@@ -126,7 +237,12 @@ def compare_tensors(
     diff = torch.where(both_nan, torch.zeros_like(diff), diff)
     diff = torch.nan_to_num(diff, nan=math.inf)
     ref = a64.abs()
-    rel = torch.where(diff == 0, torch.zeros_like(diff), diff / ref)
+    nonzero = ref != 0
+    rel = torch.where(nonzero & (diff != 0), diff / torch.where(nonzero, ref, torch.ones_like(ref)), torch.zeros_like(diff))
     rel = torch.nan_to_num(rel, nan=math.inf, posinf=math.inf)
-    detail = f"shape {tuple(reference.shape)}" if reference.dim() else ""
-    return Difference(kind, name, detail, max_abs=float(diff.max()), max_rel=float(rel.max()))
+    at_zero = bool(((diff != 0) & ~nonzero).any())
+    max_rel: float | None = float(rel.max()) if bool(((diff != 0) & nonzero).any()) else None
+    parts = [f"shape {tuple(reference.shape)}"] if reference.dim() else []
+    if at_zero:
+        parts.append("differs where the reference is 0" if max_rel is not None else "the reference is 0 where they differ")
+    return Difference(kind, name, "; ".join(parts), max_abs=float(diff.max()), max_rel=max_rel)

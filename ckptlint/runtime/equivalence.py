@@ -7,18 +7,38 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import torch
+from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .compare import Difference, compare_tensors, flatten
+import fnmatch
+
+from .compare import Difference, compare_tensors, compare_values, flatten, short_repr
 from .inputs import clone_inputs
 from .pyglobals import WatchedState, watch_state
-from .report import CheckpointMismatch, EquivalenceReport, Evidence, VariantResult, diagnose, variant_label
+from .report import (
+    CheckpointingWarning,
+    CheckpointMismatch,
+    EquivalenceReport,
+    Evidence,
+    VariantResult,
+    diagnose,
+    variant_label,
+)
 from .rng_audit import RngRecord, audit_rng
 from .states import RngSnapshot, capture_rng, restore_rng, rng_differences
-from .targets import Isolated, plain_attributes
+from .targets import Isolated, find_modules, plain_attributes
 from .warning_keys import classify_warning
 
 __all__ = ["DEFAULT_VARIANTS", "assert_checkpoint_equivalent", "check_checkpoint_equivalent"]
+
+#: why the reentrant variant cannot run a function with keyword arguments (torch 2.13
+#: torch/utils/checkpoint.py, ``checkpoint``: ``if kwargs and use_reentrant: raise
+#: ValueError("Unexpected keyword arguments: ...")``)
+REENTRANT_KWARGS_REASON = (
+    "not applicable to the reentrant variant: torch.utils.checkpoint's reentrant implementation "
+    "passes no keyword arguments to the function (it raises ValueError 'Unexpected keyword "
+    "arguments'); pass them positionally or through functools.partial to test it"
+)
 
 #: The variants checked when ``variants`` is None: both implementations, default options.
 DEFAULT_VARIANTS: tuple[dict[str, Any], ...] = ({"use_reentrant": False}, {"use_reentrant": True})
@@ -35,6 +55,11 @@ class _Step:
     attrs: dict[str, Any] = field(default_factory=dict)
     rng: RngSnapshot | None = None
     python_state: dict[str, Any] = field(default_factory=dict)
+    input_state: list[tuple[str, Any]] = field(default_factory=list)
+    generators: dict[str, Any] = field(default_factory=dict)
+    nested_output_tensors: list[str] = field(default_factory=list)
+    output_type: str = ""
+    unknown_leaves: list[tuple[int, ...]] = field(default_factory=list)
     calls: int = 0
     warnings: list[str] = field(default_factory=list)
     other_warnings: list[str] = field(default_factory=list)
@@ -68,6 +93,53 @@ def _keep(value: Any) -> Any:
     return value.detach().clone() if isinstance(value, torch.Tensor) else value
 
 
+def _keep_tree(value: Any, prefix: str) -> list[tuple[str, Any]]:
+    """Flattened copy of a value after a step: tensors cloned, generators' states taken."""
+    out = []
+    for name, leaf in flatten(value, prefix):
+        if isinstance(leaf, torch.Generator):
+            out.append((f"generator {name}", leaf.get_state()))
+        else:
+            out.append((name, _keep(leaf)))
+    return out
+
+
+def _nested_tensors(out: Any) -> list[str]:
+    """Names of output tensors the reentrant autograd.Function cannot see.
+
+    ``CheckpointFunction.apply`` (torch 2.13 torch/utils/checkpoint.py) returns what the function
+    returns; autograd tracks only a tensor returned directly or the tensors that are items of a
+    returned tuple (a NamedTuple counts: ``PyTuple_Check``). Tensors inside dicts, lists,
+    dataclasses or nested deeper come back without gradient history.
+    """
+    if isinstance(out, torch.Tensor):
+        return []
+    items = list(enumerate(out)) if isinstance(out, tuple) else [(None, out)]
+    names = []
+    for i, item in items:
+        if isinstance(item, torch.Tensor):
+            continue
+        prefix = "output" if i is None else f"output[{i}]"
+        names += [name for name, leaf in flatten(item, prefix) if isinstance(leaf, torch.Tensor)]
+    return names
+
+
+def _graph_leaves(root: Any) -> list[torch.Tensor]:
+    """Leaf tensors (``AccumulateGrad.variable``) the autograd graph of ``root`` reaches."""
+    out, seen = [], set()
+    stack = [root.grad_fn] if isinstance(root, torch.Tensor) and root.grad_fn is not None else []
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        var = getattr(fn, "variable", None)
+        if isinstance(var, torch.Tensor):
+            out.append(var)
+        stack.extend(f for f, _ in getattr(fn, "next_functions", ()))
+    return out
+
+
 def _run_step(
     isolated: Isolated,
     inputs: tuple,
@@ -99,8 +171,16 @@ def _run_step(
             else:
                 out = checkpoint(counted, *args, **ckpt_options, **kw)
             step.outputs = [(n, _keep(v)) for n, v in flatten(out, "output")]
+            step.output_type = type(out).__name__
+            step.nested_output_tensors = _nested_tensors(out)
             loss = loss_fn(out)
             if loss is not None and loss.requires_grad:
+                if ckpt_options is None:
+                    known = {id(p) for m in modules.values() for p in m.parameters()}
+                    known |= {id(t) for _, t in flatten((args, kw), "input") if isinstance(t, torch.Tensor)}
+                    step.unknown_leaves = [
+                        tuple(t.shape) for t in _graph_leaves(loss) if id(t) not in known
+                    ]
                 loss.backward()
         except Exception as exc:
             if reraise:
@@ -131,19 +211,30 @@ def _run_step(
                 step.attrs[f"attribute {where}.{k}"] = v
     step.rng = capture_rng()
     step.python_state = watched.snapshot()
+    step.input_state = _keep_tree(tuple(args), "input") + _keep_tree(kw, "kwargs")
+    step.generators = {f"generator {k}": g.get_state() for k, g in isolated.generators.items()}
     return step
 
 
-def _compare(ref: _Step, var: _Step, rtol: float, atol: float) -> list[Difference]:
+def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[[str], bool] | None = None) -> list[Difference]:
     diffs: list[Difference] = []
     if var.error is not None:
         first = str(var.error).strip().splitlines()[0] if str(var.error).strip() else ""
-        diffs.append(Difference("error", type(var.error).__name__, first))
+        diffs.append(Difference("error", type(var.error).__name__, first[:300]))
     if var.error is None or var.outputs:
         ref_out, var_out = dict(ref.outputs), dict(var.outputs)
-        for name in ref_out.keys() | var_out.keys():
+        if var.outputs and ref.output_type != var.output_type:
+            diffs.append(
+                Difference("output", "output", f"type {ref.output_type} in the reference run, {var.output_type} in the checkpointed run")
+            )
+            if len(ref.outputs) == len(var.outputs):  # same leaves under other names: compare by position
+                var_out = {name: value for (name, _), (_, value) in zip(ref.outputs, var.outputs)}
+        for name in list(ref_out) + [k for k in var_out if k not in ref_out]:
+            if ignore is not None and ignore(name):
+                continue
             if name not in ref_out or name not in var_out:
-                diffs.append(Difference("output", name, "present in only one run"))
+                where = "the reference" if name in ref_out else "the checkpointed"
+                diffs.append(Difference("output", name, f"present only in {where} run"))
                 continue
             d = compare_tensors("output", name, ref_out[name], var_out[name], rtol=rtol, atol=atol)
             if d is not None:
@@ -158,24 +249,46 @@ def _compare(ref: _Step, var: _Step, rtol: float, atol: float) -> list[Differenc
             d = compare_tensors("buffer", name, ref.buffers[name], var.buffers.get(name), rtol=rtol, atol=atol)
             if d is not None:
                 diffs.append(d)
-    for name in ref.attrs:
-        if ref.attrs[name] != var.attrs.get(name):
-            diffs.append(
-                Difference(
-                    "module_attr", name,
-                    f"{ref.attrs[name]!r} after the reference step, {var.attrs.get(name)!r} after the checkpointed step",
+        ref_in, var_in = dict(ref.input_state), dict(var.input_state)
+        for name in list(ref_in) + [k for k in var_in if k not in ref_in]:
+            if name not in ref_in or name not in var_in:
+                where = "the reference" if name in ref_in else "the checkpointed"
+                diffs.append(Difference("input_state", name, f"present only in {where} run after the step"))
+                continue
+            if name.startswith("generator "):
+                if not torch.equal(ref_in[name], var_in[name]):
+                    diffs.append(Difference("rng", name, "state after the step differs from the reference"))
+                continue
+            d = compare_tensors("input_state", name, ref_in[name], var_in[name], rtol=rtol, atol=atol)
+            if d is not None:
+                diffs.append(d)
+        for name in ref.generators:
+            if not torch.equal(ref.generators[name], var.generators.get(name, ref.generators[name])):
+                diffs.append(Difference("rng", name, "state after the step differs from the reference"))
+    for kind, a, b in (("module_attr", ref.attrs, var.attrs), ("python_state", ref.python_state, var.python_state)):
+        for name in a:
+            if compare_values(kind, name, a[name], b.get(name), rtol=0, atol=0):
+                diffs.append(
+                    Difference(
+                        kind, name,
+                        f"{short_repr(a[name])} after the reference step, {short_repr(b.get(name))} after the checkpointed step",
+                    )
                 )
-            )
-    for label in ref.python_state:
-        a, b = ref.python_state[label], var.python_state.get(label)
-        if a != b:
-            diffs.append(
-                Difference("python_state", label, f"{a!r} after the reference step, {b!r} after the checkpointed step")
-            )
     assert ref.rng is not None and var.rng is not None
     for name in rng_differences(ref.rng, var.rng):
         diffs.append(Difference("rng", name, "state after the step differs from the reference"))
     return diffs
+
+
+def _ignore_matcher(patterns: Iterable[str]) -> Callable[[str], bool] | None:
+    pats = list(patterns)
+    if not pats:
+        return None
+
+    def ignore(name: str) -> bool:
+        return any(name == p or name.startswith(p + "[") or name.startswith(p + ".") or fnmatch.fnmatchcase(name, p) for p in pats)
+
+    return ignore
 
 
 def _normalise_variants(variants: Iterable[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -202,20 +315,24 @@ def check_checkpoint_equivalent(
     kwargs: dict[str, Any] | None = None,
     loss_fn: Callable[[Any], torch.Tensor | None] | None = None,
     ignore_warnings: Iterable[str] = (),
+    ignore_outputs: Iterable[str] = (),
+    modules: dict[str, nn.Module] | None = None,
 ) -> EquivalenceReport:
     """Like :func:`assert_checkpoint_equivalent` but return the report instead of raising."""
     variant_list = _normalise_variants(variants)
     loss = default_loss if loss_fn is None else loss_fn
     kwargs = dict(kwargs or {})
     ignored = set(ignore_warnings)
+    ignore = _ignore_matcher(ignore_outputs)
     watched = watch_state(module_or_fn)
     start_globals = watched.snapshot()
     start_rng = capture_rng()
     positional_grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in inputs)
     results: list[VariantResult] = []
     audit: list[RngRecord] | None = None
+    notes: list[str] = []
     try:
-        with Isolated(module_or_fn) as isolated:
+        with Isolated(module_or_fn, modules=modules) as isolated:
             try:
                 ref = _run_step(isolated, inputs, kwargs, None, loss, watched, start_globals, start_rng, reraise=True)
             except Exception as exc:
@@ -223,9 +340,28 @@ def check_checkpoint_equivalent(
                     f"the reference step (no checkpoint) failed: {type(exc).__name__}: {exc}"
                 ) from exc
             ref_changes = watched.changes(start_globals)
+            if ref.unknown_leaves:
+                shapes = ", ".join(str(s) for s in ref.unknown_leaves[:4])
+                warnings.warn(
+                    f"the function uses {len(ref.unknown_leaves)} grad-requiring tensor(s) (shapes {shapes}) "
+                    "that the helper found neither in its arguments nor in the modules it reaches "
+                    "(closure, globals, up to 3 levels of containers): their gradients and the modules' "
+                    "buffers are not isolated or compared; pass modules={'name': module}",
+                    CheckpointingWarning,
+                    stacklevel=3,
+                )
             for variant in variant_list:
+                reentrant = variant.get("use_reentrant", None) in (True, None)
+                if kwargs and reentrant:
+                    results.append(
+                        VariantResult(
+                            variant, variant_label(variant), [], [], 0, ref.calls, [], [],
+                            not_applicable=REENTRANT_KWARGS_REASON,
+                        )
+                    )
+                    continue
                 var = _run_step(isolated, inputs, kwargs, variant, loss, watched, start_globals, start_rng, reraise=False)
-                diffs = _compare(ref, var, rtol, atol)
+                diffs = _compare(ref, var, rtol, atol, ignore)
                 for key in var.warnings:
                     if key not in ref.warnings and key not in ignored:
                         diffs.append(Difference("warning", key, "torch.utils.checkpoint warned: " + _WARNING_TEXT[key]))
@@ -240,7 +376,6 @@ def check_checkpoint_equivalent(
                         except Exception:
                             audit = []
                     result.audit = audit
-                    reentrant = variant.get("use_reentrant", None) in (True, None)
                     evidence = Evidence(
                         reentrant=reentrant,
                         preserve_rng_state=bool(variant.get("preserve_rng_state", True)),
@@ -252,13 +387,60 @@ def check_checkpoint_equivalent(
                         reference_state_changes=ref_changes,
                         audit=audit,
                         error=var.error,
+                        nested_outputs=var.nested_output_tensors,
                     )
                     result.suggestions = diagnose(diffs, evidence)
                 results.append(result)
+            notes = _vacuity_notes(
+                isolated_modules=list(find_modules(module_or_fn).values()) if isolated.copyable else list(isolated._shared.values()),
+                start_rng=start_rng,
+                ref=ref,
+                results=results,
+            )
     finally:
         restore_rng(start_rng)
         watched.restore(start_globals)
-    return EquivalenceReport(results, rtol, atol)
+    report = EquivalenceReport(results, rtol, atol, notes=notes)
+    _warn_vacuous(report)
+    return report
+
+
+def _vacuity_notes(
+    *, isolated_modules: list[nn.Module], start_rng: RngSnapshot, ref: _Step, results: list[VariantResult],
+    recomputed: bool | None = None,
+) -> list[str]:
+    """Say what a passing check could not prove (see :class:`EquivalenceReport` ``notes``)."""
+    notes = []
+    if isolated_modules and not any(m.training for m in isolated_modules):
+        notes.append(
+            "eval mode: every module ran with training=False, so dropout, BatchNorm updates and "
+            "library switches that checkpoint only in training (transformers, diffusers, timm) "
+            "were not exercised; call model.train() to test a training step"
+        )
+    assert ref.rng is not None
+    if not rng_differences(start_rng, ref.rng) and not any(n.startswith("generator ") for n, _ in ref.input_state) and not ref.generators:
+        notes.append(
+            "no random op drew from a global generator in the reference step (torch CPU/device, "
+            "Python random, NumPy): the RNG handling of checkpoint was not tested"
+        )
+    ran = [r for r in results if r.not_applicable is None and r.error is None]
+    never = recomputed is False if recomputed is not None else bool(ran) and all(r.calls <= r.reference_calls for r in ran)
+    if never:
+        notes.append(
+            "the checkpointed step never recomputed (no backward reached a checkpointed region): "
+            "the comparison shows nothing about recomputation; check that the loss depends on the "
+            "region's output and that the model is in training mode"
+        )
+    return notes
+
+
+def _warn_vacuous(report: EquivalenceReport) -> None:
+    """Warn (:class:`CheckpointingWarning`) when a passing check proves nothing."""
+    if not report.ok:
+        return
+    for note in report.notes:
+        if note.startswith(("eval mode", "the checkpointed step never recomputed")):
+            warnings.warn(f"the checkpoint check passed but proves little: {note}", CheckpointingWarning, stacklevel=4)
 
 
 _WARNING_TEXT = {
@@ -277,6 +459,8 @@ def assert_checkpoint_equivalent(
     kwargs: dict[str, Any] | None = None,
     loss_fn: Callable[[Any], torch.Tensor | None] | None = None,
     ignore_warnings: Iterable[str] = (),
+    ignore_outputs: Iterable[str] = (),
+    modules: dict[str, nn.Module] | None = None,
 ) -> EquivalenceReport:
     """Assert that checkpointing ``module_or_fn`` leaves one training step unchanged.
 
@@ -296,8 +480,17 @@ def assert_checkpoint_equivalent(
     * plain globals and closure cells the function names, after the step;
     * warnings from torch.utils.checkpoint classified by stable keys
       (:data:`ckptlint.runtime.warning_keys.WARNING_KEYS`), unless listed in ``ignore_warnings``;
+    * the inputs after the step (a list or cache object the function appends to), and the
+      state of ``torch.Generator`` objects passed in or reached through closure and globals;
     * an exception raised by a checkpointed step (e.g. ``CheckpointError``, or ``ValueError``
       for options the variant does not accept) is reported as a difference.
+
+    Outputs are flattened pytree-style (:func:`ckptlint.runtime.compare.flatten`: dicts,
+    ``ModelOutput``, tuples, lists, NamedTuples, dataclasses, objects holding tensors) and
+    compared leaf by leaf. With ``kwargs``, reentrant variants are reported as not applicable
+    (torch's reentrant checkpoint accepts no keyword arguments), not as failures. A passing
+    report whose ``notes`` say it proved little (eval mode; never recomputed) also warns with
+    :class:`CheckpointingWarning`.
 
     The number of times the function ran (forward plus recomputation) is recorded per variant
     and used to explain failures. The caller's RNG states and watched globals are left as they
@@ -319,6 +512,14 @@ def assert_checkpoint_equivalent(
             them only with ``use_reentrant=False``).
         loss_fn: maps the output to a scalar to backpropagate; default :func:`default_loss`.
         ignore_warnings: warning keys not to report (e.g. ``{"use_reentrant_omitted"}``).
+        ignore_outputs: output names (as in the report: ``"output['count']"``,
+            ``"output.cache"``) or ``fnmatch`` patterns not to compare; a name also covers
+            everything nested below it.
+        modules: ``{name: module}`` for a plain function whose modules the helper cannot find
+            (it looks at the closure, the globals the code names and three levels of lists,
+            dicts and plain objects below them); they are reset before each run, compared and
+            put back. A :class:`CheckpointingWarning` names grad-requiring tensors the function
+            uses that belong to no found module.
 
     Returns:
         The :class:`EquivalenceReport` (all variants ok).
@@ -333,7 +534,7 @@ def assert_checkpoint_equivalent(
     __tracebackhide__ = True  # pytest: show the caller's frame, not this one
     report = check_checkpoint_equivalent(
         module_or_fn, *inputs, variants=variants, rtol=rtol, atol=atol, kwargs=kwargs,
-        loss_fn=loss_fn, ignore_warnings=ignore_warnings,
+        loss_fn=loss_fn, ignore_warnings=ignore_warnings, ignore_outputs=ignore_outputs, modules=modules,
     )
     if not report.ok:
         raise CheckpointMismatch(report)

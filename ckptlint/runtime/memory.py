@@ -15,11 +15,22 @@ Two memory figures:
   saves and whatever runs outside the regions. Storages of leaf tensors that require grad
   (parameters, grad-requiring inputs; for views, their base) exist regardless of
   checkpointing and are excluded from ``saved_activation_bytes``.
+* **op peak** (every device, the CPU included): during the same untimed step a
+  ``TorchDispatchMode`` sees every ATen op's outputs; each new storage adds its ``nbytes`` to a
+  running total and a ``weakref.finalize`` on the storage subtracts it when the storage is
+  freed (storages keep their Python object alive while C++ holds them: PyObject preservation,
+  torch >= 2.1, checked on 2.13). The largest total is the peak of memory held by tensors the
+  step created (an output that shares an input's storage -- a view, an in-place op, ``w.t()`` of
+  a parameter -- is not new memory and is skipped). Unlike the saved-tensor count it also sees what selective activation
+  checkpointing caches (``create_selective_checkpoint_contexts`` keeps op outputs in its own
+  dispatch mode, outside ``saved_tensors_hooks``: torch/utils/checkpoint.py,
+  ``_CachingTorchDispatchMode``, 2.13). Kernel-internal scratch buffers are not seen.
 * **peak memory** (CUDA and other accelerators with a memory API): ``reset_peak_memory_stats``
   before each timed step, ``max_memory_allocated`` after it, minus ``memory_allocated`` before it.
 
-Time is the median over ``iters`` steps: CUDA events on CUDA, ``time.perf_counter`` elsewhere
-(after a device synchronise on other accelerators).
+Time is the median over ``iters`` steps, with the fastest and slowest step beside it: CUDA
+events on CUDA, ``time.perf_counter`` elsewhere (after a device synchronise on other
+accelerators).
 """
 
 from __future__ import annotations
@@ -27,10 +38,13 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from .states import accelerator_type, capture_rng, restore_rng
 
@@ -70,6 +84,7 @@ class _SavedTensorCounter:
         self.backward: dict[Any, int] = {}
         self.leaf_keys: set[Any] = set()
         self.count = 0
+        self.op_peak: int | None = None
 
     def pack(self, t: torch.Tensor) -> torch.Tensor:
         key, nbytes = _storage_key(t)
@@ -86,6 +101,53 @@ class _SavedTensorCounter:
     @staticmethod
     def unpack(t: torch.Tensor) -> torch.Tensor:
         return t
+
+
+class _OpPeakTracker(TorchDispatchMode):
+    """Running total of bytes held by storages that ops create; its maximum is the op peak."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live: dict[Any, int] = {}
+        self.current = 0
+        self.peak = 0
+
+    def _freed(self, key: Any) -> None:
+        self.current -= self.live.pop(key, 0)
+
+    @staticmethod
+    def _key(t: torch.Tensor) -> tuple[Any, int, int] | None:
+        try:
+            storage = t.untyped_storage()
+            return (str(t.device), storage.data_ptr()), storage.nbytes(), 0
+        except Exception:  # tensors without a storage (some subclasses)
+            return None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        # views and in-place results share an input's storage: nothing new was allocated
+        inputs = set()
+        for a in tree_leaves((args, kwargs)):
+            if isinstance(a, torch.Tensor):
+                k = self._key(a)
+                if k is not None:
+                    inputs.add(k[0])
+        for t in tree_leaves(out):
+            if not isinstance(t, torch.Tensor):
+                continue
+            try:
+                storage = t.untyped_storage()
+                ptr = storage.data_ptr()
+            except Exception:  # tensors without a storage (some subclasses)
+                continue
+            key = (str(t.device), ptr)
+            if ptr == 0 or key in self.live or key in inputs:
+                continue
+            self.live[key] = storage.nbytes()
+            self.current += storage.nbytes()
+            self.peak = max(self.peak, self.current)
+            weakref.finalize(storage, self._freed, key)
+        return out
 
 
 @dataclass
@@ -106,6 +168,10 @@ class StepMeasurement:
             accelerators), bytes; None on CPU.
         peak_step_bytes: largest rise of allocated memory above the level before the step,
             bytes; None on CPU.
+        op_peak_bytes: peak of the bytes held by storages the step's ops created (every
+            device; see the module docstring), bytes; measured in the untimed counted step;
+            None when the step cannot run under a Python dispatch mode.
+        min_time_s, max_time_s: fastest and slowest timed step, seconds.
     """
 
     device: str
@@ -117,6 +183,9 @@ class StepMeasurement:
     recompute_saved_bytes: int
     peak_memory_bytes: int | None = None
     peak_step_bytes: int | None = None
+    op_peak_bytes: int | None = None
+    min_time_s: float = math.nan
+    max_time_s: float = math.nan
 
 
 def _memory_api(dev: torch.device) -> Any:
@@ -176,10 +245,20 @@ class _Runner:
 
     @staticmethod
     def counted(step_fn: Callable[[], Any]) -> _SavedTensorCounter:
-        """Run once under saved-tensor hooks; return the counter."""
+        """Run once under saved-tensor hooks and the op peak tracker; return the counter."""
         counter = _SavedTensorCounter()
-        with torch.autograd.graph.saved_tensors_hooks(counter.pack, counter.unpack):
-            step_fn()
+        tracker = _OpPeakTracker()
+        try:
+            with tracker, torch.autograd.graph.saved_tensors_hooks(counter.pack, counter.unpack):
+                step_fn()
+        except Exception:
+            # a step that cannot run under a Python dispatch mode (some tensor subclasses):
+            # count saved tensors without the op peak; a step that fails anyway raises here
+            counter = _SavedTensorCounter()
+            with torch.autograd.graph.saved_tensors_hooks(counter.pack, counter.unpack):
+                step_fn()
+            return counter
+        counter.op_peak = tracker.peak
         return counter
 
 
@@ -199,6 +278,9 @@ def _result(device: torch.device, runs: list[tuple[float, int | None, int | None
         recompute_saved_bytes=sum(counter.backward.values()),
         peak_memory_bytes=max(peaks) if peaks else None,
         peak_step_bytes=max(rises) if rises else None,
+        op_peak_bytes=counter.op_peak,
+        min_time_s=min(times),
+        max_time_s=max(times),
     )
 
 
@@ -267,6 +349,9 @@ class MemoryReport:
         time_ratio: ``checkpointed.median_time_s / plain.median_time_s``; above 1 is the
             recomputation cost.
         peak_memory_ratio: ratio of ``peak_step_bytes`` (CUDA / accelerators), else None.
+        op_peak_ratio: ratio of ``op_peak_bytes`` (every device, the CPU included); under
+            selective activation checkpointing this one, not ``memory_ratio``, shows what the
+            policy keeps.
     """
 
     plain: StepMeasurement
@@ -274,6 +359,7 @@ class MemoryReport:
     memory_ratio: float | None
     time_ratio: float | None
     peak_memory_ratio: float | None
+    op_peak_ratio: float | None = None
 
     def __str__(self) -> str:
         def row(label: str, a: Any, b: Any, ratio: float | None, unit: str) -> str:
@@ -287,7 +373,10 @@ class MemoryReport:
             row("saved activations", p.saved_activation_bytes, c.saved_activation_bytes, self.memory_ratio, "B"),
             row("saved for backward (all)", p.saved_bytes, c.saved_bytes, _ratio(c.saved_bytes, p.saved_bytes), "B"),
             row("saved during backward", p.recompute_saved_bytes, c.recompute_saved_bytes, None, "B"),
+            row("op peak (all devices)", p.op_peak_bytes, c.op_peak_bytes, self.op_peak_ratio, "B"),
             row("median step time", p.median_time_s, c.median_time_s, self.time_ratio, "s"),
+            row("  fastest step (min)", p.min_time_s, c.min_time_s, None, "s"),
+            row("  slowest step (max)", p.max_time_s, c.max_time_s, None, "s"),
         ]
         if p.peak_step_bytes is not None and c.peak_step_bytes is not None:
             lines.append(row("peak memory above start", p.peak_step_bytes, c.peak_step_bytes, self.peak_memory_ratio, "B"))
@@ -295,7 +384,7 @@ class MemoryReport:
 
 
 def _fmt(value: Any, unit: str) -> str:
-    if value is None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     if unit == "s":
         return f"{value * 1e3:.3f} ms"
@@ -344,4 +433,5 @@ def compare_memory(
         memory_ratio=_ratio(ckpt.saved_activation_bytes, plain.saved_activation_bytes),
         time_ratio=_ratio(ckpt.median_time_s, plain.median_time_s),
         peak_memory_ratio=_ratio(ckpt.peak_step_bytes, plain.peak_step_bytes),
+        op_peak_ratio=_ratio(ckpt.op_peak_bytes, plain.op_peak_bytes),
     )

@@ -9,6 +9,7 @@ from .compare import Difference
 from .rng_audit import RngRecord
 
 __all__ = [
+    "CheckpointingWarning",
     "CheckpointMismatch",
     "EquivalenceReport",
     "Evidence",
@@ -17,6 +18,11 @@ __all__ = [
     "diagnose",
     "variant_label",
 ]
+
+class CheckpointingWarning(UserWarning):
+    """A runtime check could not test what it was asked to (eval mode, nothing recomputed,
+    parameters it cannot isolate)."""
+
 
 #: Buffer names that BatchNorm-style layers update in train mode (torch.nn.modules.batchnorm).
 BN_BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
@@ -60,6 +66,8 @@ class Evidence:
         audit: random ops seen by :func:`ckptlint.runtime.audit_rng` (with preserve_rng_state=True),
             or None when the audit was not run.
         error: the exception the checkpointed step raised, if any.
+        nested_outputs: output tensors nested in containers (dict values, list items,
+            dataclass fields), which a reentrant checkpoint returns without autograd history.
     """
 
     reentrant: bool
@@ -72,6 +80,7 @@ class Evidence:
     reference_state_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     audit: list[RngRecord] | None = None
     error: BaseException | None = None
+    nested_outputs: list[str] = field(default_factory=list)
 
 
 def _times(n: int) -> str:
@@ -96,6 +105,9 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
 
     * a gradient that is None only in a reentrant run whose positional inputs do not require
       grad: ``check_backward_validity`` warns and the output does not require grad (lines 83-87);
+    * reentrant variant and the output's type changed (a NamedTuple comes back as a plain
+      tuple from ``CheckpointFunction.apply``; observed on torch 2.13), or gradients differ and
+      output tensors sit inside containers that autograd.Function does not look into;
     * buffers named ``running_mean`` / ``running_var`` / ``num_batches_tracked`` differ:
       BatchNorm ran twice in train mode (CKP203); other buffers: a side effect (CKP202);
     * ``preserve_rng_state=False`` and torch random ops or a diverged torch RNG (CKP101);
@@ -134,7 +146,32 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
     grad_none = [
         d for d in differences if d.kind in ("input_grad", "param_grad") and d.variant_none and not d.reference_none
     ]
-    if grad_none and ev.reentrant and (
+    grad_diffs = [d for d in differences if d.kind in ("input_grad", "param_grad")]
+    retyped = [d for d in differences if d.kind == "output" and d.name == "output" and d.detail.startswith("type ")]
+    if ev.reentrant and retyped:
+        out.append(
+            Suggestion(
+                None,
+                "reentrant checkpoint changed the type of the output (" + retyped[0].detail + "): its "
+                "autograd.Function (CheckpointFunction.apply) returns a plain tuple for any tuple, "
+                "NamedTuples included",
+                "use use_reentrant=False, or index the result instead of using field names",
+            )
+        )
+    if grad_diffs and ev.reentrant and ev.nested_outputs:
+        ran_once = " (the function ran once: nothing was recomputed)" if ev.calls <= 1 else ""
+        out.append(
+            Suggestion(
+                None,
+                "reentrant checkpoint drops the gradients of outputs nested in containers: its "
+                "autograd.Function (CheckpointFunction) tracks only a returned tensor or the tensors "
+                "of a returned tuple, so " + ", ".join(ev.nested_outputs[:3])
+                + " carry no gradient history and their gradients never reach the region" + ran_once,
+                "use use_reentrant=False, or return a tensor or a tuple of tensors from the "
+                "checkpointed function",
+            )
+        )
+    if grad_none and ev.reentrant and not ev.nested_outputs and (
         "no_input_requires_grad" in ev.warnings or not ev.positional_grad_input
     ):
         out.append(
@@ -198,7 +235,7 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
             )
         )
         rng_explained = True
-    py_rng = [n for n in ev.rng_changed if n in ("Python random", "NumPy global RNG")]
+    py_rng = [n for n in ev.rng_changed if n in ("Python random", "NumPy global RNG") or n.startswith("generator ")]
     for r in audit:
         name = {"python random": "Python random", "numpy": "NumPy global RNG"}.get(r.source)
         if name and name not in py_rng:
@@ -217,7 +254,7 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
         )
         rng_explained = True
 
-    state = [d for d in differences if d.kind in ("python_state", "module_attr")]
+    state = [d for d in differences if d.kind in ("python_state", "module_attr", "input_state")]
     if state:
         out.append(
             Suggestion(
@@ -272,18 +309,27 @@ class VariantResult:
     """The outcome of one checkpointed variant compared with the reference.
 
     Attributes:
-        variant: the keyword arguments given to ``torch.utils.checkpoint.checkpoint``.
-        label: a short text form of ``variant``.
+        variant: the keyword arguments given to ``torch.utils.checkpoint.checkpoint`` (for
+            :func:`~ckptlint.runtime.check_checkpointing_equivalent`: the options found on the
+            model's checkpoint function, when it is a ``functools.partial``).
+        label: a short text form of ``variant`` (or of the switch that enabled checkpointing).
         differences: what differs from the reference; empty when equivalent.
         suggestions: likely causes (empty when equivalent).
         calls: times the function ran in this step (a checkpointed step normally runs it twice:
             forward and recomputation; non-reentrant ``early_stop`` may stop the recomputation
-            early but still enters the function).
+            early but still enters the function). For a whole model: 1 plus the largest
+            number of recomputations of one region.
         reference_calls: times it ran in the reference step.
         warnings: classified warning keys raised during the step.
         other_warnings: texts of unclassified warnings raised during the step.
         error: the exception raised by the step, or None.
         audit: random ops seen when the variant failed (see :func:`audit_rng`), else None.
+        audit_preserve_rng_state: the ``preserve_rng_state`` the audit judged the ops for.
+        not_applicable: why the variant was not run (e.g. keyword arguments and the reentrant
+            variant), else None; such a variant counts as ok.
+        recomputations: ``{region: times recomputed}`` for a whole model: each region is the
+            parent of the outermost submodules that ran again during backward (a transformers
+            decoder layer, a ``CheckpointWrapper``), named as in the plain model.
     """
 
     variant: dict[str, Any]
@@ -296,26 +342,98 @@ class VariantResult:
     other_warnings: list[str]
     error: BaseException | None = None
     audit: list[RngRecord] | None = None
+    not_applicable: str | None = None
+    recomputations: dict[str, int] | None = None
+    audit_preserve_rng_state: bool = True
 
     @property
     def ok(self) -> bool:
-        """True when nothing differs from the reference."""
+        """True when nothing differs from the reference (or the variant is not applicable)."""
         return not self.differences
+
+    def _ran(self) -> str:
+        if self.recomputations is not None:
+            if not self.recomputations:
+                return "no region recomputed"
+            items = list(self.recomputations.items())
+            text = ", ".join(f"{k or '(model)'} x{v}" for k, v in items[:6])
+            more = f" and {len(items) - 6} more" if len(items) > 6 else ""
+            return f"regions recomputed: {text}{more}"
+        return f"function ran {_times(self.calls)}, reference {_times(self.reference_calls)}"
 
     def describe(self, index: int, total: int) -> str:
         head = f"variant {index} of {total}: {self.label}"
+        if self.not_applicable:
+            return f"{head} -- {self.not_applicable}"
         if self.ok:
-            return f"{head} -- ok (function ran {_times(self.calls)}, reference {_times(self.reference_calls)})"
-        lines = [f"{head} -- FAILED", f"  function ran {_times(self.calls)} (reference: {_times(self.reference_calls)})"]
+            return f"{head} -- ok ({self._ran()})"
+        lines = [f"{head} -- FAILED", f"  {self._ran()}"]
         lines.append("  differences:")
-        lines += [f"    - {d.describe()}" for d in self.differences]
+        lines += [f"    - {line}" for line in group_differences(self.differences)]
         if self.audit:
             ops = sorted({f"{r.op} on {r.device} ({'preserved' if r.preserved else 'NOT preserved'})" for r in self.audit})
-            lines.append("  random ops seen (audit_rng, preserve_rng_state=True): " + "; ".join(ops))
+            shown = "; ".join(ops[:8]) + (f"; and {len(ops) - 8} more" if len(ops) > 8 else "")
+            lines.append(f"  random ops seen (audit_rng, preserve_rng_state={self.audit_preserve_rng_state}): " + shown)
         if self.suggestions:
             lines.append("  likely cause:")
             lines += [f"    - {s.describe()}" for s in self.suggestions]
         return "\n".join(lines)
+
+
+#: more differences of one kind than this are summarised in one line
+GROUP_AFTER = 6
+
+_KIND_WORDS = {
+    "output": "outputs",
+    "input_grad": "input gradients",
+    "param_grad": "parameter gradients",
+    "buffer": "buffers",
+    "rng": "generator states",
+    "python_state": "Python values",
+    "module_attr": "module attributes",
+    "input_state": "input values",
+    "warning": "warnings",
+    "error": "errors",
+}
+
+
+def _owner(d: Difference) -> str:
+    name = d.name
+    for prefix in ("grad of ", "buffer ", "attribute "):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    return name.rsplit(".", 1)[0] if "." in name else "(top level)"
+
+
+def group_differences(differences: list[Difference]) -> list[str]:
+    """One line per difference, or per kind when a kind has more than :data:`GROUP_AFTER`.
+
+    A group reads e.g. ``54 BatchNorm buffers in 18 layers differ (running_mean, running_var,
+    num_batches_tracked); largest: buffer 0.1.running_var: max abs diff 0.31``.
+    """
+    by_kind: dict[str, list[Difference]] = {}
+    for d in differences:
+        by_kind.setdefault(d.kind, []).append(d)
+    lines: list[str] = []
+    for kind, items in by_kind.items():
+        if len(items) <= GROUP_AFTER:
+            lines += [d.describe() for d in items]
+            continue
+        owners = {_owner(d) for d in items}
+        leaves = sorted({d.name.rsplit(".", 1)[-1] for d in items})
+        bn = kind == "buffer" and all(leaf in BN_BUFFERS for leaf in leaves)
+        what = "BatchNorm buffers" if bn else _KIND_WORDS.get(kind, kind)
+        where = f" in {len(owners)} layers" if bn else f" in {len(owners)} modules" if len(owners) > 1 else ""
+        names = ", ".join(leaves[:5]) + (", ..." if len(leaves) > 5 else "")
+        line = f"{len(items)} {what}{where} differ ({names})"
+        sized = [d for d in items if d.max_abs is not None]
+        if sized:
+            top = max(sized, key=lambda d: d.max_abs or 0.0)
+            line += f"; largest: {top.describe()}"
+        else:
+            line += f"; first: {items[0].describe()}"
+        lines.append(line)
+    return lines
 
 
 @dataclass
@@ -325,11 +443,14 @@ class EquivalenceReport:
     Attributes:
         results: one :class:`VariantResult` per variant, in the given order.
         rtol, atol: the tolerances used for floating-point tensors.
+        notes: what the check could not prove, e.g. ``"eval mode: ..."``, ``"no random op
+            ..."``, ``"the checkpointed step never recomputed ..."``; empty when nothing to say.
     """
 
     results: list[VariantResult]
     rtol: float
     atol: float
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -345,7 +466,9 @@ class EquivalenceReport:
             else f"checkpoint is equivalent to the plain step in all {n} variants"
         )
         head += f" (reference: the same step without checkpoint; rtol={self.rtol:g}, atol={self.atol:g})"
-        return "\n".join([head] + [r.describe(i, n) for i, r in enumerate(self.results, 1)])
+        lines = [head] + [r.describe(i, n) for i, r in enumerate(self.results, 1)]
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
 
 
 class CheckpointMismatch(AssertionError):
@@ -362,6 +485,7 @@ class CheckpointMismatch(AssertionError):
     def __init__(self, report: EquivalenceReport):
         self.report = report
         self.results = [r for r in report.results if not r.ok]
+        self.notes = list(report.notes)
         self.differences = []
         for r in self.results:
             for d in r.differences:

@@ -131,6 +131,32 @@ def _generator_arg(func: Any, args: tuple, kwargs: dict) -> Any:
     return None
 
 
+def _zero_dropout(func: Any, args: tuple, kwargs: dict) -> bool:
+    """True for an attention op called with ``dropout_p=0``: it draws no random numbers.
+
+    ``aten._scaled_dot_product_flash_attention_for_cpu`` and the other fused attention kernels
+    carry the ``nondeterministic_seeded`` tag for their dropout whatever ``dropout_p`` is (torch
+    2.13: ``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default.tags``).
+    """
+    if "dropout_p" in kwargs:
+        value = kwargs["dropout_p"]
+    else:
+        schema = getattr(func, "_schema", None)
+        if schema is None:
+            return False
+        value = None
+        for i, arg in enumerate(schema.arguments):
+            if arg.name == "dropout_p":
+                value = args[i] if i < len(args) and not arg.kwarg_only else arg.default_value
+                break
+        else:
+            return False
+    try:
+        return float(value) == 0.0
+    except (TypeError, ValueError):
+        return False
+
+
 def _same_generator(a: Any, b: Any) -> bool:
     # generators reach a dispatch mode as fresh Python wrappers; _cdata is the C++ pointer
     if a is b:
@@ -169,7 +195,7 @@ class _RandomOpRecorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if torch.Tag.nondeterministic_seeded in getattr(func, "tags", ()):
+        if torch.Tag.nondeterministic_seeded in getattr(func, "tags", ()) and not _zero_dropout(func, args, kwargs):
             self.calls.append((str(func), _device_of(out, args, kwargs), _generator_arg(func, args, kwargs)))
         return out
 
@@ -215,7 +241,8 @@ def audit_rng(
     The function runs forward only (grad mode as the caller has it), under a
     ``torch.utils._python_dispatch.TorchDispatchMode`` that records every ATen op tagged
     ``torch.Tag.nondeterministic_seeded`` (dropout's ``bernoulli_``, ``rand``, ``randn``,
-    ``randperm``, ``normal_``, ``multinomial`` ...), with the device it ran on and whether it used
+    ``randperm``, ``normal_``, ``multinomial`` ...; fused attention called with
+    ``dropout_p=0`` is left out: it draws nothing), with the device it ran on and whether it used
     an explicit ``generator=``. Each record says whether checkpoint would restore that
     generator for these positional ``inputs`` (see :func:`stash_plan`). Python's
     :mod:`random` and NumPy's global generator are detected by comparing their state before

@@ -4,8 +4,10 @@
   may hold modules) is deep-copied for each run, so parameters, gradients, buffers and plain
   attributes start from the caller's values and the caller's objects are never touched.
 * A plain function cannot be deep-copied (Python copies functions by reference). The modules
-  it reaches through its closure cells or the globals its code names are found, their
-  parameters, gradients and buffers are saved, reset before every run and put back at the end.
+  and ``torch.Generator`` objects it reaches through its closure cells or the globals its code
+  names (and up to three levels of lists, dicts and plain objects below them) are found; their
+  parameters, gradients, buffers and generator states are saved, reset before every run and
+  put back at the end. ``modules=`` names modules the search cannot find.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from torch import nn
 
 from .pyglobals import _code_of, _is_plain, _names
 
-__all__ = ["Isolated", "find_modules", "plain_attributes"]
+__all__ = ["Isolated", "find_modules", "find_reachable", "plain_attributes"]
 
 
 def plain_attributes(module: nn.Module) -> dict[str, Any]:
@@ -35,42 +37,92 @@ def plain_attributes(module: nn.Module) -> dict[str, Any]:
     }
 
 
+#: how many containers or plain objects deep :func:`find_modules` looks below a name
+SEARCH_DEPTH = 3
+
+
+def _reachable(value: Any, prefix: str, depth: int, seen: set[int], out: dict[str, Any], kinds: tuple) -> None:
+    """Add ``{path: obj}`` for objects of ``kinds`` in ``value``, through containers and plain objects."""
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    if isinstance(value, kinds):
+        out.setdefault(prefix, value)
+        return
+    if depth >= SEARCH_DEPTH or isinstance(value, (nn.Module, torch.Tensor, type, types.ModuleType)):
+        return
+    if isinstance(value, dict):
+        items = [(f"{prefix}[{k!r}]", v) for k, v in list(value.items())[:1000]]
+    elif isinstance(value, (list, tuple)):
+        items = [(f"{prefix}[{i}]", v) for i, v in enumerate(value[:1000])]
+    elif isinstance(value, (types.FunctionType, types.MethodType, functools.partial)) or callable(value) and not hasattr(value, "__dict__"):
+        return
+    elif hasattr(value, "__dict__") and not isinstance(value, (str, bytes)):
+        try:
+            items = [(f"{prefix}.{k}", v) for k, v in vars(value).items()]
+        except TypeError:
+            return
+    else:
+        return
+    for path, v in items:
+        _reachable(v, path, depth + 1, seen, out, kinds)
+
+
+def _named_roots(obj: Any) -> list[tuple[str, Any]]:
+    """``(name, value)`` for what a callable holds: partial arguments, bound self, closure, globals."""
+    if isinstance(obj, functools.partial):
+        roots = _named_roots(obj.func)
+        roots += [(f"args[{i}]", a) for i, a in enumerate(obj.args)]
+        roots += [(f"keywords[{k!r}]", v) for k, v in obj.keywords.items()]
+        return roots
+    if isinstance(obj, types.MethodType):
+        return [("self", obj.__self__)] + _named_roots(obj.__func__)
+    func = _code_of(obj)
+    if func is None:
+        return []
+    roots: list[tuple[str, Any]] = []
+    if not isinstance(obj, (types.FunctionType, types.MethodType)):
+        roots.append(("self", obj))  # a callable object: its attributes
+    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+        try:
+            roots.append((name, cell.cell_contents))
+        except ValueError:
+            continue
+    for name in sorted(_names(func.__code__)):
+        if name in func.__globals__:
+            roots.append((name, func.__globals__[name]))
+    return roots
+
+
+def find_reachable(obj: Any, kinds: tuple) -> dict[str, Any]:
+    """Return ``{path: object}`` for objects of ``kinds`` a callable reaches.
+
+    Looks at a ``functools.partial``'s arguments, a bound method's ``self``, a function's
+    closure cells and the globals its code names, and below each of them up to
+    :data:`SEARCH_DEPTH` levels of lists, tuples, dicts and plain objects' attributes
+    (``layers[0]``, ``holder.model``). Paths are ``"model"``, ``"layers[0]"``, ``"args[0]"``.
+    """
+    out: dict[str, Any] = {}
+    seen: set[int] = set()
+    for name, value in _named_roots(obj):
+        _reachable(value, name, 0, seen, out, kinds)
+    return out
+
+
 def find_modules(obj: Any) -> dict[str, nn.Module]:
     """Return ``{prefix: module}`` for the modules a callable runs.
 
-    ``""`` for a module itself or the ``self`` of a bound method; ``"args[0]"`` /
-    ``"keywords['m']"`` for modules bound in a ``functools.partial``; ``"model"`` for a module
-    named ``model`` in a plain function's closure or globals.
+    ``""`` for a module itself or the ``self`` of a bound method of a module; ``"args[0]"`` /
+    ``"keywords['m']"`` for modules bound in a ``functools.partial``; ``"model"``,
+    ``"layers[0]"``, ``"holder.model"`` for modules reached from a plain function's closure or
+    globals (see :func:`find_reachable`).
     """
     if isinstance(obj, nn.Module):
         return {"": obj}
-    if isinstance(obj, types.MethodType):
-        return {"": obj.__self__} if isinstance(obj.__self__, nn.Module) else find_modules(obj.__func__)
-    if isinstance(obj, functools.partial):
-        out = dict(find_modules(obj.func))
-        for i, a in enumerate(obj.args):
-            if isinstance(a, nn.Module):
-                out[f"args[{i}]"] = a
-        for k, v in obj.keywords.items():
-            if isinstance(v, nn.Module):
-                out[f"keywords[{k!r}]"] = v
-        return out
-    func = _code_of(obj)
-    if func is None:
-        return {}
-    out: dict[str, nn.Module] = {}
-    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
-        try:
-            value = cell.cell_contents
-        except ValueError:
-            continue
-        if isinstance(value, nn.Module):
-            out[name] = value
-    for name in sorted(_names(func.__code__)):
-        value = func.__globals__.get(name)
-        if isinstance(value, nn.Module) and name not in out:
-            out[name] = value
-    return out
+    if isinstance(obj, types.MethodType) and isinstance(obj.__self__, nn.Module):
+        return {"": obj.__self__}
+    found = find_reachable(obj, (nn.Module,))
+    return {("" if k == "self" else k): v for k, v in found.items()}
 
 
 def _unique_modules(modules: dict[str, nn.Module]) -> dict[str, nn.Module]:
@@ -86,9 +138,10 @@ def _unique_modules(modules: dict[str, nn.Module]) -> dict[str, nn.Module]:
 
 
 class _SavedState:
-    """Parameters (data, grad, requires_grad) and buffers of some modules, saved by value."""
+    """Parameters (data, grad, requires_grad), buffers of some modules and generator states."""
 
-    def __init__(self, modules: dict[str, nn.Module]):
+    def __init__(self, modules: dict[str, nn.Module], generators: dict[str, torch.Generator] | None = None):
+        self.generators = [(g, g.get_state()) for g in (generators or {}).values()]
         self.params = []
         self.buffers = []
         for m in modules.values():
@@ -109,6 +162,8 @@ class _SavedState:
         for sub, attrs in self.attrs:
             for k, v in attrs.items():
                 setattr(sub, k, copy.deepcopy(v))
+        for g, state in self.generators:
+            g.set_state(state)
 
 
 class Isolated:
@@ -116,10 +171,14 @@ class Isolated:
 
     Use as a context manager; :meth:`fresh` returns ``(callable, {prefix: module})`` with all
     parameter gradients set to None. On exit, modules shared with the caller get their
-    parameters, gradients and buffers back.
+    parameters, gradients and buffers back, and ``torch.Generator`` objects the function reaches
+    (closure, globals) their state: every run starts from the same generator state.
+
+    ``modules`` (``{name: module}``) adds modules the search does not find; they are saved and
+    reset like found ones.
     """
 
-    def __init__(self, module_or_fn: Callable):
+    def __init__(self, module_or_fn: Callable, modules: dict[str, nn.Module] | None = None):
         if not callable(module_or_fn):
             raise TypeError(f"expected an nn.Module or a callable, got {type(module_or_fn).__name__}")
         self.original = module_or_fn
@@ -128,9 +187,19 @@ class Isolated:
         )
         self._shared: dict[str, nn.Module] = {}
         self._saved: _SavedState | None = None
+        if modules:
+            bad = [k for k, v in modules.items() if not isinstance(v, nn.Module)]
+            if bad:
+                raise TypeError(f"modules= must map names to nn.Module objects; not modules: {bad}")
+            self.copyable = False
         if not self.copyable:
-            self._shared = _unique_modules(find_modules(module_or_fn))
-            self._saved = _SavedState(self._shared)
+            found = {} if modules else find_modules(module_or_fn)
+            self._shared = _unique_modules({**found, **dict(modules or {})})
+            generators = find_reachable(module_or_fn, (torch.Generator,))
+            self._saved = _SavedState(self._shared, generators)
+            self.generators = generators
+        else:
+            self.generators = {}
 
     def fresh(self) -> tuple[Callable, dict[str, nn.Module]]:
         """Return ``(callable, modules)`` ready for one run (gradients None)."""

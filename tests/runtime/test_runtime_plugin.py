@@ -189,3 +189,54 @@ def test_runtime_without_torch_names_the_extra():
     assert proc.returncode != 0
     assert "ImportError: ckptlint.runtime needs PyTorch" in proc.stderr
     assert "pip install 'ckptlint[runtime]'" in proc.stderr
+
+
+def test_model_equivalence_fixture_on_off_and_memory(pytester):
+    pytester.makepyfile(
+        """
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+        from ckptlint.runtime import CheckpointMismatch
+
+
+        class Model(nn.Module):
+            def __init__(self, bn=False):
+                super().__init__()
+                self.blocks = nn.ModuleList(
+                    nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4) if bn else nn.Dropout(0.5)) for _ in range(2)
+                )
+                self.grad_checkpointing = False
+
+            def set_grad_checkpointing(self, enable=True):
+                self.grad_checkpointing = enable
+
+            def forward(self, x):
+                for b in self.blocks:
+                    x = checkpoint(b, x, use_reentrant=False) if self.grad_checkpointing else b(x)
+                return x
+
+
+        def test_good(ckpt_model_equivalence):
+            torch.manual_seed(0)
+            report = ckpt_model_equivalence(Model(), torch.randn(3, 4, requires_grad=True))
+            assert report.results[0].recomputations == {"blocks.0": 1, "blocks.1": 1}
+
+        def test_batchnorm(ckpt_model_equivalence):
+            torch.manual_seed(0)
+            try:
+                ckpt_model_equivalence(Model(bn=True), torch.randn(3, 4, requires_grad=True))
+            except CheckpointMismatch as exc:
+                assert "CKP203" in exc.rule_codes
+            else:
+                raise AssertionError("BatchNorm in a region must fail")
+
+        def test_memory(ckpt_model_equivalence):
+            torch.manual_seed(0)
+            report = ckpt_model_equivalence.memory(Model(), torch.randn(3, 4, requires_grad=True), iters=1, warmup=0)
+            assert report.memory_ratio is not None
+        """
+    )
+    result = run(pytester, "--ckpt-device", "cpu")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*ckptlint memory*", "*test_memory: memory_ratio=* on cpu"])
