@@ -1,8 +1,9 @@
 """The ``ckptlint`` command (ruff's conventions).
 
-Exit codes: 0 nothing left to report, 1 findings left (or, with
-``--exit-non-zero-on-fix``, something was fixed), 2 usage error, bad configuration, missing
-path or internal error. Heavy modules (libcst, the engine) are imported only once a command
+Exit codes: 0 nothing left to report, 1 findings left (a file that could not be read,
+decoded, parsed or written is one: CKP902, and so is a missing path) or, with
+``--exit-non-zero-on-fix``, something was fixed; 2 usage error, bad configuration or internal
+error; 130 interrupted (SIGINT) and 143 terminated (SIGTERM). Heavy modules (libcst, the engine) are imported only once a command
 needs them, so ``ckptlint --version`` starts fast.
 """
 
@@ -16,6 +17,7 @@ import click
 
 from ckptlint import __version__
 from ckptlint.output import FORMATS
+from ckptlint.rule_codes import IO_ERROR
 
 __all__ = ["main"]
 
@@ -213,13 +215,12 @@ def main(
         sys.exit(EXIT_ERROR)
     assert isinstance(run, RunResult)
 
+    from ckptlint.engine import io_error
     from ckptlint.output.base import display_path
 
-    missing = found.missing if found is not None else []
-    for path in missing:
-        _error(f"{path}: no such file or directory")
-    for problem_path, reason in found.problems if found is not None else ():
-        _error(f"{display_path(problem_path, cwd)}: {reason}")
+    # Files that could not be checked are findings (CKP902, ruff's E902), in every format.
+    unchecked = [io_error(os.path.abspath(path), "no such file or directory") for path in found.missing] if found else []
+    unchecked += [io_error(os.path.abspath(path), reason) for path, reason in (found.problems if found else ())]
     for problem in run.problems:
         _error(f"{display_path(problem.path, cwd)}: {problem.message}")
         if verbose and problem.detail:
@@ -227,16 +228,23 @@ def main(
     internal = any(p.kind in ("internal", "fix") for p in run.problems)
 
     if add_noqa:
-        sys.exit(EXIT_ERROR if _add_noqa(run) or internal or missing else EXIT_OK)
+        for d in unchecked + [d for d in run.diagnostics if d.code == IO_ERROR]:
+            _error(f"{display_path(d.path, cwd)}: {d.message}")
+        failed = _add_noqa(run, found.may_write if found is not None else (lambda path: False))
+        sys.exit(EXIT_ERROR if failed or internal else EXIT_FINDINGS if unchecked else EXIT_OK)
 
-    failed = False
     fixed_total = 0
     if mode is not FixMode.NONE:
-        failed, fixed_total = _handle_fixes(run, mode, cwd, verbose, to_stdout=use_stdin)
-    diagnostics = run.diagnostics
+        may_write = found.may_write if found is not None else (lambda path: False)
+        unwritten, fixed_total = _handle_fixes(run, mode, cwd, may_write, to_stdout=use_stdin)
+        unchecked += unwritten
+    diagnostics = sorted(run.diagnostics + unchecked, key=lambda d: d.sort_key)
     if mode is FixMode.DIFF:
-        exit_code = EXIT_FINDINGS if fixed_total else EXIT_OK
-        sys.exit(EXIT_ERROR if internal or failed or missing else exit_code)
+        for d in diagnostics:
+            if d.code == IO_ERROR:
+                _error(f"{display_path(d.path, cwd)}: {d.message}")
+        not_checked = any(d.code == IO_ERROR for d in diagnostics)
+        sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS if fixed_total or not_checked else EXIT_OK)
 
     from ckptlint.output import renderer
     from ckptlint.output.base import OutputContext
@@ -262,14 +270,11 @@ def main(
     # With --fix on stdin the fixed source goes to stdout, so the report goes to stderr (ruff).
     _emit(text, output_file, to_stderr=use_stdin and mode is FixMode.APPLY)
 
-    problems_count = len(found.problems if found is not None else ()) + sum(
-        1 for p in run.problems if p.kind not in ("internal", "fix")
-    )
-    if internal or failed or missing:
+    if internal:
         sys.exit(EXIT_ERROR)
     if exit_zero:
         sys.exit(EXIT_OK)
-    if diagnostics or problems_count:
+    if diagnostics:
         sys.exit(EXIT_FINDINGS)
     if exit_non_zero_on_fix and fixed_total:
         sys.exit(EXIT_FINDINGS)
@@ -341,9 +346,10 @@ def _sources(run, mode) -> dict[str, str]:  # noqa: ANN001
     return sources
 
 
-def _add_noqa(run) -> bool:  # noqa: ANN001
+def _add_noqa(run, may_write) -> bool:  # noqa: ANN001
     """``--add-noqa``: write the directives; print how many were added. Returns whether
-    something failed."""
+    something failed. ``may_write(path)``: whether ``path`` resolves inside the paths given
+    (others are never written)."""
     from ckptlint.add_noqa import add_noqa, parses
     from ckptlint.fixer import FileChangedError, write_atomically
     from ckptlint.rules import SYNTAX_ERROR, UNUSED_NOQA
@@ -365,6 +371,10 @@ def _add_noqa(run) -> bool:  # noqa: ANN001
             continue
         if not parses(edit.text):
             _error(f"{result.path}: adding `# noqa` comments would break the file; left unchanged")
+            failed = True
+            continue
+        if not may_write(result.path):
+            _error(f"{result.path}: resolves to {os.path.realpath(result.path)}, outside the paths given; not written")
             failed = True
             continue
         try:
@@ -437,16 +447,21 @@ def _unsafe_resolver(cli_value: bool | None):
     return unsafe
 
 
-def _handle_fixes(run, mode, cwd: Path, verbose: bool, to_stdout: bool = False) -> tuple[bool, int]:  # noqa: ANN001
+def _handle_fixes(run, mode, cwd: Path, may_write, to_stdout: bool = False) -> tuple[list, int]:  # noqa: ANN001
     """Write fixed files (``APPLY``) or print their diffs (``DIFF``). Returns
-    ``(failed, fixed findings)``. ``to_stdout``: the source came from stdin; ``APPLY`` prints
-    it (fixed, or unchanged) instead of writing a file."""
+    ``(unwritten, fixed findings)``: a CKP902 diagnostic for each fixed file that could not be
+    written (that file then reports its findings as read, none counted as fixed).
+    ``may_write(path)``: whether ``path`` resolves inside the paths given; a file that does
+    not (a symbolic link out of the tree) is never written.
+    ``to_stdout``: the source came from stdin; ``APPLY`` prints it (fixed, or unchanged)
+    instead of writing a file."""
     import difflib
 
+    from ckptlint.engine import io_error
     from ckptlint.fixer import FileChangedError, write_atomically
     from ckptlint.output.base import display_path
 
-    failed = False
+    unwritten = []
     fixed = 0
     if to_stdout and mode.value == "apply":
         sys.stdout.flush()
@@ -458,7 +473,7 @@ def _handle_fixes(run, mode, cwd: Path, verbose: bool, to_stdout: bool = False) 
             elif result.raw is not None:
                 stdout.write(result.raw)
         stdout.flush()
-        return failed, fixed
+        return unwritten, fixed
     for result in run.results:
         if not result.changed:
             continue
@@ -476,15 +491,32 @@ def _handle_fixes(run, mode, cwd: Path, verbose: bool, to_stdout: bool = False) 
             fixed += result.fixed
             continue
         try:
+            if not may_write(result.path):
+                raise _Outside(os.path.realpath(result.path))
             write_atomically(Path(result.path), source.encode(result.fixed_text), expected=result.raw)
             fixed += result.fixed
-        except FileChangedError as exc:
-            _error(str(exc))
-            failed = True
+            continue
+        except _Outside as exc:
+            why = f"resolves to {exc}, outside the paths given; fixes not written"
+        except FileChangedError:
+            why = "changed on disk while ckptlint ran; fixes not written"
         except OSError as exc:
-            _error(f"{result.path}: cannot write the fixed file: {exc.strerror or exc}")
-            failed = True
-    return failed, fixed
+            why = f"cannot write the fixed file: {_os_error(exc)}; fixes not written"
+        unwritten.append(io_error(result.path, why))
+        if result.diagnostics_before_fix is not None:
+            result.diagnostics = result.diagnostics_before_fix
+        result.fixed, result.fixed_codes, result.fixed_text = 0, {}, None
+    return unwritten, fixed
+
+
+class _Outside(Exception):
+    """A file to write resolves outside the paths given (the message is where it resolves)."""
+
+
+def _os_error(exc: OSError) -> str:
+    from ckptlint.discovery import os_reason
+
+    return os_reason(exc, missing="no such file or directory")
 
 
 def _emit(text: str, output_file: Path | None, to_stderr: bool = False) -> None:

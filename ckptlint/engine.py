@@ -24,7 +24,7 @@ from ckptlint.fixer import MAX_PASSES, apply_edits, select_fixes
 from ckptlint.gate import may_have_findings
 from ckptlint.noqa import NoqaIndex, parse_noqa
 from ckptlint.project import Project, module_name_for
-from ckptlint.rule_codes import SYNTAX_ERROR, UNUSED_NOQA
+from ckptlint.rule_codes import IO_ERROR, SYNTAX_ERROR, UNUSED_NOQA
 from ckptlint.settings import Settings
 from ckptlint.source import SourceDecodeError, SourceFile, decode_source
 
@@ -37,7 +37,16 @@ if TYPE_CHECKING:
 # libcst, the analysis and the rules are imported where a file is parsed: a run whose files
 # are all cached or rejected by the gate never pays for them (about 0.35 s).
 
-__all__ = ["FileLinter", "FileResult", "FixMode", "Problem", "RunResult", "lint_files"]
+__all__ = [
+    "UNCHECKED_KINDS",
+    "FileLinter",
+    "FileResult",
+    "FixMode",
+    "Problem",
+    "RunResult",
+    "io_error",
+    "lint_files",
+]
 
 
 class FixMode(str, Enum):
@@ -63,6 +72,21 @@ class Problem:
     def line(self) -> str:
         return f"{self.path}: {self.message}"
 
+    @property
+    def unchecked(self) -> bool:
+        """Whether the file was not checked at all (reported as CKP902, not as an error)."""
+        return self.kind in UNCHECKED_KINDS
+
+
+#: Problem kinds that mean "this file was not checked": reported as CKP902 diagnostics.
+UNCHECKED_KINDS = frozenset({"io", "decode", "parse"})
+
+
+def io_error(path: str, message: str) -> Diagnostic:
+    """CKP902 (io-error) at 1:1 of ``path``: the file could not be read, decoded, parsed into a
+    tree or written, so it was not checked (ruff's E902). Never suppressed, never fixable."""
+    return Diagnostic(code=IO_ERROR, message=message, path=path, start=(1, 1), end=(1, 1), noqa_row=None)
+
 
 @dataclass
 class FileResult:
@@ -78,6 +102,8 @@ class FileResult:
     dependencies: list[str] = field(default_factory=list)
     fixed_codes: dict[str, int] = field(default_factory=dict)  # code -> findings fixed
     noqa_used_elsewhere: set[tuple[str, int]] = field(default_factory=set)  # (path, row) of other files
+    #: with a fix: the findings of the file as read (reported instead when the fixed file cannot be written)
+    diagnostics_before_fix: list[Diagnostic] | None = None
 
     @property
     def changed(self) -> bool:
@@ -89,15 +115,22 @@ class RunResult:
     """What linting a set of files gave, in a stable order."""
 
     results: list[FileResult]
+    #: ``True`` when the run was interrupted (SIGINT/SIGTERM): ``results`` holds the files done.
+    interrupted: bool = False
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
-        unique = {(d.code, d.path, d.start, d.end, d.message): d for r in self.results for d in r.diagnostics}
+        """Every finding, plus a CKP902 for each file that could not be checked, sorted."""
+        found = [d for r in self.results for d in r.diagnostics]
+        found += [io_error(p.path, p.message) for r in self.results for p in r.problems if p.unchecked]
+        unique = {(d.code, d.path, d.start, d.end, d.message): d for d in found}
         return sorted(unique.values(), key=lambda d: d.sort_key)
 
     @property
     def problems(self) -> list[Problem]:
-        return sorted((p for r in self.results for p in r.problems), key=lambda p: (p.path, p.message))
+        """Errors met (internal errors, refused fixes); files not checked are in :attr:`diagnostics`."""
+        found = (p for r in self.results for p in r.problems if not p.unchecked)
+        return sorted(found, key=lambda p: (p.path, p.message))
 
     @property
     def fixed(self) -> int:
@@ -290,6 +323,7 @@ class FileLinter:
         current = source
         fixed = 0
         applied: list[Diagnostic] = []
+        result.diagnostics_before_fix = list(diagnostics)
         for _ in range(MAX_PASSES):
             applicable = self._applicable(diagnostics, source.path, unsafe)
             if not applicable:

@@ -19,8 +19,12 @@ def _codes(source: str, select: str = "ALL") -> list[tuple[int, str]]:
 def test_missing_path_is_reported_and_the_others_are_still_linted(run_cli, write) -> None:  # noqa: ANN001
     write("good.py", IMPORT + "checkpoint(f, x)\n")
     result = run_cli("--isolated", "--no-cache", "good.py", "missing.py")
-    assert result.exit_code == 2
-    assert result.stderr.splitlines() == ["error: missing.py: no such file or directory"]
+    assert result.exit_code == 1  # ruff: E902, exit 1
+    assert result.stderr == ""
+    assert result.stdout.splitlines()[:2] == [
+        result.stdout.splitlines()[0],
+        "missing.py:1:1: CKP902 no such file or directory",
+    ]
     assert result.stdout.startswith("good.py:2:1: CKP001 ")
 
 
@@ -44,9 +48,9 @@ def test_a_notebook_named_explicitly_is_reported_as_skipped(run_cli, write) -> N
     write("nb.ipynb", json.dumps({"cells": [{"cell_type": "code", "source": [IMPORT, "checkpoint(f, x)\n"]}]}))
     result = run_cli("--isolated", "--no-cache", "nb.ipynb")
     assert result.exit_code == 1
-    assert result.stderr.splitlines() == [
-        "error: nb.ipynb: Jupyter notebooks are not linted (only .py and .pyi files); skipped"
-    ]
+    assert result.stdout.splitlines()[0] == (
+        "nb.ipynb:1:1: CKP902 Jupyter notebooks are not linted (only .py and .pyi files); skipped"
+    )
 
 
 def test_since_uses_the_repository_of_the_paths_given(run_cli, tmp_path) -> None:  # noqa: ANN001
