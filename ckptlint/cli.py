@@ -78,11 +78,38 @@ def _error(message: str) -> None:
 @click.option("--show-settings", is_flag=True, help="Print the settings that apply to the first file and exit.")
 @click.option("--explain", metavar="CODE", help="Print the documentation of a rule and exit.")
 @click.option("--list-rules", is_flag=True, help="Print every rule (a table; JSON with --output-format json) and exit.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes [default: the CPUs available].")
+@click.option(
+    "-j", "--jobs", type=click.IntRange(min=1), help="Worker processes [default: the CPUs available; at most one a file]."
+)
+@click.option(
+    "--file-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Seconds one file may take; a file that takes longer is reported (CKP902) and skipped [default: 60].",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print tracebacks of internal errors.")
 @click.version_option(__version__, "-V", "--version", prog_name="ckptlint", message="%(prog)s %(version)s")
-def main(
+def main(**options) -> None:  # noqa: ANN003
+    """Lint PyTorch activation checkpointing in PATHS (default: the current folder).
+
+    Use `-` as the path (with --stdin-filename) to lint source read from stdin.
+    """
+    from ckptlint.engine import Interrupted, StopFlag
+
+    stop = StopFlag()
+    with _stop_on_signals(stop):
+        try:
+            _main(stop=stop, **options)
+        except Interrupted:
+            # A second signal, or one while nothing could be kept: stop at once.
+            sys.stderr.write(f"ckptlint: {_signal_name(stop.signal)}: stopped; nothing more was written\n")
+            sys.exit(_signal_exit(stop.signal))
+
+
+def _main(
+    stop,  # noqa: ANN001 - ckptlint.engine.StopFlag
     paths: tuple[Path, ...],
     fix: bool | None,
     unsafe_fixes: bool | None,
@@ -113,13 +140,11 @@ def main(
     explain: str | None,
     list_rules: bool,
     jobs: int | None,
+    file_timeout: float | None,
     quiet: bool,
     verbose: bool,
 ) -> None:
-    """Lint PyTorch activation checkpointing in PATHS (default: the current folder).
-
-    Use `-` as the path (with --stdin-filename) to lint source read from stdin.
-    """
+    """The command (:func:`main` runs it with SIGINT/SIGTERM handlers that set ``stop``)."""
     if explain is not None:
         sys.exit(_explain(explain, output_format))
     if list_rules:
@@ -127,7 +152,7 @@ def main(
 
     from ckptlint.config import CliOverrides, ConfigError, SettingsResolver
     from ckptlint.discovery import PathNotFound, discover
-    from ckptlint.engine import FixMode, RunResult, lint_files
+    from ckptlint.engine import DEFAULT_FILE_TIMEOUT, FixMode, RunResult, lint_files
     from ckptlint.settings import UnknownRuleSelector, normalise_selectors
 
     cwd = Path.cwd()
@@ -179,6 +204,7 @@ def main(
 
         cache = ResultCache()
     try:
+        stop.hard = True  # finding files writes nothing: a stop signal ends the run at once
         base_settings = resolver.for_path(cwd)
         if use_stdin:
             stdin_path = Path(os.path.abspath(stdin_filename)) if stdin_filename is not None else None
@@ -190,6 +216,7 @@ def main(
         else:
             found = discover(list(paths) or [Path(".")], resolver, force_exclude=bool(force_exclude))
             files = found.files
+        stop.hard = False
         if show_files:
             for path in files:
                 click.echo(str(path))
@@ -203,7 +230,15 @@ def main(
                 sys.exit(EXIT_OK)
         else:
             run = lint_files(
-                files, resolver.for_path, fix=mode, unsafe_for=unsafe, jobs=jobs, cache=cache, keep_sources=add_noqa
+                files,
+                resolver.for_path,
+                fix=mode,
+                unsafe_for=unsafe,
+                jobs=jobs,
+                cache=cache,
+                keep_sources=add_noqa,
+                stop=stop,
+                file_timeout=file_timeout if file_timeout is not None else DEFAULT_FILE_TIMEOUT,
             )
             if cache is not None:
                 cache.save()
@@ -228,6 +263,9 @@ def main(
     internal = any(p.kind in ("internal", "fix") for p in run.problems)
 
     if add_noqa:
+        if stop or run.interrupted:
+            sys.stderr.write(f"ckptlint: {_signal_name(stop.signal)}: stopped; no `# noqa` comment was added\n")
+            sys.exit(_signal_exit(stop.signal))
         for d in unchecked + [d for d in run.diagnostics if d.code == IO_ERROR]:
             _error(f"{display_path(d.path, cwd)}: {d.message}")
         failed = _add_noqa(run, found.may_write if found is not None else (lambda path: False))
@@ -236,7 +274,7 @@ def main(
     fixed_total = 0
     if mode is not FixMode.NONE:
         may_write = found.may_write if found is not None else (lambda path: False)
-        unwritten, fixed_total = _handle_fixes(run, mode, cwd, may_write, to_stdout=use_stdin)
+        unwritten, fixed_total = _handle_fixes(run, mode, cwd, may_write, to_stdout=use_stdin, stop=stop)
         unchecked += unwritten
     diagnostics = sorted(run.diagnostics + unchecked, key=lambda d: d.sort_key)
     if mode is FixMode.DIFF:
@@ -244,6 +282,9 @@ def main(
             if d.code == IO_ERROR:
                 _error(f"{display_path(d.path, cwd)}: {d.message}")
         not_checked = any(d.code == IO_ERROR for d in diagnostics)
+        if stop or run.interrupted:
+            sys.stderr.write(f"ckptlint: {_signal_name(stop.signal)}: stopped after {run.files_done} of {len(files)} files\n")
+            sys.exit(_signal_exit(stop.signal))
         sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS if fixed_total or not_checked else EXIT_OK)
 
     from ckptlint.output import renderer
@@ -260,6 +301,7 @@ def main(
         quiet=quiet,
         sources=_sources(run, mode),
         fixed_by_file={r.path: dict(r.fixed_codes) for r in run.results if r.fixed_codes},
+        interrupted=bool(stop) or run.interrupted,
     )
     if statistics:
         from ckptlint.output import statistics as stats
@@ -270,6 +312,14 @@ def main(
     # With --fix on stdin the fixed source goes to stdout, so the report goes to stderr (ruff).
     _emit(text, output_file, to_stderr=use_stdin and mode is FixMode.APPLY)
 
+    if stop or run.interrupted:
+        written = sum(1 for r in run.results if r.changed) if mode is FixMode.APPLY else 0
+        sys.stderr.write(
+            f"ckptlint: {_signal_name(stop.signal)}: stopped after {run.files_done} of {len(files)} files"
+            + (f"; fixes written to {written} file{'s' if written != 1 else ''}" if mode is FixMode.APPLY else "")
+            + "; the other files were not checked\n"
+        )
+        sys.exit(_signal_exit(stop.signal))
     if internal:
         sys.exit(EXIT_ERROR)
     if exit_zero:
@@ -447,12 +497,14 @@ def _unsafe_resolver(cli_value: bool | None):
     return unsafe
 
 
-def _handle_fixes(run, mode, cwd: Path, may_write, to_stdout: bool = False) -> tuple[list, int]:  # noqa: ANN001
+def _handle_fixes(run, mode, cwd: Path, may_write, to_stdout: bool = False, stop=None) -> tuple[list, int]:  # noqa: ANN001
     """Write fixed files (``APPLY``) or print their diffs (``DIFF``). Returns
     ``(unwritten, fixed findings)``: a CKP902 diagnostic for each fixed file that could not be
     written (that file then reports its findings as read, none counted as fixed).
     ``may_write(path)``: whether ``path`` resolves inside the paths given; a file that does
-    not (a symbolic link out of the tree) is never written.
+    not (a symbolic link out of the tree) is never written. Once ``stop`` is set (SIGINT,
+    SIGTERM), no further file is written (each write is atomic: a file is either written
+    whole or left as it was); those files report their findings as read.
     ``to_stdout``: the source came from stdin; ``APPLY`` prints it (fixed, or unchanged)
     instead of writing a file."""
     import difflib
@@ -490,6 +542,9 @@ def _handle_fixes(run, mode, cwd: Path, may_write, to_stdout: bool = False) -> t
             sys.stdout.write("".join(line if line.endswith(("\n", "\r")) else line + "\n" for line in diff))
             fixed += result.fixed
             continue
+        if stop:
+            _keep_unfixed(result)
+            continue
         try:
             if not may_write(result.path):
                 raise _Outside(os.path.realpath(result.path))
@@ -503,10 +558,59 @@ def _handle_fixes(run, mode, cwd: Path, may_write, to_stdout: bool = False) -> t
         except OSError as exc:
             why = f"cannot write the fixed file: {_os_error(exc)}; fixes not written"
         unwritten.append(io_error(result.path, why))
-        if result.diagnostics_before_fix is not None:
-            result.diagnostics = result.diagnostics_before_fix
-        result.fixed, result.fixed_codes, result.fixed_text = 0, {}, None
+        _keep_unfixed(result)
     return unwritten, fixed
+
+
+def _keep_unfixed(result) -> None:  # noqa: ANN001
+    """A fixed file that was not written: it reports its findings as read, nothing fixed."""
+    if result.diagnostics_before_fix is not None:
+        result.diagnostics = result.diagnostics_before_fix
+    result.fixed, result.fixed_codes, result.fixed_text = 0, {}, None
+
+
+def _signal_name(signum: int | None) -> str:
+    import signal
+
+    try:
+        return signal.Signals(signum).name  # type: ignore[arg-type]
+    except (ValueError, TypeError):
+        return "interrupted"
+
+
+def _signal_exit(signum: int | None) -> int:
+    """The exit status of a run stopped by ``signum``: 128 + its number (130 for SIGINT, 143
+    for SIGTERM), as shells report a process killed by it."""
+    import signal
+
+    return 128 + (signum or signal.SIGINT)
+
+
+class _stop_on_signals:  # noqa: N801 - used as a context manager
+    """While active (and only in the main thread), SIGINT and SIGTERM call ``stop.request``:
+    the first asks the run to stop after the files in progress, a second stops it at once."""
+
+    def __init__(self, stop) -> None:  # noqa: ANN001
+        self.stop = stop
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> _stop_on_signals:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self.previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:  # noqa: ANN001
+        self.stop.request(signum)
+
+    def __exit__(self, *exc_info) -> None:  # noqa: ANN002
+        import signal
+
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
 
 
 class _Outside(Exception):

@@ -53,6 +53,8 @@ def _counts(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     if ctx.fix_applied and ctx.fixed:
         total = remaining + ctx.fixed
         head = f"Found {total} error{'s' if total != 1 else ''} ({ctx.fixed} fixed, {remaining} remaining)."
+    elif remaining == 0 and ctx.interrupted:
+        return "No errors in the files checked before the run was stopped.\n"
     elif remaining == 0:
         return "All checks passed!\n"
     else:

@@ -135,6 +135,8 @@ def step_summary(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     """The Markdown appended to ``$GITHUB_STEP_SUMMARY``: a heading, the counts and a table
     of every finding (file:line link, code, message)."""
     if not diagnostics:
+        if ctx.interrupted:
+            return "### ckptlint\n\nThe run was stopped before every file was checked.\n\n"
         return "### ckptlint\n\nAll checks passed!\n\n"
     errors = sum(1 for d in diagnostics if severity_of(d.code) == "error")
     warnings = len(diagnostics) - errors
