@@ -29,6 +29,17 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
+def _selectors(values: tuple[str, ...], option: str) -> tuple[str, ...]:
+    """The rule selectors of a repeated, comma-separated option. An empty one (``--select ''``,
+    ``--ignore CKP001,``) is an error, as in ruff, instead of silently selecting nothing."""
+    from ckptlint.settings import UnknownRuleSelector
+
+    parts = tuple(part.strip() for value in values for part in value.split(","))
+    if any(not part for part in parts):
+        raise UnknownRuleSelector(f"{option}: invalid empty rule selector (give a code or prefix, or ALL)")
+    return parts
+
+
 def _error(message: str) -> None:
     click.echo(f"error: {message}", err=True)
 
@@ -176,9 +187,9 @@ def _main(
         sys.exit(EXIT_ERROR)
     try:
         cli = CliOverrides(
-            select=normalise_selectors(_codes(select), "--select") if select else None,
-            extend_select=normalise_selectors(_codes(extend_select), "--extend-select"),
-            ignore=normalise_selectors(_codes(ignore), "--ignore"),
+            select=normalise_selectors(_selectors(select, "--select"), "--select") if select else None,
+            extend_select=normalise_selectors(_selectors(extend_select, "--extend-select"), "--extend-select"),
+            ignore=normalise_selectors(_selectors(ignore, "--ignore"), "--ignore"),
             exclude=_codes(exclude) if exclude else None,
             extend_exclude=_codes(extend_exclude),
             unsafe_fixes=unsafe_fixes,

@@ -193,7 +193,7 @@ def test_statistics(run_cli, write) -> None:  # noqa: ANN001
     result = run_cli("--statistics", "--select", "CKP001", "a.py")
     assert result.exit_code == 1
     assert result.stdout == (
-        "2\tCKP001\t[*] checkpoint-without-use-reentrant\n"
+        "2\tCKP001\t[-] checkpoint-without-use-reentrant\n"
         "Found 2 errors.\n"
         "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
     )

@@ -28,14 +28,14 @@ def test_statistics_text_and_json(write, run_cli) -> None:  # noqa: ANN001
     text = run_cli("--isolated", "-j", "1", "--select", "CKP001,CKP901", "--statistics")
     assert text.exit_code == 1
     assert text.stdout == (
-        "3\tCKP001\t[*] checkpoint-without-use-reentrant\n"
+        "3\tCKP001\t[-] checkpoint-without-use-reentrant\n"  # ruff: [-] when only some are fixable
         "1\tCKP901\t[*] unused-noqa\n"
         "Found 4 errors.\n"
         "[*] 2 fixable with the `--fix` option (2 hidden fixes can be enabled with the `--unsafe-fixes` option).\n"
     )
     as_json = run_cli("--isolated", "-j", "1", "--select", "CKP001,CKP901", "--statistics", "--output-format", "json")
     assert json.loads(as_json.stdout) == [
-        {"code": "CKP001", "name": "checkpoint-without-use-reentrant", "count": 3, "fixable": True, "fixable_count": 1},
+        {"code": "CKP001", "name": "checkpoint-without-use-reentrant", "count": 3, "fixable": False, "fixable_count": 1},
         {"code": "CKP901", "name": "unused-noqa", "count": 1, "fixable": True, "fixable_count": 1},
     ]
 

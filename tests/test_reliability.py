@@ -172,3 +172,30 @@ def test_a_coding_cookie_naming_an_unknown_encoding_is_ckp902_from_the_api() -> 
 
     [found] = lint_source("# -*- coding: no-such-encoding -*-\n" + FIXED)
     assert (found.code, found.start) == ("CKP902", (1, 1))
+
+
+# ----------------------------------------------- 6. an unwritable GITHUB_STEP_SUMMARY
+@pytest.mark.parametrize("where", ["folder", "missing-parent"])
+def test_an_unwritable_step_summary_warns_and_annotations_still_print(run_cli, write, tmp_path: Path, where: str) -> None:
+    write("m.py", CALL)
+    target = tmp_path / ("folder" if where == "folder" else "no/such/dir/summary.md")
+    if where == "folder":
+        target.mkdir()
+    result = run_cli("--no-cache", "--output-format", "github", "m.py", env={"GITHUB_STEP_SUMMARY": str(target)})
+    assert result.exit_code == 1
+    reason = "is a directory" if where == "folder" else "no such file or directory"
+    assert result.stderr == f"warning: GITHUB_STEP_SUMMARY ({target}): cannot write the step summary: {reason}\n"
+    assert result.stdout.startswith("::warning file=m.py,line=2,col=5,")
+
+
+# ------------------------------------------------------------- 9. ruff parity, small things
+@pytest.mark.parametrize(
+    "args",
+    [("--select", ""), ("--select", " "), ("--ignore", "CKP001,"), ("--extend-select", ",CKP901"), ("--select", "")],
+)
+def test_an_empty_rule_selector_is_a_usage_error(run_cli, write, args) -> None:
+    write("m.py", CALL)
+    result = run_cli("--no-cache", *args, "m.py")
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {args[0]}: invalid empty rule selector (give a code or prefix, or ALL)\n"
+    assert result.stdout == ""
