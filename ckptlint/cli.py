@@ -267,6 +267,8 @@ def _main(
     # Files that could not be checked are findings (CKP902, ruff's E902), in every format.
     unchecked = [io_error(os.path.abspath(path), "no such file or directory") for path in found.missing] if found else []
     unchecked += [io_error(os.path.abspath(path), reason) for path, reason in (found.problems if found else ())]
+    for warning in run.warnings:
+        click.echo(f"warning: {display_path(warning.path, cwd)}:{warning.message}", err=True)
     for problem in run.problems:
         _error(f"{display_path(problem.path, cwd)}: {problem.message}")
         if verbose and problem.detail:

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from ckptlint.diagnostics import Applicability, Diagnostic
 from ckptlint.fixer import MAX_PASSES, apply_edits, select_fixes
 from ckptlint.gate import may_have_findings
-from ckptlint.noqa import NoqaIndex, parse_noqa
+from ckptlint.noqa import INVALID_MESSAGE as INVALID_NOQA
+from ckptlint.noqa import NoqaIndex, may_have_invalid, parse_noqa
 from ckptlint.project import Project, module_name_for
 from ckptlint.rule_codes import IO_ERROR, SYNTAX_ERROR, UNUSED_NOQA
 from ckptlint.settings import Settings
@@ -62,7 +63,9 @@ class Problem:
 
     ``kind``: ``"io"`` (cannot be read), ``"decode"`` (not text / bad encoding),
     ``"parse"`` (too large or too deeply nested to parse), ``"timeout"`` (took longer than the
-    per-file time limit), ``"internal"`` (a bug in ckptlint or a rule),
+    per-file time limit), ``"warning"`` (the file was checked; something in it is ignored, such
+    as a ``# noqa:`` without codes; ``message`` starts with the row), ``"internal"`` (a bug in
+    ckptlint or a rule),
     ``"fix"`` (a fix would break the file). ``detail`` holds a traceback for ``--verbose``.
     """
 
@@ -132,9 +135,16 @@ class RunResult:
 
     @property
     def problems(self) -> list[Problem]:
-        """Errors met (internal errors, refused fixes); files not checked are in :attr:`diagnostics`."""
-        found = (p for r in self.results for p in r.problems if not p.unchecked)
+        """Errors met (internal errors, refused fixes); files not checked are in :attr:`diagnostics`,
+        warnings in :attr:`warnings`."""
+        found = (p for r in self.results for p in r.problems if not p.unchecked and p.kind != "warning")
         return sorted(found, key=lambda p: (p.path, p.message))
+
+    @property
+    def warnings(self) -> list[Problem]:
+        """Things ignored in files that were checked (a ``# noqa:`` without codes), by path and row."""
+        found = {(p.path, p.message): p for r in self.results for p in r.problems if p.kind == "warning"}
+        return [found[key] for key in sorted(found, key=lambda k: (k[0], int(k[1].split(":")[0]), k[1]))]
 
     @property
     def fixed(self) -> int:
@@ -294,6 +304,9 @@ class FileLinter:
                 )
         noqa: dict[str, NoqaIndex] = {}
         kept = self._filter(found, source, settings, enabled, analysis, noqa)
+        if may_have_invalid(source.text):  # ruff warns about a `# noqa:` without codes and ignores it
+            index = noqa.get(source.path) or noqa.setdefault(source.path, parse_noqa(source))
+            problems += [Problem(source.path, f"{row}: {INVALID_NOQA}", "warning") for row in index.invalid]
         for path, other in noqa.items():
             if path != source.path:  # for CKP901 in that file (see settle_unused_noqa)
                 self._noqa_used_elsewhere.update((path, row) for row, d in other.by_row.items() if d.used)

@@ -199,3 +199,54 @@ def test_an_empty_rule_selector_is_a_usage_error(run_cli, write, args) -> None:
     assert result.exit_code == 2
     assert result.stderr == f"error: {args[0]}: invalid empty rule selector (give a code or prefix, or ALL)\n"
     assert result.stdout == ""
+
+
+def test_a_noqa_colon_without_codes_warns_and_suppresses_nothing(run_cli, write) -> None:
+    """ruff: "Invalid `# noqa` directive ... expected a comma-separated list of codes", ignored."""
+    write("m.py", IMPORT + "y = checkpoint(f, x)  # noqa:\nz = checkpoint(f, x)  # noqa: see above\n")
+    result = run_cli("--no-cache", "m.py")
+    assert result.exit_code == 1
+    message = "invalid `# noqa` directive: expected a comma-separated list of codes (e.g. `# noqa: CKP001, CKP002`); ignored"
+    assert result.stderr.splitlines() == [f"warning: m.py:2: {message}", f"warning: m.py:3: {message}"]
+    assert [line.split(" ")[0] for line in result.stdout.splitlines()[:2]] == ["m.py:2:5:", "m.py:3:5:"]
+    # a file-level one too, and the warning comes back from the cache
+    write("n.py", "# ckptlint: noqa:\n" + CALL)
+    for _ in range(2):
+        again = run_cli("n.py")
+        assert again.stderr == f"warning: n.py:1: {message}\n" and "n.py:3:5: CKP001" in again.stdout
+    assert run_cli("--no-cache", "m.py", "--exit-zero").exit_code == 0  # a warning alone is no error
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        IMPORT + 'y = checkpoint(f, """a\nb""")  # noqa: CKP001\n',
+        IMPORT + "y = checkpoint(f, x) + \\\n    1  # noqa: CKP001\n",
+        IMPORT + "y = checkpoint(f, x) + \\\n    g(\"\"\"a\nb\"\"\")  # noqa: CKP001\n",
+    ],
+    ids=["triple-quoted", "backslash", "backslash-then-string"],
+)
+def test_noqa_where_the_string_or_continuation_ends(run_cli, write, source: str) -> None:
+    write("m.py", source)
+    assert run_cli("--no-cache", "m.py").exit_code == 0
+    write("m.py", source.replace("  # noqa: CKP001", ""))
+    assert run_cli("--no-cache", "m.py").exit_code == 1
+    write("m.py", source.replace("# noqa: CKP001", "# a comment \\"))
+    assert run_cli("--no-cache", "m.py").exit_code == 1  # a comment ending in `\` continues nothing
+
+
+def test_jobs_is_capped_at_the_files_to_lint(run_cli, write, monkeypatch) -> None:
+    from ckptlint import engine
+
+    used: list[int] = []
+    original = engine._in_pool
+
+    def in_pool(tasks, workers, **options):  # noqa: ANN001, ANN003, ANN202
+        used.append(workers)
+        return original(tasks, workers, **options)
+
+    monkeypatch.setattr(engine, "_in_pool", in_pool)
+    for name in ("a.py", "b.py", "c.py"):
+        write(name, CALL)
+    assert run_cli("--no-cache", "-j", "64", ".").exit_code == 1
+    assert used == [3]
