@@ -53,6 +53,16 @@ def test_a_fix_that_breaks_the_syntax_is_refused(run_cli, write, monkeypatch):
     assert "bad.py:2:5: CKP001 [*] test finding" in result.stdout  # still reported, unfixed
 
 
+def test_a_hard_linked_file_whose_fix_breaks_it_is_not_written(run_cli, write, monkeypatch, tmp_path):
+    """A hard-linked file is written in place, after the same parse/compile checks."""
+    monkeypatch.setitem(ALL_RULES, "CKP001", _rule(", (("))
+    bad = write("bad.py", CALL)
+    os.link(bad, tmp_path / "link.py")
+    result = run_cli("bad.py", "--fix")
+    assert result.exit_code == 2 and result.stderr.endswith("file left unchanged\n")
+    assert bad.read_text() == CALL == (tmp_path / "link.py").read_text()
+
+
 def test_a_fix_that_only_cpython_rejects_is_refused(run_cli, write, monkeypatch):
     """libcst parses a repeated keyword argument; CPython's compiler does not."""
     monkeypatch.setitem(ALL_RULES, "CKP001", _rule(", x=1, x=2"))

@@ -250,3 +250,29 @@ def test_jobs_is_capped_at_the_files_to_lint(run_cli, write, monkeypatch) -> Non
         write(name, CALL)
     assert run_cli("--no-cache", "-j", "64", ".").exit_code == 1
     assert used == [3]
+
+
+# ------------------------------------------------------ 8. writes keep the file's identity
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may give a file to another user")
+def test_fix_keeps_owner_and_group(run_cli, write) -> None:
+    path = write("m.py", CALL)
+    os.chown(path, 12345, 23456)
+    path.chmod(0o640)
+    result = run_cli("--no-cache", "--fix", "--unsafe-fixes", "m.py")
+    assert (result.exit_code, result.stderr) == (0, "")
+    status = path.stat()
+    assert path.read_text() == FIXED
+    assert (status.st_uid, status.st_gid, status.st_mode & 0o7777) == (12345, 23456, 0o640)
+
+
+def test_fix_writes_a_hard_linked_file_in_place(run_cli, write, tmp_path: Path) -> None:
+    path = write("m.py", CALL)
+    other = tmp_path / "elsewhere" / "same.py"
+    other.parent.mkdir()
+    os.link(path, other)
+    inode = path.stat().st_ino
+    result = run_cli("--no-cache", "--fix", "--unsafe-fixes", "m.py")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert path.read_text() == FIXED and other.read_text() == FIXED  # still one file
+    assert path.stat().st_ino == other.stat().st_ino == inode and path.stat().st_nlink == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "m.py"]  # no temporary file
