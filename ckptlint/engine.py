@@ -259,8 +259,7 @@ class FileLinter:
         """Diagnostics of ``source`` after noqa and per-file-ignores, and problems met."""
         import libcst as cst
 
-        from ckptlint.analysis import TooDeeplyNested, parse_source
-        from ckptlint.rules import ALL_RULES, RuleContext
+        from ckptlint.analysis import TooDeeplyNested, deep_recursion, parse_source
 
         problems: list[Problem] = []
         enabled = settings.enabled - settings.ignored_for(_relative_to(source.path, settings.root))
@@ -281,6 +280,19 @@ class FileLinter:
             return [], problems
         if os.path.isabs(source.path):
             self.project.remember(Path(source.path), analysis)
+        with deep_recursion(analysis.depth):
+            return self._run_rules(analysis, source, settings, enabled, problems)
+
+    def _run_rules(
+        self,
+        analysis: ModuleAnalysis,
+        source: SourceFile,
+        settings: Settings,
+        enabled: frozenset[str],
+        problems: list[Problem],
+    ) -> tuple[list[Diagnostic], list[Problem]]:
+        from ckptlint.rules import ALL_RULES, RuleContext
+
         found: list[Diagnostic] = []
         failed: set[str] = set()
         ctx = RuleContext(analysis, self.project, found.append)
