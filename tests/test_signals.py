@@ -55,17 +55,30 @@ def _start(tree: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _mid_run(process: subprocess.Popen, workers: int, settle: float = 2.0) -> set[int]:
-    """Wait until ``process`` runs its ``workers`` worker processes (none for 0), then a
-    little longer so that some files are done; return the workers' process ids."""
-    deadline = time.monotonic() + 30
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) used so far by process ``pid``, 0 when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _mid_run(process: subprocess.Popen, workers: int, work: float = 2.5) -> set[int]:
+    """Wait until ``process`` runs its ``workers`` worker processes (none for 0) and it and
+    they have used ``work`` CPU seconds (start-up takes about one; then files get done, however
+    loaded the machine is); return the workers' process ids."""
+    deadline = time.monotonic() + 60
     children: set[int] = set()
     while time.monotonic() < deadline and process.poll() is None:
         children = _children(process.pid)
         if len(children) >= workers:
             break
         time.sleep(0.02)
-    time.sleep(settle)
+    while time.monotonic() < deadline and process.poll() is None:
+        if sum(_cpu_seconds(pid) for pid in {process.pid, *children}) >= work:
+            break
+        time.sleep(0.05)
     assert process.poll() is None, "the run ended before it could be interrupted"
     return _children(process.pid) if workers else children
 
@@ -127,7 +140,7 @@ def test_sigint_while_fixes_are_written_finishes_the_file_being_written(tree: Pa
 
 def test_a_second_sigint_stops_at_once(tree: Path) -> None:
     process = _start(tree, "-j", "2")
-    _mid_run(process, 2, settle=0.5)
+    _mid_run(process, 2, work=1.5)
     process.send_signal(signal.SIGINT)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
@@ -153,7 +166,7 @@ def test_sigterm_to_the_main_process_leaves_no_worker(tree: Path) -> None:
 def test_sigkill_of_the_main_process_leaves_no_worker(tree: Path) -> None:
     """A parent's timeout may kill ckptlint outright: the kernel then kills its workers."""
     process = _start(tree, "-j", "2")
-    workers = _mid_run(process, 2, settle=0.3)
+    workers = _mid_run(process, 2, work=1.0)
     process.kill()
     process.communicate(timeout=30)
     deadline = time.monotonic() + 2
