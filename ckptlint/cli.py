@@ -3,8 +3,8 @@
 Exit codes: 0 nothing left to report, 1 findings left (a file that could not be read,
 decoded, parsed or written is one: CKP902, and so is a missing path) or, with
 ``--exit-non-zero-on-fix``, something was fixed; 2 usage error, bad configuration or internal
-error; 130 interrupted (SIGINT) and 143 terminated (SIGTERM). Heavy modules (libcst, the engine) are imported only once a command
-needs them, so ``ckptlint --version`` starts fast.
+error; 130 interrupted (SIGINT) and 143 terminated (SIGTERM). Heavy modules (libcst, the
+engine) are imported only once a command needs them, so ``ckptlint --version`` starts fast.
 """
 
 from __future__ import annotations
