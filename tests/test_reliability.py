@@ -276,3 +276,10 @@ def test_fix_writes_a_hard_linked_file_in_place(run_cli, write, tmp_path: Path) 
     assert path.read_text() == FIXED and other.read_text() == FIXED  # still one file
     assert path.stat().st_ino == other.stat().st_ino == inode and path.stat().st_nlink == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "m.py"]  # no temporary file
+
+
+def test_diff_reports_files_not_checked_on_stderr_and_exits_1(run_cli, write) -> None:
+    write("m.py", FIXED)
+    result = run_cli("--no-cache", "--diff", "m.py", "missing.py")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == "error: missing.py: no such file or directory\n"
