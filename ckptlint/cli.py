@@ -90,7 +90,10 @@ def _error(message: str) -> None:
 @click.option("--explain", metavar="CODE", help="Print the documentation of a rule and exit.")
 @click.option("--list-rules", is_flag=True, help="Print every rule (a table; JSON with --output-format json) and exit.")
 @click.option(
-    "-j", "--jobs", type=click.IntRange(min=1), help="Worker processes [default: the CPUs available; at most one a file]."
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Worker processes [default: the CPUs available; at most one a file].",
 )
 @click.option(
     "--file-timeout",
@@ -265,7 +268,8 @@ def _main(
     from ckptlint.output.base import display_path
 
     # Files that could not be checked are findings (CKP902, ruff's E902), in every format.
-    unchecked = [io_error(os.path.abspath(path), "no such file or directory") for path in found.missing] if found else []
+    missing = found.missing if found is not None else []
+    unchecked = [io_error(os.path.abspath(path), "no such file or directory") for path in missing]
     unchecked += [io_error(os.path.abspath(path), reason) for path, reason in (found.problems if found else ())]
     for warning in run.warnings:
         click.echo(f"warning: {display_path(warning.path, cwd)}:{warning.message}", err=True)
@@ -296,7 +300,8 @@ def _main(
                 _error(f"{display_path(d.path, cwd)}: {d.message}")
         not_checked = any(d.code == IO_ERROR for d in diagnostics)
         if stop or run.interrupted:
-            sys.stderr.write(f"ckptlint: {_signal_name(stop.signal)}: stopped after {run.files_done} of {len(files)} files\n")
+            name = _signal_name(stop.signal)
+            sys.stderr.write(f"ckptlint: {name}: stopped after {run.files_done} of {len(files)} files\n")
             sys.exit(_signal_exit(stop.signal))
         sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS if fixed_total or not_checked else EXIT_OK)
 
@@ -510,7 +515,9 @@ def _unsafe_resolver(cli_value: bool | None):
     return unsafe
 
 
-def _handle_fixes(run, mode, cwd: Path, may_write, to_stdout: bool = False, stop=None) -> tuple[list, int]:  # noqa: ANN001
+def _handle_fixes(  # noqa: ANN001
+    run, mode, cwd: Path, may_write, to_stdout: bool = False, stop=None
+) -> tuple[list, int]:
     """Write fixed files (``APPLY``) or print their diffs (``DIFF``). Returns
     ``(unwritten, fixed findings)``: a CKP902 diagnostic for each fixed file that could not be
     written (that file then reports its findings as read, none counted as fixed).

@@ -122,14 +122,25 @@ def _keep_owner(fd: int, status: os.stat_result) -> None:
 
 
 def _write_in_place(target: Path, data: bytes) -> None:
-    """Rewrite the file at ``target`` (one of several hard links) in place and fsync it."""
-    fd = os.open(target, os.O_WRONLY)
+    """Rewrite the file at ``target`` (one of several hard links) in place and fsync it.
+    SIGINT and SIGTERM are held back meanwhile (a stop request cannot leave half a file);
+    only SIGKILL or a crash can."""
+    import signal
+
+    held = {signal.SIGINT, signal.SIGTERM}
+    blocked = hasattr(signal, "pthread_sigmask")
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held) if blocked else set()
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.ftruncate(fd, len(data))
-        os.fsync(fd)
+        fd = os.open(target, os.O_WRONLY)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     finally:
-        os.close(fd)
+        if blocked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)

@@ -71,7 +71,8 @@ def test_libcst_itself_crashes_just_above_the_measured_boundary() -> None:
     far above MAX_NESTING."""
 
     def parse(operands: int) -> int:
-        return subprocess.run([sys.executable, "-c", _PROBE, str(operands)], capture_output=True, timeout=120).returncode
+        command = [sys.executable, "-c", _PROBE, str(operands)]
+        return subprocess.run(command, capture_output=True, timeout=120).returncode
 
     assert parse(6500) == 0
     assert parse(7600) < 0  # killed by a signal (SIGSEGV)

@@ -176,7 +176,7 @@ def test_a_coding_cookie_naming_an_unknown_encoding_is_ckp902_from_the_api() -> 
 
 # ----------------------------------------------- 6. an unwritable GITHUB_STEP_SUMMARY
 @pytest.mark.parametrize("where", ["folder", "missing-parent"])
-def test_an_unwritable_step_summary_warns_and_annotations_still_print(run_cli, write, tmp_path: Path, where: str) -> None:
+def test_an_unwritable_step_summary_warns_and_annotations_still_print(run_cli, write, tmp_path: Path, where) -> None:
     write("m.py", CALL)
     target = tmp_path / ("folder" if where == "folder" else "no/such/dir/summary.md")
     if where == "folder":
@@ -206,7 +206,9 @@ def test_a_noqa_colon_without_codes_warns_and_suppresses_nothing(run_cli, write)
     write("m.py", IMPORT + "y = checkpoint(f, x)  # noqa:\nz = checkpoint(f, x)  # noqa: see above\n")
     result = run_cli("--no-cache", "m.py")
     assert result.exit_code == 1
-    message = "invalid `# noqa` directive: expected a comma-separated list of codes (e.g. `# noqa: CKP001, CKP002`); ignored"
+    message = (
+        "invalid `# noqa` directive: expected a comma-separated list of codes (e.g. `# noqa: CKP001, CKP002`); ignored"
+    )
     assert result.stderr.splitlines() == [f"warning: m.py:2: {message}", f"warning: m.py:3: {message}"]
     assert [line.split(" ")[0] for line in result.stdout.splitlines()[:2]] == ["m.py:2:5:", "m.py:3:5:"]
     # a file-level one too, and the warning comes back from the cache
