@@ -320,6 +320,7 @@ def _main(
         sources=_sources(run, mode),
         fixed_by_file={r.path: dict(r.fixed_codes) for r in run.results if r.fixed_codes},
         interrupted=bool(stop) or run.interrupted,
+        incomplete=len({p.path for p in run.problems if p.kind == "internal"}),
     )
     if statistics:
         from ckptlint.output import statistics as stats

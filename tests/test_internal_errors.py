@@ -118,3 +118,12 @@ def test_every_file_after_a_dead_worker_is_linted_once(tmp_path, monkeypatch):
             assert [p.kind for p in r.problems] == ["internal"] and r.diagnostics == []
         else:
             assert r.problems == [] and [d.code for d in r.diagnostics] == ["CKP001"]
+
+
+def test_a_run_with_an_internal_error_never_says_all_checks_passed(run_cli, write, monkeypatch):
+    monkeypatch.setitem(ALL_RULES, "CKP001", _BoomOnBadFiles)
+    write("bad.py", CALL)
+    write("clean.py", "x = 1\n")
+    result = run_cli("--no-cache", ".")
+    assert result.exit_code == 2
+    assert result.stdout == "No errors found, but 1 file could not be fully checked (internal error above).\n"

@@ -148,6 +148,8 @@ def step_summary(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     if not diagnostics:
         if ctx.interrupted:
             return "### ckptlint\n\nThe run was stopped before every file was checked.\n\n"
+        if ctx.incomplete:
+            return "### ckptlint\n\nNo findings, but some files could not be fully checked (internal error).\n\n"
         return "### ckptlint\n\nAll checks passed!\n\n"
     errors = sum(1 for d in diagnostics if severity_of(d.code) == "error")
     warnings = len(diagnostics) - errors
