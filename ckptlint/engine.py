@@ -769,6 +769,7 @@ def _in_pool(
     size = -(-len(tasks) // workers)
     queues = [list(range(k, min(k + size, len(tasks))))[::-1] for k in range(0, len(tasks), size)]
     live: dict[object, _Worker] = {}
+    requeued: set[int] = set()
 
     def take(slot: int) -> int | None:
         if not queues:
@@ -780,10 +781,23 @@ def _in_pool(
         return longest.pop(0) if longest else None
 
     def assign(worker: _Worker) -> bool:
+        """Give ``worker`` its next file; ``False`` when none is left (or the worker is gone)."""
         index = take(worker.slot)
         if index is None:
             return False
-        worker.start_task(index)
+        try:
+            worker.start_task(index)
+        except OSError:  # the worker died between two files (BrokenPipeError)
+            live.pop(worker.connection, None)
+            worker.close(kill=True)
+            if index in requeued:  # a second worker died before starting it: give up on it
+                results[index] = _died(tasks[index], _death(worker.process.exitcode))
+            else:
+                requeued.add(index)
+                queues[worker.slot % len(queues)].append(index)  # the next worker of the slot takes it
+            if any(queues):
+                start(worker.slot)
+            return True  # handled: the caller must not retire it again
         return True
 
     def retire(worker: _Worker, *, kill: bool) -> None:
