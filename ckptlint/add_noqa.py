@@ -3,9 +3,10 @@ on an existing code base (ruff's ``--add-noqa``).
 
 An existing ``# noqa: CODES`` directive on the line gets the new codes merged in (the codes of
 other tools stay); a line without one gets ``  # noqa: CODES`` at its end (after any comment).
-Running it again adds nothing: the findings are then suppressed. Lines where a comment cannot
-go (the line ends inside a string or with a backslash continuation) are left alone and
-reported, and the result is parsed before it is written.
+Running it again adds nothing: the findings are then suppressed. A finding on a line where a
+comment cannot go (the line ends inside a multi-line string or with a backslash continuation)
+gets its directive where that string or continuation ends, the line whose ``# noqa`` applies
+(ruff's noqa line mapping), and the result is parsed before it is written.
 """
 
 from __future__ import annotations
@@ -67,16 +68,18 @@ def _lines(text: str) -> list[str]:
 def add_noqa(source: SourceFile, diagnostics: Iterable[Diagnostic]) -> NoqaEdit:
     """Add the codes of ``diagnostics`` (those in ``source``) as ``# noqa`` directives on
     their noqa rows. Returns the new text (line endings kept) and counts."""
+    index = parse_noqa(source)
     wanted: dict[int, list[str]] = {}
     for d in diagnostics:
         if d.path != source.path:
             continue
-        codes = wanted.setdefault(d.noqa_row or d.start[0], [])
+        # A row that ends inside a multi-line string or continues with a backslash has no
+        # room for a comment: the directive goes where the string or continuation ends.
+        codes = wanted.setdefault(index.row_for(d.noqa_row or d.start[0]), [])
         if d.code not in codes:
             codes.append(d.code)
     if not wanted:
         return NoqaEdit(source.text)
-    index = parse_noqa(source)
     no_room = _rows_without_room(source.text)
     lines = _lines(source.text)
     result = NoqaEdit(source.text)

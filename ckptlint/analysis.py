@@ -14,13 +14,26 @@ from ckptlint.model.sites import SiteIndex, collect_sites
 from ckptlint.positions import node_offsets, statement_offsets
 from ckptlint.source import Position, SourceFile
 
-__all__ = ["MAX_NESTING", "ModuleAnalysis", "TooDeeplyNested", "parse_source"]
+__all__ = ["MAX_NESTING", "ModuleAnalysis", "TooDeeplyNested", "deep_recursion", "parse_source"]
 
-MAX_NESTING = 300
-"""The deepest syntax tree ckptlint analyses (levels of Python's own AST, a chain of ``and``/``or``
-counting one level per operand). Real code stays below ~60; libcst's native parser crashes
-the interpreter (stack overflow) on a few thousand levels and slows down quadratically well
-before, and the analysis recurses once per level."""
+MAX_NESTING = 3000
+"""The deepest syntax tree ckptlint parses with libcst (levels of Python's own AST, an
+``and``/``or`` chain counting one level per operand). libcst's native parser (libcst 1.9.0,
+the default 8 MiB stack) crashes the interpreter with a stack overflow somewhere above this,
+the point depending on the construct and moving by a few levels from run to run: an ``and``
+chain parses up to ~7,050 operands (7,046 parsed, 7,054 crashed), an ``elif`` chain up to
+~8,240 branches (8,238 parsed, 8,239 crashed), nested lambdas up to ~3,500 (3,468 parsed,
+3,562 crashed; CPython 3.11 refuses 2,990 itself). ``tests/test_nesting.py`` checks the
+``and`` boundary in a child process. Its parse time also grows quadratically with depth (a
+3,000-term sum: ~7 s, a 3,000-deep subscript chain: ~50 s on a loaded 2-core machine, where
+``--file-timeout`` takes over). Every construct tried parses at 3,000 levels; CPython 3.11's
+own parser refuses some before (such a file is refused too). Real code stays below ~60
+levels."""
+
+#: Python recursion allowed while rules walk a deep tree (libcst's visitors recurse a few
+#: frames per level); raised only for files deeper than :data:`_DEEP`, and restored after.
+_FRAMES_PER_LEVEL = 8
+_DEEP = 100
 
 
 class TooDeeplyNested(ValueError):
@@ -39,6 +52,7 @@ class ModuleAnalysis:
     """
 
     def __init__(self, source: SourceFile, module: cst.Module, module_name: str = "", is_package: bool = False):
+        self.depth = 0  # nesting levels (see parse_source); 0 when not measured
         self.source = source
         self.module = module
         self.module_name = module_name
@@ -116,26 +130,63 @@ def parse_source(source: SourceFile, module_name: str = "", is_package: bool = F
     accepts must still parse). Raises ``libcst.ParserSyntaxError`` on a syntax error;
     ``RecursionError``/``MemoryError`` may still pass through for pathological input.
     """
-    _vet(source)
-    return ModuleAnalysis(source, parse_module_unvalidated(source.text), module_name, is_package)
+    depth = _vet(source)
+    analysis = ModuleAnalysis(source, parse_module_unvalidated(source.text), module_name, is_package)
+    analysis.depth = depth
+    return analysis
 
 
-def _vet(source: SourceFile) -> None:
+class deep_recursion:  # noqa: N801 - a context manager
+    """Raise Python's recursion limit while a tree ``depth`` levels deep is walked (libcst's
+    visitors and the rules recurse a few frames a level: a 3,000-level tree needs ~24,000
+    frames, Python's default is 1,000); a no-op for ordinary files (depth <= 100)."""
+
+    def __init__(self, depth: int) -> None:
+        self.needed = _FRAMES_PER_LEVEL * depth + 1000 if depth > _DEEP else 0
+        self.saved = 0
+
+    def __enter__(self) -> deep_recursion:
+        import sys
+
+        self.saved = sys.getrecursionlimit()
+        if self.needed > self.saved:
+            sys.setrecursionlimit(self.needed)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        import sys
+
+        sys.setrecursionlimit(self.saved)
+
+
+def _vet(source: SourceFile) -> int:
+    """The nesting depth of ``source`` (see :func:`_depth`; ``0`` when it is too short to nest
+    or CPython rejects it for another reason, which libcst then reports). Raises
+    :class:`TooDeeplyNested` above :data:`MAX_NESTING` and ``ParserSyntaxError`` for brackets
+    nested deeper than CPython's tokenizer allows."""
     text = source.text
-    if len(text) < MAX_NESTING:
-        return  # cannot nest deeper than it is long
+    if len(text) < _DEEP:
+        return 0  # cannot nest deeper than it is long
     try:
-        with warnings.catch_warnings():  # SyntaxWarnings are the linted code's business
-            warnings.simplefilter("ignore")
+        # CPython 3.11 builds the ``ast`` objects with a recursion limit of three times
+        # Python's (3,000 levels by default): allow the depth libcst can take.
+        with warnings.catch_warnings(), deep_recursion(MAX_NESTING + _DEEP + 1):
+            warnings.simplefilter("ignore")  # SyntaxWarnings are the linted code's business
             tree = compile(text, source.path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         if exc.msg == "too many nested parentheses":  # CPython's tokenizer limit (200 levels)
             raise _as_libcst_error(source, exc) from None
-        return
+        return 0
     except (RecursionError, MemoryError):  # CPython's parser gives up on the nesting
-        raise TooDeeplyNested(f"too deeply nested to analyse (more than {MAX_NESTING} levels); file skipped") from None
-    if _depth(tree) > MAX_NESTING:
-        raise TooDeeplyNested(f"too deeply nested to analyse (more than {MAX_NESTING} levels); file skipped")
+        raise TooDeeplyNested(_too_deep()) from None
+    depth = _depth(tree)
+    if depth > MAX_NESTING:
+        raise TooDeeplyNested(_too_deep())
+    return depth
+
+
+def _too_deep() -> str:
+    return f"too deeply nested for libcst to parse (more than {MAX_NESTING} levels); file skipped"
 
 
 def _depth(tree: ast.AST) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ckptlint.config import CliOverrides, build_settings
 from ckptlint.diagnostics import Diagnostic
-from ckptlint.engine import FileLinter, FixMode
+from ckptlint.engine import FileLinter, FixMode, io_error
 from ckptlint.project import Project
 from ckptlint.settings import normalise_selectors
 
@@ -38,14 +38,19 @@ def lint_source(
 ) -> list[Diagnostic]:
     """Lint ``text`` as if it were the file ``path``; returns sorted diagnostics.
 
-    ``select``/``ignore`` take codes or prefixes (default: the default rule set). Raises
-    :class:`~ckptlint.settings.UnknownRuleSelector` for an unknown code.
+    ``select``/``ignore`` take codes or prefixes (default: the default rule set). A text that
+    cannot be checked (a coding cookie naming an unknown encoding, too deeply nested) gives one
+    CKP902 diagnostic, as on the command line. Raises
+    :class:`~ckptlint.settings.UnknownRuleSelector` for an unknown code, ``RuntimeError`` for
+    an internal error.
     """
     settings = settings_for(select, ignore)
     result = FileLinter(project).lint(path, text.encode("utf-8"), settings, gate=False)
-    if result.problems:
-        raise RuntimeError("; ".join(p.line() for p in result.problems))
-    return result.diagnostics
+    errors = [p for p in result.problems if not p.unchecked and p.kind != "warning"]
+    if errors:
+        raise RuntimeError("; ".join(p.line() for p in errors))
+    unchecked = [io_error(p.path, p.message) for p in result.problems if p.unchecked]
+    return sorted(result.diagnostics + unchecked, key=lambda d: d.sort_key)
 
 
 def fix_source(

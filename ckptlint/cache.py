@@ -59,7 +59,7 @@ CACHEDIR_TAG = (
 )
 _FORMAT = 1
 #: Problems that depend only on a file's bytes, so their results may be cached.
-_CACHEABLE_PROBLEMS = frozenset({"decode", "parse"})
+_CACHEABLE_PROBLEMS = frozenset({"decode", "parse", "warning"})
 
 
 def digest(data: bytes) -> str:

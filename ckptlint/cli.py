@@ -1,9 +1,10 @@
 """The ``ckptlint`` command (ruff's conventions).
 
-Exit codes: 0 nothing left to report, 1 findings left (or, with
-``--exit-non-zero-on-fix``, something was fixed), 2 usage error, bad configuration, missing
-path or internal error. Heavy modules (libcst, the engine) are imported only once a command
-needs them, so ``ckptlint --version`` starts fast.
+Exit codes: 0 nothing left to report, 1 findings left (a file that could not be read,
+decoded, parsed or written is one: CKP902, and so is a missing path) or, with
+``--exit-non-zero-on-fix``, something was fixed; 2 usage error, bad configuration or internal
+error; 130 interrupted (SIGINT) and 143 terminated (SIGTERM). Heavy modules (libcst, the
+engine) are imported only once a command needs them, so ``ckptlint --version`` starts fast.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import click
 
 from ckptlint import __version__
 from ckptlint.output import FORMATS
+from ckptlint.rule_codes import IO_ERROR
 
 __all__ = ["main"]
 
@@ -25,6 +27,17 @@ EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
     """Flatten repeated, comma-separated code options."""
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def _selectors(values: tuple[str, ...], option: str) -> tuple[str, ...]:
+    """The rule selectors of a repeated, comma-separated option. An empty one (``--select ''``,
+    ``--ignore CKP001,``) is an error, as in ruff, instead of silently selecting nothing."""
+    from ckptlint.settings import UnknownRuleSelector
+
+    parts = tuple(part.strip() for value in values for part in value.split(","))
+    if any(not part for part in parts):
+        raise UnknownRuleSelector(f"{option}: invalid empty rule selector (give a code or prefix, or ALL)")
+    return parts
 
 
 def _error(message: str) -> None:
@@ -88,11 +101,41 @@ class _Command(click.Command):
 @click.option("--show-settings", is_flag=True, help="Print the settings that apply to the first file and exit.")
 @click.option("--explain", metavar="CODE", help="Print the documentation of a rule and exit.")
 @click.option("--list-rules", is_flag=True, help="Print every rule (a table; JSON with --output-format json) and exit.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes [default: the CPUs available].")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Worker processes [default: the CPUs available; at most one a file].",
+)
+@click.option(
+    "--file-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Seconds one file may take; a file that takes longer is reported (CKP902) and skipped [default: 60].",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print tracebacks of internal errors.")
 @click.version_option(__version__, "-V", "--version", prog_name="ckptlint", message="%(prog)s %(version)s")
-def main(
+def main(**options) -> None:  # noqa: ANN003
+    """Lint PyTorch activation checkpointing in PATHS (default: the current folder).
+
+    Use `-` as the path (with --stdin-filename) to lint source read from stdin.
+    """
+    from ckptlint.engine import Interrupted, StopFlag
+
+    stop = StopFlag()
+    with _stop_on_signals(stop):
+        try:
+            _main(stop=stop, **options)
+        except Interrupted:
+            # A second signal, or one while nothing could be kept: stop at once.
+            sys.stderr.write(f"ckptlint: {_signal_name(stop.signal)}: stopped; nothing more was written\n")
+            sys.exit(_signal_exit(stop.signal))
+
+
+def _main(
+    stop,  # noqa: ANN001 - ckptlint.engine.StopFlag
     paths: tuple[Path, ...],
     fix: bool | None,
     unsafe_fixes: bool | None,
@@ -123,13 +166,11 @@ def main(
     explain: str | None,
     list_rules: bool,
     jobs: int | None,
+    file_timeout: float | None,
     quiet: bool,
     verbose: bool,
 ) -> None:
-    """Lint PyTorch activation checkpointing in PATHS (default: the current folder).
-
-    Use `-` as the path (with --stdin-filename) to lint source read from stdin.
-    """
+    """The command (:func:`main` runs it with SIGINT/SIGTERM handlers that set ``stop``)."""
     if explain is not None:
         sys.exit(_explain(explain, output_format))
     if list_rules:
@@ -137,7 +178,7 @@ def main(
 
     from ckptlint.config import CliOverrides, ConfigError, SettingsResolver
     from ckptlint.discovery import PathNotFound, discover
-    from ckptlint.engine import FixMode, RunResult, lint_files
+    from ckptlint.engine import DEFAULT_FILE_TIMEOUT, FixMode, RunResult, lint_files
     from ckptlint.settings import UnknownRuleSelector, normalise_selectors
 
     cwd = Path.cwd()
@@ -161,9 +202,9 @@ def main(
         sys.exit(EXIT_ERROR)
     try:
         cli = CliOverrides(
-            select=normalise_selectors(_codes(select), "--select") if select else None,
-            extend_select=normalise_selectors(_codes(extend_select), "--extend-select"),
-            ignore=normalise_selectors(_codes(ignore), "--ignore"),
+            select=normalise_selectors(_selectors(select, "--select"), "--select") if select else None,
+            extend_select=normalise_selectors(_selectors(extend_select, "--extend-select"), "--extend-select"),
+            ignore=normalise_selectors(_selectors(ignore, "--ignore"), "--ignore"),
             exclude=_codes(exclude) if exclude else None,
             extend_exclude=_codes(extend_exclude),
             unsafe_fixes=unsafe_fixes,
@@ -189,6 +230,7 @@ def main(
 
         cache = ResultCache()
     try:
+        stop.hard = True  # finding files writes nothing: a stop signal ends the run at once
         base_settings = resolver.for_path(cwd)
         if use_stdin:
             stdin_path = Path(os.path.abspath(stdin_filename)) if stdin_filename is not None else None
@@ -200,6 +242,7 @@ def main(
         else:
             found = discover(list(paths) or [Path(".")], resolver, force_exclude=bool(force_exclude))
             files = found.files
+        stop.hard = False
         if show_files:
             for path in files:
                 click.echo(str(path))
@@ -213,7 +256,15 @@ def main(
                 sys.exit(EXIT_OK)
         else:
             run = lint_files(
-                files, resolver.for_path, fix=mode, unsafe_for=unsafe, jobs=jobs, cache=cache, keep_sources=add_noqa
+                files,
+                resolver.for_path,
+                fix=mode,
+                unsafe_for=unsafe,
+                jobs=jobs,
+                cache=cache,
+                keep_sources=add_noqa,
+                stop=stop,
+                file_timeout=file_timeout if file_timeout is not None else DEFAULT_FILE_TIMEOUT,
             )
             if cache is not None:
                 cache.save()
@@ -225,13 +276,15 @@ def main(
         sys.exit(EXIT_ERROR)
     assert isinstance(run, RunResult)
 
+    from ckptlint.engine import io_error
     from ckptlint.output.base import display_path
 
+    # Files that could not be checked are findings (CKP902, ruff's E902), in every format.
     missing = found.missing if found is not None else []
-    for path in missing:
-        _error(f"{path}: no such file or directory")
-    for problem_path, reason in found.problems if found is not None else ():
-        _error(f"{display_path(problem_path, cwd)}: {reason}")
+    unchecked = [io_error(os.path.abspath(path), "no such file or directory") for path in missing]
+    unchecked += [io_error(os.path.abspath(path), reason) for path, reason in (found.problems if found else ())]
+    for warning in run.warnings:
+        click.echo(f"warning: {display_path(warning.path, cwd)}:{warning.message}", err=True)
     for problem in run.problems:
         _error(f"{display_path(problem.path, cwd)}: {problem.message}")
         if verbose and problem.detail:
@@ -239,16 +292,30 @@ def main(
     internal = any(p.kind in ("internal", "fix") for p in run.problems)
 
     if add_noqa:
-        sys.exit(EXIT_ERROR if _add_noqa(run) or internal or missing else EXIT_OK)
+        if stop or run.interrupted:
+            sys.stderr.write(f"ckptlint: {_signal_name(stop.signal)}: stopped; no `# noqa` comment was added\n")
+            sys.exit(_signal_exit(stop.signal))
+        for d in unchecked + [d for d in run.diagnostics if d.code == IO_ERROR]:
+            _error(f"{display_path(d.path, cwd)}: {d.message}")
+        failed = _add_noqa(run, found.may_write if found is not None else (lambda path: False))
+        sys.exit(EXIT_ERROR if failed or internal else EXIT_FINDINGS if unchecked else EXIT_OK)
 
-    failed = False
     fixed_total = 0
     if mode is not FixMode.NONE:
-        failed, fixed_total = _handle_fixes(run, mode, cwd, verbose, to_stdout=use_stdin)
-    diagnostics = run.diagnostics
+        may_write = found.may_write if found is not None else (lambda path: False)
+        unwritten, fixed_total = _handle_fixes(run, mode, cwd, may_write, to_stdout=use_stdin, stop=stop)
+        unchecked += unwritten
+    diagnostics = sorted(run.diagnostics + unchecked, key=lambda d: d.sort_key)
     if mode is FixMode.DIFF:
-        exit_code = EXIT_FINDINGS if fixed_total else EXIT_OK
-        sys.exit(EXIT_ERROR if internal or failed or missing else exit_code)
+        for d in diagnostics:
+            if d.code == IO_ERROR:
+                _error(f"{display_path(d.path, cwd)}: {d.message}")
+        not_checked = any(d.code == IO_ERROR for d in diagnostics)
+        if stop or run.interrupted:
+            name = _signal_name(stop.signal)
+            sys.stderr.write(f"ckptlint: {name}: stopped after {run.files_done} of {len(files)} files\n")
+            sys.exit(_signal_exit(stop.signal))
+        sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS if fixed_total or not_checked else EXIT_OK)
 
     from ckptlint.output import renderer
     from ckptlint.output.base import OutputContext
@@ -264,6 +331,8 @@ def main(
         quiet=quiet,
         sources=_sources(run, mode),
         fixed_by_file={r.path: dict(r.fixed_codes) for r in run.results if r.fixed_codes},
+        interrupted=bool(stop) or run.interrupted,
+        incomplete=len({p.path for p in run.problems if p.kind == "internal"}),
     )
     if statistics:
         from ckptlint.output import statistics as stats
@@ -274,14 +343,19 @@ def main(
     # With --fix on stdin the fixed source goes to stdout, so the report goes to stderr (ruff).
     _emit(text, output_file, to_stderr=use_stdin and mode is FixMode.APPLY)
 
-    problems_count = len(found.problems if found is not None else ()) + sum(
-        1 for p in run.problems if p.kind not in ("internal", "fix")
-    )
-    if internal or failed or missing:
+    if stop or run.interrupted:
+        written = sum(1 for r in run.results if r.changed) if mode is FixMode.APPLY else 0
+        sys.stderr.write(
+            f"ckptlint: {_signal_name(stop.signal)}: stopped after {run.files_done} of {len(files)} files"
+            + (f"; fixes written to {written} file{'s' if written != 1 else ''}" if mode is FixMode.APPLY else "")
+            + "; the other files were not checked\n"
+        )
+        sys.exit(_signal_exit(stop.signal))
+    if internal:
         sys.exit(EXIT_ERROR)
     if exit_zero:
         sys.exit(EXIT_OK)
-    if diagnostics or problems_count:
+    if diagnostics:
         sys.exit(EXIT_FINDINGS)
     if exit_non_zero_on_fix and fixed_total:
         sys.exit(EXIT_FINDINGS)
@@ -353,9 +427,10 @@ def _sources(run, mode) -> dict[str, str]:  # noqa: ANN001
     return sources
 
 
-def _add_noqa(run) -> bool:  # noqa: ANN001
+def _add_noqa(run, may_write) -> bool:  # noqa: ANN001
     """``--add-noqa``: write the directives; print how many were added. Returns whether
-    something failed."""
+    something failed. ``may_write(path)``: whether ``path`` resolves inside the paths given
+    (others are never written)."""
     from ckptlint.add_noqa import add_noqa, parses
     from ckptlint.fixer import FileChangedError, write_atomically
     from ckptlint.rules import SYNTAX_ERROR, UNUSED_NOQA
@@ -377,6 +452,10 @@ def _add_noqa(run) -> bool:  # noqa: ANN001
             continue
         if not parses(edit.text):
             _error(f"{result.path}: adding `# noqa` comments would break the file; left unchanged")
+            failed = True
+            continue
+        if not may_write(result.path):
+            _error(f"{result.path}: resolves to {os.path.realpath(result.path)}, outside the paths given; not written")
             failed = True
             continue
         try:
@@ -449,16 +528,25 @@ def _unsafe_resolver(cli_value: bool | None):
     return unsafe
 
 
-def _handle_fixes(run, mode, cwd: Path, verbose: bool, to_stdout: bool = False) -> tuple[bool, int]:  # noqa: ANN001
+def _handle_fixes(  # noqa: ANN001
+    run, mode, cwd: Path, may_write, to_stdout: bool = False, stop=None
+) -> tuple[list, int]:
     """Write fixed files (``APPLY``) or print their diffs (``DIFF``). Returns
-    ``(failed, fixed findings)``. ``to_stdout``: the source came from stdin; ``APPLY`` prints
-    it (fixed, or unchanged) instead of writing a file."""
+    ``(unwritten, fixed findings)``: a CKP902 diagnostic for each fixed file that could not be
+    written (that file then reports its findings as read, none counted as fixed).
+    ``may_write(path)``: whether ``path`` resolves inside the paths given; a file that does
+    not (a symbolic link out of the tree) is never written. Once ``stop`` is set (SIGINT,
+    SIGTERM), no further file is written (each write is atomic: a file is either written
+    whole or left as it was); those files report their findings as read.
+    ``to_stdout``: the source came from stdin; ``APPLY`` prints it (fixed, or unchanged)
+    instead of writing a file."""
     import difflib
 
+    from ckptlint.engine import io_error
     from ckptlint.fixer import FileChangedError, write_atomically
     from ckptlint.output.base import display_path
 
-    failed = False
+    unwritten = []
     fixed = 0
     if to_stdout and mode.value == "apply":
         sys.stdout.flush()
@@ -470,7 +558,7 @@ def _handle_fixes(run, mode, cwd: Path, verbose: bool, to_stdout: bool = False) 
             elif result.raw is not None:
                 stdout.write(result.raw)
         stdout.flush()
-        return failed, fixed
+        return unwritten, fixed
     for result in run.results:
         if not result.changed:
             continue
@@ -491,16 +579,85 @@ def _handle_fixes(run, mode, cwd: Path, verbose: bool, to_stdout: bool = False) 
             sys.stdout.write("".join(line if line.endswith(("\n", "\r")) else line + "\n" for line in diff))
             fixed += result.fixed
             continue
+        if stop:
+            _keep_unfixed(result)
+            continue
         try:
+            if not may_write(result.path):
+                raise _Outside(os.path.realpath(result.path))
             write_atomically(Path(result.path), source.encode(result.fixed_text), expected=result.raw)
             fixed += result.fixed
-        except FileChangedError as exc:
-            _error(str(exc))
-            failed = True
+            continue
+        except _Outside as exc:
+            why = f"resolves to {exc}, outside the paths given; fixes not written"
+        except FileChangedError:
+            why = "changed on disk while ckptlint ran; fixes not written"
         except OSError as exc:
-            _error(f"{result.path}: cannot write the fixed file: {exc.strerror or exc}")
-            failed = True
-    return failed, fixed
+            why = f"cannot write the fixed file: {_os_error(exc)}; fixes not written"
+        unwritten.append(io_error(result.path, why))
+        _keep_unfixed(result)
+    return unwritten, fixed
+
+
+def _keep_unfixed(result) -> None:  # noqa: ANN001
+    """A fixed file that was not written: it reports its findings as read, nothing fixed."""
+    if result.diagnostics_before_fix is not None:
+        result.diagnostics = result.diagnostics_before_fix
+    result.fixed, result.fixed_codes, result.fixed_text = 0, {}, None
+
+
+def _signal_name(signum: int | None) -> str:
+    import signal
+
+    try:
+        return signal.Signals(signum).name  # type: ignore[arg-type]
+    except (ValueError, TypeError):
+        return "interrupted"
+
+
+def _signal_exit(signum: int | None) -> int:
+    """The exit status of a run stopped by ``signum``: 128 + its number (130 for SIGINT, 143
+    for SIGTERM), as shells report a process killed by it."""
+    import signal
+
+    return 128 + (signum or signal.SIGINT)
+
+
+class _stop_on_signals:  # noqa: N801 - used as a context manager
+    """While active (and only in the main thread), SIGINT and SIGTERM call ``stop.request``:
+    the first asks the run to stop after the files in progress, a second stops it at once."""
+
+    def __init__(self, stop) -> None:  # noqa: ANN001
+        self.stop = stop
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> _stop_on_signals:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self.previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:  # noqa: ANN001
+        self.stop.request(signum)
+
+    def __exit__(self, *exc_info) -> None:  # noqa: ANN002
+        import signal
+
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+class _Outside(Exception):
+    """A file to write resolves outside the paths given (the message is where it resolves)."""
+
+
+def _os_error(exc: OSError) -> str:
+    from ckptlint.discovery import os_reason
+
+    return os_reason(exc, missing="no such file or directory")
 
 
 def _emit(text: str, output_file: Path | None, to_stderr: bool = False) -> None:

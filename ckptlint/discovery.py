@@ -6,8 +6,12 @@ Walks each given folder for ``*.py``, ``*.pyi`` and ``*.ipynb`` files (notebooks
 to the configuration's folder) and what ``.gitignore`` files ignore (pathspec's
 ``GitIgnoreSpec``; the files of the walked tree and of its parents up to the repository
 root, plus ``.git/info/exclude``). Files named explicitly are linted even when excluded,
-unless ``force-exclude`` is set. Symbolic links are followed once; loops and broken links
-are reported, not fatal.
+unless ``force-exclude`` is set. While walking, a symbolic link to a folder is never followed
+(as ruff's walker does not): a link such as ``vendor -> ../other`` or ``up -> ..`` would lead
+outside the tree. A link named on the command line is linted (a linked folder is walked, with
+the same rule below it). A symbolic link to a Python file is linted; broken links and link
+loops named ``*.py`` are reported (CKP902), not fatal. :attr:`DiscoveryResult.roots` holds the
+resolved paths given: fixes are written only to files that resolve below one of them.
 """
 
 from __future__ import annotations
@@ -40,7 +44,14 @@ class DiscoveryResult:
 
     files: list[Path] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)  # paths given that do not exist (exit 2)
+    missing: list[str] = field(default_factory=list)  # paths given that do not exist (CKP902)
+    roots: list[Path] = field(default_factory=list)  # the paths given, resolved (where writes may go)
+
+    def may_write(self, path: Path | str) -> bool:
+        """Whether ``path`` resolves (symbolic links followed) to a file at or below one of
+        :attr:`roots`: ckptlint never writes outside the paths it was given."""
+        target = Path(os.path.realpath(path))
+        return any(target == root or root in target.parents for root in self.roots)
 
 
 @lru_cache(maxsize=512)
@@ -199,6 +210,7 @@ def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool 
         if not os.path.lexists(absolute):
             result.missing.append(str(given))
             continue
+        result.roots.append(Path(os.path.realpath(absolute)))
         if absolute.is_symlink():
             try:
                 os.stat(absolute)
@@ -265,10 +277,15 @@ def _walk(
     for entry in entries:
         path = Path(entry.path)
         try:
+            link = entry.is_symlink()
+            if link and not entry.name.endswith(PYTHON_SUFFIXES):
+                continue  # a link to a folder is never followed while walking (ruff); name it to lint it
             is_dir = entry.is_dir()
             is_file = not is_dir and entry.is_file()
         except OSError as exc:
             result.problems.append((entry.path, os_reason(exc)))
+            continue
+        if is_dir and link:
             continue
         if is_dir:
             if is_excluded(path, settings, is_dir=True):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import time
 import traceback
 import warnings
 from collections.abc import Callable
@@ -22,9 +23,10 @@ from typing import TYPE_CHECKING
 from ckptlint.diagnostics import Applicability, Diagnostic
 from ckptlint.fixer import MAX_PASSES, apply_edits, select_fixes
 from ckptlint.gate import may_have_findings
-from ckptlint.noqa import NoqaIndex, parse_noqa
+from ckptlint.noqa import INVALID_MESSAGE as INVALID_NOQA
+from ckptlint.noqa import NoqaIndex, may_have_invalid, parse_noqa
 from ckptlint.project import Project, module_name_for
-from ckptlint.rule_codes import SYNTAX_ERROR, UNUSED_NOQA
+from ckptlint.rule_codes import IO_ERROR, SYNTAX_ERROR, UNUSED_NOQA
 from ckptlint.settings import Settings
 from ckptlint.source import SourceDecodeError, SourceFile, gate_bytes, load_source
 
@@ -37,7 +39,16 @@ if TYPE_CHECKING:
 # libcst, the analysis and the rules are imported where a file is parsed: a run whose files
 # are all cached or rejected by the gate never pays for them (about 0.35 s).
 
-__all__ = ["FileLinter", "FileResult", "FixMode", "Problem", "RunResult", "lint_files"]
+__all__ = [
+    "UNCHECKED_KINDS",
+    "FileLinter",
+    "FileResult",
+    "FixMode",
+    "Problem",
+    "RunResult",
+    "io_error",
+    "lint_files",
+]
 
 
 class FixMode(str, Enum):
@@ -51,7 +62,10 @@ class Problem:
     """A file that could not be linted (fully), with a one-line reason.
 
     ``kind``: ``"io"`` (cannot be read), ``"decode"`` (not text / bad encoding),
-    ``"parse"`` (too large or too deeply nested to parse), ``"internal"`` (a bug in ckptlint or a rule),
+    ``"parse"`` (too large or too deeply nested to parse), ``"timeout"`` (took longer than the
+    per-file time limit), ``"warning"`` (the file was checked; something in it is ignored, such
+    as a ``# noqa:`` without codes; ``message`` starts with the row), ``"internal"`` (a bug in
+    ckptlint or a rule),
     ``"fix"`` (a fix would break the file). ``detail`` holds a traceback for ``--verbose``.
     """
 
@@ -62,6 +76,21 @@ class Problem:
 
     def line(self) -> str:
         return f"{self.path}: {self.message}"
+
+    @property
+    def unchecked(self) -> bool:
+        """Whether the file was not checked at all (reported as CKP902, not as an error)."""
+        return self.kind in UNCHECKED_KINDS
+
+
+#: Problem kinds that mean "this file was not checked": reported as CKP902 diagnostics.
+UNCHECKED_KINDS = frozenset({"io", "decode", "parse", "timeout"})
+
+
+def io_error(path: str, message: str) -> Diagnostic:
+    """CKP902 (io-error) at 1:1 of ``path``: the file could not be read, decoded, parsed into a
+    tree or written, so it was not checked (ruff's E902). Never suppressed, never fixable."""
+    return Diagnostic(code=IO_ERROR, message=message, path=path, start=(1, 1), end=(1, 1), noqa_row=None)
 
 
 @dataclass
@@ -78,6 +107,8 @@ class FileResult:
     dependencies: list[str] = field(default_factory=list)
     fixed_codes: dict[str, int] = field(default_factory=dict)  # code -> findings fixed
     noqa_used_elsewhere: set[tuple[str, int]] = field(default_factory=set)  # (path, row) of other files
+    #: with a fix: the findings of the file as read (reported instead when the fixed file cannot be written)
+    diagnostics_before_fix: list[Diagnostic] | None = None
 
     @property
     def changed(self) -> bool:
@@ -89,19 +120,67 @@ class RunResult:
     """What linting a set of files gave, in a stable order."""
 
     results: list[FileResult]
+    #: ``True`` when the run was interrupted (SIGINT/SIGTERM): ``results`` holds the files done.
+    interrupted: bool = False
+    #: how many of the files given were done (read, and gated out, cached or linted)
+    files_done: int = 0
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
-        unique = {(d.code, d.path, d.start, d.end, d.message): d for r in self.results for d in r.diagnostics}
+        """Every finding, plus a CKP902 for each file that could not be checked, sorted."""
+        found = [d for r in self.results for d in r.diagnostics]
+        found += [io_error(p.path, p.message) for r in self.results for p in r.problems if p.unchecked]
+        unique = {(d.code, d.path, d.start, d.end, d.message): d for d in found}
         return sorted(unique.values(), key=lambda d: d.sort_key)
 
     @property
     def problems(self) -> list[Problem]:
-        return sorted((p for r in self.results for p in r.problems), key=lambda p: (p.path, p.message))
+        """Errors met (internal errors, refused fixes); files not checked are in :attr:`diagnostics`,
+        warnings in :attr:`warnings`."""
+        found = (p for r in self.results for p in r.problems if not p.unchecked and p.kind != "warning")
+        return sorted(found, key=lambda p: (p.path, p.message))
+
+    @property
+    def warnings(self) -> list[Problem]:
+        """Things ignored in files that were checked (a ``# noqa:`` without codes), by path and row."""
+        found = {(p.path, p.message): p for r in self.results for p in r.problems if p.kind == "warning"}
+        return [found[key] for key in sorted(found, key=lambda k: (k[0], int(k[1].split(":")[0]), k[1]))]
 
     @property
     def fixed(self) -> int:
         return sum(r.fixed for r in self.results)
+
+
+class Interrupted(BaseException):
+    """Raised in the main thread by a :class:`StopFlag` in ``hard`` mode (nothing is being
+    written) when a stop signal arrives; a ``BaseException`` so that no ``except Exception``
+    of a rule or of libcst swallows it."""
+
+
+class StopFlag:
+    """Set by the command line's SIGINT/SIGTERM handlers; the engine and the writer poll it
+    between files (no new file is started once it is set).
+
+    Attributes:
+        signal: the number of the first stop signal received, ``None`` until then.
+        hard: while ``True`` (linting in this process, nothing being written), a stop signal
+            raises :class:`Interrupted` at once instead of waiting for the file to finish.
+    """
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self.hard = False
+
+    def request(self, signum: int) -> None:
+        """A stop signal arrived (called from a signal handler, in the main thread)."""
+        first = self.signal is None
+        if first:
+            self.signal = signum
+        if self.hard or not first:  # a second signal: stop now, whatever is running
+            raise Interrupted(signum)
+
+    def __bool__(self) -> bool:
+        return self.signal is not None
 
 
 def _relative_to(path: str, root: Path) -> str:
@@ -183,8 +262,7 @@ class FileLinter:
         """Diagnostics of ``source`` after noqa and per-file-ignores, and problems met."""
         import libcst as cst
 
-        from ckptlint.analysis import TooDeeplyNested, parse_source
-        from ckptlint.rules import ALL_RULES, RuleContext
+        from ckptlint.analysis import TooDeeplyNested, deep_recursion, parse_source
 
         problems: list[Problem] = []
         enabled = settings.enabled - settings.ignored_for(_relative_to(source.path, settings.root))
@@ -205,6 +283,19 @@ class FileLinter:
             return [], problems
         if os.path.isabs(source.path):
             self.project.remember(Path(source.path), analysis)
+        with deep_recursion(analysis.depth):
+            return self._run_rules(analysis, source, settings, enabled, problems)
+
+    def _run_rules(
+        self,
+        analysis: ModuleAnalysis,
+        source: SourceFile,
+        settings: Settings,
+        enabled: frozenset[str],
+        problems: list[Problem],
+    ) -> tuple[list[Diagnostic], list[Problem]]:
+        from ckptlint.rules import ALL_RULES, RuleContext
+
         found: list[Diagnostic] = []
         failed: set[str] = set()
         ctx = RuleContext(analysis, self.project, found.append)
@@ -228,6 +319,9 @@ class FileLinter:
                 )
         noqa: dict[str, NoqaIndex] = {}
         kept = self._filter(found, source, settings, enabled, analysis, noqa)
+        if may_have_invalid(source.text):  # ruff warns about a `# noqa:` without codes and ignores it
+            index = noqa.get(source.path) or noqa.setdefault(source.path, parse_noqa(source))
+            problems += [Problem(source.path, f"{row}: {INVALID_NOQA}", "warning") for row in index.invalid]
         for path, other in noqa.items():
             if path != source.path:  # for CKP901 in that file (see settle_unused_noqa)
                 self._noqa_used_elsewhere.update((path, row) for row, d in other.by_row.items() if d.used)
@@ -293,6 +387,7 @@ class FileLinter:
         current = source
         fixed = 0
         applied: list[Diagnostic] = []
+        result.diagnostics_before_fix = list(diagnostics)
         for _ in range(MAX_PASSES):
             applicable = self._applicable(diagnostics, source.path, unsafe)
             if not applicable:
@@ -446,6 +541,11 @@ def _size_limit(path: str) -> int:
     return MAX_NOTEBOOK_BYTES if path.lower().endswith(".ipynb") else MAX_FILE_BYTES
 
 
+DEFAULT_FILE_TIMEOUT = 60.0
+"""Seconds one file may take by default (``--file-timeout``): the slowest file of the real
+repositories tried takes under 3 s."""
+
+
 _WORKER_LINTER: FileLinter | None = None
 
 
@@ -486,18 +586,27 @@ def lint_files(
     jobs: int | None = None,
     cache: ResultCache | None = None,
     keep_sources: bool = False,
+    stop: StopFlag | None = None,
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
 ) -> RunResult:
     """Lint ``files``; read and gate them here, parse the survivors in worker processes.
 
-    ``jobs``: worker processes (default: the CPUs available); one file, or ``jobs == 1``,
-    runs in this process, and so does a small amount of work (see :func:`_pool_size`).
-    ``cache``: reuse and record results (:class:`~ckptlint.cache.ResultCache`); the caller
-    saves it. ``keep_sources``: keep every result's source text (``--add-noqa`` edits it);
-    otherwise it is dropped unless a fix needs it.
+    ``jobs``: worker processes (default: the CPUs available), never more than the files to
+    parse; one file, or ``jobs == 1``, runs in this process, and so does a small amount of
+    work (see :func:`_pool_size`). ``cache``: reuse and record results
+    (:class:`~ckptlint.cache.ResultCache`); the caller saves it. ``keep_sources``: keep every
+    result's source text (``--add-noqa`` edits it); otherwise it is dropped unless a fix
+    needs it. ``stop``: polled between files; once set, no new file is started and the
+    result is marked :attr:`RunResult.interrupted` (holding the files done).
+    ``file_timeout``: seconds one file may take (``None``: no limit); a file that takes
+    longer is reported (CKP902) and the run goes on (see :func:`_in_pool`; in this process
+    the limit is kept with ``SIGALRM`` when no other alarm is pending).
     """
     results: list[FileResult] = []
     tasks: list[Task] = []
     for path in files:
+        if stop:
+            return RunResult(sorted(results, key=lambda r: r.path), interrupted=True, files_done=files.index(path))
         name = str(path)
         try:
             size = path.stat().st_size
@@ -523,20 +632,74 @@ def lint_files(
         tasks.append(Task(name, raw, settings, fix, unsafe, keep_sources))
     workers = _pool_size(tasks, jobs)
     if workers <= 1:
-        linter = FileLinter(defer_unused_noqa_fixes=True)
-        linted = [_run_task(t, linter) for t in tasks]
+        linted = _in_process(tasks, stop, file_timeout)
     else:
-        linted = _in_pool(tasks, workers)
+        linted = _in_pool(tasks, workers, stop=stop, timeout=file_timeout)
     if cache is not None:
         for task, result in zip(tasks, linted):
-            cache.store(result, task.settings)
-    results += linted
+            if result is not None:
+                cache.store(result, task.settings)
+    results += [r for r in linted if r is not None]
     results.sort(key=lambda r: r.path)
     if any(d.code == UNUSED_NOQA for r in results for d in r.diagnostics):
         from ckptlint.rules.ckp901_unused_noqa import settle_unused_noqa
 
         settle_unused_noqa(results, {t.path: t.unsafe for t in tasks})
-    return RunResult(results)
+    left = sum(1 for r in linted if r is None)
+    return RunResult(results, interrupted=bool(stop) or left > 0, files_done=len(files) - left)
+
+
+class _FileTimeout(BaseException):
+    """Raised by ``SIGALRM`` in this process when one file took too long."""
+
+
+def _in_process(tasks: list[Task], stop: StopFlag | None, timeout: float | None) -> list[FileResult | None]:
+    """Lint ``tasks`` in this process, in order; ``None`` for the tasks a stop request left.
+    While a file is linted, a stop signal interrupts it at once (nothing is written here)."""
+    import signal
+    import threading
+
+    linter = FileLinter(defer_unused_noqa_fixes=True)
+    done: list[FileResult | None] = [None] * len(tasks)
+    alarm = (
+        timeout is not None
+        and threading.current_thread() is threading.main_thread()
+        and hasattr(signal, "setitimer")
+        and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # another alarm is someone else's
+    )
+    previous = signal.signal(signal.SIGALRM, _raise_file_timeout) if alarm else None
+    try:
+        i = 0
+        while i < len(tasks) and not stop:
+            task = tasks[i]
+            try:
+                try:
+                    if stop is not None:
+                        stop.hard = True
+                    if alarm:
+                        signal.setitimer(signal.ITIMER_REAL, timeout)
+                    done[i] = _run_task(task, linter)
+                finally:
+                    if alarm:
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+                    if stop is not None:
+                        stop.hard = False
+            except _FileTimeout:
+                if done[i] is None:
+                    done[i] = _timed_out(task, timeout)  # type: ignore[arg-type]
+                    linter = FileLinter(defer_unused_noqa_fixes=True)  # its state may be half-built
+            except Interrupted:
+                break
+            i += 1
+    finally:
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    return done
+
+
+def _raise_file_timeout(signum, frame) -> None:  # noqa: ANN001
+    raise _FileTimeout
 
 
 def _too_large(path: str, size: int, limit_bytes: int | None = None) -> Problem:
@@ -593,34 +756,201 @@ def _slim(result: FileResult) -> FileResult:
     return result
 
 
-def _in_pool(tasks: list[Task], workers: int) -> list[FileResult]:
-    """Lint ``tasks`` in ``workers`` processes; results in the order of ``tasks``.
+def _in_pool(
+    tasks: list[Task], workers: int, *, stop: StopFlag | None = None, timeout: float | None = None
+) -> list[FileResult | None]:
+    """Lint ``tasks`` in ``workers`` processes; results in the order of ``tasks`` (``None`` for
+    a task not done because ``stop`` was raised).
 
-    A worker process that dies (a crash in native code, ``os._exit``, the kernel's OOM
-    killer) breaks the pool; the tasks it left are then linted again by
-    :func:`_supervised`, which pins the death on the file being linted. Nothing is linted
-    in this process, so a file that kills the interpreter cannot kill the run.
+    Each worker is a forked child (it inherits ``tasks``; only indices and results cross its
+    pipe) that dies with this process (``PR_SET_PDEATHSIG``), ignores SIGINT (Ctrl-C reaches
+    the whole process group; this process decides) and lints one file at a time. A worker
+    that dies (a crash in native code, ``os._exit``, the OOM killer) is blamed for the file
+    it was on and replaced; one that takes longer than ``timeout`` seconds on a file is
+    killed, that file is reported (CKP902) and the run goes on. Nothing is linted in this
+    process, so a file that kills the interpreter cannot kill the run. When ``stop`` is
+    raised, no new file is started and every worker is killed at once (workers never write:
+    fixes are written by the caller).
     """
-    from concurrent.futures import as_completed
+    from multiprocessing.connection import wait
 
     context = _fork_context()
-    size = max(1, len(tasks) // (workers * 4))
-    chunks = [list(range(i, min(i + size, len(tasks)))) for i in range(0, len(tasks), size)]
-    done: dict[int, FileResult] = {}
+    results: list[FileResult | None] = [None] * len(tasks)
+    # Contiguous slices, one a worker: files of one package share a worker's module cache;
+    # a worker whose slice is done takes the last file of the longest slice left.
+    size = -(-len(tasks) // workers)
+    queues = [list(range(k, min(k + size, len(tasks))))[::-1] for k in range(0, len(tasks), size)]
+    live: dict[object, _Worker] = {}
+    requeued: set[int] = set()
+
+    def take(slot: int) -> int | None:
+        if not queues:
+            return None
+        own = queues[slot % len(queues)]
+        if own:
+            return own.pop()
+        longest = max(queues, key=len)
+        return longest.pop(0) if longest else None
+
+    def assign(worker: _Worker) -> bool:
+        """Give ``worker`` its next file; ``False`` when none is left (or the worker is gone)."""
+        index = take(worker.slot)
+        if index is None:
+            return False
+        try:
+            worker.start_task(index)
+        except OSError:  # the worker died between two files (BrokenPipeError)
+            live.pop(worker.connection, None)
+            worker.close(kill=True)
+            if index in requeued:  # a second worker died before starting it: give up on it
+                results[index] = _died(tasks[index], _death(worker.process.exitcode))
+            else:
+                requeued.add(index)
+                queues[worker.slot % len(queues)].append(index)  # the next worker of the slot takes it
+            if any(queues):
+                start(worker.slot)
+            return True  # handled: the caller must not retire it again
+        return True
+
+    def retire(worker: _Worker, *, kill: bool) -> None:
+        live.pop(worker.connection, None)
+        worker.close(kill=kill)
+
+    def start(slot: int) -> None:
+        worker = _Worker.spawn(context, tasks, slot)
+        if worker is None:
+            return
+        live[worker.connection] = worker
+        if not assign(worker):
+            retire(worker, kill=False)
+
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = {pool.submit(_run_chunk, [tasks[i] for i in chunk]): chunk for chunk in chunks}
-            for future in as_completed(futures):
+        for slot in range(workers):
+            start(slot)
+        if not live and any(queues):  # no worker process could start: lint here
+            linter = FileLinter(defer_unused_noqa_fixes=True)
+            for queue in queues:
+                while queue and not (stop and stop.signal):
+                    index = queue.pop()
+                    results[index] = _run_task(tasks[index], linter)
+        while live:
+            if stop is not None and stop.signal:
+                break
+            ready = wait(list(live), timeout=_poll_interval(live.values(), timeout))
+            for connection in ready:
+                worker = live[connection]
+                index = worker.index
                 try:
-                    done.update(zip(futures[future], future.result()))
-                except Exception:  # noqa: BLE001 - BrokenProcessPool, a result that cannot be sent...
-                    continue  # linted again below
-    except Exception:  # noqa: BLE001 - the pool could not start or shut down: lint what is left below
-        pass
-    left = [i for i in range(len(tasks)) if i not in done]
-    if left:
-        done.update(zip(left, _supervised([tasks[i] for i in left], workers, context)))
-    return [done[i] for i in range(len(tasks))]
+                    results[index] = connection.recv()  # type: ignore[attr-defined]
+                except Exception:  # noqa: BLE001 - EOFError: the worker died (or died mid-message)
+                    retire(worker, kill=True)
+                    results[index] = _died(tasks[index], _death(worker.process.exitcode))
+                    if any(queues):
+                        start(worker.slot)
+                    continue
+                if not assign(worker):
+                    retire(worker, kill=False)
+            if timeout is not None:
+                now = time.monotonic()
+                for worker in [w for w in live.values() if now - w.started > timeout]:
+                    retire(worker, kill=True)
+                    results[worker.index] = _timed_out(tasks[worker.index], timeout)
+                    if any(queues):
+                        start(worker.slot)
+    finally:
+        for worker in list(live.values()):
+            retire(worker, kill=True)
+    return results
+
+
+def _poll_interval(workers, timeout: float | None) -> float:  # noqa: ANN001
+    """How long to wait for a result: short enough to notice a stop request within a tenth of
+    a second, and to kill a worker soon after its time limit."""
+    if timeout is None:
+        return 0.1
+    now = time.monotonic()
+    return max(0.0, min([0.1] + [w.started + timeout - now for w in workers]))
+
+
+class _Worker:
+    """One forked worker process and the parent's end of its pipe."""
+
+    def __init__(self, process, connection, slot: int) -> None:  # noqa: ANN001
+        self.process = process
+        self.connection = connection
+        self.slot = slot
+        self.index = -1
+        self.started = 0.0
+
+    @classmethod
+    def spawn(cls, context, tasks: list[Task], slot: int) -> _Worker | None:  # noqa: ANN001
+        try:
+            parent, child = context.Pipe(duplex=True)
+            process = context.Process(target=_worker_main, args=(tasks, child, os.getpid()), daemon=True)
+            process.start()
+        except OSError:  # no more processes, no memory: the caller lints with fewer workers
+            return None
+        child.close()
+        return cls(process, parent, slot)
+
+    def start_task(self, index: int) -> None:
+        self.index = index
+        self.started = time.monotonic()
+        self.connection.send(index)
+
+    def close(self, *, kill: bool) -> None:
+        try:
+            if kill and self.process.is_alive():
+                self.process.kill()
+            else:
+                self.connection.send(None)  # done: the worker returns
+        except Exception:  # noqa: BLE001 - the pipe is already closed (the worker died)
+            pass
+        self.connection.close()
+        self.process.join(5)
+        if self.process.is_alive():  # pragma: no cover - ignored its end of work
+            self.process.kill()
+            self.process.join()
+
+
+def _worker_main(tasks: list[Task], connection, parent: int) -> None:  # noqa: ANN001 - a Connection
+    """A worker process: lint the task whose index arrives, send its result back, until
+    ``None`` or end-of-file. ``parent``: the process id of the ``ckptlint`` that forked it."""
+    import signal
+
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the parent decides
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    linter = FileLinter(defer_unused_noqa_fixes=True)
+    while True:
+        try:
+            index = connection.recv()
+        except (EOFError, OSError):
+            return
+        if index is None:
+            return
+        task = tasks[index]
+        result = _run_task(task, linter)
+        try:
+            connection.send(result)
+        except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
+            connection.send(FileResult(task.path, problems=[_internal_error(task.path, exc)]))
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux ``prctl(2)``
+    ``PR_SET_PDEATHSIG``), so that no worker outlives a killed ``ckptlint``; elsewhere the
+    worker notices end-of-file on its pipe when it next reads."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except Exception:  # noqa: BLE001 - not Linux
+        return
+    if os.getppid() != parent:  # the parent died before the request: do not linger
+        os._exit(1)
 
 
 def _fork_context():  # noqa: ANN202 - a multiprocessing context
@@ -632,73 +962,14 @@ def _fork_context():  # noqa: ANN202 - a multiprocessing context
         return multiprocessing.get_context()
 
 
-def _run_chunk(tasks: list[Task]) -> list[FileResult]:
-    return [_run_task(task) for task in tasks]
+def _died(task: Task, reason: str) -> FileResult:
+    message = f"internal error: the worker process died while linting this file ({reason}); file skipped"
+    return FileResult(task.path, problems=[Problem(task.path, message, "internal")])
 
 
-def _stream_results(tasks: list[Task], writer) -> None:  # noqa: ANN001 - a multiprocessing Connection
-    """In a supervised process: lint ``tasks`` in order, sending each result as it is done."""
-    linter = FileLinter(defer_unused_noqa_fixes=True)
-    for task in tasks:
-        result = _run_task(task, linter)
-        try:
-            writer.send(result)
-        except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
-            writer.send(FileResult(task.path, problems=[_internal_error(task.path, exc)]))
-    writer.close()
-
-
-def _supervised(tasks: list[Task], workers: int, context) -> list[FileResult]:  # noqa: ANN001
-    """Lint ``tasks`` in up to ``workers`` child processes that send each result as soon as it
-    is done. When a child dies, the task it was on is the one that killed it: that file gets
-    an internal-error problem and a new child takes the tasks after it. Never hangs on a
-    dead child (its pipe reaches end-of-file)."""
-    from multiprocessing.connection import wait
-
-    results: list[FileResult | None] = [None] * len(tasks)
-    running: dict[object, tuple[object, list[int], int]] = {}
-
-    def start(queue: list[int]) -> None:
-        reader, writer = context.Pipe(duplex=False)
-        process = context.Process(target=_stream_results, args=([tasks[i] for i in queue], writer), daemon=True)
-        process.start()
-        writer.close()
-        running[reader] = (process, queue, 0)
-
-    size = -(-len(tasks) // workers)  # contiguous slices: files of one package share a worker's module cache
-    for k in range(0, len(tasks), size):
-        start(list(range(k, min(k + size, len(tasks)))))
-    while running:
-        for reader in wait(list(running)):
-            process, queue, position = running[reader]
-            try:
-                results[queue[position]] = reader.recv()  # type: ignore[attr-defined]
-                running[reader] = (process, queue, position + 1)
-                continue
-            except Exception:  # noqa: BLE001 - EOFError: the child exited (or died mid-message)
-                pass
-            del running[reader]
-            reader.close()  # type: ignore[attr-defined]
-            process.join(10)  # type: ignore[attr-defined]
-            if process.is_alive():  # type: ignore[attr-defined]  # pragma: no cover - closed its pipe, then hung
-                process.kill()  # type: ignore[attr-defined]
-                process.join()  # type: ignore[attr-defined]
-            if position < len(queue):
-                task = tasks[queue[position]]
-                reason = _death(process.exitcode)  # type: ignore[attr-defined]
-                results[queue[position]] = FileResult(
-                    task.path,
-                    problems=[
-                        Problem(
-                            task.path,
-                            f"internal error: the worker process died while linting this file ({reason}); file skipped",
-                            "internal",
-                        )
-                    ],
-                )
-                if position + 1 < len(queue):
-                    start(queue[position + 1 :])
-    return [r if r is not None else FileResult(t.path) for r, t in zip(results, tasks)]
+def _timed_out(task: Task, timeout: float) -> FileResult:
+    message = f"not checked: linting took longer than {timeout:g} s (--file-timeout); file skipped"
+    return FileResult(task.path, problems=[Problem(task.path, message, "timeout")])
 
 
 def _death(exitcode: int | None) -> str:

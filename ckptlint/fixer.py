@@ -4,7 +4,8 @@ Fixes are applied in passes (as ruff does): in each pass the fixes whose edits d
 overlap are applied, the result is linted again, and the loop stops when no applicable fix
 is left (at most :data:`MAX_PASSES`). Files are written atomically: a temporary file in the
 same folder, flushed and fsynced, then renamed over the original, with its permissions,
-encoding, byte-order mark and line endings kept.
+owner and group (where permitted), encoding, byte-order mark and line endings kept; a file
+with several hard links is rewritten in place so that the links stay one file.
 """
 
 from __future__ import annotations
@@ -69,23 +70,35 @@ def apply_edits(text: str, edits: Iterable[tuple[int, int, str]]) -> str:
 
 
 def write_atomically(path: Path, data: bytes, expected: bytes | None = None) -> None:
-    """Replace the file at ``path`` by ``data`` atomically, keeping its permissions.
+    """Replace the file at ``path`` by ``data``, keeping its identity: permissions, and owner
+    and group where this process may set them (root may; another user may keep its own
+    group).
+
+    A file with one link is replaced atomically: a temporary file in the same folder,
+    flushed and fsynced, renamed over it. A file with several hard links is written in place
+    (truncated and rewritten, then fsynced), so that every link sees the fixed text; a rename
+    would leave the other links with the old text. Either way the caller has parsed and
+    compiled ``data`` first.
 
     When ``expected`` is given and the file's current bytes differ (it changed since it was
     read), nothing is written and :class:`FileChangedError` is raised. ``OSError`` passes
-    through (the original file is untouched).
+    through (an atomic write leaves the original file untouched).
     """
     if expected is not None and path.read_bytes() != expected:
         raise FileChangedError(f"{path}: changed on disk while ckptlint ran; not written")
     target = Path(os.path.realpath(path))
-    mode = os.stat(target).st_mode & 0o7777
+    status = os.stat(target)
+    if status.st_nlink > 1:
+        _write_in_place(target, data)
+        return
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".ckptlint", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            _keep_owner(handle.fileno(), status)
+            os.fchmod(handle.fileno(), status.st_mode & 0o7777)  # after chown, which clears set-id bits
             os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
         os.replace(temporary, target)
     except BaseException:
         try:
@@ -93,3 +106,41 @@ def write_atomically(path: Path, data: bytes, expected: bytes | None = None) -> 
         except OSError:
             pass
         raise
+
+
+def _keep_owner(fd: int, status: os.stat_result) -> None:
+    """Give the file open as ``fd`` the owner and group of ``status`` where permitted: both
+    (root), else the group alone (a group this user belongs to), else neither."""
+    if not hasattr(os, "fchown"):  # pragma: no cover - not POSIX
+        return
+    for uid, gid in ((status.st_uid, status.st_gid), (-1, status.st_gid)):
+        try:
+            os.fchown(fd, uid, gid)
+            return
+        except OSError:
+            continue
+
+
+def _write_in_place(target: Path, data: bytes) -> None:
+    """Rewrite the file at ``target`` (one of several hard links) in place and fsync it.
+    SIGINT and SIGTERM are held back meanwhile (a stop request cannot leave half a file);
+    only SIGKILL or a crash can."""
+    import signal
+
+    held = {signal.SIGINT, signal.SIGTERM}
+    blocked = hasattr(signal, "pthread_sigmask")
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held) if blocked else set()
+    try:
+        fd = os.open(target, os.O_WRONLY)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    finally:
+        if blocked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)

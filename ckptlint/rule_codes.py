@@ -7,7 +7,7 @@ out never needs. ``tests/test_rule_specs.py`` checks these against the rule regi
 
 from __future__ import annotations
 
-__all__ = ["OFF_BY_DEFAULT", "RULE_CODES", "SYNTAX_ERROR", "UNUSED_NOQA"]
+__all__ = ["IO_ERROR", "OFF_BY_DEFAULT", "RULE_CODES", "SYNTAX_ERROR", "UNUSED_NOQA"]
 
 #: Every rule code, sorted (the registry in :mod:`ckptlint.rules` has the rules themselves).
 RULE_CODES: tuple[str, ...] = (
@@ -25,6 +25,7 @@ RULE_CODES: tuple[str, ...] = (
     "CKP303",
     "CKP304",
     "CKP901",
+    "CKP902",
     "CKP999",
 )
 
@@ -32,4 +33,5 @@ RULE_CODES: tuple[str, ...] = (
 OFF_BY_DEFAULT: frozenset[str] = frozenset({"CKP901"})
 
 SYNTAX_ERROR = "CKP999"
+IO_ERROR = "CKP902"
 UNUSED_NOQA = "CKP901"

@@ -69,7 +69,7 @@ def ckptlint(*args: str, cwd: Path, jobs: int | None) -> tuple[subprocess.Comple
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
-    if done.returncode not in (0, 1, 2):
+    if done.returncode not in (0, 1, 2):  # 130/143 (stopped by a signal) or a crash
         raise SystemExit(f"ckptlint died ({done.returncode}) in {cwd}:\n{done.stderr[-3000:]}")
     return done, elapsed
 
@@ -138,6 +138,12 @@ def sweep_ungated(files: list[Path], jobs: int | None, sweep: Sweep) -> None:
     sweep.ungated_s = time.perf_counter() - started
 
 
+def not_checked(records: list[dict], copy: Path) -> list[str]:
+    """The files a run reported as not checked (CKP902: unreadable, undecodable, too deep,
+    timed out, not written), as ``path: message``."""
+    return [f"{Path(r['filename']).relative_to(copy)}: {r['message']}" for r in records if r["code"] == "CKP902"]
+
+
 def split_errors(stderr: str, sweep: Sweep) -> None:
     for line in stderr.splitlines():
         if not line.startswith("error: "):
@@ -159,10 +165,12 @@ def sweep_tree(source: Path, work: Path, jobs: int | None, ungated: bool = False
     split_errors(done.stderr, sweep)
     before = json.loads(done.stdout or "[]")
     sweep.findings = Counter(record["code"] for record in before)
+    sweep.problems += not_checked(before, copy)
 
     original = snapshot(files)
     done, sweep.fix_s = ckptlint("--fix", "--unsafe-fixes", "--output-format", "json", cwd=copy, jobs=jobs)
     split_errors(done.stderr, sweep)
+    sweep.problems += not_checked(json.loads(done.stdout or "[]"), copy)
     fixed = snapshot(files)
     changed = [path for path in files if fixed[path] != original[path]]
     sweep.fixed_files = len(changed)

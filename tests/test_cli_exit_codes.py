@@ -46,7 +46,6 @@ def test_exit_zero(run_cli, write) -> None:  # noqa: ANN001
         (("--extend-select", "CKP8"), "error: --extend-select: unknown rule selector `CKP8`"),
         (("--output-format", "xml"), "Invalid value for '--output-format'"),
         (("--config", "nope.toml"), "error: nope.toml: configuration file not found"),
-        (("missing.py",), "error: missing.py: no such file or directory"),
         (("--explain", "CKP404"), "error: unknown rule code `CKP404`"),
     ],
 )
@@ -96,6 +95,14 @@ def test_bad_configuration_exits_2_naming_file_and_key(run_cli, write, tmp_path,
         f"error: {tmp_path}/{message}"
     ), result.stderr
     assert result.stdout == ""
+
+
+def test_a_missing_path_is_a_ckp902_finding_exit_1(run_cli, write) -> None:  # noqa: ANN001
+    """ruff reports a missing path as E902 (io-error) and exits 1; never "All checks passed!"."""
+    result = run_cli("missing.py")
+    assert (result.exit_code, result.stderr) == (1, "")
+    assert result.stdout == "missing.py:1:1: CKP902 no such file or directory\nFound 1 error.\n"
+    assert run_cli("missing.py", "--exit-zero").exit_code == 0
 
 
 def test_bad_ckptlint_toml_exits_2(run_cli, write, tmp_path) -> None:  # noqa: ANN001
@@ -186,7 +193,7 @@ def test_statistics(run_cli, write) -> None:  # noqa: ANN001
     result = run_cli("--statistics", "--select", "CKP001", "a.py")
     assert result.exit_code == 1
     assert result.stdout == (
-        "2\tCKP001\t[*] checkpoint-without-use-reentrant\n"
+        "2\tCKP001\t[-] checkpoint-without-use-reentrant\n"
         "Found 2 errors.\n"
         "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
     )

@@ -162,4 +162,4 @@ def test_symlink_loop_and_broken_link_are_not_fatal(run_cli, write, tmp_path) ->
     (tmp_path / "pkg" / "broken.py").symlink_to(tmp_path / "nowhere.py")
     result = run_cli("-q", ".")
     assert result.stdout.count("CKP001") == 1
-    assert "broken.py: broken symbolic link" in result.stderr
+    assert "pkg/broken.py:1:1: CKP902 broken symbolic link" in result.stdout

@@ -99,7 +99,7 @@ def test_undecodable_file_is_a_problem_not_a_crash(run_cli, write) -> None:  # n
     result = run_cli("--isolated", ".")
     assert result.exit_code == 1
     assert "good.py:2:5: CKP001" in result.stdout
-    assert "bad.py: is not valid UTF-8 (byte 0xff at offset 70) and declares no encoding" in result.stderr
+    assert "bad.py:1:1: CKP902 is not valid UTF-8 (byte 0xff at offset 70) and declares no encoding" in result.stdout
 
 
 def test_gate_sees_an_import_on_the_first_line_after_a_bom() -> None:

@@ -53,6 +53,16 @@ def test_a_fix_that_breaks_the_syntax_is_refused(run_cli, write, monkeypatch):
     assert "bad.py:2:5: CKP001 [*] test finding" in result.stdout  # still reported, unfixed
 
 
+def test_a_hard_linked_file_whose_fix_breaks_it_is_not_written(run_cli, write, monkeypatch, tmp_path):
+    """A hard-linked file is written in place, after the same parse/compile checks."""
+    monkeypatch.setitem(ALL_RULES, "CKP001", _rule(", (("))
+    bad = write("bad.py", CALL)
+    os.link(bad, tmp_path / "link.py")
+    result = run_cli("bad.py", "--fix")
+    assert result.exit_code == 2 and result.stderr.endswith("file left unchanged\n")
+    assert bad.read_text() == CALL == (tmp_path / "link.py").read_text()
+
+
 def test_a_fix_that_only_cpython_rejects_is_refused(run_cli, write, monkeypatch):
     """libcst parses a repeated keyword argument; CPython's compiler does not."""
     monkeypatch.setitem(ALL_RULES, "CKP001", _rule(", x=1, x=2"))
@@ -103,8 +113,10 @@ def test_a_file_changed_on_disk_since_it_was_read_is_not_written(run_cli, write,
 
     monkeypatch.setattr(engine, "lint_files", edit_while_linting)
     result = run_cli("m.py", "--fix", "--unsafe-fixes")
-    assert result.exit_code == 2
-    assert result.stderr.splitlines() == [f"error: {path}: changed on disk while ckptlint ran; not written"]
+    assert (result.exit_code, result.stderr) == (1, "")
+    assert "m.py:1:1: CKP902 changed on disk while ckptlint ran; fixes not written" in result.stdout
+    assert "m.py:2:5: CKP001" in result.stdout  # reported as read, not counted as fixed
+    assert "fixed" not in result.stdout
     assert path.read_text() == CALL + "# edited by someone else\n"
 
 
@@ -116,8 +128,8 @@ def test_a_failed_write_leaves_the_original_and_no_temporary_file(run_cli, write
 
     monkeypatch.setattr(os, "replace", replace)
     result = run_cli("m.py", "--fix", "--unsafe-fixes")
-    assert result.exit_code == 2
-    assert result.stderr.splitlines() == [f"error: {path}: cannot write the fixed file: No space left on device"]
+    assert (result.exit_code, result.stderr) == (1, "")
+    assert "m.py:1:1: CKP902 cannot write the fixed file: No space left on device; fixes not written" in result.stdout
     assert path.read_text() == CALL
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
 

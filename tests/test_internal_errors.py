@@ -118,3 +118,38 @@ def test_every_file_after_a_dead_worker_is_linted_once(tmp_path, monkeypatch):
             assert [p.kind for p in r.problems] == ["internal"] and r.diagnostics == []
         else:
             assert r.problems == [] and [d.code for d in r.diagnostics] == ["CKP001"]
+
+
+def test_a_run_with_an_internal_error_never_says_all_checks_passed(run_cli, write, monkeypatch):
+    monkeypatch.setitem(ALL_RULES, "CKP001", _BoomOnBadFiles)
+    write("bad.py", CALL)
+    write("clean.py", "x = 1\n")
+    result = run_cli("--no-cache", ".")
+    assert result.exit_code == 2
+    assert result.stdout == "No errors found, but 1 file could not be fully checked (internal error above).\n"
+
+
+def test_a_worker_that_dies_between_two_files_does_not_stop_the_run(tmp_path, monkeypatch):
+    """A worker killed while idle (the OOM killer, say): its next file goes to a new worker."""
+    from ckptlint.api import settings_for
+
+    paths = []
+    for i in range(6):
+        path = tmp_path / f"m{i}.py"
+        path.write_text(CALL)
+        paths.append(path)
+    original = engine._Worker.start_task
+    killed: list[int] = []
+
+    def start_task(self, index):  # noqa: ANN001, ANN202
+        if index == 2 and not killed:  # kill the worker just before it gets its next file
+            killed.append(self.process.pid)
+            self.process.kill()
+            self.process.join()
+        return original(self, index)
+
+    monkeypatch.setattr(engine._Worker, "start_task", start_task)
+    monkeypatch.setattr(engine, "_BYTES_PER_WORKER", 1)
+    run = engine.lint_files(paths, lambda p: settings_for(), jobs=2)
+    assert killed
+    assert run.problems == [] and [os.path.basename(d.path) for d in run.diagnostics] == [p.name for p in paths]

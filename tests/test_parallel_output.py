@@ -112,9 +112,9 @@ def pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     used: list[int] = []
     original = engine._in_pool
 
-    def in_pool(tasks, workers):
+    def in_pool(tasks, workers, **options):
         used.append(workers)
-        return original(tasks, workers)
+        return original(tasks, workers, **options)
 
     monkeypatch.setattr(engine, "_BYTES_PER_WORKER", 1)
     monkeypatch.setattr(engine, "_in_pool", in_pool)

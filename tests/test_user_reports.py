@@ -19,8 +19,12 @@ def _codes(source: str, select: str = "ALL") -> list[tuple[int, str]]:
 def test_missing_path_is_reported_and_the_others_are_still_linted(run_cli, write) -> None:  # noqa: ANN001
     write("good.py", IMPORT + "checkpoint(f, x)\n")
     result = run_cli("--isolated", "--no-cache", "good.py", "missing.py")
-    assert result.exit_code == 2
-    assert result.stderr.splitlines() == ["error: missing.py: no such file or directory"]
+    assert result.exit_code == 1  # ruff: E902, exit 1
+    assert result.stderr == ""
+    assert result.stdout.splitlines()[:2] == [
+        result.stdout.splitlines()[0],
+        "missing.py:1:1: CKP902 no such file or directory",
+    ]
     assert result.stdout.startswith("good.py:2:1: CKP001 ")
 
 

@@ -41,6 +41,10 @@ class OutputContext:
         env: the environment (``GITHUB_STEP_SUMMARY``, ``GITHUB_SERVER_URL``, ...).
         root: the folder repository-relative paths are relative to (SARIF, GitLab); default:
             the git repository enclosing ``cwd``, else ``cwd``.
+        interrupted: the run was stopped (SIGINT/SIGTERM) before every file was checked:
+            summaries never say "All checks passed!".
+        incomplete: files not fully checked because of an internal error (a rule or a
+            worker crashed; reported on stderr): summaries never say "All checks passed!".
     """
 
     cwd: Path = field(default_factory=Path.cwd)
@@ -55,6 +59,8 @@ class OutputContext:
     fixed_by_file: dict[str, dict[str, int]] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     root: Path | None = None
+    interrupted: bool = False
+    incomplete: int = 0
     _read: dict[str, SourceFile | None] = field(default_factory=dict, repr=False)
 
     def is_fixable(self, diagnostic: Diagnostic) -> bool:

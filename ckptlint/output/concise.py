@@ -54,6 +54,11 @@ def _counts(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     if ctx.fix_applied and ctx.fixed:
         total = remaining + ctx.fixed
         head = f"Found {total} error{'s' if total != 1 else ''} ({ctx.fixed} fixed, {remaining} remaining)."
+    elif remaining == 0 and ctx.interrupted:
+        return "No errors in the files checked before the run was stopped.\n"
+    elif remaining == 0 and ctx.incomplete:
+        files = f"{ctx.incomplete} file{'s' if ctx.incomplete != 1 else ''}"
+        return f"No errors found, but {files} could not be fully checked (internal error above).\n"
     elif remaining == 0:
         return "All checks passed!\n"
     else:

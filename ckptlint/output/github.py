@@ -113,11 +113,22 @@ def render(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
 
 
 def _append_step_summary(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> None:
+    """Append :func:`step_summary` to ``$GITHUB_STEP_SUMMARY``. A file that cannot be written
+    (a wrong path, a folder, no permission) costs only the summary: a warning on stderr, and
+    the annotations are printed as usual."""
+    import sys
+
     target = ctx.env.get("GITHUB_STEP_SUMMARY")
     if not target:
         return
-    with open(target, "a", encoding="utf-8") as handle:
-        handle.write(step_summary(diagnostics, ctx))
+    try:
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(step_summary(diagnostics, ctx))
+    except OSError as exc:
+        from ckptlint.discovery import os_reason
+
+        reason = os_reason(exc, missing="no such file or directory")
+        sys.stderr.write(f"warning: GITHUB_STEP_SUMMARY ({target}): cannot write the step summary: {reason}\n")
 
 
 def _cell(text: str) -> str:
@@ -144,6 +155,10 @@ def step_summary(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     """The Markdown appended to ``$GITHUB_STEP_SUMMARY``: a heading, the counts and a table
     of every finding (file:line link, code, message)."""
     if not diagnostics:
+        if ctx.interrupted:
+            return "### ckptlint\n\nThe run was stopped before every file was checked.\n\n"
+        if ctx.incomplete:
+            return "### ckptlint\n\nNo findings, but some files could not be fully checked (internal error).\n\n"
         return "### ckptlint\n\nAll checks passed!\n\n"
     errors = sum(1 for d in diagnostics if severity_of(d.code) == "error")
     warnings = len(diagnostics) - errors

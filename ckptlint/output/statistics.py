@@ -4,9 +4,11 @@ Text: one line a rule, most frequent first (then by code)::
 
     12	CKP001	[*] checkpoint-without-use-reentrant
 
-(count right-aligned, code padded to the longest, ``[*]`` when a finding of that rule is
-fixable with the current fix settings, ``[ ]`` otherwise), then the usual summary. With
-``--output-format json``: a list of ``{"code", "name", "count", "fixable", "fixable_count"}``.
+(count right-aligned, code padded to the longest; with the current fix settings ``[*]`` when
+every finding of that rule is fixable, ``[-]`` when some are, ``[ ]`` when none is: ruff's
+markers since ruff PR #21513, 2025-11), then the usual summary. With ``--output-format json``:
+a list of ``{"code", "name", "count", "fixable", "fixable_count"}``, ``fixable`` true when every
+finding of the rule is fixable (ruff's meaning) and ``fixable_count`` how many are.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def statistics(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> list[di
             "code": code,
             "name": rule_name(code),
             "count": count,
-            "fixable": fixable[code] > 0,
+            "fixable": fixable[code] == count,
             "fixable_count": fixable[code],
         }
         for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
@@ -44,11 +46,15 @@ def render_text(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     rows = statistics(diagnostics, ctx)
     count_width = max((len(str(r["count"])) for r in rows), default=1)
     code_width = max((len(r["code"]) for r in rows), default=1)
-    lines = [
-        f"{r['count']:>{count_width}}\t{r['code']:<{code_width}}\t{'[*]' if r['fixable'] else '[ ]'} {r['name']}"
-        for r in rows
-    ]
+    lines = [f"{r['count']:>{count_width}}\t{r['code']:<{code_width}}\t{_marker(r)} {r['name']}" for r in rows]
     return "".join(line + "\n" for line in lines) + summary(diagnostics, ctx)
+
+
+def _marker(row: dict[str, Any]) -> str:
+    """``[*]`` every finding fixable, ``[-]`` some, ``[ ]`` none (ruff)."""
+    if row["fixable_count"] == 0:
+        return "[ ]"
+    return "[*]" if row["fixable_count"] == row["count"] else "[-]"
 
 
 def render_json(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:

@@ -23,6 +23,7 @@ from ckptlint.rules.ckp201_recompute_reads_mutable_global import RecomputeReadsM
 from ckptlint.rules.ckp202_side_effect_in_recompute import SideEffectInRecompute
 from ckptlint.rules.ckp203_batchnorm_in_checkpoint import BatchNormInCheckpoint
 from ckptlint.rules.ckp901_unused_noqa import UnusedNoqa
+from ckptlint.rules.ckp902_io_error import IoError
 from ckptlint.rules.ckp999_syntax_error import SyntaxErrorRule
 
 __all__ = ["ALL_RULES", "FixAvailability", "Invalid", "Rule", "RuleContext", "Severity", "rule_by_code"]
@@ -42,12 +43,14 @@ _RULE_CLASSES: tuple[type[Rule], ...] = (
     SideEffectInRecompute,
     BatchNormInCheckpoint,
     UnusedNoqa,
+    IoError,
     SyntaxErrorRule,
 )
 
 ALL_RULES: dict[str, type[Rule]] = {cls.code: cls for cls in sorted(_RULE_CLASSES, key=lambda c: c.code)}
 
 SYNTAX_ERROR = SyntaxErrorRule.code
+IO_ERROR = IoError.code
 UNUSED_NOQA = UnusedNoqa.code
 
 assert tuple(ALL_RULES) == RULE_CODES, "ckptlint/rule_codes.py must list every registered rule"
