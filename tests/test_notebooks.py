@@ -180,7 +180,8 @@ def test_syntax_error_in_a_cell_is_reported_at_the_cell(run_cli, write) -> None:
 def test_a_file_that_is_not_a_notebook_is_a_problem(run_cli, write) -> None:  # noqa: ANN001
     write("broken.ipynb", '{"cells": [}')
     result = run_cli("--isolated", "--no-cache", "broken.ipynb")
-    assert result.stderr.startswith("error: broken.ipynb: is not a valid notebook (invalid JSON: ")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("broken.ipynb:1:1: CKP902 is not a valid notebook (invalid JSON: ")
 
 
 def test_notebooks_can_be_turned_off(run_cli, write, case) -> None:  # noqa: ANN001
@@ -188,7 +189,8 @@ def test_notebooks_can_be_turned_off(run_cli, write, case) -> None:  # noqa: ANN
     walked = run_cli("--no-cache", ".")
     assert walked.exit_code == 0 and walked.stdout == "All checks passed!\n"
     named = run_cli("--no-cache", NAME)
-    assert named.stderr == f"error: {NAME}: Jupyter notebooks are turned off (`notebooks = false`); skipped\n"
+    assert named.exit_code == 1
+    assert named.stdout.splitlines()[0] == f"{NAME}:1:1: CKP902 Jupyter notebooks are turned off (`notebooks = false`); skipped"
     assert run_cli("--no-cache", "--force-exclude", NAME).stderr == ""  # the pre-commit hook's way
 
 
