@@ -23,7 +23,7 @@ terminates on recursive or cyclic code.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,6 +70,9 @@ class Context:
     env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
     keyword_params: frozenset[str] = frozenset()
     self_env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
+    #: The call that bound ``env`` had ``*``/``**`` arguments, or its arguments are not
+    #: known: a parameter it does not bind is not known to hold its default.
+    open_call: bool = False
 
 
 class Value:
@@ -265,15 +268,25 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
                 info.attributes.setdefault(key, []).append((node.args[2].value, method))
 
 
-def _nodes_of_function(function: cst.FunctionDef | cst.Lambda) -> Iterator[cst.CSTNode]:
+def _nodes_of_function(
+    function: cst.FunctionDef | cst.Lambda, decide: Callable[[cst.BaseExpression], bool | None] | None = None
+) -> Iterator[cst.CSTNode]:
     """Every node of ``function``'s body, not entering nested defs and classes (which run
-    only when called)."""
+    only when called). With ``decide`` (a branch condition -> ``True``/``False``/``None``
+    for undecided), the branch of an ``if`` statement or expression that cannot run is
+    skipped."""
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
         yield node
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)):
             continue
+        if decide is not None and isinstance(node, (cst.If, cst.IfExp)):
+            taken = decide(node.test)
+            if taken is not None:
+                branch = node.body if taken else node.orelse
+                stack.extend(b for b in (branch, node.test) if b is not None)
+                continue
         children = [child for _, child in child_nodes(node)]
         children.reverse()
         stack.extend(children)
@@ -295,14 +308,20 @@ class Frame:
     ctx: Context
     depth: int
     via: str
+    builder: RegionBuilder | None = None
 
     @property
     def analysis(self) -> ModuleAnalysis:
         return self.ctx.analysis
 
     def nodes(self) -> Iterator[cst.CSTNode]:
-        """The nodes that run when the frame runs (nested defs excluded)."""
-        return _nodes_of_function(self.function)
+        """The nodes that run when the frame runs (nested defs excluded, and the branches
+        of ``if`` that the bound arguments decide against: :meth:`RegionBuilder.decide`)."""
+        builder = self.builder
+        if builder is None:
+            return _nodes_of_function(self.function)
+        ctx = self.ctx
+        return _nodes_of_function(self.function, lambda test: builder.decide(test, ctx))
 
     def is_parameter(self, binding: Binding) -> bool:
         return binding.kind is BindingKind.PARAMETER and binding.scope.node is self.function
@@ -439,7 +458,9 @@ class RegionBuilder:
                 frame_ctx = value.ctx
                 if item.args is not None:
                     frame_ctx = self._bind(value, item.args, item.caller)
-                frame = Frame(value.node, frame_ctx, item.depth, item.via)
+                else:
+                    frame_ctx = _replace_ctx(frame_ctx, open_call=True)  # called with arguments not seen
+                frame = Frame(value.node, frame_ctx, item.depth, item.via, self)
                 region.frames.append(frame)
                 if item.depth >= MAX_DEPTH:
                     continue
@@ -505,7 +526,123 @@ class RegionBuilder:
                     binding = _param_binding(scope, param)
                     if binding is not None:
                         env[binding] = (arg.value, caller)
-        return Context(value.ctx.analysis, value.ctx.self_class, env, frozenset(keyword_params), value.ctx.self_env)
+        return Context(
+            value.ctx.analysis,
+            value.ctx.self_class,
+            env,
+            frozenset(keyword_params),
+            value.ctx.self_env,
+            any(a.star for a in args),
+        )
+
+    # ------------------------------------------------------------------ literals and branches
+    def literal(self, expr: cst.BaseExpression | None, ctx: Context, depth: int = 0) -> object:
+        """The Python value ``expr`` has when evaluated in ``ctx``, or :data:`NOT_LITERAL`.
+
+        Beyond :func:`~ckptlint.model.options.literal_value` (constants, names bound to equal
+        constants), a parameter is followed to the argument the call bound to it (``ctx.env``)
+        or, when the call passed nothing for it, to its default (not after a call with
+        ``*``/``**`` arguments or unseen arguments, ``ctx.open_call``; ``__init__``'s
+        parameters always fall back to defaults, as region values do); a local name assigned
+        once is followed to its value; ``self.attr`` assigned once in the class is followed
+        to that value with the constructor's bindings; ``==``, ``!=``, ``is``, ``is not``,
+        ``in``, ``not in``, ``not``, ``and`` and ``or`` are computed when their operands are
+        known.
+        """
+        if expr is None or depth > _MAX_EVAL_DEPTH:
+            return NOT_LITERAL
+        model = ctx.analysis.model
+        if isinstance(expr, cst.Name):
+            if expr.value in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[expr.value]
+            if expr not in model.scopes:
+                return NOT_LITERAL
+            bindings = model.lookup(expr.value, model.scope_of(expr))
+            if len(bindings) != 1:
+                return literal_value(expr, model) if bindings else NOT_LITERAL
+            binding = bindings[0]
+            if binding in ctx.env:
+                arg, arg_ctx = ctx.env[binding]
+                return self.literal(arg, arg_ctx, depth + 1)
+            if binding.kind is BindingKind.PARAMETER and isinstance(binding.node, cst.Param):
+                function = binding.scope.node
+                is_init = isinstance(function, cst.FunctionDef) and function.name.value == "__init__"
+                if binding.node.default is None or (ctx.open_call and not is_init):
+                    return NOT_LITERAL
+                if binding.node.star:
+                    return NOT_LITERAL
+                return self.literal(binding.node.default, Context(ctx.analysis, ctx.self_class), depth + 1)
+            if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
+                return self.literal(binding.value, ctx, depth + 1)
+            return NOT_LITERAL
+        if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name) and ctx.self_class is not None and expr.value in model.scopes:
+                function = model.enclosing(expr, cst.FunctionDef)
+                if isinstance(function, cst.FunctionDef) and _self_name(function) == expr.value.value:
+                    assigned = [
+                        (value, info)
+                        for info in self._mro(ctx.self_class)
+                        for value, _ in info.attributes.get(expr.attr.value, ())
+                    ]
+                    if len(assigned) == 1:
+                        value, info = assigned[0]
+                        owner_ctx = Context(info.analysis, ctx.self_class, ctx.self_env, self_env=ctx.self_env)
+                        return self.literal(value, owner_ctx, depth + 1)
+            return NOT_LITERAL
+        if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+            left = self.literal(expr.left, ctx, depth + 1)
+            target = expr.comparisons[0]
+            right = self.literal(target.comparator, ctx, depth + 1)
+            if left is NOT_LITERAL or right is NOT_LITERAL:
+                return NOT_LITERAL
+            return _compare(target.operator, left, right)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            inner = self.literal(expr.expression, ctx, depth + 1)
+            return NOT_LITERAL if inner is NOT_LITERAL else not inner
+        if isinstance(expr, cst.BooleanOperation):
+            left = self.literal(expr.left, ctx, depth + 1)
+            is_and = isinstance(expr.operator, cst.And)
+            if left is not NOT_LITERAL and bool(left) is not is_and:
+                return left  # `False and ...`, `True or ...`: decided by the left operand
+            right = self.literal(expr.right, ctx, depth + 1)
+            if left is NOT_LITERAL:
+                # `x and False` is falsy and `x or True` truthy whatever x is
+                if right is not NOT_LITERAL and bool(right) is not is_and:
+                    return bool(right)
+                return NOT_LITERAL
+            return right
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            items = [self.literal(e.value, ctx, depth + 1) for e in expr.elements]
+            if any(i is NOT_LITERAL for i in items) or any(isinstance(e, cst.StarredElement) for e in expr.elements):
+                return NOT_LITERAL
+            return tuple(items)
+        return literal_value(expr, model)
+
+    def decide(self, test: cst.BaseExpression, ctx: Context) -> bool | None:
+        """Whether the branch condition ``test`` is true (``True``/``False``) when evaluated
+        in ``ctx``, or ``None`` when it is not decided (then both branches may run)."""
+        value = self.literal(test, ctx)
+        if value is NOT_LITERAL:
+            return None
+        try:
+            return bool(value)
+        except Exception:  # noqa: BLE001 - a literal whose truth cannot be taken
+            return None
+
+    def runs(self, node: cst.CSTNode, ctx: Context) -> bool:
+        """Whether ``node`` can run when its function runs in ``ctx``: ``False`` when it sits
+        in a branch of an ``if`` (statement or expression) that ``ctx`` decides against."""
+        model = ctx.analysis.model
+        below = node
+        for ancestor in model.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return True
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test:
+                taken = self.decide(ancestor.test, ctx)
+                if taken is not None and (below is ancestor.body) is not taken:
+                    return False
+            below = ancestor
+        return True
 
     # ------------------------------------------------------------------ evaluation
     def _called(self, func: cst.BaseExpression, ctx: Context) -> list[Value]:
@@ -633,6 +770,8 @@ class RegionBuilder:
                 continue
             call = mutation.node
             if isinstance(call, cst.Call) and mutation.method in ("append", "insert", "extend"):
+                if not self.runs(call, ctx):
+                    continue
                 for arg in call.args[-1:]:
                     found = self._values(arg.value, ctx, depth + 1)
                     if mutation.method == "extend":
@@ -731,7 +870,7 @@ class RegionBuilder:
                 out.append(LayerUse(callee.qualified, callee.fact, call, ctx))
             elif isinstance(callee, FunctionValue) and isinstance(callee.node, cst.FunctionDef):
                 inner_ctx = self._bind(callee, tuple(call.args), ctx)
-                for ret in _returns(callee.node):
+                for ret in _returns(callee.node, lambda test, c=inner_ctx: self.decide(test, c)):
                     if ret.value is not None:
                         out += self._values(ret.value, inner_ctx, depth + 1)
         return out
@@ -796,6 +935,26 @@ class RegionBuilder:
         return None
 
 
+def _compare(operator: cst.BaseCompOp, left: object, right: object) -> object:
+    """``left <operator> right`` for the operators branch conditions use, or NOT_LITERAL."""
+    try:
+        if isinstance(operator, cst.Equal):
+            return left == right
+        if isinstance(operator, cst.NotEqual):
+            return left != right
+        if isinstance(operator, cst.Is):
+            return left is right if right is None or isinstance(right, bool) else left == right
+        if isinstance(operator, cst.IsNot):
+            return left is not right if right is None or isinstance(right, bool) else left != right
+        if isinstance(operator, cst.In) and isinstance(right, (tuple, str)):
+            return left in right
+        if isinstance(operator, cst.NotIn) and isinstance(right, (tuple, str)):
+            return left not in right
+    except Exception:  # noqa: BLE001 - incomparable literals
+        return NOT_LITERAL
+    return NOT_LITERAL
+
+
 def _param_binding(scope, param: cst.Param) -> Binding | None:  # noqa: ANN001
     for binding in scope.bindings.get(param.name.value, ()):
         if binding.kind is BindingKind.PARAMETER and binding.node is param:
@@ -803,8 +962,23 @@ def _param_binding(scope, param: cst.Param) -> Binding | None:  # noqa: ANN001
     return None
 
 
-def _returns(function: cst.FunctionDef) -> list[cst.Return]:
-    return [node for node in _nodes_of_function(function) if isinstance(node, cst.Return)]
+def _returns(
+    function: cst.FunctionDef, decide: Callable[[cst.BaseExpression], bool | None] | None = None
+) -> list[cst.Return]:
+    return [node for node in _nodes_of_function(function, decide) if isinstance(node, cst.Return)]
+
+
+def _replace_ctx(ctx: Context, **changes: object) -> Context:
+    fields = {
+        "analysis": ctx.analysis,
+        "self_class": ctx.self_class,
+        "env": ctx.env,
+        "keyword_params": ctx.keyword_params,
+        "self_env": ctx.self_env,
+        "open_call": ctx.open_call,
+    }
+    fields.update(changes)
+    return Context(**fields)  # type: ignore[arg-type]
 
 
 def _target_path(target: cst.BaseExpression, name: str) -> list[int] | None:

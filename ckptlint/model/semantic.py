@@ -525,6 +525,37 @@ class SemanticModel:
             return frozenset(f"{base}.{expr.attr.value}" for base in self.qualified_names(expr.value, _depth))
         return frozenset()
 
+    def precedes(self, first: cst.CSTNode, second: cst.CSTNode) -> bool | None:
+        """Whether ``first`` comes before ``second`` in source order (``True`` also when
+        ``first`` contains ``second``); ``None`` when they share no ancestor in this tree.
+
+        Decided at their nearest common ancestor by the order of its children (libcst field
+        order, which is source order for statements, blocks, loops and branches). Costs the
+        depth of the two nodes; nothing is precomputed.
+        """
+        chain = [first, *self.ancestors(first)]
+        index = {id(node): i for i, node in enumerate(chain)}
+        below = second
+        common = None
+        for node in (second, *self.ancestors(second)):
+            if id(node) in index:
+                common = node
+                break
+            below = node
+        if common is None:
+            return None
+        if common is first:
+            return True
+        if common is second:
+            return False
+        above_first = chain[index[id(common)] - 1]
+        for _, child in child_nodes(common):
+            if child is above_first:
+                return True
+            if child is below:
+                return False
+        return None
+
     def enclosing(self, node: cst.CSTNode, *types: type) -> cst.CSTNode | None:
         """The nearest ancestor of ``node`` that is an instance of one of ``types``."""
         for ancestor in self.ancestors(node):
