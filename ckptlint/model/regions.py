@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ckptlint.apis import PARTIAL_QUALIFIED_NAMES, ApiKind
+from ckptlint.model.callables import Signature
 from ckptlint.model.options import NOT_LITERAL, literal_value
 from ckptlint.model.semantic import Binding, BindingKind, ScopeKind
 from ckptlint.model.sites import CheckpointSite
@@ -415,6 +416,55 @@ class RegionBuilder:
             found = self._build(site, analysis)
             self._regions[site] = found
         return found
+
+    def values(self, expr: cst.BaseExpression, analysis: ModuleAnalysis) -> list[Value]:
+        """The abstract values ``expr`` (a node of ``analysis``'s module) may denote, evaluated
+        where it is written (``self`` is an instance of the enclosing class): functions,
+        classes, instances of classes of the tree, torch layers, containers, modules. An
+        empty list means unknown. Bounded like regions (depth, value count)."""
+        return self._values(expr, Context(analysis, self.enclosing_class(analysis, expr)), 0)
+
+    def method_signature(self, value: Value, name: str) -> Signature | None:
+        """The signature of method ``name`` (``self`` bound) of an instance of a class of the
+        tree, when the class or a base class of the tree defines it; else ``None``."""
+        if not isinstance(value, InstanceValue):
+            return None
+        method = self._method(value.info, name)
+        if method is None:
+            return None
+        return _signature_of(FunctionValue(method[0], Context(method[1].analysis), bound_method=True))
+
+    def signature(self, expr: cst.BaseExpression | None, analysis: ModuleAnalysis) -> Signature | None:
+        """What the callable ``expr`` (written in ``analysis``'s module) accepts, resolved by
+        the same evaluator as regions: a ``def``, a lambda, ``self.method``, a factory's
+        returned closure, ``functools.partial``, and a module instance (``self.block``, a
+        loop variable over ``self.blocks``), whose ``forward`` is called (``self`` is bound).
+
+        Every value ``expr`` may denote must resolve; the result accepts a keyword when any
+        of them does (so "accepts" never reports a keyword wrongly as refused). ``None`` when
+        something is unknown (a parameter without default, a torch layer, a decorated
+        ``def``, whose wrapper may take other arguments)."""
+        if expr is None:
+            return None
+        values = self._values(expr, Context(analysis, self.enclosing_class(analysis, expr)), 0)
+        if not values:
+            return None
+        keywords: set[str] = set()
+        var_keyword = False
+        node: cst.CSTNode | None = None
+        for value in values:
+            if isinstance(value, InstanceValue):
+                method = self._method(value.info, "forward")
+                if method is None:
+                    return None
+                value = FunctionValue(method[0], Context(method[1].analysis), bound_method=True)
+            found = _signature_of(value) if isinstance(value, FunctionValue) else None
+            if found is None:
+                return None
+            keywords |= found.keywords
+            var_keyword = var_keyword or found.var_keyword
+            node = node or found.node
+        return Signature(frozenset(keywords), var_keyword, node)
 
     def class_info(self, analysis: ModuleAnalysis, node: cst.ClassDef) -> ClassInfo:
         info = self._classes.get(node)
@@ -933,6 +983,19 @@ class RegionBuilder:
                 if isinstance(base, LayerClassValue) and base.fact.kind is not LayerKind.CONTAINER:
                     return base.qualified, base.fact
         return None
+
+
+def _signature_of(value: FunctionValue) -> Signature | None:
+    """The keywords a function value takes (``None`` for a decorated ``def``)."""
+    function = value.node
+    if isinstance(function, cst.FunctionDef) and function.decorators:
+        return None
+    params = function.params
+    named = list(params.params)
+    if value.bound_method and not params.posonly_params:
+        named = named[1:]
+    keywords = frozenset(p.name.value for p in named + list(params.kwonly_params))
+    return Signature(keywords, isinstance(params.star_kwarg, cst.Param), function)
 
 
 def _compare(operator: cst.BaseCompOp, left: object, right: object) -> object:
