@@ -407,6 +407,7 @@ class RegionBuilder:
         self.project = project
         self._classes: dict[cst.ClassDef, ClassInfo] = {}
         self._regions: dict[CheckpointSite, Region] = {}
+        self._outside: dict[tuple[int, str], list[cst.CSTNode]] = {}
 
     # ------------------------------------------------------------------ public
     def region(self, site: CheckpointSite, analysis: ModuleAnalysis) -> Region:
@@ -630,12 +631,16 @@ class RegionBuilder:
                 function = model.enclosing(expr, cst.FunctionDef)
                 if isinstance(function, cst.FunctionDef) and _self_name(function) == expr.value.value:
                     assigned = [
-                        (value, info)
+                        (value, info, method)
                         for info in self._mro(ctx.self_class)
-                        for value, _ in info.attributes.get(expr.attr.value, ())
+                        for value, method in info.attributes.get(expr.attr.value, ())
                     ]
-                    if len(assigned) == 1:
-                        value, info = assigned[0]
+                    if (
+                        len(assigned) == 1
+                        and _constructor_setting(assigned[0][0], assigned[0][2])
+                        and not self._assigned_outside(assigned[0][1].analysis, expr.attr.value, assigned[0][2])
+                    ):
+                        value, info, _ = assigned[0]
                         owner_ctx = Context(info.analysis, ctx.self_class, ctx.self_env, self_env=ctx.self_env)
                         return self.literal(value, owner_ctx, depth + 1)
             return NOT_LITERAL
@@ -667,6 +672,22 @@ class RegionBuilder:
                 return NOT_LITERAL
             return tuple(items)
         return literal_value(expr, model)
+
+    def _assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None) -> bool:
+        """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in the module outside ``init``."""
+        key = (id(analysis), attr)
+        found = self._outside.get(key)
+        if found is None:
+            found = []
+            for mutation in analysis.model.mutations:
+                node = mutation.node
+                if mutation.kind not in ("attribute", "augmented"):
+                    continue
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [getattr(node, "target", None)]
+                if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets):
+                    found.append(node)
+            self._outside[key] = found
+        return any(not any(a is init for a in analysis.model.ancestors(node)) for node in found)
 
     def decide(self, test: cst.BaseExpression, ctx: Context) -> bool | None:
         """Whether the branch condition ``test`` is true (``True``/``False``) when evaluated
@@ -983,6 +1004,20 @@ class RegionBuilder:
                 if isinstance(base, LayerClassValue) and base.fact.kind is not LayerKind.CONTAINER:
                     return base.qualified, base.fact
         return None
+
+
+def _constructor_setting(value: cst.BaseExpression, method: cst.FunctionDef | None) -> bool:
+    """Whether ``self.<attr> = value`` records how the object was built: assigned in
+    ``__init__`` from its arguments (not a literal, which is typically a switch flipped
+    from outside, like ``self.save_attention = False``), and never assigned elsewhere in the
+    module (``model.block.<attr> = ...``)."""
+    if method is None or method.name.value != "__init__":
+        return False
+    if isinstance(value, (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
+        return False
+    if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
+        return False
+    return True
 
 
 def _signature_of(value: FunctionValue) -> Signature | None:

@@ -1,0 +1,377 @@
+"""The evaluator behind sites and regions (issue 11): when state can change, which branch
+runs, which layers there are, what the callable is, one finding per problem.
+
+Every false-positive pattern found on real code is a test here, next to the pattern that
+must still be reported.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from ckptlint.api import lint_source
+
+IMPORT = "from torch.utils.checkpoint import checkpoint\n"
+
+
+def _found(source: str, select: str = "ALL") -> list[tuple[int, str, str]]:
+    return [(d.start[0], d.code, d.message) for d in lint_source(textwrap.dedent(source), select=[select])]
+
+
+def _codes(source: str, select: str = "ALL") -> list[tuple[int, str]]:
+    return [(row, code) for row, code, _ in _found(source, select)]
+
+
+# ---------------------------------------------------------------- CKP201: when can state change?
+def test_issue_example_loop_variable_and_later_rebinding_are_reported() -> None:
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+
+        def forward(blocks, h, scale):
+            for blk in blocks:
+                def step(x):
+                    return blk(x) * scale
+                h = checkpoint(step, h, use_reentrant=False)
+            scale = 0.0
+            return h
+        """
+    found = _found(source, "CKP201")
+    assert [(row, code) for row, code, _ in found] == [(7, "CKP201"), (7, "CKP201")]
+    blk, scale = (m for _, _, m in found)
+    assert blk.startswith("`blk` (the variable of the loop that runs the checkpoint at line 5)")
+    assert "it sees the last iteration's value" in blk
+    assert "(`blk=blk` as a default argument)" in blk
+    # the message names the write that can run after the call, not the parameter
+    assert scale.startswith("`scale` (reassigned at line 9, after the checkpoint call)")
+
+
+def test_flags_normalised_once_before_the_loop_are_not_reported() -> None:
+    # shared case_28 and the Hugging Face idiom: settled before the layer loop
+    source = """\
+        import torch.utils.checkpoint
+
+
+        def run_layers(self, layers, hidden, use_cache=None, output_attentions=None):
+            output_attentions = output_attentions if output_attentions is not None else self.output_attentions
+            if self.gradient_checkpointing and self.training:
+                use_cache = False
+            for layer in layers:
+                def create_custom_forward(module):
+                    def custom_forward(*inputs):
+                        return module(*inputs, output_attentions, use_cache)
+                    return custom_forward
+                hidden = torch.utils.checkpoint.checkpoint(create_custom_forward(layer), hidden, use_reentrant=False)
+            return hidden
+        """
+    assert _codes(source) == []
+
+
+def test_loop_variable_bound_as_default_argument_is_the_fix() -> None:
+    source = IMPORT + textwrap.dedent(
+        """\
+        def forward(blocks, h):
+            for blk in blocks:
+                def step(x, blk=blk):
+                    return blk(x)
+                h = checkpoint(step, h, use_reentrant=False)
+            return h
+        """
+    )
+    assert _codes(source) == []
+
+
+def test_dict_mutated_each_iteration_is_reported() -> None:
+    source = IMPORT + textwrap.dedent(
+        """\
+        def forward(blocks, h, masks):
+            opts = {}
+            for i, blk in enumerate(blocks):
+                opts["mask"] = masks[i]
+                h = checkpoint(lambda x, blk=blk: blk(x, **opts), h, use_reentrant=False)
+            return h
+        """
+    )
+    ((row, code, message),) = _found(source, "CKP201")
+    assert (row, code) == (6, "CKP201")
+    assert message.startswith("`opts` (mutated at line 5 in the loop that also runs the checkpoint)")
+
+
+def test_variable_assigned_in_the_loop_is_reported() -> None:
+    source = IMPORT + textwrap.dedent(
+        """\
+        def forward(blocks, h, past):
+            for i, blk in enumerate(blocks):
+                layer_past = past[i] if past is not None else None
+                def step(x, blk=blk):
+                    return blk(x, layer_past)
+                h = checkpoint(step, h, use_reentrant=False)
+            return h
+        """
+    )
+    ((_, _, message),) = _found(source, "CKP201")
+    assert message.startswith("`layer_past` (reassigned at line 4 in the loop that also runs the checkpoint)")
+
+
+def test_writes_in_a_factory_ran_before_the_closure_escaped() -> None:
+    source = IMPORT + textwrap.dedent(
+        """\
+        def make_step(block, scale):
+            scale = float(scale)
+            def step(x):
+                return block(x) * scale
+            return step
+
+        def forward(block, h):
+            return checkpoint(make_step(block, 2), h, use_reentrant=False)
+        """
+    )
+    assert _codes(source) == []
+
+
+def test_nonlocal_rebinding_is_reported() -> None:
+    source = IMPORT + textwrap.dedent(
+        """\
+        def forward(block, h):
+            scale = 1.0
+            def step(x):
+                return block(x) * scale
+            def warm_up(value):
+                nonlocal scale
+                scale = value
+            h = checkpoint(step, h, use_reentrant=False)
+            warm_up(0.5)
+            return h
+        """
+    )
+    ((_, _, message),) = _found(source, "CKP201")
+    assert message.startswith("`scale` (rebound through `nonlocal` at line 8)")
+
+
+def test_module_state_changed_at_run_time_is_still_reported() -> None:
+    source = IMPORT + textwrap.dedent(
+        """\
+        SCALE = 1.0
+
+        def set_scale(value):
+            global SCALE
+            SCALE = value
+
+        def step(x):
+            return x * SCALE
+
+        def forward(h):
+            return checkpoint(step, h, use_reentrant=False)
+        """
+    )
+    assert _codes(source, "CKP201") == [(9, "CKP201")]
+
+
+# ---------------------------------------------------------------- which branch runs?
+CROSS_ATTENTION = """\
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.save_attention = False
+
+        def save_map(self, attention_map):
+            self.attention_map = attention_map
+
+        def forward(self, x, cross_states=None):
+            is_cross = cross_states is not None
+            if is_cross and self.save_attention:
+                self.save_map(x)
+            return x
+
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attention = Attention()
+
+        def forward(self, x, mask=None):
+            return self.attention(x{cross})
+
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([Layer() for _ in range(2)])
+
+        def forward(self, x, mask):
+            for layer in self.layers:
+                x = checkpoint(layer, x, mask, use_reentrant=False)
+            return x
+"""
+
+
+def test_branch_on_an_argument_the_site_never_passes_is_pruned() -> None:
+    # mmpretrain blip/language_model.py through chinese_clip/bert.py: CKP202 was false
+    assert _codes(CROSS_ATTENTION.format(cross="")) == []
+
+
+def test_branch_undecided_when_the_argument_is_passed() -> None:
+    # `mask` comes from the caller's own argument: not known, so both branches stay
+    assert _codes(CROSS_ATTENTION.format(cross=", cross_states=mask"), "CKP202") == [(11, "CKP202")]
+
+
+NORM_FACTORY = """\
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    def build_norm(dim, norm="layer"):
+        layers = []
+        if norm == "batch":
+            layers.append(nn.BatchNorm2d(dim))
+        elif norm == "layer":
+            layers.append(nn.LayerNorm(dim))
+        return nn.Sequential(*layers)
+
+
+    class Block(nn.Module):
+        def __init__(self, dim, norm_type={default}):
+            super().__init__()
+            self.norm1 = build_norm(dim, {literal})
+            self.norm2 = build_norm(dim, norm_type)
+
+        def forward(self, x):
+            def inner(x):
+                return self.norm2(self.norm1(x))
+            return checkpoint(inner, x, use_reentrant=False)
+"""
+
+
+def test_factory_called_with_a_literal_prunes_the_other_branch() -> None:
+    # InternImage build_norm_layer(dim, 'LN'): CKP203 was false for 16 files
+    assert _codes(NORM_FACTORY.format(default='"layer"', literal='"layer"')) == []
+
+
+def test_factory_branch_taken_is_reported() -> None:
+    found = _found(NORM_FACTORY.format(default='"layer"', literal='"batch"'), "CKP203")
+    assert [(row, code) for row, code, _ in found] == [(23, "CKP203")]
+    assert found[0][2].startswith("nn.BatchNorm2d (created at <string>.py:8) runs in the region")
+
+
+def test_parameter_default_decides_but_a_starred_call_does_not() -> None:
+    assert _codes(NORM_FACTORY.format(default='"batch"', literal='"layer"'), "CKP203") == [(23, "CKP203")]
+    source = IMPORT + textwrap.dedent(
+        """\
+        import random
+
+        def step(x, noisy=False):
+            if noisy:
+                x = x * random.random()
+            return x
+
+        def run(x, args):
+            a = checkpoint(step, x, use_reentrant=False)
+            b = checkpoint(step, *args, use_reentrant=False)
+            return a, b
+        """
+    )
+    # the first call cannot reach random.random(); the second may pass noisy=True
+    assert _codes(source, "CKP103") == [(6, "CKP103")]
+    ((_, _, message),) = _found(source, "CKP103")
+    assert "checkpoint at <string>.py:11" in message
+
+
+# ---------------------------------------------------------------- which layers are there?
+def test_one_constructor_line_is_one_layer() -> None:
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        def conv_bn(c):
+            return nn.Sequential(nn.Conv2d(c, c, 3), nn.BatchNorm2d(c))
+
+
+        class Stage(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.blocks = nn.Sequential(*[conv_bn(c) for _ in range(12)])
+                self.extra = conv_bn(c)
+
+            def forward(self, x):
+                return checkpoint(lambda t: self.extra(self.blocks(t)), x, use_reentrant=False)
+        """
+    ((_, _, message),) = _found(source, "CKP203")
+    assert message.startswith("nn.BatchNorm2d (created at <string>.py:6) runs in the region")
+    assert "more" not in message
+
+
+# ---------------------------------------------------------------- what is the callable?
+def test_ckp003_keyword_that_the_module_forward_accepts() -> None:
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Block(nn.Module):
+            def forward(self, x, preserve_rng_stat=False):
+                return x
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block = Block()
+
+            def forward(self, x):
+                return checkpoint(self.block, x, use_reentrant=False, preserve_rng_stat=True)
+        """
+    assert _codes(source) == []
+    # a forward that does not take it: still a misspelling
+    assert _codes(source.replace("x, preserve_rng_stat=False", "x, **kwargs"), "CKP003") == [(16, "CKP003")]
+
+
+# ---------------------------------------------------------------- one finding per problem
+def test_ckp002_and_ckp001_do_not_give_opposite_advice() -> None:
+    source = IMPORT + textwrap.dedent(
+        """\
+        def make(layer):
+            def forward(*inputs):
+                return layer(*inputs)
+            return forward
+
+        def run(layer, x, mask):
+            return checkpoint(make(layer), x, mask=mask)
+        """
+    )
+    assert _codes(source) == [(8, "CKP002")]
+    # a function that takes the keyword: both say the same thing, both stay
+    plain = IMPORT + "def f(x, mask=None):\n    return x\ncheckpoint(f, x, mask=m)\n"
+    assert sorted(_codes(plain)) == [(4, "CKP001"), (4, "CKP002")]
+
+
+HF_RECEIVER = """\
+    from torch import nn
+
+
+    class Model(nn.Module):
+        def gradient_checkpointing_enable(self{params}):
+            self.checkpointing = True
+
+
+    def build():
+        model = Model()
+        model.gradient_checkpointing_enable()
+        return model
+"""
+
+
+def test_project_method_named_like_hugging_face_is_not_hugging_face() -> None:
+    assert _codes(HF_RECEIVER.format(params="")) == []
+    assert _codes(HF_RECEIVER.format(params=", enabled=True")) == []
+
+
+def test_hugging_face_receivers_are_still_reported() -> None:
+    assert _codes(HF_RECEIVER.format(params=", gradient_checkpointing_kwargs=None")) == [(11, "CKP001")]
+    assert _codes(HF_RECEIVER.format(params=", **kwargs")) == [(11, "CKP001")]
+    unknown = "from transformers import AutoModel\nm = AutoModel.from_pretrained('x')\nm.gradient_checkpointing_enable()\n"
+    assert _codes(unknown) == [(3, "CKP001")]
