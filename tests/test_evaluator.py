@@ -375,3 +375,57 @@ def test_hugging_face_receivers_are_still_reported() -> None:
     assert _codes(HF_RECEIVER.format(params=", **kwargs")) == [(11, "CKP001")]
     unknown = "from transformers import AutoModel\nm = AutoModel.from_pretrained('x')\nm.gradient_checkpointing_enable()\n"
     assert _codes(unknown) == [(3, "CKP001")]
+
+
+def test_batchnorm_subclass_with_its_own_forward_keeps_running_statistics() -> None:
+    source = """\
+        import torch.nn.functional as F
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class BatchNormAct(nn.BatchNorm2d):
+            def forward(self, x):
+                x = F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                                 self.training or not self.track_running_stats, self.momentum, self.eps)
+                return F.relu(x)
+
+
+        class FrozenNorm(nn.BatchNorm2d):
+            def forward(self, x):
+                return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, False)
+
+
+        class Block(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.norm = {norm}(c)
+
+            def forward(self, x):
+                return checkpoint(self.norm, x, use_reentrant=False)
+        """
+    assert _codes(source.format(norm="BatchNormAct"), "CKP203") == [(24, "CKP203")]
+    assert _codes(source.format(norm="FrozenNorm"), "CKP203") == []
+
+
+def test_parameter_resolves_through_its_annotation() -> None:
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class ExpertBlock(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.drop = nn.Dropout(0.1)
+
+            def forward(self, x):
+                return self.drop(x)
+
+
+        def apply(layer: ExpertBlock, h):
+            return checkpoint(layer, h, use_reentrant=False, preserve_rng_state=False)
+        """
+    ((row, code, message),) = _found(source, "CKP101")
+    assert (row, code) == (15, "CKP101")
+    assert "draws random numbers (nn.Dropout at line 11)" in message  # where it runs

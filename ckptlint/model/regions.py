@@ -535,6 +535,13 @@ class RegionBuilder:
                     node, owner = method
                     forward = FunctionValue(node, Context(owner.analysis, value.info, self_env=value.env), True)
                     work.append(_Pending(forward, item.depth, item.via, item.args, item.caller, item.invocation, item.frame))
+                    layer = self._layer_base(value.info)
+                    if layer is not None and layer[1].kind is LayerKind.RUNNING_STATS and _keeps_layer_forward(node):
+                        # a BatchNorm subclass with its own forward (timm's BatchNormAct2d)
+                        # still updates the running statistics
+                        use = LayerUse(layer[0], layer[1], None, Context(value.info.analysis))
+                        region.layers.append(use)
+                        region.layer_calls.append(LayerCall(use, item.invocation, item.frame))
                 else:
                     layer = self._layer_base(value.info)
                     if layer is not None:
@@ -827,6 +834,13 @@ class RegionBuilder:
             default = binding.node.default if isinstance(binding.node, cst.Param) else None
             if default is not None:  # not bound by a call we follow: the default is what runs
                 return self._values(default, Context(analysis, ctx.self_class, self_env=ctx.self_env), depth + 1)
+            annotation = binding.node.annotation if isinstance(binding.node, cst.Param) else None
+            if annotation is not None:  # `layer: ExpertBlock`: an instance of the annotated class of the tree
+                return [
+                    InstanceValue(v.info)
+                    for v in self._values(annotation.annotation, Context(analysis), depth + 1)
+                    if isinstance(v, ClassValue)
+                ]
         return []
 
     def _with_appends(self, values: list[Value], binding: Binding, ctx: Context, depth: int) -> list[Value]:
@@ -1018,6 +1032,18 @@ def _constructor_setting(value: cst.BaseExpression, method: cst.FunctionDef | No
     if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
         return False
     return True
+
+
+def _keeps_layer_forward(forward: cst.FunctionDef) -> bool:
+    """Whether a torch layer subclass's own ``forward`` still runs the layer's training
+    behaviour: it calls ``super()`` (``super().forward(x)``) or reads ``self.training``
+    (``F.batch_norm(..., self.training or not self.track_running_stats, ...)``)."""
+    for node in _nodes_of_function(forward):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "super":
+            return True
+        if isinstance(node, cst.Attribute) and node.attr.value == "training":
+            return True
+    return False
 
 
 def _signature_of(value: FunctionValue) -> Signature | None:
