@@ -429,3 +429,47 @@ def test_parameter_resolves_through_its_annotation() -> None:
     ((row, code, message),) = _found(source, "CKP101")
     assert (row, code) == (15, "CKP101")
     assert "draws random numbers (nn.Dropout at line 11)" in message  # where it runs
+
+
+MM_BOTTLENECK = """\
+    import torch.nn as nn
+    import torch.utils.checkpoint as cp
+    from mmcv.cnn import build_norm_layer
+
+
+    class BasicBlock(nn.Module):
+        def __init__(self, channels, with_cp=False, norm_cfg=dict(type={norm!r})):
+            super().__init__()
+            self.with_cp = with_cp
+            self.norm1_name, norm1 = build_norm_layer(norm_cfg, channels, postfix=1)
+            self.conv1 = nn.Conv2d(channels, channels, 3)
+            self.add_module(self.norm1_name, norm1)
+            self.norm2 = build_norm_layer(norm_cfg, channels)[1]
+
+        @property
+        def norm1(self):
+            return getattr(self, self.norm1_name)
+
+        def forward(self, x):
+            def _inner_forward(x):
+                return self.norm2(self.norm1(self.conv1(x)))
+
+            if self.with_cp and x.requires_grad:
+                return cp.checkpoint(_inner_forward, x, use_reentrant=False)
+            return _inner_forward(x)
+"""
+
+
+def test_mm_style_norm_registry_add_module_and_property() -> None:
+    # mmpretrain/mmcv ResNet blocks: build_norm_layer(cfg) -> add_module -> @property getattr
+    found = _found(MM_BOTTLENECK.format(norm="BN"), "CKP203")
+    assert [(row, code) for row, code, _ in found] == [(24, "CKP203")]
+    assert found[0][2].startswith("nn.BatchNorm2d (created at <string>.py:13) and 1 more runs in the region")
+    assert _codes(MM_BOTTLENECK.format(norm="GN"), "CKP203") == []
+    assert _codes(MM_BOTTLENECK.format(norm="LN"), "CKP203") == []
+    assert _codes(MM_BOTTLENECK.format(norm="SyncBN"), "CKP203") == [(24, "CKP203")]
+
+
+def test_norm_config_naming_the_class() -> None:
+    source = MM_BOTTLENECK.replace("dict(type={norm!r})", "dict(type=nn.BatchNorm2d)")
+    assert _codes(source, "CKP203") == [(24, "CKP203")]

@@ -36,7 +36,7 @@ from ckptlint.model.options import NOT_LITERAL, literal_value
 from ckptlint.model.semantic import Binding, BindingKind, ScopeKind
 from ckptlint.model.sites import CheckpointSite
 from ckptlint.model.walk import child_nodes
-from ckptlint.torchfacts import CONTAINER_CLASSES, LayerFact, LayerKind, layer_fact
+from ckptlint.torchfacts import CONTAINER_CLASSES, NORM_FACTORIES, LayerFact, LayerKind, NormFactory, layer_fact
 
 if TYPE_CHECKING:
     from ckptlint.analysis import ModuleAnalysis
@@ -253,6 +253,8 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
         ):
             if len(node.args) >= 1:
                 key = literal_value(node.args[0].value, info.analysis.model)
+                if not isinstance(key, str) and method_name in ("add_module", "register_module"):
+                    key = _dynamic_key(info.analysis, node.args[0].value)
                 if isinstance(key, str):
                     if method_name == "register_buffer":
                         info.buffers.add(key)
@@ -267,6 +269,21 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
             key = literal_value(node.args[1].value, info.analysis.model)
             if isinstance(key, str):
                 info.attributes.setdefault(key, []).append((node.args[2].value, method))
+
+
+def _dynamic_key(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> str:
+    """An attribute name known only at run time, keyed by the code that computes it
+    (``self.norm1_name``): ``add_module`` and ``getattr`` with the same code meet there."""
+    return "\0" + analysis.module.code_for_node(expr).strip()
+
+
+def _is_property(method: cst.FunctionDef) -> bool:
+    for decorator in method.decorators:
+        target = decorator.decorator
+        name = target.attr.value if isinstance(target, cst.Attribute) else target.value if isinstance(target, cst.Name) else ""
+        if name in ("property", "cached_property"):
+            return True
+    return False
 
 
 def _nodes_of_function(
@@ -673,6 +690,26 @@ class RegionBuilder:
                     return bool(right)
                 return NOT_LITERAL
             return right
+        if isinstance(expr, cst.Dict):
+            mapping: dict[object, object] = {}
+            for element in expr.elements:
+                if not isinstance(element, cst.DictElement):
+                    return NOT_LITERAL
+                key = self.literal(element.key, ctx, depth + 1)
+                if not isinstance(key, (str, int)):
+                    return NOT_LITERAL
+                mapping[key] = self.literal(element.value, ctx, depth + 1)
+            return mapping  # values may be NOT_LITERAL: a key read from it is then unknown
+        if isinstance(expr, cst.Call) and "builtins.dict" in model.qualified_names(expr.func):
+            if any(a.keyword is None for a in expr.args):
+                return NOT_LITERAL
+            return {a.keyword.value: self.literal(a.value, ctx, depth + 1) for a in expr.args if a.keyword}
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            container = self.literal(expr.value, ctx, depth + 1)
+            key = self.literal(expr.slice[0].slice.value, ctx, depth + 1)
+            if isinstance(container, dict) and isinstance(key, (str, int)):
+                return container.get(key, NOT_LITERAL)
+            return NOT_LITERAL
         if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
             items = [self.literal(e.value, ctx, depth + 1) for e in expr.elements]
             if any(i is NOT_LITERAL for i in items) or any(isinstance(e, cst.StarredElement) for e in expr.elements):
@@ -821,6 +858,8 @@ class RegionBuilder:
         if kind is BindingKind.ASSIGNMENT and binding.value is not None:
             values = self._values(binding.value, ctx, depth + 1)
             return self._with_appends(values, binding, ctx, depth)
+        if kind is BindingKind.ASSIGNMENT and isinstance(binding.node, cst.Assign):
+            return self._unpacked(binding, ctx, depth)
         if kind is BindingKind.LOOP:
             return self._loop_element(binding, ctx, depth)
         if kind is BindingKind.PARAMETER and isinstance(binding.scope.node, cst.FunctionDef):
@@ -869,6 +908,26 @@ class RegionBuilder:
             for v in values
         ]
 
+    def _unpacked(self, binding: Binding, ctx: Context, depth: int) -> list[Value]:
+        """``name, layer = build_norm_layer(...)``: the element of an exactly known tuple
+        (a function's ``return a, b``, a tuple literal) at the name's position."""
+        node = binding.node
+        assert isinstance(node, cst.Assign)
+        out: list[Value] = []
+        for target in node.targets:
+            path = _target_path(target.target, binding.name)
+            if not path:
+                continue
+            values = self._values(node.value, ctx, depth + 1)
+            for index in path:
+                values = [
+                    v.elements[index]
+                    for v in values
+                    if isinstance(v, ContainerValue) and v.exact and index < len(v.elements)
+                ]
+            out += values
+        return out
+
     def _loop_element(self, binding: Binding, ctx: Context, depth: int) -> list[Value]:
         loop = binding.node
         if not isinstance(loop, (cst.For, cst.CompFor)):
@@ -913,7 +972,15 @@ class RegionBuilder:
             method = self._method(base.info, name)
             if method is not None:
                 node, owner = method
-                return [FunctionValue(node, Context(owner.analysis, base.info, self_env=base.env), bound_method=True)]
+                method_ctx = Context(owner.analysis, base.info, self_env=base.env)
+                if _is_property(node):  # `self.norm1` is what the property returns
+                    return [
+                        v
+                        for ret in _returns(node, lambda test, c=method_ctx: self.decide(test, c))
+                        if ret.value is not None
+                        for v in self._values(ret.value, method_ctx, depth + 1)
+                    ]
+                return [FunctionValue(node, method_ctx, bound_method=True)]
             out: list[Value] = []
             extra: list[Value] = []
             for info in self._mro(base.info):
@@ -937,6 +1004,12 @@ class RegionBuilder:
     def _call(self, call: cst.Call, ctx: Context, depth: int) -> list[Value]:
         model = ctx.analysis.model
         names = model.qualified_names(call.func) if call.func in model.scopes else frozenset()
+        for name in names:
+            factory = NORM_FACTORIES.get(name)
+            if factory is not None:
+                return self._norm_factory(factory, call, ctx, depth)
+        if "builtins.getattr" in names and len(call.args) >= 2 and not any(a.star for a in call.args):
+            return self._getattr(call, ctx, depth)
         if names & PARTIAL_QUALIFIED_NAMES and call.args:
             return [v for v in self._values(call.args[0].value, ctx, depth + 1) if isinstance(v, FunctionValue)]
         if names & CONTAINER_CLASSES:
@@ -958,6 +1031,66 @@ class RegionBuilder:
                 for ret in _returns(callee.node, lambda test, c=inner_ctx: self.decide(test, c)):
                     if ret.value is not None:
                         out += self._values(ret.value, inner_ctx, depth + 1)
+        return out
+
+    def _norm_factory(self, factory: NormFactory, call: cst.Call, ctx: Context, depth: int) -> list[Value]:
+        """A norm layer built from a config (``build_norm_layer(dict(type='BN'), c)``): the
+        layer ``cfg['type']`` names, when the config is known; an opaque value for a known
+        type without training behaviour (GroupNorm, LayerNorm); nothing when unknown."""
+        keyword, position = factory.config
+        arg = _argument(call, keyword, position)
+        if arg is None:
+            return []
+        layer: Value | None = None
+        config = self.literal(arg.value, ctx, depth + 1)
+        if isinstance(config, dict) and isinstance(config.get("type"), str):
+            qualified = factory.types.get(config["type"])
+            if qualified is None:
+                return []
+            fact = layer_fact({qualified})
+            layer = LayerUse(fact[0], fact[1], call, ctx) if fact is not None else OpaqueValue()
+        else:
+            for value in self._config_types(arg.value, ctx, depth + 1):
+                layer = LayerUse(value.qualified, value.fact, call, ctx)
+                break
+        if layer is None:
+            return []
+        return [ContainerValue([OpaqueValue(), layer])] if factory.returns_pair else [layer]
+
+    def _config_types(self, expr: cst.BaseExpression, ctx: Context, depth: int) -> list[LayerClassValue]:
+        """The torch layer classes given as ``type=`` of a ``dict(type=nn.BatchNorm2d, ...)``
+        config (followed through names and parameters like :meth:`literal`)."""
+        if depth > _MAX_EVAL_DEPTH:
+            return []
+        model = ctx.analysis.model
+        if isinstance(expr, cst.Name) and expr in model.scopes:
+            bindings = model.lookup(expr.value, model.scope_of(expr))
+            if len(bindings) != 1:
+                return []
+            binding = bindings[0]
+            if binding in ctx.env:
+                arg, arg_ctx = ctx.env[binding]
+                return self._config_types(arg, arg_ctx, depth + 1)
+            if isinstance(binding.node, cst.Param) and binding.node.default is not None:
+                return self._config_types(binding.node.default, Context(ctx.analysis, ctx.self_class), depth + 1)
+            if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
+                return self._config_types(binding.value, ctx, depth + 1)
+            return []
+        if isinstance(expr, cst.Call) and "builtins.dict" in model.qualified_names(expr.func):
+            for arg in expr.args:
+                if arg.keyword is not None and arg.keyword.value == "type":
+                    return [v for v in self._values(arg.value, ctx, depth + 1) if isinstance(v, LayerClassValue)]
+        return []
+
+    def _getattr(self, call: cst.Call, ctx: Context, depth: int) -> list[Value]:
+        """``getattr(obj, name)``: the attribute when ``name`` is known, or, for a name only
+        known at run time, what ``self.add_module(<same expression>, module)`` stored (the
+        mm-style ``@property def norm1(self): return getattr(self, self.norm1_name)``)."""
+        key = self.literal(call.args[1].value, ctx, depth + 1)
+        name = key if isinstance(key, str) else _dynamic_key(ctx.analysis, call.args[1].value)
+        out: list[Value] = []
+        for base in self._values(call.args[0].value, ctx, depth + 1):
+            out += self._attribute(base, name, depth + 1)
         return out
 
     def _imported(self, qualified: str, depth: int) -> list[Value]:
