@@ -473,3 +473,35 @@ def test_mm_style_norm_registry_add_module_and_property() -> None:
 def test_norm_config_naming_the_class() -> None:
     source = MM_BOTTLENECK.replace("dict(type={norm!r})", "dict(type=nn.BatchNorm2d)")
     assert _codes(source, "CKP203") == [(24, "CKP203")]
+
+
+def test_region_calling_unknown_code_is_partially_known() -> None:
+    source = IMPORT + textwrap.dedent(
+        """\
+        from torch import nn
+
+
+        def create_custom_forward(module):
+            def custom_forward(*inputs):
+                return module(*inputs)
+            return custom_forward
+
+
+        def run(layers, x):
+            for layer in layers:
+                x = checkpoint(create_custom_forward(layer), x, use_reentrant=False, preserve_rng_state=False)
+            return x
+
+
+        class Plain(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return checkpoint(lambda t: self.lin(t).relu(), x, use_reentrant=False, preserve_rng_state=False)
+        """
+    )
+    found = _found(source, "CKP101")
+    assert [(row, code) for row, code, _ in found] == [(13, "CKP101")]
+    assert "ckptlint cannot see all of what it recomputes (the region calls `module(...)` at line 7" in found[0][2]

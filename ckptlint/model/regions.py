@@ -88,6 +88,12 @@ class OpaqueValue(Value):
     positions of container elements (``checkpoint_sequential`` segments) exact."""
 
 
+class TorchValue(OpaqueValue):
+    """Something of torch (``nn.Linear``, ``nn.Linear(4, 4)``, ``torch.matmul``) that is
+    none of the layers the torchfacts tables describe: known, with no random draws or
+    running statistics of its own. Attributes and calls of it are torch values too."""
+
+
 @dataclass(eq=False, repr=False)
 class ModuleValue(Value):
     """A module of the linted tree (``from . import blocks``, ``import pkg.blocks as pb``)."""
@@ -271,6 +277,25 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
                 info.attributes.setdefault(key, []).append((node.args[2].value, method))
 
 
+def _names_code(func: cst.BaseExpression, frame: Frame) -> bool:
+    """Whether calling ``func`` runs code of the program that ckptlint should be able to
+    see: a plain name that is not a builtin or an import (``module(*inputs)``, ``fn(x)``),
+    or ``self.attr`` (a submodule); not method calls on other values (``x.view``)."""
+    model = frame.analysis.model
+    if isinstance(func, cst.Name):
+        if func not in model.scopes:
+            return False
+        bindings = model.lookup(func.value, model.scope_of(func))
+        return bool(bindings) and all(b.kind is not BindingKind.IMPORT for b in bindings)
+    self_name = frame.self_parameter()
+    return (
+        self_name is not None
+        and isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == self_name
+    )
+
+
 def _dynamic_key(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> str:
     """An attribute name known only at run time, keyed by the code that computes it
     (``self.norm1_name``): ``add_module`` and ``getattr`` with the same code meet there."""
@@ -380,6 +405,8 @@ class Region:
         frames: function bodies that run again, in the order they were reached.
         layers: torch layers that run again (dropout, BatchNorm, containers' elements).
         resolved: whether the checkpointed callable was resolved to code or layers at all.
+        unknown_calls: calls made in its frames whose callee is not known, with the frame
+            (below :data:`MAX_DEPTH`, calls are not followed and not listed).
     """
 
     site: CheckpointSite
@@ -388,6 +415,14 @@ class Region:
     layers: list[LayerUse] = field(default_factory=list)
     layer_calls: list[LayerCall] = field(default_factory=list)
     resolved: bool = False
+    unknown_calls: list[tuple[cst.Call, Frame]] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        """Resolved, but it calls code ckptlint cannot see (:attr:`unknown_calls`: a
+        parameter or closure variable bound to something unknown, ``self.attr`` built by a
+        library outside the tree); such code may draw random numbers or keep state."""
+        return self.resolved and bool(self.unknown_calls)
 
     @property
     def label(self) -> str:
@@ -534,7 +569,10 @@ class RegionBuilder:
                     continue
                 for node in frame.nodes():
                     if isinstance(node, cst.Call):
-                        for callee in self._called(node.func, frame_ctx):
+                        callees = self._called(node.func, frame_ctx)
+                        if not callees and _names_code(node.func, frame):
+                            region.unknown_calls.append((node, frame))
+                        for callee in callees:
                             work.append(
                                 _Pending(
                                     callee,
@@ -956,6 +994,8 @@ class RegionBuilder:
         return out
 
     def _attribute(self, base: Value, name: str, depth: int) -> list[Value]:
+        if isinstance(base, TorchValue):
+            return [base]
         if isinstance(base, ModuleValue):
             analysis = base.analysis
             values = [
@@ -1026,6 +1066,8 @@ class RegionBuilder:
                 out.append(InstanceValue(callee.info, self._constructor_env(callee.info, call, ctx)))
             elif isinstance(callee, LayerClassValue):
                 out.append(LayerUse(callee.qualified, callee.fact, call, ctx))
+            elif isinstance(callee, TorchValue):
+                out.append(callee)
             elif isinstance(callee, FunctionValue) and isinstance(callee.node, cst.FunctionDef):
                 inner_ctx = self._bind(callee, tuple(call.args), ctx)
                 for ret in _returns(callee.node, lambda test, c=inner_ctx: self.decide(test, c)):
@@ -1097,6 +1139,10 @@ class RegionBuilder:
         layer = layer_fact({qualified})
         if layer is not None:
             return [LayerClassValue(*layer)]
+        if qualified == "torch" or qualified.startswith("torch."):
+            # torch's own code: its random and stateful layers and functions are in the
+            # torchfacts tables, so whatever else it is, it is known and plain
+            return [TorchValue()]
         if self.project is None or depth > _MAX_EVAL_DEPTH:
             return []
         module = self.project.analysis_for_module(qualified)
