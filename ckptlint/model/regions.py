@@ -874,9 +874,30 @@ class RegionBuilder:
     def _name(self, expr: cst.Name, ctx: Context, depth: int) -> list[Value]:
         model = ctx.analysis.model
         out: list[Value] = []
-        for binding in model.lookup(expr.value, model.scope_of(expr)):
+        bindings = model.lookup(expr.value, model.scope_of(expr))
+        for binding in bindings:
             out += self._binding(binding, ctx, depth)
+        if not bindings and model.star_imports:
+            out += self._star_imported(ctx.analysis, expr.value, depth)
         return out
+
+    def _star_imported(self, analysis: ModuleAnalysis, name: str, depth: int) -> list[Value]:
+        """``name`` bound by ``from .layers import *`` from a module of the linted tree
+        (the last star import that binds it wins, as in Python; ``__all__`` is not read)."""
+        if self.project is None or depth > _MAX_EVAL_DEPTH:
+            return []
+        for module in reversed(analysis.model.star_imports):
+            other = self.project.analysis_for_module(module)
+            if other is None or other is analysis:
+                continue
+            bindings = other.model.module_scope.bindings.get(name)
+            if bindings:
+                return [v for b in bindings for v in self._binding(b, Context(other), depth + 1)]
+            if other.model.star_imports:
+                found = self._star_imported(other, name, depth + 1)
+                if found:
+                    return found
+        return []
 
     def _binding(self, binding: Binding, ctx: Context, depth: int) -> list[Value]:
         analysis = ctx.analysis

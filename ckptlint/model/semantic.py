@@ -187,6 +187,9 @@ class SemanticModel:
         self.calls: list[cst.Call] = []
         self.mutations: list[Mutation] = []
         self.scope_of_definition: dict[cst.CSTNode, Scope] = {}
+        #: Absolute modules of ``from M import *`` at module level (in source order), for
+        #: names the module does not bind itself (followed into the linted tree by regions).
+        self.star_imports: list[str] = []
 
     # ----------------------------------------------------------------- building
     @classmethod
@@ -425,6 +428,8 @@ class SemanticModel:
         if base is None:
             return
         if isinstance(node.names, cst.ImportStar):
+            if scope is self.module_scope:
+                self.star_imports.append(base)
             for name in MODULE_EXPORTS.get(base, ()):
                 self._bind_name(
                     name, Binding(name, BindingKind.IMPORT, node, scope, target=f"{base}.{name}"), scope
