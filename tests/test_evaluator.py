@@ -505,3 +505,29 @@ def test_region_calling_unknown_code_is_partially_known() -> None:
     found = _found(source, "CKP101")
     assert [(row, code) for row, code, _ in found] == [(13, "CKP101")]
     assert "ckptlint cannot see all of what it recomputes (the region calls `module(...)` at line 7" in found[0][2]
+
+
+REGISTRY = """\
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+    NORMS = {{"batch": nn.BatchNorm2d, "layer": nn.LayerNorm, "group": nn.GroupNorm}}
+
+
+    class Block(nn.Module):
+        def __init__(self, c, cfg={{"type": {norm!r}}}):
+            super().__init__()
+            self.norm = {lookup}(c)
+            self.layers = [nn.Linear(c, c), nn.BatchNorm1d(c)]
+
+        def forward(self, x):
+            return checkpoint(lambda t: self.layers[0](self.norm(t)), x, use_reentrant=False)
+"""
+
+
+def test_registry_lookup_by_a_known_key() -> None:
+    for lookup in ('NORMS[cfg["type"]]', 'NORMS.get(cfg["type"])', 'NORMS.get(cfg["type"], nn.Identity)'):
+        assert _codes(REGISTRY.format(norm="layer", lookup=lookup), "CKP203") == [], lookup
+        assert _codes(REGISTRY.format(norm="batch", lookup=lookup), "CKP203") == [(14, "CKP203")], lookup
+    # a key not in the literal: nothing known, nothing reported
+    assert _codes(REGISTRY.format(norm="sync", lookup='NORMS[cfg["type"]]'), "CKP203") == []

@@ -170,6 +170,24 @@ class ContainerValue(Value):
     elements: list[Value]
     exact: bool = True
     sequential: bool = True
+    #: For a dict literal: ``(key, value)`` pairs (the key as a literal, or NOT_LITERAL), so
+    #: ``REGISTRY["bn"]`` and ``REGISTRY.get(cfg["type"])`` select by key.
+    keyed: list[tuple[object, Value]] | None = None
+
+    def select(self, key: object) -> list[Value] | None:
+        """The values under ``key`` (a literal): for a keyed dict, those of equal keys
+        (``[]`` when absent); for an exact sequence and an ``int``, that element; ``None``
+        when the selection is not known (then every element may be meant)."""
+        if key is NOT_LITERAL:
+            return None
+        if self.keyed is not None:
+            if any(k is NOT_LITERAL for k, _ in self.keyed):
+                return None
+            return [v for k, v in self.keyed if k == key]
+        if self.exact and self.sequential and isinstance(key, int) and not isinstance(key, bool):
+            if -len(self.elements) <= key < len(self.elements):
+                return [self.elements[key]]
+        return None
 
 
 def _argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
@@ -829,9 +847,13 @@ class RegionBuilder:
             return out
         if isinstance(expr, cst.Subscript):
             out = []
+            key: object = NOT_LITERAL
+            if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+                key = self.literal(expr.slice[0].slice.value, ctx, depth + 1)
             for base in self._values(expr.value, ctx, depth + 1):
                 if isinstance(base, ContainerValue):
-                    out += base.elements
+                    selected = base.select(key)
+                    out += base.elements if selected is None else selected
             return out
         if isinstance(expr, cst.Call):
             return self._call(expr, ctx, depth)
@@ -844,10 +866,17 @@ class RegionBuilder:
             return [ContainerValue(self._values(expr.elt, ctx, depth + 1), exact=False)]
         if isinstance(expr, cst.Dict):
             elements: list[Value] = []
+            keyed: list[tuple[object, Value]] | None = []
             for element in expr.elements:
                 if isinstance(element, cst.DictElement):
-                    elements += self._values(element.value, ctx, depth + 1)
-            return [ContainerValue(elements, exact=False, sequential=False)]
+                    found = self._values(element.value, ctx, depth + 1)
+                    elements += found
+                    if keyed is not None:
+                        key = self.literal(element.key, ctx, depth + 1)
+                        keyed += [(key, value) for value in found]
+                else:
+                    keyed = None  # `**other`: keys not known
+            return [ContainerValue(elements, exact=False, sequential=False, keyed=keyed)]
         if isinstance(expr, cst.IfExp):
             return self._values(expr.body, ctx, depth + 1) + self._values(expr.orelse, ctx, depth + 1)
         if isinstance(expr, cst.BooleanOperation):
@@ -1071,6 +1100,17 @@ class RegionBuilder:
                 return self._norm_factory(factory, call, ctx, depth)
         if "builtins.getattr" in names and len(call.args) >= 2 and not any(a.star for a in call.args):
             return self._getattr(call, ctx, depth)
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "get" and 1 <= len(call.args) <= 2:
+            bases = [b for b in self._values(call.func.value, ctx, depth + 1) if isinstance(b, ContainerValue)]
+            if bases and all(b.keyed is not None for b in bases):
+                key = self.literal(call.args[0].value, ctx, depth + 1)
+                out: list[Value] = []
+                for base in bases:
+                    selected = base.select(key)
+                    out += base.elements if selected is None else selected
+                    if not selected and len(call.args) == 2:
+                        out += self._values(call.args[1].value, ctx, depth + 1)
+                return out
         if names & PARTIAL_QUALIFIED_NAMES and call.args:
             return [v for v in self._values(call.args[0].value, ctx, depth + 1) if isinstance(v, FunctionValue)]
         if names & CONTAINER_CLASSES:
