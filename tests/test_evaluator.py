@@ -531,3 +531,24 @@ def test_registry_lookup_by_a_known_key() -> None:
         assert _codes(REGISTRY.format(norm="batch", lookup=lookup), "CKP203") == [(14, "CKP203")], lookup
     # a key not in the literal: nothing known, nothing reported
     assert _codes(REGISTRY.format(norm="sync", lookup='NORMS[cfg["type"]]'), "CKP203") == []
+
+
+def test_type_checks_on_known_values_decide_branches() -> None:
+    # mmpretrain blip BertAttention.forward: `if type(encoder_hidden_states) == list:`
+    source = IMPORT + textwrap.dedent(
+        """\
+        import random
+
+        def step(x, extra=None):
+            if type(extra) == list:
+                x = x * random.random()
+            if isinstance(extra, (list, tuple)):
+                x = x * random.random()
+            return x
+
+        def run(x):
+            return checkpoint(step, x, use_reentrant=False)
+        """
+    )
+    assert _codes(source, "CKP103") == []
+    assert _codes(source.replace("extra=None", "extra=[]"), "CKP103") == [(6, "CKP103"), (8, "CKP103")]

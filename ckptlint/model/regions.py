@@ -689,6 +689,8 @@ class RegionBuilder:
             if expr not in model.scopes:
                 return NOT_LITERAL
             bindings = model.lookup(expr.value, model.scope_of(expr))
+            if not bindings and expr.value in _BUILTIN_TYPES:
+                return _BuiltinType(expr.value)
             if len(bindings) != 1:
                 return literal_value(expr, model) if bindings else NOT_LITERAL
             binding = bindings[0]
@@ -756,6 +758,22 @@ class RegionBuilder:
                     return NOT_LITERAL
                 mapping[key] = self.literal(element.value, ctx, depth + 1)
             return mapping  # values may be NOT_LITERAL: a key read from it is then unknown
+        if isinstance(expr, cst.Call) and len(expr.args) in (1, 2) and not any(a.star or a.keyword for a in expr.args):
+            called = model.qualified_names(expr.func) if expr.func in model.scopes else frozenset()
+            if "builtins.type" in called and len(expr.args) == 1:
+                value = self.literal(expr.args[0].value, ctx, depth + 1)
+                if value is NOT_LITERAL or isinstance(value, (dict, _BuiltinType)):
+                    return NOT_LITERAL
+                return _BuiltinType(type(value).__name__)
+            if "builtins.isinstance" in called and len(expr.args) == 2:
+                value = self.literal(expr.args[0].value, ctx, depth + 1)
+                kinds = self.literal(expr.args[1].value, ctx, depth + 1)
+                kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+                if value is NOT_LITERAL or isinstance(value, (dict, _BuiltinType)):
+                    return NOT_LITERAL
+                if not kinds or not all(isinstance(k, _BuiltinType) for k in kinds):
+                    return NOT_LITERAL
+                return any(isinstance(value, _BUILTIN_TYPES[k.name]) for k in kinds)  # type: ignore[union-attr]
         if isinstance(expr, cst.Call) and "builtins.dict" in model.qualified_names(expr.func):
             if any(a.keyword is None for a in expr.args):
                 return NOT_LITERAL
@@ -770,6 +788,13 @@ class RegionBuilder:
             items = [self.literal(e.value, ctx, depth + 1) for e in expr.elements]
             if any(i is NOT_LITERAL for i in items) or any(isinstance(e, cst.StarredElement) for e in expr.elements):
                 return NOT_LITERAL
+            if isinstance(expr, cst.List):
+                return list(items)
+            if isinstance(expr, cst.Set):
+                try:
+                    return frozenset(items)
+                except TypeError:  # unhashable items
+                    return NOT_LITERAL
             return tuple(items)
         return literal_value(expr, model)
 
@@ -1299,6 +1324,26 @@ def _signature_of(value: FunctionValue) -> Signature | None:
     return Signature(keywords, isinstance(params.star_kwarg, cst.Param), function)
 
 
+_BUILTIN_TYPES: dict[str, type] = {
+    "list": list,
+    "dict": dict,
+    "tuple": tuple,
+    "set": set,
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "NoneType": type(None),
+}
+
+
+@dataclass(frozen=True)
+class _BuiltinType:
+    """A builtin class as a literal (``list`` in ``type(x) == list``)."""
+
+    name: str
+
+
 def _compare(operator: cst.BaseCompOp, left: object, right: object) -> object:
     """``left <operator> right`` for the operators branch conditions use, or NOT_LITERAL."""
     try:
@@ -1310,9 +1355,9 @@ def _compare(operator: cst.BaseCompOp, left: object, right: object) -> object:
             return left is right if right is None or isinstance(right, bool) else left == right
         if isinstance(operator, cst.IsNot):
             return left is not right if right is None or isinstance(right, bool) else left != right
-        if isinstance(operator, cst.In) and isinstance(right, (tuple, str)):
+        if isinstance(operator, cst.In) and isinstance(right, (tuple, list, frozenset, str, dict)):
             return left in right
-        if isinstance(operator, cst.NotIn) and isinstance(right, (tuple, str)):
+        if isinstance(operator, cst.NotIn) and isinstance(right, (tuple, list, frozenset, str, dict)):
             return left not in right
     except Exception:  # noqa: BLE001 - incomparable literals
         return NOT_LITERAL
