@@ -552,3 +552,24 @@ def test_type_checks_on_known_values_decide_branches() -> None:
     )
     assert _codes(source, "CKP103") == []
     assert _codes(source.replace("extra=None", "extra=[]"), "CKP103") == [(6, "CKP103"), (8, "CKP103")]
+
+
+def test_norm_layer_factory_parameter_and_partial() -> None:
+    source = """\
+        from functools import partial
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Block(nn.Module):
+            def __init__(self, c, norm_layer={norm}):
+                super().__init__()
+                self.norm = norm_layer(c)
+
+            def forward(self, x):
+                return checkpoint(self.norm, x, use_reentrant=False)
+        """
+    assert _codes(source.format(norm="nn.BatchNorm2d"), "CKP203") == [(12, "CKP203")]
+    assert _codes(source.format(norm="partial(nn.BatchNorm2d, eps=1e-3)"), "CKP203") == [(12, "CKP203")]
+    assert _codes(source.format(norm="partial(nn.BatchNorm2d, track_running_stats=False)"), "CKP203") == []
+    assert _codes(source.format(norm="nn.LayerNorm"), "CKP203") == []

@@ -1137,7 +1137,15 @@ class RegionBuilder:
                         out += self._values(call.args[1].value, ctx, depth + 1)
                 return out
         if names & PARTIAL_QUALIFIED_NAMES and call.args:
-            return [v for v in self._values(call.args[0].value, ctx, depth + 1) if isinstance(v, FunctionValue)]
+            bound = {a.keyword.value for a in call.args if a.keyword is not None}
+            return [
+                v
+                for v in self._values(call.args[0].value, ctx, depth + 1)
+                if isinstance(v, (FunctionValue, ClassValue))
+                # `partial(nn.BatchNorm2d, eps=1e-3)` as a `norm_layer=` factory; not when the
+                # partial sets the switch (`track_running_stats=False`), read from the final call
+                or (isinstance(v, LayerClassValue) and not (v.fact.switch and v.fact.switch[0] in bound))
+            ]
         if names & CONTAINER_CLASSES:
             args = [a for a in call.args if a.keyword is None]
             if any(n.endswith(".Sequential") for n in names):
