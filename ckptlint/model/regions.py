@@ -370,6 +370,7 @@ class Frame:
     depth: int
     via: str
     builder: RegionBuilder | None = None
+    _decisions: dict[int, bool | None] = field(default_factory=dict, repr=False)
 
     @property
     def analysis(self) -> ModuleAnalysis:
@@ -382,7 +383,15 @@ class Frame:
         if builder is None:
             return _nodes_of_function(self.function)
         ctx = self.ctx
-        return _nodes_of_function(self.function, lambda test: builder.decide(test, ctx))
+        decisions = self._decisions
+
+        def decide(test: cst.BaseExpression) -> bool | None:
+            key = id(test)
+            if key not in decisions:
+                decisions[key] = builder.decide(test, ctx)
+            return decisions[key]
+
+        return _nodes_of_function(self.function, decide)
 
     def is_parameter(self, binding: Binding) -> bool:
         return binding.kind is BindingKind.PARAMETER and binding.scope.node is self.function
