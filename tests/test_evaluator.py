@@ -573,3 +573,20 @@ def test_norm_layer_factory_parameter_and_partial() -> None:
     assert _codes(source.format(norm="partial(nn.BatchNorm2d, eps=1e-3)"), "CKP203") == [(12, "CKP203")]
     assert _codes(source.format(norm="partial(nn.BatchNorm2d, track_running_stats=False)"), "CKP203") == []
     assert _codes(source.format(norm="nn.LayerNorm"), "CKP203") == []
+
+
+def test_parameter_of_an_enclosing_function_is_not_assumed_default() -> None:
+    # the closure's own call is seen; the enclosing function's caller is not
+    source = IMPORT + textwrap.dedent(
+        """\
+        import random
+
+        def run(x, noisy=False):
+            def step(t):
+                if noisy:
+                    t = t * random.random()
+                return t
+            return checkpoint(step, x, use_reentrant=False)
+        """
+    )
+    assert _codes(source, "CKP103") == [(7, "CKP103")]

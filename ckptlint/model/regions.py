@@ -74,6 +74,9 @@ class Context:
     #: The call that bound ``env`` had ``*``/``**`` arguments, or its arguments are not
     #: known: a parameter it does not bind is not known to hold its default.
     open_call: bool = False
+    #: The function whose call bound ``env`` (its unbound parameters hold their defaults);
+    #: parameters of other enclosing functions were bound by calls not seen.
+    bound: cst.CSTNode | None = None
 
 
 class Value:
@@ -673,6 +676,7 @@ class RegionBuilder:
             frozenset(keyword_params),
             value.ctx.self_env,
             any(a.star for a in args),
+            function,
         )
 
     # ------------------------------------------------------------------ literals and branches
@@ -709,7 +713,9 @@ class RegionBuilder:
             if binding.kind is BindingKind.PARAMETER and isinstance(binding.node, cst.Param):
                 function = binding.scope.node
                 is_init = isinstance(function, cst.FunctionDef) and function.name.value == "__init__"
-                if binding.node.default is None or (ctx.open_call and not is_init):
+                if binding.node.default is None:
+                    return NOT_LITERAL
+                if not is_init and (ctx.open_call or function is not ctx.bound):
                     return NOT_LITERAL
                 if binding.node.star:
                     return NOT_LITERAL
@@ -1402,6 +1408,7 @@ def _replace_ctx(ctx: Context, **changes: object) -> Context:
         "keyword_params": ctx.keyword_params,
         "self_env": ctx.self_env,
         "open_call": ctx.open_call,
+        "bound": ctx.bound,
     }
     fields.update(changes)
     return Context(**fields)  # type: ignore[arg-type]
