@@ -94,7 +94,8 @@ def test_dict_mutated_each_iteration_is_reported() -> None:
     )
     ((row, code, message),) = _found(source, "CKP201")
     assert (row, code) == (6, "CKP201")
-    assert message.startswith("`opts` (mutated at line 5 in the loop that also runs the checkpoint)")
+    assert message.startswith("`opts` (mutated at line 5, in the loop that runs the checkpoint)")
+    assert message.endswith("pass the value in as an argument")
 
 
 def test_variable_assigned_in_the_loop_is_reported() -> None:
@@ -111,6 +112,8 @@ def test_variable_assigned_in_the_loop_is_reported() -> None:
     )
     ((_, _, message),) = _found(source, "CKP201")
     assert message.startswith("`layer_past` (reassigned at line 4 in the loop that also runs the checkpoint)")
+    assert "after the loop, so it sees the last iteration's value" in message
+    assert "(`layer_past=layer_past` as a default argument)" in message
 
 
 def test_writes_in_a_factory_ran_before_the_closure_escaped() -> None:

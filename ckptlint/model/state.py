@@ -49,7 +49,7 @@ class OuterRead:
     @property
     def late_binding(self) -> bool:
         """A loop variable read by a closure: recomputation sees the last iteration's value."""
-        return self.why.startswith(LOOP_VARIABLE)
+        return self.why.startswith(LOOP_VARIABLE) or self.why.endswith(_LOOP_REBINDING)
 
     @property
     def analysis(self) -> ModuleAnalysis:
@@ -259,6 +259,7 @@ def _changed(
 #: How :func:`_changed` starts the reason for a loop variable read by a closure defined in the
 #: loop (the late-binding trap); the rule words its advice for it.
 LOOP_VARIABLE = "the variable of the loop that runs the checkpoint"
+_LOOP_REBINDING = "in the loop that also runs the checkpoint"
 
 _CLOSURE_WRITES = (*_STATE_KINDS, BindingKind.LOOP, BindingKind.WITH, BindingKind.EXCEPT)
 
@@ -292,7 +293,7 @@ def _closure_change(
         if binding.kind is BindingKind.LOOP and how == "loop":
             return LOOP_VARIABLE + f" at line {row}"
         if how == "loop":
-            return f"reassigned at line {row} in the loop that also runs the checkpoint"
+            return f"reassigned at line {row} {_LOOP_REBINDING}"
         return f"reassigned at line {row}, after the checkpoint call"
     for mutation in model.mutations:
         if mutation.base != name or not _resolves_to(analysis, mutation, scope):
@@ -304,7 +305,8 @@ def _closure_change(
         if how is None:
             continue
         row = analysis.range(mutation.node)[0][0]
-        where = {"loop": " in the loop that also runs the checkpoint", "after": ", after the checkpoint call"}
+        # not _LOOP_REBINDING: binding a mutated object as a default argument would not help
+        where = {"loop": ", in the loop that runs the checkpoint", "after": ", after the checkpoint call"}
         return f"mutated at line {row}{where.get(how, '')}"
     return None
 
