@@ -18,6 +18,24 @@ checkpointed callable to the code that runs again during backward:
 torch's own layers are known by :mod:`ckptlint.torchfacts`. Whatever cannot be resolved is
 unknown and produces no finding. Resolution is bounded (depth, visited set, value count), so it
 terminates on recursive or cyclic code.
+
+The :class:`RegionBuilder` is ckptlint's evaluator. Its entry points, for rules and for new
+site kinds (one builder per linted module, ``RuleContext.regions``):
+
+- :meth:`RegionBuilder.values`: expression ``X`` written in module ``A`` -> the abstract
+  values it may denote (:class:`FunctionValue`, :class:`ClassValue`, :class:`InstanceValue`,
+  :class:`LayerUse`, :class:`ContainerValue`, :class:`TorchValue`, ...; ``[]`` = unknown);
+- :meth:`RegionBuilder.literal` / :meth:`RegionBuilder.decide`: expression in a
+  :class:`Context` (bindings of the call being followed) -> Python value / branch taken;
+- :meth:`RegionBuilder.signature`: callable expression -> the keywords it accepts;
+- :meth:`RegionBuilder.region`: a :class:`~ckptlint.model.sites.CheckpointSite` -> its
+  :class:`Region`: frames, layers, and a status: ``resolved`` (the callable is known),
+  ``partial`` (it calls code ckptlint cannot see, :attr:`Region.unknown_calls`), or neither
+  (unknown). A site kind plugs in by setting ``site.function`` to the callable expression
+  (and ``site.inputs``/``site.function_keywords`` to the arguments it is called with).
+
+Branches of ``if`` that the bound arguments (or their defaults) decide are pruned from frames,
+returns and ``append`` calls; undecided ones stay.
 """
 
 from __future__ import annotations
