@@ -31,8 +31,9 @@ site kinds (one builder per linted module, ``RuleContext.regions``):
 - :meth:`RegionBuilder.region`: a :class:`~ckptlint.model.sites.CheckpointSite` -> its
   :class:`Region`: frames, layers, and a status: ``resolved`` (the callable is known),
   ``partial`` (it calls code ckptlint cannot see, :attr:`Region.unknown_calls`), or neither
-  (unknown). A site kind plugs in by setting ``site.function`` to the callable expression
-  (and ``site.inputs``/``site.function_keywords`` to the arguments it is called with).
+  (unknown). A site kind plugs in by setting ``site.function`` to the callable expression;
+  for ``ApiKind.FUNCTION`` sites ``site.inputs``/``site.function_keywords`` are bound to its
+  parameters, other kinds are treated as called with arguments not seen.
 
 Branches of ``if`` that the bound arguments (or their defaults) decide are pruned from frames,
 returns and ``append`` calls; undecided ones stay.
