@@ -593,3 +593,19 @@ def test_parameter_of_an_enclosing_function_is_not_assumed_default() -> None:
         """
     )
     assert _codes(source, "CKP103") == [(7, "CKP103")]
+
+
+def test_torch_wrapper_of_an_unknown_module_is_not_resolved() -> None:
+    # accelerate fsdp_utils: `layer` is rebound to checkpoint_wrapper(layer, ...) in the loop
+    source = """\
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+
+        def wrap(model, children):
+            for name, layer in children(model):
+                layer = checkpoint_wrapper(layer, preserve_rng_state=False)
+                model.register_module(name, layer)
+        """
+    ((row, code, message),) = _found(source, "CKP101")
+    assert (row, code) == (6, "CKP101")
+    assert "ckptlint cannot see what it recomputes" in message
