@@ -112,7 +112,8 @@ def test_variable_assigned_in_the_loop_is_reported() -> None:
     )
     ((_, _, message),) = _found(source, "CKP201")
     assert message.startswith("`layer_past` (reassigned at line 4 in the loop that also runs the checkpoint)")
-    assert "after the loop, so it sees the last iteration's value" in message
+    assert "after the loop, so it sees the last iteration's value and gradients are silently wrong whenever it " \
+        "differs between iterations; bind it" in message
     assert "(`layer_past=layer_past` as a default argument)" in message
 
 

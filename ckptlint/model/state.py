@@ -47,6 +47,11 @@ class OuterRead:
     why: str
 
     @property
+    def loop_variable(self) -> bool:
+        """The variable of the loop that runs the checkpoint (it differs every iteration)."""
+        return self.why.startswith(LOOP_VARIABLE)
+
+    @property
     def late_binding(self) -> bool:
         """A loop variable read by a closure: recomputation sees the last iteration's value."""
         return self.why.startswith(LOOP_VARIABLE) or self.why.endswith(_LOOP_REBINDING)

@@ -43,10 +43,15 @@ class RecomputeReadsMutableGlobal(Rule):
             for read in mutable_reads(region, ctx.analysis):
                 where = site_label(site, ctx.analysis, read.analysis)
                 if read.late_binding:
+                    consequence = (
+                        "gradients are silently wrong"
+                        if read.loop_variable
+                        else "gradients are silently wrong whenever it differs between iterations"
+                    )
                     message = (
                         f"`{read.name}` ({read.why}) is read in the region recomputed by the checkpoint at {where}: "
                         "recomputation runs in backward, after the loop, so it sees the last iteration's value "
-                        "and gradients are silently wrong; bind it when the function is defined "
+                        f"and {consequence}; bind it when the function is defined "
                         f"(`{read.name}={read.name}` as a default argument) or pass it in as an argument"
                     )
                 else:
