@@ -610,3 +610,25 @@ def test_torch_wrapper_of_an_unknown_module_is_not_resolved() -> None:
     ((row, code, message),) = _found(source, "CKP101")
     assert (row, code) == (6, "CKP101")
     assert "ckptlint cannot see what it recomputes" in message
+
+
+def test_constant_settled_in_every_iteration_is_not_reported() -> None:
+    # transformers GPT-2 (4.2x): `use_cache = False` under the checkpointing guard, in the loop
+    source = IMPORT + textwrap.dedent(
+        """\
+        def forward(blocks, h, use_cache=True, training=True):
+            for block in blocks:
+                if training:
+                    if use_cache:
+                        use_cache = False
+                    def create_custom_forward(module):
+                        def custom_forward(*inputs):
+                            return module(*inputs, use_cache)
+                        return custom_forward
+                    h = checkpoint(create_custom_forward(block), h, use_reentrant=False)
+            return h
+        """
+    )
+    assert _codes(source) == []
+    # a constant rebound after the call still counts
+    assert _codes(source.replace("    return h\n", "    use_cache = True\n    return h\n"), "CKP201") == [(9, "CKP201")]

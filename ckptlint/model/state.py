@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ckptlint.analysis import ModuleAnalysis
+from ckptlint.model.options import NOT_LITERAL, literal_value
 from ckptlint.model.regions import Frame, Region
 from ckptlint.model.semantic import MUTATING_METHODS, Binding, BindingKind, Scope, ScopeKind, base_name
 
@@ -288,12 +289,18 @@ def _closure_change(
     if rebinders:
         return f"rebound through `nonlocal` at line {analysis.range(rebinders[0].node)[0][0]}"
     anchor = _anchor(model, site_call, scope) if site_call is not None else None
-    for binding in binding_list:
-        if binding.kind not in _CLOSURE_WRITES:
-            continue
-        how = _write_after(model, binding.node, anchor, scope)
-        if how is None:
-            continue
+    writes = [
+        (binding, how)
+        for binding in binding_list
+        if binding.kind in _CLOSURE_WRITES
+        for how in [_write_after(model, binding.node, anchor, scope)]
+        if how is not None
+    ]
+    if writes and all(how == "loop" for _, how in writes) and _same_constant(model, [b for b, _ in writes]):
+        # `if use_cache: use_cache = False` in the loop (older transformers): every iteration
+        # settles the same constant, which the forward and the recomputation both read
+        writes = []
+    for binding, how in writes:
         row = analysis.range(binding.node)[0][0]
         if binding.kind is BindingKind.LOOP and how == "loop":
             return LOOP_VARIABLE + f" at line {row}"
@@ -314,6 +321,20 @@ def _closure_change(
         where = {"loop": ", in the loop that runs the checkpoint", "after": ", after the checkpoint call"}
         return f"mutated at line {row}{where.get(how, '')}"
     return None
+
+
+def _same_constant(model, bindings: list[Binding]) -> bool:  # noqa: ANN001
+    """Whether every binding assigns one and the same constant (``None``, a bool, a number, a
+    string)."""
+    values = []
+    for binding in bindings:
+        if binding.kind is not BindingKind.ASSIGNMENT or binding.value is None:
+            return False
+        value = literal_value(binding.value, model)
+        if value is NOT_LITERAL or isinstance(value, tuple):
+            return False
+        values.append(value)
+    return all(v == values[0] and type(v) is type(values[0]) for v in values)
 
 
 def _anchor(model, site_call: cst.Call, owner: Scope) -> cst.CSTNode | None:  # noqa: ANN001
