@@ -517,6 +517,7 @@ class RegionBuilder:
         self._regions: dict[CheckpointSite, Region] = {}
         self._outside: dict[tuple[int, str], list[cst.CSTNode]] = {}
         self._steps: int | None = None
+        self._classes_only = False
         #: ``_values`` results of the current query, by (expression, context) identity
         self._memo: dict[tuple[int, int], tuple[Context, cst.BaseExpression, list[Value]]] = {}
 
@@ -543,13 +544,23 @@ class RegionBuilder:
             self._steps = None
             self._memo.clear()
 
-    def values(self, expr: cst.BaseExpression, analysis: ModuleAnalysis) -> list[Value]:
+    def values(
+        self, expr: cst.BaseExpression, analysis: ModuleAnalysis, budget: int = 0, classes_only: bool = False
+    ) -> list[Value]:
         """The abstract values ``expr`` (a node of ``analysis``'s module) may denote, evaluated
         where it is written (``self`` is an instance of the enclosing class): functions,
         classes, instances of classes of the tree, torch layers, containers, modules. An
-        empty list means unknown. Bounded like regions (depth, value count, steps)."""
-        with self._budget(QUERY_BUDGET):
-            return self._values(expr, Context(analysis, self.enclosing_class(analysis, expr)), 0)
+        empty list means unknown. Bounded like regions (depth, value count, steps: ``budget``,
+        default :data:`QUERY_BUDGET`; a small one keeps a cheap question from loading the
+        files that deep call chains reach). With ``classes_only``, other modules are loaded
+        only for imported CapWords names (classes, by convention), never for functions or
+        modules, so the question costs at most the files of those classes."""
+        self._classes_only = classes_only
+        try:
+            with self._budget(budget or QUERY_BUDGET):
+                return self._values(expr, Context(analysis, self.enclosing_class(analysis, expr)), 0)
+        finally:
+            self._classes_only = False
 
     def method_signature(self, value: Value, name: str) -> Signature | None:
         """The signature of method ``name`` (``self`` bound) of an instance of a class of the
@@ -1317,6 +1328,8 @@ class RegionBuilder:
             # torchfacts tables, so whatever else it is, it is known and plain
             return [TorchValue()]
         if self.project is None or depth > _MAX_EVAL_DEPTH:
+            return []
+        if self._classes_only and not qualified.rsplit(".", 1)[-1][:1].isupper():
             return []
         module = self.project.analysis_for_module(qualified)
         if module is not None:

@@ -14,6 +14,7 @@ from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Sev
 from ckptlint.rules.ckp002_reentrant_incompatible_argument import reports_refused_keywords
 
 _KEYWORD = "use_reentrant=False"
+_RECEIVER_STEPS = 100
 _HF_DICT = '{"use_reentrant": False}'
 _HF_ENTRY = '"use_reentrant": False'
 
@@ -111,7 +112,9 @@ def _project_method(ctx: RuleContext, site: CheckpointSite) -> bool:
     func = site.call.func
     if not isinstance(func, cst.Attribute):
         return False
-    values = ctx.regions.values(func.value, ctx.analysis)
+    # a receiver built by a class of the tree is a few steps away (`model = Model()`, `self`);
+    # a small budget keeps this question from following long call chains into other files
+    values = ctx.regions.values(func.value, ctx.analysis, budget=_RECEIVER_STEPS, classes_only=True)
     if not values:
         return False
     for value in values:
