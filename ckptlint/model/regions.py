@@ -41,8 +41,10 @@ returns and ``append`` calls; undecided ones stay.
 
 from __future__ import annotations
 
+import ast
 import os
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -752,6 +754,8 @@ class RegionBuilder:
         """
         if expr is None or depth > _MAX_EVAL_DEPTH:
             return NOT_LITERAL
+        if isinstance(expr, cst.SimpleString):
+            return _string_literal(expr.value)
         model = ctx.analysis.model
         if isinstance(expr, cst.Name):
             if expr.value in ("True", "False", "None"):
@@ -1422,6 +1426,16 @@ def _signature_of(value: FunctionValue) -> Signature | None:
         named = named[1:]
     keywords = frozenset(p.name.value for p in named + list(params.kwonly_params))
     return Signature(keywords, isinstance(params.star_kwarg, cst.Param), function)
+
+
+@lru_cache(maxsize=4096)
+def _string_literal(raw: str) -> object:
+    """The value of a string literal's source text (libcst's ``evaluated_value`` compiles
+    each one; registry keys and config types repeat a lot)."""
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return NOT_LITERAL
 
 
 _BUILTIN_TYPES: dict[str, type] = {
