@@ -21,6 +21,8 @@ __all__ = [
     "LAYERS",
     "LayerFact",
     "LayerKind",
+    "NORM_FACTORIES",
+    "NormFactory",
     "PYTHON_RANDOM_PREFIXES",
     "RANDOM_FUNCTIONS",
     "RANDOM_METHODS",
@@ -207,3 +209,44 @@ def random_function(qualified_names: frozenset[str] | set[str]) -> RandomFunctio
         if fact is not None:
             return fact
     return None
+
+
+# ---------------------------------------------------------------------------- norm factories
+@dataclass(frozen=True)
+class NormFactory:
+    """A library function that builds a normalisation layer from a config dict.
+
+    Attributes:
+        config: ``(keyword, position)`` of the config argument; its ``"type"`` key names the
+            layer (a registry name, or the class itself).
+        returns_pair: it returns ``(name, layer)`` rather than the layer.
+        types: registry name -> torch qualified class name.
+    """
+
+    config: tuple[str, int]
+    returns_pair: bool
+    types: dict[str, str]
+
+
+#: mmcv 2.x ``mmcv/cnn/bricks/norm.py``: ``MODELS.register_module('BN', module=nn.BatchNorm2d)``
+#: and the other registrations; ``build_norm_layer(cfg, num_features, postfix='')`` looks up
+#: ``cfg['type']`` (or takes it as the class) and returns ``(abbreviation + postfix, layer)``.
+#: ``SyncBatchNorm`` comes from mmengine's parrots_wrapper, which is torch's outside parrots.
+_MMCV_NORM_TYPES = {
+    "BN": "torch.nn.BatchNorm2d",
+    "BN1d": "torch.nn.BatchNorm1d",
+    "BN2d": "torch.nn.BatchNorm2d",
+    "BN3d": "torch.nn.BatchNorm3d",
+    "SyncBN": "torch.nn.SyncBatchNorm",
+    "GN": "torch.nn.GroupNorm",
+    "LN": "torch.nn.LayerNorm",
+    "IN": "torch.nn.InstanceNorm2d",
+    "IN1d": "torch.nn.InstanceNorm1d",
+    "IN2d": "torch.nn.InstanceNorm2d",
+    "IN3d": "torch.nn.InstanceNorm3d",
+}
+
+NORM_FACTORIES: dict[str, NormFactory] = {
+    name: NormFactory(("cfg", 0), True, _MMCV_NORM_TYPES)
+    for name in ("mmcv.cnn.build_norm_layer", "mmcv.cnn.bricks.build_norm_layer", "mmcv.cnn.bricks.norm.build_norm_layer")
+}

@@ -391,5 +391,8 @@ def test_no_fix_when_the_function_refuses_the_keyword_too() -> None:
         "    return torch.utils.checkpoint.checkpoint(create_custom_forward(layer), x, mode=mode)\n"
     )
     found = {d.code: d for d in lint_source(source, select=["CKP001", "CKP002"])}
-    assert set(found) == {"CKP001", "CKP002"}
-    assert found["CKP001"].fix is None and found["CKP002"].fix is None
+    # one finding: CKP002 (TypeError even with use_reentrant=False); CKP001's advice to pass
+    # use_reentrant=False would be the opposite (issue 11)
+    assert set(found) == {"CKP002"}
+    assert found["CKP002"].fix is None
+    assert "pass the value positionally or bind it inside the function" in found["CKP002"].message

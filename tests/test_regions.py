@@ -425,3 +425,50 @@ def test_nested_call_mutating_its_own_argument_is_local() -> None:
             return checkpoint(block, x, use_reentrant=False)
     """
     assert _codes(source, "CKP202") == []
+
+
+def test_star_import_inside_the_tree_is_followed(tmp_path: Path, run_cli) -> None:
+    _project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/layers.py": LAYERS,
+            "pkg/model.py": """\
+                import torch.utils.checkpoint as cp
+
+                from .layers import *
+
+                block = Block(8)
+
+
+                def run(x):
+                    return cp.checkpoint(block, x, use_reentrant=False)
+            """,
+        },
+    )
+    records = _json(run_cli, "pkg/model.py")
+    assert {(Path(r["filename"]).name, r["code"]) for r in records} == {("model.py", "CKP203"), ("layers.py", "CKP202")}
+
+
+def test_project_method_of_a_class_in_another_file_is_not_hugging_face(tmp_path: Path, run_cli) -> None:
+    _project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/model.py": """\
+                from torch import nn
+
+
+                class Model(nn.Module):
+                    def gradient_checkpointing_enable(self):
+                        self.checkpointing = True
+            """,
+            "pkg/train.py": """\
+                from .model import Model
+
+                model = Model()
+                model.gradient_checkpointing_enable()
+            """,
+        },
+    )
+    assert _json(run_cli, "pkg/train.py") == []

@@ -18,12 +18,34 @@ checkpointed callable to the code that runs again during backward:
 torch's own layers are known by :mod:`ckptlint.torchfacts`. Whatever cannot be resolved is
 unknown and produces no finding. Resolution is bounded (depth, visited set, value count), so it
 terminates on recursive or cyclic code.
+
+The :class:`RegionBuilder` is ckptlint's evaluator. Its entry points, for rules and for new
+site kinds (one builder per linted module, ``RuleContext.regions``):
+
+- :meth:`RegionBuilder.values`: expression ``X`` written in module ``A`` -> the abstract
+  values it may denote (:class:`FunctionValue`, :class:`ClassValue`, :class:`InstanceValue`,
+  :class:`LayerUse`, :class:`ContainerValue`, :class:`TorchValue`, ...; ``[]`` = unknown);
+- :meth:`RegionBuilder.literal` / :meth:`RegionBuilder.decide`: expression in a
+  :class:`Context` (bindings of the call being followed) -> Python value / branch taken;
+- :meth:`RegionBuilder.signature`: callable expression -> the keywords it accepts;
+- :meth:`RegionBuilder.region`: a :class:`~ckptlint.model.sites.CheckpointSite` -> its
+  :class:`Region`: frames, layers, and a status: ``resolved`` (the callable is known),
+  ``partial`` (it calls code ckptlint cannot see, :attr:`Region.unknown_calls`), or neither
+  (unknown). A site kind plugs in by setting ``site.function`` to the callable expression;
+  for ``ApiKind.FUNCTION`` sites ``site.inputs``/``site.function_keywords`` are bound to its
+  parameters, other kinds are treated as called with arguments not seen.
+
+Branches of ``if`` that the bound arguments (or their defaults) decide are pruned from frames,
+returns and ``append`` calls; undecided ones stay.
 """
 
 from __future__ import annotations
 
+import ast
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import lru_cache
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,11 +53,12 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ckptlint.apis import PARTIAL_QUALIFIED_NAMES, ApiKind
+from ckptlint.model.callables import Signature
 from ckptlint.model.options import NOT_LITERAL, literal_value
 from ckptlint.model.semantic import Binding, BindingKind, ScopeKind
 from ckptlint.model.sites import CheckpointSite
 from ckptlint.model.walk import child_nodes
-from ckptlint.torchfacts import CONTAINER_CLASSES, LayerFact, LayerKind, layer_fact
+from ckptlint.torchfacts import CONTAINER_CLASSES, NORM_FACTORIES, LayerFact, LayerKind, NormFactory, layer_fact
 
 if TYPE_CHECKING:
     from ckptlint.analysis import ModuleAnalysis
@@ -55,6 +78,12 @@ __all__ = [
 
 #: Levels of calls followed below the checkpointed callable (its own body is level 0).
 MAX_DEPTH = 3
+#: Evaluation steps (expressions evaluated) one query may take: a region, or one
+#: ``values``/``signature`` question. Past it the rest is unknown (never a finding by
+#: itself). Measured with memoisation: the largest region of sd-scripts takes 653 steps,
+#: of ColossalAI 432; ``values``/``signature`` queries there at most 188.
+REGION_BUDGET = 20_000
+QUERY_BUDGET = 2_000
 _MAX_EVAL_DEPTH = 12
 _MAX_VALUES = 64
 
@@ -70,6 +99,12 @@ class Context:
     env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
     keyword_params: frozenset[str] = frozenset()
     self_env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
+    #: The call that bound ``env`` had ``*``/``**`` arguments, or its arguments are not
+    #: known: a parameter it does not bind is not known to hold its default.
+    open_call: bool = False
+    #: The function whose call bound ``env`` (its unbound parameters hold their defaults);
+    #: parameters of other enclosing functions were bound by calls not seen.
+    bound: cst.CSTNode | None = None
 
 
 class Value:
@@ -82,6 +117,12 @@ class Value:
 class OpaqueValue(Value):
     """A value that exists but is not understood (``nn.Linear(4, 4)``): it keeps the
     positions of container elements (``checkpoint_sequential`` segments) exact."""
+
+
+class TorchValue(OpaqueValue):
+    """Something of torch (``nn.Linear``, ``nn.Linear(4, 4)``, ``torch.matmul``) that is
+    none of the layers the torchfacts tables describe: known, with no random draws or
+    running statistics of its own. Attributes and calls of it are torch values too."""
 
 
 @dataclass(eq=False, repr=False)
@@ -160,6 +201,24 @@ class ContainerValue(Value):
     elements: list[Value]
     exact: bool = True
     sequential: bool = True
+    #: For a dict literal: ``(key, value)`` pairs (the key as a literal, or NOT_LITERAL), so
+    #: ``REGISTRY["bn"]`` and ``REGISTRY.get(cfg["type"])`` select by key.
+    keyed: list[tuple[object, Value]] | None = None
+
+    def select(self, key: object) -> list[Value] | None:
+        """The values under ``key`` (a literal): for a keyed dict, those of equal keys
+        (``[]`` when absent); for an exact sequence and an ``int``, that element; ``None``
+        when the selection is not known (then every element may be meant)."""
+        if key is NOT_LITERAL:
+            return None
+        if self.keyed is not None:
+            if any(k is NOT_LITERAL for k, _ in self.keyed):
+                return None
+            return [v for k, v in self.keyed if k == key]
+        if self.exact and self.sequential and isinstance(key, int) and not isinstance(key, bool):
+            if -len(self.elements) <= key < len(self.elements):
+                return [self.elements[key]]
+        return None
 
 
 def _argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
@@ -249,6 +308,8 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
         ):
             if len(node.args) >= 1:
                 key = literal_value(node.args[0].value, info.analysis.model)
+                if not isinstance(key, str) and method_name in ("add_module", "register_module"):
+                    key = _dynamic_key(info.analysis, node.args[0].value)
                 if isinstance(key, str):
                     if method_name == "register_buffer":
                         info.buffers.add(key)
@@ -265,15 +326,59 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
                 info.attributes.setdefault(key, []).append((node.args[2].value, method))
 
 
-def _nodes_of_function(function: cst.FunctionDef | cst.Lambda) -> Iterator[cst.CSTNode]:
+def _names_code(func: cst.BaseExpression, frame: Frame) -> bool:
+    """Whether calling ``func`` runs code of the program that ckptlint should be able to
+    see: a plain name that is not a builtin or an import (``module(*inputs)``, ``fn(x)``),
+    or ``self.attr`` (a submodule); not method calls on other values (``x.view``)."""
+    model = frame.analysis.model
+    if isinstance(func, cst.Name):
+        if func not in model.scopes:
+            return False
+        bindings = model.lookup(func.value, model.scope_of(func))
+        return bool(bindings) and all(b.kind is not BindingKind.IMPORT for b in bindings)
+    self_name = frame.self_parameter()
+    return (
+        self_name is not None
+        and isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == self_name
+    )
+
+
+def _dynamic_key(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> str:
+    """An attribute name known only at run time, keyed by the code that computes it
+    (``self.norm1_name``): ``add_module`` and ``getattr`` with the same code meet there."""
+    return "\0" + analysis.module.code_for_node(expr).strip()
+
+
+def _is_property(method: cst.FunctionDef) -> bool:
+    for decorator in method.decorators:
+        target = decorator.decorator
+        name = target.attr.value if isinstance(target, cst.Attribute) else target.value if isinstance(target, cst.Name) else ""
+        if name in ("property", "cached_property"):
+            return True
+    return False
+
+
+def _nodes_of_function(
+    function: cst.FunctionDef | cst.Lambda, decide: Callable[[cst.BaseExpression], bool | None] | None = None
+) -> Iterator[cst.CSTNode]:
     """Every node of ``function``'s body, not entering nested defs and classes (which run
-    only when called)."""
+    only when called). With ``decide`` (a branch condition -> ``True``/``False``/``None``
+    for undecided), the branch of an ``if`` statement or expression that cannot run is
+    skipped."""
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
         yield node
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)):
             continue
+        if decide is not None and isinstance(node, (cst.If, cst.IfExp)):
+            taken = decide(node.test)
+            if taken is not None:
+                branch = node.body if taken else node.orelse
+                stack.extend(b for b in (branch, node.test) if b is not None)
+                continue
         children = [child for _, child in child_nodes(node)]
         children.reverse()
         stack.extend(children)
@@ -295,14 +400,29 @@ class Frame:
     ctx: Context
     depth: int
     via: str
+    builder: RegionBuilder | None = None
+    _decisions: dict[int, bool | None] = field(default_factory=dict, repr=False)
 
     @property
     def analysis(self) -> ModuleAnalysis:
         return self.ctx.analysis
 
     def nodes(self) -> Iterator[cst.CSTNode]:
-        """The nodes that run when the frame runs (nested defs excluded)."""
-        return _nodes_of_function(self.function)
+        """The nodes that run when the frame runs (nested defs excluded, and the branches
+        of ``if`` that the bound arguments decide against: :meth:`RegionBuilder.decide`)."""
+        builder = self.builder
+        if builder is None:
+            return _nodes_of_function(self.function)
+        ctx = self.ctx
+        decisions = self._decisions
+
+        def decide(test: cst.BaseExpression) -> bool | None:
+            key = id(test)
+            if key not in decisions:
+                decisions[key] = builder.decide(test, ctx)
+            return decisions[key]
+
+        return _nodes_of_function(self.function, decide)
 
     def is_parameter(self, binding: Binding) -> bool:
         return binding.kind is BindingKind.PARAMETER and binding.scope.node is self.function
@@ -343,6 +463,8 @@ class Region:
         frames: function bodies that run again, in the order they were reached.
         layers: torch layers that run again (dropout, BatchNorm, containers' elements).
         resolved: whether the checkpointed callable was resolved to code or layers at all.
+        unknown_calls: calls made in its frames whose callee is not known, with the frame
+            (below :data:`MAX_DEPTH`, calls are not followed and not listed).
     """
 
     site: CheckpointSite
@@ -351,6 +473,14 @@ class Region:
     layers: list[LayerUse] = field(default_factory=list)
     layer_calls: list[LayerCall] = field(default_factory=list)
     resolved: bool = False
+    unknown_calls: list[tuple[cst.Call, Frame]] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        """Resolved, but it calls code ckptlint cannot see (:attr:`unknown_calls`: a
+        parameter or closure variable bound to something unknown, ``self.attr`` built by a
+        library outside the tree); such code may draw random numbers or keep state."""
+        return self.resolved and bool(self.unknown_calls)
 
     @property
     def label(self) -> str:
@@ -387,15 +517,95 @@ class RegionBuilder:
         self.project = project
         self._classes: dict[cst.ClassDef, ClassInfo] = {}
         self._regions: dict[CheckpointSite, Region] = {}
+        self._outside: dict[tuple[int, str], list[cst.CSTNode]] = {}
+        self._steps: int | None = None
+        self._classes_only = False
+        #: ``_values`` results of the current query, by (expression, context) identity
+        self._memo: dict[tuple[int, int], tuple[Context, cst.BaseExpression, list[Value]]] = {}
 
     # ------------------------------------------------------------------ public
     def region(self, site: CheckpointSite, analysis: ModuleAnalysis) -> Region:
         """The region of ``site`` (cached)."""
         found = self._regions.get(site)
         if found is None:
-            found = self._build(site, analysis)
+            with self._budget(REGION_BUDGET):
+                found = self._build(site, analysis)
             self._regions[site] = found
         return found
+
+    @contextmanager
+    def _budget(self, steps: int) -> Iterator[None]:
+        """Bound the evaluation steps of one query (nested queries share the outer bound)."""
+        if self._steps is not None:
+            yield
+            return
+        self._steps = steps
+        try:
+            yield
+        finally:
+            self._steps = None
+            self._memo.clear()
+
+    def values(
+        self, expr: cst.BaseExpression, analysis: ModuleAnalysis, budget: int = 0, classes_only: bool = False
+    ) -> list[Value]:
+        """The abstract values ``expr`` (a node of ``analysis``'s module) may denote, evaluated
+        where it is written (``self`` is an instance of the enclosing class): functions,
+        classes, instances of classes of the tree, torch layers, containers, modules. An
+        empty list means unknown. Bounded like regions (depth, value count, steps: ``budget``,
+        default :data:`QUERY_BUDGET`; a small one keeps a cheap question from loading the
+        files that deep call chains reach). With ``classes_only``, other modules are loaded
+        only for imported CapWords names (classes, by convention), never for functions or
+        modules, so the question costs at most the files of those classes."""
+        self._classes_only = classes_only
+        try:
+            with self._budget(budget or QUERY_BUDGET):
+                return self._values(expr, Context(analysis, self.enclosing_class(analysis, expr)), 0)
+        finally:
+            self._classes_only = False
+
+    def method_signature(self, value: Value, name: str) -> Signature | None:
+        """The signature of method ``name`` (``self`` bound) of an instance of a class of the
+        tree, when the class or a base class of the tree defines it; else ``None``."""
+        if not isinstance(value, InstanceValue):
+            return None
+        method = self._method(value.info, name)
+        if method is None:
+            return None
+        return _signature_of(FunctionValue(method[0], Context(method[1].analysis), bound_method=True))
+
+    def signature(self, expr: cst.BaseExpression | None, analysis: ModuleAnalysis) -> Signature | None:
+        """What the callable ``expr`` (written in ``analysis``'s module) accepts, resolved by
+        the same evaluator as regions: a ``def``, a lambda, ``self.method``, a factory's
+        returned closure, ``functools.partial``, and a module instance (``self.block``, a
+        loop variable over ``self.blocks``), whose ``forward`` is called (``self`` is bound).
+
+        Every value ``expr`` may denote must resolve; the result accepts a keyword when any
+        of them does (so "accepts" never reports a keyword wrongly as refused). ``None`` when
+        something is unknown (a parameter without default, a torch layer, a decorated
+        ``def``, whose wrapper may take other arguments)."""
+        if expr is None:
+            return None
+        with self._budget(QUERY_BUDGET):
+            values = self._values(expr, Context(analysis, self.enclosing_class(analysis, expr)), 0)
+        if not values:
+            return None
+        keywords: set[str] = set()
+        var_keyword = False
+        node: cst.CSTNode | None = None
+        for value in values:
+            if isinstance(value, InstanceValue):
+                method = self._method(value.info, "forward")
+                if method is None:
+                    return None
+                value = FunctionValue(method[0], Context(method[1].analysis), bound_method=True)
+            found = _signature_of(value) if isinstance(value, FunctionValue) else None
+            if found is None:
+                return None
+            keywords |= found.keywords
+            var_keyword = var_keyword or found.var_keyword
+            node = node or found.node
+        return Signature(frozenset(keywords), var_keyword, node)
 
     def class_info(self, analysis: ModuleAnalysis, node: cst.ClassDef) -> ClassInfo:
         info = self._classes.get(node)
@@ -424,7 +634,8 @@ class RegionBuilder:
         values = self._values(site.function, ctx, 0)
         if site.api.kind is ApiKind.SEQUENTIAL:
             values = _checkpointed_segments(values, site, analysis)
-        region.resolved = bool(values)
+        # torch's own code alone is no resolution: a torch wrapper may hold anything
+        region.resolved = any(not isinstance(v, TorchValue) for v in values)
         visited: set[tuple[int, int]] = set()
         site_args = site.inputs + site.function_keywords if site.api.kind is ApiKind.FUNCTION else None
         work = [_Pending(v, 0, _describe(v), site_args, ctx, None, None) for v in values]
@@ -439,13 +650,18 @@ class RegionBuilder:
                 frame_ctx = value.ctx
                 if item.args is not None:
                     frame_ctx = self._bind(value, item.args, item.caller)
-                frame = Frame(value.node, frame_ctx, item.depth, item.via)
+                else:
+                    frame_ctx = _replace_ctx(frame_ctx, open_call=True)  # called with arguments not seen
+                frame = Frame(value.node, frame_ctx, item.depth, item.via, self)
                 region.frames.append(frame)
                 if item.depth >= MAX_DEPTH:
                     continue
                 for node in frame.nodes():
                     if isinstance(node, cst.Call):
-                        for callee in self._called(node.func, frame_ctx):
+                        callees = self._called(node.func, frame_ctx)
+                        if not callees and _names_code(node.func, frame):
+                            region.unknown_calls.append((node, frame))
+                        for callee in callees:
                             work.append(
                                 _Pending(
                                     callee,
@@ -463,6 +679,13 @@ class RegionBuilder:
                     node, owner = method
                     forward = FunctionValue(node, Context(owner.analysis, value.info, self_env=value.env), True)
                     work.append(_Pending(forward, item.depth, item.via, item.args, item.caller, item.invocation, item.frame))
+                    layer = self._layer_base(value.info)
+                    if layer is not None and layer[1].kind is LayerKind.RUNNING_STATS and _keeps_layer_forward(node):
+                        # a BatchNorm subclass with its own forward (timm's BatchNormAct2d)
+                        # still updates the running statistics
+                        use = LayerUse(layer[0], layer[1], None, Context(value.info.analysis))
+                        region.layers.append(use)
+                        region.layer_calls.append(LayerCall(use, item.invocation, item.frame))
                 else:
                     layer = self._layer_base(value.info)
                     if layer is not None:
@@ -505,7 +728,193 @@ class RegionBuilder:
                     binding = _param_binding(scope, param)
                     if binding is not None:
                         env[binding] = (arg.value, caller)
-        return Context(value.ctx.analysis, value.ctx.self_class, env, frozenset(keyword_params), value.ctx.self_env)
+        return Context(
+            value.ctx.analysis,
+            value.ctx.self_class,
+            env,
+            frozenset(keyword_params),
+            value.ctx.self_env,
+            any(a.star for a in args),
+            function,
+        )
+
+    # ------------------------------------------------------------------ literals and branches
+    def literal(self, expr: cst.BaseExpression | None, ctx: Context, depth: int = 0) -> object:
+        """The Python value ``expr`` has when evaluated in ``ctx``, or :data:`NOT_LITERAL`.
+
+        Beyond :func:`~ckptlint.model.options.literal_value` (constants, names bound to equal
+        constants), a parameter is followed to the argument the call bound to it (``ctx.env``)
+        or, when the call passed nothing for it, to its default (not after a call with
+        ``*``/``**`` arguments or unseen arguments, ``ctx.open_call``; ``__init__``'s
+        parameters always fall back to defaults, as region values do); a local name assigned
+        once is followed to its value; ``self.attr`` assigned once in the class is followed
+        to that value with the constructor's bindings; ``==``, ``!=``, ``is``, ``is not``,
+        ``in``, ``not in``, ``not``, ``and`` and ``or`` are computed when their operands are
+        known.
+        """
+        if expr is None or depth > _MAX_EVAL_DEPTH:
+            return NOT_LITERAL
+        if isinstance(expr, cst.SimpleString):
+            return _string_literal(expr.value)
+        model = ctx.analysis.model
+        if isinstance(expr, cst.Name):
+            if expr.value in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[expr.value]
+            if expr not in model.scopes:
+                return NOT_LITERAL
+            bindings = model.lookup(expr.value, model.scope_of(expr))
+            if not bindings and expr.value in _BUILTIN_TYPES:
+                return _BuiltinType(expr.value)
+            if len(bindings) != 1:
+                return literal_value(expr, model) if bindings else NOT_LITERAL
+            binding = bindings[0]
+            if binding in ctx.env:
+                arg, arg_ctx = ctx.env[binding]
+                return self.literal(arg, arg_ctx, depth + 1)
+            if binding.kind is BindingKind.PARAMETER and isinstance(binding.node, cst.Param):
+                function = binding.scope.node
+                is_init = isinstance(function, cst.FunctionDef) and function.name.value == "__init__"
+                if binding.node.default is None:
+                    return NOT_LITERAL
+                if not is_init and (ctx.open_call or function is not ctx.bound):
+                    return NOT_LITERAL
+                if binding.node.star:
+                    return NOT_LITERAL
+                return self.literal(binding.node.default, Context(ctx.analysis, ctx.self_class), depth + 1)
+            if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
+                return self.literal(binding.value, ctx, depth + 1)
+            return NOT_LITERAL
+        if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name) and ctx.self_class is not None and expr.value in model.scopes:
+                function = model.enclosing(expr, cst.FunctionDef)
+                if isinstance(function, cst.FunctionDef) and _self_name(function) == expr.value.value:
+                    assigned = [
+                        (value, info, method)
+                        for info in self._mro(ctx.self_class)
+                        for value, method in info.attributes.get(expr.attr.value, ())
+                    ]
+                    if (
+                        len(assigned) == 1
+                        and _constructor_setting(assigned[0][0], assigned[0][2])
+                        and not self._assigned_outside(assigned[0][1].analysis, expr.attr.value, assigned[0][2])
+                    ):
+                        value, info, _ = assigned[0]
+                        owner_ctx = Context(info.analysis, ctx.self_class, ctx.self_env, self_env=ctx.self_env)
+                        return self.literal(value, owner_ctx, depth + 1)
+            return NOT_LITERAL
+        if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+            left = self.literal(expr.left, ctx, depth + 1)
+            target = expr.comparisons[0]
+            right = self.literal(target.comparator, ctx, depth + 1)
+            if left is NOT_LITERAL or right is NOT_LITERAL:
+                return NOT_LITERAL
+            return _compare(target.operator, left, right)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            inner = self.literal(expr.expression, ctx, depth + 1)
+            return NOT_LITERAL if inner is NOT_LITERAL else not inner
+        if isinstance(expr, cst.BooleanOperation):
+            left = self.literal(expr.left, ctx, depth + 1)
+            is_and = isinstance(expr.operator, cst.And)
+            if left is not NOT_LITERAL and bool(left) is not is_and:
+                return left  # `False and ...`, `True or ...`: decided by the left operand
+            right = self.literal(expr.right, ctx, depth + 1)
+            if left is NOT_LITERAL:
+                # `x and False` is falsy and `x or True` truthy whatever x is
+                if right is not NOT_LITERAL and bool(right) is not is_and:
+                    return bool(right)
+                return NOT_LITERAL
+            return right
+        if isinstance(expr, cst.Dict):
+            mapping: dict[object, object] = {}
+            for element in expr.elements:
+                if not isinstance(element, cst.DictElement):
+                    return NOT_LITERAL
+                key = self.literal(element.key, ctx, depth + 1)
+                if not isinstance(key, (str, int)):
+                    return NOT_LITERAL
+                mapping[key] = self.literal(element.value, ctx, depth + 1)
+            return mapping  # values may be NOT_LITERAL: a key read from it is then unknown
+        if isinstance(expr, cst.Call) and len(expr.args) in (1, 2) and not any(a.star or a.keyword for a in expr.args):
+            called = model.qualified_names(expr.func) if expr.func in model.scopes else frozenset()
+            if "builtins.type" in called and len(expr.args) == 1:
+                value = self.literal(expr.args[0].value, ctx, depth + 1)
+                if value is NOT_LITERAL or isinstance(value, (dict, _BuiltinType)):
+                    return NOT_LITERAL
+                return _BuiltinType(type(value).__name__)
+            if "builtins.isinstance" in called and len(expr.args) == 2:
+                value = self.literal(expr.args[0].value, ctx, depth + 1)
+                kinds = self.literal(expr.args[1].value, ctx, depth + 1)
+                kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+                if value is NOT_LITERAL or isinstance(value, (dict, _BuiltinType)):
+                    return NOT_LITERAL
+                if not kinds or not all(isinstance(k, _BuiltinType) for k in kinds):
+                    return NOT_LITERAL
+                return any(isinstance(value, _BUILTIN_TYPES[k.name]) for k in kinds)  # type: ignore[union-attr]
+        if isinstance(expr, cst.Call) and "builtins.dict" in model.qualified_names(expr.func):
+            if any(a.keyword is None for a in expr.args):
+                return NOT_LITERAL
+            return {a.keyword.value: self.literal(a.value, ctx, depth + 1) for a in expr.args if a.keyword}
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            container = self.literal(expr.value, ctx, depth + 1)
+            key = self.literal(expr.slice[0].slice.value, ctx, depth + 1)
+            if isinstance(container, dict) and isinstance(key, (str, int)):
+                return container.get(key, NOT_LITERAL)
+            return NOT_LITERAL
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            items = [self.literal(e.value, ctx, depth + 1) for e in expr.elements]
+            if any(i is NOT_LITERAL for i in items) or any(isinstance(e, cst.StarredElement) for e in expr.elements):
+                return NOT_LITERAL
+            if isinstance(expr, cst.List):
+                return list(items)
+            if isinstance(expr, cst.Set):
+                try:
+                    return frozenset(items)
+                except TypeError:  # unhashable items
+                    return NOT_LITERAL
+            return tuple(items)
+        return literal_value(expr, model)
+
+    def _assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None) -> bool:
+        """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in the module outside ``init``."""
+        key = (id(analysis), attr)
+        found = self._outside.get(key)
+        if found is None:
+            found = []
+            for mutation in analysis.model.mutations:
+                node = mutation.node
+                if mutation.kind not in ("attribute", "augmented"):
+                    continue
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [getattr(node, "target", None)]
+                if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets):
+                    found.append(node)
+            self._outside[key] = found
+        return any(not any(a is init for a in analysis.model.ancestors(node)) for node in found)
+
+    def decide(self, test: cst.BaseExpression, ctx: Context) -> bool | None:
+        """Whether the branch condition ``test`` is true (``True``/``False``) when evaluated
+        in ``ctx``, or ``None`` when it is not decided (then both branches may run)."""
+        value = self.literal(test, ctx)
+        if value is NOT_LITERAL:
+            return None
+        try:
+            return bool(value)
+        except Exception:  # noqa: BLE001 - a literal whose truth cannot be taken
+            return None
+
+    def runs(self, node: cst.CSTNode, ctx: Context) -> bool:
+        """Whether ``node`` can run when its function runs in ``ctx``: ``False`` when it sits
+        in a branch of an ``if`` (statement or expression) that ``ctx`` decides against."""
+        model = ctx.analysis.model
+        below = node
+        for ancestor in model.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return True
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test:
+                taken = self.decide(ancestor.test, ctx)
+                if taken is not None and (below is ancestor.body) is not taken:
+                    return False
+            below = ancestor
+        return True
 
     # ------------------------------------------------------------------ evaluation
     def _called(self, func: cst.BaseExpression, ctx: Context) -> list[Value]:
@@ -522,7 +931,17 @@ class RegionBuilder:
     def _values(self, expr: cst.BaseExpression, ctx: Context, depth: int) -> list[Value]:
         if depth > _MAX_EVAL_DEPTH:
             return []
-        return self._evaluate(expr, ctx, depth)[:_MAX_VALUES]
+        key = (id(expr), id(ctx))
+        known = self._memo.get(key)
+        if known is not None and known[0] is ctx and known[1] is expr:
+            return known[2]
+        if self._steps is not None:
+            if self._steps <= 0:
+                return []
+            self._steps -= 1
+        found = self._evaluate(expr, ctx, depth)[:_MAX_VALUES]
+        self._memo[key] = (ctx, expr, found)
+        return found
 
     def _evaluate(self, expr: cst.BaseExpression, ctx: Context, depth: int) -> list[Value]:
         model = ctx.analysis.model
@@ -539,9 +958,13 @@ class RegionBuilder:
             return out
         if isinstance(expr, cst.Subscript):
             out = []
+            key: object = NOT_LITERAL
+            if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+                key = self.literal(expr.slice[0].slice.value, ctx, depth + 1)
             for base in self._values(expr.value, ctx, depth + 1):
                 if isinstance(base, ContainerValue):
-                    out += base.elements
+                    selected = base.select(key)
+                    out += base.elements if selected is None else selected
             return out
         if isinstance(expr, cst.Call):
             return self._call(expr, ctx, depth)
@@ -554,10 +977,17 @@ class RegionBuilder:
             return [ContainerValue(self._values(expr.elt, ctx, depth + 1), exact=False)]
         if isinstance(expr, cst.Dict):
             elements: list[Value] = []
+            keyed: list[tuple[object, Value]] | None = []
             for element in expr.elements:
                 if isinstance(element, cst.DictElement):
-                    elements += self._values(element.value, ctx, depth + 1)
-            return [ContainerValue(elements, exact=False, sequential=False)]
+                    found = self._values(element.value, ctx, depth + 1)
+                    elements += found
+                    if keyed is not None:
+                        key = self.literal(element.key, ctx, depth + 1)
+                        keyed += [(key, value) for value in found]
+                else:
+                    keyed = None  # `**other`: keys not known
+            return [ContainerValue(elements, exact=False, sequential=False, keyed=keyed)]
         if isinstance(expr, cst.IfExp):
             return self._values(expr.body, ctx, depth + 1) + self._values(expr.orelse, ctx, depth + 1)
         if isinstance(expr, cst.BooleanOperation):
@@ -584,9 +1014,30 @@ class RegionBuilder:
     def _name(self, expr: cst.Name, ctx: Context, depth: int) -> list[Value]:
         model = ctx.analysis.model
         out: list[Value] = []
-        for binding in model.lookup(expr.value, model.scope_of(expr)):
+        bindings = model.lookup(expr.value, model.scope_of(expr))
+        for binding in bindings:
             out += self._binding(binding, ctx, depth)
+        if not bindings and model.star_imports:
+            out += self._star_imported(ctx.analysis, expr.value, depth)
         return out
+
+    def _star_imported(self, analysis: ModuleAnalysis, name: str, depth: int) -> list[Value]:
+        """``name`` bound by ``from .layers import *`` from a module of the linted tree
+        (the last star import that binds it wins, as in Python; ``__all__`` is not read)."""
+        if self.project is None or depth > _MAX_EVAL_DEPTH:
+            return []
+        for module in reversed(analysis.model.star_imports):
+            other = self.project.analysis_for_module(module)
+            if other is None or other is analysis:
+                continue
+            bindings = other.model.module_scope.bindings.get(name)
+            if bindings:
+                return [v for b in bindings for v in self._binding(b, Context(other), depth + 1)]
+            if other.model.star_imports:
+                found = self._star_imported(other, name, depth + 1)
+                if found:
+                    return found
+        return []
 
     def _binding(self, binding: Binding, ctx: Context, depth: int) -> list[Value]:
         analysis = ctx.analysis
@@ -606,6 +1057,8 @@ class RegionBuilder:
         if kind is BindingKind.ASSIGNMENT and binding.value is not None:
             values = self._values(binding.value, ctx, depth + 1)
             return self._with_appends(values, binding, ctx, depth)
+        if kind is BindingKind.ASSIGNMENT and isinstance(binding.node, cst.Assign):
+            return self._unpacked(binding, ctx, depth)
         if kind is BindingKind.LOOP:
             return self._loop_element(binding, ctx, depth)
         if kind is BindingKind.PARAMETER and isinstance(binding.scope.node, cst.FunctionDef):
@@ -619,6 +1072,13 @@ class RegionBuilder:
             default = binding.node.default if isinstance(binding.node, cst.Param) else None
             if default is not None:  # not bound by a call we follow: the default is what runs
                 return self._values(default, Context(analysis, ctx.self_class, self_env=ctx.self_env), depth + 1)
+            annotation = binding.node.annotation if isinstance(binding.node, cst.Param) else None
+            if annotation is not None:  # `layer: ExpertBlock`: an instance of the annotated class of the tree
+                return [
+                    InstanceValue(v.info)
+                    for v in self._values(annotation.annotation, Context(analysis), depth + 1)
+                    if isinstance(v, ClassValue)
+                ]
         return []
 
     def _with_appends(self, values: list[Value], binding: Binding, ctx: Context, depth: int) -> list[Value]:
@@ -633,6 +1093,8 @@ class RegionBuilder:
                 continue
             call = mutation.node
             if isinstance(call, cst.Call) and mutation.method in ("append", "insert", "extend"):
+                if not self.runs(call, ctx):
+                    continue
                 for arg in call.args[-1:]:
                     found = self._values(arg.value, ctx, depth + 1)
                     if mutation.method == "extend":
@@ -644,6 +1106,26 @@ class RegionBuilder:
             ContainerValue(v.elements + extra, exact=False, sequential=v.sequential) if isinstance(v, ContainerValue) else v
             for v in values
         ]
+
+    def _unpacked(self, binding: Binding, ctx: Context, depth: int) -> list[Value]:
+        """``name, layer = build_norm_layer(...)``: the element of an exactly known tuple
+        (a function's ``return a, b``, a tuple literal) at the name's position."""
+        node = binding.node
+        assert isinstance(node, cst.Assign)
+        out: list[Value] = []
+        for target in node.targets:
+            path = _target_path(target.target, binding.name)
+            if not path:
+                continue
+            values = self._values(node.value, ctx, depth + 1)
+            for index in path:
+                values = [
+                    v.elements[index]
+                    for v in values
+                    if isinstance(v, ContainerValue) and v.exact and index < len(v.elements)
+                ]
+            out += values
+        return out
 
     def _loop_element(self, binding: Binding, ctx: Context, depth: int) -> list[Value]:
         loop = binding.node
@@ -673,6 +1155,8 @@ class RegionBuilder:
         return out
 
     def _attribute(self, base: Value, name: str, depth: int) -> list[Value]:
+        if isinstance(base, TorchValue):
+            return [base]
         if isinstance(base, ModuleValue):
             analysis = base.analysis
             values = [
@@ -689,7 +1173,15 @@ class RegionBuilder:
             method = self._method(base.info, name)
             if method is not None:
                 node, owner = method
-                return [FunctionValue(node, Context(owner.analysis, base.info, self_env=base.env), bound_method=True)]
+                method_ctx = Context(owner.analysis, base.info, self_env=base.env)
+                if _is_property(node):  # `self.norm1` is what the property returns
+                    return [
+                        v
+                        for ret in _returns(node, lambda test, c=method_ctx: self.decide(test, c))
+                        if ret.value is not None
+                        for v in self._values(ret.value, method_ctx, depth + 1)
+                    ]
+                return [FunctionValue(node, method_ctx, bound_method=True)]
             out: list[Value] = []
             extra: list[Value] = []
             for info in self._mro(base.info):
@@ -713,8 +1205,33 @@ class RegionBuilder:
     def _call(self, call: cst.Call, ctx: Context, depth: int) -> list[Value]:
         model = ctx.analysis.model
         names = model.qualified_names(call.func) if call.func in model.scopes else frozenset()
+        for name in names:
+            factory = NORM_FACTORIES.get(name)
+            if factory is not None:
+                return self._norm_factory(factory, call, ctx, depth)
+        if "builtins.getattr" in names and len(call.args) >= 2 and not any(a.star for a in call.args):
+            return self._getattr(call, ctx, depth)
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "get" and 1 <= len(call.args) <= 2:
+            bases = [b for b in self._values(call.func.value, ctx, depth + 1) if isinstance(b, ContainerValue)]
+            if bases and all(b.keyed is not None for b in bases):
+                key = self.literal(call.args[0].value, ctx, depth + 1)
+                out: list[Value] = []
+                for base in bases:
+                    selected = base.select(key)
+                    out += base.elements if selected is None else selected
+                    if not selected and len(call.args) == 2:
+                        out += self._values(call.args[1].value, ctx, depth + 1)
+                return out
         if names & PARTIAL_QUALIFIED_NAMES and call.args:
-            return [v for v in self._values(call.args[0].value, ctx, depth + 1) if isinstance(v, FunctionValue)]
+            bound = {a.keyword.value for a in call.args if a.keyword is not None}
+            return [
+                v
+                for v in self._values(call.args[0].value, ctx, depth + 1)
+                if isinstance(v, (FunctionValue, ClassValue))
+                # `partial(nn.BatchNorm2d, eps=1e-3)` as a `norm_layer=` factory; not when the
+                # partial sets the switch (`track_running_stats=False`), read from the final call
+                or (isinstance(v, LayerClassValue) and not (v.fact.switch and v.fact.switch[0] in bound))
+            ]
         if names & CONTAINER_CLASSES:
             args = [a for a in call.args if a.keyword is None]
             if any(n.endswith(".Sequential") for n in names):
@@ -729,18 +1246,94 @@ class RegionBuilder:
                 out.append(InstanceValue(callee.info, self._constructor_env(callee.info, call, ctx)))
             elif isinstance(callee, LayerClassValue):
                 out.append(LayerUse(callee.qualified, callee.fact, call, ctx))
+            elif isinstance(callee, TorchValue):
+                out.append(callee)
+                # torch wrappers of a module (checkpoint_wrapper, DDP, torch.compile) run it
+                first = next((a for a in call.args if a.keyword is None and not a.star), None)
+                if first is not None:
+                    out += [
+                        v
+                        for v in self._values(first.value, ctx, depth + 1)
+                        if isinstance(v, (InstanceValue, ContainerValue, LayerUse))
+                    ]
             elif isinstance(callee, FunctionValue) and isinstance(callee.node, cst.FunctionDef):
                 inner_ctx = self._bind(callee, tuple(call.args), ctx)
-                for ret in _returns(callee.node):
+                for ret in _returns(callee.node, lambda test, c=inner_ctx: self.decide(test, c)):
                     if ret.value is not None:
                         out += self._values(ret.value, inner_ctx, depth + 1)
+        return out
+
+    def _norm_factory(self, factory: NormFactory, call: cst.Call, ctx: Context, depth: int) -> list[Value]:
+        """A norm layer built from a config (``build_norm_layer(dict(type='BN'), c)``): the
+        layer ``cfg['type']`` names, when the config is known; an opaque value for a known
+        type without training behaviour (GroupNorm, LayerNorm); nothing when unknown."""
+        keyword, position = factory.config
+        arg = _argument(call, keyword, position)
+        if arg is None:
+            return []
+        layer: Value | None = None
+        config = self.literal(arg.value, ctx, depth + 1)
+        if isinstance(config, dict) and isinstance(config.get("type"), str):
+            qualified = factory.types.get(config["type"])
+            if qualified is None:
+                return []
+            fact = layer_fact({qualified})
+            layer = LayerUse(fact[0], fact[1], call, ctx) if fact is not None else OpaqueValue()
+        else:
+            for value in self._config_types(arg.value, ctx, depth + 1):
+                layer = LayerUse(value.qualified, value.fact, call, ctx)
+                break
+        if layer is None:
+            return []
+        return [ContainerValue([OpaqueValue(), layer])] if factory.returns_pair else [layer]
+
+    def _config_types(self, expr: cst.BaseExpression, ctx: Context, depth: int) -> list[LayerClassValue]:
+        """The torch layer classes given as ``type=`` of a ``dict(type=nn.BatchNorm2d, ...)``
+        config (followed through names and parameters like :meth:`literal`)."""
+        if depth > _MAX_EVAL_DEPTH:
+            return []
+        model = ctx.analysis.model
+        if isinstance(expr, cst.Name) and expr in model.scopes:
+            bindings = model.lookup(expr.value, model.scope_of(expr))
+            if len(bindings) != 1:
+                return []
+            binding = bindings[0]
+            if binding in ctx.env:
+                arg, arg_ctx = ctx.env[binding]
+                return self._config_types(arg, arg_ctx, depth + 1)
+            if isinstance(binding.node, cst.Param) and binding.node.default is not None:
+                return self._config_types(binding.node.default, Context(ctx.analysis, ctx.self_class), depth + 1)
+            if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
+                return self._config_types(binding.value, ctx, depth + 1)
+            return []
+        if isinstance(expr, cst.Call) and "builtins.dict" in model.qualified_names(expr.func):
+            for arg in expr.args:
+                if arg.keyword is not None and arg.keyword.value == "type":
+                    return [v for v in self._values(arg.value, ctx, depth + 1) if isinstance(v, LayerClassValue)]
+        return []
+
+    def _getattr(self, call: cst.Call, ctx: Context, depth: int) -> list[Value]:
+        """``getattr(obj, name)``: the attribute when ``name`` is known, or, for a name only
+        known at run time, what ``self.add_module(<same expression>, module)`` stored (the
+        mm-style ``@property def norm1(self): return getattr(self, self.norm1_name)``)."""
+        key = self.literal(call.args[1].value, ctx, depth + 1)
+        name = key if isinstance(key, str) else _dynamic_key(ctx.analysis, call.args[1].value)
+        out: list[Value] = []
+        for base in self._values(call.args[0].value, ctx, depth + 1):
+            out += self._attribute(base, name, depth + 1)
         return out
 
     def _imported(self, qualified: str, depth: int) -> list[Value]:
         layer = layer_fact({qualified})
         if layer is not None:
             return [LayerClassValue(*layer)]
+        if qualified == "torch" or qualified.startswith("torch."):
+            # torch's own code: its random and stateful layers and functions are in the
+            # torchfacts tables, so whatever else it is, it is known and plain
+            return [TorchValue()]
         if self.project is None or depth > _MAX_EVAL_DEPTH:
+            return []
+        if self._classes_only and not qualified.rsplit(".", 1)[-1][:1].isupper():
             return []
         module = self.project.analysis_for_module(qualified)
         if module is not None:
@@ -796,6 +1389,95 @@ class RegionBuilder:
         return None
 
 
+def _constructor_setting(value: cst.BaseExpression, method: cst.FunctionDef | None) -> bool:
+    """Whether ``self.<attr> = value`` records how the object was built: assigned in
+    ``__init__`` from its arguments (not a literal, which is typically a switch flipped
+    from outside, like ``self.save_attention = False``), and never assigned elsewhere in the
+    module (``model.block.<attr> = ...``)."""
+    if method is None or method.name.value != "__init__":
+        return False
+    if isinstance(value, (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
+        return False
+    if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
+        return False
+    return True
+
+
+def _keeps_layer_forward(forward: cst.FunctionDef) -> bool:
+    """Whether a torch layer subclass's own ``forward`` still runs the layer's training
+    behaviour: it calls ``super()`` (``super().forward(x)``) or reads ``self.training``
+    (``F.batch_norm(..., self.training or not self.track_running_stats, ...)``)."""
+    for node in _nodes_of_function(forward):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "super":
+            return True
+        if isinstance(node, cst.Attribute) and node.attr.value == "training":
+            return True
+    return False
+
+
+def _signature_of(value: FunctionValue) -> Signature | None:
+    """The keywords a function value takes (``None`` for a decorated ``def``)."""
+    function = value.node
+    if isinstance(function, cst.FunctionDef) and function.decorators:
+        return None
+    params = function.params
+    named = list(params.params)
+    if value.bound_method and not params.posonly_params:
+        named = named[1:]
+    keywords = frozenset(p.name.value for p in named + list(params.kwonly_params))
+    return Signature(keywords, isinstance(params.star_kwarg, cst.Param), function)
+
+
+@lru_cache(maxsize=4096)
+def _string_literal(raw: str) -> object:
+    """The value of a string literal's source text (libcst's ``evaluated_value`` compiles
+    each one; registry keys and config types repeat a lot)."""
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return NOT_LITERAL
+
+
+_BUILTIN_TYPES: dict[str, type] = {
+    "list": list,
+    "dict": dict,
+    "tuple": tuple,
+    "set": set,
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "NoneType": type(None),
+}
+
+
+@dataclass(frozen=True)
+class _BuiltinType:
+    """A builtin class as a literal (``list`` in ``type(x) == list``)."""
+
+    name: str
+
+
+def _compare(operator: cst.BaseCompOp, left: object, right: object) -> object:
+    """``left <operator> right`` for the operators branch conditions use, or NOT_LITERAL."""
+    try:
+        if isinstance(operator, cst.Equal):
+            return left == right
+        if isinstance(operator, cst.NotEqual):
+            return left != right
+        if isinstance(operator, cst.Is):
+            return left is right if right is None or isinstance(right, bool) else left == right
+        if isinstance(operator, cst.IsNot):
+            return left is not right if right is None or isinstance(right, bool) else left != right
+        if isinstance(operator, cst.In) and isinstance(right, (tuple, list, frozenset, str, dict)):
+            return left in right
+        if isinstance(operator, cst.NotIn) and isinstance(right, (tuple, list, frozenset, str, dict)):
+            return left not in right
+    except Exception:  # noqa: BLE001 - incomparable literals
+        return NOT_LITERAL
+    return NOT_LITERAL
+
+
 def _param_binding(scope, param: cst.Param) -> Binding | None:  # noqa: ANN001
     for binding in scope.bindings.get(param.name.value, ()):
         if binding.kind is BindingKind.PARAMETER and binding.node is param:
@@ -803,8 +1485,24 @@ def _param_binding(scope, param: cst.Param) -> Binding | None:  # noqa: ANN001
     return None
 
 
-def _returns(function: cst.FunctionDef) -> list[cst.Return]:
-    return [node for node in _nodes_of_function(function) if isinstance(node, cst.Return)]
+def _returns(
+    function: cst.FunctionDef, decide: Callable[[cst.BaseExpression], bool | None] | None = None
+) -> list[cst.Return]:
+    return [node for node in _nodes_of_function(function, decide) if isinstance(node, cst.Return)]
+
+
+def _replace_ctx(ctx: Context, **changes: object) -> Context:
+    fields = {
+        "analysis": ctx.analysis,
+        "self_class": ctx.self_class,
+        "env": ctx.env,
+        "keyword_params": ctx.keyword_params,
+        "self_env": ctx.self_env,
+        "open_call": ctx.open_call,
+        "bound": ctx.bound,
+    }
+    fields.update(changes)
+    return Context(**fields)  # type: ignore[arg-type]
 
 
 def _target_path(target: cst.BaseExpression, name: str) -> list[int] | None:

@@ -187,6 +187,9 @@ class SemanticModel:
         self.calls: list[cst.Call] = []
         self.mutations: list[Mutation] = []
         self.scope_of_definition: dict[cst.CSTNode, Scope] = {}
+        #: Absolute modules of ``from M import *`` at module level (in source order), for
+        #: names the module does not bind itself (followed into the linted tree by regions).
+        self.star_imports: list[str] = []
 
     # ----------------------------------------------------------------- building
     @classmethod
@@ -425,6 +428,8 @@ class SemanticModel:
         if base is None:
             return
         if isinstance(node.names, cst.ImportStar):
+            if scope is self.module_scope:
+                self.star_imports.append(base)
             for name in MODULE_EXPORTS.get(base, ()):
                 self._bind_name(
                     name, Binding(name, BindingKind.IMPORT, node, scope, target=f"{base}.{name}"), scope
@@ -524,6 +529,37 @@ class SemanticModel:
         if isinstance(expr, cst.Attribute):
             return frozenset(f"{base}.{expr.attr.value}" for base in self.qualified_names(expr.value, _depth))
         return frozenset()
+
+    def precedes(self, first: cst.CSTNode, second: cst.CSTNode) -> bool | None:
+        """Whether ``first`` comes before ``second`` in source order (``True`` also when
+        ``first`` contains ``second``); ``None`` when they share no ancestor in this tree.
+
+        Decided at their nearest common ancestor by the order of its children (libcst field
+        order, which is source order for statements, blocks, loops and branches). Costs the
+        depth of the two nodes; nothing is precomputed.
+        """
+        chain = [first, *self.ancestors(first)]
+        index = {id(node): i for i, node in enumerate(chain)}
+        below = second
+        common = None
+        for node in (second, *self.ancestors(second)):
+            if id(node) in index:
+                common = node
+                break
+            below = node
+        if common is None:
+            return None
+        if common is first:
+            return True
+        if common is second:
+            return False
+        above_first = chain[index[id(common)] - 1]
+        for _, child in child_nodes(common):
+            if child is above_first:
+                return True
+            if child is below:
+                return False
+        return None
 
     def enclosing(self, node: cst.CSTNode, *types: type) -> cst.CSTNode | None:
         """The nearest ancestor of ``node`` that is an instance of one of ``types``."""

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ckptlint.analysis import ModuleAnalysis
+from ckptlint.model.options import NOT_LITERAL, literal_value
 from ckptlint.model.regions import Frame, Region
 from ckptlint.model.semantic import MUTATING_METHODS, Binding, BindingKind, Scope, ScopeKind, base_name
 
-__all__ = ["OuterRead", "OuterWrite", "mutable_reads", "outer_writes"]
+__all__ = ["LOOP_VARIABLE", "OuterRead", "OuterWrite", "mutable_reads", "outer_writes"]
 
 _STATE_KINDS = (BindingKind.ASSIGNMENT, BindingKind.AUGMENTED, BindingKind.WALRUS)
 
@@ -45,6 +46,16 @@ class OuterRead:
     frame: Frame
     name: str
     why: str
+
+    @property
+    def loop_variable(self) -> bool:
+        """The variable of the loop that runs the checkpoint (it differs every iteration)."""
+        return self.why.startswith(LOOP_VARIABLE)
+
+    @property
+    def late_binding(self) -> bool:
+        """A loop variable read by a closure: recomputation sees the last iteration's value."""
+        return self.why.startswith(LOOP_VARIABLE) or self.why.endswith(_LOOP_REBINDING)
 
     @property
     def analysis(self) -> ModuleAnalysis:
@@ -196,16 +207,30 @@ def _text(frame: Frame, node: cst.CSTNode) -> str:
 
 # ------------------------------------------------------------------ reads (CKP201)
 def mutable_reads(region: Region, site_analysis: ModuleAnalysis) -> list[OuterRead]:
-    """Reads of module-level or closure variables that are rebound or mutated elsewhere
-    (in their module, or in the site's module for ``module.ATTR`` state)."""
+    """Reads of module-level or closure variables that can change between the checkpoint
+    call and backward (in their module, or in the site's module for ``module.ATTR`` state).
+
+    Module-level state counts when it is rebound (``global``) or mutated while the program
+    runs. Closure state (a variable of an enclosing function) counts only when a write can
+    run *after* the checkpoint call: later in that function, anywhere in a loop body that
+    also contains the call (the loop variable itself included: every recomputation then
+    sees the last iteration's value), or in a nested function (``nonlocal``, mutation).
+    Writes that run before the call (``use_cache = False`` before the layer loop) are the
+    values the forward used too, so they are not reported.
+    """
     found: list[OuterRead] = []
     for frame in region.frames:
-        found += list(_frame_reads(frame, site_analysis))
+        found += list(_frame_reads(frame, region.site.call, site_analysis))
     return found
 
 
-def _changed(binding_list: list[Binding], analysis: ModuleAnalysis, name: str) -> str | None:
+def _changed(
+    binding_list: list[Binding], analysis: ModuleAnalysis, name: str, site_call: cst.Call | None = None
+) -> str | None:
     """Why the state behind ``name`` changes at run time, or ``None``.
+
+    ``site_call`` is the checkpoint call when it is in ``analysis``'s module (else
+    ``None``); closure state is judged against it (:func:`_closure_change`).
 
     Only changes made while the program runs count: in a function (``global`` rebinding,
     mutation) or under ``if __name__ == "__main__":``. Import-time configuration such as
@@ -213,6 +238,8 @@ def _changed(binding_list: list[Binding], analysis: ModuleAnalysis, name: str) -
     between forward and backward.
     """
     scope = binding_list[0].scope
+    if scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
+        return _closure_change(binding_list, analysis, name, site_call)
     if any(b.kind not in _STATE_KINDS and b.kind is not BindingKind.PARAMETER for b in binding_list):
         return None
     rebinders = [b for b in binding_list if b.declared_in is not None]
@@ -235,6 +262,113 @@ def _changed(binding_list: list[Binding], analysis: ModuleAnalysis, name: str) -
     return None
 
 
+#: How :func:`_changed` starts the reason for a loop variable read by a closure defined in the
+#: loop (the late-binding trap); the rule words its advice for it.
+LOOP_VARIABLE = "the variable of the loop that runs the checkpoint"
+_LOOP_REBINDING = "in the loop that also runs the checkpoint"
+
+_CLOSURE_WRITES = (*_STATE_KINDS, BindingKind.LOOP, BindingKind.WITH, BindingKind.EXCEPT)
+
+
+def _closure_change(
+    binding_list: list[Binding], analysis: ModuleAnalysis, name: str, site_call: cst.Call | None
+) -> str | None:
+    """Why a variable of an enclosing function can differ between the checkpoint call and
+    the recomputation in backward, or ``None`` when every write runs before the call.
+
+    The owner function's own code is ordered against the call (:func:`_write_after`); a
+    ``nonlocal`` rebinding or a mutation made in a nested function runs whenever that
+    function is called, so it counts. When the call is not in the owner function (a factory
+    returned the closure), the owner's own writes all ran before the closure escaped.
+    """
+    model = analysis.model
+    scope = binding_list[0].scope
+    if any(b.kind in (BindingKind.FUNCTION, BindingKind.CLASS, BindingKind.IMPORT) for b in binding_list):
+        return None
+    rebinders = [b for b in binding_list if b.declared_in is not None]
+    if rebinders:
+        return f"rebound through `nonlocal` at line {analysis.range(rebinders[0].node)[0][0]}"
+    anchor = _anchor(model, site_call, scope) if site_call is not None else None
+    writes = [
+        (binding, how)
+        for binding in binding_list
+        if binding.kind in _CLOSURE_WRITES
+        for how in [_write_after(model, binding.node, anchor, scope)]
+        if how is not None
+    ]
+    if writes and all(how == "loop" for _, how in writes) and _same_constant(model, [b for b, _ in writes]):
+        # `if use_cache: use_cache = False` in the loop (older transformers): every iteration
+        # settles the same constant, which the forward and the recomputation both read
+        writes = []
+    for binding, how in writes:
+        row = analysis.range(binding.node)[0][0]
+        if binding.kind is BindingKind.LOOP and how == "loop":
+            return LOOP_VARIABLE + f" at line {row}"
+        if how == "loop":
+            return f"reassigned at line {row} {_LOOP_REBINDING}"
+        return f"reassigned at line {row}, after the checkpoint call"
+    for mutation in model.mutations:
+        if mutation.base != name or not _resolves_to(analysis, mutation, scope):
+            continue
+        if mutation.scope.function_scope is not scope:
+            how: str | None = "nested"
+        else:
+            how = _write_after(model, mutation.node, anchor, scope)
+        if how is None:
+            continue
+        row = analysis.range(mutation.node)[0][0]
+        # not _LOOP_REBINDING: binding a mutated object as a default argument would not help
+        where = {"loop": ", in the loop that runs the checkpoint", "after": ", after the checkpoint call"}
+        return f"mutated at line {row}{where.get(how, '')}"
+    return None
+
+
+def _same_constant(model, bindings: list[Binding]) -> bool:  # noqa: ANN001
+    """Whether every binding assigns one and the same constant (``None``, a bool, a number, a
+    string)."""
+    values = []
+    for binding in bindings:
+        if binding.kind is not BindingKind.ASSIGNMENT or binding.value is None:
+            return False
+        value = literal_value(binding.value, model)
+        if value is NOT_LITERAL or isinstance(value, tuple):
+            return False
+        values.append(value)
+    return all(v == values[0] and type(v) is type(values[0]) for v in values)
+
+
+def _anchor(model, site_call: cst.Call, owner: Scope) -> cst.CSTNode | None:  # noqa: ANN001
+    """The node of ``owner``'s own code that makes the checkpoint call: the call itself, or
+    the nested ``def``/``lambda``/class that contains it; ``None`` when the call is not
+    inside ``owner``."""
+    anchor: cst.CSTNode = site_call
+    for ancestor in model.ancestors(site_call):
+        if ancestor is owner.node:
+            return anchor
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            anchor = ancestor
+    return None
+
+
+def _write_after(model, node: cst.CSTNode, anchor: cst.CSTNode | None, owner: Scope) -> str | None:  # noqa: ANN001
+    """How a write ``node`` in ``owner``'s own code can run after ``anchor``: ``"loop"``
+    (a ``for``/``while`` of ``owner`` contains both, or the write is that loop's target),
+    ``"after"`` (it comes later in the code), or ``None`` (it runs before, or ``anchor``
+    is ``None``: the call is not in ``owner``)."""
+    if anchor is None:
+        return None
+    for loop in model.ancestors(anchor):
+        if loop is owner.node:
+            break
+        if isinstance(loop, (cst.For, cst.While)) and (loop is node or _contains(model, loop, node)):
+            return "loop"
+    return "after" if model.precedes(anchor, node) and not _contains(model, node, anchor) else None
+
+
+def _contains(model, outer: cst.CSTNode, node: cst.CSTNode) -> bool:  # noqa: ANN001
+    return any(a is outer for a in model.ancestors(node))
+
+
 def _at_run_time(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
     """Whether ``node`` runs after import: in a function, or under a ``__main__`` guard."""
     for ancestor in analysis.model.ancestors(node):
@@ -250,8 +384,9 @@ def _resolves_to(analysis: ModuleAnalysis, mutation, scope: Scope) -> bool:  # n
     return bool(bindings) and bindings[0].scope is scope
 
 
-def _frame_reads(frame: Frame, site_analysis: ModuleAnalysis) -> Iterator[OuterRead]:
+def _frame_reads(frame: Frame, site_call: cst.Call, site_analysis: ModuleAnalysis) -> Iterator[OuterRead]:
     model = frame.analysis.model
+    here = site_call if site_analysis is frame.analysis else None
     written = _written_nodes(frame)
     seen: set[str] = set()
     for node in frame.nodes():
@@ -259,7 +394,7 @@ def _frame_reads(frame: Frame, site_analysis: ModuleAnalysis) -> Iterator[OuterR
             continue
         kind, bindings = _owner(frame, node.value, node)
         if kind == "outer":
-            why = _changed(bindings, frame.analysis, node.value)
+            why = _changed(bindings, frame.analysis, node.value, here)
             if why is not None and node.value not in seen:
                 seen.add(node.value)
                 yield OuterRead(node, frame, node.value, why)

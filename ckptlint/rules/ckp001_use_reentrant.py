@@ -11,8 +11,10 @@ from ckptlint.model.callables import signature_of
 from ckptlint.model.options import OptionState
 from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.ckp002_reentrant_incompatible_argument import reports_refused_keywords
 
 _KEYWORD = "use_reentrant=False"
+_RECEIVER_STEPS = 100
 _HF_DICT = '{"use_reentrant": False}'
 _HF_ENTRY = '"use_reentrant": False'
 
@@ -95,7 +97,31 @@ class CheckpointWithoutUseReentrant(Rule):
                 continue
             if site.save_misuse is not None:
                 continue  # CKP301: not a real checkpoint; adding the option would hide it
+            if site.api.kind is ApiKind.HF_ENABLE and _project_method(ctx, site):
+                continue  # the receiver's class defines its own gradient_checkpointing_enable
+            if reports_refused_keywords(ctx, site):
+                continue  # CKP002 reports it: use_reentrant=False would only trade ValueError for TypeError
             ctx.report(site.call, _message(site), fix=_fix(ctx, site))
+
+
+def _project_method(ctx: RuleContext, site: CheckpointSite) -> bool:
+    """Whether ``receiver.gradient_checkpointing_enable(...)`` calls a method that a class of
+    the linted tree defines without transformers' ``gradient_checkpointing_kwargs`` (and
+    without ``**kwargs``): every value the receiver may be is such an instance. Then it is
+    not Hugging Face's method, and passing the keyword would raise TypeError."""
+    func = site.call.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    # a receiver built by a class of the tree is a few steps away (`model = Model()`, `self`);
+    # a small budget keeps this question from following long call chains into other files
+    values = ctx.regions.values(func.value, ctx.analysis, budget=_RECEIVER_STEPS, classes_only=True)
+    if not values:
+        return False
+    for value in values:
+        signature = ctx.regions.method_signature(value, func.attr.value)
+        if signature is None or signature.accepts("gradient_checkpointing_kwargs"):
+            return False
+    return True
 
 
 def _bindings_chosen_by_every_call(sites: list[CheckpointSite]) -> set[int]:
@@ -192,7 +218,9 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
         return None  # CKP003 renames the misspelled keyword/key; adding one would pass it twice
     if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
         return _hf_fix(ctx, site)
-    signature = signature_of(site.function, analysis.model) if site.function_keywords else None
+    signature = None
+    if site.function_keywords:
+        signature = ctx.regions.signature(site.function, analysis) or signature_of(site.function, analysis.model)
     if signature is not None and any(not signature.accepts(a.keyword.value) for a in site.function_keywords):
         return None  # the function refuses the keyword too: the fix would trade ValueError for TypeError
     applicability = Applicability.SAFE if _raises_when_reentrant(site) else Applicability.UNSAFE

@@ -114,12 +114,29 @@ def _keyword_list(args: list[cst.Arg]) -> str:
     return ", ".join(f"`{arg.keyword.value}=`" for arg in args if arg.keyword is not None)
 
 
-def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
+def reports_refused_keywords(ctx: RuleContext, site: CheckpointSite) -> bool:
+    """Whether CKP002 reports ``site`` as raising under the reentrant variant for keywords
+    that the checkpointed function does not take either. ``use_reentrant=False`` is then no
+    fix (TypeError instead of ValueError), so CKP001, whose advice is to pass it, stays
+    silent: one finding per problem, with CKP002's advice (pass the value positionally)."""
+    if site.save_misuse is not None or site.api.kind not in (ApiKind.FUNCTION, ApiKind.WRAPPER):
+        return False
     if site.runs_reentrant is not True:
-        return
+        return False
+    return bool(_refused(ctx, site, _own_keywords(site)))
+
+
+def _refused(ctx: RuleContext, site: CheckpointSite, keywords: list[cst.Arg]) -> list[cst.Arg]:
+    """The function keywords the checkpointed callable does not accept (as resolved by the
+    region evaluator, else the site model's signature lookup)."""
+    if not keywords:
+        return []
+    signature = ctx.regions.signature(site.function, ctx.analysis) or signature_of(site.function, ctx.analysis.model)
+    return [arg for arg in keywords if signature is not None and not signature.accepts(arg.keyword.value)]
+
+
+def _raising(ctx: RuleContext, site: CheckpointSite, keywords: list[cst.Arg]) -> list[str]:
     raising: list[str] = []
-    ignored: list[str] = []
-    keywords = _own_keywords(site)
     if keywords:
         raising.append(f"keyword arguments meant for the checkpointed function ({_keyword_list(keywords)})")
     context_fn = site.option("context_fn")
@@ -128,6 +145,15 @@ def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
     debug = site.option("debug")
     if debug.is_passed and not debug.is_false and _own(site, debug):
         raising.append("`debug` other than `False`")
+    return raising
+
+
+def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
+    if site.runs_reentrant is not True:
+        return
+    ignored: list[str] = []
+    keywords = _own_keywords(site)
+    raising = _raising(ctx, site, keywords)
     early_stop = site.option("early_stop")
     if early_stop.is_passed and not early_stop.is_false and _own(site, early_stop):
         ignored.append("`early_stop`")
@@ -137,8 +163,7 @@ def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
         ignored.append("`determinism_check`")
     if not raising and not ignored:
         return
-    signature = signature_of(site.function, ctx.analysis.model)
-    refused = [arg for arg in keywords if signature is not None and not signature.accepts(arg.keyword.value)]
+    refused = _refused(ctx, site, keywords)
     message = _function_message(ctx, site, raising, ignored, refused)
     # with refused keywords use_reentrant=False would only trade the ValueError for a TypeError
     ctx.report(site.call, message, fix=None if refused else _fix(ctx, site, bool(raising)))

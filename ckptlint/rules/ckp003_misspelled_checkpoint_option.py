@@ -68,8 +68,21 @@ class MisspelledCheckpointOption(Rule):
         for site in ctx.analysis.sites.sites:
             if site.save_misuse is not None:
                 continue
-            for misspelling in site.misspellings:
+            for misspelling in _misspellings(ctx, site):
                 ctx.report(misspelling.node, _message(site, misspelling), fix=_fix(ctx, site, misspelling))
+
+
+def _misspellings(ctx: RuleContext, site: CheckpointSite) -> tuple[Misspelling, ...]:
+    """The site's misspellings less the keywords the checkpointed callable really takes, as
+    the region evaluator resolves it (``self.block`` -> ``Block.forward``), beyond what the
+    site model's own signature lookup sees."""
+    found = site.misspellings
+    if not any(m.arg is not None for m in found):
+        return found
+    signature = ctx.regions.signature(site.function, ctx.analysis)
+    if signature is None:
+        return found
+    return tuple(m for m in found if m.arg is None or m.written not in signature.keywords)
 
 
 def _consequence(site: CheckpointSite, misspelling: Misspelling) -> str:

@@ -68,6 +68,7 @@ class RngStateNotPreserved(Rule):
             judged = [s for s in sites if s.function is not None] or sites
             strong = None
             unresolved = False
+            unseen: tuple[CheckpointSite, object] | None = None
             for site in judged:
                 region = ctx.regions.region(site, analysis)
                 ops = [op for op in random_ops(region) if op.active is not False]
@@ -76,6 +77,8 @@ class RngStateNotPreserved(Rule):
                     break
                 if not region.resolved:
                     unresolved = True
+                elif region.partial and unseen is None:
+                    unseen = (site, region.unknown_calls[0])
             first = owners[key]
             option = first.option("preserve_rng_state")
             node: cst.CSTNode = option.arg if option.arg is not None else first.call
@@ -97,14 +100,20 @@ class RngStateNotPreserved(Rule):
                     "gradients are silently wrong; keep the default `preserve_rng_state=True`",
                     fix=fix,
                 )
-            elif unresolved:
+            elif unresolved or unseen is not None:
                 where = site_label(first, analysis, analysis)
                 if fix is not None:  # not known to be wrong: show the change, never apply it
                     fix = ctx.fix(Applicability.DISPLAY_ONLY, fix.message, *fix.edits)
+                what = "what it recomputes"
+                if not unresolved and unseen is not None:
+                    call, frame = unseen[1]  # type: ignore[misc]
+                    text = frame.analysis.module.code_for_node(call.func).strip()
+                    at = f"{_short(frame.analysis, analysis)}{frame.analysis.range(call)[0][0]}"
+                    what = f"all of what it recomputes (the region calls `{text}(...)` at {at}, which is not resolved)"
                 ctx.report(
                     node,
-                    f"`preserve_rng_state=False` on the checkpoint at {where}: ckptlint cannot see what it "
-                    "recomputes; if that code draws random numbers (dropout, `torch.rand*`), recomputation "
+                    f"`preserve_rng_state=False` on the checkpoint at {where}: ckptlint cannot see {what}; "
+                    "if that code draws random numbers (dropout, `torch.rand*`), recomputation "
                     "draws different values and gradients are silently wrong",
                     fix=fix,
                 )

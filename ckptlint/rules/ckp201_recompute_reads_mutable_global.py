@@ -41,12 +41,24 @@ class RecomputeReadsMutableGlobal(Rule):
     def check(self, ctx: RuleContext) -> None:
         for site, region in ctx.site_regions():
             for read in mutable_reads(region, ctx.analysis):
-                ctx.report(
-                    read.node,
-                    f"`{read.name}` ({read.why}) is read in the region recomputed by the checkpoint at "
-                    f"{site_label(site, ctx.analysis, read.analysis)}: if it changes between forward and "
-                    "backward, recomputation computes different values and gradients are silently wrong "
-                    "(determinism_check compares only shapes); pass the value in as an argument",
-                    analysis=read.analysis,
-                    once=True,
-                )
+                where = site_label(site, ctx.analysis, read.analysis)
+                if read.late_binding:
+                    consequence = (
+                        "gradients are silently wrong"
+                        if read.loop_variable
+                        else "gradients are silently wrong whenever it differs between iterations"
+                    )
+                    message = (
+                        f"`{read.name}` ({read.why}) is read in the region recomputed by the checkpoint at {where}: "
+                        "recomputation runs in backward, after the loop, so it sees the last iteration's value "
+                        f"and {consequence}; bind it when the function is defined "
+                        f"(`{read.name}={read.name}` as a default argument) or pass it in as an argument"
+                    )
+                else:
+                    message = (
+                        f"`{read.name}` ({read.why}) is read in the region recomputed by the checkpoint at {where}: "
+                        "if it changes between forward and backward, recomputation computes different values "
+                        "and gradients are silently wrong (determinism_check compares only shapes); pass the "
+                        "value in as an argument"
+                    )
+                ctx.report(read.node, message, analysis=read.analysis, once=True)

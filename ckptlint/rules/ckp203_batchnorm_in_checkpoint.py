@@ -45,13 +45,21 @@ class BatchNormInCheckpoint(Rule):
     def check(self, ctx: RuleContext) -> None:
         analysis = ctx.analysis
         for site, region in ctx.site_regions():
-            layers = [
-                layer
-                for layer in region.layers
-                if layer.fact.kind is LayerKind.RUNNING_STATS
-                and layer.switched_on() is not False
-                and not region.constructs(layer)
-            ]
+            layers = []
+            seen: set[object] = set()
+            for layer in region.layers:
+                if (
+                    layer.fact.kind is not LayerKind.RUNNING_STATS
+                    or layer.switched_on() is False
+                    or region.constructs(layer)
+                ):
+                    continue
+                # distinct layers, not references: one constructor line reached twelve times
+                # (a factory called per block) is counted once
+                key = id(layer.call) if layer.call is not None else layer.qualified
+                if key not in seen:
+                    seen.add(key)
+                    layers.append(layer)
             if not layers:
                 continue
             first = layers[0]
