@@ -117,6 +117,7 @@ class Project:
                 name, is_package, root = module_name_for(path)
                 self.add_root(root)
                 analysis = parse_source(decode_source(raw, str(path)), name, is_package)
+                analysis.project = self
             except (OSError, SourceDecodeError, RecursionError, MemoryError, ValueError):
                 analysis = None
             except Exception:  # noqa: BLE001 - libcst.ParserSyntaxError and friends
