@@ -51,6 +51,10 @@ __all__ = ["Recogniser", "policy_region_expression", "wrapper_fn_reentrancy"]
 #: Last parts of qualified names worth following into other modules of the tree.
 _FOLLOWED = re.compile(r"(?i)checkpoint|ckpt|recompute|^apply$")
 _MAX_HOPS = 4
+_INSTANCE_METHODS = frozenset(method for method, _ in INSTANCE_METHOD_APIS.values())
+#: Classes of other modules are followed (parsed) to find a ``TrainingArguments`` base only
+#: when their name reads like one (parsing every imported class's module costs too much).
+_ARGUMENTS_LIKE = re.compile(r"(?:Arguments|Args|Config)$")
 
 
 class Recogniser:
@@ -95,6 +99,8 @@ class Recogniser:
     # ---------------------------------------------------------------- instances
     def _instance_method(self, func: cst.Attribute) -> CheckpointApi | None:
         method = func.attr.value
+        if method not in _INSTANCE_METHODS:
+            return None
         for constructor in self._constructors(func.value):
             for name in self.model.qualified_names(constructor.func):
                 entry = INSTANCE_METHOD_APIS.get(name)
@@ -126,6 +132,8 @@ class Recogniser:
         ``self.attr``."""
         if not (isinstance(func.value, cst.Name) and func.value.value == "self"):
             return None
+        if not _FOLLOWED.search(func.attr.value):
+            return None  # only attributes named like a checkpoint function (``self._ckpt_fn``)
         owner = _enclosing_class(self.model, func)
         if owner is None:
             return None
@@ -177,6 +185,8 @@ def _class_definition(
                 return binding.node, model
         return None, None
     if project is None or not module or qualified.startswith(("torch.", "transformers.", "builtins.")):
+        return None, None
+    if not _ARGUMENTS_LIKE.search(name):
         return None, None
     analysis = project.analysis_for_module(module)
     if analysis is None:
@@ -245,23 +255,35 @@ def _enclosing_class(model: SemanticModel, node: cst.CSTNode) -> cst.ClassDef | 
     return None
 
 
-def _self_assignments(model: SemanticModel, owner: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
-    """Values assigned to ``self.attr`` in the methods of ``owner`` (or to ``attr`` in its body)."""
-    out: list[cst.BaseExpression] = []
-    stack: list[cst.CSTNode] = [owner.body]
-    from ckptlint.model.walk import child_nodes
+_SELF_ASSIGNMENTS: dict[int, tuple[cst.ClassDef, dict[str, list[cst.BaseExpression]]]] = {}
 
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.ClassDef):
-            continue
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                t = target.target
-                if isinstance(t, cst.Attribute) and t.attr.value == attr and isinstance(t.value, cst.Name) and t.value.value == "self":
-                    out.append(node.value)
-        stack.extend(child for _, child in child_nodes(node))
-    return out
+
+def _self_assignments(model: SemanticModel, owner: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
+    """Values assigned to ``self.attr`` in the methods of ``owner`` (one walk per class,
+    cached)."""
+    cached = _SELF_ASSIGNMENTS.get(id(owner))
+    if cached is None or cached[0] is not owner:
+        from ckptlint.model.walk import child_nodes
+
+        found: dict[str, list[cst.BaseExpression]] = {}
+        stack: list[cst.CSTNode] = [owner.body]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.ClassDef):
+                continue
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    t = target.target
+                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                        found.setdefault(t.attr.value, []).append(node.value)
+            if isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement)) and not isinstance(node, cst.Assign):
+                continue  # assignments are statements: no need to look inside expressions
+            stack.extend(child for _, child in child_nodes(node))
+        if len(_SELF_ASSIGNMENTS) > 1024:
+            _SELF_ASSIGNMENTS.clear()
+        cached = (owner, found)
+        _SELF_ASSIGNMENTS[id(owner)] = cached
+    return cached[1].get(attr, [])
 
 
 # -------------------------------------------------------------------- policies
@@ -411,6 +433,10 @@ def wrapper_fn_reentrancy(wrapper_fn: OptionValue, model: SemanticModel) -> Reen
     if wrapper_fn.is_absent:
         return Reentrancy.DEFAULT_NON_REENTRANT
     node = wrapper_fn.node
+    if isinstance(node, cst.Name):  # a variable bound once to the wrapper (or a partial of it)
+        values = [b.value for b in model.bindings_of(node) if b.kind is BindingKind.ASSIGNMENT and b.value is not None]
+        if len(values) == 1:
+            node = values[0]
     if isinstance(node, cst.Call) and model.qualified_names(node.func) & PARTIAL_QUALIFIED_NAMES and node.args:
         inner = api_for(model.qualified_names(node.args[0].value))
         if inner is not None and inner.kind is ApiKind.WRAPPER:
