@@ -98,6 +98,8 @@ def _bound_names(text: str) -> tuple[set[str], list[tuple[int, int]], bool]:
             relevant = bool(_CHECKPOINT_MODULE.match(module))
             parent = module in _PARENT_MODULES
             if not relevant and not parent:
+                if match.group("names").strip("()\\ \t\n") == "*":
+                    names.add("checkpoint")  # a star import of the tree may re-export one
                 for alias in _ALIAS.finditer(match.group("names").strip("()\\ \t\n")):
                     if _CHECKPOINT_LIKE.match(alias.group("name")):
                         names.add(alias.group("alias") or alias.group("name"))
@@ -157,6 +159,12 @@ def _uses_name(text: str, name: str) -> bool:
     return False
 
 
+# ``ckpt = utils.checkpoint``: an alias of a checkpoint function of another module.
+_ALIAS_ASSIGNMENT = re.compile(rb"^[ \t]*\w+[ \t]*=[ \t]*[\w.]+\.checkpoint[ \t]*(?:#.*)?$", re.MULTILINE)
+# ``Args(gradient_checkpointing=True)``: a TrainingArguments subclass from another module.
+_GC_KEYWORD = re.compile(rb"\bgradient_checkpointing[ \t]*=")
+
+
 def _home_made(raw: bytes) -> bool:
     """A ``torch.autograd.Function`` that may re-run a stored callable in ``backward``
     (CKP104/CKP105 judge the implementation)."""
@@ -172,6 +180,8 @@ def may_have_findings(raw: bytes) -> bool:
             return True
         return b"CKP" in raw and _CKP_CODE.search(raw) is not None
     if _WORDS.search(raw) is not None or _OWNER_CALL.search(raw) is not None:
+        return True
+    if _ALIAS_ASSIGNMENT.search(raw) is not None or _GC_KEYWORD.search(raw) is not None:
         return True
     if b"gradient_checkpointing_enable" in raw or b"_composable" in raw:
         return True

@@ -3,7 +3,7 @@
 One record per site (a call of a checkpoint API, a ``functools.partial`` binding of one, a
 policy or wrapper application, a call of a home-made implementation or its helper):
 
-- ``filename``, ``location`` (``row``, ``column``; 1-based), ``api`` (the table row's name);
+- ``filename`` (absolute, as in ckptlint's JSON findings), ``location`` (``row``, ``column``; 1-based), ``api`` (the table row's name);
 - ``options``: each option the site passes, with its literal value, or ``"unknown"`` when it
   is an expression or hidden in ``**`` arguments (options left out take the API's default);
   ``use_reentrant`` is always there: the variant the site runs (``true``/``false``, or
@@ -96,7 +96,7 @@ def collect_site_records(files: list[Path]) -> list[dict]:
                     region["frames"] = [_frame(frame) for frame in found.frames]
             records.append(
                 {
-                    "filename": str(path),
+                    "filename": str(absolute),
                     "location": {"row": start[0], "column": start[1]},
                     "api": site.api.name,
                     "options": options,
@@ -105,6 +105,15 @@ def collect_site_records(files: list[Path]) -> list[dict]:
             )
     records.sort(key=lambda r: (r["filename"], r["location"]["row"], r["location"]["column"]))
     return records
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the working folder when below it (as findings are shown)."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
 
 
 def _frame(frame) -> dict:  # noqa: ANN001 - a regions.Frame
@@ -116,14 +125,14 @@ def _frame(frame) -> dict:  # noqa: ANN001 - a regions.Frame
     else:
         name = "<lambda>"
     row = analysis.range(function)[0][0]
-    return {"name": name, "filename": analysis.source.path, "row": row}
+    return {"name": name, "filename": os.path.abspath(analysis.source.path), "row": row}
 
 
 def format_table(records: list[dict]) -> str:
     """One line per site: ``file:row:col  api  options  region (frames)``, then totals."""
     lines: list[str] = []
     for record in records:
-        where = f"{record['filename']}:{record['location']['row']}:{record['location']['column']}"
+        where = f"{_shown(record['filename'])}:{record['location']['row']}:{record['location']['column']}"
         options = ", ".join(f"{k}={json.dumps(v)}" for k, v in record["options"].items())
         region = record["region"]
         frames = ", ".join(f"{f['name']} ({Path(f['filename']).name}:{f['row']})" for f in region["frames"][:4])

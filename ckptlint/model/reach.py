@@ -64,7 +64,7 @@ class Recogniser:
         self.model = model
         self.project = project
         self._home = home_made(model)
-        self._self_attributes: dict[tuple[int, str], CheckpointApi] | None = None
+        self._stars: list[str] | None = None
 
     def api_of_call(self, call: cst.Call, names: frozenset[str]) -> CheckpointApi | None:
         func = call.func
@@ -92,6 +92,11 @@ class Recogniser:
             for name in sorted(names):
                 if _FOLLOWED.search(name.rsplit(".", 1)[-1]):
                     api = _external(name, self.project, 0)
+                    if api is not None:
+                        return api
+            if isinstance(func, cst.Name) and not self.model.bindings_of(func) and _FOLLOWED.search(func.value):
+                for module in self._star_modules():  # from .utils import *
+                    api = _external(f"{module}.{func.value}", self.project, 0)
                     if api is not None:
                         return api
         return None
@@ -127,26 +132,45 @@ class Recogniser:
             return [value for value in _self_assignments(model, owner, receiver.attr.value) if isinstance(value, cst.Call)]
         return []
 
-    def _self_attribute(self, func: cst.Attribute) -> CheckpointApi | None:
-        """``self.attr(...)`` where the class assigns an API (or a ``partial`` of one) to
-        ``self.attr``."""
+    def _self_values(self, func: cst.Attribute) -> list[cst.BaseExpression]:
         if not (isinstance(func.value, cst.Name) and func.value.value == "self"):
-            return None
+            return []
         if not _FOLLOWED.search(func.attr.value):
-            return None  # only attributes named like a checkpoint function (``self._ckpt_fn``)
+            return []  # only attributes named like a checkpoint function (``self._ckpt_fn``)
         owner = _enclosing_class(self.model, func)
         if owner is None:
-            return None
-        for value in _self_assignments(self.model, owner, func.attr.value):
-            target = value
-            if isinstance(value, cst.Call) and self.model.qualified_names(value.func) & PARTIAL_QUALIFIED_NAMES:
-                if not value.args:
-                    continue
-                target = value.args[0].value
-            api = api_for(self.model.qualified_names(target))
-            if api is not None and api.kind in (ApiKind.FUNCTION, ApiKind.LIBRARY_FUNCTION):
-                return api
+            return []
+        return _self_assignments(self.model, owner, func.attr.value)
+
+    def _self_attribute(self, func: cst.Attribute) -> CheckpointApi | None:
+        """``self.attr(...)`` where the class assigns an API itself to ``self.attr``."""
+        for value in self._self_values(func):
+            if isinstance(value, (cst.Name, cst.Attribute)):
+                api = api_for(self.model.qualified_names(value))
+                if api is not None and api.kind in (ApiKind.FUNCTION, ApiKind.LIBRARY_FUNCTION):
+                    return api
         return None
+
+    def self_partial(self, func: cst.Attribute) -> cst.Call | None:
+        """The ``functools.partial(API, ...)`` call the class stores in ``self.attr``, for a
+        call ``self.attr(...)`` (its site gives the options)."""
+        for value in self._self_values(func):
+            if isinstance(value, cst.Call) and value.args and self.model.qualified_names(value.func) & PARTIAL_QUALIFIED_NAMES:
+                return value
+        return None
+
+    # ---------------------------------------------------------------- star imports
+    def _star_modules(self) -> list[str]:
+        if self._stars is None:
+            self._stars = []
+            for statement in self.model.module.body:
+                if isinstance(statement, cst.SimpleStatementLine):
+                    for small in statement.body:
+                        if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+                            module = self.model.absolute_module(small)
+                            if module:
+                                self._stars.append(module)
+        return self._stars
 
     # ---------------------------------------------------------------- TrainingArguments
     def _training_arguments(self, names: frozenset[str], model: SemanticModel, hops: int) -> CheckpointApi | None:

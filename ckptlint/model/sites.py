@@ -170,6 +170,8 @@ def collect_sites(model: SemanticModel, project: Project | None = None) -> SiteI
     module_calls: list[cst.Call] = []
     partial_bindings: dict[cst.CSTNode, CheckpointSite] = {}
     deferred: list[cst.Call] = []
+    partial_sites: dict[cst.Call, CheckpointSite] = {}
+    through_self: list[tuple[cst.Call, cst.Call]] = []
     dcp_calls: list[cst.Call] = []
     for call in model.calls:
         names = model.qualified_names(call.func)
@@ -192,6 +194,7 @@ def collect_sites(model: SemanticModel, project: Project | None = None) -> SiteI
                 site = _build(inner, SiteForm.PARTIAL, call, arguments, model)
                 if site is not None:
                     sites.append(site)
+                    partial_sites[call] = site
                     parent = model.parent(call)
                     if isinstance(parent, cst.Assign):
                         partial_bindings[parent] = site
@@ -209,6 +212,16 @@ def collect_sites(model: SemanticModel, project: Project | None = None) -> SiteI
             continue
         if isinstance(call.func, cst.Name):
             deferred.append(call)
+        elif isinstance(call.func, cst.Attribute):
+            partial = recogniser.self_partial(call.func)
+            if partial is not None:
+                through_self.append((call, partial))
+    for call, partial in through_self:  # self._ckpt(block, x) after self._ckpt = partial(API, ...)
+        bound = partial_sites.get(partial)
+        if bound is not None:
+            site = _build_bound_call(bound, call, model)
+            if site is not None:
+                sites.append(site)
     if partial_bindings:
         for call in deferred:
             for binding in model.bindings_of(call.func):  # type: ignore[arg-type]
