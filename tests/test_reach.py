@@ -491,3 +491,38 @@ def test_show_sites_json_records(run_cli, write) -> None:  # noqa: ANN001
     table = run_cli("--show-sites", "--isolated", "model.py").stdout.splitlines()
     assert table[0].startswith("model.py:25:13  torch.utils.checkpoint.checkpoint  [preserve_rng_state=false, use_reentrant=false]  resolved: Block.forward (model.py:11)")
     assert table[-1] == "2 sites: 1 resolved, 0 partial, 1 unknown"
+
+
+def test_lazy_initialisation_and_memoisation_are_not_side_effects() -> None:
+    """timm's Conv2dSame and attention-bias caches, reached through checkpoint_seq: the
+    guarded write runs once, not again on recompute."""
+    source = """\
+        from torch import nn
+        from timm.models import checkpoint_seq
+
+
+        class Pad(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pad = None
+                self.cache = {}
+
+            def forward(self, x):
+                if self.pad is None:
+                    self.pad = nn.ZeroPad2d(1)
+                key = str(x.device)
+                if key not in self.cache:
+                    self.cache[key] = x.new_ones(1)
+                self.steps = 1
+                return self.pad(x) * self.cache[key]
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stages = nn.Sequential(Pad(), Pad())
+
+            def forward(self, x):
+                return checkpoint_seq(self.stages, x)
+    """
+    assert _codes(source) == [(17, "CKP202")]

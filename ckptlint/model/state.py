@@ -102,6 +102,8 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
             if isinstance(node, cst.AnnAssign) and node.value is None:
                 continue
             for target in targets:
+                if _written_once(frame, node, target):
+                    continue
                 what = _target_write(frame, scope, target, node)
                 if what is not None:
                     yield OuterWrite(node, frame, what)
@@ -154,6 +156,41 @@ def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression,
             verb = "augments" if isinstance(node, cst.AugAssign) else "assigns"
             return f"{verb} `{_text(frame, target)}`, {_describe(kind, base)}"
     return None
+
+
+def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> bool:
+    """Lazy initialisation and memoisation: ``if self.pad is None: self.pad = ...`` or
+    ``if key not in self.cache: self.cache[key] = ...``. The first run takes the branch; the
+    recomputation finds the value there and does not write again (timm's Conv2dSame,
+    EfficientFormer's attention-bias cache)."""
+    code = _code
+    if isinstance(target, cst.Subscript):
+        if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+            return False
+        container, key = code(target.value), code(target.slice[0].slice.value)
+    elif isinstance(target, cst.Attribute):
+        container, key = None, code(target)
+    else:
+        return False
+    model = frame.analysis.model
+    for ancestor in model.ancestors(node):
+        if ancestor is frame.function:
+            return False
+        if not isinstance(ancestor, cst.If) or not isinstance(ancestor.test, cst.Comparison):
+            continue
+        test = ancestor.test
+        if len(test.comparisons) != 1:
+            continue
+        operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if container is None and isinstance(operator, cst.Is) and code(right) == "None" and code(test.left) == key:
+            return True
+        if container is not None and isinstance(operator, cst.NotIn) and code(test.left) == key and code(right) == container:
+            return True
+    return False
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node).strip()
 
 
 _SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device"})
