@@ -8,7 +8,7 @@ diffusion code bases as ``checkpoint(func, inputs, params, flag)``, DeepSpeed, M
     class CheckpointFunction(torch.autograd.Function):
         @staticmethod
         def forward(ctx, run_function, *args):
-            ctx.run_function = run_function        # the stored callable
+            ctx.run_function = run_function        # the stored callable, run here
             with torch.no_grad():
                 return run_function(*args)
         @staticmethod
@@ -167,6 +167,24 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
                 t = target.target
                 if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == ctx_name:
                     stored[t.attr.value] = rest.index(inner.value.value)
+    # Only a callable forward runs itself is re-run by backward (not, say, a backward_op
+    # that forward stores for backward's own use: diffusers' ring attention).
+    parameter_of = {attr: rest[index] for attr, index in stored.items()}
+    forward_calls = [n for n in _nodes(forward) if isinstance(n, cst.Call)]
+    run_in_forward = set()
+    for call in forward_calls:
+        func = call.func
+        for attr, parameter in parameter_of.items():
+            if isinstance(func, cst.Name) and func.value == parameter:
+                run_in_forward.add(attr)
+            elif (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Name)
+                and func.value.value == ctx_name
+                and func.attr.value == attr
+            ):
+                run_in_forward.add(attr)
+    stored = {attr: index for attr, index in stored.items() if attr in run_in_forward}
     if not stored:
         return None
     backward_params = _params(backward)
@@ -196,7 +214,6 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
     if not reruns or attribute is None:
         return None
     restores_rng = any(_is_rng_call(call) for call in backward_calls)
-    forward_calls = [n for n in _nodes(forward) if isinstance(n, cst.Call)]
     custom_bwd = any("custom_bwd" in _decorator_name(d.decorator) for d in backward.decorators)
     reads_autocast = any("autocast" in _callee_name(c).lower() for c in forward_calls)
     enters_autocast = any("autocast" in _callee_name(c).lower() for c in backward_calls)

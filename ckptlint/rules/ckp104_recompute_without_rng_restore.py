@@ -58,6 +58,11 @@ class RecomputeWithoutRngRestore(Rule):
         "import torch\nclass Scale(torch.autograd.Function):\n    @staticmethod\n"
         "    def forward(ctx, x, k):\n        ctx.k = k\n        return x * k\n"
         "    @staticmethod\n    def backward(ctx, g):\n        return g * ctx.k, None\n",
+        # not a recompute: backward calls a backward_op that forward never ran
+        "import torch\nclass Ring(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, q, forward_op, backward_op):\n        ctx.backward_op = backward_op\n"
+        "        return forward_op(q)\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return ctx.backward_op(g), None, None\n",
     )
     INVALID = (
         Invalid(_FUNCTION.format(save="", restore="")),
