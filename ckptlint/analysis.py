@@ -57,7 +57,7 @@ class ModuleAnalysis:
 
     @cached_property
     def sites(self) -> SiteIndex:
-        return collect_sites(self.model, self.project)
+        return collect_sites(self.model, self.project, self.source.path)
 
     @cached_property
     def _known_offsets(self) -> dict[cst.CSTNode, tuple[int, int]]:

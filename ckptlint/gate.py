@@ -36,7 +36,10 @@ _OWNER_CALL = re.compile(
 )
 # A name imported from any module (a re-export or a home-made helper of the linted tree)
 # that reads like a checkpoint function: ``from .nn import checkpoint``.
-_CHECKPOINT_LIKE = re.compile(r"(?i)^(?:checkpoint|ckpt\w*|\w*checkpoint_?function|checkpoint_\w*(?:forward|fn|func))$")
+_CHECKPOINT_LIKE = re.compile(
+    r"(?i)^(?:(?!(?:load|save|resume|restore|get|find|latest|last|remove|delete|download|upload|convert|export|import)_)\w*checkpoint"
+    r"|ckpt\w*|\w*checkpoint_?function|checkpoint_\w*(?:forward|fn|func))$"
+)
 
 _BOM = "\xef\xbb\xbf"  # the UTF-8 byte-order mark, decoded as latin-1
 

@@ -526,3 +526,45 @@ def test_lazy_initialisation_and_memoisation_are_not_side_effects() -> None:
                 return checkpoint_seq(self.stages, x)
     """
     assert _codes(source) == [(17, "CKP202")]
+
+
+def test_wrapper_function_of_an_api_in_the_same_module() -> None:
+    source = _with(COUNTER, "\n\n") + textwrap.dedent(
+        """\
+        from megatron.core import tensor_parallel
+
+
+        def recompute(forward_func, *args):
+            return tensor_parallel.checkpoint(forward_func, False, *args)
+
+
+        class Outer(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.block = Block(d)
+
+            def forward(self, x):
+                return recompute(self.block, x)
+        """
+    )
+    assert _codes(source) == [(COUNTER_ROW, "CKP202")]
+
+
+def test_wrapper_function_in_a_namespace_package(run_cli, write) -> None:  # noqa: ANN001
+    """Megatron's ``te_checkpoint`` pattern, imported absolutely from a folder without
+    ``__init__.py`` (stable-diffusion's ``ldm``)."""
+    write("repo/ldm/ext/__init__.py", "")
+    write(
+        "repo/ldm/ext/te.py",
+        "import transformer_engine.pytorch as te\n\n\ndef te_checkpoint(forward_func, *args):\n"
+        "    return te.checkpoint(forward_func, *args, use_reentrant=False)\n",
+    )
+    write("repo/ldm/models/__init__.py", "")
+    write(
+        "repo/ldm/models/block.py",
+        textwrap.dedent(COUNTER)
+        + "\n\nfrom ldm.ext.te import te_checkpoint\n\n\ndef run(block, x):\n    return te_checkpoint(Block(4), x)\n",
+    )
+    result = run_cli("--isolated", "--no-cache", "--output-format", "json", "--exit-zero", "repo/ldm")
+    found = [(Path(d["filename"]).name, d["location"]["row"], d["code"]) for d in json.loads(result.stdout)]
+    assert found == [("block.py", COUNTER_ROW, "CKP202")]

@@ -23,7 +23,9 @@ to each class's ``forward`` like any module instance).
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -60,9 +62,10 @@ _ARGUMENTS_LIKE = re.compile(r"(?:Arguments|Args|Config)$")
 class Recogniser:
     """Answers "which API does this call use" for one module (see the module docstring)."""
 
-    def __init__(self, model: SemanticModel, project: Project | None) -> None:
+    def __init__(self, model: SemanticModel, project: Project | None, path: str | None = None) -> None:
         self.model = model
         self.project = project
+        self.path = Path(os.path.abspath(path)) if path else None
         self._home = home_made(model)
         self._stars: list[str] | None = None
 
@@ -91,6 +94,7 @@ class Recogniser:
         if self.project is not None:
             for name in sorted(names):
                 if _FOLLOWED.search(name.rsplit(".", 1)[-1]):
+                    self._namespace_root(name)
                     api = _external(name, self.project, 0)
                     if api is not None:
                         return api
@@ -158,6 +162,20 @@ class Recogniser:
             if isinstance(value, cst.Call) and value.args and self.model.qualified_names(value.func) & PARTIAL_QUALIFIED_NAMES:
                 return value
         return None
+
+    def _namespace_root(self, qualified: str) -> None:
+        """``from ldm.modules.util import checkpoint`` where ``ldm`` has no ``__init__.py``
+        (a namespace package): the folder above the ``ldm`` folder this file lies in is an
+        import root too."""
+        if self.path is None or self.project is None:
+            return
+        top = qualified.split(".", 1)[0]
+        if self.project.file_for_module(top) is not None:
+            return
+        for folder in self.path.parents:
+            if folder.name == top and (folder / qualified.split(".")[1]).exists() if "." in qualified else False:
+                self.project.add_root(folder.parent)
+                return
 
     # ---------------------------------------------------------------- star imports
     def _star_modules(self) -> list[str]:
@@ -250,6 +268,9 @@ def _external(qualified: str, project: Project, hops: int) -> CheckpointApi | No
         helper = found.helpers.get(f"{module}.{name}")
         if helper is not None:
             return helper.api
+        wrapped = wrapper_functions(analysis).get(name)
+        if wrapped is not None:
+            return wrapped
         for binding in model.module_scope.bindings.get(name, ()):
             targets: set[str] = set()
             if binding.kind is BindingKind.IMPORT and binding.target:
@@ -266,6 +287,66 @@ def _external(qualified: str, project: Project, hops: int) -> CheckpointApi | No
                     return api
         return None
     return None
+
+
+# -------------------------------------------------------------------- wrapper functions
+_IN_PROGRESS: set[int] = set()
+
+
+def wrapper_functions(analysis) -> dict[str, CheckpointApi]:  # noqa: ANN001 - a ModuleAnalysis
+    """Module-level functions of ``analysis`` that pass one of their parameters to a
+    checkpoint API as the callable (Megatron's ``te_checkpoint(forward_func, ...)``):
+    name -> a copy of the API's row whose ``positional`` puts ``function`` at that
+    parameter, so calls of the wrapper are sites of the same API. Empty while the module's
+    own sites are being collected (imports between modules can be cyclic)."""
+    import dataclasses
+
+    if id(analysis) in _IN_PROGRESS:
+        return {}
+    cached = getattr(analysis, "_ckptlint_wrappers", None)
+    if cached is not None:
+        return cached
+    _IN_PROGRESS.add(id(analysis))
+    try:
+        sites = analysis.sites.sites
+    finally:
+        _IN_PROGRESS.discard(id(analysis))
+    found = wrappers_among(sites, analysis.model)
+    try:
+        analysis._ckptlint_wrappers = found
+    except AttributeError:
+        pass
+    return found
+
+
+def wrappers_among(sites, model: SemanticModel) -> dict[str, CheckpointApi]:  # noqa: ANN001
+    """The wrapper functions (see :func:`wrapper_functions`) among ``sites`` of ``model``."""
+    import dataclasses
+
+    found: dict[str, CheckpointApi] = {}
+    for site in sites:
+        if not isinstance(site.function, cst.Name) or site.api.kind not in (ApiKind.FUNCTION, ApiKind.LIBRARY_FUNCTION):
+            continue
+        function = model.enclosing(site.call, cst.FunctionDef)
+        if function is None or model.scope_of(function) is not model.module_scope:
+            continue
+        params = [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
+        if site.function.value not in params:
+            continue
+        if not any(b.kind is BindingKind.PARAMETER and b.scope.node is function for b in model.bindings_of(site.function)):
+            continue
+        index = params.index(site.function.value)
+        positional = tuple(params[:index]) + ("function",) + tuple(params[index + 1 :])
+        found[function.name.value] = dataclasses.replace(
+            site.api,
+            name=function.name.value,
+            kind=ApiKind.HOME_MADE if site.api.kind is ApiKind.HOME_MADE else ApiKind.LIBRARY_FUNCTION,
+            positional=positional if site.api.kind is ApiKind.HOME_MADE else ("function",),
+            options=(),
+            fixed_reentrancy=site.api.fixed_reentrancy or "unknown",
+            source=f"{model.module_name}.{function.name.value} -> {site.api.name} ({site.api.source})",
+        )
+    return found
 
 
 # -------------------------------------------------------------------- classes

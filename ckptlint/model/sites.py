@@ -159,13 +159,13 @@ class SiteIndex:
     dcp_calls: list[cst.Call] = field(default_factory=list)
 
 
-def collect_sites(model: SemanticModel, project: Project | None = None) -> SiteIndex:
+def collect_sites(model: SemanticModel, project: Project | None = None, path: str | None = None) -> SiteIndex:
     """Find every checkpoint site of the module described by ``model``; with ``project``,
     names imported from other modules of the linted tree are followed (re-exports of an
     API, home-made implementations and helpers, ``TrainingArguments`` subclasses)."""
-    from ckptlint.model.reach import Recogniser
+    from ckptlint.model.reach import Recogniser, wrappers_among
 
-    recogniser = Recogniser(model, project)
+    recogniser = Recogniser(model, project, path)
     sites: list[CheckpointSite] = []
     module_calls: list[cst.Call] = []
     partial_bindings: dict[cst.CSTNode, CheckpointSite] = {}
@@ -222,6 +222,20 @@ def collect_sites(model: SemanticModel, project: Project | None = None) -> SiteI
             site = _build_bound_call(bound, call, model)
             if site is not None:
                 sites.append(site)
+    wrappers = wrappers_among(sites, model) if deferred else {}
+    if wrappers:  # calls of this module's own wrapper functions (def run(fn, x): checkpoint(fn, x))
+        seen_calls = {id(site.call) for site in sites}
+        for call in deferred:
+            if id(call) in seen_calls:
+                continue
+            for binding in model.bindings_of(call.func):  # type: ignore[arg-type]
+                if binding.kind is BindingKind.FUNCTION and binding.scope is model.module_scope:
+                    api = wrappers.get(binding.name)
+                    if api is not None:
+                        site = _build(api, SiteForm.CALL, call, CallArguments.of(call), model)
+                        if site is not None:
+                            sites.append(site)
+                    break
     if partial_bindings:
         for call in deferred:
             for binding in model.bindings_of(call.func):  # type: ignore[arg-type]
