@@ -258,14 +258,15 @@ def _external(qualified: str, project: Project, hops: int) -> CheckpointApi | No
         model = analysis.model
         rest = parts[cut:]
         found = home_made(model)
+        own = model.module_name or module  # a namespace package's module names itself shorter
         if rest[-1] == "apply" and len(rest) == 2:
-            implementation = found.implementations.get(f"{module}.{rest[0]}")
+            implementation = found.implementations.get(f"{own}.{rest[0]}")
             if implementation is not None:
                 return implementation.api
         if len(rest) != 1 and not (len(rest) == 2 and rest[-1] == "apply"):
             return None
         name = rest[0]
-        helper = found.helpers.get(f"{module}.{name}")
+        helper = found.helpers.get(f"{own}.{name}")
         if helper is not None:
             return helper.api
         wrapped = wrapper_functions(analysis).get(name)
