@@ -568,3 +568,35 @@ def test_wrapper_function_in_a_namespace_package(run_cli, write) -> None:  # noq
     result = run_cli("--isolated", "--no-cache", "--output-format", "json", "--exit-zero", "repo/ldm")
     found = [(Path(d["filename"]).name, d["location"]["row"], d["code"]) for d in json.loads(result.stdout)]
     assert found == [("block.py", COUNTER_ROW, "CKP202")]
+
+
+def test_write_in_the_else_branch_of_a_lazy_initialisation_is_reported() -> None:
+    """diffusers' causal-conv cache: recomputation finds the cache filled and takes the
+    other branch, which writes again."""
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class CausalConv(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.prev = None
+
+            def forward(self, x):
+                if self.prev is None:
+                    self.prev = x[:, -1:]
+                else:
+                    self.prev = x[:, -1:] + self.prev
+                return x
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = CausalConv()
+
+            def forward(self, x):
+                return checkpoint(self.conv, x, use_reentrant=False)
+    """
+    assert _codes(source) == [(14, "CKP202")]

@@ -173,11 +173,15 @@ def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -
     else:
         return False
     model = frame.analysis.model
+    child: cst.CSTNode = node
     for ancestor in model.ancestors(node):
         if ancestor is frame.function:
             return False
+        came_from, child = child, ancestor
         if not isinstance(ancestor, cst.If) or not isinstance(ancestor.test, cst.Comparison):
             continue
+        if came_from is not ancestor.body:
+            continue  # the else branch runs when the value is already there
         test = ancestor.test
         if len(test.comparisons) != 1:
             continue
