@@ -600,3 +600,40 @@ def test_write_in_the_else_branch_of_a_lazy_initialisation_is_reported() -> None
                 return checkpoint(self.conv, x, use_reentrant=False)
     """
     assert _codes(source) == [(14, "CKP202")]
+
+
+def test_closure_variable_of_init_is_settled() -> None:
+    """diffusers' ResnetBlock2D: ``__init__`` builds ``lambda x: f(x, kernel=fir_kernel)`` in
+    two branches; ``__init__`` has returned before forward, so the value cannot change."""
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        def blur(x, kernel):
+            return x * kernel[0]
+
+
+        class Block(nn.Module):
+            def __init__(self, up):
+                super().__init__()
+                if up:
+                    kernel = (1, 3, 3, 1)
+                    self.resample = lambda x: blur(x, kernel=kernel)
+                else:
+                    kernel = (1, 2, 1)
+                    self.resample = lambda x: blur(x, kernel=kernel)
+
+            def forward(self, x):
+                return self.resample(x)
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block = Block(True)
+
+            def forward(self, x):
+                return checkpoint(self.block, x, use_reentrant=False)
+    """
+    assert _codes(source) == []

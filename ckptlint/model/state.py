@@ -241,7 +241,7 @@ def mutable_reads(region: Region, site_analysis: ModuleAnalysis) -> list[OuterRe
     (in their module, or in the site's module for ``module.ATTR`` state)."""
     found: list[OuterRead] = []
     for frame in region.frames:
-        found += list(_frame_reads(frame, site_analysis))
+        found += list(_frame_reads(frame, site_analysis, region.site.call))
     return found
 
 
@@ -291,7 +291,23 @@ def _resolves_to(analysis: ModuleAnalysis, mutation, scope: Scope) -> bool:  # n
     return bool(bindings) and bindings[0].scope is scope
 
 
-def _frame_reads(frame: Frame, site_analysis: ModuleAnalysis) -> Iterator[OuterRead]:
+def _settled_closure(bindings: list[Binding], frame: Frame, site_analysis: ModuleAnalysis, site_call: cst.CSTNode | None) -> bool:
+    """A closure variable of a function that does not run the checkpoint site (``__init__``
+    building ``self.upsample = lambda x: upsample_2d(x, kernel=fir_kernel)``): that function
+    returned before forward, and nothing (no ``nonlocal``) rebinds the variable later."""
+    scope = bindings[0].scope
+    if scope.kind is not ScopeKind.FUNCTION or any(b.declared_in is not None for b in bindings):
+        return False
+    if site_call is None:
+        return False
+    if frame.analysis is site_analysis and any(a is scope.node for a in site_analysis.model.ancestors(site_call)):
+        return False  # the function runs the site: a later rebinding may change the value
+    return True
+
+
+def _frame_reads(
+    frame: Frame, site_analysis: ModuleAnalysis, site_call: cst.CSTNode | None = None
+) -> Iterator[OuterRead]:
     model = frame.analysis.model
     written = _written_nodes(frame)
     seen: set[str] = set()
@@ -300,6 +316,8 @@ def _frame_reads(frame: Frame, site_analysis: ModuleAnalysis) -> Iterator[OuterR
             continue
         kind, bindings = _owner(frame, node.value, node)
         if kind == "outer":
+            if _settled_closure(bindings, frame, site_analysis, site_call):
+                continue
             why = _changed(bindings, frame.analysis, node.value)
             if why is not None and node.value not in seen:
                 seen.add(node.value)
