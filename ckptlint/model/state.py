@@ -186,10 +186,23 @@ def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -
         if len(test.comparisons) != 1:
             continue
         operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
-        if container is None and isinstance(operator, cst.Is) and code(right) == "None" and code(test.left) == key:
-            return True
+        if container is None and isinstance(operator, cst.Is) and code(right) == "None":
+            guard = code(test.left)
+            if guard == key or _assigns_in(ancestor.body, guard):
+                return True  # the write itself, or one more field of the same one-time initialisation
         if container is not None and isinstance(operator, cst.NotIn) and code(test.left) == key and code(right) == container:
             return True
+    return False
+
+
+def _assigns_in(body: cst.CSTNode, target: str) -> bool:
+    """Whether ``body`` assigns ``target`` (code text, ``self.pad``) directly in its statements."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and any(_code(t.target) == target for t in small.targets):
+                    return True
     return False
 
 
