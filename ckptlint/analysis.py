@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import warnings
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -13,6 +14,9 @@ from ckptlint.model.semantic import SemanticModel
 from ckptlint.model.sites import SiteIndex, collect_sites
 from ckptlint.positions import node_offsets, statement_offsets
 from ckptlint.source import Position, SourceFile
+
+if TYPE_CHECKING:
+    from ckptlint.project import Project
 
 __all__ = ["MAX_NESTING", "ModuleAnalysis", "TooDeeplyNested", "deep_recursion", "parse_source"]
 
@@ -57,6 +61,9 @@ class ModuleAnalysis:
         self.module = module
         self.module_name = module_name
         self.is_package = is_package
+        #: The linted tree (set by the rule context or the project that loaded this module):
+        #: sites follow names imported from other modules of the tree through it.
+        self.project: Project | None = None
 
     @cached_property
     def model(self) -> SemanticModel:
@@ -64,7 +71,7 @@ class ModuleAnalysis:
 
     @cached_property
     def sites(self) -> SiteIndex:
-        return collect_sites(self.model)
+        return collect_sites(self.model, self.project, self.source.path)
 
     @cached_property
     def _known_offsets(self) -> dict[cst.CSTNode, tuple[int, int]]:

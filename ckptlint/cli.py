@@ -99,6 +99,11 @@ class _Command(click.Command):
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied by --fix, per file and rule.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be linted and exit.")
 @click.option("--show-settings", is_flag=True, help="Print the settings that apply to the first file and exit.")
+@click.option(
+    "--show-sites",
+    is_flag=True,
+    help="Print every checkpoint site with its API, options and region (a table; JSON with --output-format json) and exit.",
+)
 @click.option("--explain", metavar="CODE", help="Print the documentation of a rule and exit.")
 @click.option("--list-rules", is_flag=True, help="Print every rule (a table; JSON with --output-format json) and exit.")
 @click.option(
@@ -163,6 +168,7 @@ def _main(
     show_fixes: bool,
     show_files: bool,
     show_settings: bool,
+    show_sites: bool,
     explain: str | None,
     list_rules: bool,
     jobs: int | None,
@@ -249,6 +255,11 @@ def _main(
             sys.exit(EXIT_OK)
         if show_settings:
             sys.exit(_show_settings(files[0] if files else cwd, resolver))
+        if show_sites:
+            from ckptlint.show_sites import show_sites as _show_sites
+
+            click.echo(_show_sites(files, output_format or "concise"))
+            sys.exit(EXIT_OK)
         fmt = output_format or (resolver.for_path(stdin_path) if stdin_path else base_settings).output_format or "concise"
         if use_stdin:
             run, excluded = _lint_stdin(stdin_path, resolver, mode, unsafe, force_exclude)

@@ -23,7 +23,23 @@ from __future__ import annotations
 
 import re
 
+from ckptlint.apis import gate_names
+
 __all__ = ["may_have_findings"]
+
+# Names learnt from the API table (ckptlint.apis.gate_names): any of these words makes the
+# file worth parsing; ``owner.checkpoint(`` for an owner module of a library's checkpoint.
+_TABLE_WORDS, _TABLE_OWNERS = gate_names()
+_WORDS = re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in sorted(_TABLE_WORDS)) + rb")\b")
+_OWNER_CALL = re.compile(
+    rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in sorted(_TABLE_OWNERS)) + rb")\s*\.\s*(?:checkpoint|apply)\s*\("
+)
+# A name imported from any module (a re-export or a home-made helper of the linted tree)
+# that reads like a checkpoint function: ``from .nn import checkpoint``.
+_CHECKPOINT_LIKE = re.compile(
+    r"(?i)^(?:(?!(?:load|save|resume|restore|get|find|latest|last|remove|delete|download|upload|convert|export|import)_)\w*checkpoint"
+    r"|ckpt\w*|\w*checkpoint_?function|checkpoint_\w*(?:forward|fn|func))$"
+)
 
 _BOM = "\xef\xbb\xbf"  # the UTF-8 byte-order mark, decoded as latin-1
 
@@ -85,6 +101,11 @@ def _bound_names(text: str) -> tuple[set[str], list[tuple[int, int]], bool]:
             relevant = bool(_CHECKPOINT_MODULE.match(module))
             parent = module in _PARENT_MODULES
             if not relevant and not parent:
+                if match.group("names").strip("()\\ \t\n") == "*":
+                    names.add("checkpoint")  # a star import of the tree may re-export one
+                for alias in _ALIAS.finditer(match.group("names").strip("()\\ \t\n")):
+                    if _CHECKPOINT_LIKE.match(alias.group("name")):
+                        names.add(alias.group("alias") or alias.group("name"))
                 continue
             imported = match.group("names").strip("()\\ \t\n")
             if imported.strip() == "*":
@@ -141,10 +162,30 @@ def _uses_name(text: str, name: str) -> bool:
     return False
 
 
+# ``ckpt = utils.checkpoint``: an alias of a checkpoint function of another module.
+_ALIAS_ASSIGNMENT = re.compile(rb"^[ \t]*\w+[ \t]*=[ \t]*[\w.]+\.checkpoint[ \t]*(?:#.*)?$", re.MULTILINE)
+# ``Args(gradient_checkpointing=True)``: a TrainingArguments subclass from another module.
+_GC_KEYWORD = re.compile(rb"\bgradient_checkpointing[ \t]*=")
+
+
+def _home_made(raw: bytes) -> bool:
+    """A ``torch.autograd.Function`` that may re-run a stored callable in ``backward``
+    (CKP104/CKP105 judge the implementation)."""
+    return b"Function" in raw and b"enable_grad" in raw and b"backward" in raw
+
+
 def may_have_findings(raw: bytes) -> bool:
     """``False`` only when no rule can report anything in a file with these bytes."""
+    if _home_made(raw):
+        return True
     if b"checkpoint" not in raw:
+        if _WORDS.search(raw) is not None:
+            return True
         return b"CKP" in raw and _CKP_CODE.search(raw) is not None
+    if _WORDS.search(raw) is not None or _OWNER_CALL.search(raw) is not None:
+        return True
+    if _ALIAS_ASSIGNMENT.search(raw) is not None or _GC_KEYWORD.search(raw) is not None:
+        return True
     if b"gradient_checkpointing_enable" in raw or b"_composable" in raw:
         return True
     if b"CKP" in raw and _CKP_CODE.search(raw) is not None:

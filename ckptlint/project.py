@@ -58,12 +58,14 @@ class Project:
         self._accessed: set[Path] | None = None
         self.max_modules = max_modules
         self.max_chars = max_chars
+        self._module_files: dict[tuple[str, int], tuple[Path | None, list[Path]]] = {}
 
     def track(self) -> None:
         """Start recording which other files are read (for cache invalidation); first drop
         the least recently used analyses beyond the cache bounds."""
         self._evict()
         self._accessed = set()
+        self._module_files.clear()  # files may appear or vanish between files linted
 
     def _evict(self) -> None:
         analyses = self._analyses
@@ -84,17 +86,29 @@ class Project:
             self.roots.append(root)
 
     def file_for_module(self, module: str) -> Path | None:
-        """The file of dotted ``module`` below one of the roots, or ``None``."""
+        """The file of dotted ``module`` below one of the roots, or ``None`` (looked up once
+        per module name and set of roots while one file is linted, see :meth:`track`; the
+        candidates checked are recorded as accessed on every call, for cache invalidation)."""
         if not module:
             return None
+        key = (module, len(self.roots))
+        found = self._module_files.get(key)
+        if found is None:
+            found = self._find_module_file(module)
+            self._module_files[key] = found
+        if self._accessed is not None:
+            self._accessed.update(found[1])  # their appearance matters too
+        return found[0]
+
+    def _find_module_file(self, module: str) -> tuple[Path | None, list[Path]]:
         relative = Path(*module.split("."))
+        checked: list[Path] = []
         for root in self.roots:
             for candidate in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):
-                if self._accessed is not None:
-                    self._accessed.add(Path(os.path.abspath(candidate)))  # its appearance matters too
+                checked.append(Path(os.path.abspath(candidate)))
                 if candidate.is_file():
-                    return candidate
-        return None
+                    return candidate, checked
+        return None, checked
 
     def remember(self, path: Path, analysis: ModuleAnalysis) -> None:
         path = Path(os.path.abspath(path))
@@ -117,6 +131,7 @@ class Project:
                 name, is_package, root = module_name_for(path)
                 self.add_root(root)
                 analysis = parse_source(decode_source(raw, str(path)), name, is_package)
+                analysis.project = self
             except (OSError, SourceDecodeError, RecursionError, MemoryError, ValueError):
                 analysis = None
             except Exception:  # noqa: BLE001 - libcst.ParserSyntaxError and friends

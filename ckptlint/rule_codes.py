@@ -17,6 +17,8 @@ RULE_CODES: tuple[str, ...] = (
     "CKP101",
     "CKP102",
     "CKP103",
+    "CKP104",
+    "CKP105",
     "CKP201",
     "CKP202",
     "CKP203",

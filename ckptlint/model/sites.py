@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -38,6 +39,15 @@ from ckptlint.model.options import (
 from ckptlint.model.semantic import BindingKind, Scope, SemanticModel
 
 __all__ = ["CheckpointSite", "Reentrancy", "SiteForm", "SiteIndex", "collect_sites"]
+
+if TYPE_CHECKING:
+    from ckptlint.project import Project
+
+#: Kinds whose sites CKP003 (misspelled options) and CKP301 (used as save) judge: torch's
+#: and transformers' own functions.
+_TORCH_KINDS = frozenset(
+    {ApiKind.FUNCTION, ApiKind.SEQUENTIAL, ApiKind.WRAPPER, ApiKind.COMPOSABLE, ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS}
+)
 
 _TORCH_CHECKPOINT = "torch.utils.checkpoint.checkpoint"
 
@@ -149,12 +159,19 @@ class SiteIndex:
     dcp_calls: list[cst.Call] = field(default_factory=list)
 
 
-def collect_sites(model: SemanticModel) -> SiteIndex:
-    """Find every checkpoint site of the module described by ``model``."""
+def collect_sites(model: SemanticModel, project: Project | None = None, path: str | None = None) -> SiteIndex:
+    """Find every checkpoint site of the module described by ``model``; with ``project``,
+    names imported from other modules of the linted tree are followed (re-exports of an
+    API, home-made implementations and helpers, ``TrainingArguments`` subclasses)."""
+    from ckptlint.model.reach import Recogniser, wrappers_among
+
+    recogniser = Recogniser(model, project, path)
     sites: list[CheckpointSite] = []
     module_calls: list[cst.Call] = []
     partial_bindings: dict[cst.CSTNode, CheckpointSite] = {}
     deferred: list[cst.Call] = []
+    partial_sites: dict[cst.Call, CheckpointSite] = {}
+    through_self: list[tuple[cst.Call, cst.Call]] = []
     dcp_calls: list[cst.Call] = []
     for call in model.calls:
         names = model.qualified_names(call.func)
@@ -177,6 +194,7 @@ def collect_sites(model: SemanticModel) -> SiteIndex:
                 site = _build(inner, SiteForm.PARTIAL, call, arguments, model)
                 if site is not None:
                     sites.append(site)
+                    partial_sites[call] = site
                     parent = model.parent(call)
                     if isinstance(parent, cst.Assign):
                         partial_bindings[parent] = site
@@ -186,8 +204,38 @@ def collect_sites(model: SemanticModel) -> SiteIndex:
             if site is not None:
                 sites.append(site)
             continue
+        other = recogniser.api_of_call(call, names)
+        if other is not None:
+            site = _build(other, SiteForm.CALL, call, CallArguments.of(call), model)
+            if site is not None:
+                sites.append(site)
+            continue
         if isinstance(call.func, cst.Name):
             deferred.append(call)
+        elif isinstance(call.func, cst.Attribute):
+            partial = recogniser.self_partial(call.func)
+            if partial is not None:
+                through_self.append((call, partial))
+    for call, partial in through_self:  # self._ckpt(block, x) after self._ckpt = partial(API, ...)
+        bound = partial_sites.get(partial)
+        if bound is not None:
+            site = _build_bound_call(bound, call, model)
+            if site is not None:
+                sites.append(site)
+    wrappers = wrappers_among(sites, model) if deferred else {}
+    if wrappers:  # calls of this module's own wrapper functions (def run(fn, x): checkpoint(fn, x))
+        seen_calls = {id(site.call) for site in sites}
+        for call in deferred:
+            if id(call) in seen_calls:
+                continue
+            for binding in model.bindings_of(call.func):  # type: ignore[arg-type]
+                if binding.kind is BindingKind.FUNCTION and binding.scope is model.module_scope:
+                    api = wrappers.get(binding.name)
+                    if api is not None:
+                        site = _build(api, SiteForm.CALL, call, CallArguments.of(call), model)
+                        if site is not None:
+                            sites.append(site)
+                    break
     if partial_bindings:
         for call in deferred:
             for binding in model.bindings_of(call.func):  # type: ignore[arg-type]
@@ -198,8 +246,9 @@ def collect_sites(model: SemanticModel) -> SiteIndex:
                         sites.append(site)
                     break
     for site in sites:
-        site.save_misuse = find_save_misuse(site, model)
-        site.misspellings = find_misspellings(site, model)
+        if site.api.kind in _TORCH_KINDS:
+            site.save_misuse = find_save_misuse(site, model)
+            site.misspellings = find_misspellings(site, model)
     by_call = {site.call: site for site in sites}
     return SiteIndex(sites, module_calls, by_call, dcp_calls)
 
@@ -407,7 +456,7 @@ def _build_hf_enable(api, form, call, arguments, model) -> CheckpointSite:
 
 def _build_hf_training_args(api, form, call, arguments, model) -> CheckpointSite | None:
     enabled = arguments.option("gradient_checkpointing", model)
-    if not enabled.is_true:
+    if not enabled.is_true and not (api.enabled_by_default and enabled.is_absent):
         return None
     kwargs = arguments.option("gradient_checkpointing_kwargs", model)
     use_reentrant = _hf_use_reentrant(kwargs, model)
@@ -458,8 +507,167 @@ def _build_bound_call(bound: CheckpointSite, call: cst.Call, model: SemanticMode
     return own
 
 
+# ------------------------------------------------------------------ libraries' entry points
+def _library_reentrancy(api: CheckpointApi, use_reentrant: OptionValue) -> Reentrancy:
+    """The variant a library's own entry point runs (see ``CheckpointApi.fixed_reentrancy``).
+    A library's default is explicit (no torch warning), so leaving ``use_reentrant`` out is
+    never ``OMITTED_REENTRANT`` (CKP001 judges torch's own functions only)."""
+    fixed = api.fixed_reentrancy
+    if fixed == "reentrant":
+        return Reentrancy.REENTRANT
+    if fixed == "non-reentrant":
+        return Reentrancy.NON_REENTRANT
+    if fixed == "unknown":
+        return Reentrancy.UNKNOWN
+    if use_reentrant.is_absent and fixed == "config":
+        return Reentrancy.DYNAMIC
+    reentrancy = _reentrancy_from(use_reentrant, api.reentrant_when_omitted)
+    if reentrancy is Reentrancy.OMITTED_REENTRANT:
+        return Reentrancy.REENTRANT
+    return reentrancy
+
+
+def _unwrap_call_method(expr: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """``block.__call__`` (older transformers pass it) denotes ``block``."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "__call__":
+        return expr.value
+    return expr
+
+
+def _build_library_function(api, form, call, arguments, model) -> CheckpointSite:
+    ordered = _ordered_non_keyword(arguments, call)
+    function: cst.BaseExpression | None = None
+    leading = len(api.positional) - 1
+    inputs = ordered
+    if ordered and ordered[0].star == "":
+        function = ordered[0].value
+        rest = ordered[1:]
+        while leading and rest and rest[0].star == "":
+            rest, leading = rest[1:], leading - 1
+        inputs = rest
+    else:
+        for name in ("function", "run_function"):
+            if name in arguments.keywords:
+                function = arguments.keywords[name].value
+    options = {
+        name: arguments.option(name, model, position=api.positional.index(name) if name in api.positional else None)
+        for name in api.options
+    }
+    keywords = _forwarded_keywords(arguments, api) if api.accepts_function_kwargs else ()
+    return _site(
+        api,
+        form,
+        call,
+        arguments,
+        model,
+        function=_unwrap_call_method(function),
+        inputs=tuple(inputs),
+        keywords=keywords,
+        options=options,
+        reentrancy=_library_reentrancy(api, options.get("use_reentrant", ABSENT)),
+    )
+
+
+def _build_library_sequence(api, form, call, arguments, model) -> CheckpointSite:
+    functions = _positional_or_keyword(arguments, api, "functions")
+    input_arg = _positional_or_keyword(arguments, api, "x")
+    options = {name: arguments.option(name, model, position=api.positional.index(name)) for name in api.options}
+    return _site(
+        api,
+        form,
+        call,
+        arguments,
+        model,
+        function=functions.value if functions is not None else None,
+        inputs=(input_arg,) if input_arg is not None else (),
+        keywords=(),
+        options=options,
+        reentrancy=_library_reentrancy(api, options.get("use_reentrant", ABSENT)),
+    )
+
+
+def _build_library_wrapper(api, form, call, arguments, model) -> CheckpointSite:
+    module = _positional_or_keyword(arguments, api, api.positional[0])
+    options = {name: arguments.option(name, model, position=api.positional.index(name)) for name in api.options}
+    return _site(
+        api,
+        form,
+        call,
+        arguments,
+        model,
+        function=module.value if module is not None else None,
+        inputs=(),
+        keywords=(),
+        options=options,
+        reentrancy=_library_reentrancy(api, ABSENT),
+    )
+
+
+def _build_policy(api, form, call, arguments, model) -> CheckpointSite | None:
+    from ckptlint.model.reach import policy_region_expression, wrapper_fn_reentrancy
+
+    options = {
+        name: arguments.option(name, model, position=api.positional.index(name) if name in api.positional else None)
+        for name in api.options
+    }
+    if api.positional == () and not any(options[k].is_passed for k in api.policy_keywords):
+        return None  # a strategy without activation checkpointing
+    if api.positional == () and all(
+        options[k].is_absent or (options[k].state is OptionState.LITERAL and options[k].value is None)
+        for k in api.policy_keywords
+    ):
+        return None
+    function = policy_region_expression(api, options, model)
+    reentrancy = wrapper_fn_reentrancy(options.get("checkpoint_wrapper_fn", ABSENT), model)
+    return _site(
+        api,
+        form,
+        call,
+        arguments,
+        model,
+        function=function,
+        inputs=(),
+        keywords=(),
+        options=options,
+        reentrancy=reentrancy,
+    )
+
+
+def _build_home_made(api, form, call, arguments, model) -> CheckpointSite:
+    """A call of a home-made implementation's ``apply`` or of a helper around it; the
+    site's ``extra["function_index"]`` says which argument is the callable."""
+    index = int(api.positional.index("function")) if "function" in api.positional else 0
+    ordered = _ordered_non_keyword(arguments, call)
+    function = None
+    inputs = ordered
+    if len(ordered) > index and not any(a.star for a in ordered[: index + 1]):
+        function = ordered[index].value
+        inputs = ordered[:index] + ordered[index + 1 :]
+    else:
+        name = api.positional[index] if index < len(api.positional) else None
+        if name is not None and name in arguments.keywords:
+            function = arguments.keywords[name].value
+    return _site(
+        api,
+        form,
+        call,
+        arguments,
+        model,
+        function=function,
+        inputs=tuple(inputs),
+        keywords=(),
+        options={},
+        reentrancy=Reentrancy.REENTRANT,
+    )
+
+
 _BUILDERS = {
     ApiKind.FUNCTION: _build_function,
+    ApiKind.LIBRARY_FUNCTION: _build_library_function,
+    ApiKind.LIBRARY_SEQUENCE: _build_library_sequence,
+    ApiKind.LIBRARY_WRAPPER: _build_library_wrapper,
+    ApiKind.POLICY: _build_policy,
+    ApiKind.HOME_MADE: _build_home_made,
     ApiKind.SEQUENTIAL: _build_sequential,
     ApiKind.WRAPPER: _build_wrapper,
     ApiKind.COMPOSABLE: _build_composable,

@@ -113,6 +113,8 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
             if isinstance(node, cst.AnnAssign) and node.value is None:
                 continue
             for target in targets:
+                if _written_once(frame, node, target):
+                    continue
                 what = _target_write(frame, scope, target, node)
                 if what is not None:
                     yield OuterWrite(node, frame, what)
@@ -165,6 +167,58 @@ def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression,
             verb = "augments" if isinstance(node, cst.AugAssign) else "assigns"
             return f"{verb} `{_text(frame, target)}`, {_describe(kind, base)}"
     return None
+
+
+def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> bool:
+    """Lazy initialisation and memoisation: ``if self.pad is None: self.pad = ...`` or
+    ``if key not in self.cache: self.cache[key] = ...``. The first run takes the branch; the
+    recomputation finds the value there and does not write again (timm's Conv2dSame,
+    EfficientFormer's attention-bias cache)."""
+    code = _code
+    if isinstance(target, cst.Subscript):
+        if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+            return False
+        container, key = code(target.value), code(target.slice[0].slice.value)
+    elif isinstance(target, cst.Attribute):
+        container, key = None, code(target)
+    else:
+        return False
+    model = frame.analysis.model
+    child: cst.CSTNode = node
+    for ancestor in model.ancestors(node):
+        if ancestor is frame.function:
+            return False
+        came_from, child = child, ancestor
+        if not isinstance(ancestor, cst.If) or not isinstance(ancestor.test, cst.Comparison):
+            continue
+        if came_from is not ancestor.body:
+            continue  # the else branch runs when the value is already there
+        test = ancestor.test
+        if len(test.comparisons) != 1:
+            continue
+        operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if container is None and isinstance(operator, cst.Is) and code(right) == "None":
+            guard = code(test.left)
+            if guard == key or _assigns_in(ancestor.body, guard):
+                return True  # the write itself, or one more field of the same one-time initialisation
+        if container is not None and isinstance(operator, cst.NotIn) and code(test.left) == key and code(right) == container:
+            return True
+    return False
+
+
+def _assigns_in(body: cst.CSTNode, target: str) -> bool:
+    """Whether ``body`` assigns ``target`` (code text, ``self.pad``) directly in its statements."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and any(_code(t.target) == target for t in small.targets):
+                    return True
+    return False
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node).strip()
 
 
 _SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device"})
@@ -384,6 +438,20 @@ def _resolves_to(analysis: ModuleAnalysis, mutation, scope: Scope) -> bool:  # n
     return bool(bindings) and bindings[0].scope is scope
 
 
+def _settled_closure(bindings: list[Binding], frame: Frame, site_analysis: ModuleAnalysis, site_call: cst.CSTNode | None) -> bool:
+    """A closure variable of a function that does not run the checkpoint site (``__init__``
+    building ``self.upsample = lambda x: upsample_2d(x, kernel=fir_kernel)``): that function
+    returned before forward, and nothing (no ``nonlocal``) rebinds the variable later."""
+    scope = bindings[0].scope
+    if scope.kind is not ScopeKind.FUNCTION or any(b.declared_in is not None for b in bindings):
+        return False
+    if site_call is None:
+        return False
+    if frame.analysis is site_analysis and any(a is scope.node for a in site_analysis.model.ancestors(site_call)):
+        return False  # the function runs the site: a later rebinding may change the value
+    return True
+
+
 def _frame_reads(frame: Frame, site_call: cst.Call, site_analysis: ModuleAnalysis) -> Iterator[OuterRead]:
     model = frame.analysis.model
     here = site_call if site_analysis is frame.analysis else None
@@ -394,6 +462,8 @@ def _frame_reads(frame: Frame, site_call: cst.Call, site_analysis: ModuleAnalysi
             continue
         kind, bindings = _owner(frame, node.value, node)
         if kind == "outer":
+            if _settled_closure(bindings, frame, site_analysis, site_call):
+                continue
             why = _changed(bindings, frame.analysis, node.value, here)
             if why is not None and node.value not in seen:
                 seen.add(node.value)

@@ -19,6 +19,8 @@ from ckptlint.rules.ckp304_checkpoint_without_grad import CheckpointWithoutGrad
 from ckptlint.rules.ckp101_rng_state_not_preserved import RngStateNotPreserved
 from ckptlint.rules.ckp102_random_op_on_unpreserved_device import RandomOpOnUnpreservedDevice
 from ckptlint.rules.ckp103_unpreserved_random_source import UnpreservedRandomSource
+from ckptlint.rules.ckp104_recompute_without_rng_restore import RecomputeWithoutRngRestore
+from ckptlint.rules.ckp105_recompute_without_autocast_restore import RecomputeWithoutAutocastRestore
 from ckptlint.rules.ckp201_recompute_reads_mutable_global import RecomputeReadsMutableGlobal
 from ckptlint.rules.ckp202_side_effect_in_recompute import SideEffectInRecompute
 from ckptlint.rules.ckp203_batchnorm_in_checkpoint import BatchNormInCheckpoint
@@ -39,6 +41,8 @@ _RULE_CLASSES: tuple[type[Rule], ...] = (
     RngStateNotPreserved,
     RandomOpOnUnpreservedDevice,
     UnpreservedRandomSource,
+    RecomputeWithoutRngRestore,
+    RecomputeWithoutAutocastRestore,
     RecomputeReadsMutableGlobal,
     SideEffectInRecompute,
     BatchNormInCheckpoint,

@@ -85,6 +85,8 @@ class RuleContext:
     ) -> None:
         self.analysis = analysis
         self.project = project
+        if analysis.project is None:
+            analysis.project = project  # sites follow imports into the linted tree
         self._sink = sink
         self._reported: set[tuple[str, int]] = set()
         self.code = ""

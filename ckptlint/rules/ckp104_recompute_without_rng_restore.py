@@ -1,0 +1,88 @@
+"""CKP104 recompute-without-rng-restore."""
+
+from __future__ import annotations
+
+from ckptlint.model.homemade import home_made
+from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+
+_FUNCTION = (
+    "import torch\n"
+    "class Recompute(torch.autograd.Function):\n"
+    "    @staticmethod\n"
+    "    def forward(ctx, fn, x):\n"
+    "        ctx.fn = fn\n"
+    "        ctx.save_for_backward(x)\n"
+    "{save}"
+    "        with torch.no_grad():\n"
+    "            return fn(x)\n"
+    "    @staticmethod\n"
+    "    def backward(ctx, grad):\n"
+    "        (x,) = ctx.saved_tensors\n"
+    "        x = x.detach().requires_grad_(True)\n"
+    "{restore}"
+    "        with torch.enable_grad():\n"
+    "            out = ctx.fn(x)\n"
+    "        torch.autograd.backward(out, grad)\n"
+    "        return None, x.grad\n"
+)
+
+
+class RecomputeWithoutRngRestore(Rule):
+    """A home-made recompute function re-runs its callable without restoring the RNG state.
+
+    A ``torch.autograd.Function`` that stores a callable in ``forward`` and calls it again in
+    ``backward`` (the pattern of torch's own ``CheckpointFunction``, copied into many code
+    bases) must save the RNG state in ``forward`` and restore it around the re-run, as
+    torch.utils.checkpoint does with ``preserve_rng_state=True`` (CPU plus the device of the
+    inputs, under ``torch.random.fork_rng``), Megatron with its RNG tracker, DeepSpeed with
+    CPU, device and tracker states. Without it every dropout in the recomputed code draws a
+    new mask during backward: the gradients belong to another network, silently.
+    """
+
+    code = "CKP104"
+    name = "recompute-without-rng-restore"
+    summary = "Home-made recompute `autograd.Function` re-runs its callable without restoring the RNG state"
+    severity = Severity.ERROR
+
+    VALID = (
+        _FUNCTION.format(
+            save="        ctx.cpu_state = torch.get_rng_state()\n",
+            restore="        torch.set_rng_state(ctx.cpu_state)\n",
+        ),
+        _FUNCTION.format(save="", restore="").replace(
+            "        with torch.enable_grad():\n            out = ctx.fn(x)\n",
+            "        with torch.random.fork_rng(), torch.enable_grad():\n"
+            "            torch.set_rng_state(ctx.state)\n            out = ctx.fn(x)\n",
+        ),
+        # not a recompute: nothing stored is called again in backward
+        "import torch\nclass Scale(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, x, k):\n        ctx.k = k\n        return x * k\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return g * ctx.k, None\n",
+        # not a recompute: backward calls a backward_op that forward never ran
+        "import torch\nclass Ring(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, q, forward_op, backward_op):\n        ctx.backward_op = backward_op\n"
+        "        return forward_op(q)\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return ctx.backward_op(g), None, None\n",
+    )
+    INVALID = (
+        Invalid(_FUNCTION.format(save="", restore="")),
+        Invalid(
+            _FUNCTION.format(save="", restore="").replace(
+                "            out = ctx.fn(x)\n", "            run = ctx.fn\n            out = run(x)\n"
+            )
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        for implementation in home_made(ctx.analysis.model).implementations.values():
+            if implementation.restores_rng:
+                continue
+            for call in implementation.reruns:
+                ctx.report(
+                    call,
+                    f"`{implementation.node.name.value}.backward` re-runs the stored callable without "
+                    "restoring the RNG state of forward: dropout and other random ops in the recomputed "
+                    "code draw new numbers, so the gradients belong to another network; save "
+                    "`torch.get_rng_state()` (and the device's) in forward and restore them around the "
+                    "re-run under `torch.random.fork_rng()`, or use `torch.utils.checkpoint.checkpoint`",
+                )

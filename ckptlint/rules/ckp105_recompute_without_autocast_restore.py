@@ -1,0 +1,59 @@
+"""CKP105 recompute-without-autocast-restore."""
+
+from __future__ import annotations
+
+from ckptlint.model.homemade import home_made
+from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.ckp104_recompute_without_rng_restore import _FUNCTION
+
+_RNG = dict(
+    save="        ctx.cpu_state = torch.get_rng_state()\n",
+    restore="        torch.set_rng_state(ctx.cpu_state)\n",
+)
+
+
+class RecomputeWithoutAutocastRestore(Rule):
+    """A home-made recompute function re-runs its callable outside the autocast state of
+    ``forward``.
+
+    ``backward`` runs outside the ``torch.autocast`` block of the training step, so a
+    re-run there computes in float32 unless the implementation captured the autocast state
+    in ``forward`` (``torch.is_autocast_enabled``, ``torch.get_autocast_dtype``) and re-enters
+    it around the re-run, or decorates ``forward``/``backward`` with
+    ``torch.amp.custom_fwd``/``custom_bwd``. torch.utils.checkpoint does this (2.9, 2.13:
+    ``device_autocast_ctx``/``cpu_autocast_ctx`` in both variants); under AMP a recompute in
+    another precision produces other activations, and the gradients belong to another graph.
+    """
+
+    code = "CKP105"
+    name = "recompute-without-autocast-restore"
+    summary = "Home-made recompute `autograd.Function` re-runs its callable without the autocast state of forward"
+    severity = Severity.WARNING
+
+    VALID = (
+        _FUNCTION.format(
+            save=_RNG["save"] + "        ctx.amp = torch.is_autocast_enabled('cuda')\n",
+            restore=_RNG["restore"],
+        ).replace(
+            "        with torch.enable_grad():\n",
+            "        with torch.enable_grad(), torch.autocast('cuda', enabled=ctx.amp):\n",
+        ),
+        _FUNCTION.format(**_RNG).replace(
+            "    @staticmethod\n    def backward", "    @staticmethod\n    @torch.amp.custom_bwd(device_type='cuda')\n    def backward"
+        ),
+    )
+    INVALID = (Invalid(_FUNCTION.format(**_RNG)),)
+
+    def check(self, ctx: RuleContext) -> None:
+        for implementation in home_made(ctx.analysis.model).implementations.values():
+            if implementation.restores_autocast:
+                continue
+            for call in implementation.reruns:
+                ctx.report(
+                    call,
+                    f"`{implementation.node.name.value}.backward` re-runs the stored callable outside the "
+                    "autocast state of forward: under `torch.autocast` the recompute runs in float32 and "
+                    "produces other activations than forward; capture `torch.is_autocast_enabled()` / "
+                    "`torch.get_autocast_dtype()` in forward and re-enter `torch.autocast(...)` around the "
+                    "re-run (or use `torch.amp.custom_fwd`/`custom_bwd`)",
+                )
