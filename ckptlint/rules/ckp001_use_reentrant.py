@@ -8,10 +8,10 @@ from ckptlint.apis import ApiKind
 from ckptlint.diagnostics import Applicability, Fix
 from ckptlint.edits import add_dict_entry, add_keyword_argument, replace_node
 from ckptlint.model.callables import signature_of
+from ckptlint.model.function_keywords import reentrant_call_refuses_keywords
 from ckptlint.model.options import OptionState
 from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
-from ckptlint.rules.ckp002_reentrant_incompatible_argument import reports_refused_keywords
 
 _KEYWORD = "use_reentrant=False"
 _RECEIVER_STEPS = 100
@@ -99,7 +99,7 @@ class CheckpointWithoutUseReentrant(Rule):
                 continue  # CKP301: not a real checkpoint; adding the option would hide it
             if site.api.kind is ApiKind.HF_ENABLE and _project_method(ctx, site):
                 continue  # the receiver's class defines its own gradient_checkpointing_enable
-            if reports_refused_keywords(ctx, site):
+            if reentrant_call_refuses_keywords(ctx.regions, ctx.analysis, site):
                 continue  # CKP002 reports it: use_reentrant=False would only trade ValueError for TypeError
             ctx.report(site.call, _message(site), fix=_fix(ctx, site))
 

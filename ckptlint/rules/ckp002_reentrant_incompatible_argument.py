@@ -7,7 +7,7 @@ import libcst as cst
 from ckptlint.apis import NOOP_CONTEXT_FN, ApiKind
 from ckptlint.diagnostics import Applicability, Fix
 from ckptlint.edits import add_keyword_argument, replace_node
-from ckptlint.model.callables import signature_of
+from ckptlint.model.function_keywords import own_function_keywords, refused_keywords
 from ckptlint.model.options import OptionState, OptionValue
 from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
@@ -101,38 +101,8 @@ def _own(site: CheckpointSite, value: OptionValue) -> bool:
     return value.arg is not None and any(arg is value.arg for arg in site.call.args)
 
 
-def _own_keywords(site: CheckpointSite) -> list[cst.Arg]:
-    own = {id(arg) for arg in site.call.args}
-    return [
-        arg
-        for arg in site.function_keywords
-        if id(arg) in own and arg.keyword is not None and not site.is_misspelled(arg)
-    ]
-
-
 def _keyword_list(args: list[cst.Arg]) -> str:
     return ", ".join(f"`{arg.keyword.value}=`" for arg in args if arg.keyword is not None)
-
-
-def reports_refused_keywords(ctx: RuleContext, site: CheckpointSite) -> bool:
-    """Whether CKP002 reports ``site`` as raising under the reentrant variant for keywords
-    that the checkpointed function does not take either. ``use_reentrant=False`` is then no
-    fix (TypeError instead of ValueError), so CKP001, whose advice is to pass it, stays
-    silent: one finding per problem, with CKP002's advice (pass the value positionally)."""
-    if site.save_misuse is not None or site.api.kind not in (ApiKind.FUNCTION, ApiKind.WRAPPER):
-        return False
-    if site.runs_reentrant is not True:
-        return False
-    return bool(_refused(ctx, site, _own_keywords(site)))
-
-
-def _refused(ctx: RuleContext, site: CheckpointSite, keywords: list[cst.Arg]) -> list[cst.Arg]:
-    """The function keywords the checkpointed callable does not accept (as resolved by the
-    region evaluator, else the site model's signature lookup)."""
-    if not keywords:
-        return []
-    signature = ctx.regions.signature(site.function, ctx.analysis) or signature_of(site.function, ctx.analysis.model)
-    return [arg for arg in keywords if signature is not None and not signature.accepts(arg.keyword.value)]
 
 
 def _raising(ctx: RuleContext, site: CheckpointSite, keywords: list[cst.Arg]) -> list[str]:
@@ -152,7 +122,7 @@ def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
     if site.runs_reentrant is not True:
         return
     ignored: list[str] = []
-    keywords = _own_keywords(site)
+    keywords = own_function_keywords(site)
     raising = _raising(ctx, site, keywords)
     early_stop = site.option("early_stop")
     if early_stop.is_passed and not early_stop.is_false and _own(site, early_stop):
@@ -163,7 +133,7 @@ def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
         ignored.append("`determinism_check`")
     if not raising and not ignored:
         return
-    refused = _refused(ctx, site, keywords)
+    refused = refused_keywords(ctx.regions, ctx.analysis, site, keywords)
     message = _function_message(ctx, site, raising, ignored, refused)
     # with refused keywords use_reentrant=False would only trade the ValueError for a TypeError
     ctx.report(site.call, message, fix=None if refused else _fix(ctx, site, bool(raising)))
@@ -278,7 +248,7 @@ def _check_composable(ctx: RuleContext, site: CheckpointSite) -> None:
             "`use_reentrant=True` is not supported and raises NotImplementedError (it drives the "
             "non-reentrant variant only); drop it or use torch.utils.checkpoint.checkpoint"
         )
-    unexpected = _own_keywords(site)
+    unexpected = own_function_keywords(site)
     if unexpected:
         problems.append(f"{_keyword_list(unexpected)} raise ValueError (Unexpected keyword arguments)")
     if problems:

@@ -8,7 +8,7 @@ from ckptlint.diagnostics import Applicability
 from ckptlint.edits import replace_node
 from ckptlint.model.misuse import SaveMisuse, save_misuse_of_arguments
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
-from ckptlint.rules.ckp301_checkpoint_used_as_save import save_advice, torch_save_fix
+from ckptlint.rules.save_advice import save_advice, torch_save_fix
 
 
 class CheckpointModuleCalled(Rule):
