@@ -96,6 +96,9 @@ def _mask_cell(text: str, masked: list[str]) -> str:
     out = []
     continued: str | None = None  # the indentation of a masked line ending in a backslash
     for i, line in enumerate(lines):
+        if i == len(lines) - 1 and i > 0 and line == "":
+            out.append(line)  # the empty tail after the cell's final newline: nothing to mask
+            break
         body = line.rstrip("\r")
         ipython = _is_ipython(body) and not _continues_statement(out)
         if whole or continued is not None or (i == 0 and first.startswith("%%")) or ipython:
