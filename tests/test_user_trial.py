@@ -38,3 +38,19 @@ def test_writing_a_notebook_leaves_unfixed_masked_cells_alone(run_cli, write, ot
     assert after["cells"][1] == before["cells"][1]
     assert after["cells"][0] != before["cells"][0]
     nbformat.validate(nbformat.reads(path.read_text(), as_version=4))
+
+
+def test_valid_python_libcst_cannot_parse_is_not_a_syntax_error(run_cli, write) -> None:  # noqa: ANN001
+    # CPython parses 5,000 implicitly concatenated string literals; libcst 1.9.0 stops near
+    # 4,000: the file was not checked (CKP902), it is not a syntax error (CKP999)
+    body = IMPORT + "y = checkpoint(f, x)\nx = " + " ".join(['"a"'] * 5000) + "\n"
+    compile(body, "m.py", "exec")
+    write("m.py", body)
+    result = run_cli("--isolated", "--no-cache", "m.py")
+    assert result.exit_code == 1
+    assert "CKP999" not in result.stdout
+    assert result.stdout.startswith("m.py:1:1: CKP902 libcst cannot parse this file, which Python parses (")
+    # a real syntax error stays CKP999
+    write("bad.py", IMPORT + "y = checkpoint(f, x)\nx = (\n")
+    bad = run_cli("--isolated", "--no-cache", "bad.py")
+    assert bad.stdout.startswith("bad.py:3:5: CKP999 Syntax error: ")
