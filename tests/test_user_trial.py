@@ -54,3 +54,18 @@ def test_valid_python_libcst_cannot_parse_is_not_a_syntax_error(run_cli, write) 
     write("bad.py", IMPORT + "y = checkpoint(f, x)\nx = (\n")
     bad = run_cli("--isolated", "--no-cache", "bad.py")
     assert bad.stdout.startswith("bad.py:3:5: CKP999 Syntax error: ")
+
+
+def test_statistics_prints_no_marker_when_nothing_is_fixable(run_cli, write) -> None:  # noqa: ANN001
+    # ruff 0.17: `2\tF841\tunused-variable` without --unsafe-fixes (no marker column at all),
+    # `[ ]` only beside rows of a table where some other rule is fixable
+    write("m.py", IMPORT + "a = checkpoint(f, x)\nb = checkpoint(f, x)\n")
+    plain = run_cli("--isolated", "--no-cache", "--statistics", "m.py")
+    assert plain.stdout.splitlines()[0] == "2\tCKP001\tcheckpoint-without-use-reentrant"
+    unsafe = run_cli("--isolated", "--no-cache", "--statistics", "--unsafe-fixes", "m.py")
+    assert unsafe.stdout.splitlines()[0] == "2\tCKP001\t[*] checkpoint-without-use-reentrant"
+    write("n.py", IMPORT + "c = checkpoint(f, x, debug=True)\nd = checkpoint(f, x, preserve_rng_state=False, use_reentrant=False)\n")
+    mixed = run_cli("--isolated", "--no-cache", "--statistics", "n.py")
+    lines = mixed.stdout.splitlines()
+    assert "1\tCKP001\t[*] checkpoint-without-use-reentrant" in lines
+    assert "1\tCKP101\t[ ] rng-state-not-preserved" in lines
