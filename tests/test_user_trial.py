@@ -69,3 +69,22 @@ def test_statistics_prints_no_marker_when_nothing_is_fixable(run_cli, write) -> 
     lines = mixed.stdout.splitlines()
     assert "1\tCKP001\t[*] checkpoint-without-use-reentrant" in lines
     assert "1\tCKP101\t[ ] rng-state-not-preserved" in lines
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("value", ["inf", "1e300", "1e6"])
+def test_file_timeout_inf_or_huge_is_no_limit(run_cli, write, value, jobs) -> None:  # noqa: ANN001
+    # was: a traceback from setitimer (OverflowError), exit 1
+    write("m.py", IMPORT + "y = checkpoint(f, x)\n")
+    write("n.py", IMPORT + "y = checkpoint(f, x)\n")
+    result = run_cli("--isolated", "--no-cache", "-j", jobs, "--file-timeout", value, "m.py", "n.py")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("m.py:2:5: CKP001 ")
+    assert "Found 2 errors." in result.stdout
+
+
+def test_file_timeout_nan_is_a_usage_error(run_cli, write) -> None:  # noqa: ANN001
+    write("m.py", IMPORT + "y = checkpoint(f, x)\n")
+    result = run_cli("--isolated", "--no-cache", "--file-timeout", "nan", "m.py")
+    assert result.exit_code == 2
+    assert "nan is not a number of seconds" in result.stderr
