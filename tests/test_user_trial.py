@@ -132,3 +132,18 @@ def test_own_flag_set_by_enable_is_not_a_difference() -> None:
     names = [d.name for d in bad.results[0].differences]
     assert "attribute Counting.steps" in names
     assert "attribute Counting.use_checkpoint" not in names
+
+
+def test_add_noqa_never_writes_through_a_link_out_of_the_tree(run_cli, tmp_path) -> None:  # noqa: ANN001
+    # README: --add-noqa prints an error for such a file and exits 2; the target is untouched
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "proj").mkdir()
+    target = tmp_path / "outside" / "y.py"
+    target.write_text(IMPORT + "y = checkpoint(f, x)\n")
+    (tmp_path / "proj" / "link.py").symlink_to(target)
+    (tmp_path / "proj" / "own.py").write_text(IMPORT + "y = checkpoint(f, x)\n")
+    result = run_cli("--isolated", "--no-cache", "--add-noqa", ".", cwd=tmp_path / "proj")
+    assert result.exit_code == 2
+    assert "outside the paths given; not written" in result.stderr
+    assert target.read_text() == IMPORT + "y = checkpoint(f, x)\n"
+    assert (tmp_path / "proj" / "own.py").read_text().endswith("# noqa: CKP001\n")
