@@ -320,9 +320,17 @@ class NotebookSource(SourceFile):
         return found
 
     def cell_source(self, number: int) -> SourceFile | None:
-        """The text of code cell ``number`` as linted (IPython lines masked)."""
+        """The text of code cell ``number`` as written (IPython lines shown as they are in
+        the cell when the notebook is known, else as linted: masked)."""
         text = split_cells(self.text).get(number)
-        return None if text is None else SourceFile(self.path, text)
+        if text is None:
+            return None
+        if self.notebook is not None:
+            try:
+                text = self.notebook._unmask(text)
+            except ValueError:
+                pass  # a text from another version of the notebook: keep the masked lines
+        return SourceFile(self.path, text)
 
     def cell_diff(self, fixed_text: str, shown: str) -> str:
         """``--diff`` for a notebook: a unified diff of each code cell that ``fixed_text``

@@ -147,3 +147,15 @@ def test_add_noqa_never_writes_through_a_link_out_of_the_tree(run_cli, tmp_path)
     assert "outside the paths given; not written" in result.stderr
     assert target.read_text() == IMPORT + "y = checkpoint(f, x)\n"
     assert (tmp_path / "proj" / "own.py").read_text().endswith("# noqa: CKP001\n")
+
+
+@pytest.mark.parametrize("fix", [(), ("--fix",)])
+def test_full_output_shows_ipython_lines_as_written(run_cli, write, fix) -> None:  # noqa: ANN001
+    # README: `full` shows the cell's own lines; it showed the mask `pass  # ckptlint-ipython: 0`
+    cell = "%%time\nw = checkpoint(f, 2)\nz = checkpoint(f, 1, debug=True)\n"
+    write("nb.ipynb", _nb(IMPORT, cell))
+    result = run_cli("--isolated", "--no-cache", "--output-format", "full", *fix, "nb.ipynb")
+    assert result.exit_code == 1
+    assert " --> nb.ipynb:cell 2:2:5\n" in result.stdout
+    assert "1 | %%time\n" in result.stdout
+    assert "ckptlint-ipython" not in result.stdout
