@@ -159,3 +159,22 @@ def test_full_output_shows_ipython_lines_as_written(run_cli, write, fix) -> None
     assert " --> nb.ipynb:cell 2:2:5\n" in result.stdout
     assert "1 | %%time\n" in result.stdout
     assert "ckptlint-ipython" not in result.stdout
+
+
+def test_fix_keeps_upper_case_escapes_of_a_colab_notebook(run_cli, write) -> None:  # noqa: ANN001
+    # Colab (and stable-diffusion's scripts/latent_imagenet_diffusion.ipynb) write `\u001B`;
+    # Python's json writes `\u001b`: a fix rewrote every escape in the outputs
+    nb = json.loads(_nb(IMPORT + "def f(m, x):\n    return checkpoint(m, x)\n"))
+    nb["cells"][0]["outputs"] = [
+        {"name": "stderr", "output_type": "stream", "text": ["remote: Counting objects: 100%\u001b[K\n", "\\u001b literal\n"]}
+    ]
+    text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    colab = text.replace("\\u001b", "\\u001B").replace("\\\\u001B", "\\\\u001b")
+    assert colab.count("\\u001B") == 1 and "\\\\u001b literal" in colab
+    path = write("colab.ipynb", colab)
+    result = run_cli("--isolated", "--no-cache", "--fix", "--unsafe-fixes", "colab.ipynb")
+    assert result.exit_code == 0, result.stdout
+    after = path.read_text()
+    old = '"    return checkpoint(m, x)\\n"'
+    assert colab.count(old) == 1
+    assert after == colab.replace(old, '"    return checkpoint(m, x, use_reentrant=False)\\n"')
