@@ -178,3 +178,29 @@ def test_fix_keeps_upper_case_escapes_of_a_colab_notebook(run_cli, write) -> Non
     old = '"    return checkpoint(m, x)\\n"'
     assert colab.count(old) == 1
     assert after == colab.replace(old, '"    return checkpoint(m, x, use_reentrant=False)\\n"')
+
+
+@pytest.mark.parametrize(
+    ("text", "row", "new_line"),
+    [
+        (IMPORT + 'a = checkpoint(f, """x\ny""")\n', 3, 'y""")  # noqa: CKP001'),
+        (IMPORT + "b = checkpoint(f, \\\n    x)\n", 3, "    x)  # noqa: CKP001"),
+        (IMPORT + "c = checkpoint(f, x)\n", 2, "c = checkpoint(f, x)  # noqa: CKP001"),
+    ],
+)
+def test_server_disable_for_this_line_uses_the_noqa_line(tmp_path, text, row, new_line) -> None:  # noqa: ANN001
+    # the server's "Disable CKP001 for this line" replaced the finding's first line by itself
+    # (no comment) when that line ends inside a triple-quoted string or with a backslash
+    pytest.importorskip("pygls")
+    from ckptlint.config import CliOverrides, SettingsResolver
+    from ckptlint.engine import FileLinter
+    from ckptlint.server.lsp import CkptlintLanguageServer, _Lines
+
+    path = tmp_path / "m.py"
+    path.write_text(text)
+    settings = SettingsResolver(CliOverrides(), cwd=tmp_path).for_path(path)
+    (d,) = FileLinter().lint(str(path), text.encode(), settings).diagnostics
+    edit = CkptlintLanguageServer._noqa_edit(d, text, _Lines(text))
+    assert edit is not None
+    assert (edit.range.start.line, edit.range.start.character, edit.range.end.line) == (row - 1, 0, row - 1)
+    assert edit.new_text == new_line
