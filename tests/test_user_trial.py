@@ -204,3 +204,36 @@ def test_server_disable_for_this_line_uses_the_noqa_line(tmp_path, text, row, ne
     assert edit is not None
     assert (edit.range.start.line, edit.range.start.character, edit.range.end.line) == (row - 1, 0, row - 1)
     assert edit.new_text == new_line
+
+
+@pytest.mark.parametrize("pattern", ["output['cache']", "output['cache']*"])
+def test_ignored_outputs_are_left_out_of_the_default_loss(pattern) -> None:  # noqa: ANN001
+    # like transformers with use_cache=True: only the plain step returns a cache that requires
+    # grad; ignoring it must also keep it out of the loss (else every gradient "differs"), and
+    # `output['cache']*` (fnmatch reads [...] as a class) must match too
+    torch = pytest.importorskip("torch")
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+    from ckptlint.runtime import check_checkpointing_equivalent
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block = nn.Linear(8, 8)
+            self.use_checkpoint = False
+
+        def forward(self, x):  # noqa: ANN001, ANN202
+            if self.use_checkpoint:
+                return {"y": checkpoint(self.block, x, use_reentrant=False)}
+            h = self.block(x)
+            return {"y": h, "cache": [h * 2]}
+
+    def on(model: nn.Module) -> None:
+        model.use_checkpoint = True
+
+    torch.manual_seed(0)
+    x = torch.randn(4, 8)
+    assert not check_checkpointing_equivalent(Model(), x, enable=on).ok
+    report = check_checkpointing_equivalent(Model(), x, enable=on, ignore_outputs=[pattern])
+    assert report.ok, str(report)

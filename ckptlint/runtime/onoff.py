@@ -242,7 +242,6 @@ def check_checkpointing_equivalent(
     **forward_kwargs: Any,
 ) -> EquivalenceReport:
     """Like :func:`assert_checkpointing_equivalent` but return the report instead of raising."""
-    loss = default_loss if loss_fn is None else loss_fn
     plain, checkpointed, label, kwargs, notes = _prepare(model, enable, forward_kwargs)
     switched = _switched_attributes(plain, checkpointed)
     if switched:
@@ -252,6 +251,7 @@ def check_checkpointing_equivalent(
         )
     options = _checkpoint_options(checkpointed)
     ignore = _ignore_matcher(ignore_outputs)
+    loss = functools.partial(default_loss, ignore=ignore) if loss_fn is None else loss_fn
     ignored = set(ignore_warnings)
     watched = watch_state(model)
     start_globals = watched.snapshot()
