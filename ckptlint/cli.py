@@ -56,6 +56,23 @@ class _Command(click.Command):
         return super().parse_args(ctx, args)
 
 
+#: The ``--file-timeout`` value meaning "no limit": ``inf``, and any value above a year of
+#: seconds (``setitimer`` and the pool's waits overflow on ``1e300``).
+NO_TIME_LIMIT = float("inf")
+
+
+def _file_timeout(value: float | None) -> float | None:
+    """``--file-timeout`` checked: ``nan`` is a usage error (click's range lets it through);
+    ``inf`` or more than a year of seconds becomes :data:`NO_TIME_LIMIT`."""
+    import math
+
+    if value is None:
+        return None
+    if math.isnan(value):
+        raise click.BadParameter("nan is not a number of seconds")
+    return NO_TIME_LIMIT if value > 365 * 24 * 3600 else value
+
+
 @click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--fix/--no-fix", default=None, help="Apply fixes (safe ones; with --unsafe-fixes, unsafe ones too).")
@@ -117,7 +134,9 @@ class _Command(click.Command):
     type=click.FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
-    help="Seconds one file may take; a file that takes longer is reported (CKP902) and skipped [default: 60].",
+    callback=lambda ctx, param, value: _file_timeout(value),
+    help="Seconds one file may take; a file that takes longer is reported (CKP902) and skipped; "
+    "`inf` for no limit [default: 60].",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print tracebacks of internal errors.")
@@ -275,7 +294,9 @@ def _main(
                 cache=cache,
                 keep_sources=add_noqa,
                 stop=stop,
-                file_timeout=file_timeout if file_timeout is not None else DEFAULT_FILE_TIMEOUT,
+                file_timeout=(
+                    DEFAULT_FILE_TIMEOUT if file_timeout is None else None if file_timeout == NO_TIME_LIMIT else file_timeout
+                ),
             )
             if cache is not None:
                 cache.save()

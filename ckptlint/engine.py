@@ -269,6 +269,13 @@ class FileLinter:
         try:
             analysis = parse_source(source, module_name, is_package)
         except cst.ParserSyntaxError as exc:
+            if _cpython_parses(source.text):
+                # valid Python that libcst cannot build a tree of (~4,000 implicitly
+                # concatenated string literals with libcst 1.9.0, syntax newer than libcst):
+                # not a syntax error, but not checked either
+                why = str(exc.message).strip().splitlines()[0] if exc.message else "parser error"
+                problems.append(Problem(source.path, f"libcst cannot parse this file, which Python parses ({why}); file skipped", "parse"))
+                return [], problems
             # Like ruff's syntax errors, CKP999 is always reported: selection, per-file-ignores
             # and noqa cannot hide that a file was not checked.
             return [_syntax_error(source, exc)], problems
@@ -459,6 +466,21 @@ def _does_not_parse(source: SourceFile) -> bool:
     except Exception:  # noqa: BLE001 - a syntax error, too deeply nested...
         return True
     return False
+
+
+def _cpython_parses(text: str) -> bool:
+    """Whether CPython's own parser (the running interpreter's) builds an AST of ``text``,
+    with the recursion allowed for the depths :func:`~ckptlint.analysis.parse_source` lets
+    through; ``False`` on a syntax error and when it cannot tell (``RecursionError``...)."""
+    from ckptlint.analysis import MAX_NESTING, deep_recursion
+
+    try:
+        with warnings.catch_warnings(), deep_recursion(MAX_NESTING + 101):
+            warnings.simplefilter("ignore")  # SyntaxWarnings are the linted code's business
+            compile(text, "<source>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except Exception:  # noqa: BLE001 - SyntaxError, RecursionError, MemoryError, ValueError
+        return False
+    return True
 
 
 def _compile_error(text: str) -> str | None:

@@ -96,6 +96,9 @@ def _mask_cell(text: str, masked: list[str]) -> str:
     out = []
     continued: str | None = None  # the indentation of a masked line ending in a backslash
     for i, line in enumerate(lines):
+        if i == len(lines) - 1 and i > 0 and line == "":
+            out.append(line)  # the empty tail after the cell's final newline: nothing to mask
+            break
         body = line.rstrip("\r")
         ipython = _is_ipython(body) and not _continues_statement(out)
         if whole or continued is not None or (i == 0 and first.startswith("%%")) or ipython:
@@ -149,6 +152,9 @@ class Notebook:
             characters were escaped; final_newline: whether the file ended with ``"\\n"``.
         python: whether the notebook's language is Python (else nothing is linted).
         masked: the original text of each masked IPython line, by placeholder index.
+        upper_escapes: whether the file writes ``\\uXXXX`` escapes with upper-case hex digits
+            (``\\u001B`` in outputs, as Colab and older Jupyter versions do; Python's
+            ``json`` writes ``\\u001b``).
     """
 
     data: dict[str, Any]
@@ -158,6 +164,7 @@ class Notebook:
     python: bool = True
     masked: list[str] = field(default_factory=list)
     original: str | None = field(default=None, repr=False)
+    upper_escapes: bool = False
 
     @classmethod
     def loads(cls, text: str) -> Notebook:
@@ -191,6 +198,7 @@ class Notebook:
             final_newline=text.endswith("\n"),
             python=language is None or str(language).lower() in ("python", "python3", "ipython", "ipython3"),
             original=text,
+            upper_escapes=_upper_escapes(text),
         )
 
     @cached_property
@@ -245,6 +253,8 @@ class Notebook:
         if self.indent is None and self.original is not None and '": ' not in self.original:
             separators = (",", ":")
         text = json.dumps(data, indent=self.indent, ensure_ascii=self.ensure_ascii, separators=separators)
+        if self.upper_escapes:
+            text = _ESCAPE_HEX.sub(lambda m: m.group(1) + "\\u" + m.group(2).upper(), text)
         return text + "\n" if self.final_newline else text
 
     def round_trips(self) -> bool:
@@ -262,6 +272,20 @@ class Notebook:
                     raise ValueError(f"unknown masked IPython line {index}")
                 lines[i] = self.masked[index] + line[len(line.rstrip("\r")) :]
         return "\n".join(lines)
+
+
+#: A ``\\uXXXX`` escape in JSON text (not an escaped backslash followed by ``u``): the
+#: backslashes before it, the four hex digits.
+_ESCAPE_HEX = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
+
+
+def _upper_escapes(text: str) -> bool:
+    """Whether every ``\\uXXXX`` escape of ``text`` that has a hex letter writes it upper-case
+    (and there is at least one)."""
+    if "\\u" not in text:
+        return False
+    lettered = [m.group(2) for m in _ESCAPE_HEX.finditer(text) if not m.group(2).isdigit()]
+    return bool(lettered) and all(h == h.upper() for h in lettered)
 
 
 def _with_source(cell: dict[str, Any], text: str) -> dict[str, Any]:
@@ -317,9 +341,17 @@ class NotebookSource(SourceFile):
         return found
 
     def cell_source(self, number: int) -> SourceFile | None:
-        """The text of code cell ``number`` as linted (IPython lines masked)."""
+        """The text of code cell ``number`` as written (IPython lines shown as they are in
+        the cell when the notebook is known, else as linted: masked)."""
         text = split_cells(self.text).get(number)
-        return None if text is None else SourceFile(self.path, text)
+        if text is None:
+            return None
+        if self.notebook is not None:
+            try:
+                text = self.notebook._unmask(text)
+            except ValueError:
+                pass  # a text from another version of the notebook: keep the masked lines
+        return SourceFile(self.path, text)
 
     def cell_diff(self, fixed_text: str, shown: str) -> str:
         """``--diff`` for a notebook: a unified diff of each code cell that ``fixed_text``

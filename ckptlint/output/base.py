@@ -73,9 +73,20 @@ class OutputContext:
         if path not in self._read:
             if path in self.sources:
                 if path.lower().endswith(".ipynb"):
-                    from ckptlint.notebook import source_from_text
+                    from ckptlint.notebook import NotebookSource, source_from_text
 
-                    self._read[path] = source_from_text(path, self.sources[path])
+                    source = source_from_text(path, self.sources[path])
+                    try:  # the notebook on disk holds the IPython lines the text masks
+                        on_disk = load_source(Path(path).read_bytes(), path)
+                    except (OSError, SourceDecodeError):
+                        on_disk = None
+                    if (
+                        isinstance(on_disk, NotebookSource)
+                        and on_disk.notebook is not None
+                        and on_disk.text == source.text  # the same version (stdin may differ)
+                    ):
+                        source = NotebookSource(path=path, text=source.text, notebook=on_disk.notebook)
+                    self._read[path] = source
                 else:
                     self._read[path] = SourceFile(path, self.sources[path])
             else:

@@ -6,7 +6,7 @@ Text: one line a rule, most frequent first (then by code)::
 
 (count right-aligned, code padded to the longest; with the current fix settings ``[*]`` when
 every finding of that rule is fixable, ``[-]`` when some are, ``[ ]`` when none is: ruff's
-markers since ruff PR #21513, 2025-11), then the usual summary. With ``--output-format json``:
+markers since ruff PR #21513, 2025-11; like ruff, no marker at all when no finding is fixable), then the usual summary. With ``--output-format json``:
 a list of ``{"code", "name", "count", "fixable", "fixable_count"}``, ``fixable`` true when every
 finding of the rule is fixable (ruff's meaning) and ``fixable_count`` how many are.
 """
@@ -46,7 +46,12 @@ def render_text(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     rows = statistics(diagnostics, ctx)
     count_width = max((len(str(r["count"])) for r in rows), default=1)
     code_width = max((len(r["code"]) for r in rows), default=1)
-    lines = [f"{r['count']:>{count_width}}\t{r['code']:<{code_width}}\t{_marker(r)} {r['name']}" for r in rows]
+    # ruff prints the markers only when some finding is fixable (printer.rs, `any_fixable`)
+    marked = any(r["fixable_count"] for r in rows)
+    lines = [
+        f"{r['count']:>{count_width}}\t{r['code']:<{code_width}}\t{_marker(r) + ' ' if marked else ''}{r['name']}"
+        for r in rows
+    ]
     return "".join(line + "\n" for line in lines) + summary(diagnostics, ctx)
 
 

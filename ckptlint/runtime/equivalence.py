@@ -11,6 +11,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 import fnmatch
+import functools
 
 from .compare import Difference, compare_tensors, compare_values, flatten, short_repr
 from .inputs import clone_inputs
@@ -66,16 +67,21 @@ class _Step:
     error: BaseException | None = None
 
 
-def default_loss(output: Any) -> torch.Tensor | None:
+def default_loss(output: Any, ignore: Callable[[str], bool] | None = None) -> torch.Tensor | None:
     """Reduce ``output`` to a scalar: ``sum_i (leaf_i * w_i).sum()`` over grad-requiring leaves.
 
     Each ``w_i`` is a fixed pseudo-random tensor of the leaf's shape drawn from a private
     ``torch.Generator`` (seeded per leaf index), so the global RNG is not touched and every
     element gets a distinct weight (a plain ``sum`` would give BatchNorm outputs a zero
-    gradient). Returns None when no floating-point leaf requires grad.
+    gradient). ``ignore(name)``: leaves left out (the ``ignore_outputs`` of the checks, so an
+    output present in only one run, such as a KV cache, does not change the loss); they are
+    not counted in the index either. Returns None when no floating-point leaf requires grad.
     """
     total = None
-    for i, (_, leaf) in enumerate(flatten(output, "output")):
+    leaves = flatten(output, "output")
+    if ignore is not None:
+        leaves = [(name, leaf) for name, leaf in leaves if not ignore(name)]
+    for i, (_, leaf) in enumerate(leaves):
         if not isinstance(leaf, torch.Tensor) or not leaf.requires_grad:
             continue
         if not (leaf.is_floating_point() or leaf.is_complex()):
@@ -286,7 +292,16 @@ def _ignore_matcher(patterns: Iterable[str]) -> Callable[[str], bool] | None:
         return None
 
     def ignore(name: str) -> bool:
-        return any(name == p or name.startswith(p + "[") or name.startswith(p + ".") or fnmatch.fnmatchcase(name, p) for p in pats)
+        # fnmatch reads `[...]` as a character class: `output['cache']*` is also tried with
+        # its brackets taken literally
+        return any(
+            name == p
+            or name.startswith(p + "[")
+            or name.startswith(p + ".")
+            or fnmatch.fnmatchcase(name, p)
+            or fnmatch.fnmatchcase(name, p.replace("[", "[[]"))
+            for p in pats
+        )
 
     return ignore
 
@@ -320,10 +335,10 @@ def check_checkpoint_equivalent(
 ) -> EquivalenceReport:
     """Like :func:`assert_checkpoint_equivalent` but return the report instead of raising."""
     variant_list = _normalise_variants(variants)
-    loss = default_loss if loss_fn is None else loss_fn
     kwargs = dict(kwargs or {})
     ignored = set(ignore_warnings)
     ignore = _ignore_matcher(ignore_outputs)
+    loss = functools.partial(default_loss, ignore=ignore) if loss_fn is None else loss_fn
     watched = watch_state(module_or_fn)
     start_globals = watched.snapshot()
     start_rng = capture_rng()

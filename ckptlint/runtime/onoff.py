@@ -161,6 +161,19 @@ def _run(
             step.param_grads[f"grad of {unwrap_name(name)}"] = _keep(p.grad)
     for name, b in model.named_buffers():
         step.buffers[f"buffer {unwrap_name(name)}"] = _keep(b)
+    step.attrs = _attributes(model)
+    step.rng = capture_rng()
+    step.python_state = watched.snapshot()
+    step.input_state = _keep_tree(tuple(args), "input") + _keep_tree(kw, "kwargs")
+    regions = counter.regions()
+    step.calls = 1 + max(regions.values(), default=0)
+    return step, regions
+
+
+def _attributes(model: nn.Module) -> dict[str, Any]:
+    """The plain attributes of ``model``'s modules, ``{"attribute <module>.<name>": value}``,
+    named as in the plain model, without the library switches themselves."""
+    attrs: dict[str, Any] = {}
     for sub_name, sub in model.named_modules():
         if hasattr(sub, "_checkpoint_wrapped_module"):
             continue  # the wrapper's own attributes (checkpoint_impl) exist only in one model
@@ -168,13 +181,24 @@ def _run(
         for k, v in plain_attributes(sub).items():
             if k in ("gradient_checkpointing", "grad_checkpointing"):
                 continue  # the switch itself
-            step.attrs[f"attribute {where}.{k}"] = v
-    step.rng = capture_rng()
-    step.python_state = watched.snapshot()
-    step.input_state = _keep_tree(tuple(args), "input") + _keep_tree(kw, "kwargs")
-    regions = counter.regions()
-    step.calls = 1 + max(regions.values(), default=0)
-    return step, regions
+            attrs[f"attribute {where}.{k}"] = v
+    return attrs
+
+
+def _switched_attributes(plain: nn.Module, checkpointed: nn.Module) -> set[str]:
+    """The attributes in which the two copies differ before any step: those ``enable`` set
+    (a user's own flag such as ``model.use_checkpoint = True``); they are not compared."""
+    missing = object()
+    before, after = _attributes(plain), _attributes(checkpointed)
+    switched = set()
+    for key in before.keys() | after.keys():
+        try:
+            same = bool(before.get(key, missing) == after.get(key, missing))
+        except Exception:  # noqa: BLE001 - values whose == is not a bool
+            same = False
+        if not same:
+            switched.add(key)
+    return switched
 
 
 def _prepare(model: nn.Module, enable: Any, forward_kwargs: dict[str, Any]) -> tuple[nn.Module, nn.Module, str, dict[str, Any], list[str]]:
@@ -218,10 +242,16 @@ def check_checkpointing_equivalent(
     **forward_kwargs: Any,
 ) -> EquivalenceReport:
     """Like :func:`assert_checkpointing_equivalent` but return the report instead of raising."""
-    loss = default_loss if loss_fn is None else loss_fn
     plain, checkpointed, label, kwargs, notes = _prepare(model, enable, forward_kwargs)
+    switched = _switched_attributes(plain, checkpointed)
+    if switched:
+        notes.append(
+            "not compared, set by enable: "
+            + ", ".join(sorted(k.removeprefix("attribute ") for k in switched))
+        )
     options = _checkpoint_options(checkpointed)
     ignore = _ignore_matcher(ignore_outputs)
+    loss = functools.partial(default_loss, ignore=ignore) if loss_fn is None else loss_fn
     ignored = set(ignore_warnings)
     watched = watch_state(model)
     start_globals = watched.snapshot()
@@ -240,6 +270,9 @@ def check_checkpointing_equivalent(
         var, regions = _run(checkpointed, inputs, kwargs, loss, start_rng, watched, start_globals, reraise=False)
         var.calls = 1 + max(regions.values(), default=0)
         ref.calls = 1
+        for key in switched:  # set by `enable` itself, not by the step
+            ref.attrs.pop(key, None)
+            var.attrs.pop(key, None)
         diffs = _compare(ref, var, rtol, atol, ignore)
         for key in var.warnings:
             if key not in ref.warnings and key not in ignored:

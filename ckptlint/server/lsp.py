@@ -279,13 +279,16 @@ class CkptlintLanguageServer(LanguageServer):
         """Replace the noqa row's line by the line with ``# noqa: CODE`` added (or merged)."""
         from ckptlint.add_noqa import add_noqa
 
-        row = d.noqa_row or d.start[0]
         edit = add_noqa(SourceFile(d.path, text), [d])
         if not edit.added:
             return None
         new_lines = edit.text.splitlines()
-        if row > len(new_lines) or row > len(lines.lines):
+        # the row add_noqa wrote: the finding's noqa row, or where the triple-quoted string
+        # or backslash continuation that row ends in ends (ruff's noqa line mapping)
+        changed = [i + 1 for i, (a, b) in enumerate(zip(lines.lines, new_lines)) if a != b]
+        if len(new_lines) != len(lines.lines) or len(changed) != 1:
             return None
+        row = changed[0]
         old = lines.lines[row - 1]
         return lsp.TextEdit(range=lines.range((row, 1), (row, len(old) + 1)), new_text=new_lines[row - 1])
 
