@@ -3,7 +3,7 @@
 
 Usage: ``python scripts/corpus_sweep.py PATH... [--work DIR] [--jobs N]``
 
-For each PATH (a source tree; never modified) the sweep copies its ``.py`` files to a
+For each PATH (a source tree; never modified) the sweep copies its ``.py`` files and notebooks to a
 scratch folder and runs this checkout's ``ckptlint`` there, as a user would:
 
 1. lint every file with all rules (``--select ALL``, no excludes, JSON output);
@@ -75,8 +75,12 @@ def ckptlint(*args: str, cwd: Path, jobs: int | None) -> tuple[subprocess.Comple
 
 
 def copy_python_files(source: Path, target: Path) -> list[Path]:
+    """Copy the ``.py`` files and Jupyter notebooks of ``source`` under ``target`` (which is
+    created even when there is nothing to copy); returns the copies."""
     copied = []
-    for path in sorted(source.rglob("*.py")):
+    target.mkdir(parents=True, exist_ok=True)
+    candidates = sorted([*source.rglob("*.py"), *source.rglob("*.ipynb")])
+    for path in candidates:
         if not path.is_file() or path.is_symlink() or ".git" in path.parts:
             continue
         destination = target / path.relative_to(source)
@@ -91,10 +95,23 @@ def snapshot(files: list[Path]) -> dict[Path, str]:
 
 
 def compiles(path: Path) -> bool:
+    """Whether CPython compiles the file (for a notebook: its code cells, IPython lines
+    masked, and the notebook JSON must still validate against nbformat's schema)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+            source = path.read_bytes()
+            if path.suffix == ".ipynb":
+                from ckptlint.notebook import NotebookError, code_bytes, validate
+
+                try:
+                    validate(source.decode("utf-8-sig"))
+                except (NotebookError, ValueError, ImportError):
+                    return False
+                except Exception:  # nbformat.ValidationError
+                    return False
+                source = code_bytes(source)
+            compile(source, str(path), "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return False
     except RecursionError:  # pragma: no cover - pathological files
@@ -104,6 +121,8 @@ def compiles(path: Path) -> bool:
 
 def _lint_ungated(path: str) -> tuple[str, list[str], int, float]:
     """In a worker: lint one file without the gate, all rules, fixes computed (not written)."""
+    if path.endswith(".ipynb"):
+        return path, [], 0, 0.0  # notebooks are swept by the CLI runs (their fixes are JSON)
     from ckptlint.api import settings_for
     from ckptlint.engine import FileLinter, FixMode
 
@@ -216,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     print(
-        "| repository | .py files | findings by rule | files fixed | findings fixed | 2nd-pass changes | "
+        "| repository | .py and .ipynb files | findings by rule | files fixed | findings fixed | 2nd-pass changes | "
         "broken by fix | fixable left | lint s | fix s | internal errors | other problems |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
