@@ -402,6 +402,12 @@ class Frame:
     via: str
     builder: RegionBuilder | None = None
     _decisions: dict[int, bool | None] = field(default_factory=dict, repr=False)
+    #: The nodes walked so far (in walk order) and the walk producing the rest (``None``
+    #: once it is exhausted): every rule walks the frames of every region, and the walk
+    #: (with its branch decisions, memoised above) gives the same nodes each time.
+    _walked: list[cst.CSTNode] = field(default_factory=list, repr=False)
+    _walk: Iterator[cst.CSTNode] | None = field(default=None, repr=False)
+    _started: bool = field(default=False, repr=False)
 
     @property
     def analysis(self) -> ModuleAnalysis:
@@ -409,7 +415,34 @@ class Frame:
 
     def nodes(self) -> Iterator[cst.CSTNode]:
         """The nodes that run when the frame runs (nested defs excluded, and the branches
-        of ``if`` that the bound arguments decide against: :meth:`RegionBuilder.decide`)."""
+        of ``if`` that the bound arguments decide against: :meth:`RegionBuilder.decide`).
+
+        The walk is done once per frame, lazily: a later call yields the nodes already
+        walked and continues the same walk where the earlier ones stopped, so branch
+        decisions are taken at the same moments as without the cache."""
+        if not self._started:
+            self._started = True
+            self._walk = self._nodes()
+        return self._replay()
+
+    def _replay(self) -> Iterator[cst.CSTNode]:
+        walked = self._walked
+        index = 0
+        while True:
+            if index < len(walked):
+                yield walked[index]
+                index += 1
+                continue
+            walk = self._walk
+            if walk is None:
+                return
+            node = next(walk, None)
+            if node is None:
+                self._walk = None
+                return
+            walked.append(node)
+
+    def _nodes(self) -> Iterator[cst.CSTNode]:
         builder = self.builder
         if builder is None:
             return _nodes_of_function(self.function)
