@@ -93,6 +93,14 @@ def _check_files(tree: Path) -> tuple[int, int]:
     return contents.count(FIXED), contents.count(ORIGINAL)
 
 
+def _one_second_under_load() -> float:
+    """One second on an idle machine, stretched by how oversubscribed the CPUs are (the load
+    average per core): the target is the time ckptlint needs, not the time the scheduler
+    takes to run it while other processes compete for the cores."""
+    load_per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return 1.0 * max(1.0, load_per_core)
+
+
 @pytest.mark.parametrize("jobs", ["2", "1"], ids=["pool", "in-process"])
 def test_sigint_stops_within_a_second_with_a_summary_and_exit_130(tree: Path, jobs: str) -> None:
     process = _start(tree, "--fix", "--unsafe-fixes", "-j", jobs)
@@ -102,7 +110,7 @@ def test_sigint_stops_within_a_second_with_a_summary_and_exit_130(tree: Path, jo
     stdout, stderr = process.communicate(timeout=30)
     elapsed = time.monotonic() - sent
     assert process.returncode == 130, stderr
-    assert elapsed < 1.0, f"took {elapsed:.2f} s to stop"
+    assert elapsed < _one_second_under_load(), f"took {elapsed:.2f} s to stop"
     [summary] = [line for line in stderr.splitlines() if line.startswith("ckptlint: SIGINT: stopped after ")]
     done = int(summary.split("stopped after ")[1].split(" of ")[0])
     assert 0 < done < FILES, summary
