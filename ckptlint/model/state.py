@@ -79,7 +79,7 @@ def _owner(frame: Frame, name: str, at: cst.CSTNode) -> tuple[str, list[Binding]
         if any(frame.is_parameter(b) for b in bindings) and all(
             frame.is_parameter(b) or b.kind is BindingKind.AUGMENTED for b in bindings
         ):
-            return ("self" if name == frame.self_parameter() else "parameter"), bindings
+            return ("self" if name == _self_name(frame) else "parameter"), bindings
         return "local", bindings  # rebound in the frame (e.g. `kwargs = kwargs.copy()`): a local object
     if first.kind in (BindingKind.IMPORT, BindingKind.FUNCTION, BindingKind.CLASS):
         return "definition", bindings
@@ -106,7 +106,7 @@ def outer_writes(region: Region) -> list[OuterWrite]:
 def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
     scope = _frame_scope(frame)
     info = frame.ctx.self_class
-    self_name = frame.self_parameter()
+    self_name = _self_name(frame)
     for node in frame.nodes():
         if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -115,6 +115,8 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
             for target in targets:
                 if _written_once(frame, node, target):
                     continue
+                if not isinstance(node, cst.AugAssign) and not _carries(frame, node, target):
+                    continue  # a per-call overwrite: the recomputation writes the same value again
                 what = _target_write(frame, scope, target, node)
                 if what is not None:
                     yield OuterWrite(node, frame, what)
@@ -143,6 +145,91 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
                 and owner.attr.value in info.buffers
             ):
                 yield OuterWrite(node, frame, f"updates the registered buffer `self.{owner.attr.value}` in place (`{method}`)")
+
+
+def _self_name(frame: Frame) -> str | None:
+    """The ``self`` parameter of the frame's function, only when that function is defined
+    directly in a class body (a module function reached from a method has no ``self``: its
+    first parameter, timm's ``cal_rel_pos_type(attn, ...)``, is the caller's object)."""
+    scope = _frame_scope(frame)
+    if scope is None or scope.parent is None or scope.parent.kind is not ScopeKind.CLASS:
+        return None
+    return frame.self_parameter()
+
+
+def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> bool:
+    """Whether a plain assignment (``=``, not ``+=``) carries state from one call to the next,
+    so that the recomputation behaves differently from the forward.
+
+    A plain overwrite of ``self.routing_map`` or of a global writes the value computed from
+    this call's inputs; the recomputation computes and writes the same value again, which is
+    harmless (Megatron's token dispatchers, fairscale's FSDP flags). It carries only when the
+    region also *reads* the target before writing it (a cache: ``if self.cache is not None:
+    x = cat([self.cache, x])`` then ``self.cache = x[-2:]``): the recomputation then starts
+    from what the forward left behind. A read that only guards an early exit
+    (``if INITIALIZED: return``) is a one-time initialisation, not a carry.
+
+    Item assignment (``cache[k] = v``) mutates a container that persists, so it always
+    carries (memoisation guards are handled by :func:`_written_once`). Tuple targets carry
+    when any element does.
+    """
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_carries(frame, node, element.value) for element in target.elements)
+    if isinstance(target, cst.Subscript):
+        return True
+    if not isinstance(target, (cst.Attribute, cst.Name)):
+        return False
+    text = _code(target)
+    model = frame.analysis.model
+    written_at = frame.analysis.range(node)[0]
+    for other in frame.nodes():
+        if other is target or not isinstance(other, type(target)) or _code(other) != text:
+            continue
+        if isinstance(other, cst.Name) and not _is_load(model, other):
+            continue
+        if _is_store(model, other):
+            continue
+        inside = _contains(model, node, other)
+        if not inside and frame.analysis.range(other)[0] >= written_at:
+            continue
+        if not inside and _exit_guard(model, other):
+            continue
+        return True
+    return False
+
+
+def _is_store(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
+    """Whether ``node`` is (an element of) an assignment target rather than a read."""
+    child = node
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+            child = ancestor
+            continue
+        if isinstance(ancestor, cst.AssignTarget):
+            return ancestor.target is child
+        if isinstance(ancestor, (cst.AnnAssign, cst.For, cst.CompFor)):
+            return ancestor.target is child
+        return False
+    return False
+
+
+def _exit_guard(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
+    """Whether ``node`` is read only in the test of an ``if`` whose body just leaves
+    (``if _INITIALIZED: return``)."""
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, cst.If):
+            if not _contains(model, ancestor.test, node) and ancestor.test is not node:
+                return False
+            body = ancestor.body.body if isinstance(ancestor.body, cst.IndentedBlock) else ()
+            if len(body) != 1 and not isinstance(ancestor.body, cst.SimpleStatementSuite):
+                return False
+            statements = ancestor.body.body
+            last = statements[-1]
+            smalls = last.body if isinstance(last, cst.SimpleStatementLine) else [last]
+            return any(isinstance(s, (cst.Return, cst.Raise, cst.Continue)) for s in smalls)
+        if isinstance(ancestor, (cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine)):
+            return False
+    return False
 
 
 def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression, node: cst.CSTNode) -> str | None:
@@ -179,21 +266,28 @@ def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -
         if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
             return False
         container, key = code(target.value), code(target.slice[0].slice.value)
-    elif isinstance(target, cst.Attribute):
+    elif isinstance(target, (cst.Attribute, cst.Name)):
         container, key = None, code(target)
     else:
         return False
     model = frame.analysis.model
+    if _after_init_guard(frame, node):
+        return True
     child: cst.CSTNode = node
     for ancestor in model.ancestors(node):
         if ancestor is frame.function:
             return False
         came_from, child = child, ancestor
-        if not isinstance(ancestor, cst.If) or not isinstance(ancestor.test, cst.Comparison):
-            continue
-        if came_from is not ancestor.body:
+        if not isinstance(ancestor, cst.If) or came_from is not ancestor.body:
             continue  # the else branch runs when the value is already there
         test = ancestor.test
+        if container is None and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            guard = code(test.expression)
+            if guard == key or _assigns_in(ancestor.body, guard):
+                return True  # `if not self._initialized: ...; self._initialized = True`
+            continue
+        if not isinstance(test, cst.Comparison):
+            continue
         if len(test.comparisons) != 1:
             continue
         operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
@@ -204,6 +298,37 @@ def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -
         if container is not None and isinstance(operator, cst.NotIn) and code(test.left) == key and code(right) == container:
             return True
     return False
+
+
+def _after_init_guard(frame: Frame, node: cst.CSTNode) -> bool:
+    """Whether ``node`` runs after ``if INITIALIZED: return ...`` at the top of the function
+    and the function itself sets ``INITIALIZED`` later: a one-time initialisation (Megatron's
+    ``model_parallel_cuda_manual_seed`` tracker); the recomputation returns at the guard."""
+    function = frame.function
+    if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    model = frame.analysis.model
+    statements = list(function.body.body)
+    top = next((s for s in statements if s is node or _contains(model, s, node)), None)
+    if top is None:
+        return False
+    guards: list[str] = []
+    for statement in statements[: statements.index(top)]:
+        if isinstance(statement, cst.If) and statement.orelse is None and _exit_guard_body(statement):
+            if isinstance(statement.test, (cst.Name, cst.Attribute)):
+                guards.append(_code(statement.test))
+    if not guards:
+        return False
+    return any(_assigns_in(function.body, guard) for guard in guards)
+
+
+def _exit_guard_body(statement: cst.If) -> bool:
+    body = statement.body.body
+    if not body:
+        return False
+    last = body[-1]
+    smalls = last.body if isinstance(last, cst.SimpleStatementLine) else [last]
+    return len(body) == 1 and any(isinstance(s, (cst.Return, cst.Raise)) for s in smalls)
 
 
 def _assigns_in(body: cst.CSTNode, target: str) -> bool:
@@ -273,47 +398,104 @@ def mutable_reads(region: Region, site_analysis: ModuleAnalysis) -> list[OuterRe
     values the forward used too, so they are not reported.
     """
     found: list[OuterRead] = []
+    functions = {id(frame.function) for frame in region.frames}
     for frame in region.frames:
-        found += list(_frame_reads(frame, region.site.call, site_analysis))
+        found += list(_frame_reads(frame, region.site.call, site_analysis, functions))
     return found
 
 
 def _changed(
-    binding_list: list[Binding], analysis: ModuleAnalysis, name: str, site_call: cst.Call | None = None
+    binding_list: list[Binding],
+    analysis: ModuleAnalysis,
+    name: str,
+    site_call: cst.Call | None = None,
+    region_functions: set[int] | None = None,
 ) -> str | None:
-    """Why the state behind ``name`` changes at run time, or ``None``.
+    """Why the state behind ``name`` changes between the checkpoint call and backward, or
+    ``None``.
 
     ``site_call`` is the checkpoint call when it is in ``analysis``'s module (else
     ``None``); closure state is judged against it (:func:`_closure_change`).
 
-    Only changes made while the program runs count: in a function (``global`` rebinding,
-    mutation) or under ``if __name__ == "__main__":``. Import-time configuration such as
-    ``try: ...; FLAG = True except ImportError: FLAG = False`` is not state that changes
-    between forward and backward.
+    Module state counts only when a write to it can run between the forward and its
+    recomputation: in the recomputed region itself (``region_functions``, ids of the frames'
+    function nodes: the recomputation reads what its own first run wrote), or in the code
+    that makes the checkpoint call, after the call or in a loop that also makes it. A
+    ``global`` rebinding in a configuration setter (``set_use_reentrant``,
+    ``initialize_model_parallel``) or an import-time ``try: ...; FLAG = True except
+    ImportError: FLAG = False`` runs at start-up, not between a forward and its backward;
+    a setter called from code ckptlint cannot order against the call is not reported.
     """
     scope = binding_list[0].scope
     if scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
         return _closure_change(binding_list, analysis, name, site_call)
     if any(b.kind not in _STATE_KINDS and b.kind is not BindingKind.PARAMETER for b in binding_list):
         return None
-    rebinders = [b for b in binding_list if b.declared_in is not None]
-    if rebinders:
-        where = "`global`" if scope.kind is ScopeKind.MODULE else "`nonlocal`"
-        row = analysis.range(rebinders[0].node)[0][0]
-        return f"rebound through {where} at line {row}"
-    runtime = [b for b in binding_list[1:] if _at_run_time(analysis, b.node)]
-    if runtime:
-        row = analysis.range(runtime[0].node)[0][0]
-        return f"reassigned at line {row}"
-    mutations = [
-        m
-        for m in analysis.model.mutations
+    model = analysis.model
+    writes: list[tuple[cst.CSTNode, str]] = [
+        (b.node, "rebound through `global`" if b.declared_in is not None else "reassigned")
+        for b in binding_list
+        if b.declared_in is not None or (b is not binding_list[0] and _at_run_time(analysis, b.node))
+    ]
+    writes += [
+        (m.node, "mutated")
+        for m in model.mutations
         if m.base == name and _resolves_to(analysis, m, scope) and _at_run_time(analysis, m.node)
     ]
-    if mutations:
-        row = analysis.range(mutations[0].node)[0][0]
-        return f"mutated at line {row}"
+    for node, verb in writes:
+        row = analysis.range(node)[0][0]
+        function = _enclosing_function(model, node)
+        if region_functions and function is not None and id(function) in region_functions:
+            return f"{verb} at line {row} in the recomputed region itself"
+        if site_call is None:
+            continue
+        owner = _enclosing_function(model, site_call)
+        owner_scope = model.scope_of_definition.get(owner) if owner is not None else model.scope_of(site_call)
+        if owner_scope is None:
+            continue
+        anchor = _anchor(model, site_call, owner_scope) if owner is not None else site_call
+        if function is not owner:
+            # a setter (`set_scale(0.5)`, defined in this module) called after the checkpoint call
+            node = _call_of(model, function, owner if owner is not None else model.module)
+            if node is None:
+                continue
+            verb = f"{verb} by `{function.name.value}()`, called"
+        how = _write_after(model, node, anchor, owner_scope) if owner is not None else _module_write_after(model, node, anchor)
+        if how == "loop":
+            return f"{verb} at line {row} {_LOOP_REBINDING}"
+        if how == "after":
+            return f"{verb} at line {row}, after the checkpoint call"
     return None
+
+
+def _call_of(model, function: cst.CSTNode | None, where: cst.CSTNode) -> cst.Call | None:  # noqa: ANN001
+    """The last call ``name(...)`` in ``where``'s own code of the module-level function
+    ``function``, or ``None``."""
+    if not isinstance(function, cst.FunctionDef) or not any(isinstance(a, cst.Module) for a in [model.parent(function)]):
+        return None
+    from ckptlint.model.walk import iter_tree
+
+    found = None
+    for inner in iter_tree(where):
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == function.name.value:
+            if _enclosing_function(model, inner) is (where if not isinstance(where, cst.Module) else None):
+                found = inner
+    return found
+
+
+def _enclosing_function(model, node: cst.CSTNode) -> cst.CSTNode | None:  # noqa: ANN001
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return ancestor
+    return None
+
+
+def _module_write_after(model, node: cst.CSTNode, anchor: cst.CSTNode) -> str | None:  # noqa: ANN001
+    """:func:`_write_after` for a checkpoint call in module-level code (a script)."""
+    for loop in model.ancestors(anchor):
+        if isinstance(loop, (cst.For, cst.While)) and (loop is node or _contains(model, loop, node)):
+            return "loop"
+    return "after" if model.precedes(anchor, node) and not _contains(model, node, anchor) else None
 
 
 #: How :func:`_changed` starts the reason for a loop variable read by a closure defined in the
@@ -452,7 +634,9 @@ def _settled_closure(bindings: list[Binding], frame: Frame, site_analysis: Modul
     return True
 
 
-def _frame_reads(frame: Frame, site_call: cst.Call, site_analysis: ModuleAnalysis) -> Iterator[OuterRead]:
+def _frame_reads(
+    frame: Frame, site_call: cst.Call, site_analysis: ModuleAnalysis, region_functions: set[int] | None = None
+) -> Iterator[OuterRead]:
     model = frame.analysis.model
     here = site_call if site_analysis is frame.analysis else None
     written = _written_nodes(frame)
@@ -464,25 +648,41 @@ def _frame_reads(frame: Frame, site_call: cst.Call, site_analysis: ModuleAnalysi
         if kind == "outer":
             if _settled_closure(bindings, frame, site_analysis, site_call):
                 continue
-            why = _changed(bindings, frame.analysis, node.value, here)
+            why = _changed(bindings, frame.analysis, node.value, here, region_functions)
             if why is not None and node.value not in seen:
                 seen.add(node.value)
                 yield OuterRead(node, frame, node.value, why)
         elif kind == "definition" and bindings[0].kind is BindingKind.IMPORT:
             parent = model.parent(node)
             if isinstance(parent, cst.Attribute) and parent.value is node and parent not in written:
-                why = _module_attribute_changed(site_analysis, frame.analysis, bindings[0], parent.attr.value)
+                why = _module_attribute_changed(site_analysis, frame.analysis, bindings[0], parent.attr.value, site_call)
                 key = f"{node.value}.{parent.attr.value}"
                 if why is not None and key not in seen:
                     seen.add(key)
                     yield OuterRead(parent, frame, key, why)
 
 
+def _after_call(model, node: cst.CSTNode, site_call: cst.CSTNode) -> bool:  # noqa: ANN001
+    """Whether ``node`` is in the function (or module code) that makes ``site_call`` and can
+    run after it: later in the code, or in a loop that also makes the call."""
+    owner = _enclosing_function(model, site_call)
+    if _enclosing_function(model, node) is not owner:
+        return False
+    if owner is None:
+        return _module_write_after(model, node, site_call) is not None
+    scope = model.scope_of_definition.get(owner)
+    return scope is not None and _write_after(model, node, _anchor(model, site_call, scope), scope) is not None
+
+
 def _module_attribute_changed(
-    site_analysis: ModuleAnalysis, analysis: ModuleAnalysis, binding: Binding, attr: str
+    site_analysis: ModuleAnalysis,
+    analysis: ModuleAnalysis,
+    binding: Binding,
+    attr: str,
+    site_call: cst.CSTNode | None = None,
 ) -> str | None:
-    """``config.FLAG`` read in the region and assigned (``config.FLAG = ...``) in the site's
-    module or the region's module."""
+    """``config.FLAG`` read in the region and assigned (``config.FLAG = ...``) in the code
+    that makes the checkpoint call, after the call or in a loop that also makes it."""
     target = binding.target
     for where in {id(site_analysis): site_analysis, id(analysis): analysis}.values():
         for mutation in where.model.mutations:
@@ -493,6 +693,10 @@ def _module_attribute_changed(
                 continue
             node = mutation.node
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [getattr(node, "target", None)]
+            if where is site_analysis and site_call is not None and not _after_call(where.model, node, site_call):
+                continue  # before the call (or in code not ordered against it): the forward read it too
+            if where is not site_analysis:
+                continue
             if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets):
                 row = where.range(node)[0][0]
                 return f"assigned at {_file(where, analysis)}{row}"

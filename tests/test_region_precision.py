@@ -1,0 +1,253 @@
+"""Precision of the state rules on real-code shapes (issue 11 after issue 12 widened regions).
+
+Each false pattern met on real repositories sits next to the shape that must stay reported.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from ckptlint.api import lint_source
+
+
+def _found(source: str, select: str) -> list[tuple[int, str]]:
+    return [(d.start[0], d.code) for d in lint_source(textwrap.dedent(source), select=[select])]
+
+
+# --------------------------------------------------------------- CKP202: what carries across calls
+DISPATCHER = """\
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    class Dispatcher(nn.Module):
+        def dispatch(self, x, routing_map):
+            self.routing_map = routing_map                # per-call overwrite (Megatron MoE)
+            self._original_num_tokens = x.size(0) * 2 + 1
+            self.reshard_after_forward, self.flag = True, False
+            return x[self.routing_map]
+
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dispatcher = Dispatcher()
+
+        def _body(self, x, m):
+            return self.dispatcher.dispatch(x, m)
+
+        def forward(self, x, m):
+            return checkpoint(self._body, x, m, use_reentrant=False)
+"""
+
+
+def test_plain_per_call_overwrite_is_not_a_side_effect():
+    assert _found(DISPATCHER, "CKP202") == []
+
+
+def test_counter_and_cache_read_before_write_are_reported():
+    source = """\
+        from torch import nn
+        import torch
+        from torch.utils.checkpoint import checkpoint
+
+
+        class CausalConv(nn.Module):  # diffusers magvit causal conv
+            def __init__(self):
+                super().__init__()
+                self.cache = None
+                self.calls = 0
+
+            def body(self, x):
+                self.calls += 1
+                if self.cache is not None:
+                    x = torch.cat([self.cache, x], dim=2)
+                self.cache = x[:, :, -2:]
+                return x
+
+            def forward(self, x):
+                return checkpoint(self.body, x, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(13, "CKP202"), (16, "CKP202")]
+
+
+def test_overwrite_from_its_own_value_is_reported_and_from_the_inputs_not():
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Block(nn.Module):
+            def body(self, x):
+                self.total = self.total + x.sum()
+                self.last = x.sum()
+                return x
+
+            def forward(self, x):
+                return checkpoint(self.body, x, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(7, "CKP202")]
+
+
+def test_one_time_initialisation_of_a_global_is_not_reported():
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+        _TRACKER = None
+        _TRACKER_INITIALIZED = False
+        CALLS = 0
+
+
+        def get_tracker():  # Megatron's model-parallel RNG tracker
+            global _TRACKER, _TRACKER_INITIALIZED, CALLS
+            if _TRACKER_INITIALIZED:
+                return _TRACKER
+            _TRACKER = object()
+            _TRACKER_INITIALIZED = True
+            return _TRACKER
+
+
+        def count():
+            global CALLS
+            CALLS = CALLS + 1
+
+
+        def body(x):
+            get_tracker()
+            count()
+            return x * 2
+
+
+        def run(x):
+            return checkpoint(body, x, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(19, "CKP202")]
+
+
+def test_item_write_to_a_local_tensor_in_a_helper_function_is_not_module_state():
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        def cal_rel_pos_type(attn, q, sp_idx):  # timm mvitv2.py
+            attn[:, :, sp_idx:, sp_idx:] = attn[:, :, sp_idx:, sp_idx:] + q
+            return attn
+
+
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.seen = {}
+
+            def body(self, x, q):
+                attn = x @ q
+                attn = cal_rel_pos_type(attn, q, 1)
+                self.seen[0] = attn.sum()
+                return attn
+
+            def forward(self, x, q):
+                return checkpoint(self.body, x, q, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(18, "CKP202")]
+
+
+def test_a_line_reached_from_several_sites_is_reported_once(tmp_path: Path, run_cli):
+    files = {
+        "pkg/attention.py": """\
+            from torch import nn
+
+
+            class Attention(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.log = []
+
+                def forward(self, x):
+                    self.log.append(x.sum())
+                    return x
+        """,
+    }
+    for i in range(3):
+        files[f"pkg/recipe_{i}.py"] = """\
+            from torch.utils.checkpoint import checkpoint
+            from pkg.attention import Attention
+
+            attn = Attention()
+
+
+            def step(x):
+                return checkpoint(attn, x, use_reentrant=False)
+        """
+    for name, content in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(content), encoding="utf-8")
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    result = run_cli("--output-format", "json", "--isolated", "--exit-zero", "--select", "CKP202", str(tmp_path))
+    records = [r for r in json.loads(result.stdout) if r["code"] == "CKP202"]
+    assert len(records) == 1, records
+    assert Path(records[0]["filename"]).name == "attention.py"
+    assert "recipe_0.py" in records[0]["message"]
+    assert "also recomputed by 2 other checkpoint sites" in records[0]["message"]
+
+
+# --------------------------------------------------------------- CKP201: what changes before backward
+def test_global_rebound_by_a_configuration_setter_is_not_reported():
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+        _USE_REENTRANT_CKPT = False  # timm/layers/config.py
+        _IS_GRAPH_CAPTURING = False  # Megatron cuda_graphs.py
+
+
+        def set_reentrant_ckpt(enable=True):
+            global _USE_REENTRANT_CKPT
+            _USE_REENTRANT_CKPT = enable
+
+
+        def set_is_graph_capturing():
+            global _IS_GRAPH_CAPTURING
+            _IS_GRAPH_CAPTURING = True
+
+
+        def body(x):
+            if _IS_GRAPH_CAPTURING or _USE_REENTRANT_CKPT:
+                return x
+            return x * 2
+
+
+        def run(x):
+            return checkpoint(body, x, use_reentrant=False)
+    """
+    assert _found(source, "CKP201") == []
+
+
+def test_global_changed_after_the_call_or_in_the_loop_or_by_the_region_is_reported():
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+        SCALE = 1.0
+        STEP = 0
+        TABLE = {"k": 1.0}
+
+
+        def body(x):
+            global STEP
+            STEP += 1
+            return x * SCALE * STEP * TABLE["k"]
+
+
+        def train(xs):
+            global SCALE
+            for x in xs:
+                y = checkpoint(body, x, use_reentrant=False)
+                TABLE["k"] = 0.5
+            SCALE = 0.5
+            return y
+    """
+    found = lint_source(textwrap.dedent(source), select=["CKP201"])
+    names = sorted(d.message.split("`")[1] for d in found)
+    assert names == ["SCALE", "STEP", "TABLE"]
