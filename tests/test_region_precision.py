@@ -251,3 +251,49 @@ def test_global_changed_after_the_call_or_in_the_loop_or_by_the_region_is_report
     found = lint_source(textwrap.dedent(source), select=["CKP201"])
     names = sorted(d.message.split("`")[1] for d in found)
     assert names == ["SCALE", "STEP", "TABLE"]
+
+
+def test_setup_behind_an_exit_guard_and_lists_of_the_recomputed_function_are_not_reported():
+    # fairscale FSDP: `_setup_streams` returns once streams exist; `_rebuild_full_params`
+    # fills a list it creates itself through a nested function; `has_full_params` guards an exit
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class FSDP(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self._streams = {}
+                self.has_full_params = False
+                self.history = []
+
+            def _setup_streams(self):
+                if len(self._streams) > 0:
+                    return
+                self._streams["all_gather"] = object()
+
+            def _rebuild(self, params):
+                output_tensors = []
+
+                def update_p_data(p):
+                    p.data = p.data * 2
+                    output_tensors.append(p.data)
+
+                if self.has_full_params:
+                    return output_tensors
+                for p in params:
+                    update_p_data(p)
+                self.has_full_params = True
+                self.history.append(len(output_tensors))
+                return output_tensors
+
+            def body(self, x):
+                self._setup_streams()
+                self._rebuild([x])
+                return x
+
+            def forward(self, x):
+                return checkpoint(self.body, x, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(29, "CKP202")]

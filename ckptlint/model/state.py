@@ -98,9 +98,34 @@ def _inside(scope: Scope, ancestor: Scope) -> bool:
 def outer_writes(region: Region) -> list[OuterWrite]:
     """Every write to outer state in the region's frames, in frame order."""
     found: list[OuterWrite] = []
+    functions = {id(frame.function) for frame in region.frames}
     for frame in region.frames:
-        found += list(_frame_writes(frame))
+        found += [w for w in _frame_writes(frame) if not _region_local(w, functions)]
     return found
+
+
+def _region_local(write: OuterWrite, functions: set[int]) -> bool:
+    """Whether the written object is a variable of a function the region itself runs (a list
+    built by ``_rebuild_full_params`` and filled by its nested ``update_p_data``, fairscale
+    FSDP): it is created afresh on every call, the recomputation included."""
+    node = write.node
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        target = node.func.value
+    elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+        target = node.targets[0].target if isinstance(node, cst.Assign) else node.target
+    else:
+        return False
+    base = base_name(target)
+    if base is None:
+        return False
+    model = write.analysis.model
+    bindings = model.lookup(base, model.scope_of(node))
+    if not bindings:
+        return False
+    scope = bindings[0].scope
+    if scope.kind is not ScopeKind.FUNCTION or any(b.declared_in is not None for b in bindings):
+        return False
+    return id(scope.node) in functions and scope is not _frame_scope(write.frame)
 
 
 def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
@@ -220,10 +245,9 @@ def _exit_guard(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
         if isinstance(ancestor, cst.If):
             if not _contains(model, ancestor.test, node) and ancestor.test is not node:
                 return False
-            body = ancestor.body.body if isinstance(ancestor.body, cst.IndentedBlock) else ()
-            if len(body) != 1 and not isinstance(ancestor.body, cst.SimpleStatementSuite):
-                return False
             statements = ancestor.body.body
+            if not statements:
+                return False
             last = statements[-1]
             smalls = last.body if isinstance(last, cst.SimpleStatementLine) else [last]
             return any(isinstance(s, (cst.Return, cst.Raise, cst.Continue)) for s in smalls)
@@ -262,6 +286,8 @@ def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -
     recomputation finds the value there and does not write again (timm's Conv2dSame,
     EfficientFormer's attention-bias cache)."""
     code = _code
+    if _after_init_guard(frame, node, target):
+        return True
     if isinstance(target, cst.Subscript):
         if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
             return False
@@ -271,7 +297,7 @@ def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -
     else:
         return False
     model = frame.analysis.model
-    if _after_init_guard(frame, node):
+    if _after_init_guard(frame, node, target):
         return True
     child: cst.CSTNode = node
     for ancestor in model.ancestors(node):
@@ -300,7 +326,7 @@ def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -
     return False
 
 
-def _after_init_guard(frame: Frame, node: cst.CSTNode) -> bool:
+def _after_init_guard(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression | None = None) -> bool:
     """Whether ``node`` runs after ``if INITIALIZED: return ...`` at the top of the function
     and the function itself sets ``INITIALIZED`` later: a one-time initialisation (Megatron's
     ``model_parallel_cuda_manual_seed`` tracker); the recomputation returns at the guard."""
@@ -313,10 +339,18 @@ def _after_init_guard(frame: Frame, node: cst.CSTNode) -> bool:
     if top is None:
         return False
     guards: list[str] = []
+    tested: set[str] = set()
     for statement in statements[: statements.index(top)]:
         if isinstance(statement, cst.If) and statement.orelse is None and _exit_guard_body(statement):
             if isinstance(statement.test, (cst.Name, cst.Attribute)):
                 guards.append(_code(statement.test))
+            from ckptlint.model.walk import iter_tree
+
+            tested |= {_code(n) for n in iter_tree(statement.test) if isinstance(n, (cst.Name, cst.Attribute))}
+    if target is not None:
+        written = target.value if isinstance(target, cst.Subscript) else target
+        if isinstance(written, (cst.Name, cst.Attribute)) and _code(written) in tested:
+            return True  # `if len(self._streams) > 0: return` then `self._streams[k] = ...` (fairscale FSDP)
     if not guards:
         return False
     return any(_assigns_in(function.body, guard) for guard in guards)
