@@ -297,3 +297,44 @@ def test_setup_behind_an_exit_guard_and_lists_of_the_recomputed_function_are_not
                 return checkpoint(self.body, x, use_reentrant=False)
     """
     assert _found(source, "CKP202") == [(29, "CKP202")]
+
+
+def test_closure_object_read_for_another_attribute_than_the_one_written():
+    # DeepSpeed pipe/module.py: exec_func reads self.forward_funcs and writes self.curr_layer
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Pipe:
+            def forward(self, x):
+                def exec_range_func(start, end):
+                    def exec_func(*inputs):
+                        for idx, layer in enumerate(self.forward_funcs[start:end]):
+                            self.curr_layer = idx
+                            inputs = layer(inputs) * self.scale
+                            self.scale += 1
+                        return inputs
+                    return exec_func
+                return checkpoint(exec_range_func(0, 2), x, use_reentrant=False)
+    """
+    found = lint_source(textwrap.dedent(source), select=["CKP201"])
+    assert [(d.start[0], d.message.split("`")[1]) for d in found] == [(10, "self")]
+
+
+def test_seeding_python_or_numpy_random_is_not_a_draw():
+    source = """\
+        import random
+        import numpy as np
+        from torch.utils.checkpoint import checkpoint
+
+
+        def body(x, seed):
+            random.seed(seed)
+            np.random.seed(seed)
+            return x * np.random.uniform()
+
+
+        def run(x):
+            return checkpoint(body, x, 3, use_reentrant=False)
+    """
+    assert _found(source, "CKP103") == [(9, "CKP103")]

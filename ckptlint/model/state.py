@@ -444,6 +444,7 @@ def _changed(
     name: str,
     site_call: cst.Call | None = None,
     region_functions: set[int] | None = None,
+    read_attribute: str | None = None,
 ) -> str | None:
     """Why the state behind ``name`` changes between the checkpoint call and backward, or
     ``None``.
@@ -462,7 +463,7 @@ def _changed(
     """
     scope = binding_list[0].scope
     if scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
-        return _closure_change(binding_list, analysis, name, site_call)
+        return _closure_change(binding_list, analysis, name, site_call, read_attribute)
     if any(b.kind not in _STATE_KINDS and b.kind is not BindingKind.PARAMETER for b in binding_list):
         return None
     model = analysis.model
@@ -540,8 +541,30 @@ _LOOP_REBINDING = "in the loop that also runs the checkpoint"
 _CLOSURE_WRITES = (*_STATE_KINDS, BindingKind.LOOP, BindingKind.WITH, BindingKind.EXCEPT)
 
 
+def _other_attribute(mutation, name: str, attribute: str) -> bool:  # noqa: ANN001
+    """Whether ``mutation`` assigns an attribute of ``name`` other than ``attribute``
+    (``name.other = v`` or ``name.other += v``)."""
+    node = mutation.node
+    if isinstance(node, cst.Assign):
+        targets = [t.target for t in node.targets]
+    elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+        targets = [node.target]
+    else:
+        return False
+    for target in targets:
+        if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == name):
+            return False
+        if target.attr.value == attribute:
+            return False
+    return True
+
+
 def _closure_change(
-    binding_list: list[Binding], analysis: ModuleAnalysis, name: str, site_call: cst.Call | None
+    binding_list: list[Binding],
+    analysis: ModuleAnalysis,
+    name: str,
+    site_call: cst.Call | None,
+    read_attribute: str | None = None,
 ) -> str | None:
     """Why a variable of an enclosing function can differ between the checkpoint call and
     the recomputation in backward, or ``None`` when every write runs before the call.
@@ -580,6 +603,8 @@ def _closure_change(
     for mutation in model.mutations:
         if mutation.base != name or not _resolves_to(analysis, mutation, scope):
             continue
+        if read_attribute is not None and _other_attribute(mutation, name, read_attribute):
+            continue  # `self.curr_layer = ...` does not change what `self.forward_funcs` reads
         if mutation.scope.function_scope is not scope:
             how: str | None = "nested"
         else:
@@ -682,7 +707,9 @@ def _frame_reads(
         if kind == "outer":
             if _settled_closure(bindings, frame, site_analysis, site_call):
                 continue
-            why = _changed(bindings, frame.analysis, node.value, here, region_functions)
+            parent = model.parent(node)
+            attribute = parent.attr.value if isinstance(parent, cst.Attribute) and parent.value is node else None
+            why = _changed(bindings, frame.analysis, node.value, here, region_functions, attribute)
             if why is not None and node.value not in seen:
                 seen.add(node.value)
                 yield OuterRead(node, frame, node.value, why)
