@@ -338,3 +338,29 @@ def test_seeding_python_or_numpy_random_is_not_a_draw():
             return checkpoint(body, x, 3, use_reentrant=False)
     """
     assert _found(source, "CKP103") == [(9, "CKP103")]
+
+
+def test_overwrite_of_state_this_call_already_wrote_is_not_reported():
+    # Megatron MoE dispatcher: preprocess sets routing_map, token_dispatch gathers it
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Dispatcher(nn.Module):
+            def preprocess(self, x, routing_map):
+                self.routing_map = routing_map
+                return x
+
+            def token_dispatch(self, x):
+                self.routing_map = self.routing_map.repeat(2, 1)
+                self.seen = self.seen + 1
+                return x[self.routing_map]
+
+            def body(self, x, m):
+                return self.token_dispatch(self.preprocess(x, m))
+
+            def forward(self, x, m):
+                return checkpoint(self.body, x, m, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(12, "CKP202")]

@@ -101,7 +101,39 @@ def outer_writes(region: Region) -> list[OuterWrite]:
     functions = {id(frame.function) for frame in region.frames}
     for frame in region.frames:
         found += [w for w in _frame_writes(frame) if not _region_local(w, functions)]
-    return found
+    fresh = _fresh_targets(region)
+    return [w for w in found if _plain_target_key(w.frame, w.node) not in fresh]
+
+
+def _plain_target_key(frame: Frame, node: cst.CSTNode) -> tuple | None:
+    """``(class, target text)`` of a plain assignment to one attribute or name, else ``None``."""
+    if isinstance(node, cst.Assign) and len(node.targets) == 1:
+        target = node.targets[0].target
+    elif isinstance(node, cst.AnnAssign) and node.value is not None:
+        target = node.target
+    else:
+        return None
+    if not isinstance(target, (cst.Attribute, cst.Name)):
+        return None
+    info = frame.ctx.self_class
+    return (id(info) if info is not None else None, _code(target))
+
+
+def _fresh_targets(region: Region) -> set[tuple]:
+    """Targets that some frame of the region overwrites without reading them first (Megatron's
+    ``dispatch_preprocess``: ``self.routing_map = routing_map``). A later
+    ``self.routing_map = gather(self.routing_map)`` in the same region then reads what this
+    call wrote, not what the previous call left: the recomputation rebuilds it the same way."""
+    fresh: set[tuple] = set()
+    for frame in region.frames:
+        for node in frame.nodes():
+            key = _plain_target_key(frame, node)
+            if key is None:
+                continue
+            target = node.targets[0].target if isinstance(node, cst.Assign) else node.target
+            if not _carries(frame, node, target):
+                fresh.add(key)
+    return fresh
 
 
 def _region_local(write: OuterWrite, functions: set[int]) -> bool:
