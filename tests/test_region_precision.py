@@ -364,3 +364,56 @@ def test_overwrite_of_state_this_call_already_wrote_is_not_reported():
                 return checkpoint(self.body, x, m, use_reentrant=False)
     """
     assert _found(source, "CKP202") == [(12, "CKP202")]
+
+
+def test_save_and_restore_and_one_time_initialiser_read_are_not_reported():
+    # Megatron tensor_parallel/random.py: fork() saves and restores the current state name;
+    # initialize_rng_tracker() is a one-time initialiser whose globals the region reads
+    source = """\
+        import contextlib
+        from torch.utils.checkpoint import checkpoint
+
+        _TRACKER = None
+        _INITIALIZED = False
+
+
+        def initialize_rng_tracker(force_reset=False):
+            global _TRACKER, _INITIALIZED
+            if force_reset:
+                _TRACKER = None
+                _INITIALIZED = False
+            if _INITIALIZED:
+                return
+            _TRACKER = Tracker()
+            _INITIALIZED = True
+
+
+        def get_tracker():
+            initialize_rng_tracker()
+            return _TRACKER
+
+
+        class Tracker:
+            def __init__(self):
+                self._current_state_name = None
+
+            @contextlib.contextmanager
+            def fork(self, name):
+                orig_state_name = self._current_state_name
+                self._current_state_name = name
+                try:
+                    yield
+                finally:
+                    self._current_state_name = orig_state_name
+
+
+        def body(x):
+            with get_tracker().fork("model-parallel"):
+                return x * 2
+
+
+        def run(x):
+            return checkpoint(body, x, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == []
+    assert _found(source, "CKP201") == []

@@ -238,6 +238,8 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
         return False
     text = _code(target)
     model = frame.analysis.model
+    if _saved_and_restored(frame, text):
+        return False
     written_at = frame.analysis.range(node)[0]
     for other in frame.nodes():
         if other is target or not isinstance(other, type(target)) or _code(other) != text:
@@ -252,6 +254,22 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
         if not inside and _exit_guard(model, other):
             continue
         return True
+    return False
+
+
+def _saved_and_restored(frame: Frame, text: str) -> bool:
+    """Whether the frame saves the target in a local (``orig = self._current_state_name``) and
+    assigns it back (``self._current_state_name = orig``, Megatron's RNG tracker ``fork``): the
+    writes in between are undone before the frame returns."""
+    saved: set[str] = set()
+    for node in frame.nodes():
+        if not isinstance(node, cst.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0].target
+        if isinstance(target, cst.Name) and _code(node.value) == text:
+            saved.add(target.value)
+        elif isinstance(node.value, cst.Name) and node.value.value in saved and _code(target) == text:
+            return True
     return False
 
 
@@ -513,6 +531,8 @@ def _changed(
         row = analysis.range(node)[0][0]
         function = _enclosing_function(model, node)
         if region_functions and function is not None and id(function) in region_functions:
+            if _once_in(model, function, node):
+                continue
             return f"{verb} at line {row} in the recomputed region itself"
         if site_call is None:
             continue
@@ -548,6 +568,24 @@ def _call_of(model, function: cst.CSTNode | None, where: cst.CSTNode) -> cst.Cal
             if _enclosing_function(model, inner) is (where if not isinstance(where, cst.Module) else None):
                 found = inner
     return found
+
+
+def _once_in(model, function: cst.CSTNode, node: cst.CSTNode) -> bool:  # noqa: ANN001
+    """Whether ``function`` is a one-time initialiser (``if INITIALIZED: return`` at its top
+    level, ``INITIALIZED = True`` later in it, Megatron's ``initialize_rng_tracker``): its
+    writes, the ``if force_reset:`` branch included, set up state once, at start-up."""
+    if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    for statement in function.body.body:
+        if (
+            isinstance(statement, cst.If)
+            and statement.orelse is None
+            and _exit_guard_body(statement)
+            and isinstance(statement.test, (cst.Name, cst.Attribute))
+            and _assigns_in(function.body, _code(statement.test))
+        ):
+            return True
+    return False
 
 
 def _enclosing_function(model, node: cst.CSTNode) -> cst.CSTNode | None:  # noqa: ANN001
