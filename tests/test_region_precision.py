@@ -311,7 +311,7 @@ def test_closure_object_read_for_another_attribute_than_the_one_written():
                     def exec_func(*inputs):
                         for idx, layer in enumerate(self.forward_funcs[start:end]):
                             self.curr_layer = idx
-                            inputs = layer(inputs) * self.scale
+                            inputs = layer(inputs) * self.scale * self.curr_layer
                             self.scale += 1
                         return inputs
                     return exec_func
@@ -417,3 +417,29 @@ def test_save_and_restore_and_one_time_initialiser_read_are_not_reported():
     """
     assert _found(source, "CKP202") == []
     assert _found(source, "CKP201") == []
+
+
+def test_tuple_overwrites_idempotent_flags_and_setdefault_are_not_reported():
+    # Megatron: `self.token_probs, self.token_indices = topk(...)` then a masked refill;
+    # `self.over_budget |= ...`; utils.py `_nvtx_range_msg_pool.setdefault(...)`
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+        POOL = {}
+
+
+        class Dispatcher(nn.Module):
+            def body(self, probs, mask):
+                self.token_probs, self.token_indices = torch.topk(probs, 2, dim=-1)
+                self.token_indices = self.token_indices.masked_fill(mask, -1)
+                self.over_budget |= self.token_indices.sum() > 4
+                POOL.setdefault("dispatch", "dispatch")
+                self.steps += 1
+                return self.token_probs
+
+            def forward(self, probs, mask):
+                return checkpoint(self.body, probs, mask, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(14, "CKP202")]

@@ -102,21 +102,41 @@ def outer_writes(region: Region) -> list[OuterWrite]:
     for frame in region.frames:
         found += [w for w in _frame_writes(frame) if not _region_local(w, functions)]
     fresh = _fresh_targets(region)
-    return [w for w in found if _plain_target_key(w.frame, w.node) not in fresh]
+    return [w for w in found if not _all_fresh(w, fresh)]
 
 
-def _plain_target_key(frame: Frame, node: cst.CSTNode) -> tuple | None:
-    """``(class, target text)`` of a plain assignment to one attribute or name, else ``None``."""
+def _all_fresh(write: OuterWrite, fresh: set[tuple]) -> bool:
+    targets = _plain_targets(write.node)
+    if targets is None:
+        return False
+    return all(_target_key(write.frame, t) in fresh or not _carries(write.frame, write.node, t) for t in targets)
+
+
+def _plain_targets(node: cst.CSTNode) -> list[cst.BaseExpression] | None:
+    """The attribute or name targets of a plain assignment (tuple targets unpacked), or
+    ``None`` when it is not one or a target is something else (an item)."""
     if isinstance(node, cst.Assign) and len(node.targets) == 1:
         target = node.targets[0].target
     elif isinstance(node, cst.AnnAssign) and node.value is not None:
         target = node.target
     else:
         return None
-    if not isinstance(target, (cst.Attribute, cst.Name)):
+    targets = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+    if not all(isinstance(t, (cst.Attribute, cst.Name)) for t in targets):
         return None
+    return targets
+
+
+def _target_key(frame: Frame, target: cst.BaseExpression) -> tuple:
     info = frame.ctx.self_class
     return (id(info) if info is not None else None, _code(target))
+
+
+def _plain_target_key(frame: Frame, node: cst.CSTNode) -> tuple | None:
+    """Whether every target of the plain assignment ``node`` is overwritten fresh elsewhere in
+    the region is decided by the caller; this gives the keys, or ``None``."""
+    targets = _plain_targets(node)
+    return None if targets is None else tuple(_target_key(frame, t) for t in targets)
 
 
 def _fresh_targets(region: Region) -> set[tuple]:
@@ -127,12 +147,9 @@ def _fresh_targets(region: Region) -> set[tuple]:
     fresh: set[tuple] = set()
     for frame in region.frames:
         for node in frame.nodes():
-            key = _plain_target_key(frame, node)
-            if key is None:
-                continue
-            target = node.targets[0].target if isinstance(node, cst.Assign) else node.target
-            if not _carries(frame, node, target):
-                fresh.add(key)
+            for target in _plain_targets(node) or ():
+                if not _carries(frame, node, target):
+                    fresh.add(_target_key(frame, target))
     return fresh
 
 
@@ -174,6 +191,8 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
                     continue
                 if not isinstance(node, cst.AugAssign) and not _carries(frame, node, target):
                     continue  # a per-call overwrite: the recomputation writes the same value again
+                if isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.BitOrAssign, cst.BitAndAssign)):
+                    continue  # `flag |= x` is idempotent: running it again with the same x changes nothing
                 what = _target_write(frame, scope, target, node)
                 if what is not None:
                     yield OuterWrite(node, frame, what)
@@ -187,6 +206,8 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
             kind, _ = _owner(frame, base, owner)
             if kind == "parameter" and frame.depth > 0:
                 continue  # below the checkpointed callable, arguments are mostly the region's own objects
+            if method == "setdefault":
+                continue  # memoisation: writes a key only when it is missing, so not again on recompute
             if method in MUTATING_METHODS and kind in ("outer", "self", "parameter"):
                 if frame.analysis.model.qualified_names(node.func):
                     continue  # a module function such as os.environ.update is resolved; skip modules
@@ -495,6 +516,7 @@ def _changed(
     site_call: cst.Call | None = None,
     region_functions: set[int] | None = None,
     read_attribute: str | None = None,
+    read_node: cst.CSTNode | None = None,
 ) -> str | None:
     """Why the state behind ``name`` changes between the checkpoint call and backward, or
     ``None``.
@@ -513,7 +535,7 @@ def _changed(
     """
     scope = binding_list[0].scope
     if scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
-        return _closure_change(binding_list, analysis, name, site_call, read_attribute)
+        return _closure_change(binding_list, analysis, name, site_call, read_attribute, read_node)
     if any(b.kind not in _STATE_KINDS and b.kind is not BindingKind.PARAMETER for b in binding_list):
         return None
     model = analysis.model
@@ -611,6 +633,22 @@ _LOOP_REBINDING = "in the loop that also runs the checkpoint"
 _CLOSURE_WRITES = (*_STATE_KINDS, BindingKind.LOOP, BindingKind.WITH, BindingKind.EXCEPT)
 
 
+def _written_before_read(model, write: cst.CSTNode, read: cst.CSTNode) -> bool:  # noqa: ANN001
+    """Whether ``write`` is a plain statement of the function that contains ``read``, at the
+    same or an outer block level, before it (``self.curr_layer = idx`` then
+    ``seed = base + self.curr_layer`` in one loop body, DeepSpeed's pipeline)."""
+    function = _enclosing_function(model, read)
+    if function is None or _enclosing_function(model, write) is not function:
+        return False
+    statement = next((a for a in model.ancestors(write) if isinstance(a, cst.SimpleStatementLine)), None)
+    if statement is None:
+        return False
+    block = model.parent(statement)
+    if not any(a is block for a in model.ancestors(read)):
+        return False
+    return bool(model.precedes(statement, read)) and not _contains(model, statement, read)
+
+
 def _other_attribute(mutation, name: str, attribute: str) -> bool:  # noqa: ANN001
     """Whether ``mutation`` assigns an attribute of ``name`` other than ``attribute``
     (``name.other = v`` or ``name.other += v``)."""
@@ -635,6 +673,7 @@ def _closure_change(
     name: str,
     site_call: cst.Call | None,
     read_attribute: str | None = None,
+    read_node: cst.CSTNode | None = None,
 ) -> str | None:
     """Why a variable of an enclosing function can differ between the checkpoint call and
     the recomputation in backward, or ``None`` when every write runs before the call.
@@ -675,6 +714,8 @@ def _closure_change(
             continue
         if read_attribute is not None and _other_attribute(mutation, name, read_attribute):
             continue  # `self.curr_layer = ...` does not change what `self.forward_funcs` reads
+        if read_node is not None and _written_before_read(model, mutation.node, read_node):
+            continue  # the region wrote it earlier in the same call: the recomputation writes it again first
         if mutation.scope.function_scope is not scope:
             how: str | None = "nested"
         else:
@@ -779,7 +820,7 @@ def _frame_reads(
                 continue
             parent = model.parent(node)
             attribute = parent.attr.value if isinstance(parent, cst.Attribute) and parent.value is node else None
-            why = _changed(bindings, frame.analysis, node.value, here, region_functions, attribute)
+            why = _changed(bindings, frame.analysis, node.value, here, region_functions, attribute, node)
             if why is not None and node.value not in seen:
                 seen.add(node.value)
                 yield OuterRead(node, frame, node.value, why)
