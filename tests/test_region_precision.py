@@ -60,17 +60,23 @@ def test_counter_and_cache_read_before_write_are_reported():
                 self.cache = None
                 self.calls = 0
 
+            def _clear_conv_cache(self):
+                del self.cache
+                self.cache = None
+
             def body(self, x):
                 self.calls += 1
                 if self.cache is not None:
                     x = torch.cat([self.cache, x], dim=2)
+                self._clear_conv_cache()
                 self.cache = x[:, :, -2:]
                 return x
 
             def forward(self, x):
                 return checkpoint(self.body, x, use_reentrant=False)
     """
-    assert _found(source, "CKP202") == [(13, "CKP202"), (16, "CKP202")]
+    # the reset to None in _clear_conv_cache writes the same constant every run: not reported
+    assert _found(source, "CKP202") == [(17, "CKP202"), (21, "CKP202")]
 
 
 def test_overwrite_from_its_own_value_is_reported_and_from_the_inputs_not():

@@ -147,10 +147,20 @@ def _fresh_targets(region: Region) -> set[tuple]:
     fresh: set[tuple] = set()
     for frame in region.frames:
         for node in frame.nodes():
+            if _constant_write(frame, node):
+                continue  # a reset (`self.prev_features = None`) may run after the read: not this call's data
             for target in _plain_targets(node) or ():
                 if not _carries(frame, node, target):
                     fresh.add(_target_key(frame, target))
     return fresh
+
+
+def _constant_write(frame: Frame, node: cst.CSTNode) -> bool:
+    """Whether ``node`` assigns a literal constant (``None``, a bool, a number, a string)."""
+    value = getattr(node, "value", None)
+    if not isinstance(node, (cst.Assign, cst.AnnAssign)) or value is None:
+        return False
+    return literal_value(value, frame.analysis.model) is not NOT_LITERAL
 
 
 def _region_local(write: OuterWrite, functions: set[int]) -> bool:
@@ -259,8 +269,8 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
         return False
     text = _code(target)
     model = frame.analysis.model
-    if _saved_and_restored(frame, text):
-        return False
+    if _constant_write(frame, node) or _saved_and_restored(frame, text):
+        return False  # a reset to a constant writes the same value on every run
     written_at = frame.analysis.range(node)[0]
     for other in frame.nodes():
         if other is target or not isinstance(other, type(target)) or _code(other) != text:
