@@ -449,3 +449,26 @@ def test_tuple_overwrites_idempotent_flags_and_setdefault_are_not_reported():
                 return checkpoint(self.body, probs, mask, use_reentrant=False)
     """
     assert _found(source, "CKP202") == [(14, "CKP202")]
+
+
+def test_cache_grown_or_rebuilt_on_a_changed_key_is_not_reported():
+    # rotary embeddings (LAVIS, InternVL, Megatron-DeepSpeed): the recomputation sees the grown cache
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Rotary(nn.Module):
+            def body(self, x, seq_len):
+                if seq_len > self.max_seq_len_cached:
+                    self.max_seq_len_cached = seq_len
+                    self.cos = torch.arange(seq_len)
+                if seq_len == 3:
+                    self.max_seq_len_cached = self.max_seq_len_cached * 2
+                return x * self.cos[:seq_len]
+
+            def forward(self, x, seq_len):
+                return checkpoint(self.body, x, seq_len, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(12, "CKP202")]

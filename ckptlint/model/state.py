@@ -404,6 +404,13 @@ def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -
                 return True  # the write itself, or one more field of the same one-time initialisation
         if container is not None and isinstance(operator, cst.NotIn) and code(test.left) == key and code(right) == container:
             return True
+        if (
+            container is None
+            and isinstance(operator, (cst.GreaterThan, cst.LessThan, cst.NotEqual))
+            and key in (code(test.left), code(right))
+            and _assigns_in(ancestor.body, key)
+        ):
+            return True  # `if seq_len > self.max_seq_len_cached: self.max_seq_len_cached = seq_len` (rotary caches)
     return False
 
 
