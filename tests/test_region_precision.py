@@ -472,3 +472,35 @@ def test_cache_grown_or_rebuilt_on_a_changed_key_is_not_reported():
                 return checkpoint(self.body, x, seq_len, use_reentrant=False)
     """
     assert _found(source, "CKP202") == [(12, "CKP202")]
+
+
+def test_magvit_causal_conv_cache_stays_reported():
+    # diffusers autoencoder_kl_magvit.py: the first branch fills the cache and returns,
+    # the other reads it; both writes carry the previous call's frames into the next
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class CausalConv(nn.Module):
+            def _clear_conv_cache(self):
+                del self.prev_features
+                self.prev_features = None
+
+            def conv(self, x):
+                if self.prev_features is None:
+                    self._clear_conv_cache()
+                    self.prev_features = x[:, :, -2:].clone()
+                    return x
+                else:
+                    x = torch.concat([self.prev_features, x], dim=2)
+                    self._clear_conv_cache()
+                    self.prev_features = x[:, :, -2:].clone()
+                    return x
+
+            def forward(self, x):
+                return checkpoint(self.conv, x, use_reentrant=False)
+    """
+    # line 14 is the lazy fill under `is None` (written once); line 19 carries the cache
+    assert _found(source, "CKP202") == [(19, "CKP202")]

@@ -282,8 +282,9 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
         inside = _contains(model, node, other)
         if not inside and frame.analysis.range(other)[0] >= written_at:
             continue
-        if not inside and _exit_guard(model, other):
-            continue
+        guard = _exit_guard(model, other) if not inside else None
+        if guard is not None and not _contains(model, guard, node):
+            continue  # `if INITIALIZED: return` before the write: the write is not reached from that read
         return True
     return False
 
@@ -319,22 +320,22 @@ def _is_store(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
     return False
 
 
-def _exit_guard(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
-    """Whether ``node`` is read only in the test of an ``if`` whose body just leaves
-    (``if _INITIALIZED: return``)."""
+def _exit_guard(model, node: cst.CSTNode) -> cst.If | None:  # noqa: ANN001
+    """The ``if`` whose test is where ``node`` is read, when its body ends by leaving
+    (``if _INITIALIZED: return``), else ``None``."""
     for ancestor in model.ancestors(node):
         if isinstance(ancestor, cst.If):
             if not _contains(model, ancestor.test, node) and ancestor.test is not node:
-                return False
+                return None
             statements = ancestor.body.body
             if not statements:
-                return False
+                return None
             last = statements[-1]
             smalls = last.body if isinstance(last, cst.SimpleStatementLine) else [last]
-            return any(isinstance(s, (cst.Return, cst.Raise, cst.Continue)) for s in smalls)
+            return ancestor if any(isinstance(s, (cst.Return, cst.Raise, cst.Continue)) for s in smalls) else None
         if isinstance(ancestor, (cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine)):
-            return False
-    return False
+            return None
+    return None
 
 
 def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression, node: cst.CSTNode) -> str | None:
