@@ -13,7 +13,7 @@ import os
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -115,6 +115,32 @@ class FileResult:
         return self.source is not None and self.fixed_text is not None and self.fixed_text != self.source.text
 
 
+def _one_per_line(found: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """One finding per problem: a region rule (CKP1xx, CKP2xx) reports a line of shared code
+    once for every checkpoint site whose region reaches it, from the file of each site
+    (torchtune's attention reached by fifteen recipes). Those are merged into the first
+    (by message, so by site), which says how many other sites reach the line."""
+    groups: dict[tuple, list[Diagnostic]] = {}
+    out: list[Diagnostic] = []
+    for diagnostic in found:
+        if diagnostic.code[:4] in ("CKP1", "CKP2") and diagnostic.fix is None:
+            groups.setdefault((diagnostic.code, diagnostic.path, diagnostic.start, diagnostic.end), []).append(diagnostic)
+        else:
+            out.append(diagnostic)
+    for group in groups.values():
+        group.sort(key=lambda d: d.message)
+        first = group[0]
+        if len(group) > 1:
+            others = len(group) - 1
+            first = replace(
+                first,
+                message=f"{first.message} (the same line is also recomputed by {others} other checkpoint "
+                f"site{'s' if others > 1 else ''})",
+            )
+        out.append(first)
+    return out
+
+
 @dataclass
 class RunResult:
     """What linting a set of files gave, in a stable order."""
@@ -131,7 +157,7 @@ class RunResult:
         found = [d for r in self.results for d in r.diagnostics]
         found += [io_error(p.path, p.message) for r in self.results for p in r.problems if p.unchecked]
         unique = {(d.code, d.path, d.start, d.end, d.message): d for d in found}
-        return sorted(unique.values(), key=lambda d: d.sort_key)
+        return sorted(_one_per_line(unique.values()), key=lambda d: d.sort_key)
 
     @property
     def problems(self) -> list[Problem]:

@@ -24,6 +24,7 @@ __all__ = [
     "NORM_FACTORIES",
     "NormFactory",
     "PYTHON_RANDOM_PREFIXES",
+    "PYTHON_RANDOM_STATE_SETTERS",
     "RANDOM_FUNCTIONS",
     "RANDOM_METHODS",
     "RandomFunction",
@@ -194,6 +195,13 @@ RANDOM_METHODS = frozenset(
 
 #: Qualified-name prefixes of random sources checkpoint never restores (CKP103).
 PYTHON_RANDOM_PREFIXES = ("random.", "numpy.random.")
+
+#: Calls under those prefixes that set or read the generator's state instead of drawing from it
+#: (Python 3 ``random``; NumPy ``numpy.random`` legacy API): reseeding with the same value in the
+#: recomputation reproduces the forward's stream (DeepSpeed's pipeline ``set_random_seed``).
+PYTHON_RANDOM_STATE_SETTERS = frozenset(
+    {"random.seed", "random.setstate", "random.getstate", "numpy.random.seed", "numpy.random.set_state", "numpy.random.get_state"}
+)
 
 #: Explicit generator objects: never forked or restored by checkpoint.
 GENERATOR_CLASSES = frozenset({"torch.Generator", "torch._C.Generator"})

@@ -165,10 +165,16 @@ def test_module_state_changed_at_run_time_is_still_reported() -> None:
             return x * SCALE
 
         def forward(h):
-            return checkpoint(step, h, use_reentrant=False)
+            h = checkpoint(step, h, use_reentrant=False)
+            set_scale(0.5)
+            return h
         """
     )
     assert _codes(source, "CKP201") == [(9, "CKP201")]
+    # the setter alone runs at start-up (timm's set_reentrant_ckpt): not between forward and backward
+    setter_only = source.replace("    set_scale(0.5)\n", "")
+    assert setter_only != source
+    assert _codes(setter_only, "CKP201") == []
 
 
 # ---------------------------------------------------------------- which branch runs?
@@ -181,9 +187,10 @@ CROSS_ATTENTION = """\
         def __init__(self):
             super().__init__()
             self.save_attention = False
+            self.attention_maps = []
 
         def save_map(self, attention_map):
-            self.attention_map = attention_map
+            self.attention_maps.append(attention_map)
 
         def forward(self, x, cross_states=None):
             is_cross = cross_states is not None
@@ -220,7 +227,7 @@ def test_branch_on_an_argument_the_site_never_passes_is_pruned() -> None:
 
 def test_branch_undecided_when_the_argument_is_passed() -> None:
     # `mask` comes from the caller's own argument: not known, so both branches stay
-    assert _codes(CROSS_ATTENTION.format(cross=", cross_states=mask"), "CKP202") == [(11, "CKP202")]
+    assert _codes(CROSS_ATTENTION.format(cross=", cross_states=mask"), "CKP202") == [(12, "CKP202")]
 
 
 NORM_FACTORY = """\

@@ -514,7 +514,7 @@ def test_lazy_initialisation_and_memoisation_are_not_side_effects() -> None:
                 key = str(x.device)
                 if key not in self.cache:
                     self.cache[key] = x.new_ones(1)
-                self.steps = 1
+                self.steps += 1
                 return self.pad(x) * self.cache[key]
 
 

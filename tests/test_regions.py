@@ -359,14 +359,22 @@ def test_read_of_global_changed_elsewhere() -> None:
             return x * WARMUP["factor"] * config.SCALE
 
         def train(x):
+            y = checkpoint(f, x, use_reentrant=False)
             WARMUP["factor"] = 0.5
             config.SCALE = 2.0
-            return checkpoint(f, x, use_reentrant=False)
+            return y
     """
     found = lint_source(textwrap.dedent(source), select=["CKP201"])
     assert [(d.start, d.code) for d in found] == [((7, 16), "CKP201"), ((7, 35), "CKP201")]
-    assert "mutated at line 10" in found[0].message
-    assert "assigned at line 11" in found[1].message
+    assert "mutated at line 11, after the checkpoint call" in found[0].message
+    assert "assigned at line 12" in found[1].message
+    # written before the call: the forward and the recomputation read the same values
+    before = source.replace(
+        "y = checkpoint(f, x, use_reentrant=False)\n            WARMUP[\"factor\"] = 0.5\n            config.SCALE = 2.0\n",
+        "WARMUP[\"factor\"] = 0.5\n            config.SCALE = 2.0\n            y = checkpoint(f, x, use_reentrant=False)\n",
+    )
+    assert before != source
+    assert _codes(before, "CKP201") == []
 
 
 def test_import_time_configuration_is_not_mutable_state() -> None:

@@ -23,6 +23,7 @@ from ckptlint.torchfacts import (
     DEVICE_MOVE_METHODS,
     GENERATOR_CLASSES,
     PYTHON_RANDOM_PREFIXES,
+    PYTHON_RANDOM_STATE_SETTERS,
     RANDOM_METHODS,
     LayerKind,
     random_function,
@@ -260,6 +261,8 @@ def unpreserved_sources(region: Region) -> list[UnpreservedSource]:
             if not isinstance(node, cst.Call):
                 continue
             names = model.qualified_names(node.func)
+            if names and names <= PYTHON_RANDOM_STATE_SETTERS:
+                continue  # seeding is not a draw: the recomputation reseeds with the same value
             if any(n.startswith(PYTHON_RANDOM_PREFIXES) for n in names):
                 name = sorted(n for n in names if n.startswith(PYTHON_RANDOM_PREFIXES))[0]
                 what = "NumPy's RNG" if name.startswith("numpy.") else "Python's `random`"

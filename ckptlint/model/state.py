@@ -79,7 +79,7 @@ def _owner(frame: Frame, name: str, at: cst.CSTNode) -> tuple[str, list[Binding]
         if any(frame.is_parameter(b) for b in bindings) and all(
             frame.is_parameter(b) or b.kind is BindingKind.AUGMENTED for b in bindings
         ):
-            return ("self" if name == frame.self_parameter() else "parameter"), bindings
+            return ("self" if name == _self_name(frame) else "parameter"), bindings
         return "local", bindings  # rebound in the frame (e.g. `kwargs = kwargs.copy()`): a local object
     if first.kind in (BindingKind.IMPORT, BindingKind.FUNCTION, BindingKind.CLASS):
         return "definition", bindings
@@ -98,15 +98,99 @@ def _inside(scope: Scope, ancestor: Scope) -> bool:
 def outer_writes(region: Region) -> list[OuterWrite]:
     """Every write to outer state in the region's frames, in frame order."""
     found: list[OuterWrite] = []
+    functions = {id(frame.function) for frame in region.frames}
     for frame in region.frames:
-        found += list(_frame_writes(frame))
-    return found
+        found += [w for w in _frame_writes(frame) if not _region_local(w, functions)]
+    fresh = _fresh_targets(region)
+    return [w for w in found if not _all_fresh(w, fresh)]
+
+
+def _all_fresh(write: OuterWrite, fresh: set[tuple]) -> bool:
+    targets = _plain_targets(write.node)
+    if targets is None:
+        return False
+    return all(_target_key(write.frame, t) in fresh or not _carries(write.frame, write.node, t) for t in targets)
+
+
+def _plain_targets(node: cst.CSTNode) -> list[cst.BaseExpression] | None:
+    """The attribute or name targets of a plain assignment (tuple targets unpacked), or
+    ``None`` when it is not one or a target is something else (an item)."""
+    if isinstance(node, cst.Assign) and len(node.targets) == 1:
+        target = node.targets[0].target
+    elif isinstance(node, cst.AnnAssign) and node.value is not None:
+        target = node.target
+    else:
+        return None
+    targets = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+    if not all(isinstance(t, (cst.Attribute, cst.Name)) for t in targets):
+        return None
+    return targets
+
+
+def _target_key(frame: Frame, target: cst.BaseExpression) -> tuple:
+    info = frame.ctx.self_class
+    return (id(info) if info is not None else None, _code(target))
+
+
+def _plain_target_key(frame: Frame, node: cst.CSTNode) -> tuple | None:
+    """Whether every target of the plain assignment ``node`` is overwritten fresh elsewhere in
+    the region is decided by the caller; this gives the keys, or ``None``."""
+    targets = _plain_targets(node)
+    return None if targets is None else tuple(_target_key(frame, t) for t in targets)
+
+
+def _fresh_targets(region: Region) -> set[tuple]:
+    """Targets that some frame of the region overwrites without reading them first (Megatron's
+    ``dispatch_preprocess``: ``self.routing_map = routing_map``). A later
+    ``self.routing_map = gather(self.routing_map)`` in the same region then reads what this
+    call wrote, not what the previous call left: the recomputation rebuilds it the same way."""
+    fresh: set[tuple] = set()
+    for frame in region.frames:
+        for node in frame.nodes():
+            if _constant_write(frame, node):
+                continue  # a reset (`self.prev_features = None`) may run after the read: not this call's data
+            for target in _plain_targets(node) or ():
+                if not _carries(frame, node, target):
+                    fresh.add(_target_key(frame, target))
+    return fresh
+
+
+def _constant_write(frame: Frame, node: cst.CSTNode) -> bool:
+    """Whether ``node`` assigns a literal constant (``None``, a bool, a number, a string)."""
+    value = getattr(node, "value", None)
+    if not isinstance(node, (cst.Assign, cst.AnnAssign)) or value is None:
+        return False
+    return literal_value(value, frame.analysis.model) is not NOT_LITERAL
+
+
+def _region_local(write: OuterWrite, functions: set[int]) -> bool:
+    """Whether the written object is a variable of a function the region itself runs (a list
+    built by ``_rebuild_full_params`` and filled by its nested ``update_p_data``, fairscale
+    FSDP): it is created afresh on every call, the recomputation included."""
+    node = write.node
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        target = node.func.value
+    elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+        target = node.targets[0].target if isinstance(node, cst.Assign) else node.target
+    else:
+        return False
+    base = base_name(target)
+    if base is None:
+        return False
+    model = write.analysis.model
+    bindings = model.lookup(base, model.scope_of(node))
+    if not bindings:
+        return False
+    scope = bindings[0].scope
+    if scope.kind is not ScopeKind.FUNCTION or any(b.declared_in is not None for b in bindings):
+        return False
+    return id(scope.node) in functions and scope is not _frame_scope(write.frame)
 
 
 def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
     scope = _frame_scope(frame)
     info = frame.ctx.self_class
-    self_name = frame.self_parameter()
+    self_name = _self_name(frame)
     for node in frame.nodes():
         if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -115,6 +199,10 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
             for target in targets:
                 if _written_once(frame, node, target):
                     continue
+                if not isinstance(node, cst.AugAssign) and not _carries(frame, node, target):
+                    continue  # a per-call overwrite: the recomputation writes the same value again
+                if isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.BitOrAssign, cst.BitAndAssign)):
+                    continue  # `flag |= x` is idempotent: running it again with the same x changes nothing
                 what = _target_write(frame, scope, target, node)
                 if what is not None:
                     yield OuterWrite(node, frame, what)
@@ -128,6 +216,8 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
             kind, _ = _owner(frame, base, owner)
             if kind == "parameter" and frame.depth > 0:
                 continue  # below the checkpointed callable, arguments are mostly the region's own objects
+            if method == "setdefault":
+                continue  # memoisation: writes a key only when it is missing, so not again on recompute
             if method in MUTATING_METHODS and kind in ("outer", "self", "parameter"):
                 if frame.analysis.model.qualified_names(node.func):
                     continue  # a module function such as os.environ.update is resolved; skip modules
@@ -143,6 +233,109 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
                 and owner.attr.value in info.buffers
             ):
                 yield OuterWrite(node, frame, f"updates the registered buffer `self.{owner.attr.value}` in place (`{method}`)")
+
+
+def _self_name(frame: Frame) -> str | None:
+    """The ``self`` parameter of the frame's function, only when that function is defined
+    directly in a class body (a module function reached from a method has no ``self``: its
+    first parameter, timm's ``cal_rel_pos_type(attn, ...)``, is the caller's object)."""
+    scope = _frame_scope(frame)
+    if scope is None or scope.parent is None or scope.parent.kind is not ScopeKind.CLASS:
+        return None
+    return frame.self_parameter()
+
+
+def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> bool:
+    """Whether a plain assignment (``=``, not ``+=``) carries state from one call to the next,
+    so that the recomputation behaves differently from the forward.
+
+    A plain overwrite of ``self.routing_map`` or of a global writes the value computed from
+    this call's inputs; the recomputation computes and writes the same value again, which is
+    harmless (Megatron's token dispatchers, fairscale's FSDP flags). It carries only when the
+    region also *reads* the target before writing it (a cache: ``if self.cache is not None:
+    x = cat([self.cache, x])`` then ``self.cache = x[-2:]``): the recomputation then starts
+    from what the forward left behind. A read that only guards an early exit
+    (``if INITIALIZED: return``) is a one-time initialisation, not a carry.
+
+    Item assignment (``cache[k] = v``) mutates a container that persists, so it always
+    carries (memoisation guards are handled by :func:`_written_once`). Tuple targets carry
+    when any element does.
+    """
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_carries(frame, node, element.value) for element in target.elements)
+    if isinstance(target, cst.Subscript):
+        return True
+    if not isinstance(target, (cst.Attribute, cst.Name)):
+        return False
+    text = _code(target)
+    model = frame.analysis.model
+    if _constant_write(frame, node) or _saved_and_restored(frame, text):
+        return False  # a reset to a constant writes the same value on every run
+    written_at = frame.analysis.range(node)[0]
+    for other in frame.nodes():
+        if other is target or not isinstance(other, type(target)) or _code(other) != text:
+            continue
+        if isinstance(other, cst.Name) and not _is_load(model, other):
+            continue
+        if _is_store(model, other):
+            continue
+        inside = _contains(model, node, other)
+        if not inside and frame.analysis.range(other)[0] >= written_at:
+            continue
+        guard = _exit_guard(model, other) if not inside else None
+        if guard is not None and not _contains(model, guard, node):
+            continue  # `if INITIALIZED: return` before the write: the write is not reached from that read
+        return True
+    return False
+
+
+def _saved_and_restored(frame: Frame, text: str) -> bool:
+    """Whether the frame saves the target in a local (``orig = self._current_state_name``) and
+    assigns it back (``self._current_state_name = orig``, Megatron's RNG tracker ``fork``): the
+    writes in between are undone before the frame returns."""
+    saved: set[str] = set()
+    for node in frame.nodes():
+        if not isinstance(node, cst.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0].target
+        if isinstance(target, cst.Name) and _code(node.value) == text:
+            saved.add(target.value)
+        elif isinstance(node.value, cst.Name) and node.value.value in saved and _code(target) == text:
+            return True
+    return False
+
+
+def _is_store(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
+    """Whether ``node`` is (an element of) an assignment target rather than a read."""
+    child = node
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+            child = ancestor
+            continue
+        if isinstance(ancestor, cst.AssignTarget):
+            return ancestor.target is child
+        if isinstance(ancestor, (cst.AnnAssign, cst.For, cst.CompFor)):
+            return ancestor.target is child
+        return False
+    return False
+
+
+def _exit_guard(model, node: cst.CSTNode) -> cst.If | None:  # noqa: ANN001
+    """The ``if`` whose test is where ``node`` is read, when its body ends by leaving
+    (``if _INITIALIZED: return``), else ``None``."""
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, cst.If):
+            if not _contains(model, ancestor.test, node) and ancestor.test is not node:
+                return None
+            statements = ancestor.body.body
+            if not statements:
+                return None
+            last = statements[-1]
+            smalls = last.body if isinstance(last, cst.SimpleStatementLine) else [last]
+            return ancestor if any(isinstance(s, (cst.Return, cst.Raise, cst.Continue)) for s in smalls) else None
+        if isinstance(ancestor, (cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine)):
+            return None
+    return None
 
 
 def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression, node: cst.CSTNode) -> str | None:
@@ -175,25 +368,34 @@ def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -
     recomputation finds the value there and does not write again (timm's Conv2dSame,
     EfficientFormer's attention-bias cache)."""
     code = _code
+    if _after_init_guard(frame, node, target):
+        return True
     if isinstance(target, cst.Subscript):
         if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
             return False
         container, key = code(target.value), code(target.slice[0].slice.value)
-    elif isinstance(target, cst.Attribute):
+    elif isinstance(target, (cst.Attribute, cst.Name)):
         container, key = None, code(target)
     else:
         return False
     model = frame.analysis.model
+    if _after_init_guard(frame, node, target):
+        return True
     child: cst.CSTNode = node
     for ancestor in model.ancestors(node):
         if ancestor is frame.function:
             return False
         came_from, child = child, ancestor
-        if not isinstance(ancestor, cst.If) or not isinstance(ancestor.test, cst.Comparison):
-            continue
-        if came_from is not ancestor.body:
+        if not isinstance(ancestor, cst.If) or came_from is not ancestor.body:
             continue  # the else branch runs when the value is already there
         test = ancestor.test
+        if container is None and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            guard = code(test.expression)
+            if guard == key or _assigns_in(ancestor.body, guard):
+                return True  # `if not self._initialized: ...; self._initialized = True`
+            continue
+        if not isinstance(test, cst.Comparison):
+            continue
         if len(test.comparisons) != 1:
             continue
         operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
@@ -203,7 +405,53 @@ def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -
                 return True  # the write itself, or one more field of the same one-time initialisation
         if container is not None and isinstance(operator, cst.NotIn) and code(test.left) == key and code(right) == container:
             return True
+        if (
+            container is None
+            and isinstance(operator, (cst.GreaterThan, cst.LessThan, cst.NotEqual))
+            and key in (code(test.left), code(right))
+            and _assigns_in(ancestor.body, key)
+        ):
+            return True  # `if seq_len > self.max_seq_len_cached: self.max_seq_len_cached = seq_len` (rotary caches)
     return False
+
+
+def _after_init_guard(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression | None = None) -> bool:
+    """Whether ``node`` runs after ``if INITIALIZED: return ...`` at the top of the function
+    and the function itself sets ``INITIALIZED`` later: a one-time initialisation (Megatron's
+    ``model_parallel_cuda_manual_seed`` tracker); the recomputation returns at the guard."""
+    function = frame.function
+    if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    model = frame.analysis.model
+    statements = list(function.body.body)
+    top = next((s for s in statements if s is node or _contains(model, s, node)), None)
+    if top is None:
+        return False
+    guards: list[str] = []
+    tested: set[str] = set()
+    for statement in statements[: statements.index(top)]:
+        if isinstance(statement, cst.If) and statement.orelse is None and _exit_guard_body(statement):
+            if isinstance(statement.test, (cst.Name, cst.Attribute)):
+                guards.append(_code(statement.test))
+            from ckptlint.model.walk import iter_tree
+
+            tested |= {_code(n) for n in iter_tree(statement.test) if isinstance(n, (cst.Name, cst.Attribute))}
+    if target is not None:
+        written = target.value if isinstance(target, cst.Subscript) else target
+        if isinstance(written, (cst.Name, cst.Attribute)) and _code(written) in tested:
+            return True  # `if len(self._streams) > 0: return` then `self._streams[k] = ...` (fairscale FSDP)
+    if not guards:
+        return False
+    return any(_assigns_in(function.body, guard) for guard in guards)
+
+
+def _exit_guard_body(statement: cst.If) -> bool:
+    body = statement.body.body
+    if not body:
+        return False
+    last = body[-1]
+    smalls = last.body if isinstance(last, cst.SimpleStatementLine) else [last]
+    return len(body) == 1 and any(isinstance(s, (cst.Return, cst.Raise)) for s in smalls)
 
 
 def _assigns_in(body: cst.CSTNode, target: str) -> bool:
@@ -273,47 +521,126 @@ def mutable_reads(region: Region, site_analysis: ModuleAnalysis) -> list[OuterRe
     values the forward used too, so they are not reported.
     """
     found: list[OuterRead] = []
+    functions = {id(frame.function) for frame in region.frames}
     for frame in region.frames:
-        found += list(_frame_reads(frame, region.site.call, site_analysis))
+        found += list(_frame_reads(frame, region.site.call, site_analysis, functions))
     return found
 
 
 def _changed(
-    binding_list: list[Binding], analysis: ModuleAnalysis, name: str, site_call: cst.Call | None = None
+    binding_list: list[Binding],
+    analysis: ModuleAnalysis,
+    name: str,
+    site_call: cst.Call | None = None,
+    region_functions: set[int] | None = None,
+    read_attribute: str | None = None,
+    read_node: cst.CSTNode | None = None,
 ) -> str | None:
-    """Why the state behind ``name`` changes at run time, or ``None``.
+    """Why the state behind ``name`` changes between the checkpoint call and backward, or
+    ``None``.
 
     ``site_call`` is the checkpoint call when it is in ``analysis``'s module (else
     ``None``); closure state is judged against it (:func:`_closure_change`).
 
-    Only changes made while the program runs count: in a function (``global`` rebinding,
-    mutation) or under ``if __name__ == "__main__":``. Import-time configuration such as
-    ``try: ...; FLAG = True except ImportError: FLAG = False`` is not state that changes
-    between forward and backward.
+    Module state counts only when a write to it can run between the forward and its
+    recomputation: in the recomputed region itself (``region_functions``, ids of the frames'
+    function nodes: the recomputation reads what its own first run wrote), or in the code
+    that makes the checkpoint call, after the call or in a loop that also makes it. A
+    ``global`` rebinding in a configuration setter (``set_use_reentrant``,
+    ``initialize_model_parallel``) or an import-time ``try: ...; FLAG = True except
+    ImportError: FLAG = False`` runs at start-up, not between a forward and its backward;
+    a setter called from code ckptlint cannot order against the call is not reported.
     """
     scope = binding_list[0].scope
     if scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
-        return _closure_change(binding_list, analysis, name, site_call)
+        return _closure_change(binding_list, analysis, name, site_call, read_attribute, read_node)
     if any(b.kind not in _STATE_KINDS and b.kind is not BindingKind.PARAMETER for b in binding_list):
         return None
-    rebinders = [b for b in binding_list if b.declared_in is not None]
-    if rebinders:
-        where = "`global`" if scope.kind is ScopeKind.MODULE else "`nonlocal`"
-        row = analysis.range(rebinders[0].node)[0][0]
-        return f"rebound through {where} at line {row}"
-    runtime = [b for b in binding_list[1:] if _at_run_time(analysis, b.node)]
-    if runtime:
-        row = analysis.range(runtime[0].node)[0][0]
-        return f"reassigned at line {row}"
-    mutations = [
-        m
-        for m in analysis.model.mutations
+    model = analysis.model
+    writes: list[tuple[cst.CSTNode, str]] = [
+        (b.node, "rebound through `global`" if b.declared_in is not None else "reassigned")
+        for b in binding_list
+        if b.declared_in is not None or (b is not binding_list[0] and _at_run_time(analysis, b.node))
+    ]
+    writes += [
+        (m.node, "mutated")
+        for m in model.mutations
         if m.base == name and _resolves_to(analysis, m, scope) and _at_run_time(analysis, m.node)
     ]
-    if mutations:
-        row = analysis.range(mutations[0].node)[0][0]
-        return f"mutated at line {row}"
+    for node, verb in writes:
+        row = analysis.range(node)[0][0]
+        function = _enclosing_function(model, node)
+        if region_functions and function is not None and id(function) in region_functions:
+            if _once_in(model, function, node):
+                continue
+            return f"{verb} at line {row} in the recomputed region itself"
+        if site_call is None:
+            continue
+        owner = _enclosing_function(model, site_call)
+        owner_scope = model.scope_of_definition.get(owner) if owner is not None else model.scope_of(site_call)
+        if owner_scope is None:
+            continue
+        anchor = _anchor(model, site_call, owner_scope) if owner is not None else site_call
+        if function is not owner:
+            # a setter (`set_scale(0.5)`, defined in this module) called after the checkpoint call
+            node = _call_of(model, function, owner if owner is not None else model.module)
+            if node is None:
+                continue
+            verb = f"{verb} by `{function.name.value}()`, called"
+        how = _write_after(model, node, anchor, owner_scope) if owner is not None else _module_write_after(model, node, anchor)
+        if how == "loop":
+            return f"{verb} at line {row} {_LOOP_REBINDING}"
+        if how == "after":
+            return f"{verb} at line {row}, after the checkpoint call"
     return None
+
+
+def _call_of(model, function: cst.CSTNode | None, where: cst.CSTNode) -> cst.Call | None:  # noqa: ANN001
+    """The last call ``name(...)`` in ``where``'s own code of the module-level function
+    ``function``, or ``None``."""
+    if not isinstance(function, cst.FunctionDef) or not any(isinstance(a, cst.Module) for a in [model.parent(function)]):
+        return None
+    from ckptlint.model.walk import iter_tree
+
+    found = None
+    for inner in iter_tree(where):
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == function.name.value:
+            if _enclosing_function(model, inner) is (where if not isinstance(where, cst.Module) else None):
+                found = inner
+    return found
+
+
+def _once_in(model, function: cst.CSTNode, node: cst.CSTNode) -> bool:  # noqa: ANN001
+    """Whether ``function`` is a one-time initialiser (``if INITIALIZED: return`` at its top
+    level, ``INITIALIZED = True`` later in it, Megatron's ``initialize_rng_tracker``): its
+    writes, the ``if force_reset:`` branch included, set up state once, at start-up."""
+    if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    for statement in function.body.body:
+        if (
+            isinstance(statement, cst.If)
+            and statement.orelse is None
+            and _exit_guard_body(statement)
+            and isinstance(statement.test, (cst.Name, cst.Attribute))
+            and _assigns_in(function.body, _code(statement.test))
+        ):
+            return True
+    return False
+
+
+def _enclosing_function(model, node: cst.CSTNode) -> cst.CSTNode | None:  # noqa: ANN001
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return ancestor
+    return None
+
+
+def _module_write_after(model, node: cst.CSTNode, anchor: cst.CSTNode) -> str | None:  # noqa: ANN001
+    """:func:`_write_after` for a checkpoint call in module-level code (a script)."""
+    for loop in model.ancestors(anchor):
+        if isinstance(loop, (cst.For, cst.While)) and (loop is node or _contains(model, loop, node)):
+            return "loop"
+    return "after" if model.precedes(anchor, node) and not _contains(model, node, anchor) else None
 
 
 #: How :func:`_changed` starts the reason for a loop variable read by a closure defined in the
@@ -324,8 +651,47 @@ _LOOP_REBINDING = "in the loop that also runs the checkpoint"
 _CLOSURE_WRITES = (*_STATE_KINDS, BindingKind.LOOP, BindingKind.WITH, BindingKind.EXCEPT)
 
 
+def _written_before_read(model, write: cst.CSTNode, read: cst.CSTNode) -> bool:  # noqa: ANN001
+    """Whether ``write`` is a plain statement of the function that contains ``read``, at the
+    same or an outer block level, before it (``self.curr_layer = idx`` then
+    ``seed = base + self.curr_layer`` in one loop body, DeepSpeed's pipeline)."""
+    function = _enclosing_function(model, read)
+    if function is None or _enclosing_function(model, write) is not function:
+        return False
+    statement = next((a for a in model.ancestors(write) if isinstance(a, cst.SimpleStatementLine)), None)
+    if statement is None:
+        return False
+    block = model.parent(statement)
+    if not any(a is block for a in model.ancestors(read)):
+        return False
+    return bool(model.precedes(statement, read)) and not _contains(model, statement, read)
+
+
+def _other_attribute(mutation, name: str, attribute: str) -> bool:  # noqa: ANN001
+    """Whether ``mutation`` assigns an attribute of ``name`` other than ``attribute``
+    (``name.other = v`` or ``name.other += v``)."""
+    node = mutation.node
+    if isinstance(node, cst.Assign):
+        targets = [t.target for t in node.targets]
+    elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+        targets = [node.target]
+    else:
+        return False
+    for target in targets:
+        if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == name):
+            return False
+        if target.attr.value == attribute:
+            return False
+    return True
+
+
 def _closure_change(
-    binding_list: list[Binding], analysis: ModuleAnalysis, name: str, site_call: cst.Call | None
+    binding_list: list[Binding],
+    analysis: ModuleAnalysis,
+    name: str,
+    site_call: cst.Call | None,
+    read_attribute: str | None = None,
+    read_node: cst.CSTNode | None = None,
 ) -> str | None:
     """Why a variable of an enclosing function can differ between the checkpoint call and
     the recomputation in backward, or ``None`` when every write runs before the call.
@@ -364,6 +730,10 @@ def _closure_change(
     for mutation in model.mutations:
         if mutation.base != name or not _resolves_to(analysis, mutation, scope):
             continue
+        if read_attribute is not None and _other_attribute(mutation, name, read_attribute):
+            continue  # `self.curr_layer = ...` does not change what `self.forward_funcs` reads
+        if read_node is not None and _written_before_read(model, mutation.node, read_node):
+            continue  # the region wrote it earlier in the same call: the recomputation writes it again first
         if mutation.scope.function_scope is not scope:
             how: str | None = "nested"
         else:
@@ -452,7 +822,9 @@ def _settled_closure(bindings: list[Binding], frame: Frame, site_analysis: Modul
     return True
 
 
-def _frame_reads(frame: Frame, site_call: cst.Call, site_analysis: ModuleAnalysis) -> Iterator[OuterRead]:
+def _frame_reads(
+    frame: Frame, site_call: cst.Call, site_analysis: ModuleAnalysis, region_functions: set[int] | None = None
+) -> Iterator[OuterRead]:
     model = frame.analysis.model
     here = site_call if site_analysis is frame.analysis else None
     written = _written_nodes(frame)
@@ -464,25 +836,43 @@ def _frame_reads(frame: Frame, site_call: cst.Call, site_analysis: ModuleAnalysi
         if kind == "outer":
             if _settled_closure(bindings, frame, site_analysis, site_call):
                 continue
-            why = _changed(bindings, frame.analysis, node.value, here)
+            parent = model.parent(node)
+            attribute = parent.attr.value if isinstance(parent, cst.Attribute) and parent.value is node else None
+            why = _changed(bindings, frame.analysis, node.value, here, region_functions, attribute, node)
             if why is not None and node.value not in seen:
                 seen.add(node.value)
                 yield OuterRead(node, frame, node.value, why)
         elif kind == "definition" and bindings[0].kind is BindingKind.IMPORT:
             parent = model.parent(node)
             if isinstance(parent, cst.Attribute) and parent.value is node and parent not in written:
-                why = _module_attribute_changed(site_analysis, frame.analysis, bindings[0], parent.attr.value)
+                why = _module_attribute_changed(site_analysis, frame.analysis, bindings[0], parent.attr.value, site_call)
                 key = f"{node.value}.{parent.attr.value}"
                 if why is not None and key not in seen:
                     seen.add(key)
                     yield OuterRead(parent, frame, key, why)
 
 
+def _after_call(model, node: cst.CSTNode, site_call: cst.CSTNode) -> bool:  # noqa: ANN001
+    """Whether ``node`` is in the function (or module code) that makes ``site_call`` and can
+    run after it: later in the code, or in a loop that also makes the call."""
+    owner = _enclosing_function(model, site_call)
+    if _enclosing_function(model, node) is not owner:
+        return False
+    if owner is None:
+        return _module_write_after(model, node, site_call) is not None
+    scope = model.scope_of_definition.get(owner)
+    return scope is not None and _write_after(model, node, _anchor(model, site_call, scope), scope) is not None
+
+
 def _module_attribute_changed(
-    site_analysis: ModuleAnalysis, analysis: ModuleAnalysis, binding: Binding, attr: str
+    site_analysis: ModuleAnalysis,
+    analysis: ModuleAnalysis,
+    binding: Binding,
+    attr: str,
+    site_call: cst.CSTNode | None = None,
 ) -> str | None:
-    """``config.FLAG`` read in the region and assigned (``config.FLAG = ...``) in the site's
-    module or the region's module."""
+    """``config.FLAG`` read in the region and assigned (``config.FLAG = ...``) in the code
+    that makes the checkpoint call, after the call or in a loop that also makes it."""
     target = binding.target
     for where in {id(site_analysis): site_analysis, id(analysis): analysis}.values():
         for mutation in where.model.mutations:
@@ -493,6 +883,10 @@ def _module_attribute_changed(
                 continue
             node = mutation.node
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [getattr(node, "target", None)]
+            if where is site_analysis and site_call is not None and not _after_call(where.model, node, site_call):
+                continue  # before the call (or in code not ordered against it): the forward read it too
+            if where is not site_analysis:
+                continue
             if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets):
                 row = where.range(node)[0][0]
                 return f"assigned at {_file(where, analysis)}{row}"

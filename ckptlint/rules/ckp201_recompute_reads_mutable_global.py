@@ -24,17 +24,27 @@ class RecomputeReadsMutableGlobal(Rule):
     VALID = (
         "from torch.utils.checkpoint import checkpoint\nSCALE = 2.0\n"
         "def f(x):\n    return x * SCALE\ncheckpoint(f, x, use_reentrant=False)\n",
+        # a configuration setter runs at start-up, not between a forward and its backward
+        "from torch.utils.checkpoint import checkpoint\nSCALE = 2.0\n"
+        "def set_scale(s):\n    global SCALE\n    SCALE = s\n"
+        "def f(x):\n    return x * SCALE\ncheckpoint(f, x, use_reentrant=False)\n",
+        # written before the call: the forward and the recomputation read the same value
+        "from torch.utils.checkpoint import checkpoint\nSTATE = {'scale': 1.0}\n"
+        "def f(x):\n    return x * STATE['scale']\n"
+        "def train(x):\n    STATE['scale'] = 0.5\n    return checkpoint(f, x, use_reentrant=False)\n",
     )
     INVALID = (
         Invalid(
             "from torch.utils.checkpoint import checkpoint\nSCALE = 2.0\n"
-            "def set_scale(s):\n    global SCALE\n    SCALE = s\n"
-            "def f(x):\n    return x * SCALE\ncheckpoint(f, x, use_reentrant=False)\n",
+            "def f(x):\n    return x * SCALE\n"
+            "def step(x):\n    global SCALE\n    y = checkpoint(f, x, use_reentrant=False)\n"
+            "    SCALE = SCALE * 0.5\n    return y\n",
         ),
         Invalid(
             "from torch.utils.checkpoint import checkpoint\nSTATE = {'scale': 1.0}\n"
             "def f(x):\n    return x * STATE['scale']\n"
-            "def train():\n    STATE['scale'] = 0.5\n    checkpoint(f, x, use_reentrant=False)\n",
+            "def train(xs):\n    for x in xs:\n        y = checkpoint(f, x, use_reentrant=False)\n"
+            "        STATE['scale'] = 0.5\n",
         ),
     )
 

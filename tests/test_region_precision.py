@@ -1,0 +1,506 @@
+"""Precision of the state rules on real-code shapes (issue 11 after issue 12 widened regions).
+
+Each false pattern met on real repositories sits next to the shape that must stay reported.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from ckptlint.api import lint_source
+
+
+def _found(source: str, select: str) -> list[tuple[int, str]]:
+    return [(d.start[0], d.code) for d in lint_source(textwrap.dedent(source), select=[select])]
+
+
+# --------------------------------------------------------------- CKP202: what carries across calls
+DISPATCHER = """\
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    class Dispatcher(nn.Module):
+        def dispatch(self, x, routing_map):
+            self.routing_map = routing_map                # per-call overwrite (Megatron MoE)
+            self._original_num_tokens = x.size(0) * 2 + 1
+            self.reshard_after_forward, self.flag = True, False
+            return x[self.routing_map]
+
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dispatcher = Dispatcher()
+
+        def _body(self, x, m):
+            return self.dispatcher.dispatch(x, m)
+
+        def forward(self, x, m):
+            return checkpoint(self._body, x, m, use_reentrant=False)
+"""
+
+
+def test_plain_per_call_overwrite_is_not_a_side_effect():
+    assert _found(DISPATCHER, "CKP202") == []
+
+
+def test_counter_and_cache_read_before_write_are_reported():
+    source = """\
+        from torch import nn
+        import torch
+        from torch.utils.checkpoint import checkpoint
+
+
+        class CausalConv(nn.Module):  # diffusers magvit causal conv
+            def __init__(self):
+                super().__init__()
+                self.cache = None
+                self.calls = 0
+
+            def _clear_conv_cache(self):
+                del self.cache
+                self.cache = None
+
+            def body(self, x):
+                self.calls += 1
+                if self.cache is not None:
+                    x = torch.cat([self.cache, x], dim=2)
+                self._clear_conv_cache()
+                self.cache = x[:, :, -2:]
+                return x
+
+            def forward(self, x):
+                return checkpoint(self.body, x, use_reentrant=False)
+    """
+    # the reset to None in _clear_conv_cache writes the same constant every run: not reported
+    assert _found(source, "CKP202") == [(17, "CKP202"), (21, "CKP202")]
+
+
+def test_overwrite_from_its_own_value_is_reported_and_from_the_inputs_not():
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Block(nn.Module):
+            def body(self, x):
+                self.total = self.total + x.sum()
+                self.last = x.sum()
+                return x
+
+            def forward(self, x):
+                return checkpoint(self.body, x, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(7, "CKP202")]
+
+
+def test_one_time_initialisation_of_a_global_is_not_reported():
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+        _TRACKER = None
+        _TRACKER_INITIALIZED = False
+        CALLS = 0
+
+
+        def get_tracker():  # Megatron's model-parallel RNG tracker
+            global _TRACKER, _TRACKER_INITIALIZED, CALLS
+            if _TRACKER_INITIALIZED:
+                return _TRACKER
+            _TRACKER = object()
+            _TRACKER_INITIALIZED = True
+            return _TRACKER
+
+
+        def count():
+            global CALLS
+            CALLS = CALLS + 1
+
+
+        def body(x):
+            get_tracker()
+            count()
+            return x * 2
+
+
+        def run(x):
+            return checkpoint(body, x, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(19, "CKP202")]
+
+
+def test_item_write_to_a_local_tensor_in_a_helper_function_is_not_module_state():
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        def cal_rel_pos_type(attn, q, sp_idx):  # timm mvitv2.py
+            attn[:, :, sp_idx:, sp_idx:] = attn[:, :, sp_idx:, sp_idx:] + q
+            return attn
+
+
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.seen = {}
+
+            def body(self, x, q):
+                attn = x @ q
+                attn = cal_rel_pos_type(attn, q, 1)
+                self.seen[0] = attn.sum()
+                return attn
+
+            def forward(self, x, q):
+                return checkpoint(self.body, x, q, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(18, "CKP202")]
+
+
+def test_a_line_reached_from_several_sites_is_reported_once(tmp_path: Path, run_cli):
+    files = {
+        "pkg/attention.py": """\
+            from torch import nn
+
+
+            class Attention(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.log = []
+
+                def forward(self, x):
+                    self.log.append(x.sum())
+                    return x
+        """,
+    }
+    for i in range(3):
+        files[f"pkg/recipe_{i}.py"] = """\
+            from torch.utils.checkpoint import checkpoint
+            from pkg.attention import Attention
+
+            attn = Attention()
+
+
+            def step(x):
+                return checkpoint(attn, x, use_reentrant=False)
+        """
+    for name, content in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(content), encoding="utf-8")
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    result = run_cli("--output-format", "json", "--isolated", "--exit-zero", "--select", "CKP202", str(tmp_path))
+    records = [r for r in json.loads(result.stdout) if r["code"] == "CKP202"]
+    assert len(records) == 1, records
+    assert Path(records[0]["filename"]).name == "attention.py"
+    assert "recipe_0.py" in records[0]["message"]
+    assert "also recomputed by 2 other checkpoint sites" in records[0]["message"]
+
+
+# --------------------------------------------------------------- CKP201: what changes before backward
+def test_global_rebound_by_a_configuration_setter_is_not_reported():
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+        _USE_REENTRANT_CKPT = False  # timm/layers/config.py
+        _IS_GRAPH_CAPTURING = False  # Megatron cuda_graphs.py
+
+
+        def set_reentrant_ckpt(enable=True):
+            global _USE_REENTRANT_CKPT
+            _USE_REENTRANT_CKPT = enable
+
+
+        def set_is_graph_capturing():
+            global _IS_GRAPH_CAPTURING
+            _IS_GRAPH_CAPTURING = True
+
+
+        def body(x):
+            if _IS_GRAPH_CAPTURING or _USE_REENTRANT_CKPT:
+                return x
+            return x * 2
+
+
+        def run(x):
+            return checkpoint(body, x, use_reentrant=False)
+    """
+    assert _found(source, "CKP201") == []
+
+
+def test_global_changed_after_the_call_or_in_the_loop_or_by_the_region_is_reported():
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+        SCALE = 1.0
+        STEP = 0
+        TABLE = {"k": 1.0}
+
+
+        def body(x):
+            global STEP
+            STEP += 1
+            return x * SCALE * STEP * TABLE["k"]
+
+
+        def train(xs):
+            global SCALE
+            for x in xs:
+                y = checkpoint(body, x, use_reentrant=False)
+                TABLE["k"] = 0.5
+            SCALE = 0.5
+            return y
+    """
+    found = lint_source(textwrap.dedent(source), select=["CKP201"])
+    names = sorted(d.message.split("`")[1] for d in found)
+    assert names == ["SCALE", "STEP", "TABLE"]
+
+
+def test_setup_behind_an_exit_guard_and_lists_of_the_recomputed_function_are_not_reported():
+    # fairscale FSDP: `_setup_streams` returns once streams exist; `_rebuild_full_params`
+    # fills a list it creates itself through a nested function; `has_full_params` guards an exit
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class FSDP(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self._streams = {}
+                self.has_full_params = False
+                self.history = []
+
+            def _setup_streams(self):
+                if len(self._streams) > 0:
+                    return
+                self._streams["all_gather"] = object()
+
+            def _rebuild(self, params):
+                output_tensors = []
+
+                def update_p_data(p):
+                    p.data = p.data * 2
+                    output_tensors.append(p.data)
+
+                if self.has_full_params:
+                    return output_tensors
+                for p in params:
+                    update_p_data(p)
+                self.has_full_params = True
+                self.history.append(len(output_tensors))
+                return output_tensors
+
+            def body(self, x):
+                self._setup_streams()
+                self._rebuild([x])
+                return x
+
+            def forward(self, x):
+                return checkpoint(self.body, x, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(29, "CKP202")]
+
+
+def test_closure_object_read_for_another_attribute_than_the_one_written():
+    # DeepSpeed pipe/module.py: exec_func reads self.forward_funcs and writes self.curr_layer
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Pipe:
+            def forward(self, x):
+                def exec_range_func(start, end):
+                    def exec_func(*inputs):
+                        for idx, layer in enumerate(self.forward_funcs[start:end]):
+                            self.curr_layer = idx
+                            inputs = layer(inputs) * self.scale * self.curr_layer
+                            self.scale += 1
+                        return inputs
+                    return exec_func
+                return checkpoint(exec_range_func(0, 2), x, use_reentrant=False)
+    """
+    found = lint_source(textwrap.dedent(source), select=["CKP201"])
+    assert [(d.start[0], d.message.split("`")[1]) for d in found] == [(10, "self")]
+
+
+def test_seeding_python_or_numpy_random_is_not_a_draw():
+    source = """\
+        import random
+        import numpy as np
+        from torch.utils.checkpoint import checkpoint
+
+
+        def body(x, seed):
+            random.seed(seed)
+            np.random.seed(seed)
+            return x * np.random.uniform()
+
+
+        def run(x):
+            return checkpoint(body, x, 3, use_reentrant=False)
+    """
+    assert _found(source, "CKP103") == [(9, "CKP103")]
+
+
+def test_overwrite_of_state_this_call_already_wrote_is_not_reported():
+    # Megatron MoE dispatcher: preprocess sets routing_map, token_dispatch gathers it
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Dispatcher(nn.Module):
+            def preprocess(self, x, routing_map):
+                self.routing_map = routing_map
+                return x
+
+            def token_dispatch(self, x):
+                self.routing_map = self.routing_map.repeat(2, 1)
+                self.seen = self.seen + 1
+                return x[self.routing_map]
+
+            def body(self, x, m):
+                return self.token_dispatch(self.preprocess(x, m))
+
+            def forward(self, x, m):
+                return checkpoint(self.body, x, m, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(12, "CKP202")]
+
+
+def test_save_and_restore_and_one_time_initialiser_read_are_not_reported():
+    # Megatron tensor_parallel/random.py: fork() saves and restores the current state name;
+    # initialize_rng_tracker() is a one-time initialiser whose globals the region reads
+    source = """\
+        import contextlib
+        from torch.utils.checkpoint import checkpoint
+
+        _TRACKER = None
+        _INITIALIZED = False
+
+
+        def initialize_rng_tracker(force_reset=False):
+            global _TRACKER, _INITIALIZED
+            if force_reset:
+                _TRACKER = None
+                _INITIALIZED = False
+            if _INITIALIZED:
+                return
+            _TRACKER = Tracker()
+            _INITIALIZED = True
+
+
+        def get_tracker():
+            initialize_rng_tracker()
+            return _TRACKER
+
+
+        class Tracker:
+            def __init__(self):
+                self._current_state_name = None
+
+            @contextlib.contextmanager
+            def fork(self, name):
+                orig_state_name = self._current_state_name
+                self._current_state_name = name
+                try:
+                    yield
+                finally:
+                    self._current_state_name = orig_state_name
+
+
+        def body(x):
+            with get_tracker().fork("model-parallel"):
+                return x * 2
+
+
+        def run(x):
+            return checkpoint(body, x, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == []
+    assert _found(source, "CKP201") == []
+
+
+def test_tuple_overwrites_idempotent_flags_and_setdefault_are_not_reported():
+    # Megatron: `self.token_probs, self.token_indices = topk(...)` then a masked refill;
+    # `self.over_budget |= ...`; utils.py `_nvtx_range_msg_pool.setdefault(...)`
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+        POOL = {}
+
+
+        class Dispatcher(nn.Module):
+            def body(self, probs, mask):
+                self.token_probs, self.token_indices = torch.topk(probs, 2, dim=-1)
+                self.token_indices = self.token_indices.masked_fill(mask, -1)
+                self.over_budget |= self.token_indices.sum() > 4
+                POOL.setdefault("dispatch", "dispatch")
+                self.steps += 1
+                return self.token_probs
+
+            def forward(self, probs, mask):
+                return checkpoint(self.body, probs, mask, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(14, "CKP202")]
+
+
+def test_cache_grown_or_rebuilt_on_a_changed_key_is_not_reported():
+    # rotary embeddings (LAVIS, InternVL, Megatron-DeepSpeed): the recomputation sees the grown cache
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Rotary(nn.Module):
+            def body(self, x, seq_len):
+                if seq_len > self.max_seq_len_cached:
+                    self.max_seq_len_cached = seq_len
+                    self.cos = torch.arange(seq_len)
+                if seq_len == 3:
+                    self.max_seq_len_cached = self.max_seq_len_cached * 2
+                return x * self.cos[:seq_len]
+
+            def forward(self, x, seq_len):
+                return checkpoint(self.body, x, seq_len, use_reentrant=False)
+    """
+    assert _found(source, "CKP202") == [(12, "CKP202")]
+
+
+def test_magvit_causal_conv_cache_stays_reported():
+    # diffusers autoencoder_kl_magvit.py: the first branch fills the cache and returns,
+    # the other reads it; both writes carry the previous call's frames into the next
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class CausalConv(nn.Module):
+            def _clear_conv_cache(self):
+                del self.prev_features
+                self.prev_features = None
+
+            def conv(self, x):
+                if self.prev_features is None:
+                    self._clear_conv_cache()
+                    self.prev_features = x[:, :, -2:].clone()
+                    return x
+                else:
+                    x = torch.concat([self.prev_features, x], dim=2)
+                    self._clear_conv_cache()
+                    self.prev_features = x[:, :, -2:].clone()
+                    return x
+
+            def forward(self, x):
+                return checkpoint(self.conv, x, use_reentrant=False)
+    """
+    # line 14 is the lazy fill under `is None` (written once); line 19 carries the cache
+    assert _found(source, "CKP202") == [(19, "CKP202")]
