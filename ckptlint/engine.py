@@ -352,7 +352,7 @@ class FileLinter:
                 )
         noqa: dict[str, NoqaIndex] = {}
         kept = self._filter(found, source, settings, enabled, analysis, noqa)
-        if may_have_invalid(source.text):  # ruff warns about a `# noqa:` without codes and ignores it
+        if may_have_invalid(source.text):  # ruff warns about a noqa directive with a colon and no codes, and ignores it
             index = noqa.get(source.path) or noqa.setdefault(source.path, parse_noqa(source))
             problems += [Problem(source.path, f"{row}: {INVALID_NOQA}", "warning") for row in index.invalid]
         for path, other in noqa.items():

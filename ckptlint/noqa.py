@@ -67,7 +67,7 @@ class NoqaIndex:
     by_row: dict[int, NoqaDirective]
     file_codes: frozenset[str] | None = None  # codes exempted for the whole file
     file_blanket: bool = False
-    invalid: list[int] = field(default_factory=list)  # rows of `# noqa:` without codes (ignored)
+    invalid: list[int] = field(default_factory=list)  # rows of noqa directives with a colon and no codes (ignored)
     line_map: dict[int, int] = field(default_factory=dict)  # row -> the row its noqa goes on
 
     def row_for(self, row: int) -> int:
