@@ -143,11 +143,18 @@ def _nodes(function: cst.FunctionDef):  # noqa: ANN202 - an iterator of nodes
 
 
 def _callee_name(call: cst.Call) -> str:
-    func = call.func
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    if isinstance(func, cst.Name):
-        return func.value
+    return _last_name(call.func)
+
+
+def _last_name(expr: cst.BaseExpression) -> str:
+    """The last name of a dotted expression (``torch.cuda.amp.custom_bwd`` -> ``custom_bwd``),
+    of the called expression for a call; ``""`` for anything else."""
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    if isinstance(expr, cst.Name):
+        return expr.value
     return ""
 
 
@@ -214,7 +221,7 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
     if not reruns or attribute is None:
         return None
     restores_rng = any(_is_rng_call(call) for call in backward_calls)
-    custom_bwd = any("custom_bwd" in _decorator_name(d.decorator) for d in backward.decorators)
+    custom_bwd = any("custom_bwd" in _last_name(d.decorator) for d in backward.decorators)
     reads_autocast = any("autocast" in _callee_name(c).lower() for c in forward_calls)
     enters_autocast = any("autocast" in _callee_name(c).lower() for c in backward_calls)
     restores_autocast = custom_bwd or (reads_autocast and enters_autocast)
@@ -234,16 +241,6 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
 def _is_rng_call(call: cst.Call) -> bool:
     name = _callee_name(call).lower()
     return any(word in name for word in _RNG_WORDS) or name in _RNG_NAMES
-
-
-def _decorator_name(expr: cst.BaseExpression) -> str:
-    if isinstance(expr, cst.Call):
-        expr = expr.func
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    if isinstance(expr, cst.Name):
-        return expr.value
-    return ""
 
 
 def implementation_of_apply(call: cst.Call, model: SemanticModel, found: HomeMade) -> Implementation | None:

@@ -4,27 +4,8 @@ from __future__ import annotations
 
 from ckptlint.model.homemade import home_made
 from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 
-_FUNCTION = (
-    "import torch\n"
-    "class Recompute(torch.autograd.Function):\n"
-    "    @staticmethod\n"
-    "    def forward(ctx, fn, x):\n"
-    "        ctx.fn = fn\n"
-    "        ctx.save_for_backward(x)\n"
-    "{save}"
-    "        with torch.no_grad():\n"
-    "            return fn(x)\n"
-    "    @staticmethod\n"
-    "    def backward(ctx, grad):\n"
-    "        (x,) = ctx.saved_tensors\n"
-    "        x = x.detach().requires_grad_(True)\n"
-    "{restore}"
-    "        with torch.enable_grad():\n"
-    "            out = ctx.fn(x)\n"
-    "        torch.autograd.backward(out, grad)\n"
-    "        return None, x.grad\n"
-)
 
 
 class RecomputeWithoutRngRestore(Rule):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ckptlint.model.homemade import home_made
 from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
-from ckptlint.rules.ckp104_recompute_without_rng_restore import _FUNCTION
+from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 
 _RNG = dict(
     save="        ctx.cpu_state = torch.get_rng_state()\n",

@@ -95,6 +95,16 @@ def default_loss(output: Any, ignore: Callable[[str], bool] | None = None) -> to
     return total
 
 
+def _record_input_grads(step: _Step, args: Any, kw: dict[str, Any]) -> None:
+    """Store the gradient of every input tensor that requires grad (positional arguments as
+    ``input[...]``, keyword arguments as ``kwargs[...]``, nested containers flattened) on
+    ``step.input_grads``, keyed ``"grad of NAME"``."""
+    for prefix, tree in (("input", tuple(args)), ("kwargs", kw)):
+        for name, leaf in flatten(tree, prefix):
+            if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
+                step.input_grads[f"grad of {name}"] = _keep(leaf.grad)
+
+
 def _keep(value: Any) -> Any:
     return value.detach().clone() if isinstance(value, torch.Tensor) else value
 
@@ -198,12 +208,7 @@ def _run_step(
             step.other_warnings.append(f"{w.category.__name__}: {w.message}")
         elif key not in step.warnings:
             step.warnings.append(key)
-    for name, leaf in flatten(tuple(args), "input"):
-        if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
-            step.input_grads[f"grad of {name}"] = _keep(leaf.grad)
-    for name, leaf in flatten(kw, "kwargs"):
-        if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
-            step.input_grads[f"grad of {name}"] = _keep(leaf.grad)
+    _record_input_grads(step, args, kw)
     for prefix, module in modules.items():
         dot = f"{prefix}." if prefix else ""
         for name, p in module.named_parameters():

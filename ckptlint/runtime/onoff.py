@@ -19,13 +19,13 @@ import torch
 from torch import nn
 
 from .compare import Difference, flatten
-from .equivalence import _WARNING_TEXT, _compare, _ignore_matcher, _keep, _keep_tree, _Step, _vacuity_notes, _warn_vacuous, default_loss
+from .equivalence import _WARNING_TEXT, _compare, _ignore_matcher, _keep, _keep_tree, _record_input_grads, _Step, _vacuity_notes, _warn_vacuous, default_loss
 from .inputs import clone_inputs
 from .memory import MemoryReport, compare_memory
 from .pyglobals import watch_state
 from .report import CheckpointMismatch, EquivalenceReport, Evidence, VariantResult, diagnose, variant_label
 from .rng_audit import audit_rng
-from .states import capture_rng, restore_rng, rng_differences
+from .states import capture_rng, restore_rng
 from .switches import find_switch, is_checkpointing_on, resolve_enable, turn_off, unwrap_name
 from .targets import plain_attributes
 from .warning_keys import classify_warning
@@ -150,12 +150,7 @@ def _run(
         key = classify_warning(str(w.message))
         if key is not None and key not in step.warnings:
             step.warnings.append(key)
-    for name, leaf in flatten(tuple(args), "input"):
-        if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
-            step.input_grads[f"grad of {name}"] = _keep(leaf.grad)
-    for name, leaf in flatten(kw, "kwargs"):
-        if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
-            step.input_grads[f"grad of {name}"] = _keep(leaf.grad)
+    _record_input_grads(step, args, kw)
     for name, p in model.named_parameters():
         if p.requires_grad:
             step.param_grads[f"grad of {unwrap_name(name)}"] = _keep(p.grad)
