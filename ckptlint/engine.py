@@ -26,7 +26,7 @@ from ckptlint.gate import may_have_findings
 from ckptlint.noqa import INVALID_MESSAGE as INVALID_NOQA
 from ckptlint.noqa import NoqaIndex, may_have_invalid, parse_noqa
 from ckptlint.project import Project, module_name_for
-from ckptlint.rule_codes import IO_ERROR, SYNTAX_ERROR, UNUSED_NOQA
+from ckptlint.rule_codes import IO_ERROR, REGION_RULES, SYNTAX_ERROR, UNUSED_NOQA
 from ckptlint.settings import Settings
 from ckptlint.source import SourceDecodeError, SourceFile, gate_bytes, load_source
 
@@ -116,14 +116,14 @@ class FileResult:
 
 
 def _one_per_line(found: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """One finding per problem: a region rule (CKP1xx, CKP2xx) reports a line of shared code
-    once for every checkpoint site whose region reaches it, from the file of each site
+    """One finding per problem: a region rule (:data:`~ckptlint.rule_codes.REGION_RULES`)
+    reports a line of shared code once for every checkpoint site whose region reaches it, from the file of each site
     (torchtune's attention reached by fifteen recipes). Those are merged into the first
     (by message, so by site), which says how many other sites reach the line."""
     groups: dict[tuple, list[Diagnostic]] = {}
     out: list[Diagnostic] = []
     for diagnostic in found:
-        if diagnostic.code[:4] in ("CKP1", "CKP2") and diagnostic.fix is None:
+        if diagnostic.code in REGION_RULES and diagnostic.fix is None:
             groups.setdefault((diagnostic.code, diagnostic.path, diagnostic.start, diagnostic.end), []).append(diagnostic)
         else:
             out.append(diagnostic)

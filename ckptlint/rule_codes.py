@@ -7,7 +7,7 @@ out never needs. ``tests/test_rule_specs.py`` checks these against the rule regi
 
 from __future__ import annotations
 
-__all__ = ["IO_ERROR", "OFF_BY_DEFAULT", "RULE_CODES", "SYNTAX_ERROR", "UNUSED_NOQA"]
+__all__ = ["IO_ERROR", "OFF_BY_DEFAULT", "REGION_RULES", "RULE_CODES", "SYNTAX_ERROR", "UNUSED_NOQA"]
 
 #: Every rule code, sorted (the registry in :mod:`ckptlint.rules` has the rules themselves).
 RULE_CODES: tuple[str, ...] = (
@@ -33,6 +33,11 @@ RULE_CODES: tuple[str, ...] = (
 
 #: Rules a default selection leaves off (like ruff's RUF100, unused-noqa is opt-in).
 OFF_BY_DEFAULT: frozenset[str] = frozenset({"CKP901"})
+
+#: Rules that report in code a checkpoint recomputes (the RNG and outer-state rules, and the
+#: home-made recompute implementations): one line of shared code can be reached by many
+#: sites, and the run reports it once (``engine.RunResult.diagnostics``).
+REGION_RULES: frozenset[str] = frozenset(code for code in RULE_CODES if code[:4] in ("CKP1", "CKP2"))
 
 SYNTAX_ERROR = "CKP999"
 IO_ERROR = "CKP902"
