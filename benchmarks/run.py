@@ -180,7 +180,7 @@ def _touch(path: Path, counter: int) -> None:
 
 
 def _gated(files: list[Path]) -> list[Path]:
-    from ckptlint.gate import may_have_findings
+    from ckptlint.lint.gate import may_have_findings
 
     return [p for p in files if may_have_findings(p.read_bytes())]
 

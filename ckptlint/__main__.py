@@ -1,6 +1,6 @@
 """Entry point for ``python -m ckptlint``."""
 
-from ckptlint.cli import main
+from ckptlint.cli.app import main
 
 if __name__ == "__main__":
     main()

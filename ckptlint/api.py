@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ckptlint.config import CliOverrides, build_settings
-from ckptlint.diagnostics import Diagnostic
-from ckptlint.engine import FileLinter, FixMode, io_error
-from ckptlint.project import Project
-from ckptlint.settings import normalise_selectors
+from ckptlint.config.files import CliOverrides, build_settings
+from ckptlint.text.diagnostics import Diagnostic
+from ckptlint.lint.engine import FileLinter, FixMode, io_error
+from ckptlint.semantic.project import Project
+from ckptlint.config.settings import normalise_selectors
 
 __all__ = ["fix_source", "lint_source", "settings_for"]
 
@@ -41,7 +41,7 @@ def lint_source(
     ``select``/``ignore`` take codes or prefixes (default: the default rule set). A text that
     cannot be checked (a coding cookie naming an unknown encoding, too deeply nested) gives one
     CKP902 diagnostic, as on the command line. Raises
-    :class:`~ckptlint.settings.UnknownRuleSelector` for an unknown code, ``RuntimeError`` for
+    :class:`~ckptlint.config.settings.UnknownRuleSelector` for an unknown code, ``RuntimeError`` for
     an internal error.
     """
     settings = settings_for(select, ignore)

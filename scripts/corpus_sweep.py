@@ -102,7 +102,7 @@ def compiles(path: Path) -> bool:
             warnings.simplefilter("ignore")
             source = path.read_bytes()
             if path.suffix == ".ipynb":
-                from ckptlint.notebook import NotebookError, code_bytes, validate
+                from ckptlint.text.notebook import NotebookError, code_bytes, validate
 
                 try:
                     validate(source.decode("utf-8-sig"))
@@ -124,7 +124,7 @@ def _lint_ungated(path: str) -> tuple[str, list[str], int, float]:
     if path.endswith(".ipynb"):
         return path, [], 0, 0.0  # notebooks are swept by the CLI runs (their fixes are JSON)
     from ckptlint.api import settings_for
-    from ckptlint.engine import FileLinter, FixMode
+    from ckptlint.lint.engine import FileLinter, FixMode
 
     started = time.perf_counter()
     result = FileLinter().lint(

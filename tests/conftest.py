@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ckptlint.cli import main
+from ckptlint.cli.app import main
 
 
 @dataclass

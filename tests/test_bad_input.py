@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ckptlint.api import settings_for
-from ckptlint.engine import MAX_FILE_BYTES, FileLinter, lint_files
+from ckptlint.lint.engine import MAX_FILE_BYTES, FileLinter, lint_files
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 CALL = IMPORT + "checkpoint(f, x)\n"

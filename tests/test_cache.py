@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import ckptlint
-from ckptlint import cache as cache_module
-from ckptlint.cache import CACHEDIR_TAG, ResultCache
+from ckptlint.lint import cache as cache_module
+from ckptlint.lint.cache import CACHEDIR_TAG, ResultCache
 
 LAYERS = """\
     from torch import nn

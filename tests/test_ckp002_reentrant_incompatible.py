@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ckptlint.api import fix_source, lint_source
-from ckptlint.diagnostics import Applicability
+from ckptlint.text.diagnostics import Applicability
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 

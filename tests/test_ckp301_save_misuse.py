@@ -1,4 +1,4 @@
-"""CKP301 checkpoint-used-as-save: the classification in ckptlint.model.misuse, messages,
+"""CKP301 checkpoint-used-as-save: the classification in ckptlint.checkpoint.misuse, messages,
 display-only fixes, and that such calls get no reentrancy findings."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ckptlint.api import fix_source, lint_source
-from ckptlint.diagnostics import Applicability, Diagnostic
+from ckptlint.text.diagnostics import Applicability, Diagnostic
 
 IMPORT = "import os\nimport torch\nfrom torch.utils.checkpoint import checkpoint\n"
 SHARED_CASES = Path("/work/shared/cases")

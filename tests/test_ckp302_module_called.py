@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ckptlint.api import fix_source, lint_source
-from ckptlint.diagnostics import Applicability
+from ckptlint.text.diagnostics import Applicability
 
 
 def found(src: str, code: str = "CKP302"):

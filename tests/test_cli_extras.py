@@ -147,7 +147,7 @@ def test_stdin_with_force_exclude_prints_nothing_for_an_excluded_path(write, run
 def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     from click.testing import CliRunner
 
-    from ckptlint.cli import main
+    from ckptlint.cli.app import main
 
     monkeypatch.chdir(tmp_path)
     source = (IMPORT + "checkpoint(f, x, debug=True)\ncheckpoint(g, x)\n").replace("\n", "\r\n")

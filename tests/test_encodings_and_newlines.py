@@ -103,7 +103,7 @@ def test_undecodable_file_is_a_problem_not_a_crash(run_cli, write) -> None:  # n
 
 
 def test_gate_sees_an_import_on_the_first_line_after_a_bom() -> None:
-    from ckptlint.gate import may_have_findings
+    from ckptlint.lint.gate import may_have_findings
 
     body = IMPORT + b"\nz = checkpoint(f, x)\n"
     assert may_have_findings(body)

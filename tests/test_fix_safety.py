@@ -8,8 +8,9 @@ import os
 
 import pytest
 
-from ckptlint import engine, fixer
-from ckptlint.diagnostics import Applicability, Edit
+from ckptlint.lint import engine
+from ckptlint.text import fixer
+from ckptlint.text.diagnostics import Applicability, Edit
 from ckptlint.rules import ALL_RULES
 from ckptlint.rules.base import Rule, RuleContext
 
@@ -207,7 +208,7 @@ def test_the_linted_codes_warnings_are_not_shown(tail):
     import warnings
 
     from ckptlint.api import settings_for
-    from ckptlint.engine import FileLinter, FixMode
+    from ckptlint.lint.engine import FileLinter, FixMode
 
     text = IMPORT + 'if x is not "":\n    y = checkpoint(f, x)\nz = "\\d"\n' + "w = 1\n" * 100 + tail
     with warnings.catch_warnings(record=True) as caught:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ckptlint.api import lint_source
-from ckptlint.gate import may_have_findings
+from ckptlint.lint.gate import may_have_findings
 
 SITES = {
     "import-torch": "import torch\ny = torch.utils.checkpoint.checkpoint(f, x)\n",

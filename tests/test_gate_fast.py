@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ckptlint.gate import may_have_findings
+from ckptlint.lint.gate import may_have_findings
 
 PASS = [
     "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n",

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from ckptlint import engine
+from ckptlint.lint import engine
 from ckptlint.rules import ALL_RULES
 from ckptlint.rules.ckp001_use_reentrant import CheckpointWithoutUseReentrant
 

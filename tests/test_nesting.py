@@ -2,7 +2,7 @@
 
 libcst's native parser overflows the C stack (the process dies with SIGSEGV) on deep enough
 code; where depends on the construct and the stack size. ckptlint refuses a file deeper than
-:data:`~ckptlint.analysis.MAX_NESTING` levels (CKP902) before libcst sees it and lints
+:data:`~ckptlint.semantic.analysis.MAX_NESTING` levels (CKP902) before libcst sees it and lints
 everything below, however deep real code is not.
 """
 
@@ -15,7 +15,7 @@ from importlib.metadata import version
 
 import pytest
 
-from ckptlint.analysis import MAX_NESTING
+from ckptlint.semantic.analysis import MAX_NESTING
 from ckptlint.api import lint_source
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"

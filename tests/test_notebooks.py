@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ckptlint.notebook import Notebook, notebook_source
+from ckptlint.text.notebook import Notebook, notebook_source
 
 CASE = Path(__file__).parent / "cases" / "notebooks" / "vit_activation_checkpointing.ipynb"
 NAME = CASE.name

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint.diagnostics import Applicability, Diagnostic, Edit, Fix
+from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 from ckptlint.docs import rule_doc
 from ckptlint.output import FORMATS, renderer
 from ckptlint.output.base import OutputContext
@@ -607,7 +607,7 @@ def test_full_gutter_widens_with_line_numbers(project: Path, run_cli) -> None:  
 def test_crlf_source_leaves_no_carriage_return_in_any_format(project: Path) -> None:
     """click's test runner turns CRLF into LF in ``stdout``, so render directly here."""
     from ckptlint.api import settings_for
-    from ckptlint.engine import FileLinter
+    from ckptlint.lint.engine import FileLinter
 
     path = project / "crlf.py"
     result = FileLinter().lint(str(path), path.read_bytes(), settings_for(), gate=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint import engine
+from ckptlint.lint import engine
 
 FILES = {
     "pkg/__init__.py": "",

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckptlint.api import settings_for
-from ckptlint.engine import FileLinter, FixMode
+from ckptlint.lint.engine import FileLinter, FixMode
 
 BUDGET = settings(
     max_examples=120,

@@ -1,4 +1,4 @@
-"""Reach: the checkpoint APIs of the ecosystem (ckptlint/apis.py rows), home-made recompute
+"""Reach: the checkpoint APIs of the ecosystem (ckptlint/facts/apis.py rows), home-made recompute
 functions, re-exports through the linted tree, and ``--show-sites``.
 
 Each API is written with its real import form and a planted problem in its region (a
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ckptlint.api import lint_source
-from ckptlint.gate import may_have_findings
+from ckptlint.lint.gate import may_have_findings
 
 
 def _codes(source: str, select: str = "ALL") -> list[tuple[int, str]]:

@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 from ckptlint.api import lint_source
-from ckptlint.model.regions import MAX_DEPTH
+from ckptlint.checkpoint.regions import MAX_DEPTH
 
 
 def _codes(source: str, select: str = "ALL") -> list[tuple[int, str]]:

@@ -238,7 +238,7 @@ def test_noqa_where_the_string_or_continuation_ends(run_cli, write, source: str)
 
 
 def test_jobs_is_capped_at_the_files_to_lint(run_cli, write, monkeypatch) -> None:
-    from ckptlint import engine
+    from ckptlint.lint import engine
 
     used: list[int] = []
     original = engine._in_pool

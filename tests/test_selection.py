@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ckptlint.config import CliOverrides, build_settings
-from ckptlint.settings import RuleSelection, SelectionLayer, default_enabled
+from ckptlint.config.files import CliOverrides, build_settings
+from ckptlint.config.settings import RuleSelection, SelectionLayer, default_enabled
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 # one CKP001 finding (line 2) and one CKP999 syntax error (line 3)

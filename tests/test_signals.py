@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint import engine
+from ckptlint.lint import engine
 from ckptlint.api import settings_for
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="uses /proc and PR_SET_PDEATHSIG")
@@ -126,7 +126,8 @@ def test_sigint_stops_within_a_second_with_a_summary_and_exit_130(tree: Path, jo
 
 def test_sigint_while_fixes_are_written_finishes_the_file_being_written(tree: Path, monkeypatch) -> None:
     """A stop request during the writes: the file being written is written whole, no other."""
-    from ckptlint import cli, fixer
+    from ckptlint.cli import app as cli
+    from ckptlint.text import fixer
 
     writes: list[Path] = []
     original = fixer.write_atomically

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import libcst as cst
 
-from ckptlint.analysis import parse_source
-from ckptlint.model.regions import RegionBuilder, _nodes_of_function
-from ckptlint.project import Project
-from ckptlint.source import decode_source
+from ckptlint.semantic.analysis import parse_source
+from ckptlint.checkpoint.regions import RegionBuilder, _nodes_of_function
+from ckptlint.semantic.project import Project
+from ckptlint.text.source import decode_source
 
 SOURCE = """\
 import torch
@@ -130,7 +130,7 @@ def test_output_same_cold_warm_serial_parallel(tmp_path: Path, run_cli, monkeypa
 def test_module_cache_bounds_do_not_change_findings(tmp_path: Path, run_cli, monkeypatch) -> None:
     """A cache that evicts after every file (bounds of one module) reports the same as the
     default cache: analyses are re-parsed, never answered from a stale entry."""
-    import ckptlint.project as project_module
+    import ckptlint.semantic.project as project_module
 
     _files(tmp_path)
     monkeypatch.chdir(tmp_path)

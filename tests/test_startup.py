@@ -40,11 +40,11 @@ def test_version_imports_neither_torch_nor_libcst() -> None:
     proc, modules = _imported_modules("--version")
     assert proc.returncode == 0
     assert proc.stdout == f"ckptlint {__version__}\n"
-    assert "ckptlint.cli" in modules  # the measurement saw our modules
+    assert "ckptlint.cli.app" in modules  # the measurement saw our modules
     assert "click" in modules
     assert [m for m in modules if m == "torch" or m.startswith("torch.")] == []
     assert [m for m in modules if m == "libcst" or m.startswith("libcst.")] == []
-    assert [m for m in modules if m.startswith(("ckptlint.engine", "ckptlint.model", "ckptlint.rules"))] == []
+    assert [m for m in modules if m.startswith(("ckptlint.lint.engine", "ckptlint.semantic", "ckptlint.checkpoint", "ckptlint.rules"))] == []
 
 
 def test_linting_imports_no_torch(tmp_path: Path) -> None:

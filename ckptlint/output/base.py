@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from ckptlint.diagnostics import Diagnostic
-from ckptlint.source import SourceDecodeError, SourceFile, load_source
+from ckptlint.text.diagnostics import Diagnostic
+from ckptlint.text.source import SourceDecodeError, SourceFile, load_source
 
 __all__ = [
     "OutputContext",
@@ -73,7 +73,7 @@ class OutputContext:
         if path not in self._read:
             if path in self.sources:
                 if path.lower().endswith(".ipynb"):
-                    from ckptlint.notebook import NotebookSource, source_from_text
+                    from ckptlint.text.notebook import NotebookSource, source_from_text
 
                     source = source_from_text(path, self.sources[path])
                     try:  # the notebook on disk holds the IPython lines the text masks
@@ -101,11 +101,11 @@ class OutputContext:
 
     def localize(self, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
         """``diagnostics`` with those in notebooks made relative to their cell
-        (:func:`ckptlint.notebook.localize`); other diagnostics unchanged."""
+        (:func:`ckptlint.text.notebook.localize`); other diagnostics unchanged."""
         out = []
         for d in diagnostics:
             if d.cell is None and d.path.lower().endswith(".ipynb"):
-                from ckptlint.notebook import NotebookSource, localize
+                from ckptlint.text.notebook import NotebookSource, localize
 
                 source = self.source(d.path)
                 if isinstance(source, NotebookSource):

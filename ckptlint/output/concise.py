@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ckptlint.diagnostics import Applicability, Diagnostic
+from ckptlint.text.diagnostics import Applicability, Diagnostic
 from ckptlint.output.base import OutputContext, display_path, rule_name
 
 __all__ = ["fixes_applied", "render", "summary"]

@@ -16,7 +16,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from ckptlint.diagnostics import Diagnostic
+from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.output.base import OutputContext, relative_uri
 
 __all__ = ["fingerprints", "reported_text"]

@@ -25,11 +25,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from ckptlint.diagnostics import Applicability, Diagnostic
-from ckptlint.fixer import apply_edits
+from ckptlint.text.diagnostics import Applicability, Diagnostic
+from ckptlint.text.fixer import apply_edits
 from ckptlint.output.base import OutputContext, display_path
 from ckptlint.output.concise import summary
-from ckptlint.source import SourceFile
+from ckptlint.text.source import SourceFile
 
 __all__ = ["render"]
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from ckptlint.diagnostics import Diagnostic
+from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.output.base import OutputContext, display_path, relative_uri, severity_of
 
 __all__ = [
@@ -125,7 +125,7 @@ def _append_step_summary(diagnostics: Sequence[Diagnostic], ctx: OutputContext) 
         with open(target, "a", encoding="utf-8") as handle:
             handle.write(step_summary(diagnostics, ctx))
     except OSError as exc:
-        from ckptlint.discovery import os_reason
+        from ckptlint.config.discovery import os_reason
 
         reason = os_reason(exc, missing="no such file or directory")
         sys.stderr.write(f"warning: GITHUB_STEP_SUMMARY ({target}): cannot write the step summary: {reason}\n")

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ckptlint.diagnostics import Diagnostic
+from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.output.base import OutputContext, severity_of
 from ckptlint.output.fingerprints import fingerprints
 

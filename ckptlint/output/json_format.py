@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ckptlint.diagnostics import Diagnostic
+from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.docs import rule_url
 from ckptlint.output.base import OutputContext
 from ckptlint.rules import ALL_RULES

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ckptlint.diagnostics import Diagnostic
+from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.output.base import OutputContext
 from ckptlint.output.json_format import record
 

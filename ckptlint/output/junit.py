@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from itertools import groupby
 from pathlib import PurePosixPath
 
-from ckptlint.diagnostics import Diagnostic
+from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.output.base import OutputContext, display_path, severity_of
 
 __all__ = ["render"]

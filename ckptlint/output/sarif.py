@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ckptlint import __version__
-from ckptlint.diagnostics import Diagnostic, Edit, Fix
+from ckptlint.text.diagnostics import Diagnostic, Edit, Fix
 from ckptlint.docs import HOME_URL, rule_doc, rule_url
 from ckptlint.output.base import OutputContext, relative_uri, severity_of
 from ckptlint.output.fingerprints import fingerprints

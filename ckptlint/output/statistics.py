@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ckptlint.diagnostics import Diagnostic
+from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.output.base import OutputContext, rule_name
 from ckptlint.output.concise import summary
 

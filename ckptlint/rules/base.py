@@ -2,7 +2,7 @@
 
 A rule declares its code, kebab-case name, one-line summary, severity and whether it can
 fix, plus ``VALID`` and ``INVALID`` example programs that the test suite runs. Its
-:meth:`Rule.check` reads the module's :class:`~ckptlint.analysis.ModuleAnalysis` (the
+:meth:`Rule.check` reads the module's :class:`~ckptlint.semantic.analysis.ModuleAnalysis` (the
 semantic model and checkpoint sites) and calls :meth:`RuleContext.report`.
 """
 
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from ckptlint.diagnostics import Applicability, Diagnostic, Edit, Fix
+from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 
 if TYPE_CHECKING:
-    from ckptlint.analysis import ModuleAnalysis
-    from ckptlint.model.regions import Region, RegionBuilder
-    from ckptlint.model.sites import CheckpointSite
-    from ckptlint.project import Project
+    from ckptlint.semantic.analysis import ModuleAnalysis
+    from ckptlint.checkpoint.regions import Region, RegionBuilder
+    from ckptlint.checkpoint.sites import CheckpointSite
+    from ckptlint.semantic.project import Project
 
 __all__ = ["FixAvailability", "Invalid", "Rule", "RuleContext", "Severity"]
 
@@ -101,7 +101,7 @@ class RuleContext:
     @cached_property
     def regions(self) -> RegionBuilder:
         """The region builder shared by every rule run on this module."""
-        from ckptlint.model.regions import RegionBuilder
+        from ckptlint.checkpoint.regions import RegionBuilder
 
         return RegionBuilder(self.project)
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.apis import ApiKind
-from ckptlint.diagnostics import Applicability, Fix
-from ckptlint.edits import add_dict_entry, add_keyword_argument, replace_node
-from ckptlint.model.callables import signature_of
-from ckptlint.model.function_keywords import reentrant_call_refuses_keywords
-from ckptlint.model.options import OptionState
-from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.facts.apis import ApiKind
+from ckptlint.text.diagnostics import Applicability, Fix
+from ckptlint.text.edits import add_dict_entry, add_keyword_argument, replace_node
+from ckptlint.semantic.callables import signature_of
+from ckptlint.checkpoint.function_keywords import reentrant_call_refuses_keywords
+from ckptlint.checkpoint.options import OptionState
+from ckptlint.checkpoint.sites import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
 _KEYWORD = "use_reentrant=False"

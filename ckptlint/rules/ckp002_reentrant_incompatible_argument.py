@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.apis import NOOP_CONTEXT_FN, ApiKind
-from ckptlint.diagnostics import Applicability, Fix
-from ckptlint.edits import add_keyword_argument, replace_node
-from ckptlint.model.function_keywords import own_function_keywords, refused_keywords
-from ckptlint.model.options import OptionState, OptionValue
-from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.facts.apis import NOOP_CONTEXT_FN, ApiKind
+from ckptlint.text.diagnostics import Applicability, Fix
+from ckptlint.text.edits import add_keyword_argument, replace_node
+from ckptlint.checkpoint.function_keywords import own_function_keywords, refused_keywords
+from ckptlint.checkpoint.options import OptionState, OptionValue
+from ckptlint.checkpoint.sites import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
 _KEYWORD = "use_reentrant=False"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.apis import ApiKind
-from ckptlint.diagnostics import Applicability, Fix
-from ckptlint.edits import replace_node
-from ckptlint.model.misspelling import Misspelling
-from ckptlint.model.sites import CheckpointSite, Reentrancy
+from ckptlint.facts.apis import ApiKind
+from ckptlint.text.diagnostics import Applicability, Fix
+from ckptlint.text.edits import replace_node
+from ckptlint.checkpoint.misspelling import Misspelling
+from ckptlint.checkpoint.sites import CheckpointSite, Reentrancy
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
 
@@ -22,7 +22,7 @@ class MisspelledCheckpointOption(Rule):
     ``determinism_check`` reaches the function, where ``**kwargs`` swallows it and the
     option silently keeps its default. ``checkpoint_sequential`` and the composable
     ``checkpoint`` raise ``ValueError``. How closeness is judged:
-    :mod:`ckptlint.model.misspelling`.
+    :mod:`ckptlint.checkpoint.misspelling`.
     """
 
     code = "CKP003"

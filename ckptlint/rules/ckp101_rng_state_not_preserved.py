@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.diagnostics import Applicability
-from ckptlint.edits import remove_argument
-from ckptlint.model.randomness import random_ops
-from ckptlint.model.regions import site_label
-from ckptlint.model.sites import CheckpointSite, SiteForm
+from ckptlint.text.diagnostics import Applicability
+from ckptlint.text.edits import remove_argument
+from ckptlint.checkpoint.randomness import random_ops
+from ckptlint.checkpoint.regions import site_label
+from ckptlint.checkpoint.sites import CheckpointSite, SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
 

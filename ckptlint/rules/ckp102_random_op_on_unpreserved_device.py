@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ckptlint.model.randomness import device_moved_ops
-from ckptlint.model.regions import site_label
+from ckptlint.checkpoint.randomness import device_moved_ops
+from ckptlint.checkpoint.regions import site_label
 from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
 
 

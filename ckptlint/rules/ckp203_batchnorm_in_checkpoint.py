@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ckptlint.model.regions import site_label
-from ckptlint.torchfacts import LayerKind
+from ckptlint.checkpoint.regions import site_label
+from ckptlint.facts.torch_facts import LayerKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
 
 

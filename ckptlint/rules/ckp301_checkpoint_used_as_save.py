@@ -12,7 +12,7 @@ class CheckpointUsedAsSave(Rule):
     ``torch.utils.checkpoint.checkpoint`` recomputes a function during backward; it writes
     nothing anywhere. Called with a state dict it fails (``'collections.OrderedDict' object
     is not callable``); "fixed" by wrapping a callable, it runs silently and saves nothing.
-    How calls are classified: :mod:`ckptlint.model.misuse`.
+    How calls are classified: :mod:`ckptlint.checkpoint.misuse`.
     """
 
     code = "CKP301"

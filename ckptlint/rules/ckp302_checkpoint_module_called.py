@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.diagnostics import Applicability
-from ckptlint.edits import replace_node
-from ckptlint.model.misuse import SaveMisuse, save_misuse_of_arguments
+from ckptlint.text.diagnostics import Applicability
+from ckptlint.text.edits import replace_node
+from ckptlint.checkpoint.misuse import SaveMisuse, save_misuse_of_arguments
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.rules.save_advice import save_advice, torch_save_fix
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.apis import DCP_FUNCTIONS, DcpFunction, DcpOperation
-from ckptlint.model.semantic import BindingKind, SemanticModel, dotted_name
-from ckptlint.model.values import ValueKind, classify_value, name_hint
+from ckptlint.facts.apis import DCP_FUNCTIONS, DcpFunction, DcpOperation
+from ckptlint.semantic.model import BindingKind, SemanticModel, dotted_name
+from ckptlint.checkpoint.argument_kinds import ValueKind, classify_value, name_hint
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
 
@@ -112,7 +112,7 @@ def _argument(call: cst.Call, index: int, keyword: str) -> cst.Arg | None:
 
 def _module_evidence(expr: cst.BaseExpression, model: SemanticModel) -> str | None:
     """A noun phrase saying why ``expr`` is a module, or ``None``: built as one (see
-    :func:`~ckptlint.model.values.classify_value`), or, when nothing else is known about it,
+    :func:`~ckptlint.checkpoint.argument_kinds.classify_value`), or, when nothing else is known about it,
     named like one (``model``, ``self.module``, ``ddp_model``)."""
     guess = classify_value(expr, model)
     if guess is not None:

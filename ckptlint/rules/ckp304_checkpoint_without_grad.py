@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ckptlint.apis import ApiKind
-from ckptlint.model.grad_mode import GradMode, grad_mode_at
-from ckptlint.model.sites import SiteForm
+from ckptlint.facts.apis import ApiKind
+from ckptlint.checkpoint.grad_mode import GradMode, grad_mode_at
+from ckptlint.checkpoint.sites import SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
 
@@ -20,7 +20,7 @@ class CheckpointWithoutGrad(Rule):
     ``torch.enable_grad()`` / ``torch.set_grad_enabled(True)`` turns recording back on and
     is not reported; so is anything decided at run time (``set_grad_enabled(flag)``).
     Only the lexical context of the call's own function counts (see
-    :mod:`ckptlint.model.grad_mode`).
+    :mod:`ckptlint.checkpoint.grad_mode`).
     """
 
     code = "CKP304"

@@ -1,6 +1,6 @@
 """CKP901 unused-noqa: a ``# noqa: CKPxxx`` that suppressed nothing in this run (ruff's RUF100).
 
-The engine reports it (see :meth:`ckptlint.engine.FileLinter.check`): only after every other
+The engine reports it (see :meth:`ckptlint.lint.engine.FileLinter.check`): only after every other
 rule ran and noqa filtering marked the directives it used can a directive be judged. This
 module holds the rule's metadata, :func:`unused_noqa_diagnostics`, which turns the directives
 of one file into diagnostics with their fixes, and :func:`settle_unused_noqa`, the run-level
@@ -15,14 +15,14 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ckptlint.diagnostics import Applicability, Diagnostic, Edit, Fix
-from ckptlint.fixer import apply_edits
-from ckptlint.noqa import NoqaDirective, NoqaIndex
+from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
+from ckptlint.text.fixer import apply_edits
+from ckptlint.text.noqa import NoqaDirective, NoqaIndex
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
-from ckptlint.source import SourceFile
+from ckptlint.text.source import SourceFile
 
 if TYPE_CHECKING:
-    from ckptlint.engine import FileResult
+    from ckptlint.lint.engine import FileResult
 
 __all__ = ["UnusedNoqa", "settle_unused_noqa", "unused_noqa_diagnostics"]
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.analysis import ModuleAnalysis
-from ckptlint.apis import CHECKPOINT_OPTIONS
-from ckptlint.diagnostics import Applicability, Fix
-from ckptlint.edits import replace_node
-from ckptlint.model.misuse import SaveForm, SaveMisuse
+from ckptlint.semantic.analysis import ModuleAnalysis
+from ckptlint.facts.apis import CHECKPOINT_OPTIONS
+from ckptlint.text.diagnostics import Applicability, Fix
+from ckptlint.text.edits import replace_node
+from ckptlint.checkpoint.misuse import SaveForm, SaveMisuse
 from ckptlint.rules.base import RuleContext
 
 __all__ = ["save_advice", "save_message", "torch_save_fix"]

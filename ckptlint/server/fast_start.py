@@ -131,21 +131,21 @@ class FastStart:
         return message
 
     def _lint_and_publish(self, params: dict[str, Any]) -> None:
-        from ckptlint.config import ConfigError
+        from ckptlint.config.files import ConfigError
 
         document = params.get("textDocument") or {}
         uri, text = document.get("uri", ""), document.get("text", "")
         path = _path_of(uri)
         if path is None or not path.endswith((".py", ".pyi")):
             return
-        from ckptlint.config import CliOverrides, SettingsResolver
-        from ckptlint.engine import FileLinter
+        from ckptlint.config.files import CliOverrides, SettingsResolver
+        from ckptlint.lint.engine import FileLinter
 
         try:
             settings = SettingsResolver(CliOverrides(), cwd=Path(self.root or os.path.dirname(path))).for_path(Path(path))
         except ConfigError:
             return  # pygls shows the message
-        from ckptlint.discovery import _excluded_anywhere
+        from ckptlint.config.discovery import _excluded_anywhere
 
         if _excluded_anywhere(Path(path), settings):
             return  # pygls publishes the empty list

@@ -33,11 +33,11 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from ckptlint import __version__
-from ckptlint.diagnostics import Applicability, Diagnostic
-from ckptlint.project import Project, module_name_for
+from ckptlint.text.diagnostics import Applicability, Diagnostic
+from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.server.lsp_positions import units
-from ckptlint.settings import Settings
-from ckptlint.source import SourceFile
+from ckptlint.config.settings import Settings
+from ckptlint.text.source import SourceFile
 
 __all__ = ["CkptlintLanguageServer", "create_server"]
 
@@ -47,7 +47,7 @@ CONFIG_NAMES = (".ckptlint.toml", "ckptlint.toml", "pyproject.toml")
 
 
 class BufferProject(Project):
-    """A :class:`~ckptlint.project.Project` that reads open documents from the editor's
+    """A :class:`~ckptlint.semantic.project.Project` that reads open documents from the editor's
     buffers (unsaved text) before the files on disk."""
 
     def __init__(self, buffer_text) -> None:  # noqa: ANN001 - Callable[[Path], str | None]
@@ -62,7 +62,7 @@ class BufferProject(Project):
         if self._accessed is not None:
             self._accessed.add(path)
         if path not in self._analyses:
-            from ckptlint.analysis import parse_source
+            from ckptlint.semantic.analysis import parse_source
 
             name, is_package, root = module_name_for(path)
             self.add_root(root)
@@ -93,7 +93,7 @@ _units = units
 
 
 def _excluded(path: Path, settings: Settings) -> bool:
-    from ckptlint.discovery import _excluded_anywhere
+    from ckptlint.config.discovery import _excluded_anywhere
 
     return _excluded_anywhere(path, settings)
 
@@ -133,7 +133,7 @@ class CkptlintLanguageServer(LanguageServer):
 
     def settings_for(self, path: Path) -> Settings:
         """The file's settings from its closest configuration file (read afresh)."""
-        from ckptlint.config import CliOverrides, SettingsResolver
+        from ckptlint.config.files import CliOverrides, SettingsResolver
 
         root = Path(self.workspace.root_path) if self.workspace.root_path else path.parent
         return SettingsResolver(CliOverrides(), cwd=root).for_path(path)
@@ -142,8 +142,8 @@ class CkptlintLanguageServer(LanguageServer):
         """Lint the open document ``uri`` and publish what it finds; ``None`` for a
         document that is not a Python file on disk's namespace (``untitled:``) or whose
         configuration is broken (shown as a message)."""
-        from ckptlint.config import ConfigError
-        from ckptlint.engine import FileLinter
+        from ckptlint.config.files import ConfigError
+        from ckptlint.lint.engine import FileLinter
 
         path_text = to_fs_path(uri)
         if not path_text or not path_text.endswith(PYTHON_SUFFIXES):
@@ -157,7 +157,7 @@ class CkptlintLanguageServer(LanguageServer):
             return None
         self.project.forget(path)
         if _excluded(path, settings):  # as the command line skips it in a folder (ruff's server too)
-            from ckptlint.engine import FileResult
+            from ckptlint.lint.engine import FileResult
 
             result = FileResult(str(path))
         else:
@@ -181,7 +181,7 @@ class CkptlintLanguageServer(LanguageServer):
         text = self._buffer_text(path)
         if text is not None:
             return text
-        from ckptlint.source import SourceDecodeError, load_source
+        from ckptlint.text.source import SourceDecodeError, load_source
 
         try:
             return load_source(path.read_bytes(), str(path)).text
@@ -277,7 +277,7 @@ class CkptlintLanguageServer(LanguageServer):
     @staticmethod
     def _noqa_edit(d: Diagnostic, text: str, lines: _Lines) -> lsp.TextEdit | None:
         """Replace the noqa row's line by the line with ``# noqa: CODE`` added (or merged)."""
-        from ckptlint.add_noqa import add_noqa
+        from ckptlint.cli.add_noqa import add_noqa
 
         edit = add_noqa(SourceFile(d.path, text), [d])
         if not edit.added:
@@ -293,7 +293,7 @@ class CkptlintLanguageServer(LanguageServer):
         return lsp.TextEdit(range=lines.range((row, 1), (row, len(old) + 1)), new_text=new_lines[row - 1])
 
     def _fix_all(self, uri: str, linted: Linted) -> lsp.CodeAction | None:
-        from ckptlint.engine import FileLinter, FixMode
+        from ckptlint.lint.engine import FileLinter, FixMode
 
         path = os.path.abspath(to_fs_path(uri) or "")
         result = FileLinter(self.project).lint(

@@ -1,0 +1,1 @@
+"""Checkpointing semantics rules query: sites, options, regions, randomness, outer state."""

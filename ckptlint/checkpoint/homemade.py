@@ -1,0 +1,286 @@
+"""Home-made recompute functions: ``torch.autograd.Function`` subclasses of the linted tree
+that store a callable in ``forward`` and run it again in ``backward``, and the helpers that
+call their ``apply``.
+
+The pattern (torch.utils.checkpoint's own ``CheckpointFunction`` before 1.11, copied into
+diffusion code bases as ``checkpoint(func, inputs, params, flag)``, DeepSpeed, Megatron)::
+
+    class CheckpointFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, run_function, *args):
+            ctx.run_function = run_function        # the stored callable, run here
+            with torch.no_grad():
+                return run_function(*args)
+        @staticmethod
+        def backward(ctx, *grads):
+            with torch.enable_grad():
+                out = ctx.run_function(*inputs)    # the re-run (CKP104/CKP105 report here)
+
+An :class:`Implementation` records what the implementation restores around the re-run (read
+from its code, by the names it calls: an RNG save/restore, ``fork_rng``, an RNG tracker's
+``get_states``/``set_states``/``fork``; autocast state read in ``forward`` and re-entered in
+``backward``, or ``custom_bwd``). Calls of ``apply`` and of helpers that pass one of their
+parameters as the stored callable are checkpoint sites (see :mod:`ckptlint.checkpoint.sites`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ckptlint.facts.apis import AUTOGRAD_FUNCTION_BASES, HOME_MADE, CheckpointApi
+from ckptlint.semantic.model import BindingKind, SemanticModel
+from ckptlint.semantic.walk import child_nodes
+
+__all__ = ["Helper", "HomeMade", "Implementation", "home_made"]
+
+# Callee names (last part, lower case) that save or restore an RNG state.
+_RNG_WORDS = ("rng", "seed", "random_state")
+_RNG_NAMES = frozenset({"get_states", "set_states", "fork", "set_state", "get_state"})
+
+
+@dataclass(eq=False)
+class Implementation:
+    """One home-made recompute ``autograd.Function``.
+
+    Attributes:
+        node: the class; qualified: its qualified name (``pkg.nn.CheckpointFunction``).
+        function_index: index, among ``apply``'s arguments, of the stored callable.
+        reruns: the calls in ``backward`` that run the stored callable again.
+        restores_rng: an RNG state is saved and restored around the re-run.
+        restores_autocast: the autocast state of ``forward`` is re-applied (``custom_bwd``,
+            or read in ``forward`` and re-entered in ``backward``).
+        api: the table row of its sites (``HOME_MADE`` with these facts).
+    """
+
+    node: cst.ClassDef
+    qualified: str
+    function_index: int
+    reruns: list[cst.Call]
+    restores_rng: bool
+    restores_autocast: bool
+    api: CheckpointApi = field(default=HOME_MADE)
+
+
+@dataclass(eq=False)
+class Helper:
+    """A function that passes its parameter ``parameter`` (position ``index``) to an
+    implementation's ``apply`` as the stored callable."""
+
+    node: cst.FunctionDef
+    qualified: str
+    parameter: str
+    index: int
+    implementation: Implementation
+    api: CheckpointApi = field(default=HOME_MADE)
+
+
+@dataclass
+class HomeMade:
+    """The implementations and helpers of one module, by qualified name."""
+
+    implementations: dict[str, Implementation] = field(default_factory=dict)
+    helpers: dict[str, Helper] = field(default_factory=dict)
+
+
+_CACHE: dict[int, tuple[SemanticModel, HomeMade]] = {}
+
+
+def home_made(model: SemanticModel) -> HomeMade:
+    """Home-made implementations and helpers defined in the module of ``model`` (cached)."""
+    cached = _CACHE.get(id(model))
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    found = _find(model)
+    if len(_CACHE) > 256:
+        _CACHE.clear()
+    _CACHE[id(model)] = (model, found)
+    return found
+
+
+def _find(model: SemanticModel) -> HomeMade:
+    out = HomeMade()
+    for node, scope in model.scope_of_definition.items():
+        if not isinstance(node, cst.ClassDef):
+            continue
+        if not any(model.qualified_names(base.value) & AUTOGRAD_FUNCTION_BASES for base in node.bases):
+            continue
+        implementation = _implementation(node, scope.qualname, model)
+        if implementation is not None:
+            out.implementations[_qualified(model, scope.qualname)] = implementation
+    if out.implementations:
+        for node, scope in model.scope_of_definition.items():
+            if isinstance(node, cst.FunctionDef):
+                helper = _helper(node, model, out)
+                if helper is not None:
+                    out.helpers[_qualified(model, scope.qualname)] = helper
+    return out
+
+
+def _qualified(model: SemanticModel, qualname: str) -> str:
+    return f"{model.module_name}.{qualname}" if model.module_name else qualname
+
+
+def _methods(node: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    return {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
+
+
+def _params(function: cst.FunctionDef) -> list[str]:
+    return [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
+
+
+def _nodes(function: cst.FunctionDef):  # noqa: ANN202 - an iterator of nodes
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(child for _, child in child_nodes(node))
+
+
+def _callee_name(call: cst.Call) -> str:
+    return _last_name(call.func)
+
+
+def _last_name(expr: cst.BaseExpression) -> str:
+    """The last name of a dotted expression (``torch.cuda.amp.custom_bwd`` -> ``custom_bwd``),
+    of the called expression for a call; ``""`` for anything else."""
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    if isinstance(expr, cst.Name):
+        return expr.value
+    return ""
+
+
+def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> Implementation | None:
+    methods = _methods(node)
+    forward, backward = methods.get("forward"), methods.get("backward")
+    if forward is None or backward is None:
+        return None
+    params = _params(forward)
+    if len(params) < 2:
+        return None
+    ctx_name, rest = params[0], params[1:]
+    stored: dict[str, int] = {}
+    for inner in _nodes(forward):
+        if isinstance(inner, cst.Assign) and isinstance(inner.value, cst.Name) and inner.value.value in rest:
+            for target in inner.targets:
+                t = target.target
+                if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == ctx_name:
+                    stored[t.attr.value] = rest.index(inner.value.value)
+    # Only a callable forward runs itself is re-run by backward (not, say, a backward_op
+    # that forward stores for backward's own use: diffusers' ring attention).
+    parameter_of = {attr: rest[index] for attr, index in stored.items()}
+    forward_calls = [n for n in _nodes(forward) if isinstance(n, cst.Call)]
+    run_in_forward = set()
+    for call in forward_calls:
+        func = call.func
+        for attr, parameter in parameter_of.items():
+            if isinstance(func, cst.Name) and func.value == parameter:
+                run_in_forward.add(attr)
+            elif (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Name)
+                and func.value.value == ctx_name
+                and func.attr.value == attr
+            ):
+                run_in_forward.add(attr)
+    stored = {attr: index for attr, index in stored.items() if attr in run_in_forward}
+    if not stored:
+        return None
+    backward_params = _params(backward)
+    if not backward_params:
+        return None
+    bctx = backward_params[0]
+    aliases: dict[str, str] = {}
+    for inner in _nodes(backward):
+        if isinstance(inner, cst.Assign) and isinstance(inner.value, cst.Attribute):
+            value = inner.value
+            if isinstance(value.value, cst.Name) and value.value.value == bctx and value.attr.value in stored:
+                for target in inner.targets:
+                    if isinstance(target.target, cst.Name):
+                        aliases[target.target.value] = value.attr.value
+    reruns: list[cst.Call] = []
+    attribute = None
+    backward_calls = [n for n in _nodes(backward) if isinstance(n, cst.Call)]
+    for call in backward_calls:
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == bctx:
+            if func.attr.value in stored:
+                reruns.append(call)
+                attribute = func.attr.value
+        elif isinstance(func, cst.Name) and func.value in aliases:
+            reruns.append(call)
+            attribute = aliases[func.value]
+    if not reruns or attribute is None:
+        return None
+    restores_rng = any(_is_rng_call(call) for call in backward_calls)
+    custom_bwd = any("custom_bwd" in _last_name(d.decorator) for d in backward.decorators)
+    reads_autocast = any("autocast" in _callee_name(c).lower() for c in forward_calls)
+    enters_autocast = any("autocast" in _callee_name(c).lower() for c in backward_calls)
+    restores_autocast = custom_bwd or (reads_autocast and enters_autocast)
+    qualified = _qualified(model, qualname)
+    implementation = Implementation(node, qualified, stored[attribute], reruns, restores_rng, restores_autocast)
+    implementation.api = dataclasses.replace(
+        HOME_MADE,
+        name=f"{node.name.value}.apply",
+        qualified_names=(f"{qualified}.apply",),
+        rng_restored=("cpu", "cuda") if restores_rng else (),
+        restores_autocast=restores_autocast,
+        source=f"{qualified} (home-made autograd.Function of the linted tree)",
+    )
+    return implementation
+
+
+def _is_rng_call(call: cst.Call) -> bool:
+    name = _callee_name(call).lower()
+    return any(word in name for word in _RNG_WORDS) or name in _RNG_NAMES
+
+
+def implementation_of_apply(call: cst.Call, model: SemanticModel, found: HomeMade) -> Implementation | None:
+    """The implementation whose ``apply`` ``call`` calls, among ``found`` (same module)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "apply"):
+        return None
+    for name in model.qualified_names(func.value):
+        implementation = found.implementations.get(name)
+        if implementation is not None:
+            return implementation
+    return None
+
+
+def _helper(function: cst.FunctionDef, model: SemanticModel, found: HomeMade) -> Helper | None:
+    params = _params(function) + [p.name.value for p in function.params.kwonly_params]
+    if not params:
+        return None
+    for inner in _nodes(function):
+        if not isinstance(inner, cst.Call):
+            continue
+        implementation = implementation_of_apply(inner, model, found)
+        if implementation is None:
+            continue
+        positional = [a for a in inner.args if a.keyword is None]
+        if len(positional) <= implementation.function_index:
+            continue
+        arg = positional[implementation.function_index]
+        if arg.star or not isinstance(arg.value, cst.Name) or arg.value.value not in params:
+            continue
+        bindings = model.bindings_of(arg.value)
+        if not any(b.kind is BindingKind.PARAMETER and b.scope.node is function for b in bindings):
+            continue
+        scope = model.scope_of_definition.get(function)
+        qualified = _qualified(model, scope.qualname if scope else function.name.value)
+        api = dataclasses.replace(
+            implementation.api,
+            name=function.name.value,
+            qualified_names=(qualified,),
+            source=f"{qualified} -> {implementation.qualified}.apply (home-made, linted tree)",
+        )
+        return Helper(function, qualified, arg.value.value, params.index(arg.value.value), implementation, api)
+    return None

@@ -1,0 +1,417 @@
+"""Reading the arguments of a call: literals, keyword options and ``**`` dictionaries.
+
+The questions rules ask are of the form "is ``use_reentrant`` passed, and as what?". The
+answer is an :class:`OptionValue` whose state tells a literal (``True``/``False``/a
+string...), an expression only known at run time, absent, or unknown because it may hide in
+a ``**kwargs`` whose content cannot be read.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+
+import libcst as cst
+
+from ckptlint.semantic.model import BindingKind, SemanticModel
+
+__all__ = [
+    "ABSENT",
+    "CallArguments",
+    "MappingAlternative",
+    "NOT_LITERAL",
+    "OptionState",
+    "OptionValue",
+    "UNKNOWN",
+    "literal_value",
+    "mapping_alternatives",
+    "option_from_mappings",
+]
+
+_MAX_DEPTH = 6
+
+
+class _NotLiteral:
+    def __repr__(self) -> str:
+        return "NOT_LITERAL"
+
+
+NOT_LITERAL = _NotLiteral()
+"""Returned by :func:`literal_value` for an expression whose value is not a known literal."""
+
+
+class OptionState(str, Enum):
+    ABSENT = "absent"  # provably not passed (on at least one path, for ** dictionaries)
+    LITERAL = "literal"  # a literal, possibly through a variable bound to one
+    EXPRESSION = "expression"  # passed, value only known at run time
+    UNKNOWN = "unknown"  # may be hidden in * / ** arguments of unknown content
+
+
+@dataclass(frozen=True)
+class OptionValue:
+    """What a call passes for one option.
+
+    Attributes:
+        state: see :class:`OptionState`.
+        value: the Python value for ``LITERAL`` (``True``, ``False``, ``None``, a str, ...).
+        node: the expression that gives the value (for ``ABSENT`` from a dictionary, the
+            dictionary literal that lacks the key).
+        arg: the ``Arg`` of the call that carries it, when it is one of the call's own
+            keyword or positional arguments (what a fix edits).
+        origin: ``"keyword"``, ``"positional"``, ``"dict"``, ``"partial"``, ``"variable"``
+            or ``"default"``.
+    """
+
+    state: OptionState
+    value: object = None
+    node: cst.CSTNode | None = None
+    arg: cst.Arg | None = None
+    origin: str = ""
+
+    @property
+    def is_absent(self) -> bool:
+        return self.state is OptionState.ABSENT
+
+    @property
+    def is_unknown(self) -> bool:
+        return self.state is OptionState.UNKNOWN
+
+    @property
+    def is_passed(self) -> bool:
+        return self.state in (OptionState.LITERAL, OptionState.EXPRESSION)
+
+    @property
+    def is_true(self) -> bool:
+        return self.state is OptionState.LITERAL and self.value is True
+
+    @property
+    def is_false(self) -> bool:
+        return self.state is OptionState.LITERAL and self.value is False
+
+
+ABSENT = OptionValue(OptionState.ABSENT)
+UNKNOWN = OptionValue(OptionState.UNKNOWN)
+
+
+def literal_value(expr: cst.CSTNode | None, model: SemanticModel, _depth: int = 0) -> object:
+    """The Python value of a literal expression, or :data:`NOT_LITERAL`.
+
+    Understands ``True``/``False``/``None``, numbers (with a unary minus), strings, tuples
+    of literals, and a name bound only to equal literals in its scope (``preserve = False``
+    then ``preserve_rng_state=preserve``).
+    """
+    if expr is None or _depth > _MAX_DEPTH:
+        return NOT_LITERAL
+    if isinstance(expr, cst.Name):
+        if expr.value in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[expr.value]
+        bindings = model.lookup(expr.value, model.scope_of(expr))
+        if not bindings or any(
+            b.kind is not BindingKind.ASSIGNMENT or b.value is None for b in bindings
+        ):
+            return NOT_LITERAL
+        values = [literal_value(b.value, model, _depth + 1) for b in bindings]
+        first = values[0]
+        if first is NOT_LITERAL or any(v is NOT_LITERAL or v != first or type(v) is not type(first) for v in values):
+            return NOT_LITERAL
+        return first
+    if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)):
+        try:
+            value = expr.evaluated_value
+        except Exception:  # noqa: BLE001 - malformed literal: treat as unknown
+            return NOT_LITERAL
+        return NOT_LITERAL if value is None and not isinstance(expr, cst.SimpleString) else value
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        inner = literal_value(expr.expression, model, _depth + 1)
+        if isinstance(inner, (int, float, complex)) and not isinstance(inner, bool):
+            return -inner if isinstance(expr.operator, cst.Minus) else inner
+        return NOT_LITERAL
+    if isinstance(expr, cst.Tuple):
+        items = [literal_value(e.value, model, _depth + 1) for e in expr.elements]
+        return NOT_LITERAL if any(i is NOT_LITERAL for i in items) else tuple(items)
+    return NOT_LITERAL
+
+
+def value_of(expr: cst.BaseExpression, model: SemanticModel, arg: cst.Arg | None, origin: str) -> OptionValue:
+    """An :class:`OptionValue` for an expression passed explicitly."""
+    value = literal_value(expr, model)
+    if value is NOT_LITERAL:
+        return OptionValue(OptionState.EXPRESSION, None, expr, arg, origin)
+    if isinstance(expr, cst.Name) and expr.value not in ("True", "False", "None"):
+        origin = "variable"
+    return OptionValue(OptionState.LITERAL, value, expr, arg, origin)
+
+
+@dataclass(frozen=True)
+class MappingAlternative:
+    """One possible content of a ``**`` dictionary.
+
+    ``keys`` maps each known string key to its value expression (``None`` for a key whose
+    value comes from JSON or a mutation); ``keys is None`` means the content is unknown.
+    ``node`` is the dictionary literal (or ``dict(...)`` call) it was read from.
+    """
+
+    keys: dict[str, cst.BaseExpression | None] | None
+    node: cst.CSTNode | None = None
+    json_values: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def known(self) -> bool:
+        return self.keys is not None
+
+
+_UNKNOWN_MAPPING = MappingAlternative(None)
+
+
+def mapping_alternatives(
+    expr: cst.BaseExpression, model: SemanticModel, _depth: int = 0
+) -> list[MappingAlternative]:
+    """The possible contents of a mapping expression used as ``**expr`` (or as a kwargs
+    dictionary such as ``gradient_checkpointing_kwargs``).
+
+    A dict literal or ``dict(k=v)`` call gives one known alternative; a name gives one
+    alternative per assignment in its scope (a parameter adds an unknown one, plus its
+    default), with keys added by ``name["k"] = v``, ``name.setdefault("k", v)`` or
+    ``name.update(k=v)`` anywhere in the scope. Anything else is one unknown alternative.
+    """
+    if _depth > _MAX_DEPTH:
+        return [_UNKNOWN_MAPPING]
+    if isinstance(expr, cst.Dict):
+        return [_read_dict_literal(expr, model, _depth)]
+    if isinstance(expr, cst.Call) and "builtins.dict" in model.qualified_names(expr.func):
+        return [_read_dict_call(expr, model, _depth)]
+    if isinstance(expr, cst.SimpleString):
+        return [_read_json_string(expr)]
+    if isinstance(expr, cst.Name):
+        bindings = model.lookup(expr.value, model.scope_of(expr))
+        if not bindings:
+            return [_UNKNOWN_MAPPING]
+        alternatives: list[MappingAlternative] = []
+        for binding in bindings:
+            if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
+                alternatives += mapping_alternatives(binding.value, model, _depth + 1)
+            elif binding.kind is BindingKind.PARAMETER and isinstance(binding.node, cst.Param):
+                alternatives.append(_UNKNOWN_MAPPING)
+                default = binding.node.default
+                if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
+                    alternatives += mapping_alternatives(default, model, _depth + 1)
+            else:
+                alternatives.append(_UNKNOWN_MAPPING)
+        return _apply_mutations(expr, model, alternatives)
+    return [_UNKNOWN_MAPPING]
+
+
+def _read_dict_literal(node: cst.Dict, model: SemanticModel, depth: int) -> MappingAlternative:
+    keys: dict[str, cst.BaseExpression | None] = {}
+    for element in node.elements:
+        if isinstance(element, cst.DictElement):
+            key = literal_value(element.key, model)
+            if not isinstance(key, str):
+                return _UNKNOWN_MAPPING
+            keys[key] = element.value
+        else:  # StarredDictElement: {**other, ...}
+            merged = _merge_known(mapping_alternatives(element.value, model, depth + 1))
+            if merged is None:
+                return _UNKNOWN_MAPPING
+            keys.update(merged)
+    return MappingAlternative(keys, node)
+
+
+def _read_dict_call(node: cst.Call, model: SemanticModel, depth: int) -> MappingAlternative:
+    keys: dict[str, cst.BaseExpression | None] = {}
+    for arg in node.args:
+        if arg.keyword is not None:
+            keys[arg.keyword.value] = arg.value
+        elif arg.star == "**":
+            merged = _merge_known(mapping_alternatives(arg.value, model, depth + 1))
+            if merged is None:
+                return _UNKNOWN_MAPPING
+            keys.update(merged)
+        else:
+            return _UNKNOWN_MAPPING
+    return MappingAlternative(keys, node)
+
+
+def _read_json_string(node: cst.SimpleString) -> MappingAlternative:
+    """transformers accepts ``gradient_checkpointing_kwargs`` as a JSON string."""
+    try:
+        text = node.evaluated_value
+        data = json.loads(text) if isinstance(text, str) else None
+    except (ValueError, TypeError):
+        try:
+            data = ast.literal_eval(node.evaluated_value) if isinstance(node.evaluated_value, str) else None
+        except (ValueError, SyntaxError, TypeError):
+            data = None
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        return _UNKNOWN_MAPPING
+    return MappingAlternative({k: None for k in data}, node, json_values=dict(data))
+
+
+def _merge_known(alternatives: list[MappingAlternative]) -> dict[str, cst.BaseExpression | None] | None:
+    if len(alternatives) != 1 or alternatives[0].keys is None:
+        return None
+    return dict(alternatives[0].keys)
+
+
+def _apply_mutations(
+    name: cst.Name, model: SemanticModel, alternatives: list[MappingAlternative]
+) -> list[MappingAlternative]:
+    added: dict[str, cst.BaseExpression | None] = {}
+    for mutation in model.mutations_of(name.value, model.scope_of(name)):
+        node = mutation.node
+        if mutation.kind == "subscript" and isinstance(node, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                key = _subscript_key(target, name.value, model)
+                if key is None:
+                    return [_UNKNOWN_MAPPING]
+                added[key] = node.value
+        elif mutation.kind == "method" and isinstance(node, cst.Call):
+            if mutation.method == "setdefault" and node.args:
+                key = literal_value(node.args[0].value, model)
+                if not isinstance(key, str):
+                    return [_UNKNOWN_MAPPING]
+                added[key] = node.args[1].value if len(node.args) > 1 else None
+            elif mutation.method == "update":
+                for arg in node.args:
+                    if arg.keyword is not None:
+                        added[arg.keyword.value] = arg.value
+                    else:
+                        merged = _merge_known(mapping_alternatives(arg.value, model, _MAX_DEPTH - 1))
+                        if merged is None:
+                            return [_UNKNOWN_MAPPING]
+                        added.update(merged)
+            elif mutation.method in ("get", "copy"):
+                continue
+            else:
+                return [_UNKNOWN_MAPPING]
+        elif mutation.kind in ("attribute",):
+            continue
+        else:
+            return [_UNKNOWN_MAPPING]
+    if not added:
+        return alternatives
+    return [
+        MappingAlternative({**alt.keys, **added}, alt.node, alt.json_values) if alt.keys is not None else alt
+        for alt in alternatives
+    ]
+
+
+def _subscript_key(target: cst.BaseExpression, name: str, model: SemanticModel) -> str | None:
+    if (
+        isinstance(target, cst.Subscript)
+        and isinstance(target.value, cst.Name)
+        and target.value.value == name
+        and len(target.slice) == 1
+        and isinstance(target.slice[0].slice, cst.Index)
+    ):
+        key = literal_value(target.slice[0].slice.value, model)
+        return key if isinstance(key, str) else None
+    return None
+
+
+def option_from_mappings(
+    key: str, alternatives: Iterable[MappingAlternative], model: SemanticModel
+) -> OptionValue:
+    """Combine the alternatives of ``**`` dictionaries into one :class:`OptionValue`.
+
+    ``ABSENT`` when some known alternative lacks ``key`` (the provable default path, e.g.
+    ``kwargs = {}``); ``UNKNOWN`` when no alternative is known, or known ones all have the
+    key but others are unknown; ``LITERAL``/``EXPRESSION`` when every alternative has it.
+    """
+    alternatives = list(alternatives)
+    known = [alt for alt in alternatives if alt.keys is not None]
+    lacking = [alt for alt in known if key not in alt.keys]  # type: ignore[operator]
+    if lacking:
+        return OptionValue(OptionState.ABSENT, node=lacking[0].node, origin="dict")
+    if not known or len(known) != len(alternatives):
+        return UNKNOWN
+    values: list[object] = []
+    nodes: list[cst.CSTNode | None] = []
+    for alt in known:
+        expr = alt.keys[key]  # type: ignore[index]
+        if expr is None:
+            values.append(alt.json_values.get(key, NOT_LITERAL))
+        else:
+            values.append(literal_value(expr, model))
+        nodes.append(expr)
+    first = values[0]
+    if first is not NOT_LITERAL and all(v is not NOT_LITERAL and v == first and type(v) is type(first) for v in values):
+        return OptionValue(OptionState.LITERAL, first, nodes[0], None, "dict")
+    return OptionValue(OptionState.EXPRESSION, None, nodes[0], None, "dict")
+
+
+@dataclass
+class CallArguments:
+    """The arguments of a call sorted by form."""
+
+    positional: list[cst.Arg]
+    starred: list[cst.Arg]
+    keywords: dict[str, cst.Arg]
+    double_starred: list[cst.Arg]
+
+    @classmethod
+    def of(cls, call: cst.Call) -> CallArguments:
+        positional: list[cst.Arg] = []
+        starred: list[cst.Arg] = []
+        keywords: dict[str, cst.Arg] = {}
+        double: list[cst.Arg] = []
+        for arg in call.args:
+            if arg.star == "**":
+                double.append(arg)
+            elif arg.star == "*":
+                starred.append(arg)
+            elif arg.keyword is not None:
+                keywords[arg.keyword.value] = arg
+            else:
+                positional.append(arg)
+        return cls(positional, starred, keywords, double)
+
+    def option(
+        self,
+        name: str,
+        model: SemanticModel,
+        position: int | None = None,
+    ) -> OptionValue:
+        """Read option ``name`` from a keyword, from positional index ``position``, or from
+        the ``**`` dictionaries of the call."""
+        arg = self.keywords.get(name)
+        if arg is not None:
+            return value_of(arg.value, model, arg, "keyword")
+        if position is not None:
+            if self.starred:
+                return UNKNOWN
+            if len(self.positional) > position:
+                arg = self.positional[position]
+                return value_of(arg.value, model, arg, "positional")
+        if self.double_starred:
+            return self._combine_splats(name, model)
+        return ABSENT
+
+    def _combine_splats(self, name: str, model: SemanticModel) -> OptionValue:
+        results = [
+            option_from_mappings(name, mapping_alternatives(splat.value, model), model)
+            for splat in self.double_starred
+        ]
+        for result in results:
+            if result.is_passed:
+                return result
+        if any(r.is_unknown for r in results):
+            return UNKNOWN
+        return results[0]
+
+    def splat_keys(self, model: SemanticModel) -> tuple[set[str], bool]:
+        """Keys known to be passed through ``**`` dictionaries, and whether any content is
+        unknown."""
+        keys: set[str] = set()
+        unknown = False
+        for splat in self.double_starred:
+            for alt in mapping_alternatives(splat.value, model):
+                if alt.keys is None:
+                    unknown = True
+                else:
+                    keys.update(alt.keys)
+        return keys, unknown

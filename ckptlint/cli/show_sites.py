@@ -1,0 +1,155 @@
+"""``ckptlint --show-sites``: the inventory of checkpoint sites and what each recomputes.
+
+One record per site (a call of a checkpoint API, a ``functools.partial`` binding of one, a
+policy or wrapper application, a call of a home-made implementation or its helper):
+
+- ``filename`` (absolute, as in ckptlint's JSON findings), ``location`` (``row``, ``column``; 1-based), ``api`` (the table row's name);
+- ``options``: each option the site passes, with its literal value, or ``"unknown"`` when it
+  is an expression or hidden in ``**`` arguments (options left out take the API's default);
+  ``use_reentrant`` is always there: the variant the site runs (``true``/``false``, or
+  ``"unknown"`` when a run-time setting or the enable call decides, as for
+  ``_gradient_checkpointing_func``);
+- ``region``: ``status`` ``"resolved"`` (the checkpointed callable resolved to code or torch
+  layers, followed to the end), ``"partial"`` (resolved, but the walk stopped at the depth
+  limit below some frame) or ``"unknown"``; ``frames``: each function body reached
+  (``{"name", "filename", "row"}``, ``row`` of its ``def``).
+
+Files pass the same byte-level gate as linting (:mod:`ckptlint.lint.gate`), so the inventory is
+what the rules see; sites in files only another file's region reaches are not listed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import libcst as cst
+
+from ckptlint.lint.gate import may_have_findings
+
+__all__ = ["collect_site_records", "format_table", "show_sites"]
+
+
+def _option_value(value) -> object:  # noqa: ANN001 - an OptionValue
+    from ckptlint.checkpoint.options import OptionState
+
+    if value.state is OptionState.LITERAL and isinstance(value.value, (bool, int, float, str, type(None))):
+        return value.value
+    return "unknown"
+
+
+def _variant(site) -> object:  # noqa: ANN001 - a CheckpointSite
+    runs = site.runs_reentrant
+    return "unknown" if runs is None else runs
+
+
+def collect_site_records(files: list[Path]) -> list[dict]:
+    """The site records of ``files`` (absolute or relative paths; read, gated, parsed),
+    sorted by file and position. Unreadable or unparsable files are skipped."""
+    from ckptlint.semantic.analysis import parse_source
+    from ckptlint.checkpoint.regions import MAX_DEPTH, RegionBuilder
+    from ckptlint.semantic.project import Project, module_name_for
+    from ckptlint.text.source import decode_source
+
+    project = Project()
+    records: list[dict] = []
+    for path in files:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError:
+            continue
+        if not may_have_findings(raw):
+            continue
+        absolute = Path(os.path.abspath(path))
+        name, is_package, root = module_name_for(absolute)
+        project.add_root(root)
+        try:
+            analysis = parse_source(decode_source(raw, str(absolute)), name, is_package)
+        except Exception:  # noqa: BLE001 - syntax errors, undecodable files: nothing to list
+            continue
+        analysis.project = project
+        project.remember(absolute, analysis)
+        builder = RegionBuilder(project)
+        try:
+            sites = analysis.sites.sites
+        except RecursionError:
+            continue
+        for site in sites:
+            start = analysis.range(site.call)[0]
+            options = {
+                name: _option_value(value) for name, value in sorted(site.options.items()) if not value.is_absent
+            }
+            options["use_reentrant"] = _variant(site)
+            region = {"status": "unknown", "frames": []}
+            if site.function is not None:
+                try:
+                    found = builder.region(site, analysis)
+                except RecursionError:
+                    found = None
+                if found is not None and found.resolved and (found.frames or found.layers):
+                    cut = any(
+                        frame.depth >= MAX_DEPTH and any(isinstance(n, cst.Call) for n in frame.nodes())
+                        for frame in found.frames
+                    )
+                    region["status"] = "partial" if cut else "resolved"
+                    region["frames"] = [_frame(frame) for frame in found.frames]
+            records.append(
+                {
+                    "filename": str(absolute),
+                    "location": {"row": start[0], "column": start[1]},
+                    "api": site.api.name,
+                    "options": options,
+                    "region": region,
+                }
+            )
+    records.sort(key=lambda r: (r["filename"], r["location"]["row"], r["location"]["column"]))
+    return records
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the working folder when below it (as findings are shown)."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def _frame(frame) -> dict:  # noqa: ANN001 - a regions.Frame
+    analysis = frame.analysis
+    function = frame.function
+    if isinstance(function, cst.FunctionDef):
+        scope = analysis.model.scope_of_definition.get(function)
+        name = scope.qualname if scope is not None else function.name.value
+    else:
+        name = "<lambda>"
+    row = analysis.range(function)[0][0]
+    return {"name": name, "filename": os.path.abspath(analysis.source.path), "row": row}
+
+
+def format_table(records: list[dict]) -> str:
+    """One line per site: ``file:row:col  api  options  region (frames)``, then totals."""
+    lines: list[str] = []
+    for record in records:
+        where = f"{_shown(record['filename'])}:{record['location']['row']}:{record['location']['column']}"
+        options = ", ".join(f"{k}={json.dumps(v)}" for k, v in record["options"].items())
+        region = record["region"]
+        frames = ", ".join(f"{f['name']} ({Path(f['filename']).name}:{f['row']})" for f in region["frames"][:4])
+        more = f" +{len(region['frames']) - 4}" if len(region["frames"]) > 4 else ""
+        lines.append(f"{where}  {record['api']}  [{options}]  {region['status']}" + (f": {frames}{more}" if frames else ""))
+    counts = {status: sum(1 for r in records if r["region"]["status"] == status) for status in ("resolved", "partial", "unknown")}
+    lines.append(
+        f"{len(records)} site{'s' if len(records) != 1 else ''}: "
+        f"{counts['resolved']} resolved, {counts['partial']} partial, {counts['unknown']} unknown"
+    )
+    return "\n".join(lines)
+
+
+def show_sites(files: list[Path], output_format: str) -> str:
+    """The ``--show-sites`` report of ``files``: JSON (a list of records) for ``json``,
+    the table otherwise."""
+    records = collect_site_records(files)
+    if output_format == "json":
+        return json.dumps(records, indent=2)
+    return format_table(records)

@@ -1,0 +1,1 @@
+"""Configuration and file selection: config files, settings per file, discovery, ``--since``."""

@@ -1,0 +1,1 @@
+"""What is known about torch and other libraries' checkpoint APIs, as data."""

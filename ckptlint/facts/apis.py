@@ -1,0 +1,754 @@
+"""The table of activation-checkpointing APIs ckptlint recognises, as data.
+
+Every rule asks the semantic model, which asks this table; nothing else in the code base
+matches API names. Facts are from PyTorch's sources (torch/utils/checkpoint.py,
+torch/distributed/algorithms/_checkpoint/checkpoint_wrapper.py,
+torch/distributed/_composable/checkpoint_activation.py, 2.9; unchanged in 2.13) and from
+transformers' modeling_utils.py / training_args.py (4.57; the default flipped in 5.0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = [
+    "ALL_APIS",
+    "API_BY_QUALIFIED_NAME",
+    "AUTOGRAD_FUNCTION_BASES",
+    "HOME_MADE",
+    "INSTANCE_METHOD_APIS",
+    "METHOD_APIS",
+    "TRAINING_ARGUMENTS_BASES",
+    "gate_names",
+    "ApiKind",
+    "CheckpointApi",
+    "CHECKPOINT_OPTIONS",
+    "DCP_FUNCTIONS",
+    "DcpFunction",
+    "DcpOperation",
+    "GRAD_MODE_CONTEXTS",
+    "GradModeEffect",
+    "HF_ENABLE_METHODS",
+    "MODULE_BASE_CLASSES",
+    "MODULE_EXPORTS",
+    "MODULE_FACTORIES",
+    "NOOP_CONTEXT_FN",
+    "OPTIMIZER_PACKAGE",
+    "PARTIAL_QUALIFIED_NAMES",
+    "PATH_FACTORIES",
+    "SCHEDULER_PACKAGE",
+    "STATE_DICT_FACTORIES",
+    "TORCH_LOAD",
+    "TORCH_SAVE",
+    "UTILS_CHECKPOINT_MODULE",
+    "api_for",
+]
+
+UTILS_CHECKPOINT_MODULE = "torch.utils.checkpoint"
+
+#: Keyword options that ``torch.utils.checkpoint.checkpoint`` consumes itself (2.9);
+#: every other keyword is forwarded to the checkpointed function.
+CHECKPOINT_OPTIONS = (
+    "use_reentrant",
+    "preserve_rng_state",
+    "context_fn",
+    "determinism_check",
+    "debug",
+    "early_stop",
+)
+
+#: ``functools.partial`` spelled any way it can be imported.
+PARTIAL_QUALIFIED_NAMES = frozenset({"functools.partial"})
+
+
+class ApiKind(str, Enum):
+    """What an API call does, which decides how its arguments are read."""
+
+    FUNCTION = "function"  # checkpoint(function, *args, **options_and_kwargs)
+    SEQUENTIAL = "sequential"  # checkpoint_sequential(functions, segments, input, use_reentrant)
+    WRAPPER = "wrapper"  # checkpoint_wrapper(module, checkpoint_impl, checkpoint_fn, **kwargs)
+    COMPOSABLE = "composable"  # torch.distributed._composable.checkpoint(module, **options)
+    HF_ENABLE = "hf-enable"  # model.gradient_checkpointing_enable(gradient_checkpointing_kwargs)
+    HF_TRAINING_ARGS = "hf-training-args"  # TrainingArguments(gradient_checkpointing=True, ...)
+    # Libraries' own entry points (rows below, each with its source):
+    LIBRARY_FUNCTION = "library-function"  # api(function, *leading, *inputs): Megatron, DeepSpeed, HF's func
+    LIBRARY_SEQUENCE = "library-sequence"  # timm checkpoint_seq(functions, x, every, flatten, skip_last, ...)
+    LIBRARY_WRAPPER = "library-wrapper"  # fairscale / fairseq checkpoint_wrapper(module, offload_to_cpu)
+    POLICY = "policy"  # apply_activation_checkpointing(model, wrapper_fn, check_fn, auto_wrap_policy) & co.
+    HOME_MADE = "home-made"  # a torch.autograd.Function of the linted tree that re-runs a callable
+
+
+@dataclass(frozen=True)
+class CheckpointApi:
+    """One recognised API.
+
+    Attributes:
+        name: the name shown in messages.
+        kind: how its arguments are read.
+        qualified_names: every qualified name it is reachable under.
+        positional: names of its leading positional parameters, in order.
+        options: keyword names the API consumes as checkpoint options.
+        reentrant_when_omitted: whether leaving ``use_reentrant`` out runs the reentrant
+            variant (``True`` for torch.utils.checkpoint before 2.14 and transformers < 5).
+        accepts_function_kwargs: whether other keywords are forwarded to the function
+            (only the non-reentrant variant accepts them).
+        fixed_reentrancy: for libraries' own implementations, the variant that always runs
+            (``"reentrant"``: an ``autograd.Function`` re-running in ``backward``;
+            ``"non-reentrant"``; ``"unknown"``: chosen by a run-time setting such as timm's
+            ``set_reentrant_ckpt``); ``None``: decided by ``use_reentrant`` as for torch.
+        rng_restored: the RNG states restored before the recompute (``"cpu"``, ``"cuda"``:
+            the device's default generator, ``"tracker"``: a model-parallel RNG tracker's
+            states), ``("unknown",)`` when a run-time setting decides.
+        restores_autocast: whether the recompute runs under the autocast state of forward
+            (``None``: unknown).
+        patches_batchnorm: the wrapper stops BatchNorm from updating running statistics
+            twice (fairscale's ``patch_batchnorm``): CKP203 does not apply.
+        policy_keywords: for policies, the keywords that select the checkpointed classes.
+        enabled_by_default: for ``TrainingArguments`` subclasses, checkpointing is on unless
+            ``gradient_checkpointing=False`` is passed (trl's configs).
+        method_names: attribute calls recognised by the method name alone (the receiver's
+            type is not known statically: ``self._gradient_checkpointing_func(f, x)``).
+        source: where each fact was checked (file, and version or commit of the extract).
+    """
+
+    name: str
+    kind: ApiKind
+    qualified_names: tuple[str, ...]
+    positional: tuple[str, ...]
+    options: tuple[str, ...]
+    reentrant_when_omitted: bool
+    accepts_function_kwargs: bool = False
+    fixed_reentrancy: str | None = None
+    rng_restored: tuple[str, ...] = ("cpu", "cuda")
+    restores_autocast: bool | None = True
+    patches_batchnorm: bool = False
+    policy_keywords: tuple[str, ...] = ()
+    enabled_by_default: bool = False
+    method_names: tuple[str, ...] = ()
+    source: str = "torch/utils/checkpoint.py (2.9, 2.13)"
+
+
+CHECKPOINT = CheckpointApi(
+    name="torch.utils.checkpoint.checkpoint",
+    kind=ApiKind.FUNCTION,
+    qualified_names=("torch.utils.checkpoint.checkpoint",),
+    positional=("function",),
+    options=CHECKPOINT_OPTIONS,
+    reentrant_when_omitted=True,
+    accepts_function_kwargs=True,
+)
+
+CHECKPOINT_SEQUENTIAL = CheckpointApi(
+    name="torch.utils.checkpoint.checkpoint_sequential",
+    kind=ApiKind.SEQUENTIAL,
+    qualified_names=("torch.utils.checkpoint.checkpoint_sequential",),
+    positional=("functions", "segments", "input", "use_reentrant"),
+    options=("use_reentrant", "preserve_rng_state"),
+    reentrant_when_omitted=True,
+)
+
+CHECKPOINT_WRAPPER = CheckpointApi(
+    name="checkpoint_wrapper",
+    kind=ApiKind.WRAPPER,
+    qualified_names=(
+        "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper",
+    ),
+    positional=("module", "checkpoint_impl", "checkpoint_fn"),
+    options=("checkpoint_impl", "checkpoint_fn") + CHECKPOINT_OPTIONS,
+    reentrant_when_omitted=False,
+    accepts_function_kwargs=True,
+)
+
+COMPOSABLE_CHECKPOINT = CheckpointApi(
+    name="torch.distributed._composable.checkpoint",
+    kind=ApiKind.COMPOSABLE,
+    qualified_names=(
+        "torch.distributed._composable.checkpoint",
+        "torch.distributed._composable.checkpoint_activation.checkpoint",
+    ),
+    positional=("module",),
+    options=CHECKPOINT_OPTIONS,
+    reentrant_when_omitted=False,
+)
+
+HF_GRADIENT_CHECKPOINTING_ENABLE = CheckpointApi(
+    name="gradient_checkpointing_enable",
+    kind=ApiKind.HF_ENABLE,
+    qualified_names=(),
+    positional=("gradient_checkpointing_kwargs",),
+    options=("gradient_checkpointing_kwargs",),
+    reentrant_when_omitted=True,
+)
+
+HF_TRAINING_ARGUMENTS = CheckpointApi(
+    name="TrainingArguments",
+    kind=ApiKind.HF_TRAINING_ARGS,
+    qualified_names=(
+        "transformers.TrainingArguments",
+        "transformers.training_args.TrainingArguments",
+        "transformers.Seq2SeqTrainingArguments",
+        "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
+    ),
+    positional=(),
+    options=("gradient_checkpointing", "gradient_checkpointing_kwargs"),
+    reentrant_when_omitted=True,
+)
+
+
+# --------------------------------------------------------------------------------------
+# Libraries' own entry points. Each row's ``source`` names the file (and lines) of the
+# library's source each fact was checked against (extracts of the public repositories).
+
+HF_GRADIENT_CHECKPOINTING_FUNC = CheckpointApi(
+    name="_gradient_checkpointing_func",
+    kind=ApiKind.LIBRARY_FUNCTION,
+    qualified_names=(),
+    positional=("function",),
+    options=(),
+    reentrant_when_omitted=False,
+    fixed_reentrancy="unknown",
+    method_names=("_gradient_checkpointing_func",),
+    source=(
+        "set by the enable call, so its options are unknown here: transformers modeling_utils.py "
+        "gradient_checkpointing_enable (4.57: functools.partial(checkpoint, **kwargs), default "
+        "{'use_reentrant': True}); diffusers src/diffusers/models/modeling_utils.py:295-321 "
+        "enable_gradient_checkpointing (torch checkpoint, use_reentrant=False, or the function passed)"
+    ),
+)
+
+TIMM_CHECKPOINT_SEQ = CheckpointApi(
+    name="timm.models.checkpoint_seq",
+    kind=ApiKind.LIBRARY_SEQUENCE,
+    qualified_names=(
+        "timm.models.checkpoint_seq",
+        "timm.models._manipulate.checkpoint_seq",
+        "timm.models.helpers.checkpoint_seq",
+    ),
+    positional=("functions", "x", "every", "flatten", "skip_last", "use_reentrant"),
+    options=("use_reentrant", "every", "flatten", "skip_last"),
+    reentrant_when_omitted=False,
+    fixed_reentrancy="config",
+    source=(
+        "pytorch-image-models timm/models/_manipulate.py:213-285 (torch checkpoint per segment; "
+        "use_reentrant=None reads timm.layers.config use_reentrant_ckpt(), default False, env "
+        "TIMM_REENTRANT_CKPT, timm/layers/config.py:39-41,159-165); re-exported by timm/models/__init__.py:145"
+    ),
+)
+
+TIMM_CHECKPOINT = CheckpointApi(
+    name="timm.models.checkpoint",
+    kind=ApiKind.LIBRARY_FUNCTION,
+    qualified_names=("timm.models.checkpoint", "timm.models._manipulate.checkpoint", "timm.models.helpers.checkpoint"),
+    positional=("function",),
+    options=CHECKPOINT_OPTIONS,
+    reentrant_when_omitted=False,
+    accepts_function_kwargs=True,
+    fixed_reentrancy="config",
+    source="pytorch-image-models timm/models/_manipulate.py:191-210 (torch checkpoint, use_reentrant from config)",
+)
+
+DEEPSPEED_CHECKPOINT = CheckpointApi(
+    name="deepspeed.checkpointing.checkpoint",
+    kind=ApiKind.LIBRARY_FUNCTION,
+    qualified_names=(
+        "deepspeed.checkpointing.checkpoint",
+        "deepspeed.runtime.activation_checkpointing.checkpointing.checkpoint",
+    ),
+    positional=("function",),
+    options=(),
+    reentrant_when_omitted=True,
+    fixed_reentrancy="reentrant",
+    rng_restored=("cpu", "cuda", "tracker"),
+    restores_autocast=False,
+    source=(
+        "DeepSpeed deepspeed/runtime/activation_checkpointing/checkpointing.py:948-957 "
+        "(CheckpointFunction.apply; RNG saved at 537-539 and restored in backward; no autocast "
+        "handling); deepspeed/__init__.py:38 exposes it as deepspeed.checkpointing"
+    ),
+)
+
+DEEPSPEED_NON_REENTRANT = CheckpointApi(
+    name="deepspeed.checkpointing.non_reentrant_checkpoint",
+    kind=ApiKind.LIBRARY_FUNCTION,
+    qualified_names=(
+        "deepspeed.checkpointing.non_reentrant_checkpoint",
+        "deepspeed.runtime.activation_checkpointing.checkpointing.non_reentrant_checkpoint",
+    ),
+    positional=("function",),
+    options=(),
+    reentrant_when_omitted=False,
+    fixed_reentrancy="non-reentrant",
+    rng_restored=("cpu", "cuda", "tracker"),
+    restores_autocast=False,
+    source="DeepSpeed deepspeed/runtime/activation_checkpointing/checkpointing.py:704-945 (RNG at 759-761)",
+)
+
+DEEPSPEED_PIPE_FUNC = CheckpointApi(
+    name="activation_checkpoint_func",
+    kind=ApiKind.LIBRARY_FUNCTION,
+    qualified_names=(),
+    positional=("function",),
+    options=(),
+    reentrant_when_omitted=True,
+    fixed_reentrancy="unknown",
+    rng_restored=("unknown",),
+    restores_autocast=None,
+    method_names=("activation_checkpoint_func",),
+    source=(
+        "DeepSpeed deepspeed/runtime/pipe/module.py:135,205-211,388 (PipelineModule: "
+        "deepspeed.checkpointing.checkpoint by default, non_reentrant_checkpoint when configured)"
+    ),
+)
+
+MEGATRON_CHECKPOINT = CheckpointApi(
+    name="megatron.core.tensor_parallel.checkpoint",
+    kind=ApiKind.LIBRARY_FUNCTION,
+    qualified_names=(
+        "megatron.core.tensor_parallel.checkpoint",
+        "megatron.core.tensor_parallel.random.checkpoint",
+        "megatron.core.mpu.checkpoint",
+    ),
+    positional=("function", "distribute_saved_activations"),
+    options=("distribute_saved_activations",),
+    reentrant_when_omitted=True,
+    fixed_reentrancy="reentrant",
+    rng_restored=("cpu", "cuda", "tracker"),
+    restores_autocast=False,
+    source=(
+        "Megatron-LM megatron/core/tensor_parallel/random.py:591-688 (CheckpointFunction: "
+        "_get_all_rng_states / _set_all_rng_states under _fork_rng; no autocast handling); "
+        "exported by megatron/core/tensor_parallel/__init__.py:37"
+    ),
+)
+
+MEGATRON_WITHOUT_OUTPUT = CheckpointApi(
+    name="megatron.core.tensor_parallel.CheckpointWithoutOutput.checkpoint",
+    kind=ApiKind.LIBRARY_FUNCTION,
+    qualified_names=(
+        "megatron.core.tensor_parallel.CheckpointWithoutOutput.checkpoint",
+        "megatron.core.tensor_parallel.random.CheckpointWithoutOutput.checkpoint",
+    ),
+    positional=("function",),
+    options=(),
+    reentrant_when_omitted=True,
+    fixed_reentrancy="reentrant",
+    rng_restored=("cpu", "cuda", "tracker"),
+    restores_autocast=False,
+    source=(
+        "Megatron-LM megatron/core/tensor_parallel/random.py:848-960 (an instance's "
+        "checkpoint(run_function, *args); RNG states saved in __init__ fields, restored in _recompute; "
+        "only fp8_autocast re-entered)"
+    ),
+)
+
+TE_CHECKPOINT = CheckpointApi(
+    name="transformer_engine.pytorch.checkpoint",
+    kind=ApiKind.LIBRARY_FUNCTION,
+    qualified_names=("transformer_engine.pytorch.checkpoint", "transformer_engine.pytorch.distributed.checkpoint"),
+    positional=("function",),
+    options=("use_reentrant", "distribute_saved_activations", "get_rng_state_tracker", "tp_group"),
+    reentrant_when_omitted=True,
+    accepts_function_kwargs=True,
+    rng_restored=("cpu", "cuda", "tracker"),
+    restores_autocast=True,
+    source=(
+        "TransformerEngine transformer_engine/pytorch/distributed.py:660-720 (kwargs.pop('use_reentrant', "
+        "True)), _CheckpointFunction 330-380 (CPU RNG + get_rng_state_tracker states; autocast contexts "
+        "from _get_active_autocast_contexts 289-327)"
+    ),
+)
+
+COLOSSALAI_CHECKPOINT = CheckpointApi(
+    name="colossalai.legacy.utils.activation_checkpoint.checkpoint",
+    kind=ApiKind.LIBRARY_FUNCTION,
+    qualified_names=(
+        "colossalai.legacy.utils.activation_checkpoint.checkpoint",
+        "colossalai.utils.activation_checkpoint.checkpoint",
+        "colossalai.utils.checkpoint",
+    ),
+    positional=("function", "activation_offload"),
+    options=("use_reentrant", "activation_offload"),
+    reentrant_when_omitted=True,
+    rng_restored=("cpu", "cuda", "tracker"),
+    restores_autocast=True,
+    source=(
+        "ColossalAI colossalai/legacy/utils/activation_checkpoint.py:141 checkpoint(function, "
+        "activation_offload, *args, use_reentrant=True); RNG and seed states 39-41, 95-97; "
+        "autocast had_autocast_in_fwd 44-47, 112-113"
+    ),
+)
+
+TORCH_CHECKPOINT_FUNCTION = CheckpointApi(
+    name="torch.utils.checkpoint.CheckpointFunction.apply",
+    kind=ApiKind.LIBRARY_FUNCTION,
+    qualified_names=("torch.utils.checkpoint.CheckpointFunction.apply",),
+    positional=("function", "preserve_rng_state"),
+    options=("preserve_rng_state",),
+    reentrant_when_omitted=True,
+    fixed_reentrancy="reentrant",
+    source="torch/utils/checkpoint.py CheckpointFunction.forward(ctx, run_function, preserve_rng_state, *args) (2.9, 2.13)",
+)
+
+FAIRSCALE_CHECKPOINT_WRAPPER = CheckpointApi(
+    name="fairscale.nn.checkpoint_wrapper",
+    kind=ApiKind.LIBRARY_WRAPPER,
+    qualified_names=(
+        "fairscale.nn.checkpoint_wrapper",
+        "fairscale.nn.checkpoint.checkpoint_wrapper",
+        "fairscale.nn.checkpoint.checkpoint_activations.checkpoint_wrapper",
+    ),
+    positional=("module", "offload_to_cpu"),
+    options=("offload_to_cpu",),
+    reentrant_when_omitted=True,
+    fixed_reentrancy="reentrant",
+    patches_batchnorm=True,
+    source=(
+        "fairscale fairscale/nn/checkpoint/checkpoint_activations.py:99-150 (patch_batchnorm: "
+        "BatchNorm does not track running stats under no_grad, so statistics update once per step, "
+        "checkpoint_utils.py), RNG get_rng_state 215-226, autocast had_autocast_in_fwd 268"
+    ),
+)
+
+FAIRSEQ_CHECKPOINT_WRAPPER = CheckpointApi(
+    name="fairseq.modules.checkpoint_activations.checkpoint_wrapper",
+    kind=ApiKind.LIBRARY_WRAPPER,
+    qualified_names=("fairseq.modules.checkpoint_activations.checkpoint_wrapper",),
+    positional=("m", "offload_to_cpu"),
+    options=("offload_to_cpu",),
+    reentrant_when_omitted=True,
+    fixed_reentrancy="reentrant",
+    restores_autocast=False,
+    source=(
+        "fairseq fairseq/modules/checkpoint_activations.py:14-37 (replaces m.forward), "
+        "CheckpointFunction 148-222 (utils.get_rng_state / set_rng_state; no autocast, no BatchNorm patch)"
+    ),
+)
+
+APPLY_ACTIVATION_CHECKPOINTING = CheckpointApi(
+    name="apply_activation_checkpointing",
+    kind=ApiKind.POLICY,
+    qualified_names=(
+        "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.apply_activation_checkpointing",
+    ),
+    positional=("model", "checkpoint_wrapper_fn", "check_fn", "auto_wrap_policy"),
+    options=("checkpoint_wrapper_fn", "check_fn", "auto_wrap_policy"),
+    reentrant_when_omitted=False,
+    policy_keywords=("check_fn", "auto_wrap_policy"),
+    source=(
+        "torch/distributed/algorithms/_checkpoint/checkpoint_wrapper.py apply_activation_checkpointing "
+        "(2.13: default checkpoint_wrapper_fn=checkpoint_wrapper, NO_REENTRANT; check_fn=lambda _: True; "
+        "auto_wrap_policy takes precedence; the root module is not wrapped); torch/distributed/fsdp/wrap.py "
+        "ModuleWrapPolicy(module_classes)"
+    ),
+)
+
+LIGHTNING_FSDP_STRATEGY = CheckpointApi(
+    name="FSDPStrategy",
+    kind=ApiKind.POLICY,
+    qualified_names=tuple(
+        f"{package}.strategies{module}.FSDPStrategy"
+        for package in ("lightning.pytorch", "lightning.fabric", "pytorch_lightning", "lightning_fabric")
+        for module in ("", ".fsdp")
+    ),
+    positional=(),
+    options=("activation_checkpointing_policy", "activation_checkpointing"),
+    reentrant_when_omitted=False,
+    policy_keywords=("activation_checkpointing_policy", "activation_checkpointing"),
+    source=(
+        "pytorch-lightning src/lightning/fabric/strategies/fsdp.py:707-740 (a set becomes ModuleWrapPolicy, "
+        "activation_checkpointing=[classes] becomes isinstance check_fn) and 814-835 "
+        "(apply_activation_checkpointing with torch's checkpoint_wrapper)"
+    ),
+)
+
+TORCHTUNE_SET_ACTIVATION_CHECKPOINTING = CheckpointApi(
+    name="torchtune.training.set_activation_checkpointing",
+    kind=ApiKind.POLICY,
+    qualified_names=(
+        "torchtune.training.set_activation_checkpointing",
+        "torchtune.training.memory.set_activation_checkpointing",
+    ),
+    positional=("model", "auto_wrap_policy"),
+    options=("auto_wrap_policy",),
+    reentrant_when_omitted=False,
+    policy_keywords=("auto_wrap_policy",),
+    source="torchtune torchtune/training/memory.py:26-43 (a set becomes ModuleWrapPolicy; apply_activation_checkpointing)",
+)
+
+TRL_CONFIGS = CheckpointApi(
+    name="trl config (TrainingArguments subclass)",
+    kind=ApiKind.HF_TRAINING_ARGS,
+    qualified_names=tuple(
+        name
+        for cls, module in (
+            ("SFTConfig", "sft_config"),
+            ("DPOConfig", "dpo_config"),
+            ("GRPOConfig", "grpo_config"),
+            ("KTOConfig", "kto_config"),
+            ("RewardConfig", "reward_config"),
+            ("RLOOConfig", "rloo_config"),
+        )
+        for name in (f"trl.{cls}", f"trl.trainer.{cls}", f"trl.trainer.{module}.{cls}")
+    )
+    + ("trl.trainer.base_config._BaseConfig",),
+    positional=(),
+    options=("gradient_checkpointing", "gradient_checkpointing_kwargs"),
+    reentrant_when_omitted=False,
+    enabled_by_default=True,
+    source=(
+        "trl trl/trainer/base_config.py:21,61-62 (_BaseConfig(TrainingArguments), gradient_checkpointing "
+        "defaults to True; each config subclasses it: sft_config.py:23, dpo_config.py:23, ...); "
+        "trl/trainer/dpo_trainer.py:854-860 sets use_reentrant=False when unset (transformers < 5)"
+    ),
+)
+
+ALL_APIS = (
+    CHECKPOINT,
+    CHECKPOINT_SEQUENTIAL,
+    CHECKPOINT_WRAPPER,
+    COMPOSABLE_CHECKPOINT,
+    HF_GRADIENT_CHECKPOINTING_ENABLE,
+    HF_TRAINING_ARGUMENTS,
+    HF_GRADIENT_CHECKPOINTING_FUNC,
+    TIMM_CHECKPOINT_SEQ,
+    TIMM_CHECKPOINT,
+    DEEPSPEED_CHECKPOINT,
+    DEEPSPEED_NON_REENTRANT,
+    DEEPSPEED_PIPE_FUNC,
+    MEGATRON_CHECKPOINT,
+    MEGATRON_WITHOUT_OUTPUT,
+    TE_CHECKPOINT,
+    COLOSSALAI_CHECKPOINT,
+    TORCH_CHECKPOINT_FUNCTION,
+    FAIRSCALE_CHECKPOINT_WRAPPER,
+    FAIRSEQ_CHECKPOINT_WRAPPER,
+    APPLY_ACTIVATION_CHECKPOINTING,
+    LIGHTNING_FSDP_STRATEGY,
+    TORCHTUNE_SET_ACTIVATION_CHECKPOINTING,
+    TRL_CONFIGS,
+)
+
+#: APIs whose call is a method of an instance of a class (``ckpt.checkpoint(f, x)`` after
+#: ``ckpt = CheckpointWithoutOutput()``): the class's qualified names -> the API.
+INSTANCE_METHOD_APIS: dict[str, tuple[str, CheckpointApi]] = {
+    "megatron.core.tensor_parallel.CheckpointWithoutOutput": ("checkpoint", MEGATRON_WITHOUT_OUTPUT),
+    "megatron.core.tensor_parallel.random.CheckpointWithoutOutput": ("checkpoint", MEGATRON_WITHOUT_OUTPUT),
+}
+
+#: Base classes whose subclasses (found in the linted tree) are ``TrainingArguments``.
+TRAINING_ARGUMENTS_BASES = frozenset(HF_TRAINING_ARGUMENTS.qualified_names + TRL_CONFIGS.qualified_names)
+
+#: ``torch.autograd.Function`` spelled any way it can be imported (home-made recompute).
+AUTOGRAD_FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+
+#: The template row of home-made implementations; each implementation found gets its own
+#: copy with the facts read from its code (see :mod:`ckptlint.checkpoint.homemade`).
+HOME_MADE = CheckpointApi(
+    name="home-made",
+    kind=ApiKind.HOME_MADE,
+    qualified_names=(),
+    positional=("function",),
+    options=(),
+    reentrant_when_omitted=True,
+    fixed_reentrancy="reentrant",
+    source="the implementation in the linted tree",
+)
+
+API_BY_QUALIFIED_NAME: dict[str, CheckpointApi] = {
+    qualified: api for api in ALL_APIS for qualified in api.qualified_names
+}
+
+#: Method names that are transformers' checkpointing switch whatever object they are
+#: called on (the receiver's type is not known statically).
+HF_ENABLE_METHODS: dict[str, CheckpointApi] = {
+    "gradient_checkpointing_enable": HF_GRADIENT_CHECKPOINTING_ENABLE,
+}
+
+#: Method names that are a checkpoint API whatever they are called on (from the rows'
+#: ``method_names``): ``self._gradient_checkpointing_func(block, x)``.
+METHOD_APIS: dict[str, CheckpointApi] = {name: api for api in ALL_APIS for name in api.method_names}
+
+
+def gate_names() -> tuple[frozenset[str], frozenset[str]]:
+    """What the byte-level gate looks for, learnt from this table: ``(words, owners)``.
+
+    ``words``: names that make a file worth parsing when they appear at all (method names,
+    the last part of every qualified name that is not a plain ``checkpoint``, class names of
+    instance-method APIs, configs that switch checkpointing on by default). ``owners``: modules that hold a ``checkpoint``
+    function (``tensor_parallel``, ``checkpointing``...), for ``owner.checkpoint(`` calls.
+    """
+    words: set[str] = set(HF_ENABLE_METHODS) | set(METHOD_APIS)
+    owners: set[str] = set()
+    for api in ALL_APIS:
+        if api.kind is ApiKind.HF_TRAINING_ARGS and not api.enabled_by_default:
+            continue  # a site only with gradient_checkpointing=..., which the gate sees
+        for qualified in api.qualified_names:
+            parts = qualified.split(".")
+            if parts[-1] == "checkpoint" or (parts[-1] == "apply" and parts[-2] == "CheckpointFunction"):
+                owners.add(parts[-2])
+            else:
+                words.add(parts[-1])
+    for qualified in INSTANCE_METHOD_APIS:
+        words.add(qualified.rsplit(".", 1)[-1])
+    return frozenset(words), frozenset(owners)
+
+#: Names that ``from MODULE import *`` binds, for the modules that matter here.
+MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
+    "torch.utils.checkpoint": ("checkpoint", "checkpoint_sequential"),
+    "torch.distributed.algorithms._checkpoint.checkpoint_wrapper": ("checkpoint_wrapper",),
+    "torch.distributed.checkpoint": ("save", "load", "async_save", "save_state_dict", "load_state_dict"),
+}
+
+
+def api_for(qualified_names: set[str] | frozenset[str]) -> CheckpointApi | None:
+    """The API one of ``qualified_names`` denotes, or ``None``.
+
+    When a name could be several things (a conditional import), the first recognised
+    candidate in sorted order wins, so the answer is deterministic.
+    """
+    for qualified in sorted(qualified_names):
+        api = API_BY_QUALIFIED_NAME.get(qualified)
+        if api is not None:
+            return api
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# Names that are not activation checkpointing but are mistaken for it (CKP301-CKP304).
+
+#: The default ``context_fn`` of torch.utils.checkpoint.checkpoint (2.9, 2.13); passing it
+#: explicitly is accepted by the reentrant variant (identity check).
+NOOP_CONTEXT_FN = "torch.utils.checkpoint.noop_context_fn"
+
+#: ``torch.save`` / ``torch.load`` (training-state checkpoints, torch/serialization.py).
+TORCH_SAVE = frozenset({"torch.save", "torch.serialization.save"})
+TORCH_LOAD = frozenset({"torch.load", "torch.serialization.load"})
+
+#: Calls that return a state dict (torch.distributed.checkpoint.state_dict, 2.9/2.13); the
+#: method ``obj.state_dict()`` is recognised by name.
+STATE_DICT_FACTORIES = frozenset(
+    f"torch.distributed.checkpoint.state_dict.{name}"
+    for name in ("get_state_dict", "get_model_state_dict", "get_optimizer_state_dict")
+)
+
+#: Calls that build a file-system path.
+PATH_FACTORIES = frozenset(
+    {
+        "pathlib.Path",
+        "pathlib.PurePath",
+        "pathlib.PosixPath",
+        "pathlib.WindowsPath",
+        "os.path.join",
+        "os.path.abspath",
+        "os.path.expanduser",
+        "os.path.realpath",
+        "os.path.normpath",
+        "os.fspath",
+        "posixpath.join",
+    }
+)
+
+#: Classes under this package are optimizers, except the schedulers below.
+OPTIMIZER_PACKAGE = "torch.optim."
+SCHEDULER_PACKAGE = "torch.optim.lr_scheduler."
+
+#: Base classes that make a class an ``nn.Module``.
+MODULE_BASE_CLASSES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+
+#: Calls that return an ``nn.Module`` (wrappers keep the module type); ``torch.nn.<Name>``
+#: with a capitalised name (layers and containers) is recognised by prefix.
+MODULE_FACTORIES = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard",
+        "torch.compile",
+    }
+)
+
+
+class DcpOperation(str, Enum):
+    SAVE = "save"
+    LOAD = "load"
+
+
+@dataclass(frozen=True)
+class DcpFunction:
+    """One function of ``torch.distributed.checkpoint`` (DCP; state_dict_saver.py and
+    state_dict_loader.py, 2.9; unchanged in 2.13).
+
+    Attributes:
+        name: the public name (``"save"``).
+        operation: save or load.
+        returns_none: ``load`` and ``load_state_dict`` load in place and return ``None``.
+        keyword_only_path: the path goes in ``checkpoint_id=`` (keyword-only); a second
+            positional argument is taken as ``storage_writer``/``storage_reader`` by the
+            ``_api_bc_check`` shim (utils.py), so a path there fails.
+        deprecated: ``save_state_dict``/``load_state_dict`` warn ``FutureWarning``.
+    """
+
+    name: str
+    operation: DcpOperation
+    returns_none: bool
+    keyword_only_path: bool
+    deprecated: bool = False
+
+
+_DCP = "torch.distributed.checkpoint"
+_DCP_SAVE = DcpFunction("save", DcpOperation.SAVE, returns_none=False, keyword_only_path=True)
+_DCP_ASYNC_SAVE = DcpFunction("async_save", DcpOperation.SAVE, returns_none=False, keyword_only_path=True)
+_DCP_LOAD = DcpFunction("load", DcpOperation.LOAD, returns_none=True, keyword_only_path=True)
+_DCP_SAVE_STATE_DICT = DcpFunction(
+    "save_state_dict", DcpOperation.SAVE, returns_none=False, keyword_only_path=False, deprecated=True
+)
+_DCP_LOAD_STATE_DICT = DcpFunction(
+    "load_state_dict", DcpOperation.LOAD, returns_none=True, keyword_only_path=False, deprecated=True
+)
+
+#: Qualified name -> DCP function, under the package and the modules that define them.
+DCP_FUNCTIONS: dict[str, DcpFunction] = {
+    f"{_DCP}.save": _DCP_SAVE,
+    f"{_DCP}.state_dict_saver.save": _DCP_SAVE,
+    f"{_DCP}.async_save": _DCP_ASYNC_SAVE,
+    f"{_DCP}.state_dict_saver.async_save": _DCP_ASYNC_SAVE,
+    f"{_DCP}.load": _DCP_LOAD,
+    f"{_DCP}.state_dict_loader.load": _DCP_LOAD,
+    f"{_DCP}.save_state_dict": _DCP_SAVE_STATE_DICT,
+    f"{_DCP}.state_dict_saver.save_state_dict": _DCP_SAVE_STATE_DICT,
+    f"{_DCP}.load_state_dict": _DCP_LOAD_STATE_DICT,
+    f"{_DCP}.state_dict_loader.load_state_dict": _DCP_LOAD_STATE_DICT,
+}
+
+
+class GradModeEffect(str, Enum):
+    """What a context manager or decorator does to autograd recording."""
+
+    DISABLES = "disables"  # torch.no_grad(), torch.inference_mode()
+    ENABLES = "enables"  # torch.enable_grad()
+    SETS = "sets"  # torch.set_grad_enabled(mode): decided by its argument
+
+
+#: Grad-mode context managers / decorators (torch/autograd/grad_mode.py, 2.9/2.13).
+GRAD_MODE_CONTEXTS: dict[str, GradModeEffect] = {
+    **{
+        f"{prefix}.no_grad": GradModeEffect.DISABLES
+        for prefix in ("torch", "torch.autograd", "torch.autograd.grad_mode")
+    },
+    **{
+        f"{prefix}.inference_mode": GradModeEffect.DISABLES
+        for prefix in ("torch", "torch.autograd", "torch.autograd.grad_mode")
+    },
+    **{
+        f"{prefix}.enable_grad": GradModeEffect.ENABLES
+        for prefix in ("torch", "torch.autograd", "torch.autograd.grad_mode")
+    },
+    **{
+        f"{prefix}.set_grad_enabled": GradModeEffect.SETS
+        for prefix in ("torch", "torch.autograd", "torch.autograd.grad_mode")
+    },
+}

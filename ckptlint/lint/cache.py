@@ -1,0 +1,330 @@
+"""The persistent result cache (``.ckptlint_cache/``), after ruff's.
+
+One JSON file per ckptlint build and effective settings,
+``<cache dir>/<version>-<code>/<settings fingerprint>.json``, maps each linted file's path
+to what linting it gave (diagnostics, and problems that depend only on its bytes) together
+with everything that result depended on:
+
+- the BLAKE2b digest of the file's bytes;
+- its dotted module name (which ``__init__.py`` files around it decide);
+- the digest of every other file its regions read (:attr:`FileResult.dependencies`), and
+  ``null`` for each candidate path that was looked for and did not exist, so creating
+  ``layers.py`` next to a ``layers/`` package invalidates too.
+
+A result is reused only when all of these are unchanged; the ckptlint version, a
+fingerprint of the installed package's source files (so an edited checkout never reuses
+stale results) and :func:`results_fingerprint` (the settings that can change findings)
+select the JSON file. Files the gate rejects have no findings and get no entry.
+
+Robustness: a missing, unreadable, corrupt or foreign cache file is treated as empty and
+rewritten; a cache folder that cannot be written is silently skipped (linting never fails
+because of the cache). Writes go to a temporary file in the same folder, then
+``os.replace`` it into place, so a reader never sees a partial file; a concurrent run's
+entries are merged in just before writing, and the last writer wins for a path both wrote.
+The cache folder holds a ``CACHEDIR.TAG`` (https://bford.info/cachedir/) and a
+``.gitignore``; :func:`clean` removes only folders carrying that tag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ckptlint.lint.engine import FileResult
+    from ckptlint.config.settings import Settings
+
+__all__ = [
+    "CACHEDIR_TAG",
+    "DEFAULT_CACHE_DIR",
+    "ResultCache",
+    "cache_dir_for",
+    "clean",
+    "digest",
+    "results_fingerprint",
+]
+
+DEFAULT_CACHE_DIR = ".ckptlint_cache"
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by ckptlint.\n"
+    "# For information about cache directory tags, see:\n"
+    "#\thttps://bford.info/cachedir/\n"
+)
+_FORMAT = 1
+#: Problems that depend only on a file's bytes, so their results may be cached.
+_CACHEABLE_PROBLEMS = frozenset({"decode", "parse", "warning"})
+
+
+def digest(data: bytes) -> str:
+    """The cache key of a file's bytes: BLAKE2b, 128 bits, as hex."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def cache_dir_for(settings: Settings) -> Path:
+    """Where the cache of files linted with ``settings`` lives: ``settings.cache_dir``,
+    relative to ``settings.root`` unless absolute."""
+    path = Path(settings.cache_dir or DEFAULT_CACHE_DIR)
+    return path if path.is_absolute() else settings.root / path
+
+
+def results_fingerprint(settings: Settings) -> str:
+    """:meth:`Settings.fingerprint` of the settings that can change a file's findings:
+    those that only steer discovery, output, the cache itself or whether unsafe fixes are
+    applied (the findings carry every fix with its applicability) are left out, so that
+    ``--unsafe-fixes`` or another output format still reuse the cache."""
+    from dataclasses import replace
+
+    from ckptlint.config.settings import DEFAULT_EXCLUDES
+
+    neutral = replace(
+        settings,
+        unsafe_fixes=None,
+        output_format=None,
+        cache_dir=DEFAULT_CACHE_DIR,
+        exclude=DEFAULT_EXCLUDES,
+        extend_exclude=(),
+        respect_gitignore=True,
+        force_exclude=False,
+        notebooks=True,
+    )
+    return neutral.fingerprint()
+
+
+def _code_fingerprint() -> str:
+    """The ckptlint version and a digest of the package's source files (relative path,
+    size, modification time): a rebuilt or edited ckptlint starts a fresh cache."""
+    import ckptlint
+
+    package = Path(ckptlint.__file__).parent
+    entries: list[str] = []
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "runtime"))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                try:
+                    stat = os.stat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                entries.append(f"{os.path.relpath(os.path.join(folder, name), package)}:{stat.st_size}:{stat.st_mtime_ns}")
+    code = hashlib.blake2b("\n".join(entries).encode(), digest_size=6).hexdigest()
+    return f"{ckptlint.__version__}-{code}"
+
+
+class _Bucket:
+    """The entries of one cache file (one cache folder, build and settings)."""
+
+    def __init__(self, path: Path, key: dict[str, str]) -> None:
+        self.path = path
+        self.key = key
+        self.entries: dict[str, dict[str, Any]] = _read_entries(path, key)
+        self.updated: dict[str, dict[str, Any] | None] = {}  # path -> new entry, None: drop
+
+    def save(self) -> None:
+        if not self.updated:
+            return
+        folder = self.path.parent
+        _make_cache_dir(folder.parent)
+        folder.mkdir(parents=True, exist_ok=True)
+        entries = _read_entries(self.path, self.key)  # merge what a concurrent run wrote
+        for name, entry in self.updated.items():
+            if entry is None:
+                entries.pop(name, None)
+            else:
+                entries[name] = entry
+        for name in [n for n in entries if n not in self.updated and not os.path.exists(n)]:
+            del entries[name]  # the file is gone
+        data = {"format": _FORMAT, **self.key, "files": dict(sorted(entries.items()))}
+        temp = folder / f".tmp-{os.getpid()}-{secrets.token_hex(4)}.json"
+        try:
+            with open(temp, "x", encoding="utf-8") as out:
+                json.dump(data, out, separators=(",", ":"))
+            os.replace(temp, self.path)
+        except BaseException:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+            raise
+        self.updated.clear()
+
+
+def _read_entries(path: Path, key: dict[str, str]) -> dict[str, dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        return {}
+    if any(data.get(k) != v for k, v in key.items()):
+        return {}
+    files = data.get("files")
+    return files if isinstance(files, dict) else {}
+
+
+def _make_cache_dir(folder: Path) -> None:
+    """Create ``folder`` with its ``CACHEDIR.TAG`` and ``.gitignore``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tag = folder / "CACHEDIR.TAG"
+    if not tag.exists():
+        tag.write_text(CACHEDIR_TAG, encoding="utf-8")
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# Automatically created by ckptlint.\n*\n", encoding="utf-8")
+
+
+class ResultCache:
+    """Reads and writes cached lint results for one run.
+
+    Args:
+        build: the cache's build key; defaults to the ckptlint version plus a fingerprint
+            of its source files.
+
+    Use :meth:`lookup` before linting a file (it returns a :class:`FileResult` on a hit),
+    :meth:`store` after, and :meth:`save` once at the end of the run.
+    """
+
+    def __init__(self, build: str | None = None) -> None:
+        self.build = build or _code_fingerprint()
+        self._buckets: dict[tuple[Path, str], _Bucket] = {}
+        self._digests: dict[str, str] = {}  # linted path -> digest of the bytes linted
+        self._dependency_digests: dict[str, str | None] = {}
+        self._fingerprints: dict[Settings, str] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def _bucket(self, settings: Settings) -> _Bucket:
+        fingerprint = self._fingerprints.get(settings)
+        if fingerprint is None:
+            fingerprint = self._fingerprints[settings] = results_fingerprint(settings)
+        folder = cache_dir_for(settings)
+        bucket = self._buckets.get((folder, fingerprint))
+        if bucket is None:
+            path = folder / self.build / f"{fingerprint}.json"
+            bucket = _Bucket(path, {"build": self.build, "settings": fingerprint})
+            self._buckets[(folder, fingerprint)] = bucket
+        return bucket
+
+    def lookup(
+        self, path: str, raw: bytes, settings: Settings, *, fixing: bool = False, unsafe: bool = False
+    ) -> FileResult | None:
+        """The cached result of linting ``raw`` (the bytes of ``path``), or ``None``.
+
+        With ``fixing`` (``--fix``/``--diff``), a result holding a fix that would be applied
+        to this file (safe, or unsafe when ``unsafe``) is not used: the fix has to be
+        computed from the tree, so the file is linted again.
+        """
+        from ckptlint.text.diagnostics import Diagnostic
+        from ckptlint.lint.engine import FileResult, Problem
+
+        key = digest(raw)
+        self._digests[path] = key
+        entry = self._bucket(settings).entries.get(path)
+        try:
+            if entry is None or entry["hash"] != key or not self._still_valid(path, entry):
+                self.misses += 1
+                return None
+            diagnostics = [Diagnostic.from_dict(d) for d in entry["diagnostics"]]
+            problems = [Problem(path, message, kind) for kind, message in entry["problems"]]
+            dependencies = list(entry["deps"])
+            noqa_used = {(str(other), int(row)) for other, row in entry.get("noqa_used", ())}
+        except (KeyError, TypeError, ValueError, AttributeError):
+            self.misses += 1
+            return None  # a damaged entry: lint again and overwrite it
+        if fixing and any(d.path == path and d.fix is not None and d.fix.applies(unsafe) for d in diagnostics):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return FileResult(
+            path, diagnostics=diagnostics, problems=problems, dependencies=dependencies, noqa_used_elsewhere=noqa_used
+        )
+
+    def _still_valid(self, path: str, entry: dict[str, Any]) -> bool:
+        if entry["module"] != _module_of(path):
+            return False
+        return all(self._dependency_digest(dep) == known for dep, known in entry["deps"].items())
+
+    def _dependency_digest(self, path: str) -> str | None:
+        if path not in self._dependency_digests:
+            try:
+                with open(path, "rb") as handle:
+                    self._dependency_digests[path] = digest(handle.read())
+            except OSError:  # absent (or a folder, or unreadable): the loader saw no module
+                self._dependency_digests[path] = None
+        return self._dependency_digests[path]
+
+    def store(self, result: FileResult, settings: Settings) -> None:
+        """Remember ``result`` (of the bytes given to :meth:`lookup` for its path). Results
+        with problems that may not recur (internal errors, unreadable files) and files
+        rewritten by a fix are not stored."""
+        key = self._digests.get(result.path)
+        if key is None or result.changed:
+            return
+        if any(p.kind not in _CACHEABLE_PROBLEMS for p in result.problems):
+            self._bucket(settings).updated[result.path] = None
+            return
+        self._bucket(settings).updated[result.path] = {
+            "hash": key,
+            "module": _module_of(result.path),
+            "deps": {dep: self._dependency_digest(dep) for dep in result.dependencies},
+            "diagnostics": [d.to_dict() for d in result.diagnostics],
+            "problems": [[p.kind, p.message] for p in result.problems],
+            "noqa_used": sorted([other, row] for other, row in result.noqa_used_elsewhere),
+        }
+
+    def save(self) -> None:
+        """Write every changed cache file; a folder that cannot be written is skipped."""
+        for bucket in self._buckets.values():
+            try:
+                bucket.save()
+            except OSError:
+                pass
+
+
+def _module_of(path: str) -> list[Any]:
+    """``[dotted name, is_package]`` as the engine computes it for ``path``."""
+    if not os.path.isabs(path):
+        return ["", False]
+    from ckptlint.semantic.project import module_name_for
+
+    name, is_package, _ = module_name_for(Path(path))
+    return [name, is_package]
+
+
+def clean(paths: Iterable[Path], extra: Iterable[Path] = ()) -> list[Path]:
+    """Remove the ckptlint cache folders below ``paths`` (folders named
+    ``.ckptlint_cache``) and the folders in ``extra`` (configured cache folders), but only
+    those holding ckptlint's ``CACHEDIR.TAG``. Returns the folders removed."""
+    candidates: list[Path] = [Path(p) for p in extra]
+    for given in paths:
+        given = Path(given)
+        if not given.is_dir():
+            continue
+        for folder, dirs, _ in os.walk(given):
+            if DEFAULT_CACHE_DIR in dirs:
+                candidates.append(Path(folder) / DEFAULT_CACHE_DIR)
+            dirs[:] = [d for d in dirs if d not in (DEFAULT_CACHE_DIR, ".git")]
+    removed: list[Path] = []
+    for folder in candidates:
+        folder = Path(os.path.abspath(folder))
+        if folder in removed or not _is_ours(folder):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _is_ours(folder: Path) -> bool:
+    try:
+        return (folder / "CACHEDIR.TAG").read_text(encoding="utf-8").startswith(CACHEDIR_TAG.splitlines()[0]) and (
+            "ckptlint" in (folder / "CACHEDIR.TAG").read_text(encoding="utf-8")
+        )
+    except (OSError, UnicodeDecodeError):
+        return False

@@ -1,0 +1,1 @@
+"""Generic Python analysis: tree walks, the semantic model, module analysis, the project."""

@@ -1,0 +1,1 @@
+"""Source text: decoding, positions, diagnostics, edits, the fixer, noqa comments, notebooks."""
