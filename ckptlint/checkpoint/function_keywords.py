@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.site import CheckpointSite
 from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.callables import signature_of
-from ckptlint.checkpoint.sites import CheckpointSite
 
 if TYPE_CHECKING:
-    from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.checkpoint.regions import RegionBuilder
+    from ckptlint.semantic.analysis import ModuleAnalysis
 
 __all__ = ["own_function_keywords", "refused_keywords", "reentrant_call_refuses_keywords"]
 

@@ -31,18 +31,14 @@ module, see :mod:`ckptlint.semantic.callables`).
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.site import CheckpointSite, Misspelling
 from ckptlint.facts.apis import CHECKPOINT_OPTIONS, ApiKind
 from ckptlint.semantic.callables import signature_of
-from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.model import BindingKind, SemanticModel
-
-if TYPE_CHECKING:
-    from ckptlint.checkpoint.sites import CheckpointSite
 
 __all__ = ["STRONG_RATIO", "WEAK_RATIO", "Misspelling", "closest_option", "find_misspellings"]
 
@@ -50,28 +46,6 @@ STRONG_RATIO = 0.85
 WEAK_RATIO = 0.75
 
 _BOOL_OPTIONS = frozenset({"use_reentrant", "preserve_rng_state", "debug", "early_stop"})
-
-
-@dataclass(frozen=True)
-class Misspelling:
-    """A keyword (or a key of a ``gradient_checkpointing_kwargs`` dict literal) that is
-    probably a misspelled option.
-
-    Attributes:
-        written: the name as written (``"use_reentrent"``).
-        option: the option it probably means (``"use_reentrant"``).
-        ratio: difflib's similarity ratio of the two, 0..1.
-        node: the node to rename: the keyword ``Name`` or the dict key string.
-        arg: the call argument carrying it (``None`` for a dict key).
-        value: the value passed with it.
-    """
-
-    written: str
-    option: str
-    ratio: float
-    node: cst.CSTNode
-    arg: cst.Arg | None
-    value: cst.BaseExpression
 
 
 def option_names(site: CheckpointSite) -> tuple[str, ...]:

@@ -29,18 +29,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import Enum
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.argument_kinds import (
+    ValueKind,
+    classify_value,
+    name_hint,
+    path_literal,
+)
+from ckptlint.checkpoint.site import CheckpointSite, SaveForm, SaveMisuse
 from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.model import SemanticModel, dotted_name
-from ckptlint.checkpoint.argument_kinds import ValueKind, classify_value, name_hint, path_literal
-
-if TYPE_CHECKING:
-    from ckptlint.checkpoint.sites import CheckpointSite
 
 __all__ = ["SaveForm", "SaveMisuse", "find_save_misuse", "save_misuse_of_arguments"]
 
@@ -51,36 +51,6 @@ _ROUTINE_HINTS = frozenset({ValueKind.PATH, ValueKind.OPTIMIZER, ValueKind.SCHED
 _SAVE_ROUTINE = re.compile(r"(?:^|_)(?:save|saving|resume|resuming|restore|persist)(?:_|$)")
 _LOAD_ROUTINE = re.compile(r"(?:^|_)load(?:_|$)")
 _LOAD_OBJECT = re.compile(r"(?:^|_)(?:checkpoint|ckpt|state|weights)(?:_|s?$)")
-
-
-class SaveForm(str, Enum):
-    """Which ``torch.save``/``torch.load`` call the checkpoint call stands for."""
-
-    SAVE_OBJECT = "save-object"  # torch.save(saved, destination)
-    SAVE_STATE_OF = "save-state-of"  # torch.save(saved.state_dict(), destination)
-    SAVE_CALL = "save-call"  # checkpoint(torch.save, *args): torch.save(*args)
-    LOAD_CALL = "load-call"  # checkpoint(torch.load, *args): torch.load(*args)
-    UNKNOWN = "unknown"  # the arguments do not map
-
-
-@dataclass(frozen=True)
-class SaveMisuse:
-    """Why a checkpoint call looks like saving (or loading) training state.
-
-    Attributes:
-        reason: a phrase for messages (``"its callable is a `state_dict()` call"``).
-        form: how the arguments map to ``torch.save``/``torch.load``.
-        saved: for ``SAVE_OBJECT``/``SAVE_STATE_OF``, the object meant to be saved.
-        destination: for those forms, the path expression.
-        arguments: for ``SAVE_CALL``/``LOAD_CALL``, the arguments ``torch.save``/``torch.load``
-            should get.
-    """
-
-    reason: str
-    form: SaveForm
-    saved: cst.BaseExpression | None = None
-    destination: cst.BaseExpression | None = None
-    arguments: tuple[cst.Arg, ...] = ()
 
 
 def find_save_misuse(site: CheckpointSite, model: SemanticModel) -> SaveMisuse | None:

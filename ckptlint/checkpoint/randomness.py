@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
 from ckptlint.checkpoint.regions import Frame, LayerUse, Region
 from ckptlint.facts.torch_facts import (
@@ -28,6 +27,7 @@ from ckptlint.facts.torch_facts import (
     LayerKind,
     random_function,
 )
+from ckptlint.semantic.analysis import ModuleAnalysis
 
 __all__ = ["RandomOp", "UnpreservedSource", "device_moved_ops", "random_ops", "unpreserved_sources"]
 

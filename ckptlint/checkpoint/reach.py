@@ -30,6 +30,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.homemade import home_made, implementation_of_apply
+from ckptlint.checkpoint.options import OptionState, OptionValue
+from ckptlint.checkpoint.site import Reentrancy
 from ckptlint.facts.apis import (
     API_BY_QUALIFIED_NAME,
     INSTANCE_METHOD_APIS,
@@ -40,12 +43,9 @@ from ckptlint.facts.apis import (
     CheckpointApi,
     api_for,
 )
-from ckptlint.checkpoint.homemade import home_made, implementation_of_apply
-from ckptlint.checkpoint.options import OptionState, OptionValue
 from ckptlint.semantic.model import BindingKind, SemanticModel
 
 if TYPE_CHECKING:
-    from ckptlint.checkpoint.sites import Reentrancy
     from ckptlint.semantic.project import Project
 
 __all__ = ["Recogniser", "policy_region_expression", "wrapper_fn_reentrancy"]
@@ -300,7 +300,6 @@ def wrapper_functions(analysis) -> dict[str, CheckpointApi]:  # noqa: ANN001 - a
     name -> a copy of the API's row whose ``positional`` puts ``function`` at that
     parameter, so calls of the wrapper are sites of the same API. Empty while the module's
     own sites are being collected (imports between modules can be cyclic)."""
-    import dataclasses
 
     if id(analysis) in _IN_PROGRESS:
         return {}
@@ -534,7 +533,6 @@ def wrapper_fn_reentrancy(wrapper_fn: OptionValue, model: SemanticModel) -> Reen
     """The variant ``apply_activation_checkpointing``'s ``checkpoint_wrapper_fn`` runs:
     torch's ``checkpoint_wrapper`` defaults to ``CheckpointImpl.NO_REENTRANT``; a
     ``partial(checkpoint_wrapper, checkpoint_impl=...)`` says which."""
-    from ckptlint.checkpoint.sites import Reentrancy
 
     if wrapper_fn.is_absent:
         return Reentrancy.DEFAULT_NON_REENTRANT

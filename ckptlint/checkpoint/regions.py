@@ -44,21 +44,28 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Callable, Iterator
-from functools import lru_cache
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.facts.apis import PARTIAL_QUALIFIED_NAMES, ApiKind
-from ckptlint.semantic.callables import Signature
 from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.site import CheckpointSite
+from ckptlint.facts.apis import PARTIAL_QUALIFIED_NAMES, ApiKind
+from ckptlint.facts.torch_facts import (
+    CONTAINER_CLASSES,
+    NORM_FACTORIES,
+    LayerFact,
+    LayerKind,
+    NormFactory,
+    layer_fact,
+)
+from ckptlint.semantic.callables import Signature
 from ckptlint.semantic.model import Binding, BindingKind, ScopeKind
-from ckptlint.checkpoint.sites import CheckpointSite
 from ckptlint.semantic.walk import child_nodes
-from ckptlint.facts.torch_facts import CONTAINER_CLASSES, NORM_FACTORIES, LayerFact, LayerKind, NormFactory, layer_fact
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis

@@ -8,12 +8,22 @@ themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.misspelling import find_misspellings
+from ckptlint.checkpoint.misuse import find_save_misuse
+from ckptlint.checkpoint.options import (
+    ABSENT,
+    UNKNOWN,
+    CallArguments,
+    OptionState,
+    OptionValue,
+    mapping_alternatives,
+    option_from_mappings,
+)
+from ckptlint.checkpoint.site import CheckpointSite, Reentrancy, SiteForm, SiteIndex
 from ckptlint.facts.apis import (
     API_BY_QUALIFIED_NAME,
     CHECKPOINT_OPTIONS,
@@ -25,18 +35,7 @@ from ckptlint.facts.apis import (
     CheckpointApi,
     api_for,
 )
-from ckptlint.checkpoint.misspelling import Misspelling, find_misspellings
-from ckptlint.checkpoint.misuse import SaveMisuse, find_save_misuse
-from ckptlint.checkpoint.options import (
-    ABSENT,
-    UNKNOWN,
-    CallArguments,
-    OptionState,
-    OptionValue,
-    mapping_alternatives,
-    option_from_mappings,
-)
-from ckptlint.semantic.model import BindingKind, Scope, SemanticModel
+from ckptlint.semantic.model import BindingKind, SemanticModel
 
 __all__ = ["CheckpointSite", "Reentrancy", "SiteForm", "SiteIndex", "collect_sites"]
 
@@ -50,113 +49,6 @@ _TORCH_KINDS = frozenset(
 )
 
 _TORCH_CHECKPOINT = "torch.utils.checkpoint.checkpoint"
-
-
-class SiteForm(str, Enum):
-    CALL = "call"  # the API is called directly
-    PARTIAL = "partial"  # functools.partial(API, ...): a binding, reported itself
-    BOUND_CALL = "bound-call"  # a call through a partial binding of this module
-
-
-class Reentrancy(str, Enum):
-    """Which checkpoint variant a site runs, as far as the source says."""
-
-    REENTRANT = "reentrant"  # use_reentrant=True (or CheckpointImpl.REENTRANT)
-    NON_REENTRANT = "non-reentrant"  # use_reentrant=False (or CheckpointImpl.NO_REENTRANT)
-    OMITTED_REENTRANT = "omitted"  # not chosen; the API falls back to reentrant (CKP001)
-    DEFAULT_NON_REENTRANT = "default-non-reentrant"  # not chosen; the API defaults to False
-    DYNAMIC = "dynamic"  # chosen by an expression evaluated at run time
-    UNKNOWN = "unknown"  # may be hidden in ** arguments, or decided by a custom function
-
-    @property
-    def runs_reentrant(self) -> bool | None:
-        if self in (Reentrancy.REENTRANT, Reentrancy.OMITTED_REENTRANT):
-            return True
-        if self in (Reentrancy.NON_REENTRANT, Reentrancy.DEFAULT_NON_REENTRANT):
-            return False
-        return None
-
-
-@dataclass(eq=False)
-class CheckpointSite:
-    """One use of a checkpoint API.
-
-    Attributes:
-        api: the API (see :mod:`ckptlint.facts.apis`).
-        form: direct call, ``functools.partial`` binding, or call through such a binding.
-        call: the call node of the site (the ``partial(...)`` call for a binding).
-        arguments: the arguments of ``call`` sorted by form (for a partial, without the
-            API itself).
-        function: the checkpointed callable (``function``, ``functions`` or the wrapped
-            module) or ``None`` when not given here.
-        inputs: positional arguments passed to the checkpointed function.
-        function_keywords: keyword arguments forwarded to the checkpointed function.
-        options: every option of the API the site passes or omits.
-        reentrancy: which variant runs.
-        hidden_arguments: a ``**`` argument of unknown content may carry more options.
-        binding: for a ``BOUND_CALL``, the ``PARTIAL`` site it goes through.
-        scope: the scope the call is evaluated in.
-        save_misuse: set when the call is not activation checkpointing at all but an
-            attempt to save training state (a state dict, a path, an optimizer...; see
-            :mod:`ckptlint.checkpoint.misuse`). Reported by CKP301; no other rule judges it.
-        misspellings: the site's own keywords that look like misspelled options (see
-            :mod:`ckptlint.checkpoint.misspelling`). Reported by CKP003; other rules neither
-            count them as function keywords nor add the option they stand for.
-    """
-
-    api: CheckpointApi
-    form: SiteForm
-    call: cst.Call
-    arguments: CallArguments
-    function: cst.BaseExpression | None
-    inputs: tuple[cst.Arg, ...]
-    function_keywords: tuple[cst.Arg, ...]
-    options: dict[str, OptionValue]
-    reentrancy: Reentrancy
-    hidden_arguments: bool
-    scope: Scope
-    binding: CheckpointSite | None = None
-    extra: dict[str, object] = field(default_factory=dict)
-    save_misuse: SaveMisuse | None = None
-    misspellings: tuple[Misspelling, ...] = ()
-
-    def misspelling_of(self, option: str) -> Misspelling | None:
-        """The first keyword of this site that probably misspells ``option``."""
-        return next((m for m in self.misspellings if m.option == option), None)
-
-    def is_misspelled(self, arg: cst.Arg) -> bool:
-        """Whether ``arg`` is one of :attr:`misspellings`."""
-        return any(m.arg is arg for m in self.misspellings)
-
-    def option(self, name: str) -> OptionValue:
-        """The value passed for option ``name`` (``ABSENT`` when the API has no such option)."""
-        return self.options.get(name, ABSENT)
-
-    @property
-    def use_reentrant(self) -> OptionValue:
-        return self.option("use_reentrant")
-
-    @property
-    def runs_reentrant(self) -> bool | None:
-        return self.reentrancy.runs_reentrant
-
-    @property
-    def reported_here(self) -> bool:
-        """Whether option findings belong to this site (calls through a binding are judged
-        at the binding)."""
-        return self.form is not SiteForm.BOUND_CALL
-
-
-@dataclass
-class SiteIndex:
-    """All sites of a module, plus calls of the ``torch.utils.checkpoint`` module itself and
-    calls of ``torch.distributed.checkpoint`` functions (``dcp_calls``, see
-    :data:`ckptlint.facts.apis.DCP_FUNCTIONS`; not activation checkpointing, CKP303 judges them)."""
-
-    sites: list[CheckpointSite]
-    module_calls: list[cst.Call]
-    by_call: dict[cst.Call, CheckpointSite]
-    dcp_calls: list[cst.Call] = field(default_factory=list)
 
 
 def collect_sites(model: SemanticModel, project: Project | None = None, path: str | None = None) -> SiteIndex:
@@ -604,7 +496,10 @@ def _build_library_wrapper(api, form, call, arguments, model) -> CheckpointSite:
 
 
 def _build_policy(api, form, call, arguments, model) -> CheckpointSite | None:
-    from ckptlint.checkpoint.reach import policy_region_expression, wrapper_fn_reentrancy
+    from ckptlint.checkpoint.reach import (
+        policy_region_expression,
+        wrapper_fn_reentrancy,
+    )
 
     options = {
         name: arguments.option(name, model, position=api.positional.index(name) if name in api.positional else None)

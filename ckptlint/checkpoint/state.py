@@ -15,10 +15,17 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
 from ckptlint.checkpoint.regions import Frame, Region
-from ckptlint.semantic.model import MUTATING_METHODS, Binding, BindingKind, Scope, ScopeKind, base_name
+from ckptlint.semantic.analysis import ModuleAnalysis
+from ckptlint.semantic.model import (
+    MUTATING_METHODS,
+    Binding,
+    BindingKind,
+    Scope,
+    ScopeKind,
+    base_name,
+)
 
 __all__ = ["LOOP_VARIABLE", "OuterRead", "OuterWrite", "mutable_reads", "outer_writes"]
 

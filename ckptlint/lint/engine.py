@@ -28,7 +28,8 @@ from ckptlint.text.noqa import NoqaIndex, may_have_invalid, parse_noqa
 from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.rule_codes import IO_ERROR, REGION_RULES, SYNTAX_ERROR, UNUSED_NOQA
 from ckptlint.config.settings import Settings
-from ckptlint.text.source import SourceDecodeError, SourceFile, gate_bytes, load_source
+from ckptlint.text.reading import gate_bytes, load_source
+from ckptlint.text.source import SourceDecodeError, SourceFile
 
 if TYPE_CHECKING:
     import libcst as cst

@@ -9,7 +9,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ckptlint.text.diagnostics import Diagnostic
-from ckptlint.text.source import SourceDecodeError, SourceFile, load_source
+from ckptlint.text.reading import load_source
+from ckptlint.text.source import SourceDecodeError, SourceFile
 
 __all__ = [
     "OutputContext",

@@ -21,7 +21,7 @@ from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.checkpoint.regions import Region, RegionBuilder
-    from ckptlint.checkpoint.sites import CheckpointSite
+    from ckptlint.checkpoint.site import CheckpointSite
     from ckptlint.semantic.project import Project
 
 __all__ = ["FixAvailability", "Invalid", "Rule", "RuleContext", "Severity"]

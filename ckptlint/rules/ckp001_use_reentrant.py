@@ -10,7 +10,7 @@ from ckptlint.text.edits import add_dict_entry, add_keyword_argument, replace_no
 from ckptlint.semantic.callables import signature_of
 from ckptlint.checkpoint.function_keywords import reentrant_call_refuses_keywords
 from ckptlint.checkpoint.options import OptionState
-from ckptlint.checkpoint.sites import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.checkpoint.site import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
 _KEYWORD = "use_reentrant=False"

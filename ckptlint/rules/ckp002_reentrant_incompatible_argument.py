@@ -9,7 +9,7 @@ from ckptlint.text.diagnostics import Applicability, Fix
 from ckptlint.text.edits import add_keyword_argument, replace_node
 from ckptlint.checkpoint.function_keywords import own_function_keywords, refused_keywords
 from ckptlint.checkpoint.options import OptionState, OptionValue
-from ckptlint.checkpoint.sites import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.checkpoint.site import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
 _KEYWORD = "use_reentrant=False"

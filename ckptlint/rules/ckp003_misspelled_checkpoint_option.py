@@ -7,8 +7,8 @@ import libcst as cst
 from ckptlint.facts.apis import ApiKind
 from ckptlint.text.diagnostics import Applicability, Fix
 from ckptlint.text.edits import replace_node
-from ckptlint.checkpoint.misspelling import Misspelling
-from ckptlint.checkpoint.sites import CheckpointSite, Reentrancy
+from ckptlint.checkpoint.site import Misspelling
+from ckptlint.checkpoint.site import CheckpointSite, Reentrancy
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
 

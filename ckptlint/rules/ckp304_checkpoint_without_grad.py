@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ckptlint.facts.apis import ApiKind
 from ckptlint.checkpoint.grad_mode import GradMode, grad_mode_at
-from ckptlint.checkpoint.sites import SiteForm
+from ckptlint.checkpoint.site import SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
 

@@ -10,7 +10,7 @@ from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.facts.apis import CHECKPOINT_OPTIONS
 from ckptlint.text.diagnostics import Applicability, Fix
 from ckptlint.text.edits import replace_node
-from ckptlint.checkpoint.misuse import SaveForm, SaveMisuse
+from ckptlint.checkpoint.site import SaveForm, SaveMisuse
 from ckptlint.rules.base import RuleContext
 
 __all__ = ["save_advice", "save_message", "torch_save_fix"]

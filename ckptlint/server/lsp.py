@@ -181,7 +181,8 @@ class CkptlintLanguageServer(LanguageServer):
         text = self._buffer_text(path)
         if text is not None:
             return text
-        from ckptlint.text.source import SourceDecodeError, load_source
+        from ckptlint.text.reading import load_source
+        from ckptlint.text.source import SourceDecodeError
 
         try:
             return load_source(path.read_bytes(), str(path)).text

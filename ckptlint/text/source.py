@@ -140,25 +140,5 @@ def decode_source(raw: bytes, path: str) -> SourceFile:
     return SourceFile(path=path, text=text, encoding=codecs.lookup(encoding).name, bom=bom)
 
 
-def load_source(raw: bytes, path: str) -> SourceFile:
-    """:func:`decode_source`, or for a Jupyter notebook (``.ipynb``) its code cells as one
-    module (:func:`ckptlint.text.notebook.notebook_source`). Raises :class:`SourceDecodeError`."""
-    if path.lower().endswith(".ipynb"):
-        from ckptlint.text.notebook import notebook_source
-
-        return notebook_source(raw, path)
-    return decode_source(raw, path)
-
-
-def gate_bytes(raw: bytes, path: str) -> bytes:
-    """What the byte-level gate reads for ``path``: the bytes themselves, or a notebook's
-    code cells (its JSON quotes every line, which the gate's line patterns do not see)."""
-    if path.lower().endswith(".ipynb"):
-        from ckptlint.text.notebook import code_bytes
-
-        return code_bytes(raw)
-    return raw
-
-
 def _first_line(message: str) -> str:
     return message.strip().splitlines()[0] if message.strip() else "cannot be decoded"
