@@ -1,6 +1,6 @@
 """ckptlint: a linter and runtime test helper for PyTorch activation checkpointing.
 
-The linter (``ckptlint`` on the command line, :mod:`ckptlint.lint.engine` in code) never imports
+The linter (``ckptlint`` on the command line, :mod:`ckptlint.lint` in code) never imports
 torch. The runtime helper (:mod:`ckptlint.runtime`) needs the ``runtime`` extra.
 """
 

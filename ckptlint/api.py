@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ckptlint.config.files import CliOverrides, build_settings
 from ckptlint.text.diagnostics import Diagnostic
-from ckptlint.lint.engine import FileLinter, FixMode, io_error
+from ckptlint.lint.linter import FileLinter
+from ckptlint.lint.results import FixMode, io_error
 from ckptlint.semantic.project import Project
 from ckptlint.config.settings import normalise_selectors
 

@@ -36,7 +36,7 @@ OFF_BY_DEFAULT: frozenset[str] = frozenset({"CKP901"})
 
 #: Rules that report in code a checkpoint recomputes (the RNG and outer-state rules, and the
 #: home-made recompute implementations): one line of shared code can be reached by many
-#: sites, and the run reports it once (``engine.RunResult.diagnostics``).
+#: sites, and the run reports it once (``lint.results.RunResult.diagnostics``).
 REGION_RULES: frozenset[str] = frozenset(code for code in RULE_CODES if code[:4] in ("CKP1", "CKP2"))
 
 SYNTAX_ERROR = "CKP999"

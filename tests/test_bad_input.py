@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from ckptlint.api import settings_for
-from ckptlint.lint.engine import MAX_FILE_BYTES, FileLinter, lint_files
+from ckptlint.lint.limits import MAX_FILE_BYTES
+from ckptlint.lint.linter import FileLinter
+from ckptlint.lint.run import lint_files
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 CALL = IMPORT + "checkpoint(f, x)\n"

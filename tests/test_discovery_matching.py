@@ -7,7 +7,9 @@ import itertools
 import pathspec
 import pytest
 
-from ckptlint.config.discovery import _any_pattern_regex, _exclude_matcher, pattern_matches
+from ckptlint.config.discovery import _any_pattern_regex
+from ckptlint.config.patterns import exclude_matcher as _exclude_matcher
+from ckptlint.config.patterns import pattern_matches
 
 PATTERNS = ["build", ".git", "*.pyc", "docs/", "/top.py", "a/**/b", "!keep.py", "foo[0-9]", "x y", "tests/fixtures", "*_pb2.py"]
 PATHS = [

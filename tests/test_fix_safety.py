@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ckptlint.lint import engine
+from ckptlint.lint import run as lint_run
 from ckptlint.text import fixer
 from ckptlint.text.diagnostics import Applicability, Edit
 from ckptlint.rules import ALL_RULES
@@ -105,14 +105,14 @@ def test_nested_calls_are_fixed_in_one_run_and_a_second_run_changes_nothing(run_
 
 def test_a_file_changed_on_disk_since_it_was_read_is_not_written(run_cli, write, monkeypatch):
     path = write("m.py", CALL)
-    lint_files = engine.lint_files
+    lint_files = lint_run.lint_files
 
     def edit_while_linting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         run = lint_files(*args, **kwargs)
         path.write_text(CALL + "# edited by someone else\n")
         return run
 
-    monkeypatch.setattr(engine, "lint_files", edit_while_linting)
+    monkeypatch.setattr(lint_run, "lint_files", edit_while_linting)
     result = run_cli("m.py", "--fix", "--unsafe-fixes")
     assert (result.exit_code, result.stderr) == (1, "")
     assert "m.py:1:1: CKP902 changed on disk while ckptlint ran; fixes not written" in result.stdout
@@ -208,7 +208,8 @@ def test_the_linted_codes_warnings_are_not_shown(tail):
     import warnings
 
     from ckptlint.api import settings_for
-    from ckptlint.lint.engine import FileLinter, FixMode
+    from ckptlint.lint.linter import FileLinter
+    from ckptlint.lint.results import FixMode
 
     text = IMPORT + 'if x is not "":\n    y = checkpoint(f, x)\nz = "\\d"\n' + "w = 1\n" * 100 + tail
     with warnings.catch_warnings(record=True) as caught:

@@ -8,7 +8,8 @@ import signal
 
 import pytest
 
-from ckptlint.lint import engine
+from ckptlint.lint import linter, pool
+from ckptlint.lint import run as lint_run
 from ckptlint.rules import ALL_RULES
 from ckptlint.rules.ckp001_use_reentrant import CheckpointWithoutUseReentrant
 
@@ -55,7 +56,7 @@ def test_an_exception_outside_the_rules_is_an_internal_error_too(run_cli, write,
     def broken(source):  # noqa: ANN001, ANN202
         raise KeyError("noqa index")
 
-    monkeypatch.setattr(engine, "parse_noqa", broken)
+    monkeypatch.setattr(linter, "parse_noqa", broken)
     bad = write("bad.py", CALL)
     result = run_cli("bad.py")
     assert result.exit_code == 2
@@ -63,7 +64,7 @@ def test_an_exception_outside_the_rules_is_an_internal_error_too(run_cli, write,
 
 
 def _dies_on(names: tuple[str, ...], how):  # noqa: ANN001, ANN202
-    original = engine.FileLinter.lint
+    original = linter.FileLinter.lint
 
     def lint(self, path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         if os.path.basename(path) in names:
@@ -84,7 +85,7 @@ def _dies_on(names: tuple[str, ...], how):  # noqa: ANN001, ANN202
 def test_a_worker_that_dies_does_not_hang_or_stop_the_run(run_cli, write, tmp_path, monkeypatch, how, reason):
     for name in ("a.py", "b.py", "c.py", "d.py", "e.py", "f.py"):
         write(name, CALL)
-    monkeypatch.setattr(engine.FileLinter, "lint", _dies_on(("b.py", "e.py"), how))
+    monkeypatch.setattr(linter.FileLinter, "lint", _dies_on(("b.py", "e.py"), how))
     signal.alarm(60)  # a hang fails the test instead of blocking the suite
     try:
         result = run_cli(".", "-j", "2")
@@ -110,8 +111,8 @@ def test_every_file_after_a_dead_worker_is_linted_once(tmp_path, monkeypatch):
         path.write_text(CALL)
         paths.append(path)
     dying = ("m00.py", "m01.py", "m07.py", "m11.py")
-    monkeypatch.setattr(engine.FileLinter, "lint", _dies_on(dying, lambda: os._exit(3)))
-    run = engine.lint_files(paths, lambda p: settings_for(), jobs=3)
+    monkeypatch.setattr(linter.FileLinter, "lint", _dies_on(dying, lambda: os._exit(3)))
+    run = lint_run.lint_files(paths, lambda p: settings_for(), jobs=3)
     assert [os.path.basename(r.path) for r in run.results] == [p.name for p in paths]
     for r in run.results:
         if os.path.basename(r.path) in dying:
@@ -138,7 +139,7 @@ def test_a_worker_that_dies_between_two_files_does_not_stop_the_run(tmp_path, mo
         path = tmp_path / f"m{i}.py"
         path.write_text(CALL)
         paths.append(path)
-    original = engine._Worker.start_task
+    original = pool._Worker.start_task
     killed: list[int] = []
 
     def start_task(self, index):  # noqa: ANN001, ANN202
@@ -148,8 +149,8 @@ def test_a_worker_that_dies_between_two_files_does_not_stop_the_run(tmp_path, mo
             self.process.join()
         return original(self, index)
 
-    monkeypatch.setattr(engine._Worker, "start_task", start_task)
-    monkeypatch.setattr(engine, "_BYTES_PER_WORKER", 1)
-    run = engine.lint_files(paths, lambda p: settings_for(), jobs=2)
+    monkeypatch.setattr(pool._Worker, "start_task", start_task)
+    monkeypatch.setattr(lint_run, "_BYTES_PER_WORKER", 1)
+    run = lint_run.lint_files(paths, lambda p: settings_for(), jobs=2)
     assert killed
     assert run.problems == [] and [os.path.basename(d.path) for d in run.diagnostics] == [p.name for p in paths]

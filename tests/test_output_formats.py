@@ -607,7 +607,7 @@ def test_full_gutter_widens_with_line_numbers(project: Path, run_cli) -> None:  
 def test_crlf_source_leaves_no_carriage_return_in_any_format(project: Path) -> None:
     """click's test runner turns CRLF into LF in ``stdout``, so render directly here."""
     from ckptlint.api import settings_for
-    from ckptlint.lint.engine import FileLinter
+    from ckptlint.lint.linter import FileLinter
 
     path = project / "crlf.py"
     result = FileLinter().lint(str(path), path.read_bytes(), settings_for(), gate=False)

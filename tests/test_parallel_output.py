@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint.lint import engine
+from ckptlint.lint import run as lint_run
 
 FILES = {
     "pkg/__init__.py": "",
@@ -110,14 +110,14 @@ def project(tmp_path: Path) -> Path:
 def pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Force a pool for any amount of work, and record the worker counts used."""
     used: list[int] = []
-    original = engine._in_pool
+    original = lint_run.in_pool
 
     def in_pool(tasks, workers, **options):
         used.append(workers)
         return original(tasks, workers, **options)
 
-    monkeypatch.setattr(engine, "_BYTES_PER_WORKER", 1)
-    monkeypatch.setattr(engine, "_in_pool", in_pool)
+    monkeypatch.setattr(lint_run, "_BYTES_PER_WORKER", 1)
+    monkeypatch.setattr(lint_run, "in_pool", in_pool)
     return used
 
 

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckptlint.api import settings_for
-from ckptlint.lint.engine import FileLinter, FixMode
+from ckptlint.lint.linter import FileLinter
+from ckptlint.lint.results import FixMode
 
 BUDGET = settings(
     max_examples=120,

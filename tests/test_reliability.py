@@ -238,16 +238,16 @@ def test_noqa_where_the_string_or_continuation_ends(run_cli, write, source: str)
 
 
 def test_jobs_is_capped_at_the_files_to_lint(run_cli, write, monkeypatch) -> None:
-    from ckptlint.lint import engine
+    from ckptlint.lint import run as lint_run
 
     used: list[int] = []
-    original = engine._in_pool
+    original = lint_run.in_pool
 
     def in_pool(tasks, workers, **options):  # noqa: ANN001, ANN003, ANN202
         used.append(workers)
         return original(tasks, workers, **options)
 
-    monkeypatch.setattr(engine, "_in_pool", in_pool)
+    monkeypatch.setattr(lint_run, "in_pool", in_pool)
     for name in ("a.py", "b.py", "c.py"):
         write(name, CALL)
     assert run_cli("--no-cache", "-j", "64", ".").exit_code == 1

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint.lint import engine
+from ckptlint.lint import linter
+from ckptlint.lint import run as lint_run
 from ckptlint.api import settings_for
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="uses /proc and PR_SET_PDEATHSIG")
@@ -186,7 +187,7 @@ def test_sigkill_of_the_main_process_leaves_no_worker(tree: Path) -> None:
 
 # ---------------------------------------------------------------- per-file time limit
 def _stuck_on(name: str):  # noqa: ANN202
-    original = engine.FileLinter.lint
+    original = linter.FileLinter.lint
 
     def lint(self, path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         if os.path.basename(path) == name:
@@ -203,10 +204,10 @@ def test_a_file_that_takes_too_long_is_reported_and_the_run_goes_on(tmp_path: Pa
         path = tmp_path / name
         path.write_text(IMPORT + "y = checkpoint(f, x)\n")
         paths.append(path)
-    monkeypatch.setattr(engine.FileLinter, "lint", _stuck_on("stuck.py"))
-    monkeypatch.setattr(engine, "_BYTES_PER_WORKER", 1)
+    monkeypatch.setattr(linter.FileLinter, "lint", _stuck_on("stuck.py"))
+    monkeypatch.setattr(lint_run, "_BYTES_PER_WORKER", 1)
     started = time.monotonic()
-    run = engine.lint_files(paths, lambda p: settings_for(), jobs=jobs, file_timeout=1.0)
+    run = lint_run.lint_files(paths, lambda p: settings_for(), jobs=jobs, file_timeout=1.0)
     assert time.monotonic() - started < 10
     assert not run.interrupted and run.problems == []
     found = [(Path(d.path).name, d.code) for d in run.diagnostics]
@@ -218,7 +219,7 @@ def test_a_file_that_takes_too_long_is_reported_and_the_run_goes_on(tmp_path: Pa
 def test_file_timeout_option(run_cli, write, monkeypatch) -> None:
     for name in ("a.py", "stuck.py"):
         write(name, IMPORT + "y = checkpoint(f, x, use_reentrant=False)\n")
-    monkeypatch.setattr(engine.FileLinter, "lint", _stuck_on("stuck.py"))
+    monkeypatch.setattr(linter.FileLinter, "lint", _stuck_on("stuck.py"))
     result = run_cli("--no-cache", "--file-timeout", "0.5", "-j", "2", ".")
     assert (result.exit_code, result.stderr) == (1, "")
     assert result.stdout == (

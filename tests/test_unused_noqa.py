@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ckptlint.api import fix_source, lint_source
-from ckptlint.lint.engine import FileLinter
+from ckptlint.lint.linter import FileLinter
 from ckptlint.config.settings import default_enabled
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"

@@ -193,7 +193,7 @@ def test_server_disable_for_this_line_uses_the_noqa_line(tmp_path, text, row, ne
     # (no comment) when that line ends inside a triple-quoted string or with a backslash
     pytest.importorskip("pygls")
     from ckptlint.config.files import CliOverrides, SettingsResolver
-    from ckptlint.lint.engine import FileLinter
+    from ckptlint.lint.linter import FileLinter
     from ckptlint.server.lsp import CkptlintLanguageServer, _Lines
 
     path = tmp_path / "m.py"

@@ -146,7 +146,7 @@ def main(**options) -> None:  # noqa: ANN003
 
     Use `-` as the path (with --stdin-filename) to lint source read from stdin.
     """
-    from ckptlint.lint.engine import Interrupted, StopFlag
+    from ckptlint.lint.stop import Interrupted, StopFlag
 
     stop = StopFlag()
     with _stop_on_signals(stop):
@@ -159,7 +159,7 @@ def main(**options) -> None:  # noqa: ANN003
 
 
 def _main(
-    stop,  # noqa: ANN001 - ckptlint.lint.engine.StopFlag
+    stop,  # noqa: ANN001 - ckptlint.lint.stop.StopFlag
     paths: tuple[Path, ...],
     fix: bool | None,
     unsafe_fixes: bool | None,
@@ -203,7 +203,9 @@ def _main(
 
     from ckptlint.config.files import CliOverrides, ConfigError, SettingsResolver
     from ckptlint.config.discovery import PathNotFound, discover
-    from ckptlint.lint.engine import DEFAULT_FILE_TIMEOUT, FixMode, RunResult, lint_files
+    from ckptlint.lint.limits import DEFAULT_FILE_TIMEOUT
+    from ckptlint.lint.results import FixMode, RunResult
+    from ckptlint.lint.run import lint_files
     from ckptlint.config.settings import UnknownRuleSelector, normalise_selectors
 
     cwd = Path.cwd()
@@ -308,7 +310,7 @@ def _main(
         sys.exit(EXIT_ERROR)
     assert isinstance(run, RunResult)
 
-    from ckptlint.lint.engine import io_error
+    from ckptlint.lint.results import io_error
     from ckptlint.output.base import display_path
 
     # Files that could not be checked are findings (CKP902, ruff's E902), in every format.
@@ -426,7 +428,8 @@ def _lint_stdin(path: Path | None, resolver, mode, unsafe, force_exclude: bool |
     working directory). Returns ``(run, excluded)``; an excluded path (with force-exclude)
     prints nothing, or the source unchanged under --fix."""
     from ckptlint.config.discovery import _excluded_anywhere, _GitIgnores, _repository_chain
-    from ckptlint.lint.engine import FileLinter, FixMode, RunResult
+    from ckptlint.lint.linter import FileLinter
+    from ckptlint.lint.results import FixMode, RunResult
 
     raw = _binary(sys.stdin).read()
     settings = resolver.for_path(path if path is not None else Path.cwd())
@@ -574,7 +577,7 @@ def _handle_fixes(  # noqa: ANN001
     instead of writing a file."""
     import difflib
 
-    from ckptlint.lint.engine import io_error
+    from ckptlint.lint.results import io_error
     from ckptlint.text.fixer import FileChangedError, write_atomically
     from ckptlint.output.base import display_path
 

@@ -18,17 +18,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import pathspec
 
 from ckptlint.config.files import SettingsResolver
+from ckptlint.config.patterns import exclude_matcher
 from ckptlint.config.settings import Settings
 
-__all__ = ["DiscoveryResult", "PathNotFound", "discover", "is_excluded", "pattern_matches"]
+__all__ = ["DiscoveryResult", "PathNotFound", "discover", "is_excluded"]
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -54,55 +53,11 @@ class DiscoveryResult:
         return any(target == root or root in target.parents for root in self.roots)
 
 
-@lru_cache(maxsize=512)
-def _pattern(pattern: str) -> pathspec.PathSpec:
-    return pathspec.GitIgnoreSpec.from_lines([pattern])
-
-
-def pattern_matches(pattern: str, relative_path: str) -> bool:
-    """Whether gitignore-style ``pattern`` matches ``relative_path`` (``/``-separated).
-
-    A pattern without a slash matches a file or folder of that name at any depth (and all
-    below a matched folder); one with a slash is anchored to the settings' root.
-    """
-    return _pattern(pattern).match_file(relative_path)
-
-
 def _relative(path: Path, root: Path) -> str | None:
     try:
         return path.relative_to(root).as_posix()
     except ValueError:
         return None
-
-
-_GLOB_CHARACTERS = frozenset("*?[]!\\/ ")
-
-
-@lru_cache(maxsize=64)
-def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
-    """A function telling whether any of ``patterns`` matches a relative path (``/``-separated,
-    ending in ``/`` for a folder), equal to ``any(pattern_matches(p, path) ...)`` but fast:
-    plain names (``.git``, ``build``: a file or folder of that name at any depth) are looked
-    up in a set of the path's components, and the other patterns are compiled into one
-    ``GitIgnoreSpec`` (one spec per pattern when there are negations, whose meaning
-    depends on the order)."""
-    plain = frozenset(p for p in patterns if p and not (_GLOB_CHARACTERS & set(p)))
-    others = [p for p in patterns if p not in plain]
-    if any(p.startswith("!") for p in others):
-        specs = [_pattern(p) for p in others]
-        match_others: Callable[[str], bool] = lambda path: any(spec.match_file(path) for spec in specs)
-    elif others:
-        combined = pathspec.GitIgnoreSpec.from_lines(others)
-        match_others = combined.match_file
-    else:
-        match_others = lambda path: False
-
-    def matches(path: str) -> bool:
-        if plain and not plain.isdisjoint(path.rstrip("/").split("/")):
-            return True
-        return match_others(path)
-
-    return matches
 
 
 def is_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool:
@@ -112,7 +67,7 @@ def is_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool:
         relative = path.name
     if is_dir:
         relative += "/"
-    return _exclude_matcher(settings.all_excludes)(relative)
+    return exclude_matcher(settings.all_excludes)(relative)
 
 
 class _GitIgnores:

@@ -161,7 +161,9 @@ def load_config(path: Path) -> RawConfig:
     except UnknownRuleSelector as exc:
         raise ConfigError(str(exc)) from None
     if "output-format" in values:
-        from ckptlint.output import FORMATS  # local: the output package is not needed to lint
+        from ckptlint.output import (
+            FORMATS,  # local: the output package is not needed to lint
+        )
 
         if values["output-format"] not in FORMATS:
             raise ConfigError(

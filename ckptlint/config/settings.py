@@ -167,7 +167,9 @@ class Settings:
     def ignored_for(self, relative_path: str) -> frozenset[str]:
         """Codes disabled for ``relative_path`` (``/``-separated, relative to ``root``) by
         ``per-file-ignores``."""
-        from ckptlint.config.discovery import pattern_matches  # local: keeps settings import-light
+        from ckptlint.config.patterns import (
+            pattern_matches,  # local: pathspec is not needed to lint
+        )
 
         codes: set[str] = set()
         for pattern, selectors in self.per_file_ignores:

@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ckptlint.lint.engine import FileResult
     from ckptlint.config.settings import Settings
+    from ckptlint.lint.results import FileResult
 
 __all__ = [
     "CACHEDIR_TAG",
@@ -221,8 +221,8 @@ class ResultCache:
         to this file (safe, or unsafe when ``unsafe``) is not used: the fix has to be
         computed from the tree, so the file is linted again.
         """
+        from ckptlint.lint.results import FileResult, Problem
         from ckptlint.text.diagnostics import Diagnostic
-        from ckptlint.lint.engine import FileResult, Problem
 
         key = digest(raw)
         self._digests[path] = key

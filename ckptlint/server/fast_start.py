@@ -139,7 +139,7 @@ class FastStart:
         if path is None or not path.endswith((".py", ".pyi")):
             return
         from ckptlint.config.files import CliOverrides, SettingsResolver
-        from ckptlint.lint.engine import FileLinter
+        from ckptlint.lint.linter import FileLinter
 
         try:
             settings = SettingsResolver(CliOverrides(), cwd=Path(self.root or os.path.dirname(path))).for_path(Path(path))

@@ -143,7 +143,7 @@ class CkptlintLanguageServer(LanguageServer):
         document that is not a Python file on disk's namespace (``untitled:``) or whose
         configuration is broken (shown as a message)."""
         from ckptlint.config.files import ConfigError
-        from ckptlint.lint.engine import FileLinter
+        from ckptlint.lint.linter import FileLinter
 
         path_text = to_fs_path(uri)
         if not path_text or not path_text.endswith(PYTHON_SUFFIXES):
@@ -157,7 +157,7 @@ class CkptlintLanguageServer(LanguageServer):
             return None
         self.project.forget(path)
         if _excluded(path, settings):  # as the command line skips it in a folder (ruff's server too)
-            from ckptlint.lint.engine import FileResult
+            from ckptlint.lint.results import FileResult
 
             result = FileResult(str(path))
         else:
@@ -294,7 +294,8 @@ class CkptlintLanguageServer(LanguageServer):
         return lsp.TextEdit(range=lines.range((row, 1), (row, len(old) + 1)), new_text=new_lines[row - 1])
 
     def _fix_all(self, uri: str, linted: Linted) -> lsp.CodeAction | None:
-        from ckptlint.lint.engine import FileLinter, FixMode
+        from ckptlint.lint.linter import FileLinter
+        from ckptlint.lint.results import FixMode
 
         path = os.path.abspath(to_fs_path(uri) or "")
         result = FileLinter(self.project).lint(

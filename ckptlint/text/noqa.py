@@ -19,9 +19,11 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from ckptlint.text.diagnostics import Diagnostic
+from ckptlint.rule_codes import UNUSED_NOQA
+from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 from ckptlint.text.source import SourceFile
 
 __all__ = ["INVALID_MESSAGE", "NoqaDirective", "NoqaIndex", "may_have_invalid", "noqa_line_map", "parse_noqa"]
@@ -180,3 +182,59 @@ def _scan(text: str) -> tuple[list[tuple[int, int, str]], dict[int, int]]:
             continue
         line_map[row] = line_map.get(end, end)
     return found, line_map
+
+
+#: The title of CKP901's fix.
+UNUSED_NOQA_FIX_MESSAGE = "Remove unused `noqa` directive"
+
+
+def unused_noqa_diagnostics(source: SourceFile, index: NoqaIndex, judged: Collection[str]) -> list[Diagnostic]:
+    """One CKP901 diagnostic for each directive of ``index`` (the noqa comments of
+    ``source``, after filtering marked what they suppressed) that lists codes of ``judged``
+    (enabled rules that ran) which it did not use.
+
+    The fix removes the unused codes; when nothing else is left it removes the directive (and
+    the space before it), keeping any other comment text on the line, so the line still
+    parses. Blanket ``# noqa`` and file-level ``# ckptlint: noqa`` are not judged.
+    """
+    found: list[Diagnostic] = []
+    for row in sorted(index.by_row):
+        directive = index.by_row[row]
+        if directive.codes is None:
+            continue
+        unused = [code for code in dict.fromkeys(directive.codes) if code in judged and code not in directive.used]
+        if not unused:
+            continue
+        listed = ", ".join(f"`{code}`" for code in unused)
+        found.append(
+            Diagnostic(
+                code=UNUSED_NOQA,
+                message=f"Unused `noqa` directive (unused: {listed})",
+                path=source.path,
+                start=(row, directive.start_col),
+                end=(row, directive.end_col),
+                fix=Fix(Applicability.SAFE, UNUSED_NOQA_FIX_MESSAGE, (_unused_codes_edit(source, directive, unused),)),
+                noqa_row=row,
+            )
+        )
+    return found
+
+
+def _unused_codes_edit(source: SourceFile, directive: NoqaDirective, unused: list[str]) -> Edit:
+    row = directive.row
+    line = source.line(row)
+    kept = [code for code in directive.codes or () if code not in unused]
+    start, end = directive.start_col, directive.end_col
+    if kept:
+        return Edit((row, start), (row, end), "# noqa: " + ", ".join(kept))
+    rest = line[end - 1 :]
+    if not rest.strip() or rest.lstrip().startswith("#"):
+        # Nothing after the directive, or another comment: drop the directive and the
+        # space before it (``x = 1  # noqa: CKP001 # type: ignore`` -> ``x = 1  # type: ignore``).
+        before = line[: start - 1]
+        spaces = len(before) - len(before.rstrip())
+        if rest.strip():
+            return Edit((row, start), (row, end + len(rest) - len(rest.lstrip())), "")
+        return Edit((row, start - spaces), (row, len(line) + 1), "")
+    # Free text follows (``# noqa: CKP001 reason``): keep it as a comment.
+    return Edit((row, start), (row, end + len(rest) - len(rest.lstrip())), "# ")

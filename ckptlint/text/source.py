@@ -16,7 +16,7 @@ import tokenize
 from dataclasses import dataclass
 from functools import cached_property
 
-__all__ = ["Position", "SourceDecodeError", "SourceFile", "decode_source", "load_source"]
+__all__ = ["Position", "SourceDecodeError", "SourceFile", "decode_source"]
 
 Position = tuple[int, int]
 """A 1-based ``(row, column)`` pair; the column counts characters."""

@@ -1,0 +1,70 @@
+"""What one file may cost (bytes, seconds) and the problems reported when it cannot be linted."""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ckptlint.text.reading import load_source
+from ckptlint.text.source import SourceDecodeError
+
+if TYPE_CHECKING:
+
+    pass
+from ckptlint.lint.results import Problem
+
+MAX_FILE_BYTES = 2 * 2**20
+"""Files larger than this (bytes) are not parsed; the largest file of the real repositories
+tried is ~0.3 MiB, and libcst needs ~15 s and ~600 MB per MiB of checkpoint-dense code."""
+
+MAX_NOTEBOOK_BYTES = 64 * 2**20
+"""Notebooks (``.ipynb``) larger than this are not read; their outputs (images, logs) make
+most of their size, so the limit on code is :data:`MAX_FILE_BYTES` of cells' text."""
+
+
+def size_limit(path: str) -> int:
+    return MAX_NOTEBOOK_BYTES if path.lower().endswith(".ipynb") else MAX_FILE_BYTES
+
+
+DEFAULT_FILE_TIMEOUT = 60.0
+"""Seconds one file may take by default (``--file-timeout``): the slowest file of the real
+repositories tried takes under 3 s."""
+
+
+def internal_error(path: str, exc: BaseException) -> Problem:
+    return Problem(path, f"internal error: {type(exc).__name__}: {exc}", "internal", traceback.format_exc())
+
+
+def too_large(path: str, size: int, limit_bytes: int | None = None) -> Problem:
+    limit = (limit_bytes or size_limit(path)) // 2**20
+    return Problem(path, f"too large to lint ({size / 2**20:.1f} MiB; the limit is {limit} MiB); file skipped", "parse")
+
+
+def undecodable(path: str, raw: bytes) -> list[Problem]:
+    """The reason a file the gate skips cannot be Python source (a binary file, not UTF-8
+    without a coding cookie...), as ``[problem]``; ``[]`` when it decodes."""
+    try:
+        load_source(raw, path)
+    except SourceDecodeError as exc:
+        return [Problem(path, str(exc), "decode")]
+    return []
+
+
+def mentions(path: Path, markers: tuple[bytes, ...], block: int = 1 << 20) -> bool:
+    """Whether the file at ``path`` contains one of ``markers``, read in blocks (bounded memory)."""
+    keep = max(len(m) for m in markers) - 1
+    tail = b""
+    with open(path, "rb") as handle:
+        while chunk := handle.read(block):
+            window = tail + chunk
+            if any(m in window for m in markers):
+                return True
+            tail = window[-keep:]
+    return False
+
+
+def read_error(exc: OSError) -> str:
+    from ckptlint.config.discovery import os_reason
+
+    return f"cannot read: {os_reason(exc, missing='no such file (broken symbolic link?)')}"

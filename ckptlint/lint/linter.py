@@ -1,0 +1,397 @@
+"""Linting one file's bytes: gate, decode, parse once, run the enabled rules, apply noqa, fix."""
+
+from __future__ import annotations
+
+import ast
+import os
+import traceback
+import warnings
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ckptlint.config.settings import Settings
+from ckptlint.lint.gate import may_have_findings
+from ckptlint.rule_codes import SYNTAX_ERROR, UNUSED_NOQA
+from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.text.diagnostics import Applicability, Diagnostic
+from ckptlint.text.fixer import MAX_PASSES, apply_edits, select_fixes
+from ckptlint.text.noqa import INVALID_MESSAGE as INVALID_NOQA
+from ckptlint.text.noqa import (
+    NoqaIndex,
+    may_have_invalid,
+    parse_noqa,
+    unused_noqa_diagnostics,
+)
+from ckptlint.text.reading import gate_bytes, load_source
+from ckptlint.text.source import SourceDecodeError, SourceFile
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from ckptlint.semantic.analysis import ModuleAnalysis
+from ckptlint.lint.limits import (
+    MAX_FILE_BYTES,
+    internal_error,
+    size_limit,
+    too_large,
+    undecodable,
+)
+from ckptlint.lint.results import FileResult, FixMode, Problem
+
+
+def _relative_to(path: str, root: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        return Path(path).name
+
+
+class FileLinter:
+    """Lints files one at a time, sharing a :class:`~ckptlint.semantic.project.Project` (the cache of
+    other modules that regions reach)."""
+
+    def __init__(self, project: Project | None = None, *, defer_unused_noqa_fixes: bool = False) -> None:
+        self.project = project or Project()
+        #: leave CKP901's fixes to :func:`lint_files`, which knows the noqa used from other files
+        self.defer_unused_noqa_fixes = defer_unused_noqa_fixes
+        self._noqa_used_elsewhere: set[tuple[str, int]] = set()
+
+    # ------------------------------------------------------------------ public
+    def lint(
+        self,
+        path: str,
+        raw: bytes,
+        settings: Settings,
+        *,
+        fix: FixMode = FixMode.NONE,
+        unsafe: bool = False,
+        gate: bool = True,
+    ) -> FileResult:
+        """Lint ``raw`` (the bytes of ``path``); never raises.
+
+        Bad input and ckptlint's own bugs become :class:`Problem` records of the result
+        (an unexpected exception: kind ``"internal"``, with its traceback as ``detail``).
+        """
+        result = FileResult(path=path, raw=raw)
+        self._noqa_used_elsewhere = result.noqa_used_elsewhere
+        try:
+            return self._lint(result, raw, settings, fix, unsafe, gate)
+        except Exception as exc:  # noqa: BLE001 - last line of defence: one file never stops the run
+            result.diagnostics, result.fixed, result.fixed_text, result.fixed_codes = [], 0, None, {}
+            result.problems.append(internal_error(path, exc))
+            return result
+
+    def _lint(
+        self, result: FileResult, raw: bytes, settings: Settings, fix: FixMode, unsafe: bool, gate: bool
+    ) -> FileResult:
+        path = result.path
+        if gate and not may_have_findings(gate_bytes(raw, path)):
+            result.problems += undecodable(path, raw)
+            return result
+        if len(raw) > size_limit(path):
+            result.problems.append(too_large(path, len(raw)))
+            return result
+        try:
+            source = load_source(raw, path)
+        except SourceDecodeError as exc:
+            result.problems.append(Problem(path, str(exc), "decode"))
+            return result
+        if len(source.text) > MAX_FILE_BYTES:  # a notebook's code cells (a .py file's text is never longer)
+            result.problems.append(too_large(path, len(source.text), MAX_FILE_BYTES))
+            return result
+        result.source = source
+        module_name, is_package, root = module_name_for(Path(path)) if os.path.isabs(path) else ("", False, Path.cwd())
+        self.project.add_root(root)
+        self.project.track()
+        diagnostics, problems = self.check(source, settings, module_name, is_package)
+        result.dependencies = [str(p) for p in self.project.accessed() if str(p) != path]
+        result.problems += problems
+        if fix is FixMode.NONE:
+            result.diagnostics = diagnostics
+            return result
+        self._fix(result, source, settings, module_name, is_package, unsafe, diagnostics)
+        return result
+
+    def check(
+        self, source: SourceFile, settings: Settings, module_name: str = "", is_package: bool = False
+    ) -> tuple[list[Diagnostic], list[Problem]]:
+        """Diagnostics of ``source`` after noqa and per-file-ignores, and problems met."""
+        import libcst as cst
+
+        from ckptlint.semantic.analysis import (
+            TooDeeplyNested,
+            deep_recursion,
+            parse_source,
+        )
+
+        problems: list[Problem] = []
+        enabled = settings.enabled - settings.ignored_for(_relative_to(source.path, settings.root))
+        try:
+            analysis = parse_source(source, module_name, is_package)
+        except cst.ParserSyntaxError as exc:
+            if _cpython_parses(source.text):
+                # valid Python that libcst cannot build a tree of (~4,000 implicitly
+                # concatenated string literals with libcst 1.9.0, syntax newer than libcst):
+                # not a syntax error, but not checked either
+                why = str(exc.message).strip().splitlines()[0] if exc.message else "parser error"
+                problems.append(Problem(source.path, f"libcst cannot parse this file, which Python parses ({why}); file skipped", "parse"))
+                return [], problems
+            # Like ruff's syntax errors, CKP999 is always reported: selection, per-file-ignores
+            # and noqa cannot hide that a file was not checked.
+            return [_syntax_error(source, exc)], problems
+        except TooDeeplyNested as exc:
+            problems.append(Problem(source.path, str(exc), "parse"))
+            return [], problems
+        except RecursionError:
+            problems.append(Problem(source.path, "too deeply nested to parse (recursion limit)", "parse"))
+            return [], problems
+        except MemoryError:
+            problems.append(Problem(source.path, "too large to parse (out of memory)", "parse"))
+            return [], problems
+        if os.path.isabs(source.path):
+            self.project.remember(Path(source.path), analysis)
+        with deep_recursion(analysis.depth):
+            return self._run_rules(analysis, source, settings, enabled, problems)
+
+    def _run_rules(
+        self,
+        analysis: ModuleAnalysis,
+        source: SourceFile,
+        settings: Settings,
+        enabled: frozenset[str],
+        problems: list[Problem],
+    ) -> tuple[list[Diagnostic], list[Problem]]:
+        from ckptlint.rules import ALL_RULES, RuleContext
+
+        found: list[Diagnostic] = []
+        failed: set[str] = set()
+        ctx = RuleContext(analysis, self.project, found.append)
+        for code in sorted(enabled):
+            rule = ALL_RULES[code]
+            ctx.code = code
+            try:
+                rule().check(ctx)
+            except RecursionError:
+                failed.add(code)
+                problems.append(Problem(source.path, f"{code}: too deeply nested to analyse", "internal"))
+            except Exception as exc:  # noqa: BLE001 - one rule's bug must not stop the run
+                failed.add(code)
+                problems.append(
+                    Problem(
+                        source.path,
+                        f"internal error in rule {code}: {type(exc).__name__}: {exc}",
+                        "internal",
+                        traceback.format_exc(),
+                    )
+                )
+        noqa: dict[str, NoqaIndex] = {}
+        kept = self._filter(found, source, settings, enabled, analysis, noqa)
+        if may_have_invalid(source.text):  # ruff warns about a noqa directive with a colon and no codes, and ignores it
+            index = noqa.get(source.path) or noqa.setdefault(source.path, parse_noqa(source))
+            problems += [Problem(source.path, f"{row}: {INVALID_NOQA}", "warning") for row in index.invalid]
+        for path, other in noqa.items():
+            if path != source.path:  # for CKP901 in that file (see settle_unused_noqa)
+                self._noqa_used_elsewhere.update((path, row) for row, d in other.by_row.items() if d.used)
+        if UNUSED_NOQA in enabled:
+            kept = sorted(kept + self._unused_noqa(source, settings, enabled - failed, noqa), key=lambda d: d.sort_key)
+        return kept, problems
+
+    def _unused_noqa(
+        self, source: SourceFile, settings: Settings, ran: frozenset[str], noqa: dict[str, NoqaIndex]
+    ) -> list[Diagnostic]:
+        """CKP901: the pass after noqa filtering, over the directives of ``source``; codes of
+        rules that ran (``ran``) and are not CKP901 itself are judged."""
+
+        index = noqa.get(source.path) or parse_noqa(source)
+        found = unused_noqa_diagnostics(source, index, ran - {UNUSED_NOQA})
+        return [_adjust_applicability(d, settings) for d in found if not index.suppresses(d)]
+
+    # ----------------------------------------------------------------- helpers
+    def _filter(
+        self,
+        found: list[Diagnostic],
+        source: SourceFile,
+        settings: Settings,
+        enabled: frozenset[str],
+        analysis: ModuleAnalysis | None = None,
+        noqa: dict[str, NoqaIndex] | None = None,
+    ) -> list[Diagnostic]:
+        noqa = {} if noqa is None else noqa
+        kept: list[Diagnostic] = []
+        for diagnostic in found:
+            if diagnostic.path != source.path:
+                other = _relative_to(diagnostic.path, settings.root)
+                if diagnostic.code in settings.ignored_for(other) or diagnostic.code not in settings.enabled:
+                    continue
+            elif diagnostic.code not in enabled:
+                continue
+            index = noqa.get(diagnostic.path)
+            if index is None:
+                index = noqa[diagnostic.path] = parse_noqa(self._source_of(diagnostic.path, source))
+            if index.suppresses(diagnostic):
+                continue
+            kept.append(_adjust_applicability(diagnostic, settings))
+        kept.sort(key=lambda d: d.sort_key)
+        return kept
+
+    def _source_of(self, path: str, current: SourceFile) -> SourceFile:
+        if path == current.path:
+            return current
+        analysis = self.project.analysis_for_file(Path(path))
+        return analysis.source if analysis is not None else SourceFile(path, "")
+
+    def _fix(
+        self,
+        result: FileResult,
+        source: SourceFile,
+        settings: Settings,
+        module_name: str,
+        is_package: bool,
+        unsafe: bool,
+        diagnostics: list[Diagnostic],
+    ) -> None:
+        current = source
+        fixed = 0
+        applied: list[Diagnostic] = []
+        result.diagnostics_before_fix = list(diagnostics)
+        for _ in range(MAX_PASSES):
+            applicable = self._applicable(diagnostics, source.path, unsafe)
+            if not applicable:
+                break
+            picked, edits = select_fixes(current, applicable)
+            new_text = apply_edits(current.text, edits)
+            if new_text == current.text:
+                break
+            fixed += len(picked)
+            applied += picked
+            for d in picked:
+                result.fixed_codes[d.code] = result.fixed_codes.get(d.code, 0) + 1
+            current = replace(current, text=new_text)
+            diagnostics, problems = self.check(current, settings, module_name, is_package)
+            broken = None
+            if any(d.code == SYNTAX_ERROR for d in diagnostics) or _does_not_parse(current):
+                broken = f"does not parse ({_compile_error(current.text) or 'libcst cannot parse it'})"
+            elif (why := _compile_error(current.text)) is not None and _compile_error(source.text) is None:
+                broken = f"does not compile ({why})"
+            if broken is not None:
+                self._reject_fixes(result, source, settings, (module_name, is_package), applied, broken)
+                return
+            known = {p.message for p in result.problems}
+            result.problems += [p for p in problems if p.message not in known]
+        else:
+            if self._applicable(diagnostics, source.path, unsafe):  # a fixed finding keeps coming back
+                what = f"does not converge (findings still fixable after {MAX_PASSES} passes)"
+                self._reject_fixes(result, source, settings, (module_name, is_package), applied, what)
+                return
+        result.diagnostics = diagnostics
+        result.fixed = fixed
+        result.fixed_text = current.text
+
+    def _applicable(self, diagnostics: list[Diagnostic], path: str, unsafe: bool) -> list[Diagnostic]:
+        return [
+            d
+            for d in diagnostics
+            if d.path == path
+            and d.fix is not None
+            and d.fix.applies(unsafe)
+            and not (self.defer_unused_noqa_fixes and d.code == UNUSED_NOQA)
+        ]
+
+    def _reject_fixes(
+        self,
+        result: FileResult,
+        source: SourceFile,
+        settings: Settings,
+        module: tuple[str, bool],
+        applied: list[Diagnostic],
+        what: str,
+    ) -> None:
+        """Leave the file as it was (nothing to write) and report the fixes that broke it."""
+        codes = sorted({d.code for d in applied})
+        fixes = f"the fix for {codes[0]}" if len(codes) == 1 else f"the fixes for {', '.join(codes)}"
+        message = f"internal error: {fixes} produced code that {what}; file left unchanged"
+        result.problems.append(Problem(source.path, message, "fix"))
+        result.diagnostics, _ = self.check(source, settings, *module)
+        result.fixed_codes = {}
+        result.fixed = 0
+        result.fixed_text = None
+
+
+def _does_not_parse(source: SourceFile) -> bool:
+    from ckptlint.semantic.analysis import parse_source
+
+    try:
+        parse_source(source)
+    except Exception:  # noqa: BLE001 - a syntax error, too deeply nested...
+        return True
+    return False
+
+
+def _cpython_parses(text: str) -> bool:
+    """Whether CPython's own parser (the running interpreter's) builds an AST of ``text``,
+    with the recursion allowed for the depths :func:`~ckptlint.semantic.analysis.parse_source` lets
+    through; ``False`` on a syntax error and when it cannot tell (``RecursionError``...)."""
+    from ckptlint.semantic.analysis import MAX_NESTING, deep_recursion
+
+    try:
+        with warnings.catch_warnings(), deep_recursion(MAX_NESTING + 101):
+            warnings.simplefilter("ignore")  # SyntaxWarnings are the linted code's business
+            compile(text, "<source>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except Exception:  # noqa: BLE001 - SyntaxError, RecursionError, MemoryError, ValueError
+        return False
+    return True
+
+
+def _compile_error(text: str) -> str | None:
+    """Why CPython's compiler rejects ``text`` (``"<message>, line N"``), or ``None``. Catches
+    what libcst's parser lets through, such as a repeated keyword argument."""
+    try:
+        with warnings.catch_warnings():  # SyntaxWarnings are the linted code's business
+            warnings.simplefilter("ignore")
+            compile(text, "<fixed>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"{exc.msg}, line {exc.lineno}" if exc.lineno else exc.msg
+    except Exception:  # noqa: BLE001 - RecursionError, MemoryError...: cannot tell
+        return None
+    return None
+
+
+def _adjust_applicability(diagnostic: Diagnostic, settings: Settings) -> Diagnostic:
+    fix = diagnostic.fix
+    if fix is None or fix.applicability is Applicability.DISPLAY_ONLY:
+        return diagnostic
+    override = settings.promote(diagnostic.code)
+    if override == "safe" and fix.applicability is Applicability.UNSAFE:
+        return replace(diagnostic, fix=replace(fix, applicability=Applicability.SAFE))
+    if override == "unsafe" and fix.applicability is Applicability.SAFE:
+        return replace(diagnostic, fix=replace(fix, applicability=Applicability.UNSAFE))
+    return diagnostic
+
+
+def _syntax_error(source: SourceFile, exc: cst.ParserSyntaxError) -> Diagnostic:
+    """CKP999 at the error's position. libcst's native parser reports tokenizer errors at 1:1
+    and parser errors at the next line's start, so CPython's parser (which users know from
+    tracebacks) gives the position and message when it rejects the text too."""
+    row = max(1, exc.raw_line)
+    column = max(1, exc.raw_column + 1)
+    message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source.text, source.path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        if error.lineno:
+            row = min(max(1, error.lineno), len(source.line_starts))
+            column = min(max(1, error.offset or 1), len(source.line(row)) + 1)
+            message = error.msg or message
+    except Exception:  # noqa: BLE001 - RecursionError, MemoryError, ValueError: keep libcst's
+        pass
+    return Diagnostic(
+        code=SYNTAX_ERROR,
+        message=f"Syntax error: {message}",
+        path=source.path,
+        start=(row, column),
+        end=(row, column),
+        noqa_row=row,
+    )

@@ -1,0 +1,233 @@
+"""The worker pool: processes that die with the main process, a per-file time limit, Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+
+    pass
+from ckptlint.lint.limits import internal_error
+from ckptlint.lint.linter import FileLinter
+from ckptlint.lint.results import FileResult
+from ckptlint.lint.stop import StopFlag
+from ckptlint.lint.task import Task, died, run_task, timed_out
+
+
+def in_pool(
+    tasks: list[Task], workers: int, *, stop: StopFlag | None = None, timeout: float | None = None
+) -> list[FileResult | None]:
+    """Lint ``tasks`` in ``workers`` processes; results in the order of ``tasks`` (``None`` for
+    a task not done because ``stop`` was raised).
+
+    Each worker is a forked child (it inherits ``tasks``; only indices and results cross its
+    pipe) that dies with this process (``PR_SET_PDEATHSIG``), ignores SIGINT (Ctrl-C reaches
+    the whole process group; this process decides) and lints one file at a time. A worker
+    that dies (a crash in native code, ``os._exit``, the OOM killer) is blamed for the file
+    it was on and replaced; one that takes longer than ``timeout`` seconds on a file is
+    killed, that file is reported (CKP902) and the run goes on. Nothing is linted in this
+    process, so a file that kills the interpreter cannot kill the run. When ``stop`` is
+    raised, no new file is started and every worker is killed at once (workers never write:
+    fixes are written by the caller).
+    """
+    from multiprocessing.connection import wait
+
+    context = _fork_context()
+    results: list[FileResult | None] = [None] * len(tasks)
+    # Contiguous slices, one a worker: files of one package share a worker's module cache;
+    # a worker whose slice is done takes the last file of the longest slice left.
+    size = -(-len(tasks) // workers)
+    queues = [list(range(k, min(k + size, len(tasks))))[::-1] for k in range(0, len(tasks), size)]
+    live: dict[object, _Worker] = {}
+    requeued: set[int] = set()
+
+    def take(slot: int) -> int | None:
+        if not queues:
+            return None
+        own = queues[slot % len(queues)]
+        if own:
+            return own.pop()
+        longest = max(queues, key=len)
+        return longest.pop(0) if longest else None
+
+    def assign(worker: _Worker) -> bool:
+        """Give ``worker`` its next file; ``False`` when none is left (or the worker is gone)."""
+        index = take(worker.slot)
+        if index is None:
+            return False
+        try:
+            worker.start_task(index)
+        except OSError:  # the worker died between two files (BrokenPipeError)
+            live.pop(worker.connection, None)
+            worker.close(kill=True)
+            if index in requeued:  # a second worker died before starting it: give up on it
+                results[index] = died(tasks[index], _death(worker.process.exitcode))
+            else:
+                requeued.add(index)
+                queues[worker.slot % len(queues)].append(index)  # the next worker of the slot takes it
+            if any(queues):
+                start(worker.slot)
+            return True  # handled: the caller must not retire it again
+        return True
+
+    def retire(worker: _Worker, *, kill: bool) -> None:
+        live.pop(worker.connection, None)
+        worker.close(kill=kill)
+
+    def start(slot: int) -> None:
+        worker = _Worker.spawn(context, tasks, slot)
+        if worker is None:
+            return
+        live[worker.connection] = worker
+        if not assign(worker):
+            retire(worker, kill=False)
+
+    try:
+        for slot in range(workers):
+            start(slot)
+        if not live and any(queues):  # no worker process could start: lint here
+            linter = FileLinter(defer_unused_noqa_fixes=True)
+            for queue in queues:
+                while queue and not (stop and stop.signal):
+                    index = queue.pop()
+                    results[index] = run_task(tasks[index], linter)
+        while live:
+            if stop is not None and stop.signal:
+                break
+            ready = wait(list(live), timeout=_poll_interval(live.values(), timeout))
+            for connection in ready:
+                worker = live[connection]
+                index = worker.index
+                try:
+                    results[index] = connection.recv()  # type: ignore[attr-defined]
+                except Exception:  # noqa: BLE001 - EOFError: the worker died (or died mid-message)
+                    retire(worker, kill=True)
+                    results[index] = died(tasks[index], _death(worker.process.exitcode))
+                    if any(queues):
+                        start(worker.slot)
+                    continue
+                if not assign(worker):
+                    retire(worker, kill=False)
+            if timeout is not None:
+                now = time.monotonic()
+                for worker in [w for w in live.values() if now - w.started > timeout]:
+                    retire(worker, kill=True)
+                    results[worker.index] = timed_out(tasks[worker.index], timeout)
+                    if any(queues):
+                        start(worker.slot)
+    finally:
+        for worker in list(live.values()):
+            retire(worker, kill=True)
+    return results
+
+
+def _poll_interval(workers, timeout: float | None) -> float:  # noqa: ANN001
+    """How long to wait for a result: short enough to notice a stop request within a tenth of
+    a second, and to kill a worker soon after its time limit."""
+    if timeout is None:
+        return 0.1
+    now = time.monotonic()
+    return max(0.0, min([0.1] + [w.started + timeout - now for w in workers]))
+
+
+class _Worker:
+    """One forked worker process and the parent's end of its pipe."""
+
+    def __init__(self, process, connection, slot: int) -> None:  # noqa: ANN001
+        self.process = process
+        self.connection = connection
+        self.slot = slot
+        self.index = -1
+        self.started = 0.0
+
+    @classmethod
+    def spawn(cls, context, tasks: list[Task], slot: int) -> _Worker | None:  # noqa: ANN001
+        try:
+            parent, child = context.Pipe(duplex=True)
+            process = context.Process(target=_worker_main, args=(tasks, child, os.getpid()), daemon=True)
+            process.start()
+        except OSError:  # no more processes, no memory: the caller lints with fewer workers
+            return None
+        child.close()
+        return cls(process, parent, slot)
+
+    def start_task(self, index: int) -> None:
+        self.index = index
+        self.started = time.monotonic()
+        self.connection.send(index)
+
+    def close(self, *, kill: bool) -> None:
+        try:
+            if kill and self.process.is_alive():
+                self.process.kill()
+            else:
+                self.connection.send(None)  # done: the worker returns
+        except Exception:  # noqa: BLE001 - the pipe is already closed (the worker died)
+            pass
+        self.connection.close()
+        self.process.join(5)
+        if self.process.is_alive():  # pragma: no cover - ignored its end of work
+            self.process.kill()
+            self.process.join()
+
+
+def _worker_main(tasks: list[Task], connection, parent: int) -> None:  # noqa: ANN001 - a Connection
+    """A worker process: lint the task whose index arrives, send its result back, until
+    ``None`` or end-of-file. ``parent``: the process id of the ``ckptlint`` that forked it."""
+    import signal
+
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the parent decides
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    linter = FileLinter(defer_unused_noqa_fixes=True)
+    while True:
+        try:
+            index = connection.recv()
+        except (EOFError, OSError):
+            return
+        if index is None:
+            return
+        task = tasks[index]
+        result = run_task(task, linter)
+        try:
+            connection.send(result)
+        except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
+            connection.send(FileResult(task.path, problems=[internal_error(task.path, exc)]))
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux ``prctl(2)``
+    ``PR_SET_PDEATHSIG``), so that no worker outlives a killed ``ckptlint``; elsewhere the
+    worker notices end-of-file on its pipe when it next reads."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except Exception:  # noqa: BLE001 - not Linux
+        return
+    if os.getppid() != parent:  # the parent died before the request: do not linger
+        os._exit(1)
+
+
+def _fork_context():  # noqa: ANN202 - a multiprocessing context
+    import multiprocessing
+
+    try:
+        return multiprocessing.get_context("fork")
+    except ValueError:  # pragma: no cover - platforms without fork
+        return multiprocessing.get_context()
+
+
+def _death(exitcode: int | None) -> str:
+    import signal
+
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exit code {exitcode}"

@@ -1,0 +1,178 @@
+"""Linting many files: read and gate them here, then lint the survivors in this process or a pool."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ckptlint.config.settings import Settings
+from ckptlint.lint.gate import may_have_findings
+from ckptlint.rule_codes import UNUSED_NOQA
+from ckptlint.text.reading import gate_bytes
+
+if TYPE_CHECKING:
+
+    from ckptlint.lint.cache import ResultCache
+from ckptlint.lint.limits import (
+    DEFAULT_FILE_TIMEOUT,
+    mentions,
+    read_error,
+    size_limit,
+    too_large,
+    undecodable,
+)
+from ckptlint.lint.linter import FileLinter
+from ckptlint.lint.pool import in_pool
+from ckptlint.lint.results import FileResult, FixMode, Problem, RunResult
+from ckptlint.lint.stop import Interrupted, StopFlag
+from ckptlint.lint.task import Task, run_task, timed_out
+from ckptlint.lint.unused_noqa import settle_unused_noqa
+
+
+def default_jobs() -> int:
+    """Worker processes to use: the CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def lint_files(
+    files: list[Path],
+    settings_for: Callable[[Path], Settings],
+    *,
+    fix: FixMode = FixMode.NONE,
+    unsafe_for: Callable[[Settings], bool] = lambda s: bool(s.unsafe_fixes),
+    jobs: int | None = None,
+    cache: ResultCache | None = None,
+    keep_sources: bool = False,
+    stop: StopFlag | None = None,
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
+) -> RunResult:
+    """Lint ``files``; read and gate them here, parse the survivors in worker processes.
+
+    ``jobs``: worker processes (default: the CPUs available), never more than the files to
+    parse; one file, or ``jobs == 1``, runs in this process, and so does a small amount of
+    work (see :func:`_pool_size`). ``cache``: reuse and record results
+    (:class:`~ckptlint.lint.cache.ResultCache`); the caller saves it. ``keep_sources``: keep every
+    result's source text (``--add-noqa`` edits it); otherwise it is dropped unless a fix
+    needs it. ``stop``: polled between files; once set, no new file is started and the
+    result is marked :attr:`RunResult.interrupted` (holding the files done).
+    ``file_timeout``: seconds one file may take (``None``: no limit); a file that takes
+    longer is reported (CKP902) and the run goes on (see :func:`in_pool`; in this process
+    the limit is kept with ``SIGALRM`` when no other alarm is pending).
+    """
+    results: list[FileResult] = []
+    tasks: list[Task] = []
+    for path in files:
+        if stop:
+            return RunResult(sorted(results, key=lambda r: r.path), interrupted=True, files_done=files.index(path))
+        name = str(path)
+        try:
+            size = path.stat().st_size
+            if size > size_limit(name):  # not read whole: the gate's first test, streamed
+                if mentions(path, (b"checkpoint", b"CKP")):
+                    results.append(FileResult(name, problems=[too_large(name, size)]))
+                continue
+            raw = path.read_bytes()
+        except OSError as exc:
+            results.append(FileResult(name, problems=[Problem(name, read_error(exc), "io")]))
+            continue
+        if not may_have_findings(gate_bytes(raw, name)):
+            if problems := undecodable(name, raw):
+                results.append(FileResult(name, problems=problems))
+            continue
+        settings = settings_for(path)
+        unsafe = unsafe_for(settings)
+        if cache is not None:
+            cached = cache.lookup(name, raw, settings, fixing=fix is not FixMode.NONE, unsafe=unsafe)
+            if cached is not None:
+                results.append(cached)
+                continue
+        tasks.append(Task(name, raw, settings, fix, unsafe, keep_sources))
+    workers = _pool_size(tasks, jobs)
+    if workers <= 1:
+        linted = in_process(tasks, stop, file_timeout)
+    else:
+        linted = in_pool(tasks, workers, stop=stop, timeout=file_timeout)
+    if cache is not None:
+        for task, result in zip(tasks, linted):
+            if result is not None:
+                cache.store(result, task.settings)
+    results += [r for r in linted if r is not None]
+    results.sort(key=lambda r: r.path)
+    if any(d.code == UNUSED_NOQA for r in results for d in r.diagnostics):
+        settle_unused_noqa(results, {t.path: t.unsafe for t in tasks})
+    left = sum(1 for r in linted if r is None)
+    return RunResult(results, interrupted=bool(stop) or left > 0, files_done=len(files) - left)
+
+
+class _FileTimeout(BaseException):
+    """Raised by ``SIGALRM`` in this process when one file took too long."""
+
+
+def in_process(tasks: list[Task], stop: StopFlag | None, timeout: float | None) -> list[FileResult | None]:
+    """Lint ``tasks`` in this process, in order; ``None`` for the tasks a stop request left.
+    While a file is linted, a stop signal interrupts it at once (nothing is written here)."""
+    import signal
+    import threading
+
+    linter = FileLinter(defer_unused_noqa_fixes=True)
+    done: list[FileResult | None] = [None] * len(tasks)
+    alarm = (
+        timeout is not None
+        and threading.current_thread() is threading.main_thread()
+        and hasattr(signal, "setitimer")
+        and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # another alarm is someone else's
+    )
+    previous = signal.signal(signal.SIGALRM, _raise_file_timeout) if alarm else None
+    try:
+        i = 0
+        while i < len(tasks) and not stop:
+            task = tasks[i]
+            try:
+                try:
+                    if stop is not None:
+                        stop.hard = True
+                    if alarm:
+                        signal.setitimer(signal.ITIMER_REAL, timeout)
+                    done[i] = run_task(task, linter)
+                finally:
+                    if alarm:
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+                    if stop is not None:
+                        stop.hard = False
+            except _FileTimeout:
+                if done[i] is None:
+                    done[i] = timed_out(task, timeout)  # type: ignore[arg-type]
+                    linter = FileLinter(defer_unused_noqa_fixes=True)  # its state may be half-built
+            except Interrupted:
+                break
+            i += 1
+    finally:
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    return done
+
+
+def _raise_file_timeout(signum, frame) -> None:  # noqa: ANN001
+    raise _FileTimeout
+
+
+#: Bytes of source a worker process should get at least for starting it to pay off:
+#: about 800 lines, a quarter of a second of parsing and analysis, several times what
+#: forking a worker and sending results back cost.
+_BYTES_PER_WORKER = 32_000
+
+
+def _pool_size(tasks: list[Task], jobs: int | None) -> int:
+    """Worker processes for ``tasks``: at most one per task; ``jobs`` when the user chose it
+    (``-j``), else the CPUs available, and none (run in this process) when the gated files
+    are too few or too small to pay for the pool."""
+    if jobs is not None:
+        return max(1, min(jobs, len(tasks)))
+    total = sum(len(t.raw) for t in tasks)
+    return max(1, min(default_jobs(), len(tasks), total // _BYTES_PER_WORKER))
