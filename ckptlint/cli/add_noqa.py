@@ -1,120 +1,55 @@
-"""``--add-noqa``: add ``# noqa: CODE`` to every line that has a finding, for adopting ckptlint
-on an existing code base (ruff's ``--add-noqa``).
-
-An existing ``# noqa: CODES`` directive on the line gets the new codes merged in (the codes of
-other tools stay); a line without one gets ``  # noqa: CODES`` at its end (after any comment).
-Running it again adds nothing: the findings are then suppressed. A finding on a line where a
-comment cannot go (the line ends inside a multi-line string or with a backslash continuation)
-gets its directive where that string or continuation ends, the line whose ``# noqa`` applies
-(ruff's noqa line mapping), and the result is parsed before it is written.
-"""
+"""``--add-noqa``: write ``# noqa: CODE`` directives (the edits are :mod:`ckptlint.text.add_noqa`)."""
 
 from __future__ import annotations
 
-import io
-import re
-import tokenize
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import os
+from pathlib import Path
 
-from ckptlint.text.diagnostics import Diagnostic
-from ckptlint.text.noqa import parse_noqa
-from ckptlint.text.source import SourceFile
+import click
 
-__all__ = ["NoqaEdit", "add_noqa", "parses"]
+from ckptlint.cli.common import error
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+__all__ = ["write_noqa"]
 
 
-@dataclass
-class NoqaEdit:
-    """The result for one file: the new text, how many directives were added or extended,
-    and the rows where no comment can go."""
+def write_noqa(run, may_write) -> bool:  # noqa: ANN001
+    """``--add-noqa``: write the directives; print how many were added. Returns whether
+    something failed. ``may_write(path)``: whether ``path`` resolves inside the paths given
+    (others are never written)."""
+    from ckptlint.rules import SYNTAX_ERROR, UNUSED_NOQA
+    from ckptlint.text.add_noqa import add_noqa, parses
+    from ckptlint.text.fixer import FileChangedError, write_atomically
 
-    text: str
-    added: int = 0
-    skipped_rows: list[int] = field(default_factory=list)
-
-
-def _rows_without_room(text: str) -> set[int]:
-    """Rows whose end lies inside a multi-line string (or f-string) or that continue with a
-    backslash: a comment cannot be appended there."""
-    rows: set[int] = set()
-    fstring_start = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+
-    fstring_end = getattr(tokenize, "FSTRING_END", None)
-    open_fstrings: list[int] = []
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
-                rows.update(range(token.start[0], token.end[0]))
-            elif fstring_start is not None and token.type == fstring_start:
-                open_fstrings.append(token.start[0])
-            elif fstring_end is not None and token.type == fstring_end and open_fstrings:
-                rows.update(range(open_fstrings.pop(), token.end[0]))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass
-    for row, line in enumerate(_lines(text), 1):
-        if line.rstrip("\r\n").rstrip().endswith("\\"):
-            rows.add(row)
-    return rows
-
-
-def _lines(text: str) -> list[str]:
-    """The lines of ``text`` with their endings (``\\r\\n``, ``\\r`` or ``\\n`` only, as
-    :class:`~ckptlint.text.source.SourceFile` counts them)."""
-    return [line for line in _LINE.findall(text) if line]
-
-
-def add_noqa(source: SourceFile, diagnostics: Iterable[Diagnostic]) -> NoqaEdit:
-    """Add the codes of ``diagnostics`` (those in ``source``) as ``# noqa`` directives on
-    their noqa rows. Returns the new text (line endings kept) and counts."""
-    index = parse_noqa(source)
-    wanted: dict[int, list[str]] = {}
-    for d in diagnostics:
-        if d.path != source.path:
+    added = 0
+    failed = False
+    wanted = [d for d in run.diagnostics if d.code not in (SYNTAX_ERROR, UNUSED_NOQA)]
+    for result in run.results:
+        source = result.source
+        if source is None:
             continue
-        # A row that ends inside a multi-line string or continues with a backslash has no
-        # room for a comment: the directive goes where the string or continuation ends.
-        codes = wanted.setdefault(index.row_for(d.noqa_row or d.start[0]), [])
-        if d.code not in codes:
-            codes.append(d.code)
-    if not wanted:
-        return NoqaEdit(source.text)
-    no_room = _rows_without_room(source.text)
-    lines = _lines(source.text)
-    result = NoqaEdit(source.text)
-    for row in sorted(wanted):
-        if row > len(lines):
+        edit = add_noqa(source, [d for d in wanted if d.path == result.path])
+        for row in edit.skipped_rows:
+            click.echo(
+                f"warning: {result.path}:{row}: no room for a `# noqa` comment (the line ends inside a string or continues)",
+                err=True,
+            )
+        if not edit.added:
             continue
-        line = lines[row - 1]
-        body = line.rstrip("\r\n")
-        ending = line[len(body) :]
-        directive = index.by_row.get(row)
-        if directive is not None:
-            if directive.codes is None:
-                continue  # a blanket noqa already suppresses everything
-            missing = [c for c in sorted(wanted[row]) if c not in directive.codes]
-            if not missing:
-                continue
-            merged = "# noqa: " + ", ".join([*directive.codes, *missing])
-            body = body[: directive.start_col - 1] + merged + body[directive.end_col - 1 :]
-        elif row in no_room:
-            result.skipped_rows.append(row)
+        if not parses(edit.text):
+            error(f"{result.path}: adding `# noqa` comments would break the file; left unchanged")
+            failed = True
             continue
-        else:
-            body = body.rstrip() + "  # noqa: " + ", ".join(sorted(wanted[row]))
-        lines[row - 1] = body + ending
-        result.added += 1
-    result.text = "".join(lines)
-    return result
-
-
-def parses(text: str) -> bool:
-    """Whether ``text`` parses with libcst (checked before a file is written)."""
-    import libcst as cst
-
-    try:
-        cst.parse_module(text)
-    except Exception:  # noqa: BLE001 - any parser failure means "does not parse"
-        return False
-    return True
+        if not may_write(result.path):
+            error(f"{result.path}: resolves to {os.path.realpath(result.path)}, outside the paths given; not written")
+            failed = True
+            continue
+        try:
+            write_atomically(Path(result.path), source.encode(edit.text), expected=result.raw)
+        except (FileChangedError, OSError) as exc:
+            error(str(exc) if isinstance(exc, FileChangedError) else f"{result.path}: cannot write: {exc}")
+            failed = True
+            continue
+        added += edit.added
+    if added:
+        click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+    return failed

@@ -278,7 +278,7 @@ class CkptlintLanguageServer(LanguageServer):
     @staticmethod
     def _noqa_edit(d: Diagnostic, text: str, lines: _Lines) -> lsp.TextEdit | None:
         """Replace the noqa row's line by the line with ``# noqa: CODE`` added (or merged)."""
-        from ckptlint.cli.add_noqa import add_noqa
+        from ckptlint.text.add_noqa import add_noqa
 
         edit = add_noqa(SourceFile(d.path, text), [d])
         if not edit.added:

@@ -1,0 +1,190 @@
+"""The check command: lint the files (or stdin), apply or show fixes, add noqa directives,
+print the report in the chosen format, and decide the exit status (ruff's conventions)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ckptlint.cli.add_noqa import write_noqa
+from ckptlint.cli.common import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, emit, error
+from ckptlint.cli.files import changed_since
+from ckptlint.cli.fixes import handle_fixes
+from ckptlint.cli.options import NO_TIME_LIMIT, Invocation, Options
+from ckptlint.cli.show import show_settings
+from ckptlint.cli.signals import signal_exit, signal_name
+from ckptlint.cli.stdin import lint_stdin
+from ckptlint.rule_codes import IO_ERROR
+
+__all__ = ["check"]
+
+
+def check(options: Options, invocation: Invocation, stop) -> int:  # noqa: ANN001 - a StopFlag
+    """Run the check (or ``--show-files``/``--show-settings``/``--show-sites``) and return
+    the exit status: 0 nothing left, 1 findings left (or files not checked, or fixes with
+    ``--exit-non-zero-on-fix``), 2 errors, 128 + the signal's number when stopped."""
+    from ckptlint.config.discovery import PathNotFound, discover
+    from ckptlint.config.files import ConfigError
+    from ckptlint.lint.limits import DEFAULT_FILE_TIMEOUT
+    from ckptlint.lint.results import RunResult
+    from ckptlint.lint.run import lint_files
+
+    paths, cwd, resolver = options.paths, invocation.cwd, invocation.resolver
+    cache = None
+    if not options.no_cache and not invocation.use_stdin and not options.add_noqa:
+        from ckptlint.lint.cache import ResultCache
+
+        cache = ResultCache()
+    try:
+        stop.hard = True  # finding files writes nothing: a stop signal ends the run at once
+        base_settings = resolver.for_path(cwd)
+        if invocation.use_stdin:
+            found = None
+            files = [invocation.stdin_path] if invocation.stdin_path is not None else []
+        elif options.since is not None:
+            found = changed_since(options.since, list(paths), resolver, cwd)
+            files = found.files
+        else:
+            found = discover(list(paths) or [Path(".")], resolver, force_exclude=bool(options.force_exclude))
+            files = found.files
+        stop.hard = False
+        if options.show_files:
+            for path in files:
+                click.echo(str(path))
+            return EXIT_OK
+        if options.show_settings:
+            return show_settings(files[0] if files else cwd, resolver)
+        if options.show_sites:
+            from ckptlint.cli.show_sites import show_sites as _show_sites
+
+            click.echo(_show_sites(files, options.output_format or "concise"))
+            return EXIT_OK
+        stdin_path = invocation.stdin_path
+        fmt = options.output_format or (resolver.for_path(stdin_path) if stdin_path else base_settings).output_format or "concise"
+        if invocation.use_stdin:
+            run, excluded = lint_stdin(stdin_path, resolver, invocation.mode, invocation.unsafe, options.force_exclude)
+            if excluded:
+                return EXIT_OK
+        else:
+            timeout = options.file_timeout
+            run = lint_files(
+                files,
+                resolver.for_path,
+                fix=invocation.mode,
+                unsafe_for=invocation.unsafe,
+                jobs=options.jobs,
+                cache=cache,
+                keep_sources=options.add_noqa,
+                stop=stop,
+                file_timeout=DEFAULT_FILE_TIMEOUT if timeout is None else None if timeout == NO_TIME_LIMIT else timeout,
+            )
+            if cache is not None:
+                cache.save()
+    except (ConfigError, PathNotFound) as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    assert isinstance(run, RunResult)
+    return _report(options, invocation, stop, run, found, files, fmt, base_settings)
+
+
+def _report(options: Options, invocation: Invocation, stop, run, found, files, fmt: str, base_settings) -> int:  # noqa: ANN001, PLR0913
+    """After linting: warnings and errors on stderr, then ``--add-noqa``, the fixes, the report."""
+    from ckptlint.lint.results import FixMode, io_error
+    from ckptlint.output.base import display_path
+
+    cwd, mode = invocation.cwd, invocation.mode
+    # Files that could not be checked are findings (CKP902, ruff's E902), in every format.
+    missing = found.missing if found is not None else []
+    unchecked = [io_error(os.path.abspath(path), "no such file or directory") for path in missing]
+    unchecked += [io_error(os.path.abspath(path), reason) for path, reason in (found.problems if found else ())]
+    for warning in run.warnings:
+        click.echo(f"warning: {display_path(warning.path, cwd)}:{warning.message}", err=True)
+    for problem in run.problems:
+        error(f"{display_path(problem.path, cwd)}: {problem.message}")
+        if options.verbose and problem.detail:
+            click.echo(problem.detail, err=True)
+    internal = any(p.kind in ("internal", "fix") for p in run.problems)
+
+    if options.add_noqa:
+        if stop or run.interrupted:
+            sys.stderr.write(f"ckptlint: {signal_name(stop.signal)}: stopped; no `# noqa` comment was added\n")
+            return signal_exit(stop.signal)
+        for d in unchecked + [d for d in run.diagnostics if d.code == IO_ERROR]:
+            error(f"{display_path(d.path, cwd)}: {d.message}")
+        failed = write_noqa(run, found.may_write if found is not None else (lambda path: False))
+        return EXIT_ERROR if failed or internal else EXIT_FINDINGS if unchecked else EXIT_OK
+
+    fixed_total = 0
+    if mode is not FixMode.NONE:
+        may_write = found.may_write if found is not None else (lambda path: False)
+        unwritten, fixed_total = handle_fixes(run, mode, cwd, may_write, to_stdout=invocation.use_stdin, stop=stop)
+        unchecked += unwritten
+    diagnostics = sorted(run.diagnostics + unchecked, key=lambda d: d.sort_key)
+    if mode is FixMode.DIFF:
+        for d in diagnostics:
+            if d.code == IO_ERROR:
+                error(f"{display_path(d.path, cwd)}: {d.message}")
+        not_checked = any(d.code == IO_ERROR for d in diagnostics)
+        if stop or run.interrupted:
+            name = signal_name(stop.signal)
+            sys.stderr.write(f"ckptlint: {name}: stopped after {run.files_done} of {len(files)} files\n")
+            return signal_exit(stop.signal)
+        return EXIT_ERROR if internal else EXIT_FINDINGS if fixed_total or not_checked else EXIT_OK
+
+    from ckptlint.output import renderer
+    from ckptlint.output.base import OutputContext
+
+    ctx = OutputContext(
+        cwd=cwd,
+        unsafe_fixes=invocation.unsafe(base_settings),
+        fix_applied=mode is FixMode.APPLY,
+        fixed=fixed_total,
+        unsafe_fixes_set=options.unsafe_fixes is not None or base_settings.unsafe_fixes is not None,
+        show_fixes=options.show_fixes,
+        statistics=options.statistics,
+        quiet=options.quiet,
+        sources=sources(run, mode),
+        fixed_by_file={r.path: dict(r.fixed_codes) for r in run.results if r.fixed_codes},
+        interrupted=bool(stop) or run.interrupted,
+        incomplete=len({p.path for p in run.problems if p.kind == "internal"}),
+    )
+    if options.statistics:
+        from ckptlint.output import statistics as stats
+
+        text = (stats.render_json if fmt in ("json", "json-lines") else stats.render_text)(diagnostics, ctx)
+    else:
+        text = renderer(fmt)(diagnostics, ctx)
+    # With --fix on stdin the fixed source goes to stdout, so the report goes to stderr (ruff).
+    emit(text, options.output_file, to_stderr=invocation.use_stdin and mode is FixMode.APPLY)
+
+    if stop or run.interrupted:
+        written = sum(1 for r in run.results if r.changed) if mode is FixMode.APPLY else 0
+        sys.stderr.write(
+            f"ckptlint: {signal_name(stop.signal)}: stopped after {run.files_done} of {len(files)} files"
+            + (f"; fixes written to {written} file{'s' if written != 1 else ''}" if mode is FixMode.APPLY else "")
+            + "; the other files were not checked\n"
+        )
+        return signal_exit(stop.signal)
+    if internal:
+        return EXIT_ERROR
+    if options.exit_zero:
+        return EXIT_OK
+    if diagnostics:
+        return EXIT_FINDINGS
+    if options.exit_non_zero_on_fix and fixed_total:
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def sources(run, mode) -> dict[str, str]:  # noqa: ANN001
+    """The text each file's diagnostics refer to: the fixed text when --fix changed it."""
+    sources = {}
+    for r in run.results:
+        if r.source is None:
+            continue
+        fixed = mode.value == "apply" and r.changed
+        sources[r.path] = r.fixed_text if fixed else r.source.text
+    return sources

@@ -1,0 +1,36 @@
+"""Linting source read from stdin (path ``-``, ``--stdin-filename``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ckptlint.cli.common import binary
+
+__all__ = ["lint_stdin"]
+
+
+def lint_stdin(path: Path | None, resolver, mode, unsafe, force_exclude: bool | None):  # noqa: ANN001, ANN202
+    """Lint the bytes of stdin as the file ``path`` (``None``: named ``-``, settings of the
+    working directory). Returns ``(run, excluded)``; an excluded path (with force-exclude)
+    prints nothing, or the source unchanged under --fix."""
+    from ckptlint.config.discovery import (
+        _excluded_anywhere,
+        _GitIgnores,
+        _repository_chain,
+    )
+    from ckptlint.lint.linter import FileLinter
+    from ckptlint.lint.results import FixMode, RunResult
+
+    raw = binary(sys.stdin).read()
+    settings = resolver.for_path(path if path is not None else Path.cwd())
+    if path is not None and (force_exclude or settings.force_exclude):
+        ignored = settings.respect_gitignore and _GitIgnores().ignored(path, False, _repository_chain(path.parent))
+        if _excluded_anywhere(path, settings) or ignored:
+            if mode is FixMode.APPLY:
+                sys.stdout.flush()
+                binary(sys.stdout).write(raw)
+            return RunResult([]), True
+    name = str(path) if path is not None else "-"
+    result = FileLinter().lint(name, raw, settings, fix=mode, unsafe=unsafe(settings), gate=True)
+    return RunResult([result]), False
