@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ckptlint.config.files import CliOverrides, build_settings
-from ckptlint.text.diagnostics import Diagnostic
+from ckptlint.config.settings import normalise_selectors
 from ckptlint.lint.linter import FileLinter
 from ckptlint.lint.results import FixMode, io_error
 from ckptlint.semantic.project import Project
-from ckptlint.config.settings import normalise_selectors
+from ckptlint.text.diagnostics import Diagnostic
 
 __all__ = ["fix_source", "lint_source", "settings_for"]
 

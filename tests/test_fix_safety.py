@@ -9,10 +9,10 @@ import os
 import pytest
 
 from ckptlint.lint import run as lint_run
-from ckptlint.text import fixer
-from ckptlint.text.diagnostics import Applicability, Edit
 from ckptlint.rules import ALL_RULES
 from ckptlint.rules.base import Rule, RuleContext
+from ckptlint.text import fixer
+from ckptlint.text.diagnostics import Applicability, Edit
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 CALL = IMPORT + "y = checkpoint(f, x)\n"

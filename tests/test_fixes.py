@@ -4,7 +4,6 @@ the command line applies, diffs and summarises fixes as ruff does."""
 from __future__ import annotations
 
 import re
-
 from textwrap import dedent
 
 import pytest

@@ -15,8 +15,8 @@ from importlib.metadata import version
 
 import pytest
 
-from ckptlint.semantic.analysis import MAX_NESTING
 from ckptlint.api import lint_source
+from ckptlint.semantic.analysis import MAX_NESTING
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 

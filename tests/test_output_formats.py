@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 from ckptlint.docs import rule_doc
 from ckptlint.output import FORMATS, renderer
 from ckptlint.output.base import OutputContext
 from ckptlint.output.github import escape_data, escape_property
+from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 MODEL = IMPORT + (

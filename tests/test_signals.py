@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ckptlint.api import settings_for
 from ckptlint.lint import linter
 from ckptlint.lint import run as lint_run
-from ckptlint.api import settings_for
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="uses /proc and PR_SET_PDEATHSIG")
 

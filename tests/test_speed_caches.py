@@ -9,8 +9,8 @@ from pathlib import Path
 
 import libcst as cst
 
-from ckptlint.semantic.analysis import parse_source
 from ckptlint.checkpoint.regions import RegionBuilder, _nodes_of_function
+from ckptlint.semantic.analysis import parse_source
 from ckptlint.semantic.project import Project
 from ckptlint.text.source import decode_source
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ckptlint.api import fix_source, lint_source
-from ckptlint.lint.linter import FileLinter
 from ckptlint.config.settings import default_enabled
+from ckptlint.lint.linter import FileLinter
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 

@@ -4,7 +4,6 @@ language server (issue 16) and runtime v2 (issue 15) features found broken."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import nbformat
 import pytest

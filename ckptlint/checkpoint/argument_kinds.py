@@ -21,7 +21,7 @@ from enum import Enum
 
 import libcst as cst
 
-from ckptlint.facts.apis import (
+from ckptlint.facts.saving import (
     MODULE_BASE_CLASSES,
     MODULE_FACTORIES,
     OPTIMIZER_PACKAGE,

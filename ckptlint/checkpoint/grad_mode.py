@@ -19,7 +19,7 @@ from enum import Enum
 import libcst as cst
 
 from ckptlint.checkpoint.options import literal_value
-from ckptlint.facts.apis import GRAD_MODE_CONTEXTS, GradModeEffect
+from ckptlint.facts.grad_mode import GRAD_MODE_CONTEXTS, GradModeEffect
 from ckptlint.semantic.model import SemanticModel
 
 __all__ = ["GradMode", "GradModeContext", "grad_mode_at"]

@@ -173,7 +173,7 @@ class CheckpointSite:
 class SiteIndex:
     """All sites of a module, plus calls of the ``torch.utils.checkpoint`` module itself and
     calls of ``torch.distributed.checkpoint`` functions (``dcp_calls``, see
-    :data:`ckptlint.facts.apis.DCP_FUNCTIONS`; not activation checkpointing, CKP303 judges them)."""
+    :data:`ckptlint.facts.saving.DCP_FUNCTIONS`; not activation checkpointing, CKP303 judges them)."""
 
     sites: list[CheckpointSite]
     module_calls: list[cst.Call]

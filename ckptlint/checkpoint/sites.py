@@ -27,7 +27,6 @@ from ckptlint.checkpoint.site import CheckpointSite, Reentrancy, SiteForm, SiteI
 from ckptlint.facts.apis import (
     API_BY_QUALIFIED_NAME,
     CHECKPOINT_OPTIONS,
-    DCP_FUNCTIONS,
     HF_ENABLE_METHODS,
     PARTIAL_QUALIFIED_NAMES,
     UTILS_CHECKPOINT_MODULE,
@@ -35,6 +34,7 @@ from ckptlint.facts.apis import (
     CheckpointApi,
     api_for,
 )
+from ckptlint.facts.saving import DCP_FUNCTIONS
 from ckptlint.semantic.model import BindingKind, SemanticModel
 
 __all__ = ["CheckpointSite", "Reentrancy", "SiteForm", "SiteIndex", "collect_sites"]

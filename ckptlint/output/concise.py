@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ckptlint.text.diagnostics import Applicability, Diagnostic
 from ckptlint.output.base import OutputContext, display_path, rule_name
+from ckptlint.text.diagnostics import Applicability, Diagnostic
 
 __all__ = ["fixes_applied", "render", "summary"]
 

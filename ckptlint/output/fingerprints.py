@@ -16,8 +16,8 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.output.base import OutputContext, relative_uri
+from ckptlint.text.diagnostics import Diagnostic
 
 __all__ = ["fingerprints", "reported_text"]
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from ckptlint.text.diagnostics import Applicability, Diagnostic
-from ckptlint.text.fixer import apply_edits
 from ckptlint.output.base import OutputContext, display_path
 from ckptlint.output.concise import summary
+from ckptlint.text.diagnostics import Applicability, Diagnostic
+from ckptlint.text.fixer import apply_edits
 from ckptlint.text.source import SourceFile
 
 __all__ = ["render"]

@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.output.base import OutputContext, display_path, relative_uri, severity_of
+from ckptlint.text.diagnostics import Diagnostic
 
 __all__ = [
     "MAX_PER_JOB",

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.output.base import OutputContext, severity_of
 from ckptlint.output.fingerprints import fingerprints
+from ckptlint.text.diagnostics import Diagnostic
 
 __all__ = ["render"]
 

@@ -7,10 +7,10 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.docs import rule_url
 from ckptlint.output.base import OutputContext
 from ckptlint.rules import ALL_RULES
+from ckptlint.text.diagnostics import Diagnostic
 
 __all__ = ["record", "render"]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.output.base import OutputContext
 from ckptlint.output.json_format import record
+from ckptlint.text.diagnostics import Diagnostic
 
 __all__ = ["render"]
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from itertools import groupby
 from pathlib import PurePosixPath
 
-from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.output.base import OutputContext, display_path, severity_of
+from ckptlint.text.diagnostics import Diagnostic
 
 __all__ = ["render"]
 

@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ckptlint import __version__
-from ckptlint.text.diagnostics import Diagnostic, Edit, Fix
 from ckptlint.docs import HOME_URL, rule_doc, rule_url
 from ckptlint.output.base import OutputContext, relative_uri, severity_of
 from ckptlint.output.fingerprints import fingerprints
+from ckptlint.text.diagnostics import Diagnostic, Edit, Fix
 
 __all__ = ["FINGERPRINT_KEY", "SCHEMA", "render", "sarif_log"]
 

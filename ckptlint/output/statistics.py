@@ -17,9 +17,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.output.base import OutputContext, rule_name
 from ckptlint.output.concise import summary
+from ckptlint.text.diagnostics import Diagnostic
 
 __all__ = ["render_json", "render_text", "statistics"]
 

@@ -12,10 +12,6 @@ from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Sev
 from ckptlint.rules.ckp001_use_reentrant import CheckpointWithoutUseReentrant
 from ckptlint.rules.ckp002_reentrant_incompatible_argument import ReentrantIncompatibleArgument
 from ckptlint.rules.ckp003_misspelled_checkpoint_option import MisspelledCheckpointOption
-from ckptlint.rules.ckp301_checkpoint_used_as_save import CheckpointUsedAsSave
-from ckptlint.rules.ckp302_checkpoint_module_called import CheckpointModuleCalled
-from ckptlint.rules.ckp303_distributed_checkpoint_misuse import DistributedCheckpointMisuse
-from ckptlint.rules.ckp304_checkpoint_without_grad import CheckpointWithoutGrad
 from ckptlint.rules.ckp101_rng_state_not_preserved import RngStateNotPreserved
 from ckptlint.rules.ckp102_random_op_on_unpreserved_device import RandomOpOnUnpreservedDevice
 from ckptlint.rules.ckp103_unpreserved_random_source import UnpreservedRandomSource
@@ -24,6 +20,10 @@ from ckptlint.rules.ckp105_recompute_without_autocast_restore import RecomputeWi
 from ckptlint.rules.ckp201_recompute_reads_mutable_global import RecomputeReadsMutableGlobal
 from ckptlint.rules.ckp202_side_effect_in_recompute import SideEffectInRecompute
 from ckptlint.rules.ckp203_batchnorm_in_checkpoint import BatchNormInCheckpoint
+from ckptlint.rules.ckp301_checkpoint_used_as_save import CheckpointUsedAsSave
+from ckptlint.rules.ckp302_checkpoint_module_called import CheckpointModuleCalled
+from ckptlint.rules.ckp303_distributed_checkpoint_misuse import DistributedCheckpointMisuse
+from ckptlint.rules.ckp304_checkpoint_without_grad import CheckpointWithoutGrad
 from ckptlint.rules.ckp901_unused_noqa import UnusedNoqa
 from ckptlint.rules.ckp902_io_error import IoError
 from ckptlint.rules.ckp999_syntax_error import SyntaxErrorRule

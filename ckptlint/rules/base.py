@@ -19,9 +19,9 @@ import libcst as cst
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 
 if TYPE_CHECKING:
-    from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.checkpoint.regions import Region, RegionBuilder
     from ckptlint.checkpoint.site import CheckpointSite
+    from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.semantic.project import Project
 
 __all__ = ["FixAvailability", "Invalid", "Rule", "RuleContext", "Severity"]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.facts.apis import ApiKind
-from ckptlint.text.diagnostics import Applicability, Fix
-from ckptlint.text.edits import add_dict_entry, add_keyword_argument, replace_node
-from ckptlint.semantic.callables import signature_of
 from ckptlint.checkpoint.function_keywords import reentrant_call_refuses_keywords
 from ckptlint.checkpoint.options import OptionState
 from ckptlint.checkpoint.site import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.semantic.callables import signature_of
+from ckptlint.text.diagnostics import Applicability, Fix
+from ckptlint.text.edits import add_dict_entry, add_keyword_argument, replace_node
 
 _KEYWORD = "use_reentrant=False"
 _RECEIVER_STEPS = 100

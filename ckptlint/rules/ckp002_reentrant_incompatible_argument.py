@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.facts.apis import NOOP_CONTEXT_FN, ApiKind
-from ckptlint.text.diagnostics import Applicability, Fix
-from ckptlint.text.edits import add_keyword_argument, replace_node
 from ckptlint.checkpoint.function_keywords import own_function_keywords, refused_keywords
 from ckptlint.checkpoint.options import OptionState, OptionValue
 from ckptlint.checkpoint.site import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.facts.apis import ApiKind
+from ckptlint.facts.saving import NOOP_CONTEXT_FN
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.text.diagnostics import Applicability, Fix
+from ckptlint.text.edits import add_keyword_argument, replace_node
 
 _KEYWORD = "use_reentrant=False"
 _SEQUENTIAL_KEYWORDS = frozenset({"functions", "segments", "input", "use_reentrant", "preserve_rng_state"})

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ckptlint.checkpoint.site import CheckpointSite, Misspelling, Reentrancy
 from ckptlint.facts.apis import ApiKind
+from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.text.diagnostics import Applicability, Fix
 from ckptlint.text.edits import replace_node
-from ckptlint.checkpoint.site import Misspelling
-from ckptlint.checkpoint.site import CheckpointSite, Reentrancy
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
 
 class MisspelledCheckpointOption(Rule):

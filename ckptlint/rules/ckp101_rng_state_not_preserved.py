@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.text.diagnostics import Applicability
-from ckptlint.text.edits import remove_argument
 from ckptlint.checkpoint.randomness import random_ops
 from ckptlint.checkpoint.regions import site_label
 from ckptlint.checkpoint.site import CheckpointSite, SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.text.diagnostics import Applicability
+from ckptlint.text.edits import remove_argument
 
 
 class RngStateNotPreserved(Rule):

@@ -7,7 +7,6 @@ from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 
 
-
 class RecomputeWithoutRngRestore(Rule):
     """A home-made recompute function re-runs its callable without restoring the RNG state.
 

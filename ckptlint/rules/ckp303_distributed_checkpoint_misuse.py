@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.facts.apis import DCP_FUNCTIONS, DcpFunction, DcpOperation
-from ckptlint.semantic.model import BindingKind, SemanticModel, dotted_name
 from ckptlint.checkpoint.argument_kinds import ValueKind, classify_value, name_hint
+from ckptlint.facts.saving import DCP_FUNCTIONS, DcpFunction, DcpOperation
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.semantic.model import BindingKind, SemanticModel, dotted_name
 
 
 class DistributedCheckpointMisuse(Rule):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ckptlint.facts.apis import ApiKind
 from ckptlint.checkpoint.grad_mode import GradMode, grad_mode_at
 from ckptlint.checkpoint.site import SiteForm
+from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.semantic.analysis import ModuleAnalysis
+from ckptlint.checkpoint.site import SaveForm, SaveMisuse
 from ckptlint.facts.apis import CHECKPOINT_OPTIONS
+from ckptlint.rules.base import RuleContext
+from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.text.diagnostics import Applicability, Fix
 from ckptlint.text.edits import replace_node
-from ckptlint.checkpoint.site import SaveForm, SaveMisuse
-from ckptlint.rules.base import RuleContext
 
 __all__ = ["save_advice", "save_message", "torch_save_fix"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -9,9 +11,6 @@ from typing import Any, Callable, Iterable
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
-
-import fnmatch
-import functools
 
 from .compare import Difference, compare_tensors, compare_values, flatten, short_repr
 from .inputs import clone_inputs

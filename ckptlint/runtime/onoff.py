@@ -19,7 +19,18 @@ import torch
 from torch import nn
 
 from .compare import Difference, flatten
-from .equivalence import _WARNING_TEXT, _compare, _ignore_matcher, _keep, _keep_tree, _record_input_grads, _Step, _vacuity_notes, _warn_vacuous, default_loss
+from .equivalence import (
+    _WARNING_TEXT,
+    _compare,
+    _ignore_matcher,
+    _keep,
+    _keep_tree,
+    _record_input_grads,
+    _Step,
+    _vacuity_notes,
+    _warn_vacuous,
+    default_loss,
+)
 from .inputs import clone_inputs
 from .memory import MemoryReport, compare_memory
 from .pyglobals import watch_state

@@ -32,7 +32,7 @@ from torch.utils._pytree import tree_leaves
 
 from .inputs import clone_inputs
 from .pyglobals import watch_state
-from .states import numpy_states_equal, capture_rng, restore_rng
+from .states import capture_rng, numpy_states_equal, restore_rng
 from .targets import Isolated
 
 __all__ = ["RngRecord", "StashPlan", "audit_rng", "stash_plan"]

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.semantic.model import SemanticModel
 from ckptlint.checkpoint.site import SiteIndex
 from ckptlint.checkpoint.sites import collect_sites
+from ckptlint.semantic.model import SemanticModel
 from ckptlint.text.positions import node_offsets, statement_offsets
 from ckptlint.text.source import Position, SourceFile
 

@@ -33,10 +33,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from ckptlint import __version__
-from ckptlint.text.diagnostics import Applicability, Diagnostic
+from ckptlint.config.settings import Settings
 from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.server.lsp_positions import units
-from ckptlint.config.settings import Settings
+from ckptlint.text.diagnostics import Applicability, Diagnostic
 from ckptlint.text.source import SourceFile
 
 __all__ = ["CkptlintLanguageServer", "create_server"]

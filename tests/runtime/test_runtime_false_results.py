@@ -18,8 +18,8 @@ from torch import nn
 from torch.utils.checkpoint import create_selective_checkpoint_contexts
 
 from ckptlint.runtime import (
-    CheckpointMismatch,
     CheckpointingWarning,
+    CheckpointMismatch,
     assert_checkpoint_equivalent,
     audit_rng,
     check_checkpoint_equivalent,

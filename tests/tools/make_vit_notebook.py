@@ -4,7 +4,7 @@ grad_checkpointing is set) and its train.py loop, the way such notebooks look in
 from pathlib import Path
 
 import nbformat
-from nbformat.v4 import new_notebook, new_markdown_cell, new_code_cell, new_output
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 cells = []
 cells.append(new_markdown_cell("# Fine-tuning a small ViT with activation checkpointing\n\nThe transformer blocks are recomputed in the backward pass (`torch.utils.checkpoint`) so that a larger batch fits in GPU memory. Model code follows timm's `VisionTransformer`; the loop follows timm's `train.py`."))
@@ -139,6 +139,7 @@ nb = new_notebook(cells=cells, metadata={
     "accelerator": "GPU",
 })
 import random as r
+
 r.seed(1)
 for c in nb.cells:  # stable ids
     c.id = "%08x" % r.getrandbits(32)
