@@ -21,6 +21,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from ckptlint.config.settings import (
+    OUTPUT_FORMATS,
     DEFAULT_EXCLUDES,
     RuleSelection,
     SelectionLayer,
@@ -161,14 +162,8 @@ def load_config(path: Path) -> RawConfig:
     except UnknownRuleSelector as exc:
         raise ConfigError(str(exc)) from None
     if "output-format" in values:
-        from ckptlint.output import (
-            FORMATS,  # local: the output package is not needed to lint
-        )
-
-        if values["output-format"] not in FORMATS:
-            raise ConfigError(
-                f"{path}: `{prefix}output-format` must be one of {', '.join(sorted(FORMATS))}"
-            )
+        if values["output-format"] not in OUTPUT_FORMATS:
+            raise ConfigError(f"{path}: `{prefix}output-format` must be one of {', '.join(sorted(OUTPUT_FORMATS))}")
     return RawConfig(path, values)
 
 

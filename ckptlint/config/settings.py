@@ -18,6 +18,7 @@ from pathlib import Path
 from ckptlint.rule_codes import OFF_BY_DEFAULT, RULE_CODES
 
 __all__ = [
+    "OUTPUT_FORMATS",
     "DEFAULT_EXCLUDES",
     "RuleSelection",
     "SelectionLayer",
@@ -56,6 +57,10 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     "site-packages",
     "venv",
 )
+
+#: The names ``output-format`` (and ``--output-format``) accepts; :mod:`ckptlint.output` has a
+#: renderer for each (``tests/test_architecture.py`` checks they agree).
+OUTPUT_FORMATS: tuple[str, ...] = ("concise", "full", "json", "json-lines", "github", "gitlab", "sarif", "junit")
 
 
 class UnknownRuleSelector(ValueError):

@@ -11,7 +11,7 @@ from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.semantic.callables import signature_of
 from ckptlint.text.diagnostics import Applicability, Fix
-from ckptlint.text.edits import add_dict_entry, add_keyword_argument, replace_node
+from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_node
 
 _KEYWORD = "use_reentrant=False"
 _RECEIVER_STEPS = 100

@@ -11,7 +11,7 @@ from ckptlint.facts.apis import ApiKind
 from ckptlint.facts.saving import NOOP_CONTEXT_FN
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.text.diagnostics import Applicability, Fix
-from ckptlint.text.edits import add_keyword_argument, replace_node
+from ckptlint.rules.edits import add_keyword_argument, replace_node
 
 _KEYWORD = "use_reentrant=False"
 _SEQUENTIAL_KEYWORDS = frozenset({"functions", "segments", "input", "use_reentrant", "preserve_rng_state"})

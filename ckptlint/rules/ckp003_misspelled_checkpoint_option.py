@@ -8,7 +8,7 @@ from ckptlint.checkpoint.site import CheckpointSite, Misspelling, Reentrancy
 from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.text.diagnostics import Applicability, Fix
-from ckptlint.text.edits import replace_node
+from ckptlint.rules.edits import replace_node
 
 
 class MisspelledCheckpointOption(Rule):

@@ -9,7 +9,7 @@ from ckptlint.checkpoint.regions import site_label
 from ckptlint.checkpoint.site import CheckpointSite, SiteForm
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.text.diagnostics import Applicability
-from ckptlint.text.edits import remove_argument
+from ckptlint.rules.edits import remove_argument
 
 
 class RngStateNotPreserved(Rule):

@@ -9,7 +9,7 @@ from ckptlint.checkpoint.site import SaveMisuse
 from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
 from ckptlint.rules.save_advice import save_advice, torch_save_fix
 from ckptlint.text.diagnostics import Applicability
-from ckptlint.text.edits import replace_node
+from ckptlint.rules.edits import replace_node
 
 
 class CheckpointModuleCalled(Rule):
