@@ -1,0 +1,147 @@
+"""The semantic model tested directly (scopes, bindings, qualified names, order, mutations),
+not through a rule: each answer here is what every rule builds on."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from ckptlint.semantic.model import BindingKind, ScopeKind, SemanticModel
+
+
+def build(source: str, module_name: str = "pkg.model", is_package: bool = False) -> SemanticModel:
+    return SemanticModel.build(cst.parse_module(textwrap.dedent(source)), module_name, is_package)
+
+
+def names(model: SemanticModel, kind: type[cst.CSTNode] = cst.Name) -> dict[str, list[cst.CSTNode]]:
+    """Every node of ``kind`` by its source text, in source order."""
+    found: dict[str, list[cst.CSTNode]] = {}
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, kind):
+                found.setdefault(model.module.code_for_node(node), []).append(node)
+            return True
+
+    model.module.visit(Collect())
+    return found
+
+
+def test_imports_give_qualified_names_with_aliases_and_relative_forms() -> None:
+    model = build(
+        """
+        import torch.utils.checkpoint as cp
+        from torch.utils.checkpoint import checkpoint as ckpt
+        from .layers import Block
+        from ..util import helper
+        ckpt; cp.checkpoint; Block; helper; len; undefined
+        """,
+        module_name="pkg.sub.model",
+    )
+    uses = {text: model.qualified_names(nodes[-1]) for text, nodes in names(model, cst.Name).items()}
+    assert uses["ckpt"] == {"torch.utils.checkpoint.checkpoint"}
+    assert uses["Block"] == {"pkg.sub.layers.Block"}
+    assert uses["helper"] == {"pkg.util.helper"}
+    assert uses["len"] == {"builtins.len"}
+    assert uses["undefined"] == frozenset()
+    attribute = names(model, cst.Attribute)["cp.checkpoint"][-1]
+    assert model.qualified_names(attribute) == {"torch.utils.checkpoint.checkpoint"}
+
+
+def test_relative_import_above_the_top_package_resolves_to_nothing() -> None:
+    model = build("from ... import x\n", module_name="pkg.model")
+    (node,) = [n for n in model.module.body[0].body if isinstance(n, cst.ImportFrom)]
+    assert model.absolute_module(node) is None
+
+
+def test_package_init_resolves_relative_imports_against_itself() -> None:
+    model = build("from .layers import Block\nBlock\n", module_name="pkg", is_package=True)
+    assert model.qualified_names(names(model)["Block"][-1]) == {"pkg.layers.Block"}
+
+
+def test_aliases_are_followed_and_local_definitions_are_qualified() -> None:
+    model = build(
+        """
+        from torch.utils.checkpoint import checkpoint
+        run = checkpoint
+        class Block:
+            def forward(self, x):
+                return x
+        run; Block
+        """
+    )
+    found = names(model)
+    assert model.qualified_names(found["run"][-1]) == {"torch.utils.checkpoint.checkpoint"}
+    assert model.qualified_names(found["Block"][-1]) == {"pkg.model.Block"}
+
+
+def test_scopes_follow_legb_and_skip_class_bodies() -> None:
+    model = build(
+        """
+        x = 1
+        class C:
+            x = 2
+            def m(self):
+                return x
+        def f(x):
+            return [x for x in range(3)]
+        """
+    )
+    found = names(model)
+    in_method = found["x"][2]  # `return x` inside C.m
+    (binding,) = model.bindings_of(in_method)
+    assert binding.scope.kind is ScopeKind.MODULE and binding.kind is BindingKind.ASSIGNMENT
+    parameter = model.lookup("x", model.scope_of(found["x"][-1]))  # the comprehension's x
+    assert [b.kind for b in parameter] == [BindingKind.LOOP]
+    assert parameter[0].scope.kind is ScopeKind.COMPREHENSION
+
+
+def test_global_and_nonlocal_rebindings_land_in_the_owner_scope() -> None:
+    model = build(
+        """
+        counter = 0
+        def bump():
+            global counter
+            counter += 1
+        """
+    )
+    kinds = sorted(b.kind.value for b in model.module_scope.bindings["counter"])
+    assert kinds == ["assignment", "augmented-assignment"]
+    rebinding = next(b for b in model.module_scope.bindings["counter"] if b.kind is BindingKind.AUGMENTED)
+    assert rebinding.declared_in is not None and rebinding.declared_in.kind is ScopeKind.FUNCTION
+
+
+@pytest.mark.parametrize(
+    ("statement", "kind", "method"),
+    [
+        ("cache.hits = 1", "attribute", None),
+        ("cache['k'] = 1", "subscript", None),
+        ("cache.hits += 1", "augmented", None),
+        ("del cache['k']", "delete", None),
+        ("cache.append(1)", "method", "append"),
+    ],
+)
+def test_mutations_are_recorded_on_the_leftmost_name(statement: str, kind: str, method: str | None) -> None:
+    model = build(f"cache = {{}}\ndef f():\n    {statement}\n")
+    (mutation,) = model.mutations_of("cache", model.module_scope)
+    assert (mutation.base, str(getattr(mutation.kind, "value", mutation.kind)), mutation.method) == ("cache", kind, method)
+
+
+def test_precedes_is_source_order() -> None:
+    model = build("a = 1\nif a:\n    b = 2\nc = 3\n")
+    found = names(model)
+    a, b, c = found["a"][0], found["b"][0], found["c"][0]
+    assert model.precedes(a, b) is True
+    assert model.precedes(c, b) is False
+    assert model.precedes(b, b) is True
+
+
+def test_calls_parents_and_enclosing() -> None:
+    model = build("def f(x):\n    return g(h(x))\n")
+    assert [model.module.code_for_node(c) for c in model.calls] == ["g(h(x))", "h(x)"]
+    inner = model.calls[1]
+    assert isinstance(model.enclosing(inner, cst.FunctionDef), cst.FunctionDef)
+    assert model.enclosing(inner, cst.ClassDef) is None
+    assert model.parent(model.module) is None
