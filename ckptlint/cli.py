@@ -465,7 +465,7 @@ def _add_noqa(run, may_write) -> bool:  # noqa: ANN001
     (others are never written)."""
     from ckptlint.add_noqa import add_noqa, parses
     from ckptlint.fixer import FileChangedError, write_atomically
-    from ckptlint.rules import SYNTAX_ERROR, UNUSED_NOQA
+    from ckptlint.registry import SYNTAX_ERROR, UNUSED_NOQA
 
     added = 0
     failed = False
@@ -726,10 +726,10 @@ def _list_rules(output_format: str | None) -> int:
     import json
 
     from ckptlint.docs import explain_record, rule_list_text
-    from ckptlint.rules import ALL_RULES
+    from ckptlint.registry import RULES
 
     if output_format in ("json", "json-lines"):
-        click.echo(json.dumps([explain_record(code) for code in ALL_RULES], indent=2, ensure_ascii=False))
+        click.echo(json.dumps([explain_record(code) for code in RULES], indent=2, ensure_ascii=False))
     else:
         click.echo(rule_list_text(), nl=False)
     return EXIT_OK

@@ -79,4 +79,4 @@ def test_rule_codes_data_matches_the_registry() -> None:
     from ckptlint.rule_codes import OFF_BY_DEFAULT, RULE_CODES
 
     assert RULE_CODES == tuple(ALL_RULES)
-    assert OFF_BY_DEFAULT == {c for c, r in ALL_RULES.items() if not getattr(r, "default_enabled", True)}
+    assert OFF_BY_DEFAULT == {c for c, r in ALL_RULES.items() if not r.default_enabled}

@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ckptlint.diagnostics import Diagnostic
+from ckptlint.registry import rule_name, severity_of  # re-exported: the formats' helpers
 from ckptlint.source import SourceDecodeError, SourceFile, load_source
 
 __all__ = [
@@ -154,19 +155,3 @@ def relative_uri(path: str, root: Path) -> tuple[str, bool]:
     except ValueError:
         return absolute.as_uri(), False
     return quote(relative.as_posix(), safe="/"), True
-
-
-def severity_of(code: str) -> str:
-    """``"error"`` for a rule whose :attr:`~ckptlint.rules.Rule.severity` is ERROR (the code
-    raises or computes wrong values), else ``"warning"``."""
-    from ckptlint.rules import ALL_RULES, Severity
-
-    rule = ALL_RULES.get(code)
-    return "error" if rule is not None and rule.severity is Severity.ERROR else "warning"
-
-
-def rule_name(code: str) -> str:
-    from ckptlint.rules import ALL_RULES
-
-    rule = ALL_RULES.get(code)
-    return rule.name if rule is not None else code

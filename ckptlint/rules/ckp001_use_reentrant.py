@@ -11,7 +11,7 @@ from ckptlint.model.callables import signature_of
 from ckptlint.model.function_keywords import reentrant_call_refuses_keywords
 from ckptlint.model.options import OptionState
 from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 _KEYWORD = "use_reentrant=False"
 _RECEIVER_STEPS = 100
@@ -29,10 +29,6 @@ class CheckpointWithoutUseReentrant(Rule):
     """
 
     code = "CKP001"
-    name = "checkpoint-without-use-reentrant"
-    summary = "Checkpoint call without `use_reentrant`: the legacy reentrant variant runs"
-    severity = Severity.WARNING
-    fix_availability = FixAvailability.SOMETIMES
 
     VALID = (
         "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",

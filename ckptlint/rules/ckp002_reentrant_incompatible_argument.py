@@ -10,7 +10,7 @@ from ckptlint.edits import add_keyword_argument, replace_node
 from ckptlint.model.function_keywords import own_function_keywords, refused_keywords
 from ckptlint.model.options import OptionState, OptionValue
 from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 _KEYWORD = "use_reentrant=False"
 _SEQUENTIAL_KEYWORDS = frozenset({"functions", "segments", "input", "use_reentrant", "preserve_rng_state"})
@@ -39,10 +39,6 @@ class ReentrantIncompatibleArgument(Rule):
     """
 
     code = "CKP002"
-    name = "reentrant-incompatible-argument"
-    summary = "Checkpoint argument that the variant in use rejects (raises) or silently ignores"
-    severity = Severity.ERROR
-    fix_availability = FixAvailability.SOMETIMES
 
     VALID = (
         "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, mask=m, use_reentrant=False)\n",

@@ -9,7 +9,7 @@ from ckptlint.diagnostics import Applicability, Fix
 from ckptlint.edits import replace_node
 from ckptlint.model.misspelling import Misspelling
 from ckptlint.model.sites import CheckpointSite, Reentrancy
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class MisspelledCheckpointOption(Rule):
@@ -26,10 +26,6 @@ class MisspelledCheckpointOption(Rule):
     """
 
     code = "CKP003"
-    name = "misspelled-checkpoint-option"
-    summary = "Keyword that looks like a misspelled checkpoint option (`use_reentrent`, `preserve_rng`)"
-    severity = Severity.WARNING
-    fix_availability = FixAvailability.SOMETIMES
 
     VALID = (
         "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False, context=ctx)\n",

@@ -9,7 +9,7 @@ from ckptlint.edits import remove_argument
 from ckptlint.model.randomness import random_ops
 from ckptlint.model.regions import site_label
 from ckptlint.model.sites import CheckpointSite, SiteForm
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class RngStateNotPreserved(Rule):
@@ -21,10 +21,6 @@ class RngStateNotPreserved(Rule):
     """
 
     code = "CKP101"
-    name = "rng-state-not-preserved"
-    summary = "`preserve_rng_state=False` while the recomputed region draws random numbers"
-    severity = Severity.ERROR
-    fix_availability = FixAvailability.SOMETIMES
 
     VALID = (
         "from torch import nn\nfrom torch.utils.checkpoint import checkpoint\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ckptlint.model.randomness import device_moved_ops
 from ckptlint.model.regions import site_label
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class RandomOpOnUnpreservedDevice(Rule):
@@ -17,9 +17,6 @@ class RandomOpOnUnpreservedDevice(Rule):
     """
 
     code = "CKP102"
-    name = "random-op-on-unpreserved-device"
-    summary = "Random op on a device whose RNG state the checkpoint does not stash"
-    severity = Severity.ERROR
 
     VALID = (
         "import torch\nimport torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ckptlint.model.randomness import unpreserved_sources
 from ckptlint.model.regions import site_label
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class UnpreservedRandomSource(Rule):
@@ -17,9 +17,6 @@ class UnpreservedRandomSource(Rule):
     """
 
     code = "CKP103"
-    name = "unpreserved-random-source"
-    summary = "Python `random`, NumPy or an explicit `torch.Generator` in a recomputed region"
-    severity = Severity.ERROR
 
     VALID = (
         "import random\nfrom torch.utils.checkpoint import checkpoint\n"

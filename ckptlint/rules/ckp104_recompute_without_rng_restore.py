@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ckptlint.model.homemade import home_made
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 
 
@@ -21,9 +21,6 @@ class RecomputeWithoutRngRestore(Rule):
     """
 
     code = "CKP104"
-    name = "recompute-without-rng-restore"
-    summary = "Home-made recompute `autograd.Function` re-runs its callable without restoring the RNG state"
-    severity = Severity.ERROR
 
     VALID = (
         _FUNCTION.format(

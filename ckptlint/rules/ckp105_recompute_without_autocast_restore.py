@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ckptlint.model.homemade import home_made
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 
 _RNG = dict(
@@ -26,9 +26,6 @@ class RecomputeWithoutAutocastRestore(Rule):
     """
 
     code = "CKP105"
-    name = "recompute-without-autocast-restore"
-    summary = "Home-made recompute `autograd.Function` re-runs its callable without the autocast state of forward"
-    severity = Severity.WARNING
 
     VALID = (
         _FUNCTION.format(

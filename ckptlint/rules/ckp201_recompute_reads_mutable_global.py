@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ckptlint.model.regions import site_label
 from ckptlint.model.state import mutable_reads
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class RecomputeReadsMutableGlobal(Rule):
@@ -17,9 +17,6 @@ class RecomputeReadsMutableGlobal(Rule):
     """
 
     code = "CKP201"
-    name = "recompute-reads-mutable-global"
-    summary = "Recomputed region reads module-level or closure state that changes"
-    severity = Severity.ERROR
 
     VALID = (
         "from torch.utils.checkpoint import checkpoint\nSCALE = 2.0\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ckptlint.model.regions import site_label
 from ckptlint.model.state import outer_writes
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class SideEffectInRecompute(Rule):
@@ -16,9 +16,6 @@ class SideEffectInRecompute(Rule):
     """
 
     code = "CKP202"
-    name = "side-effect-in-recompute"
-    summary = "Recomputed region writes outer state (globals, `self` attributes, caches, buffers)"
-    severity = Severity.ERROR
 
     VALID = (
         "from torch.utils.checkpoint import checkpoint\n"

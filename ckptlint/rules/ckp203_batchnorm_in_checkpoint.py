@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ckptlint.model.regions import site_label
 from ckptlint.torchfacts import LayerKind
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class BatchNormInCheckpoint(Rule):
@@ -19,9 +19,6 @@ class BatchNormInCheckpoint(Rule):
     """
 
     code = "CKP203"
-    name = "batchnorm-in-checkpoint"
-    summary = "BatchNorm-like layer in a checkpointed region: running statistics update twice"
-    severity = Severity.ERROR
 
     VALID = (
         "from torch import nn\nfrom torch.utils.checkpoint import checkpoint\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.save_advice import save_message, torch_save_fix
 
 
@@ -16,10 +16,6 @@ class CheckpointUsedAsSave(Rule):
     """
 
     code = "CKP301"
-    name = "checkpoint-used-as-save"
-    summary = "Activation checkpoint called to save training state: recomputation stores nothing"
-    severity = Severity.ERROR
-    fix_availability = FixAvailability.SOMETIMES
 
     VALID = (
         "from torch.utils.checkpoint import checkpoint\ny = checkpoint(block, x, use_reentrant=False)\n",

@@ -7,7 +7,7 @@ import libcst as cst
 from ckptlint.diagnostics import Applicability
 from ckptlint.edits import replace_node
 from ckptlint.model.misuse import SaveMisuse, save_misuse_of_arguments
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.save_advice import save_advice, torch_save_fix
 
 
@@ -23,10 +23,6 @@ class CheckpointModuleCalled(Rule):
     """
 
     code = "CKP302"
-    name = "checkpoint-module-called"
-    summary = "The `torch.utils.checkpoint` module called like a function (TypeError)"
-    severity = Severity.ERROR
-    fix_availability = FixAvailability.SOMETIMES
 
     VALID = (
         "from torch.utils import checkpoint\ny = checkpoint.checkpoint(f, x, use_reentrant=False)\n",

@@ -7,7 +7,7 @@ import libcst as cst
 from ckptlint.apis import DCP_FUNCTIONS, DcpFunction, DcpOperation
 from ckptlint.model.semantic import BindingKind, SemanticModel, dotted_name
 from ckptlint.model.values import ValueKind, classify_value, name_hint
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class DistributedCheckpointMisuse(Rule):
@@ -26,10 +26,6 @@ class DistributedCheckpointMisuse(Rule):
     """
 
     code = "CKP303"
-    name = "distributed-checkpoint-misuse"
-    summary = "`torch.distributed.checkpoint` given a module or a positional path, or `load()`'s None used"
-    severity = Severity.ERROR
-    fix_availability = FixAvailability.NONE
 
     VALID = (
         "import torch.distributed.checkpoint as dcp\ndcp.save({'model': model.state_dict()}, checkpoint_id=path)\n",

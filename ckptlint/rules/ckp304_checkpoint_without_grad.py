@@ -5,7 +5,7 @@ from __future__ import annotations
 from ckptlint.apis import ApiKind
 from ckptlint.model.grad_mode import GradMode, grad_mode_at
 from ckptlint.model.sites import SiteForm
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class CheckpointWithoutGrad(Rule):
@@ -24,10 +24,6 @@ class CheckpointWithoutGrad(Rule):
     """
 
     code = "CKP304"
-    name = "checkpoint-without-grad"
-    summary = "Checkpoint called under `torch.no_grad()`/`inference_mode()`: nothing to recompute"
-    severity = Severity.WARNING
-    fix_availability = FixAvailability.NONE
 
     VALID = (
         "import torch\nfrom torch.utils.checkpoint import checkpoint\n"

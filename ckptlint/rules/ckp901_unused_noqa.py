@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ckptlint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from ckptlint.fixer import apply_edits
 from ckptlint.noqa import NoqaDirective, NoqaIndex
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.source import SourceFile
 
 if TYPE_CHECKING:
@@ -38,11 +38,6 @@ class UnusedNoqa(Rule):
     """
 
     code = "CKP901"
-    name = "unused-noqa"
-    summary = "A `# noqa: CKPxxx` directive that suppresses nothing"
-    severity = Severity.WARNING
-    fix_availability = FixAvailability.ALWAYS
-    default_enabled = False
     #: rules the examples (here and in rules/CKP901.md) need enabled besides this one: a
     #: directive is judged only for enabled rules (read by tests/test_rule_specs.py).
     EXAMPLE_SELECT = ("CKP001",)
