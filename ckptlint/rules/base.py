@@ -9,6 +9,7 @@ semantic model and checkpoint sites) and calls :meth:`RuleContext.report`.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -30,12 +31,27 @@ __all__ = ["FixAvailability", "Invalid", "Rule", "RuleContext", "Severity"]
 
 @dataclass(frozen=True)
 class Invalid:
-    """An example the rule must report; ``fixed`` is the source after
-    ``--fix --unsafe-fixes`` (``None``: not checked), ``count`` the findings expected."""
+    """An example the rule must report (run by :func:`ckptlint.testing.check_invalid`).
+
+    Attributes:
+        code: the program; an indented triple-quoted block is dedented (:func:`textwrap.dedent`).
+        fixed: the program after ``--fix --unsafe-fixes`` (dedented too), or ``None``: no
+            finding carries a fix.
+        at: ``(row, column)``, 1-based, of the first finding.
+        message: a fragment of every finding's message.
+        count: the findings expected.
+    """
 
     code: str
     fixed: str | None = None
+    at: tuple[int, int] | None = None
+    message: str | None = None
     count: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", textwrap.dedent(self.code))
+        if self.fixed is not None:
+            object.__setattr__(self, "fixed", textwrap.dedent(self.fixed))
 
 
 class Rule:
@@ -64,6 +80,7 @@ class Rule:
         cls.severity = info.severity
         cls.fix_availability = info.fix_availability
         cls.default_enabled = info.default_enabled
+        cls.VALID = tuple(textwrap.dedent(example) for example in cls.__dict__.get("VALID", ()))
 
     def check(self, ctx: RuleContext) -> None:
         """Report every finding of this rule in ``ctx.analysis``."""

@@ -31,55 +31,141 @@ class CheckpointWithoutUseReentrant(Rule):
     code = "CKP001"
 
     VALID = (
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
-        "import torch\ntorch.utils.checkpoint.checkpoint(f, x, use_reentrant=True)\n",
-        "import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, False)\n",
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, **kwargs)\n",
-        "import torch.distributed.checkpoint as dcp\ndcp.save(state)\n",
-        "def checkpoint(step):\n    pass\ncheckpoint(3)\n",
-        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
-        "checkpoint_wrapper(m)\n",
-        "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})\n",
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=False)
+        """,
+        """\
+        import torch
+        torch.utils.checkpoint.checkpoint(f, x, use_reentrant=True)
+        """,
+        """\
+        import torch.utils.checkpoint as cp
+        cp.checkpoint_sequential(m, 2, x, False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, **kwargs)
+        """,
+        """\
+        import torch.distributed.checkpoint as dcp
+        dcp.save(state)
+        """,
+        """\
+        def checkpoint(step):
+            pass
+        checkpoint(3)
+        """,
+        """\
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+        checkpoint_wrapper(m)
+        """,
+        """\
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
+        """,
     )
     INVALID = (
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` without `use_reentrant`",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False)
+            """,
         ),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=None)\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=None)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` without `use_reentrant` (`use_reentrant=None` is the default)",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False)
+            """,
         ),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint_sequential\ncheckpoint_sequential(m, 2, x, None)\n",
-            "from torch.utils.checkpoint import checkpoint_sequential\ncheckpoint_sequential(m, 2, x, False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint_sequential
+            checkpoint_sequential(m, 2, x, None)
+            """,
+            at=(2, 1),
+            message="`checkpoint_sequential()` without `use_reentrant` (`use_reentrant=None` is the default)",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint_sequential
+            checkpoint_sequential(m, 2, x, False)
+            """,
         ),
-        Invalid(  # misspelled use_reentrant: reported, but the fix is CKP003's rename
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrent=False)\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrent=False)\n",
+        # misspelled use_reentrant: reported, but the fix is CKP003's rename
+        Invalid(
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrent=False)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` without `use_reentrant` (`use_reentrent` looks like a misspelling of it,",
         ),
         Invalid(
-            "from torch.utils import checkpoint\ncheckpoint.checkpoint(f, x)\n",
-            "from torch.utils import checkpoint\ncheckpoint.checkpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils import checkpoint
+            checkpoint.checkpoint(f, x)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` without `use_reentrant`",
+            fixed="""\
+            from torch.utils import checkpoint
+            checkpoint.checkpoint(f, x, use_reentrant=False)
+            """,
         ),
         Invalid(
-            "import functools, torch\nck = functools.partial(torch.utils.checkpoint.checkpoint, preserve_rng_state=True)\n"
-            "ck(f, x)\n",
-            "import functools, torch\nck = functools.partial(torch.utils.checkpoint.checkpoint, preserve_rng_state=True, "
-            "use_reentrant=False)\nck(f, x)\n",
+            """\
+            import functools, torch
+            ck = functools.partial(torch.utils.checkpoint.checkpoint, preserve_rng_state=True)
+            ck(f, x)
+            """,
+            at=(2, 6),
+            message="`functools.partial(checkpoint, ...)` without `use_reentrant`",
+            fixed="""\
+            import functools, torch
+            ck = functools.partial(torch.utils.checkpoint.checkpoint, preserve_rng_state=True, use_reentrant=False)
+            ck(f, x)
+            """,
         ),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\nopts = {'preserve_rng_state': True}\n"
-            "checkpoint(f, x, **opts)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            opts = {'preserve_rng_state': True}
+            checkpoint(f, x, **opts)
+            """,
+            at=(3, 1),
+            message="`checkpoint()` without `use_reentrant` (its `**` dictionary has no `use_reentrant` key)",
         ),
-        Invalid("model.gradient_checkpointing_enable()\n", "model.gradient_checkpointing_enable("
-                'gradient_checkpointing_kwargs={"use_reentrant": False})\n'),
         Invalid(
-            "from transformers import TrainingArguments\n"
-            "args = TrainingArguments('out', gradient_checkpointing=True, gradient_checkpointing_kwargs={})\n",
-            "from transformers import TrainingArguments\n"
-            "args = TrainingArguments('out', gradient_checkpointing=True, "
-            'gradient_checkpointing_kwargs={"use_reentrant": False})\n',
+            """\
+            model.gradient_checkpointing_enable()
+            """,
+            at=(1, 1),
+            message="`gradient_checkpointing_enable()` without `gradient_checkpointing_kwargs`",
+            fixed="""\
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            """,
+        ),
+        Invalid(
+            """\
+            from transformers import TrainingArguments
+            args = TrainingArguments('out', gradient_checkpointing=True, gradient_checkpointing_kwargs={})
+            """,
+            at=(2, 8),
+            message="`TrainingArguments(gradient_checkpointing=True)`",
+            fixed="""\
+            from transformers import TrainingArguments
+            args = TrainingArguments('out', gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": False})
+            """,
         ),
     )
 

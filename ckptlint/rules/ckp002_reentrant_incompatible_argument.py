@@ -41,38 +41,124 @@ class ReentrantIncompatibleArgument(Rule):
     code = "CKP002"
 
     VALID = (
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, mask=m, use_reentrant=False)\n",
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, debug=False)\n",
-        "from torch.utils.checkpoint import checkpoint\n"
-        "checkpoint(f, x, use_reentrant=True, preserve_rng_state=False)\n",
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, early_stop=False)\n",
-        "from torch.utils.checkpoint import checkpoint\n"
-        "checkpoint(f, x, use_reentrant=flag, context_fn=ctx)\n",
-        "import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, use_reentrant=False)\n",
-        "import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, self.use_reentrant)\n",
-        "from torch.distributed._composable import checkpoint\ncheckpoint(model, use_reentrant=False)\n",
-        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
-        "checkpoint_wrapper(block, context_fn=ctx)\n",
-        "def checkpoint(f, x, **kw):\n    pass\ncheckpoint(f, x, mask=m)\n",
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(model.state_dict(), 'model.pt', debug=True)\n",
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, mask=m, use_reentrant=False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=True, debug=False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=True, preserve_rng_state=False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=True, early_stop=False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=flag, context_fn=ctx)
+        """,
+        """\
+        import torch.utils.checkpoint as cp
+        cp.checkpoint_sequential(m, 2, x, use_reentrant=False)
+        """,
+        """\
+        import torch.utils.checkpoint as cp
+        cp.checkpoint_sequential(m, 2, x, self.use_reentrant)
+        """,
+        """\
+        from torch.distributed._composable import checkpoint
+        checkpoint(model, use_reentrant=False)
+        """,
+        """\
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+        checkpoint_wrapper(block, context_fn=ctx)
+        """,
+        """\
+        def checkpoint(f, x, **kw):
+            pass
+        checkpoint(f, x, mask=m)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(model.state_dict(), 'model.pt', debug=True)
+        """,
     )
     INVALID = (
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, mask=m)\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, mask=m, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, mask=m)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` leaves `use_reentrant` unset, so the legacy reentrant variant runs",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, mask=m, use_reentrant=False)
+            """,
         ),
-        Invalid("from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, context_fn=ctx)\n"),
-        Invalid("from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, debug=0)\n"),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, early_stop=True)\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, early_stop=True, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=True, context_fn=ctx)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` runs the reentrant variant (`use_reentrant=True`), which raises ValueError",
         ),
-        Invalid("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, mask)\n"),
-        Invalid("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, use_reentrant=False, context_fn=c)\n"),
-        Invalid("from torch.distributed._composable import checkpoint\ncheckpoint(model, use_reentrant=True)\n"),
         Invalid(
-            "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper\n"
-            "checkpoint_wrapper(block, CheckpointImpl.REENTRANT, context_fn=ctx)\n"
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=True, debug=0)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` runs the reentrant variant (`use_reentrant=True`), which raises ValueError",
+        ),
+        Invalid(
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, early_stop=True)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` leaves `use_reentrant` unset, so the legacy reentrant variant runs",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, early_stop=True, use_reentrant=False)
+            """,
+        ),
+        Invalid(
+            """\
+            import torch.utils.checkpoint as cp
+            cp.checkpoint_sequential(m, 2, x, mask)
+            """,
+            at=(2, 1),
+            message="`checkpoint_sequential()`",
+        ),
+        Invalid(
+            """\
+            import torch.utils.checkpoint as cp
+            cp.checkpoint_sequential(m, 2, x, use_reentrant=False, context_fn=c)
+            """,
+            at=(2, 1),
+            message="`checkpoint_sequential()`",
+        ),
+        Invalid(
+            """\
+            from torch.distributed._composable import checkpoint
+            checkpoint(model, use_reentrant=True)
+            """,
+            at=(2, 1),
+            message="composable `checkpoint()`",
+        ),
+        Invalid(
+            """\
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper
+            checkpoint_wrapper(block, CheckpointImpl.REENTRANT, context_fn=ctx)
+            """,
+            at=(2, 1),
+            message="`checkpoint_wrapper(...)` uses `CheckpointImpl.REENTRANT`",
         ),
     )
 

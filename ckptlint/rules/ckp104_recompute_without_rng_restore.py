@@ -33,21 +33,42 @@ class RecomputeWithoutRngRestore(Rule):
             "            torch.set_rng_state(ctx.state)\n            out = ctx.fn(x)\n",
         ),
         # not a recompute: nothing stored is called again in backward
-        "import torch\nclass Scale(torch.autograd.Function):\n    @staticmethod\n"
-        "    def forward(ctx, x, k):\n        ctx.k = k\n        return x * k\n"
-        "    @staticmethod\n    def backward(ctx, g):\n        return g * ctx.k, None\n",
+        """\
+        import torch
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k):
+                ctx.k = k
+                return x * k
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.k, None
+        """,
         # not a recompute: backward calls a backward_op that forward never ran
-        "import torch\nclass Ring(torch.autograd.Function):\n    @staticmethod\n"
-        "    def forward(ctx, q, forward_op, backward_op):\n        ctx.backward_op = backward_op\n"
-        "        return forward_op(q)\n"
-        "    @staticmethod\n    def backward(ctx, g):\n        return ctx.backward_op(g), None, None\n",
+        """\
+        import torch
+        class Ring(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, forward_op, backward_op):
+                ctx.backward_op = backward_op
+                return forward_op(q)
+            @staticmethod
+            def backward(ctx, g):
+                return ctx.backward_op(g), None, None
+        """,
     )
     INVALID = (
-        Invalid(_FUNCTION.format(save="", restore="")),
+        Invalid(
+            _FUNCTION.format(save="", restore=""),
+            at=(14, 19),
+            message="`Recompute.backward` re-runs the stored callable without restoring the RNG state of",
+        ),
         Invalid(
             _FUNCTION.format(save="", restore="").replace(
                 "            out = ctx.fn(x)\n", "            run = ctx.fn\n            out = run(x)\n"
-            )
+            ),
+            at=(15, 19),
+            message="`Recompute.backward` re-runs the stored callable without restoring the RNG state of",
         ),
     )
 

@@ -39,7 +39,13 @@ class RecomputeWithoutAutocastRestore(Rule):
             "    @staticmethod\n    def backward", "    @staticmethod\n    @torch.amp.custom_bwd(device_type='cuda')\n    def backward"
         ),
     )
-    INVALID = (Invalid(_FUNCTION.format(**_RNG)),)
+    INVALID = (
+        Invalid(
+            _FUNCTION.format(**_RNG),
+            at=(16, 19),
+            message="`Recompute.backward` re-runs the stored callable outside the autocast state of forward",
+        ),
+    )
 
     def check(self, ctx: RuleContext) -> None:
         for implementation in home_made(ctx.analysis.model).implementations.values():

@@ -25,20 +25,67 @@ class CheckpointModuleCalled(Rule):
     code = "CKP302"
 
     VALID = (
-        "from torch.utils import checkpoint\ny = checkpoint.checkpoint(f, x, use_reentrant=False)\n",
-        "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x, use_reentrant=False)\n",
-        "import torch.utils.checkpoint\ndef checkpoint(step):\n    pass\ncheckpoint(3)\n",
+        """\
+        from torch.utils import checkpoint
+        y = checkpoint.checkpoint(f, x, use_reentrant=False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        y = checkpoint(f, x, use_reentrant=False)
+        """,
+        """\
+        import torch.utils.checkpoint
+        def checkpoint(step):
+            pass
+        checkpoint(3)
+        """,
     )
     INVALID = (
         Invalid(
-            "from torch.utils import checkpoint\ny = checkpoint(f, x, use_reentrant=False)\n",
-            "from torch.utils import checkpoint\ny = checkpoint.checkpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils import checkpoint
+            y = checkpoint(f, x, use_reentrant=False)
+            """,
+            at=(2, 5),
+            message="`checkpoint` is the `torch.utils.checkpoint` module, not a function",
+            fixed="""\
+            from torch.utils import checkpoint
+            y = checkpoint.checkpoint(f, x, use_reentrant=False)
+            """,
         ),
         Invalid(
-            "import torch\ny = torch.utils.checkpoint(f, x, use_reentrant=False)\n",
-            "import torch\ny = torch.utils.checkpoint.checkpoint(f, x, use_reentrant=False)\n",
+            """\
+            import torch
+            y = torch.utils.checkpoint(f, x, use_reentrant=False)
+            """,
+            at=(2, 5),
+            message="`torch.utils.checkpoint` is the `torch.utils.checkpoint` module, not a function",
+            fixed="""\
+            import torch
+            y = torch.utils.checkpoint.checkpoint(f, x, use_reentrant=False)
+            """,
         ),
-        Invalid("from torch.utils import checkpoint\ncheckpoint(model.state_dict(), 'model.pt')\n"),
+        Invalid(
+            """\
+            from torch.utils import checkpoint
+            checkpoint(model.state_dict(), 'model.pt')
+            """,
+            at=(2, 1),
+            message="`checkpoint` is the `torch.utils.checkpoint` module, not a function (TypeError",
+            fixed="""\
+            from torch.utils import checkpoint
+            checkpoint(model.state_dict(), 'model.pt')
+            """,
+        ),
+        # a save without a destination: no `torch.save(...)` to suggest
+        Invalid(
+            """\
+            from torch.utils import checkpoint
+            checkpoint(model.state_dict())
+            """,
+            at=(2, 1),
+            message="`checkpoint` is the `torch.utils.checkpoint` module, not a function",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:

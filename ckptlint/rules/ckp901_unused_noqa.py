@@ -43,18 +43,60 @@ class UnusedNoqa(Rule):
     EXAMPLE_SELECT = ("CKP001",)
 
     VALID = (
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)  # noqa: CKP001\n",
-        "x = 1  # noqa: E501\n",
-        "x = 1  # noqa\n",
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x)  # noqa: CKP001
+        """,
+        """\
+        x = 1  # noqa: E501
+        """,
+        """\
+        x = 1  # noqa
+        """,
     )
     INVALID = (
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)  # noqa: CKP001\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False)  # noqa: CKP001
+            """,
+            at=(2, 40),
+            message="Unused `noqa` directive (unused",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False)
+            """,
         ),
-        Invalid("x = 1  # noqa: E501, CKP001\n", "x = 1  # noqa: E501\n"),
-        Invalid("x = 1  # noqa: CKP001 # type: ignore\n", "x = 1  # type: ignore\n"),
-        Invalid("x = 1  # noqa: CKP001 kept for later\n", "x = 1  # kept for later\n"),
+        Invalid(
+            """\
+            x = 1  # noqa: E501, CKP001
+            """,
+            at=(1, 8),
+            message="Unused `noqa` directive (unused",
+            fixed="""\
+            x = 1  # noqa: E501
+            """,
+        ),
+        Invalid(
+            """\
+            x = 1  # noqa: CKP001 # type: ignore
+            """,
+            at=(1, 8),
+            message="Unused `noqa` directive (unused",
+            fixed="""\
+            x = 1  # type: ignore
+            """,
+        ),
+        Invalid(
+            """\
+            x = 1  # noqa: CKP001 kept for later
+            """,
+            at=(1, 8),
+            message="Unused `noqa` directive (unused",
+            fixed="""\
+            x = 1  # kept for later
+            """,
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:  # pragma: no cover - reported by the engine
