@@ -45,7 +45,10 @@ __all__ = [
     "check_fix_availability",
     "check_invalid",
     "check_valid",
+    "codes",
+    "example_select",
     "examples",
+    "findings",
     "fix",
     "lint",
     "located",
@@ -77,9 +80,23 @@ def lint(source: str, select: str | Iterable[str] | None = None) -> list[Diagnos
     return lint_source(textwrap.dedent(source), select=_select(select))
 
 
-def located(source: str, select: str | Iterable[str] | None = None) -> list[tuple[int, str]]:
-    """``(row, code)`` of each diagnostic of :func:`lint`, in its order."""
+def located(source: str, select: str | Iterable[str] | None = None, *, messages: bool = False) -> list[tuple]:
+    """``(row, code)`` of each diagnostic of :func:`lint`, in its order; ``(row, code,
+    message)`` with ``messages``."""
+    if messages:
+        return [(d.start[0], d.code, d.message) for d in lint(source, select)]
     return [(d.start[0], d.code) for d in lint(source, select)]
+
+
+def codes(source: str, select: str | Iterable[str] | None = None) -> list[str]:
+    """The code of each diagnostic of :func:`lint`, in its order."""
+    return [d.code for d in lint(source, select)]
+
+
+def findings(source: str, code: str, select: str | Iterable[str] | None = None) -> list[Diagnostic]:
+    """The diagnostics of rule ``code`` alone in ``source`` (dedented), run with the rules
+    ``select`` (default: ``code`` alone)."""
+    return [d for d in lint(source, _select(select, code)) if d.code == code]
 
 
 def fix(source: str, select: str | Iterable[str] | None = None, *, unsafe: bool = True) -> str:
