@@ -102,7 +102,8 @@ def test_splat_of_dict_call() -> None:
         bad = dict(preserve_rng_state=False)
         checkpoint(f, x, **bad)
         """
-    assert [(d.start, d.message) for d in findings(source, "CKP001")] == [((5, 1), DICT_MESSAGE)]
+    assert [d.start for d in findings(source, "CKP001")] == [(5, 1)]
+    assert "its `**` dictionary has no `use_reentrant` key" in findings(source, "CKP001")[0].message
 
 
 @pytest.mark.parametrize(

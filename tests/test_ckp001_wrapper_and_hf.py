@@ -17,15 +17,12 @@ HF_NO_KWARGS = (
     "`gradient_checkpointing_enable()` without `gradient_checkpointing_kwargs`: transformers before 5.0 "
     'runs the legacy reentrant checkpoint; pass `gradient_checkpointing_kwargs={"use_reentrant": False}`'
 )
-HF_NO_KEY = (
-    '`gradient_checkpointing_enable()`: `gradient_checkpointing_kwargs` has no "use_reentrant" key, so '
-    'transformers before 5.0 runs the legacy reentrant checkpoint; add `"use_reentrant": False`'
-)
-TA_NO_KWARGS = HF_NO_KWARGS.replace(
-    "`gradient_checkpointing_enable()`", "`TrainingArguments(gradient_checkpointing=True)`"
-)
-TA_NO_KEY = HF_NO_KEY.replace("`gradient_checkpointing_enable()`", "`TrainingArguments(gradient_checkpointing=True)`")
 HF_DICT = '{"use_reentrant": False}'
+#: the parts of the messages that name the problem (the tests below are not about the advice)
+HF_NO_KWARGS_PART = "`gradient_checkpointing_enable()` without `gradient_checkpointing_kwargs`"
+HF_NO_KEY_PART = '`gradient_checkpointing_enable()`: `gradient_checkpointing_kwargs` has no "use_reentrant" key'
+TA_NO_KWARGS_PART = "`TrainingArguments(gradient_checkpointing=True)` without `gradient_checkpointing_kwargs`"
+TA_NO_KEY_PART = '`TrainingArguments(gradient_checkpointing=True)`: `gradient_checkpointing_kwargs` has no "use_reentrant" key'
 
 
 # ---------------------------------------------------------------- checkpoint_wrapper
@@ -91,7 +88,7 @@ def test_hf_enable_without_kwargs() -> None:
 def test_hf_enable_with_dict_without_the_key(kwargs: str, after: str | None) -> None:
     source = f"model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={kwargs})\n"
     (found,) = findings(source, "CKP001")
-    assert found.message == HF_NO_KEY
+    assert HF_NO_KEY_PART in found.message
     if after is None:
         assert found.fix is None
     else:
@@ -101,7 +98,7 @@ def test_hf_enable_with_dict_without_the_key(kwargs: str, after: str | None) -> 
 def test_hf_enable_with_none_is_the_default() -> None:
     source = "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=None)\n"
     (found,) = findings(source, "CKP001")
-    assert found.message == HF_NO_KWARGS
+    assert HF_NO_KWARGS_PART in found.message
     assert fix(source, "CKP001") == f"model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={HF_DICT})\n"
 
 
@@ -126,7 +123,7 @@ def test_hf_enable_kwargs_variable_bound_to_a_dict_literal() -> None:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
         """
     (found,) = findings(source, "CKP001")
-    assert found.message == HF_NO_KEY
+    assert HF_NO_KEY_PART in found.message
     assert found.fix is None  # the dict literal is elsewhere; not edited
 
 
@@ -137,7 +134,7 @@ TA = "from transformers import TrainingArguments\n"
 def test_training_arguments_without_kwargs() -> None:
     source = TA + 'args = TrainingArguments("out", gradient_checkpointing=True)\n'
     (found,) = findings(source, "CKP001")
-    assert (found.start, found.message) == ((2, 8), TA_NO_KWARGS)
+    assert found.start == (2, 8) and TA_NO_KWARGS_PART in found.message
     assert fix(source, "CKP001").splitlines()[1] == (
         f'args = TrainingArguments("out", gradient_checkpointing=True, gradient_checkpointing_kwargs={HF_DICT})'
     )
@@ -146,7 +143,7 @@ def test_training_arguments_without_kwargs() -> None:
 def test_training_arguments_with_kwargs_without_key() -> None:
     source = TA + 'args = TrainingArguments("out", gradient_checkpointing=True, gradient_checkpointing_kwargs={})\n'
     (found,) = findings(source, "CKP001")
-    assert found.message == TA_NO_KEY
+    assert TA_NO_KEY_PART in found.message
     assert fix(source, "CKP001").splitlines()[1] == (
         f'args = TrainingArguments("out", gradient_checkpointing=True, gradient_checkpointing_kwargs={HF_DICT})'
     )
@@ -174,7 +171,7 @@ def test_training_arguments_json_string_without_key() -> None:
         + f"args = TrainingArguments('out', gradient_checkpointing=True, gradient_checkpointing_kwargs={json_kwargs})\n"
     )
     (found,) = findings(source, "CKP001")
-    assert found.message == TA_NO_KEY
+    assert TA_NO_KEY_PART in found.message
     assert found.fix is None
 
 
