@@ -308,7 +308,7 @@ def _main(
         sys.exit(EXIT_ERROR)
     assert isinstance(run, RunResult)
 
-    from ckptlint.engine import io_error
+    from ckptlint.engine import ProblemKind, io_error
     from ckptlint.output.base import display_path
 
     # Files that could not be checked are findings (CKP902, ruff's E902), in every format.
@@ -321,7 +321,7 @@ def _main(
         _error(f"{display_path(problem.path, cwd)}: {problem.message}")
         if verbose and problem.detail:
             click.echo(problem.detail, err=True)
-    internal = any(p.kind in ("internal", "fix") for p in run.problems)
+    internal = any(p.kind in (ProblemKind.INTERNAL, ProblemKind.FIX) for p in run.problems)
 
     if add_noqa:
         if stop or run.interrupted:
@@ -364,7 +364,7 @@ def _main(
         sources=_sources(run, mode),
         fixed_by_file={r.path: dict(r.fixed_codes) for r in run.results if r.fixed_codes},
         interrupted=bool(stop) or run.interrupted,
-        incomplete=len({p.path for p in run.problems if p.kind == "internal"}),
+        incomplete=len({p.path for p in run.problems if p.kind is ProblemKind.INTERNAL}),
     )
     if statistics:
         from ckptlint.output import statistics as stats

@@ -57,22 +57,34 @@ class FixMode(str, Enum):
     DIFF = "diff"  # compute fixed text to show a diff
 
 
+class ProblemKind(str, Enum):
+    """Why a file could not be linted (fully); see :class:`Problem`."""
+
+    IO = "io"  # cannot be read
+    DECODE = "decode"  # not text / bad encoding
+    PARSE = "parse"  # too large or too deeply nested to parse
+    TIMEOUT = "timeout"  # took longer than the per-file time limit
+    WARNING = "warning"  # checked; something in it is ignored (a `# noqa:` without codes)
+    INTERNAL = "internal"  # a bug in ckptlint or a rule
+    FIX = "fix"  # a fix would break the file
+
+
 @dataclass
 class Problem:
     """A file that could not be linted (fully), with a one-line reason.
 
-    ``kind``: ``"io"`` (cannot be read), ``"decode"`` (not text / bad encoding),
-    ``"parse"`` (too large or too deeply nested to parse), ``"timeout"`` (took longer than the
-    per-file time limit), ``"warning"`` (the file was checked; something in it is ignored, such
-    as a ``# noqa:`` without codes; ``message`` starts with the row), ``"internal"`` (a bug in
-    ckptlint or a rule),
-    ``"fix"`` (a fix would break the file). ``detail`` holds a traceback for ``--verbose``.
+    ``kind``: a :class:`ProblemKind` (a plain string is converted; ``ValueError`` for an
+    unknown one). For ``WARNING`` the ``message`` starts with the row. ``detail`` holds a
+    traceback for ``--verbose``.
     """
 
     path: str
     message: str
-    kind: str
+    kind: ProblemKind
     detail: str | None = None
+
+    def __post_init__(self) -> None:
+        self.kind = ProblemKind(self.kind)
 
     def line(self) -> str:
         return f"{self.path}: {self.message}"
@@ -84,7 +96,7 @@ class Problem:
 
 
 #: Problem kinds that mean "this file was not checked": reported as CKP902 diagnostics.
-UNCHECKED_KINDS = frozenset({"io", "decode", "parse", "timeout"})
+UNCHECKED_KINDS = frozenset({ProblemKind.IO, ProblemKind.DECODE, ProblemKind.PARSE, ProblemKind.TIMEOUT})
 
 
 def io_error(path: str, message: str) -> Diagnostic:
@@ -528,9 +540,9 @@ def _adjust_applicability(diagnostic: Diagnostic, settings: Settings) -> Diagnos
     if fix is None or fix.applicability is Applicability.DISPLAY_ONLY:
         return diagnostic
     override = settings.promote(diagnostic.code)
-    if override == "safe" and fix.applicability is Applicability.UNSAFE:
+    if override is Applicability.SAFE and fix.applicability is Applicability.UNSAFE:
         return replace(diagnostic, fix=replace(fix, applicability=Applicability.SAFE))
-    if override == "unsafe" and fix.applicability is Applicability.SAFE:
+    if override is Applicability.UNSAFE and fix.applicability is Applicability.SAFE:
         return replace(diagnostic, fix=replace(fix, applicability=Applicability.UNSAFE))
     return diagnostic
 

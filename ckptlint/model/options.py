@@ -23,6 +23,7 @@ __all__ = [
     "CallArguments",
     "MappingAlternative",
     "NOT_LITERAL",
+    "OptionOrigin",
     "OptionState",
     "OptionValue",
     "UNKNOWN",
@@ -50,6 +51,17 @@ class OptionState(str, Enum):
     UNKNOWN = "unknown"  # may be hidden in * / ** arguments of unknown content
 
 
+class OptionOrigin(str, Enum):
+    """Where a call's value for an option comes from."""
+
+    NONE = ""  # ABSENT / UNKNOWN without a source
+    KEYWORD = "keyword"  # the call's own keyword argument
+    POSITIONAL = "positional"  # the call's own positional argument
+    DICT = "dict"  # a `**` dictionary literal (or a variable bound to one)
+    VARIABLE = "variable"  # a keyword or positional argument naming a variable bound to a literal
+    DEFAULT = "default"  # not passed: the API's default applies
+
+
 @dataclass(frozen=True)
 class OptionValue:
     """What a call passes for one option.
@@ -61,15 +73,14 @@ class OptionValue:
             dictionary literal that lacks the key).
         arg: the ``Arg`` of the call that carries it, when it is one of the call's own
             keyword or positional arguments (what a fix edits).
-        origin: ``"keyword"``, ``"positional"``, ``"dict"``, ``"partial"``, ``"variable"``
-            or ``"default"``.
+        origin: see :class:`OptionOrigin`.
     """
 
     state: OptionState
     value: object = None
     node: cst.CSTNode | None = None
     arg: cst.Arg | None = None
-    origin: str = ""
+    origin: OptionOrigin = OptionOrigin.NONE
 
     @property
     def is_absent(self) -> bool:
@@ -135,13 +146,15 @@ def literal_value(expr: cst.CSTNode | None, model: SemanticModel, _depth: int = 
     return NOT_LITERAL
 
 
-def value_of(expr: cst.BaseExpression, model: SemanticModel, arg: cst.Arg | None, origin: str) -> OptionValue:
+def value_of(
+    expr: cst.BaseExpression, model: SemanticModel, arg: cst.Arg | None, origin: OptionOrigin
+) -> OptionValue:
     """An :class:`OptionValue` for an expression passed explicitly."""
     value = literal_value(expr, model)
     if value is NOT_LITERAL:
         return OptionValue(OptionState.EXPRESSION, None, expr, arg, origin)
     if isinstance(expr, cst.Name) and expr.value not in ("True", "False", "None"):
-        origin = "variable"
+        origin = OptionOrigin.VARIABLE
     return OptionValue(OptionState.LITERAL, value, expr, arg, origin)
 
 
@@ -326,7 +339,7 @@ def option_from_mappings(
     known = [alt for alt in alternatives if alt.keys is not None]
     lacking = [alt for alt in known if key not in alt.keys]  # type: ignore[operator]
     if lacking:
-        return OptionValue(OptionState.ABSENT, node=lacking[0].node, origin="dict")
+        return OptionValue(OptionState.ABSENT, node=lacking[0].node, origin=OptionOrigin.DICT)
     if not known or len(known) != len(alternatives):
         return UNKNOWN
     values: list[object] = []
@@ -340,8 +353,8 @@ def option_from_mappings(
         nodes.append(expr)
     first = values[0]
     if first is not NOT_LITERAL and all(v is not NOT_LITERAL and v == first and type(v) is type(first) for v in values):
-        return OptionValue(OptionState.LITERAL, first, nodes[0], None, "dict")
-    return OptionValue(OptionState.EXPRESSION, None, nodes[0], None, "dict")
+        return OptionValue(OptionState.LITERAL, first, nodes[0], None, OptionOrigin.DICT)
+    return OptionValue(OptionState.EXPRESSION, None, nodes[0], None, OptionOrigin.DICT)
 
 
 @dataclass
@@ -380,13 +393,13 @@ class CallArguments:
         the ``**`` dictionaries of the call."""
         arg = self.keywords.get(name)
         if arg is not None:
-            return value_of(arg.value, model, arg, "keyword")
+            return value_of(arg.value, model, arg, OptionOrigin.KEYWORD)
         if position is not None:
             if self.starred:
                 return UNKNOWN
             if len(self.positional) > position:
                 arg = self.positional[position]
-                return value_of(arg.value, model, arg, "positional")
+                return value_of(arg.value, model, arg, OptionOrigin.POSITIONAL)
         if self.double_starred:
             return self._combine_splats(name, model)
         return ABSENT

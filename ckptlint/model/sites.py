@@ -31,6 +31,7 @@ from ckptlint.model.options import (
     ABSENT,
     UNKNOWN,
     CallArguments,
+    OptionOrigin,
     OptionState,
     OptionValue,
     mapping_alternatives,
@@ -432,7 +433,7 @@ def _build_composable(api, form, call, arguments, model) -> CheckpointSite:
 
 def _hf_use_reentrant(kwargs: OptionValue, model: SemanticModel) -> OptionValue:
     if kwargs.is_absent or (kwargs.state is OptionState.LITERAL and kwargs.value is None):
-        return OptionValue(OptionState.ABSENT, origin="default")
+        return OptionValue(OptionState.ABSENT, origin=OptionOrigin.DEFAULT)
     if kwargs.is_unknown or kwargs.node is None:
         return UNKNOWN
     return option_from_mappings("use_reentrant", mapping_alternatives(kwargs.node, model), model)

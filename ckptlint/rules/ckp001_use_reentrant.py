@@ -9,7 +9,7 @@ from ckptlint.diagnostics import Applicability, Fix
 from ckptlint.edits import add_dict_entry, add_keyword_argument, replace_node
 from ckptlint.model.callables import signature_of
 from ckptlint.model.function_keywords import reentrant_call_refuses_keywords
-from ckptlint.model.options import OptionState
+from ckptlint.model.options import OptionOrigin, OptionState
 from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
@@ -248,7 +248,7 @@ def _message(site: CheckpointSite) -> str:
                 f"{what}: `gradient_checkpointing_kwargs` sets \"use_reentrant\" to None, so the legacy "
                 "reentrant checkpoint runs; use `\"use_reentrant\": False`"
             )
-        if site.use_reentrant.origin == "dict":
+        if site.use_reentrant.origin is OptionOrigin.DICT:
             return (
                 f"{what}: `gradient_checkpointing_kwargs` has no \"use_reentrant\" key, so "
                 "transformers before 5.0 runs the legacy reentrant checkpoint; add "
@@ -259,7 +259,7 @@ def _message(site: CheckpointSite) -> str:
             "legacy reentrant checkpoint; pass `gradient_checkpointing_kwargs="
             '{"use_reentrant": False}`'
         )
-    via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin == "dict" else ""
+    via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin is OptionOrigin.DICT else ""
     if _passed_none(site) is not None:
         via = " (`use_reentrant=None` is the default)"
     if typo is not None:
@@ -311,7 +311,7 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
         # use_reentrant=None (keyword, or checkpoint_sequential's 4th positional): replace
         # the value; adding the keyword would repeat it.
         return ctx.fix(applicability, "Pass `use_reentrant=False`", replace_node(analysis, passed.value, "False"))
-    if site.use_reentrant.origin == "dict" or site.arguments.double_starred:
+    if site.use_reentrant.origin is OptionOrigin.DICT or site.arguments.double_starred:
         return None
     return ctx.fix(applicability, "Pass `use_reentrant=False`", *add_keyword_argument(analysis, site.call, _KEYWORD))
 

@@ -8,7 +8,7 @@ from ckptlint.apis import NOOP_CONTEXT_FN, ApiKind
 from ckptlint.diagnostics import Applicability, Fix
 from ckptlint.edits import add_keyword_argument, replace_node
 from ckptlint.model.function_keywords import own_function_keywords, refused_keywords
-from ckptlint.model.options import OptionState, OptionValue
+from ckptlint.model.options import OptionOrigin, OptionState, OptionValue
 from ckptlint.model.sites import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
@@ -282,7 +282,7 @@ def _fix(ctx: RuleContext, site: CheckpointSite, raises: bool) -> Fix | None:
     passed = site.use_reentrant
     if passed.is_passed and passed.arg is not None:
         return ctx.fix(applicability, message, replace_node(ctx.analysis, passed.arg.value, "False"))
-    if not passed.is_absent or passed.origin == "dict" or site.arguments.double_starred:
+    if not passed.is_absent or passed.origin is OptionOrigin.DICT or site.arguments.double_starred:
         return None
     return ctx.fix(applicability, message, *add_keyword_argument(ctx.analysis, site.call, _KEYWORD))
 
