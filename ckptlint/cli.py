@@ -357,7 +357,6 @@ def _main(
         unsafe_fixes=unsafe(base_settings),
         fix_applied=mode is FixMode.APPLY,
         fixed=fixed_total,
-        unsafe_fixes_set=unsafe_fixes is not None or base_settings.unsafe_fixes is not None,
         show_fixes=show_fixes,
         statistics=statistics,
         quiet=quiet,

@@ -253,6 +253,3 @@ class SettingsResolver:
             raw = load_config(config) if config is not None else None
             self._by_config[config] = build_settings(raw, self.cli, self.cwd)
         return self._by_config[config]
-
-    def all_settings(self) -> list[Settings]:
-        return list(self._by_config.values())

@@ -175,13 +175,13 @@ class RunResult:
     def problems(self) -> list[Problem]:
         """Errors met (internal errors, refused fixes); files not checked are in :attr:`diagnostics`,
         warnings in :attr:`warnings`."""
-        found = (p for r in self.results for p in r.problems if not p.unchecked and p.kind != "warning")
+        found = (p for r in self.results for p in r.problems if not p.unchecked and p.kind is not ProblemKind.WARNING)
         return sorted(found, key=lambda p: (p.path, p.message))
 
     @property
     def warnings(self) -> list[Problem]:
         """Things ignored in files that were checked (a ``# noqa:`` without codes), by path and row."""
-        found = {(p.path, p.message): p for r in self.results for p in r.problems if p.kind == "warning"}
+        found = {(p.path, p.message): p for r in self.results for p in r.problems if p.kind is ProblemKind.WARNING}
         return [found[key] for key in sorted(found, key=lambda k: (k[0], int(k[1].split(":")[0]), k[1]))]
 
     @property

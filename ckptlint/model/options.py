@@ -16,7 +16,7 @@ from enum import Enum
 
 import libcst as cst
 
-from ckptlint.model.semantic import BindingKind, SemanticModel
+from ckptlint.model.semantic import BindingKind, MutationKind, SemanticModel
 
 __all__ = [
     "ABSENT",
@@ -275,14 +275,14 @@ def _apply_mutations(
     added: dict[str, cst.BaseExpression | None] = {}
     for mutation in model.mutations_of(name.value, model.scope_of(name)):
         node = mutation.node
-        if mutation.kind == "subscript" and isinstance(node, (cst.Assign, cst.AnnAssign)):
+        if mutation.kind is MutationKind.SUBSCRIPT and isinstance(node, (cst.Assign, cst.AnnAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for target in targets:
                 key = _subscript_key(target, name.value, model)
                 if key is None:
                     return [_UNKNOWN_MAPPING]
                 added[key] = node.value
-        elif mutation.kind == "method" and isinstance(node, cst.Call):
+        elif mutation.kind is MutationKind.METHOD and isinstance(node, cst.Call):
             if mutation.method == "setdefault" and node.args:
                 key = literal_value(node.args[0].value, model)
                 if not isinstance(key, str):
@@ -301,7 +301,7 @@ def _apply_mutations(
                 continue
             else:
                 return [_UNKNOWN_MAPPING]
-        elif mutation.kind in ("attribute",):
+        elif mutation.kind is MutationKind.ATTRIBUTE:
             continue
         else:
             return [_UNKNOWN_MAPPING]

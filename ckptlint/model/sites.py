@@ -156,7 +156,6 @@ class SiteIndex:
 
     sites: list[CheckpointSite]
     module_calls: list[cst.Call]
-    by_call: dict[cst.Call, CheckpointSite]
     dcp_calls: list[cst.Call] = field(default_factory=list)
 
 
@@ -250,8 +249,7 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
         if site.api.kind in _TORCH_KINDS:
             site.save_misuse = find_save_misuse(site, model)
             site.misspellings = find_misspellings(site, model)
-    by_call = {site.call: site for site in sites}
-    return SiteIndex(sites, module_calls, by_call, dcp_calls)
+    return SiteIndex(sites, module_calls, dcp_calls)
 
 
 def _build(

@@ -32,7 +32,6 @@ class OutputContext:
         unsafe_fixes: whether unsafe fixes would apply (decides the ``[*]`` marker).
         fix_applied: ``--fix`` was given (summaries say what was fixed).
         fixed: how many findings were fixed.
-        unsafe_fixes_set: ``--unsafe-fixes``/``--no-unsafe-fixes`` or config chose it.
         show_fixes: list the fixes applied (``--show-fixes``).
         statistics: ``--statistics`` was given.
         quiet: ``--quiet``: findings only, no summary lines.
@@ -52,7 +51,6 @@ class OutputContext:
     unsafe_fixes: bool = False
     fix_applied: bool = False
     fixed: int = 0
-    unsafe_fixes_set: bool = False
     show_fixes: bool = False
     statistics: bool = False
     quiet: bool = False
