@@ -465,6 +465,7 @@ def _add_noqa(run, may_write) -> bool:  # noqa: ANN001
     from ckptlint.add_noqa import add_noqa, parses
     from ckptlint.fixer import FileChangedError, write_atomically
     from ckptlint.registry import SYNTAX_ERROR, UNUSED_NOQA
+    from ckptlint.source import location_label
 
     added = 0
     failed = False
@@ -476,7 +477,8 @@ def _add_noqa(run, may_write) -> bool:  # noqa: ANN001
         edit = add_noqa(source, [d for d in wanted if d.path == result.path])
         for row in edit.skipped_rows:
             click.echo(
-                f"warning: {result.path}:{row}: no room for a `# noqa` comment (the line ends inside a string or continues)",
+                f"warning: {location_label(result.path, row)}: no room for a `# noqa` comment (the line ends inside a "
+                "string or continues)",
                 err=True,
             )
         if not edit.added:
