@@ -108,7 +108,7 @@ class CheckpointWithoutUseReentrant(Rule):
             checkpoint(f, x, use_reentrent=False)
             """,
             at=(2, 1),
-            message="`checkpoint()` without `use_reentrant` (`use_reentrent` looks like a misspelling of it,",
+            message="(`use_reentrent` looks like a misspelling of it, see CKP003)",
         ),
         Invalid(
             """\
@@ -161,7 +161,7 @@ class CheckpointWithoutUseReentrant(Rule):
             args = TrainingArguments('out', gradient_checkpointing=True, gradient_checkpointing_kwargs={})
             """,
             at=(2, 8),
-            message="`TrainingArguments(gradient_checkpointing=True)`",
+            message='`TrainingArguments(gradient_checkpointing=True)`: `gradient_checkpointing_kwargs` has no "use_reentrant" key',
             fixed="""\
             from transformers import TrainingArguments
             args = TrainingArguments('out', gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": False})

@@ -106,7 +106,7 @@ class ReentrantIncompatibleArgument(Rule):
             checkpoint(f, x, use_reentrant=True, context_fn=ctx)
             """,
             at=(2, 1),
-            message="`checkpoint()` runs the reentrant variant (`use_reentrant=True`), which raises ValueError",
+            message="`checkpoint()` runs the reentrant variant (`use_reentrant=True`), which raises ValueError for `context_fn`",
         ),
         Invalid(
             """\
@@ -114,7 +114,7 @@ class ReentrantIncompatibleArgument(Rule):
             checkpoint(f, x, use_reentrant=True, debug=0)
             """,
             at=(2, 1),
-            message="`checkpoint()` runs the reentrant variant (`use_reentrant=True`), which raises ValueError",
+            message="which raises ValueError for `debug` other than `False`",
         ),
         Invalid(
             """\
@@ -134,7 +134,7 @@ class ReentrantIncompatibleArgument(Rule):
             cp.checkpoint_sequential(m, 2, x, mask)
             """,
             at=(2, 1),
-            message="`checkpoint_sequential()`",
+            message="`checkpoint_sequential()`: its 4th positional argument `mask` binds to `use_reentrant`",
         ),
         Invalid(
             """\
@@ -142,7 +142,7 @@ class ReentrantIncompatibleArgument(Rule):
             cp.checkpoint_sequential(m, 2, x, use_reentrant=False, context_fn=c)
             """,
             at=(2, 1),
-            message="`checkpoint_sequential()`",
+            message="it accepts only `use_reentrant` and `preserve_rng_state` as options, so `context_fn=` raise ValueError",
         ),
         Invalid(
             """\
@@ -150,7 +150,7 @@ class ReentrantIncompatibleArgument(Rule):
             checkpoint(model, use_reentrant=True)
             """,
             at=(2, 1),
-            message="composable `checkpoint()`",
+            message="composable `checkpoint()`: `use_reentrant=True` is not supported and raises NotImplementedError",
         ),
         Invalid(
             """\

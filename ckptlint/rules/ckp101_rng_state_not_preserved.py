@@ -60,7 +60,7 @@ class RngStateNotPreserved(Rule):
             checkpoint(f, x, use_reentrant=False, preserve_rng_state=False)
             """,
             at=(5, 39),
-            message="`preserve_rng_state=False` but the region recomputed by the checkpoint at <string>.py:5",
+            message="recomputed by the checkpoint at <string>.py:5 draws random numbers (F.dropout at line 4)",
             fixed="""\
             import torch.nn.functional as F
             from torch.utils.checkpoint import checkpoint

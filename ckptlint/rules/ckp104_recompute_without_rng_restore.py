@@ -61,14 +61,14 @@ class RecomputeWithoutRngRestore(Rule):
         Invalid(
             _FUNCTION.format(save="", restore=""),
             at=(14, 19),
-            message="`Recompute.backward` re-runs the stored callable without restoring the RNG state of",
+            message="`Recompute.backward` re-runs the stored callable without restoring the RNG state of forward",
         ),
         Invalid(
             _FUNCTION.format(save="", restore="").replace(
                 "            out = ctx.fn(x)\n", "            run = ctx.fn\n            out = run(x)\n"
             ),
             at=(15, 19),
-            message="`Recompute.backward` re-runs the stored callable without restoring the RNG state of",
+            message="`Recompute.backward` re-runs the stored callable without restoring the RNG state of forward",
         ),
     )
 

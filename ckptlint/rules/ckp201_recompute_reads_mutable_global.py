@@ -62,7 +62,7 @@ class RecomputeReadsMutableGlobal(Rule):
                 return y
             """,
             at=(4, 16),
-            message="`SCALE` (rebound through `global` at line 8, after the checkpoint call) is read in the",
+            message="`SCALE` (rebound through `global` at line 8, after the checkpoint call) is read in the region",
         ),
         Invalid(
             """\
@@ -76,7 +76,7 @@ class RecomputeReadsMutableGlobal(Rule):
                     STATE['scale'] = 0.5
             """,
             at=(4, 16),
-            message="`STATE` (mutated at line 8 in the loop that also runs the checkpoint) is read in the",
+            message="`STATE` (mutated at line 8 in the loop that also runs the checkpoint) is read in the region",
         ),
     )
 

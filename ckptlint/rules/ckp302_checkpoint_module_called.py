@@ -71,7 +71,7 @@ class CheckpointModuleCalled(Rule):
             checkpoint(model.state_dict(), 'model.pt')
             """,
             at=(2, 1),
-            message="`checkpoint` is the `torch.utils.checkpoint` module, not a function (TypeError",
+            message="and activation checkpointing does not save training state either: its callable is a `state_dict()` call",
             fixed="""\
             from torch.utils import checkpoint
             checkpoint(model.state_dict(), 'model.pt')

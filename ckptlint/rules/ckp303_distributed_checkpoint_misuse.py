@@ -62,7 +62,7 @@ class DistributedCheckpointMisuse(Rule):
             dcp.save(model, checkpoint_id=path)
             """,
             at=(2, 10),
-            message="`dcp.save()` takes a state dict, but it is given `model`, named like a module (an",
+            message="`dcp.save()` takes a state dict, but it is given `model`, named like a module (an `nn.Module`)",
         ),
         Invalid(
             """\
@@ -88,7 +88,7 @@ class DistributedCheckpointMisuse(Rule):
             dcp.save(sd, 'ckpt/step-10')
             """,
             at=(2, 14),
-            message="`dcp.save()`: its second positional argument is taken as `storage_writer`, not as the",
+            message="`dcp.save()`: its second positional argument is taken as `storage_writer`, not as the checkpoint path",
         ),
     )
 

@@ -61,7 +61,7 @@ class UnusedNoqa(Rule):
             checkpoint(f, x, use_reentrant=False)  # noqa: CKP001
             """,
             at=(2, 40),
-            message="Unused `noqa` directive (unused",
+            message="Unused `noqa` directive (unused: `CKP001`)",
             fixed="""\
             from torch.utils.checkpoint import checkpoint
             checkpoint(f, x, use_reentrant=False)
@@ -72,7 +72,7 @@ class UnusedNoqa(Rule):
             x = 1  # noqa: E501, CKP001
             """,
             at=(1, 8),
-            message="Unused `noqa` directive (unused",
+            message="Unused `noqa` directive (unused: `CKP001`)",
             fixed="""\
             x = 1  # noqa: E501
             """,
@@ -82,7 +82,7 @@ class UnusedNoqa(Rule):
             x = 1  # noqa: CKP001 # type: ignore
             """,
             at=(1, 8),
-            message="Unused `noqa` directive (unused",
+            message="Unused `noqa` directive (unused: `CKP001`)",
             fixed="""\
             x = 1  # type: ignore
             """,
@@ -92,7 +92,7 @@ class UnusedNoqa(Rule):
             x = 1  # noqa: CKP001 kept for later
             """,
             at=(1, 8),
-            message="Unused `noqa` directive (unused",
+            message="Unused `noqa` directive (unused: `CKP001`)",
             fixed="""\
             x = 1  # kept for later
             """,
