@@ -64,7 +64,7 @@ class ProblemKind(str, Enum):
     DECODE = "decode"  # not text / bad encoding
     PARSE = "parse"  # too large or too deeply nested to parse
     TIMEOUT = "timeout"  # took longer than the per-file time limit
-    WARNING = "warning"  # checked; something in it is ignored (a `# noqa:` without codes)
+    WARNING = "warning"  # checked; something in it is ignored (a noqa comment that names no code)
     INTERNAL = "internal"  # a bug in ckptlint or a rule
     FIX = "fix"  # a fix would break the file
 

@@ -86,7 +86,6 @@ def test_fix_does_not_touch_suppressed_findings(run_cli, write) -> None:  # noqa
 
 
 def test_file_level_directive_must_stand_on_its_own_line() -> None:
-    from ckptlint.api import lint_source
 
     trailing = "x = 1  # ckptlint: noqa\nfrom torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)\n"
     assert [d.code for d in lint_source(trailing)] == ["CKP001"]
