@@ -13,7 +13,7 @@ from pathlib import Path
 from ckptlint.config.files import CliOverrides, build_settings
 from ckptlint.config.settings import normalise_selectors
 from ckptlint.lint.linter import FileLinter
-from ckptlint.lint.results import FixMode, io_error
+from ckptlint.lint.results import FixMode, ProblemKind, io_error
 from ckptlint.semantic.project import Project
 from ckptlint.text.diagnostics import Diagnostic
 
@@ -47,7 +47,7 @@ def lint_source(
     """
     settings = settings_for(select, ignore)
     result = FileLinter(project).lint(path, text.encode("utf-8"), settings, gate=False)
-    errors = [p for p in result.problems if not p.unchecked and p.kind != "warning"]
+    errors = [p for p in result.problems if not p.unchecked and p.kind is not ProblemKind.WARNING]
     if errors:
         raise RuntimeError("; ".join(p.line() for p in errors))
     unchecked = [io_error(p.path, p.message) for p in result.problems if p.unchecked]
@@ -66,6 +66,6 @@ def fix_source(
     ``unsafe``), iterated to a fixpoint."""
     settings = settings_for(select)
     result = FileLinter(project).lint(path, text.encode("utf-8"), settings, fix=FixMode.APPLY, unsafe=unsafe, gate=False)
-    if any(p.kind in ("internal", "fix") for p in result.problems):
+    if any(p.kind in (ProblemKind.INTERNAL, ProblemKind.FIX) for p in result.problems):
         raise RuntimeError("; ".join(p.line() for p in result.problems))
     return result.fixed_text if result.fixed_text is not None else text

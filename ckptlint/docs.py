@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ckptlint.registry import RULES, FixAvailability, rule_info
+
 __all__ = ["DOCS_URL", "explain_record", "rule_doc", "rule_doc_path", "rule_list_text", "rule_url"]
 
 DOCS_URL = "https://github.com/ckptlint/ckptlint/blob/main/rules/{code}.md"
@@ -33,14 +35,12 @@ def rule_doc(code: str) -> str | None:
 
 def rule_table_markdown() -> str:
     """The README's rule table, generated from the registry (a test keeps them equal)."""
-    from ckptlint.rules import ALL_RULES, FixAvailability
-
     fix_marks = {FixAvailability.NONE: "no", FixAvailability.SOMETIMES: "sometimes", FixAvailability.ALWAYS: "yes"}
     lines = [
         "| Code | Name | Severity | Fix | What it flags |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for code, rule in ALL_RULES.items():
+    for code, rule in RULES.items():
         lines.append(
             f"| [{code}](rules/{code}.md) | {rule.name} | {rule.severity.value} | "
             f"{fix_marks[rule.fix_availability]} | {rule.summary} |"
@@ -59,9 +59,7 @@ def explain_record(code: str) -> dict | None:
     """The rule as ruff's ``ruff rule --output-format json`` record (``name``, ``code``,
     ``linter``, ``summary``, ``fix``, ``fix_availability``, ``explanation``, ``preview``) plus
     ``severity`` and ``default_enabled``; ``None`` for an unknown code."""
-    from ckptlint.rules import rule_by_code
-
-    rule = rule_by_code(code)
+    rule = rule_info(code)
     if rule is None:
         return None
     fix, availability = _FIX_SENTENCES[rule.fix_availability.value]
@@ -75,18 +73,16 @@ def explain_record(code: str) -> dict | None:
         "explanation": rule_doc(rule.code) or f"# {rule.name} ({rule.code})\n\n{rule.summary}\n",
         "preview": False,
         "severity": rule.severity.value,
-        "default_enabled": bool(getattr(rule, "default_enabled", True)),
+        "default_enabled": bool(rule.default_enabled),
     }
 
 
 def rule_list_text() -> str:
     """``--list-rules``: an aligned table of every rule (code, name, severity, fix, whether
     enabled by default, summary)."""
-    from ckptlint.rules import ALL_RULES
-
     rows = [("Code", "Name", "Severity", "Fix", "Default", "Summary")]
-    for code, rule in ALL_RULES.items():
-        default = "yes" if getattr(rule, "default_enabled", True) else "no"
+    for code, rule in RULES.items():
+        default = "yes" if rule.default_enabled else "no"
         rows.append((code, rule.name, rule.severity.value, rule.fix_availability.value, default, rule.summary))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return "".join(

@@ -124,7 +124,8 @@ def _lint_ungated(path: str) -> tuple[str, list[str], int, float]:
     if path.endswith(".ipynb"):
         return path, [], 0, 0.0  # notebooks are swept by the CLI runs (their fixes are JSON)
     from ckptlint.api import settings_for
-    from ckptlint.lint.engine import FileLinter, FixMode
+    from ckptlint.lint.linter import FileLinter
+    from ckptlint.lint.results import FixMode
 
     started = time.perf_counter()
     result = FileLinter().lint(

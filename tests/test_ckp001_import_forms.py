@@ -8,7 +8,7 @@ from textwrap import dedent
 
 import pytest
 
-from ckptlint.api import fix_source, lint_source
+from ckptlint.testing import findings, fix
 
 MESSAGE = (
     "`{name}()` without `use_reentrant`: PyTorch warns and silently runs the legacy reentrant "
@@ -16,21 +16,14 @@ MESSAGE = (
 )
 
 
-def findings(source: str) -> list[tuple[str, tuple[int, int], tuple[int, int], str]]:
-    return [(d.code, d.start, d.end, d.message) for d in lint_source(dedent(source), select=["CKP001"])]
-
-
-def fixed(source: str) -> str:
-    return fix_source(dedent(source), unsafe=True, select=["CKP001"])
-
-
 def test_import_torch_fully_qualified_call() -> None:
     source = """\
         import torch
         y = torch.utils.checkpoint.checkpoint(f, x)
         """
-    assert findings(source) == [("CKP001", (2, 5), (2, 44), MESSAGE.format(name="checkpoint"))]
-    assert fixed(source) == dedent(
+    (d,) = findings(source, "CKP001")
+    assert (d.start, d.end, d.message) == ((2, 5), (2, 44), MESSAGE.format(name="checkpoint"))
+    assert fix(source, "CKP001") == dedent(
         """\
         import torch
         y = torch.utils.checkpoint.checkpoint(f, x, use_reentrant=False)
@@ -43,7 +36,9 @@ def test_import_torch_utils_checkpoint() -> None:
         import torch.utils.checkpoint
         torch.utils.checkpoint.checkpoint(f, x)
         """
-    assert findings(source) == [("CKP001", (2, 1), (2, 40), MESSAGE.format(name="checkpoint"))]
+    (d,) = findings(source, "CKP001")
+    assert (d.start, d.end) == ((2, 1), (2, 40))
+    assert "`checkpoint()` without `use_reentrant`" in d.message
 
 
 def test_import_module_as_alias() -> None:
@@ -51,8 +46,10 @@ def test_import_module_as_alias() -> None:
         import torch.utils.checkpoint as X
         X.checkpoint(f, x)
         """
-    assert findings(source) == [("CKP001", (2, 1), (2, 19), MESSAGE.format(name="checkpoint"))]
-    assert fixed(source).endswith("X.checkpoint(f, x, use_reentrant=False)\n")
+    (d,) = findings(source, "CKP001")
+    assert (d.start, d.end) == ((2, 1), (2, 19))
+    assert "`checkpoint()` without `use_reentrant`" in d.message
+    assert fix(source, "CKP001").endswith("X.checkpoint(f, x, use_reentrant=False)\n")
 
 
 def test_from_import_function_as_alias() -> None:
@@ -60,8 +57,10 @@ def test_from_import_function_as_alias() -> None:
         from torch.utils.checkpoint import checkpoint as Y
         out = Y(f, x)
         """
-    assert findings(source) == [("CKP001", (2, 7), (2, 14), MESSAGE.format(name="checkpoint"))]
-    assert fixed(source).endswith("out = Y(f, x, use_reentrant=False)\n")
+    (d,) = findings(source, "CKP001")
+    assert (d.start, d.end) == ((2, 7), (2, 14))
+    assert "`checkpoint()` without `use_reentrant`" in d.message
+    assert fix(source, "CKP001").endswith("out = Y(f, x, use_reentrant=False)\n")
 
 
 def test_from_torch_utils_import_checkpoint_module() -> None:
@@ -70,7 +69,7 @@ def test_from_torch_utils_import_checkpoint_module() -> None:
         checkpoint.checkpoint(f, x)
         checkpoint.checkpoint_sequential(layers, 2, x)
         """
-    assert findings(source) == [
+    assert [(d.code, d.start, d.end, d.message) for d in findings(source, "CKP001")] == [
         ("CKP001", (2, 1), (2, 28), MESSAGE.format(name="checkpoint")),
         ("CKP001", (3, 1), (3, 47), MESSAGE.format(name="checkpoint_sequential")),
     ]
@@ -86,8 +85,8 @@ def test_checkpoint_sequential_positional_use_reentrant_counts_as_chosen() -> No
         cp.checkpoint_sequential(layers, 2, *rest)
         """
     # Only the first call leaves use_reentrant unchosen; the last may pass it inside *rest.
-    assert [f[1] for f in findings(source)] == [(2, 1)]
-    assert fixed(source).splitlines()[1] == "cp.checkpoint_sequential(layers, 2, x, use_reentrant=False)"
+    assert [d.start for d in findings(source, "CKP001")] == [(2, 1)]
+    assert fix(source, "CKP001").splitlines()[1] == "cp.checkpoint_sequential(layers, 2, x, use_reentrant=False)"
 
 
 def test_star_import() -> None:
@@ -96,7 +95,7 @@ def test_star_import() -> None:
         checkpoint(f, x)
         checkpoint_sequential(layers, 2, x)
         """
-    assert [(f[1], f[3]) for f in findings(source)] == [
+    assert [(d.start, d.message) for d in findings(source, "CKP001")] == [
         ((2, 1), MESSAGE.format(name="checkpoint")),
         ((3, 1), MESSAGE.format(name="checkpoint_sequential")),
     ]
@@ -112,7 +111,7 @@ def test_import_inside_a_function_applies_to_that_function_only() -> None:
         def other(x):
             return checkpoint(f, x)
         """
-    assert [f[1] for f in findings(source)] == [(3, 12)]
+    assert [d.start for d in findings(source, "CKP001")] == [(3, 12)]
 
 
 def test_conditional_import_in_try_except_import_error() -> None:
@@ -126,7 +125,7 @@ def test_conditional_import_in_try_except_import_error() -> None:
         def forward(x):
             return checkpoint(f, x)
         """
-    assert [f[1] for f in findings(source)] == [(8, 12)]
+    assert [d.start for d in findings(source, "CKP001")] == [(8, 12)]
 
 
 def test_alias_assignment_is_followed() -> None:
@@ -135,8 +134,8 @@ def test_alias_assignment_is_followed() -> None:
         ck = torch.utils.checkpoint.checkpoint
         ck(f, x)
         """
-    assert [f[1] for f in findings(source)] == [(3, 1)]
-    assert fixed(source).endswith("ck(f, x, use_reentrant=False)\n")
+    assert [d.start for d in findings(source, "CKP001")] == [(3, 1)]
+    assert fix(source, "CKP001").endswith("ck(f, x, use_reentrant=False)\n")
 
 
 def test_chosen_use_reentrant_is_not_reported() -> None:
@@ -147,7 +146,7 @@ def test_chosen_use_reentrant_is_not_reported() -> None:
         checkpoint(f, x, use_reentrant=True)
         torch.utils.checkpoint.checkpoint(f, x, use_reentrant=flag)
         """
-    assert findings(source) == []
+    assert findings(source, "CKP001") == []
 
 
 @pytest.mark.parametrize(
@@ -242,7 +241,7 @@ def test_chosen_use_reentrant_is_not_reported() -> None:
     ],
 )
 def test_lookalikes_are_not_reported(source: str) -> None:
-    assert findings(source) == []
+    assert findings(source, "CKP001") == []
 
 
 def test_class_attribute_does_not_shadow_inside_methods() -> None:
@@ -257,4 +256,4 @@ def test_class_attribute_does_not_shadow_inside_methods() -> None:
             def forward(self, x):
                 return checkpoint(self.inner, x)
         """
-    assert [f[1] for f in findings(source)] == [(8, 16)]
+    assert [d.start for d in findings(source, "CKP001")] == [(8, 16)]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from textwrap import dedent
 
 import pytest
 
 from ckptlint.api import fix_source, lint_source
+from ckptlint.testing import findings, fix
 
 CASES = Path(__file__).resolve().parent / "cases"  # copies of the shared cases
 
@@ -19,14 +19,6 @@ DICT_MESSAGE = (
     "`checkpoint()` without `use_reentrant` (its `**` dictionary has no `use_reentrant` key): PyTorch "
     "warns and silently runs the legacy reentrant variant; pass `use_reentrant=False` (recommended)"
 )
-
-
-def lint(source: str):  # noqa: ANN201
-    return lint_source(dedent(source), select=["CKP001"])
-
-
-def fixed(source: str, unsafe: bool = True) -> str:
-    return fix_source(dedent(source), unsafe=unsafe, select=["CKP001"])
 
 
 @pytest.mark.parametrize(
@@ -46,12 +38,12 @@ def test_partial_binding_reported_once_at_the_binding(imports: str, partial: str
         a = ck(f, x)
         b = ck(g, y)
         """
-    found = lint(source)
+    found = findings(source, "CKP001")
     column = len("ck = ") + 1
     end = column + len(f"{partial}(checkpoint, preserve_rng_state=False)")
     assert [(d.start, d.end, d.message) for d in found] == [((3, column), (3, end), PARTIAL_MESSAGE)]
     assert found[0].fix is not None and found[0].fix.applicability.value == "unsafe"
-    assert fixed(source).splitlines()[2] == f"ck = {partial}(checkpoint, preserve_rng_state=False, use_reentrant=False)"
+    assert fix(source, "CKP001").splitlines()[2] == f"ck = {partial}(checkpoint, preserve_rng_state=False, use_reentrant=False)"
 
 
 def test_partial_keywords_count() -> None:
@@ -63,7 +55,7 @@ def test_partial_keywords_count() -> None:
         ck2 = functools.partial(torch.utils.checkpoint.checkpoint, use_reentrant=True)
         ck2(f, x)
         """
-    assert lint(source) == []
+    assert findings(source, "CKP001") == []
 
 
 def test_partial_with_function_keyword_gets_a_safe_fix() -> None:
@@ -73,9 +65,9 @@ def test_partial_with_function_keyword_gets_a_safe_fix() -> None:
         ck = functools.partial(checkpoint, block, mask=mask)
         ck(x)
         """
-    (found,) = lint(source)
+    (found,) = findings(source, "CKP001")
     assert found.fix is not None and found.fix.applicability.value == "safe"
-    assert fixed(source, unsafe=False).splitlines()[2] == (
+    assert fix(source, "CKP001", unsafe=False).splitlines()[2] == (
         "ck = functools.partial(checkpoint, block, mask=mask, use_reentrant=False)"
     )
 
@@ -86,7 +78,7 @@ def test_splat_of_dict_literal_with_key_is_read() -> None:
         opts = {"use_reentrant": False, "preserve_rng_state": False}
         checkpoint(f, x, **opts)
         """
-    assert lint(source) == []
+    assert findings(source, "CKP001") == []
 
 
 def test_splat_of_dict_literal_without_key_is_reported_without_fix() -> None:
@@ -95,7 +87,7 @@ def test_splat_of_dict_literal_without_key_is_reported_without_fix() -> None:
         opts = {"preserve_rng_state": False}
         checkpoint(f, x, **opts)
         """
-    (found,) = lint(source)
+    (found,) = findings(source, "CKP001")
     assert (found.start, found.end, found.message) == ((3, 1), (3, 25), DICT_MESSAGE)
     # Adding the keyword could pass it twice: no fix is offered.
     assert found.fix is None
@@ -109,7 +101,8 @@ def test_splat_of_dict_call() -> None:
         bad = dict(preserve_rng_state=False)
         checkpoint(f, x, **bad)
         """
-    assert [(d.start, d.message) for d in lint(source)] == [((5, 1), DICT_MESSAGE)]
+    assert [d.start for d in findings(source, "CKP001")] == [(5, 1)]
+    assert "its `**` dictionary has no `use_reentrant` key" in findings(source, "CKP001")[0].message
 
 
 @pytest.mark.parametrize(
@@ -130,7 +123,7 @@ def test_key_added_by_mutation_counts(mutation: str) -> None:
             {mutation}
             return checkpoint(f, x, **opts)
         """
-    assert lint(source) == []
+    assert findings(source, "CKP001") == []
 
 
 def test_dict_in_another_scope_is_not_confused() -> None:
@@ -143,7 +136,7 @@ def test_dict_in_another_scope_is_not_confused() -> None:
             opts = {}
             return checkpoint(f, x, **opts)
         """
-    assert [d.start for d in lint(source)] == [(7, 12)]
+    assert [d.start for d in findings(source, "CKP001")] == [(7, 12)]
 
 
 @pytest.mark.parametrize(
@@ -186,7 +179,7 @@ def test_dict_in_another_scope_is_not_confused() -> None:
     ids=["kwargs-parameter", "plain-parameter", "call-result", "partial-unknown", "unknown-key"],
 )
 def test_splat_of_unknown_content_is_not_reported(source: str) -> None:
-    assert lint(source) == []
+    assert findings(source, "CKP001") == []
 
 
 def test_partial_with_splat_of_dict_literal() -> None:
@@ -197,7 +190,7 @@ def test_partial_with_splat_of_dict_literal() -> None:
         ck = functools.partial(checkpoint, **kw)
         ck(f, x)
         """
-    (found,) = lint(source)
+    (found,) = findings(source, "CKP001")
     assert found.start == (4, 6)
     assert "its `**` dictionary has no `use_reentrant` key" in found.message
     assert found.fix is None

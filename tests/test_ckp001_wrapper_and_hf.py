@@ -7,7 +7,7 @@ from textwrap import dedent
 
 import pytest
 
-from ckptlint.api import fix_source, lint_source
+from ckptlint.testing import findings, fix
 
 WRAPPER_IMPORT = (
     "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper\n"
@@ -17,23 +17,12 @@ HF_NO_KWARGS = (
     "`gradient_checkpointing_enable()` without `gradient_checkpointing_kwargs`: transformers before 5.0 "
     'runs the legacy reentrant checkpoint; pass `gradient_checkpointing_kwargs={"use_reentrant": False}`'
 )
-HF_NO_KEY = (
-    '`gradient_checkpointing_enable()`: `gradient_checkpointing_kwargs` has no "use_reentrant" key, so '
-    'transformers before 5.0 runs the legacy reentrant checkpoint; add `"use_reentrant": False`'
-)
-TA_NO_KWARGS = HF_NO_KWARGS.replace(
-    "`gradient_checkpointing_enable()`", "`TrainingArguments(gradient_checkpointing=True)`"
-)
-TA_NO_KEY = HF_NO_KEY.replace("`gradient_checkpointing_enable()`", "`TrainingArguments(gradient_checkpointing=True)`")
 HF_DICT = '{"use_reentrant": False}'
-
-
-def lint(source: str):  # noqa: ANN201
-    return lint_source(dedent(source), select=["CKP001"])
-
-
-def fixed(source: str) -> str:
-    return fix_source(dedent(source), unsafe=True, select=["CKP001"])
+#: the parts of the messages that name the problem (the tests below are not about the advice)
+HF_NO_KWARGS_PART = "`gradient_checkpointing_enable()` without `gradient_checkpointing_kwargs`"
+HF_NO_KEY_PART = '`gradient_checkpointing_enable()`: `gradient_checkpointing_kwargs` has no "use_reentrant" key'
+TA_NO_KWARGS_PART = "`TrainingArguments(gradient_checkpointing=True)` without `gradient_checkpointing_kwargs`"
+TA_NO_KEY_PART = '`TrainingArguments(gradient_checkpointing=True)`: `gradient_checkpointing_kwargs` has no "use_reentrant" key'
 
 
 # ---------------------------------------------------------------- checkpoint_wrapper
@@ -50,16 +39,16 @@ def fixed(source: str) -> str:
     ],
 )
 def test_checkpoint_wrapper_without_finding(call: str) -> None:
-    assert lint(WRAPPER_IMPORT + call + "\n") == []
+    assert findings(WRAPPER_IMPORT + call + "\n", "CKP001") == []
 
 
 def test_checkpoint_wrapper_with_torch_checkpoint_fn_without_use_reentrant() -> None:
     source = WRAPPER_IMPORT + "wrapped = checkpoint_wrapper(block, checkpoint_fn=torch.utils.checkpoint.checkpoint)\n"
-    (found,) = lint(source)
+    (found,) = findings(source, "CKP001")
     assert found.start == (3, 11)
     assert found.message.startswith("`checkpoint_wrapper(checkpoint_fn=checkpoint)` without `use_reentrant`")
     assert found.fix is not None and found.fix.applicability.value == "unsafe"
-    assert fixed(source).splitlines()[2] == (
+    assert fix(source, "CKP001").splitlines()[2] == (
         "wrapped = checkpoint_wrapper(block, checkpoint_fn=torch.utils.checkpoint.checkpoint, use_reentrant=False)"
     )
 
@@ -73,8 +62,8 @@ def test_partial_of_checkpoint_wrapper_with_torch_checkpoint_fn() -> None:
         apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrap)
         """
     )
-    assert [d.start for d in lint(source)] == [(5, 8)]
-    assert fixed(source).splitlines()[4] == (
+    assert [d.start for d in findings(source, "CKP001")] == [(5, 8)]
+    assert fix(source, "CKP001").splitlines()[4] == (
         "wrap = functools.partial(checkpoint_wrapper, checkpoint_fn=checkpoint, use_reentrant=False)"
     )
 
@@ -82,10 +71,10 @@ def test_partial_of_checkpoint_wrapper_with_torch_checkpoint_fn() -> None:
 # ---------------------------------------------------------------- gradient_checkpointing_enable
 def test_hf_enable_without_kwargs() -> None:
     source = "model.gradient_checkpointing_enable()\n"
-    (found,) = lint(source)
+    (found,) = findings(source, "CKP001")
     assert (found.start, found.end, found.message) == ((1, 1), (1, 38), HF_NO_KWARGS)
     assert found.fix is not None and found.fix.applicability.value == "unsafe"
-    assert fixed(source) == f"model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={HF_DICT})\n"
+    assert fix(source, "CKP001") == f"model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={HF_DICT})\n"
 
 
 @pytest.mark.parametrize(
@@ -98,25 +87,25 @@ def test_hf_enable_without_kwargs() -> None:
 )
 def test_hf_enable_with_dict_without_the_key(kwargs: str, after: str | None) -> None:
     source = f"model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={kwargs})\n"
-    (found,) = lint(source)
-    assert found.message == HF_NO_KEY
+    (found,) = findings(source, "CKP001")
+    assert HF_NO_KEY_PART in found.message
     if after is None:
         assert found.fix is None
     else:
-        assert fixed(source) == f"model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={after})\n"
+        assert fix(source, "CKP001") == f"model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={after})\n"
 
 
 def test_hf_enable_with_none_is_the_default() -> None:
     source = "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=None)\n"
-    (found,) = lint(source)
-    assert found.message == HF_NO_KWARGS
-    assert fixed(source) == f"model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={HF_DICT})\n"
+    (found,) = findings(source, "CKP001")
+    assert HF_NO_KWARGS_PART in found.message
+    assert fix(source, "CKP001") == f"model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={HF_DICT})\n"
 
 
 def test_hf_enable_positional_kwargs() -> None:
     source = "model.gradient_checkpointing_enable({})\nmodel.gradient_checkpointing_enable({'use_reentrant': True})\n"
-    assert [d.start for d in lint(source)] == [(1, 1)]
-    assert fixed(source).splitlines()[0] == f"model.gradient_checkpointing_enable({HF_DICT})"
+    assert [d.start for d in findings(source, "CKP001")] == [(1, 1)]
+    assert fix(source, "CKP001").splitlines()[0] == f"model.gradient_checkpointing_enable({HF_DICT})"
 
 
 @pytest.mark.parametrize(
@@ -124,7 +113,7 @@ def test_hf_enable_positional_kwargs() -> None:
     ['{"use_reentrant": False}', '{"use_reentrant": True, "preserve_rng_state": False}', "kwargs", "cfg.kwargs"],
 )
 def test_hf_enable_not_reported(kwargs: str) -> None:
-    assert lint(f"model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={kwargs})\n") == []
+    assert findings(f"model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={kwargs})\n", "CKP001") == []
 
 
 def test_hf_enable_kwargs_variable_bound_to_a_dict_literal() -> None:
@@ -133,8 +122,8 @@ def test_hf_enable_kwargs_variable_bound_to_a_dict_literal() -> None:
             kwargs = {"preserve_rng_state": True}
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
         """
-    (found,) = lint(source)
-    assert found.message == HF_NO_KEY
+    (found,) = findings(source, "CKP001")
+    assert HF_NO_KEY_PART in found.message
     assert found.fix is None  # the dict literal is elsewhere; not edited
 
 
@@ -144,18 +133,18 @@ TA = "from transformers import TrainingArguments\n"
 
 def test_training_arguments_without_kwargs() -> None:
     source = TA + 'args = TrainingArguments("out", gradient_checkpointing=True)\n'
-    (found,) = lint(source)
-    assert (found.start, found.message) == ((2, 8), TA_NO_KWARGS)
-    assert fixed(source).splitlines()[1] == (
+    (found,) = findings(source, "CKP001")
+    assert found.start == (2, 8) and TA_NO_KWARGS_PART in found.message
+    assert fix(source, "CKP001").splitlines()[1] == (
         f'args = TrainingArguments("out", gradient_checkpointing=True, gradient_checkpointing_kwargs={HF_DICT})'
     )
 
 
 def test_training_arguments_with_kwargs_without_key() -> None:
     source = TA + 'args = TrainingArguments("out", gradient_checkpointing=True, gradient_checkpointing_kwargs={})\n'
-    (found,) = lint(source)
-    assert found.message == TA_NO_KEY
-    assert fixed(source).splitlines()[1] == (
+    (found,) = findings(source, "CKP001")
+    assert TA_NO_KEY_PART in found.message
+    assert fix(source, "CKP001").splitlines()[1] == (
         f'args = TrainingArguments("out", gradient_checkpointing=True, gradient_checkpointing_kwargs={HF_DICT})'
     )
 
@@ -172,7 +161,7 @@ def test_training_arguments_with_kwargs_without_key() -> None:
     ids=["with-key", "disabled", "default", "dynamic", "json-with-key"],
 )
 def test_training_arguments_not_reported(arguments: str) -> None:
-    assert lint(TA + f"args = TrainingArguments({arguments})\n") == []
+    assert findings(TA + f"args = TrainingArguments({arguments})\n", "CKP001") == []
 
 
 def test_training_arguments_json_string_without_key() -> None:
@@ -181,8 +170,8 @@ def test_training_arguments_json_string_without_key() -> None:
         TA
         + f"args = TrainingArguments('out', gradient_checkpointing=True, gradient_checkpointing_kwargs={json_kwargs})\n"
     )
-    (found,) = lint(source)
-    assert found.message == TA_NO_KEY
+    (found,) = findings(source, "CKP001")
+    assert TA_NO_KEY_PART in found.message
     assert found.fix is None
 
 
@@ -195,7 +184,7 @@ def test_training_arguments_json_string_without_key() -> None:
     ],
 )
 def test_training_arguments_spellings(spelling: str) -> None:
-    assert len(lint(spelling + '"out", gradient_checkpointing=True)\n')) == 1
+    assert len(findings(spelling + '"out", gradient_checkpointing=True)\n', "CKP001")) == 1
 
 
 def test_training_arguments_multi_line() -> None:
@@ -207,9 +196,9 @@ def test_training_arguments_multi_line() -> None:
         )
         """
     )
-    (found,) = lint(source)
+    (found,) = findings(source, "CKP001")
     assert (found.start, found.end) == ((2, 8), (5, 2))
-    assert fixed(source) == TA + dedent(
+    assert fix(source, "CKP001") == TA + dedent(
         f"""\
         args = TrainingArguments(
             output_dir="out",

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from ckptlint.api import fix_source, lint_source
+from ckptlint.api import fix_source
+from ckptlint.testing import findings
 from ckptlint.text.diagnostics import Applicability
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 
 
-def found(src: str, code: str = "CKP002"):
-    return [d for d in lint_source(src, select=[code]) if d.code == code]
-
-
 def test_function_keyword_with_omitted_use_reentrant_is_an_error_with_a_safe_fix() -> None:
     src = IMPORT + "y = checkpoint(f, x, mask=m)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP002")
     assert (d.start, d.end) == ((2, 5), (2, 29))
     assert d.message == (
         "`checkpoint()` leaves `use_reentrant` unset, so the legacy reentrant variant runs; it raises "
@@ -29,7 +26,7 @@ def test_explicit_reentrant_lists_raising_and_ignored_arguments_without_fix() ->
         "y = checkpoint(f, x, use_reentrant=True, context_fn=ctx, debug=None,\n"
         "               early_stop=True, determinism_check='default')\n"
     )
-    (d,) = found(src)
+    (d,) = findings(src, "CKP002")
     assert (d.start, d.end) == ((2, 5), (3, 61))
     assert d.message == (
         "`checkpoint()` runs the reentrant variant (`use_reentrant=True`), which raises ValueError for "
@@ -40,23 +37,23 @@ def test_explicit_reentrant_lists_raising_and_ignored_arguments_without_fix() ->
 
 
 def test_debug_literal_false_is_accepted_but_zero_none_and_variables_are_not() -> None:
-    assert found(IMPORT + "checkpoint(f, x, use_reentrant=True, debug=False)\n") == []
+    assert findings(IMPORT + "checkpoint(f, x, use_reentrant=True, debug=False)\n", "CKP002") == []
     for value in ("0", "None", "True", "args.debug"):
-        (d,) = found(IMPORT + f"checkpoint(f, x, use_reentrant=True, debug={value})\n")
+        (d,) = findings(IMPORT + f"checkpoint(f, x, use_reentrant=True, debug={value})\n", "CKP002")
         assert "`debug` other than `False`" in d.message
 
 
 def test_ignored_options_only_when_they_ask_for_something_reentrant_does_not_do() -> None:
-    assert found(IMPORT + "checkpoint(f, x, use_reentrant=True, early_stop=False)\n") == []
-    assert found(IMPORT + "checkpoint(f, x, use_reentrant=True, determinism_check='none')\n") == []
-    (d,) = found(IMPORT + "checkpoint(f, x, use_reentrant=True, determinism_check='default')\n")
+    assert findings(IMPORT + "checkpoint(f, x, use_reentrant=True, early_stop=False)\n", "CKP002") == []
+    assert findings(IMPORT + "checkpoint(f, x, use_reentrant=True, determinism_check='none')\n", "CKP002") == []
+    (d,) = findings(IMPORT + "checkpoint(f, x, use_reentrant=True, determinism_check='default')\n", "CKP002")
     assert "silently ignores `determinism_check`" in d.message
     assert "raises" not in d.message
 
 
 def test_ignored_option_with_omitted_use_reentrant_gets_an_unsafe_fix() -> None:
     src = IMPORT + "checkpoint(f, x, early_stop=True)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP002")
     assert d.fix is not None and d.fix.applicability is Applicability.UNSAFE
     assert fix_source(src, select=["CKP002"]) == src  # not applied without --unsafe-fixes
     assert fix_source(src, unsafe=True, select=["CKP002"]) == IMPORT + "checkpoint(f, x, early_stop=True, use_reentrant=False)\n"
@@ -64,12 +61,12 @@ def test_ignored_option_with_omitted_use_reentrant_gets_an_unsafe_fix() -> None:
 
 def test_default_context_fn_passed_explicitly_is_accepted() -> None:
     src = "import torch.utils.checkpoint as cp\ncp.checkpoint(f, x, use_reentrant=True, context_fn=cp.noop_context_fn)\n"
-    assert found(src) == []
+    assert findings(src, "CKP002") == []
 
 
 def test_use_reentrant_none_is_replaced_not_passed_twice() -> None:
     src = IMPORT + "checkpoint(f, x, use_reentrant=None, context_fn=ctx)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP002")
     assert d.fix is not None and d.fix.applicability is Applicability.SAFE
     fixed = IMPORT + "checkpoint(f, x, use_reentrant=False, context_fn=ctx)\n"
     assert fix_source(src, select=["CKP002"]) == fixed
@@ -78,15 +75,15 @@ def test_use_reentrant_none_is_replaced_not_passed_twice() -> None:
 
 def test_no_fix_when_options_come_through_double_star() -> None:
     src = IMPORT + "opts = {'preserve_rng_state': True}\ncheckpoint(f, x, mask=m, **opts)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP002")
     assert d.fix is None
     # a `**` dictionary of unknown content may hold use_reentrant: not judged
-    assert found(IMPORT + "checkpoint(f, x, mask=m, **opts)\n") == []
+    assert findings(IMPORT + "checkpoint(f, x, mask=m, **opts)\n", "CKP002") == []
 
 
 def test_dynamic_or_non_reentrant_variant_is_not_judged() -> None:
     for options in ("use_reentrant=False", "use_reentrant=flag", "**kwargs"):
-        assert found(IMPORT + f"checkpoint(f, x, mask=m, context_fn=c, {options})\n") == []
+        assert findings(IMPORT + f"checkpoint(f, x, mask=m, context_fn=c, {options})\n", "CKP002") == []
 
 
 def test_timm_style_wrapper_that_always_passes_use_reentrant_is_silent() -> None:
@@ -98,15 +95,15 @@ def test_timm_style_wrapper_that_always_passes_use_reentrant_is_silent() -> None
         "    return torch.utils.checkpoint.checkpoint(function, *args, use_reentrant=use_reentrant, **kwargs)\n"
         "y = checkpoint(block, x, mask=m)\n"
     )
-    assert found(src) == []
-    assert found(src, "CKP001") == []
+    assert findings(src, "CKP002") == []
+    assert findings(src, "CKP001") == []
 
 
 def test_partial_binding_is_reported_and_fixed_at_the_binding() -> None:
     src = (
         "import functools\n" + IMPORT + "ck = functools.partial(checkpoint, context_fn=ctx)\ny = ck(f, x)\n"
     )
-    (d,) = found(src)
+    (d,) = findings(src, "CKP002")
     assert d.start == (3, 6)
     assert d.message.startswith("`functools.partial(checkpoint, ...)` leaves `use_reentrant` unset")
     assert fix_source(src, select=["CKP002"]) == (
@@ -116,17 +113,17 @@ def test_partial_binding_is_reported_and_fixed_at_the_binding() -> None:
 
 def test_call_through_partial_is_judged_on_what_it_adds() -> None:
     src = "import functools\n" + IMPORT + "ck = functools.partial(checkpoint, preserve_rng_state=True)\ny = ck(f, x, mask=m)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP002")
     assert d.start == (4, 5)
     assert d.message.endswith("pass `use_reentrant=False` in the `functools.partial` at line 3")
     assert d.fix is None
     ok = "import functools\n" + IMPORT + "ck = functools.partial(checkpoint, use_reentrant=False)\ny = ck(f, x, mask=m)\n"
-    assert found(ok) == []
+    assert findings(ok, "CKP002") == []
 
 
 def test_checkpoint_sequential_second_input_binds_to_use_reentrant() -> None:
     src = "import torch.utils.checkpoint as cp\ny = cp.checkpoint_sequential(self.stages, 2, x, mask)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP002")
     assert (d.start, d.end) == ((2, 5), (2, 54))
     assert d.message == (
         "`checkpoint_sequential()`: its 4th positional argument `mask` binds to `use_reentrant`, not to a "
@@ -138,16 +135,15 @@ def test_checkpoint_sequential_second_input_binds_to_use_reentrant() -> None:
 
 def test_checkpoint_sequential_positional_flags_that_say_reentrant_are_fine() -> None:
     for fourth in ("False", "True", "self.use_reentrant", "reentrant"):
-        assert found(f"import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, {fourth})\n") == []
+        assert findings(f"import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, {fourth})\n", "CKP002") == []
 
 
 def test_checkpoint_sequential_too_many_positionals_and_unknown_keywords() -> None:
-    (d,) = found("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, False, True)\n")
+    (d,) = findings("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, False, True)\n", "CKP002")
     assert "it takes at most 4 positional arguments, 5 are given (TypeError)" in d.message
-    (d,) = found(
+    (d,) = findings(
         "import torch.utils.checkpoint as cp\n"
-        "cp.checkpoint_sequential(m, 2, x, use_reentrant=False, preserve_rng_state=True, early_stop=False)\n"
-    )
+        "cp.checkpoint_sequential(m, 2, x, use_reentrant=False, preserve_rng_state=True, early_stop=False)\n", "CKP002")
     assert d.message == (
         "`checkpoint_sequential()`: it accepts only `use_reentrant` and `preserve_rng_state` as options, "
         "so `early_stop=` raise ValueError (Unexpected keyword arguments)"
@@ -156,36 +152,36 @@ def test_checkpoint_sequential_too_many_positionals_and_unknown_keywords() -> No
 
 def test_composable_checkpoint_rejects_reentrant_and_unknown_keywords() -> None:
     src = "from torch.distributed._composable import checkpoint\ncheckpoint(block, use_reentrant=True, foo=1)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP002")
     assert d.message == (
         "composable `checkpoint()`: `use_reentrant=True` is not supported and raises NotImplementedError "
         "(it drives the non-reentrant variant only); drop it or use torch.utils.checkpoint.checkpoint; "
         "`foo=` raise ValueError (Unexpected keyword arguments)"
     )
     ok = "from torch.distributed._composable import checkpoint\ncheckpoint(block, use_reentrant=False, debug=True)\n"
-    assert found(ok) == []
+    assert findings(ok, "CKP002") == []
 
 
 def test_checkpoint_wrapper() -> None:
     wrapper = "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper\n"
     # default NO_REENTRANT: context_fn is fine; no checkpoint_fn given (negative from the issue)
-    assert found(wrapper + "checkpoint_wrapper(block, context_fn=ctx)\n") == []
-    (d,) = found(wrapper + "checkpoint_wrapper(block, CheckpointImpl.REENTRANT, context_fn=ctx)\n")
+    assert findings(wrapper + "checkpoint_wrapper(block, context_fn=ctx)\n", "CKP002") == []
+    (d,) = findings(wrapper + "checkpoint_wrapper(block, CheckpointImpl.REENTRANT, context_fn=ctx)\n", "CKP002")
     assert d.message.startswith("`checkpoint_wrapper(...)` uses `CheckpointImpl.REENTRANT`; the reentrant variant raises")
     assert d.fix is None
     src = wrapper + "import torch\ncheckpoint_wrapper(block, checkpoint_fn=torch.utils.checkpoint.checkpoint, debug=True)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP002")
     assert fix_source(src, select=["CKP002"]).endswith("debug=True, use_reentrant=False)\n")
 
 
 def test_save_misuse_and_misspellings_are_left_to_their_rules() -> None:
-    assert found(IMPORT + "checkpoint(model.state_dict(), 'm.pt', debug=True)\n") == []
-    assert found(IMPORT + "checkpoint(f, x, use_reentrent=False)\n") == []
-    assert found(IMPORT + "checkpoint(f, x, preserve_rng=False)\n") == []
+    assert findings(IMPORT + "checkpoint(model.state_dict(), 'm.pt', debug=True)\n", "CKP002") == []
+    assert findings(IMPORT + "checkpoint(f, x, use_reentrent=False)\n", "CKP002") == []
+    assert findings(IMPORT + "checkpoint(f, x, preserve_rng=False)\n", "CKP002") == []
 
 
 def test_local_function_named_checkpoint_is_not_judged() -> None:
-    assert found("def checkpoint(fn, *a, **k):\n    return fn(*a)\ncheckpoint(f, x, mask=m)\n") == []
+    assert findings("def checkpoint(fn, *a, **k):\n    return fn(*a)\ncheckpoint(f, x, mask=m)\n", "CKP002") == []
 
 
 def test_safe_fix_together_with_ckp001_adds_one_keyword() -> None:
@@ -213,7 +209,7 @@ def test_keyword_the_function_does_not_take_gets_no_fix() -> None:
         "            mode=mode,\n"
         "        )\n"
     )
-    (d,) = found(src)
+    (d,) = findings(src, "CKP002")
     assert d.start == (9, 15)
     assert d.message == (
         "`checkpoint()` leaves `use_reentrant` unset, so the legacy reentrant variant runs; it raises ValueError "
@@ -223,5 +219,5 @@ def test_keyword_the_function_does_not_take_gets_no_fix() -> None:
     )
     assert d.fix is None
     accepting = src.replace("def custom_forward(*inputs):", "def custom_forward(*inputs, mode=None):")
-    (d,) = found(accepting)
+    (d,) = findings(accepting, "CKP002")
     assert d.fix is not None

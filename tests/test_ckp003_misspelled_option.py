@@ -6,13 +6,10 @@ from __future__ import annotations
 import pytest
 
 from ckptlint.api import fix_source, lint_source
+from ckptlint.testing import findings
 from ckptlint.text.diagnostics import Applicability
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
-
-
-def found(src: str, code: str = "CKP003"):
-    return [d for d in lint_source(src, select=[code]) if d.code == code]
 
 
 @pytest.mark.parametrize(
@@ -38,7 +35,7 @@ def test_misspellings_are_reported_with_an_unsafe_rename(written: str, value: st
     src = "import functools\n" + IMPORT + f"y = checkpoint(f, x, use_reentrant=False, {written}={value})\n"
     if option == "use_reentrant":
         src = "import functools\n" + IMPORT + f"y = checkpoint(f, x, {written}={value})\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP003")
     column = src.splitlines()[2].index(written) + 1
     assert (d.start, d.end) == ((3, column), (3, column + len(written)))
     assert d.message.startswith(f"`{written}` looks like a misspelling of the checkpoint option `{option}`: ")
@@ -86,16 +83,16 @@ CORPUS_NAMES = [
 
 @pytest.mark.parametrize("name", CORPUS_NAMES)
 def test_real_argument_names_are_not_reported(name: str) -> None:
-    assert found(IMPORT + f"y = checkpoint(block, x, use_reentrant=False, {name}={name})\n") == []
+    assert findings(IMPORT + f"y = checkpoint(block, x, use_reentrant=False, {name}={name})\n", "CKP003") == []
 
 
 def test_bool_values_do_not_make_every_near_name_a_misspelling() -> None:
     # below the weak tier even with a fitting value
-    assert found(IMPORT + "y = checkpoint(block, x, use_reentrant=False, deterministic=True)\n") == []
-    assert found(IMPORT + "y = checkpoint(block, x, use_reentrant=False, use_cache=False)\n") == []
+    assert findings(IMPORT + "y = checkpoint(block, x, use_reentrant=False, deterministic=True)\n", "CKP003") == []
+    assert findings(IMPORT + "y = checkpoint(block, x, use_reentrant=False, use_cache=False)\n", "CKP003") == []
     # a truncation whose value does not fit the option is someone's argument
-    assert found(IMPORT + "y = checkpoint(block, x, use_reentrant=False, determinism=True)\n") == []
-    assert found(IMPORT + "y = checkpoint(block, x, use_reentrant=False, context=ctx)\n") == []
+    assert findings(IMPORT + "y = checkpoint(block, x, use_reentrant=False, determinism=True)\n", "CKP003") == []
+    assert findings(IMPORT + "y = checkpoint(block, x, use_reentrant=False, context=ctx)\n", "CKP003") == []
 
 
 def test_a_parameter_of_the_checkpointed_function_is_not_a_misspelling() -> None:
@@ -106,33 +103,33 @@ def test_a_parameter_of_the_checkpointed_function_is_not_a_misspelling() -> None
         "    def forward(self, x):\n"
         "        return checkpoint(self._forward, x, use_reentrant=False, preserve_rng=True)\n"
     )
-    assert found(src) == []
-    assert found(IMPORT + "y = checkpoint(lambda x, reentrant: x, x, use_reentrant=False, reentrant=False)\n") == []
+    assert findings(src, "CKP003") == []
+    assert findings(IMPORT + "y = checkpoint(lambda x, reentrant: x, x, use_reentrant=False, reentrant=False)\n", "CKP003") == []
 
 
 def test_option_passed_twice_gets_no_fix() -> None:
     src = IMPORT + "checkpoint(f, x, use_reentrant=True, use_reentrent=False)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP003")
     assert d.message.endswith("; `use_reentrant` is passed as well, remove one of them")
     assert d.fix is None
 
 
 def test_two_misspellings_of_one_option_get_no_fix() -> None:
     src = IMPORT + "checkpoint(f, x, use_reentrant=False, preserve_rng=False, preserve_rng_states=False)\n"
-    assert [d.fix for d in found(src)] == [None, None]
+    assert [d.fix for d in findings(src, "CKP003")] == [None, None]
 
 
 def test_consequence_depends_on_the_variant() -> None:
-    (d,) = found(IMPORT + "checkpoint(f, x, use_reentrant=False, preserve_rng=False)\n")
+    (d,) = findings(IMPORT + "checkpoint(f, x, use_reentrant=False, preserve_rng=False)\n", "CKP003")
     assert "`preserve_rng_state` stays True, and the function gets an extra keyword" in d.message
-    (d,) = found(IMPORT + "checkpoint(f, x, use_reentrant=True, preserve_rng=False)\n")
+    (d,) = findings(IMPORT + "checkpoint(f, x, use_reentrant=True, preserve_rng=False)\n", "CKP003")
     assert "the reentrant variant raises ValueError (Unexpected keyword arguments)" in d.message
-    (d,) = found("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, use_reentrant=False, preserve_rng=False)\n")
+    (d,) = findings("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, use_reentrant=False, preserve_rng=False)\n", "CKP003")
     assert "it raises ValueError (Unexpected keyword arguments)" in d.message
 
 
 def test_sequential_parameter_names_count_as_options() -> None:
-    (d,) = found("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, segment=2, input=x, use_reentrant=False)\n")
+    (d,) = findings("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, segment=2, input=x, use_reentrant=False)\n", "CKP003")
     assert d.message.startswith("`segment` looks like a misspelling of the checkpoint parameter `segments`")
 
 
@@ -141,13 +138,13 @@ def test_checkpoint_wrapper_options() -> None:
         "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper\n"
         "checkpoint_wrapper(block, checkpoint_implementation=CheckpointImpl.NO_REENTRANT)\n"
     )
-    (d,) = found(src)
+    (d,) = findings(src, "CKP003")
     assert d.message.startswith("`checkpoint_implementation` looks like a misspelling of the checkpoint parameter `checkpoint_impl`")
 
 
 def test_hf_gradient_checkpointing_kwargs_keys() -> None:
     src = 'model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrent": False})\n'
-    (d,) = found(src)
+    (d,) = findings(src, "CKP003")
     column = src.index('"use_reentrent"') + 1
     assert (d.start, d.end) == ((1, column), (1, column + len('"use_reentrent"')))
     assert "transformers passes the key to torch.utils.checkpoint.checkpoint" in d.message
@@ -181,7 +178,7 @@ def test_misspelled_use_reentrant_with_a_real_function_keyword() -> None:
 
 
 def test_local_checkpoint_function_is_not_judged() -> None:
-    assert found("def checkpoint(*a, **k):\n    pass\ncheckpoint(f, x, use_reentrent=False)\n") == []
+    assert findings("def checkpoint(*a, **k):\n    pass\ncheckpoint(f, x, use_reentrent=False)\n", "CKP003") == []
 
 
 def test_misspelled_key_in_hf_kwargs_with_ckp001_gives_one_key() -> None:

@@ -8,14 +8,11 @@ from pathlib import Path
 import pytest
 
 from ckptlint.api import fix_source, lint_source
+from ckptlint.testing import findings
 from ckptlint.text.diagnostics import Applicability, Diagnostic
 
 IMPORT = "import os\nimport torch\nfrom torch.utils.checkpoint import checkpoint\n"
 SHARED_CASES = Path("/work/shared/cases")
-
-
-def found(src: str, code: str = "CKP301"):
-    return [d for d in lint_source(src, select=[code]) if d.code == code]
 
 
 def shown_fix(d: Diagnostic) -> str | None:
@@ -28,7 +25,7 @@ def shown_fix(d: Diagnostic) -> str | None:
 
 def test_state_dict_and_path_maps_to_torch_save() -> None:
     src = IMPORT + "checkpoint(model.state_dict(), os.path.join(out_dir, f'epoch-{epoch}.pt'))\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP301")
     assert (d.start, d.end) == ((4, 1), (4, 75))
     assert d.message == (
         "`checkpoint()` is activation checkpointing, not saving training state: its callable is a "
@@ -88,7 +85,7 @@ def test_state_dict_and_path_maps_to_torch_save() -> None:
     ],
 )
 def test_save_forms(call: str, reason: str, fix: str | None) -> None:
-    (d,) = found(IMPORT + call + "\n")
+    (d,) = findings(IMPORT + call + "\n", "CKP301")
     assert d.message.startswith(f"`checkpoint()` is activation checkpointing, not saving training state: {reason}. ")
     assert shown_fix(d) == fix
 
@@ -101,7 +98,7 @@ def test_values_are_followed_through_assignments() -> None:
         "    checkpoint(state, ckpt_path)\n"
         "    checkpoint(opt, 'opt.pt')\n"
     )
-    first, second = found(src)
+    first, second = findings(src, "CKP301")
     assert "its callable is `state`, a dict literal" in first.message
     assert shown_fix(first) == "torch.save(state, ckpt_path)"
     assert "its callable is `opt`, an optimizer (`torch.optim.AdamW`)" in second.message
@@ -109,7 +106,7 @@ def test_values_are_followed_through_assignments() -> None:
 
 
 def test_torch_load_as_the_callable_says_load() -> None:
-    (d,) = found(IMPORT + "sd = checkpoint(torch.load, path, map_location='cpu')\n")
+    (d,) = findings(IMPORT + "sd = checkpoint(torch.load, path, map_location='cpu')\n", "CKP301")
     assert d.message == (
         "`checkpoint()` is activation checkpointing, not loading training state: its callable is `torch.load`. "
         "Recomputation stores nothing to load; use `torch.load`"
@@ -119,13 +116,13 @@ def test_torch_load_as_the_callable_says_load() -> None:
 
 def test_save_routine_context() -> None:
     src = IMPORT + "class Trainer:\n    def save_checkpoint(self, path):\n        checkpoint(self.model, path)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP301")
     assert d.message.startswith(
         "`checkpoint()` is activation checkpointing, not saving training state: it is called in "
         "`save_checkpoint()`, a save/resume routine, and its result is discarded. "
     )
     assert shown_fix(d) == "torch.save(self.model.state_dict(), path)"
-    (d,) = found(IMPORT + "def onSaveCheckpoint(trainer, ckpt_path):\n    return checkpoint(trainer, ckpt_path)\n")
+    (d,) = findings(IMPORT + "def onSaveCheckpoint(trainer, ckpt_path):\n    return checkpoint(trainer, ckpt_path)\n", "CKP301")
     assert "`onSaveCheckpoint()`" in d.message
 
 
@@ -148,7 +145,7 @@ def test_save_routine_context() -> None:
     ],
 )
 def test_real_computations_are_not_reported(src: str) -> None:
-    assert found(IMPORT + src) == []
+    assert findings(IMPORT + src, "CKP301") == []
 
 
 def test_local_save_helper_named_checkpoint_is_not_reported() -> None:
@@ -164,7 +161,7 @@ def test_reported_calls_get_no_reentrancy_findings_or_fixes() -> None:
 
 def test_call_through_a_partial_binding() -> None:
     src = IMPORT + "import functools\nsave = functools.partial(checkpoint, use_reentrant=False)\nsave(model.state_dict(), 'm.pt')\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP301")
     assert d.start == (6, 1)
 
 

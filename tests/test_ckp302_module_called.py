@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ckptlint.api import fix_source, lint_source
+from ckptlint.api import fix_source
+from ckptlint.testing import findings
 from ckptlint.text.diagnostics import Applicability
-
-
-def found(src: str, code: str = "CKP302"):
-    return [d for d in lint_source(src, select=[code]) if d.code == code]
 
 
 @pytest.mark.parametrize(
@@ -18,7 +15,7 @@ def found(src: str, code: str = "CKP302"):
 )
 def test_module_call_is_an_error_with_a_safe_fix(imports: str) -> None:
     src = imports + "def forward(self, x):\n    return checkpoint(self.block, x, use_reentrant=False)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP302")
     assert (d.start, d.end) == ((3, 12), (3, 58))
     assert d.message == (
         "`checkpoint` is the `torch.utils.checkpoint` module, not a function: calling it raises TypeError "
@@ -30,7 +27,7 @@ def test_module_call_is_an_error_with_a_safe_fix(imports: str) -> None:
 
 def test_attribute_spelling() -> None:
     src = "import torch\ny = torch.utils.checkpoint(f, x, use_reentrant=False)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP302")
     assert "`torch.utils.checkpoint` is the `torch.utils.checkpoint` module" in d.message
     assert fix_source(src) == "import torch\ny = torch.utils.checkpoint.checkpoint(f, x, use_reentrant=False)\n"
 
@@ -50,7 +47,7 @@ def test_after_the_fix_ckp001_fires_on_the_new_site() -> None:
 
 def test_module_called_with_training_state_is_not_turned_into_a_checkpoint() -> None:
     src = "from torch.utils import checkpoint\ncheckpoint(model.state_dict(), 'model.pt')\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP302")
     assert d.message == (
         "`checkpoint` is the `torch.utils.checkpoint` module, not a function (TypeError: 'module' object is "
         "not callable), and activation checkpointing does not save training state either: its callable is a "
@@ -73,4 +70,4 @@ def test_module_called_with_training_state_is_not_turned_into_a_checkpoint() -> 
     ],
 )
 def test_negatives(src: str) -> None:
-    assert found(src) == []
+    assert findings(src, "CKP302") == []

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ckptlint.api import lint_source
-
-
-def found(src: str, code: str = "CKP303"):
-    return [d for d in lint_source(src, select=[code]) if d.code == code]
+from ckptlint.testing import findings
 
 
 @pytest.mark.parametrize(
@@ -22,7 +18,7 @@ def found(src: str, code: str = "CKP303"):
 )
 def test_module_passed_as_state_dict(imports: str) -> None:
     src = imports + "def save(model, path):\n    dcp.save(model, checkpoint_id=path)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP303")
     row = src.count("\n")
     assert (d.start, d.end) == ((row, 14), (row, 19))
     assert d.message == (
@@ -39,7 +35,7 @@ def test_module_built_here_and_from_import() -> None:
         "class Net(nn.Module):\n    pass\n"
         "net = Net()\nsave(net, checkpoint_id='ckpt')\nload(state_dict=nn.Linear(2, 2), checkpoint_id='ckpt')\n"
     )
-    first, second = found(src)
+    first, second = findings(src, "CKP303")
     assert "`save()` takes a state dict, but it is given `net`, a module (`Net(...)`)" in first.message
     assert "`load()` takes a state dict, but it is given a module (`nn.Linear(...)`)" in second.message
     assert "(no attribute 'keys')" in second.message
@@ -47,25 +43,25 @@ def test_module_built_here_and_from_import() -> None:
 
 def test_load_return_value_used() -> None:
     src = "import torch.distributed.checkpoint as dcp\nstate = dcp.load(sd, checkpoint_id=path)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP303")
     assert (d.start, d.end) == ((2, 9), (2, 41))
     assert d.message.startswith("`dcp.load()` loads in place into the state dict it is given and returns None")
-    (d,) = found("import torch.distributed.checkpoint as dcp\nmodel.load_state_dict(dcp.load(sd, checkpoint_id=p))\n")
+    (d,) = findings("import torch.distributed.checkpoint as dcp\nmodel.load_state_dict(dcp.load(sd, checkpoint_id=p))\n", "CKP303")
     assert d.start == (2, 23)
-    (d,) = found("import torch.distributed.checkpoint as dcp\ndef f():\n    return dcp.load_state_dict(sd, reader)\n")
+    (d,) = findings("import torch.distributed.checkpoint as dcp\ndef f():\n    return dcp.load_state_dict(sd, reader)\n", "CKP303")
     assert d.message.startswith("`dcp.load_state_dict()` loads in place")
 
 
 def test_path_passed_positionally() -> None:
     src = "import torch.distributed.checkpoint as dcp\ndcp.save(sd, f'ckpt/step-{step}')\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP303")
     assert (d.start, d.end) == ((2, 14), (2, 33))
     assert d.message == (
         "`dcp.save()`: its second positional argument is taken as `storage_writer`, not as the checkpoint path, "
         "and a path there fails with AttributeError (for `save`/`load` wrapped in CheckpointException); "
         "pass the path as `checkpoint_id=` (keyword-only)"
     )
-    (d,) = found("import torch.distributed.checkpoint as dcp\ndcp.load_state_dict(sd, storage_reader=ckpt_dir)\n")
+    (d,) = findings("import torch.distributed.checkpoint as dcp\ndcp.load_state_dict(sd, storage_reader=ckpt_dir)\n", "CKP303")
     assert "`storage_reader=` is taken as `storage_reader`" in d.message
     assert "pass a `FileSystemReader(path)`, or use `load(..., checkpoint_id=path)`" in d.message
 
@@ -90,17 +86,17 @@ def test_path_passed_positionally() -> None:
     ],
 )
 def test_correct_dcp_use_is_silent(src: str) -> None:
-    assert found("import torch.distributed.checkpoint as dcp\n" + src) == []
+    assert findings("import torch.distributed.checkpoint as dcp\n" + src, "CKP303") == []
 
 
 def test_local_functions_named_save_and_load_are_not_dcp() -> None:
     src = "def save(model, path):\n    pass\ndef load(sd, path):\n    return sd\nx = load(model, path)\nsave(model, 'a/b')\n"
-    assert found(src) == []
+    assert findings(src, "CKP303") == []
 
 
 def test_parameter_annotations_decide_over_names() -> None:
     head = "import torch.distributed.checkpoint as dcp\nfrom torch import nn\n"
-    assert found(head + "def save(model: dict, path):\n    dcp.save(model, checkpoint_id=path)\n") == []
-    assert found(head + "def save(model: 'Mapping[str, Any]', path):\n    dcp.save(model, checkpoint_id=path)\n") == []
-    (d,) = found(head + "def save(state: nn.Module, path):\n    dcp.save(state, checkpoint_id=path)\n")
+    assert findings(head + "def save(model: dict, path):\n    dcp.save(model, checkpoint_id=path)\n", "CKP303") == []
+    assert findings(head + "def save(model: 'Mapping[str, Any]', path):\n    dcp.save(model, checkpoint_id=path)\n", "CKP303") == []
+    (d,) = findings(head + "def save(state: nn.Module, path):\n    dcp.save(state, checkpoint_id=path)\n", "CKP303")
     assert "it is given `state`, annotated `nn.Module`" in d.message

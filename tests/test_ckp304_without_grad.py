@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from ckptlint.api import lint_source
+from ckptlint.testing import findings
 
 IMPORT = "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
 
 
-def found(src: str, code: str = "CKP304"):
-    return [d for d in lint_source(src, select=[code]) if d.code == code]
-
-
 def test_with_no_grad() -> None:
     src = IMPORT + "def evaluate(model, x):\n    with torch.no_grad():\n        return checkpoint(model, x, use_reentrant=False)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP304")
     assert (d.start, d.end) == ((5, 16), (5, 57))
     assert d.message == (
         "`checkpoint()` runs inside `torch.no_grad()` (line 4): autograd records nothing, so nothing is saved "
@@ -36,7 +32,7 @@ def test_with_no_grad() -> None:
 )
 def test_decorators(header: str, spelled: str) -> None:
     src = IMPORT + header + "def predict(model, x):\n    return checkpoint(model, x, use_reentrant=False)\n"
-    (d,) = found(src)
+    (d,) = findings(src, "CKP304")
     assert f"runs decorated with `{spelled}`" in d.message
 
 
@@ -45,7 +41,7 @@ def test_sequential_and_set_grad_enabled_false() -> None:
         "from torch.utils.checkpoint import checkpoint_sequential\n"
         "with torch.set_grad_enabled(False):\n    y = checkpoint_sequential(m, 2, x, use_reentrant=False)\n"
     )
-    (d,) = found(src)
+    (d,) = findings(src, "CKP304")
     assert d.message.startswith("`checkpoint_sequential()` runs inside `torch.set_grad_enabled(False)`")
 
 
@@ -73,11 +69,11 @@ def test_sequential_and_set_grad_enabled_false() -> None:
     ],
 )
 def test_negatives(body: str) -> None:
-    assert found(IMPORT + body) == []
+    assert findings(IMPORT + body, "CKP304") == []
 
 
 def test_multiple_with_items_use_the_innermost_grad_context() -> None:
     src = IMPORT + "with torch.enable_grad(), torch.no_grad():\n    y = checkpoint(f, x, use_reentrant=False)\n"
-    assert len(found(src)) == 1
+    assert len(findings(src, "CKP304")) == 1
     src = IMPORT + "with torch.no_grad(), torch.enable_grad():\n    y = checkpoint(f, x, use_reentrant=False)\n"
-    assert found(src) == []
+    assert findings(src, "CKP304") == []

@@ -9,17 +9,9 @@ from __future__ import annotations
 
 import textwrap
 
-from ckptlint.api import lint_source
+from ckptlint.testing import located
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
-
-
-def _found(source: str, select: str = "ALL") -> list[tuple[int, str, str]]:
-    return [(d.start[0], d.code, d.message) for d in lint_source(textwrap.dedent(source), select=[select])]
-
-
-def _codes(source: str, select: str = "ALL") -> list[tuple[int, str]]:
-    return [(row, code) for row, code, _ in _found(source, select)]
 
 
 # ---------------------------------------------------------------- CKP201: when can state change?
@@ -36,7 +28,7 @@ def test_issue_example_loop_variable_and_later_rebinding_are_reported() -> None:
             scale = 0.0
             return h
         """
-    found = _found(source, "CKP201")
+    found = located(source, "CKP201", messages=True)
     assert [(row, code) for row, code, _ in found] == [(7, "CKP201"), (7, "CKP201")]
     blk, scale = (m for _, _, m in found)
     assert blk.startswith("`blk` (the variable of the loop that runs the checkpoint at line 5)")
@@ -64,7 +56,7 @@ def test_flags_normalised_once_before_the_loop_are_not_reported() -> None:
                 hidden = torch.utils.checkpoint.checkpoint(create_custom_forward(layer), hidden, use_reentrant=False)
             return hidden
         """
-    assert _codes(source) == []
+    assert located(source) == []
 
 
 def test_loop_variable_bound_as_default_argument_is_the_fix() -> None:
@@ -78,7 +70,7 @@ def test_loop_variable_bound_as_default_argument_is_the_fix() -> None:
             return h
         """
     )
-    assert _codes(source) == []
+    assert located(source) == []
 
 
 def test_dict_mutated_each_iteration_is_reported() -> None:
@@ -92,7 +84,7 @@ def test_dict_mutated_each_iteration_is_reported() -> None:
             return h
         """
     )
-    ((row, code, message),) = _found(source, "CKP201")
+    ((row, code, message),) = located(source, "CKP201", messages=True)
     assert (row, code) == (6, "CKP201")
     assert message.startswith("`opts` (mutated at line 5, in the loop that runs the checkpoint)")
     assert message.endswith("pass the value in as an argument")
@@ -110,7 +102,7 @@ def test_variable_assigned_in_the_loop_is_reported() -> None:
             return h
         """
     )
-    ((_, _, message),) = _found(source, "CKP201")
+    ((_, _, message),) = located(source, "CKP201", messages=True)
     assert message.startswith("`layer_past` (reassigned at line 4 in the loop that also runs the checkpoint)")
     assert "after the loop, so it sees the last iteration's value and gradients are silently wrong whenever it " \
         "differs between iterations; bind it" in message
@@ -130,7 +122,7 @@ def test_writes_in_a_factory_ran_before_the_closure_escaped() -> None:
             return checkpoint(make_step(block, 2), h, use_reentrant=False)
         """
     )
-    assert _codes(source) == []
+    assert located(source) == []
 
 
 def test_nonlocal_rebinding_is_reported() -> None:
@@ -148,7 +140,7 @@ def test_nonlocal_rebinding_is_reported() -> None:
             return h
         """
     )
-    ((_, _, message),) = _found(source, "CKP201")
+    ((_, _, message),) = located(source, "CKP201", messages=True)
     assert message.startswith("`scale` (rebound through `nonlocal` at line 8)")
 
 
@@ -170,11 +162,11 @@ def test_module_state_changed_at_run_time_is_still_reported() -> None:
             return h
         """
     )
-    assert _codes(source, "CKP201") == [(9, "CKP201")]
+    assert located(source, "CKP201") == [(9, "CKP201")]
     # the setter alone runs at start-up (timm's set_reentrant_ckpt): not between forward and backward
     setter_only = source.replace("    set_scale(0.5)\n", "")
     assert setter_only != source
-    assert _codes(setter_only, "CKP201") == []
+    assert located(setter_only, "CKP201") == []
 
 
 # ---------------------------------------------------------------- which branch runs?
@@ -222,12 +214,12 @@ CROSS_ATTENTION = """\
 
 def test_branch_on_an_argument_the_site_never_passes_is_pruned() -> None:
     # mmpretrain blip/language_model.py through chinese_clip/bert.py: CKP202 was false
-    assert _codes(CROSS_ATTENTION.format(cross="")) == []
+    assert located(CROSS_ATTENTION.format(cross="")) == []
 
 
 def test_branch_undecided_when_the_argument_is_passed() -> None:
     # `mask` comes from the caller's own argument: not known, so both branches stay
-    assert _codes(CROSS_ATTENTION.format(cross=", cross_states=mask"), "CKP202") == [(12, "CKP202")]
+    assert located(CROSS_ATTENTION.format(cross=", cross_states=mask"), "CKP202") == [(12, "CKP202")]
 
 
 NORM_FACTORY = """\
@@ -259,17 +251,17 @@ NORM_FACTORY = """\
 
 def test_factory_called_with_a_literal_prunes_the_other_branch() -> None:
     # InternImage build_norm_layer(dim, 'LN'): CKP203 was false for 16 files
-    assert _codes(NORM_FACTORY.format(default='"layer"', literal='"layer"')) == []
+    assert located(NORM_FACTORY.format(default='"layer"', literal='"layer"')) == []
 
 
 def test_factory_branch_taken_is_reported() -> None:
-    found = _found(NORM_FACTORY.format(default='"layer"', literal='"batch"'), "CKP203")
+    found = located(NORM_FACTORY.format(default='"layer"', literal='"batch"'), "CKP203", messages=True)
     assert [(row, code) for row, code, _ in found] == [(23, "CKP203")]
     assert found[0][2].startswith("nn.BatchNorm2d (created at <string>.py:8) runs in the region")
 
 
 def test_parameter_default_decides_but_a_starred_call_does_not() -> None:
-    assert _codes(NORM_FACTORY.format(default='"batch"', literal='"layer"'), "CKP203") == [(23, "CKP203")]
+    assert located(NORM_FACTORY.format(default='"batch"', literal='"layer"'), "CKP203") == [(23, "CKP203")]
     source = IMPORT + textwrap.dedent(
         """\
         import random
@@ -286,8 +278,8 @@ def test_parameter_default_decides_but_a_starred_call_does_not() -> None:
         """
     )
     # the first call cannot reach random.random(); the second may pass noisy=True
-    assert _codes(source, "CKP103") == [(6, "CKP103")]
-    ((_, _, message),) = _found(source, "CKP103")
+    assert located(source, "CKP103") == [(6, "CKP103")]
+    ((_, _, message),) = located(source, "CKP103", messages=True)
     assert "checkpoint at <string>.py:11" in message
 
 
@@ -311,7 +303,7 @@ def test_one_constructor_line_is_one_layer() -> None:
             def forward(self, x):
                 return checkpoint(lambda t: self.extra(self.blocks(t)), x, use_reentrant=False)
         """
-    ((_, _, message),) = _found(source, "CKP203")
+    ((_, _, message),) = located(source, "CKP203", messages=True)
     assert message.startswith("nn.BatchNorm2d (created at <string>.py:6) runs in the region")
     assert "more" not in message
 
@@ -336,9 +328,9 @@ def test_ckp003_keyword_that_the_module_forward_accepts() -> None:
             def forward(self, x):
                 return checkpoint(self.block, x, use_reentrant=False, preserve_rng_stat=True)
         """
-    assert _codes(source) == []
+    assert located(source) == []
     # a forward that does not take it: still a misspelling
-    assert _codes(source.replace("x, preserve_rng_stat=False", "x, **kwargs"), "CKP003") == [(16, "CKP003")]
+    assert located(source.replace("x, preserve_rng_stat=False", "x, **kwargs"), "CKP003") == [(16, "CKP003")]
 
 
 # ---------------------------------------------------------------- one finding per problem
@@ -354,10 +346,10 @@ def test_ckp002_and_ckp001_do_not_give_opposite_advice() -> None:
             return checkpoint(make(layer), x, mask=mask)
         """
     )
-    assert _codes(source) == [(8, "CKP002")]
+    assert located(source) == [(8, "CKP002")]
     # a function that takes the keyword: both say the same thing, both stay
     plain = IMPORT + "def f(x, mask=None):\n    return x\ncheckpoint(f, x, mask=m)\n"
-    assert sorted(_codes(plain)) == [(4, "CKP001"), (4, "CKP002")]
+    assert sorted(located(plain)) == [(4, "CKP001"), (4, "CKP002")]
 
 
 HF_RECEIVER = """\
@@ -377,15 +369,15 @@ HF_RECEIVER = """\
 
 
 def test_project_method_named_like_hugging_face_is_not_hugging_face() -> None:
-    assert _codes(HF_RECEIVER.format(params="")) == []
-    assert _codes(HF_RECEIVER.format(params=", enabled=True")) == []
+    assert located(HF_RECEIVER.format(params="")) == []
+    assert located(HF_RECEIVER.format(params=", enabled=True")) == []
 
 
 def test_hugging_face_receivers_are_still_reported() -> None:
-    assert _codes(HF_RECEIVER.format(params=", gradient_checkpointing_kwargs=None")) == [(11, "CKP001")]
-    assert _codes(HF_RECEIVER.format(params=", **kwargs")) == [(11, "CKP001")]
+    assert located(HF_RECEIVER.format(params=", gradient_checkpointing_kwargs=None")) == [(11, "CKP001")]
+    assert located(HF_RECEIVER.format(params=", **kwargs")) == [(11, "CKP001")]
     unknown = "from transformers import AutoModel\nm = AutoModel.from_pretrained('x')\nm.gradient_checkpointing_enable()\n"
-    assert _codes(unknown) == [(3, "CKP001")]
+    assert located(unknown) == [(3, "CKP001")]
 
 
 def test_batchnorm_subclass_with_its_own_forward_keeps_running_statistics() -> None:
@@ -415,8 +407,8 @@ def test_batchnorm_subclass_with_its_own_forward_keeps_running_statistics() -> N
             def forward(self, x):
                 return checkpoint(self.norm, x, use_reentrant=False)
         """
-    assert _codes(source.format(norm="BatchNormAct"), "CKP203") == [(24, "CKP203")]
-    assert _codes(source.format(norm="FrozenNorm"), "CKP203") == []
+    assert located(source.format(norm="BatchNormAct"), "CKP203") == [(24, "CKP203")]
+    assert located(source.format(norm="FrozenNorm"), "CKP203") == []
 
 
 def test_parameter_resolves_through_its_annotation() -> None:
@@ -437,7 +429,7 @@ def test_parameter_resolves_through_its_annotation() -> None:
         def apply(layer: ExpertBlock, h):
             return checkpoint(layer, h, use_reentrant=False, preserve_rng_state=False)
         """
-    ((row, code, message),) = _found(source, "CKP101")
+    ((row, code, message),) = located(source, "CKP101", messages=True)
     assert (row, code) == (15, "CKP101")
     assert "draws random numbers (nn.Dropout at line 11)" in message  # where it runs
 
@@ -473,17 +465,17 @@ MM_BOTTLENECK = """\
 
 def test_mm_style_norm_registry_add_module_and_property() -> None:
     # mmpretrain/mmcv ResNet blocks: build_norm_layer(cfg) -> add_module -> @property getattr
-    found = _found(MM_BOTTLENECK.format(norm="BN"), "CKP203")
+    found = located(MM_BOTTLENECK.format(norm="BN"), "CKP203", messages=True)
     assert [(row, code) for row, code, _ in found] == [(24, "CKP203")]
     assert found[0][2].startswith("nn.BatchNorm2d (created at <string>.py:13) and 1 more runs in the region")
-    assert _codes(MM_BOTTLENECK.format(norm="GN"), "CKP203") == []
-    assert _codes(MM_BOTTLENECK.format(norm="LN"), "CKP203") == []
-    assert _codes(MM_BOTTLENECK.format(norm="SyncBN"), "CKP203") == [(24, "CKP203")]
+    assert located(MM_BOTTLENECK.format(norm="GN"), "CKP203") == []
+    assert located(MM_BOTTLENECK.format(norm="LN"), "CKP203") == []
+    assert located(MM_BOTTLENECK.format(norm="SyncBN"), "CKP203") == [(24, "CKP203")]
 
 
 def test_norm_config_naming_the_class() -> None:
     source = MM_BOTTLENECK.replace("dict(type={norm!r})", "dict(type=nn.BatchNorm2d)")
-    assert _codes(source, "CKP203") == [(24, "CKP203")]
+    assert located(source, "CKP203") == [(24, "CKP203")]
 
 
 def test_region_calling_unknown_code_is_partially_known() -> None:
@@ -513,7 +505,7 @@ def test_region_calling_unknown_code_is_partially_known() -> None:
                 return checkpoint(lambda t: self.lin(t).relu(), x, use_reentrant=False, preserve_rng_state=False)
         """
     )
-    found = _found(source, "CKP101")
+    found = located(source, "CKP101", messages=True)
     assert [(row, code) for row, code, _ in found] == [(13, "CKP101")]
     assert "ckptlint cannot see all of what it recomputes (the region calls `module(...)` at line 7" in found[0][2]
 
@@ -538,10 +530,10 @@ REGISTRY = """\
 
 def test_registry_lookup_by_a_known_key() -> None:
     for lookup in ('NORMS[cfg["type"]]', 'NORMS.get(cfg["type"])', 'NORMS.get(cfg["type"], nn.Identity)'):
-        assert _codes(REGISTRY.format(norm="layer", lookup=lookup), "CKP203") == [], lookup
-        assert _codes(REGISTRY.format(norm="batch", lookup=lookup), "CKP203") == [(14, "CKP203")], lookup
+        assert located(REGISTRY.format(norm="layer", lookup=lookup), "CKP203") == [], lookup
+        assert located(REGISTRY.format(norm="batch", lookup=lookup), "CKP203") == [(14, "CKP203")], lookup
     # a key not in the literal: nothing known, nothing reported
-    assert _codes(REGISTRY.format(norm="sync", lookup='NORMS[cfg["type"]]'), "CKP203") == []
+    assert located(REGISTRY.format(norm="sync", lookup='NORMS[cfg["type"]]'), "CKP203") == []
 
 
 def test_type_checks_on_known_values_decide_branches() -> None:
@@ -561,8 +553,8 @@ def test_type_checks_on_known_values_decide_branches() -> None:
             return checkpoint(step, x, use_reentrant=False)
         """
     )
-    assert _codes(source, "CKP103") == []
-    assert _codes(source.replace("extra=None", "extra=[]"), "CKP103") == [(6, "CKP103"), (8, "CKP103")]
+    assert located(source, "CKP103") == []
+    assert located(source.replace("extra=None", "extra=[]"), "CKP103") == [(6, "CKP103"), (8, "CKP103")]
 
 
 def test_norm_layer_factory_parameter_and_partial() -> None:
@@ -580,10 +572,10 @@ def test_norm_layer_factory_parameter_and_partial() -> None:
             def forward(self, x):
                 return checkpoint(self.norm, x, use_reentrant=False)
         """
-    assert _codes(source.format(norm="nn.BatchNorm2d"), "CKP203") == [(12, "CKP203")]
-    assert _codes(source.format(norm="partial(nn.BatchNorm2d, eps=1e-3)"), "CKP203") == [(12, "CKP203")]
-    assert _codes(source.format(norm="partial(nn.BatchNorm2d, track_running_stats=False)"), "CKP203") == []
-    assert _codes(source.format(norm="nn.LayerNorm"), "CKP203") == []
+    assert located(source.format(norm="nn.BatchNorm2d"), "CKP203") == [(12, "CKP203")]
+    assert located(source.format(norm="partial(nn.BatchNorm2d, eps=1e-3)"), "CKP203") == [(12, "CKP203")]
+    assert located(source.format(norm="partial(nn.BatchNorm2d, track_running_stats=False)"), "CKP203") == []
+    assert located(source.format(norm="nn.LayerNorm"), "CKP203") == []
 
 
 def test_parameter_of_an_enclosing_function_is_not_assumed_default() -> None:
@@ -600,7 +592,7 @@ def test_parameter_of_an_enclosing_function_is_not_assumed_default() -> None:
             return checkpoint(step, x, use_reentrant=False)
         """
     )
-    assert _codes(source, "CKP103") == [(7, "CKP103")]
+    assert located(source, "CKP103") == [(7, "CKP103")]
 
 
 def test_torch_wrapper_of_an_unknown_module_is_not_resolved() -> None:
@@ -614,7 +606,7 @@ def test_torch_wrapper_of_an_unknown_module_is_not_resolved() -> None:
                 layer = checkpoint_wrapper(layer, preserve_rng_state=False)
                 model.register_module(name, layer)
         """
-    ((row, code, message),) = _found(source, "CKP101")
+    ((row, code, message),) = located(source, "CKP101", messages=True)
     assert (row, code) == (6, "CKP101")
     assert "ckptlint cannot see what it recomputes" in message
 
@@ -636,6 +628,6 @@ def test_constant_settled_in_every_iteration_is_not_reported() -> None:
             return h
         """
     )
-    assert _codes(source) == []
+    assert located(source) == []
     # a constant rebound after the call still counts
-    assert _codes(source.replace("    return h\n", "    use_cache = True\n    return h\n"), "CKP201") == [(9, "CKP201")]
+    assert located(source.replace("    return h\n", "    use_cache = True\n    return h\n"), "CKP201") == [(9, "CKP201")]

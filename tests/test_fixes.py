@@ -9,12 +9,9 @@ from textwrap import dedent
 import pytest
 
 from ckptlint.api import fix_source, lint_source
+from ckptlint.testing import fix
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
-
-
-def fixed(body: str, unsafe: bool = True) -> str:
-    return fix_source(IMPORT + dedent(body), unsafe=unsafe, select=["CKP001"])
 
 
 LAYOUTS = [
@@ -156,19 +153,19 @@ LAYOUTS = [
 
 @pytest.mark.parametrize(("before", "after"), LAYOUTS)
 def test_fix_keeps_layout(before: str, after: str) -> None:
-    assert fixed(before) == IMPORT + dedent(after)
+    assert fix(IMPORT + dedent(before), "CKP001") == IMPORT + dedent(after)
 
 
 @pytest.mark.parametrize(("before", "after"), LAYOUTS)
 def test_fix_is_idempotent(before: str, after: str) -> None:
-    once = fixed(before)
-    assert fixed(once[len(IMPORT) :]) == once
+    once = fix(IMPORT + dedent(before), "CKP001")
+    assert fix(IMPORT + dedent(once[len(IMPORT) :]), "CKP001") == once
     assert lint_source(once, select=["CKP001"]) == []
 
 
 def test_kwargs_splat_last_gets_no_fix() -> None:
     # the options may come through **kwargs: adding the keyword could pass it twice
-    assert fixed("def g(**kwargs):\n    return checkpoint(f, x, **kwargs)\n") == IMPORT + (
+    assert fix(IMPORT + dedent("def g(**kwargs):\n    return checkpoint(f, x, **kwargs)\n"), "CKP001") == IMPORT + (
         "def g(**kwargs):\n    return checkpoint(f, x, **kwargs)\n"
     )
 
@@ -187,7 +184,7 @@ def test_call_without_arguments_multi_line_hf() -> None:
 
 
 def test_nested_calls_both_fixed_in_one_run() -> None:
-    assert fixed("y = checkpoint(f, checkpoint(g, x))\n") == IMPORT + (
+    assert fix(IMPORT + dedent("y = checkpoint(f, checkpoint(g, x))\n"), "CKP001") == IMPORT + (
         "y = checkpoint(f, checkpoint(g, x, use_reentrant=False), use_reentrant=False)\n"
     )
     before = """\
@@ -210,7 +207,7 @@ def test_nested_calls_both_fixed_in_one_run() -> None:
             use_reentrant=False,
         )
         """
-    assert fixed(before) == IMPORT + dedent(after)
+    assert fix(IMPORT + dedent(before), "CKP001") == IMPORT + dedent(after)
 
 
 def test_nested_calls_without_trailing_commas() -> None:
@@ -234,7 +231,7 @@ def test_nested_calls_without_trailing_commas() -> None:
             use_reentrant=False
         )
         """
-    assert fixed(before) == IMPORT + dedent(after)
+    assert fix(IMPORT + dedent(before), "CKP001") == IMPORT + dedent(after)
 
 
 def test_use_reentrant_none_is_replaced_not_repeated() -> None:
@@ -242,7 +239,7 @@ def test_use_reentrant_none_is_replaced_not_repeated() -> None:
     # a second use_reentrant keyword (a SyntaxError) but replace the value.
     source = "y = checkpoint(f, x, use_reentrant=None)\n"
     assert [d.code for d in lint_source(IMPORT + source, select=["CKP001"])] == ["CKP001"]
-    assert fixed(source) == IMPORT + "y = checkpoint(f, x, use_reentrant=False)\n"
+    assert fix(IMPORT + dedent(source), "CKP001") == IMPORT + "y = checkpoint(f, x, use_reentrant=False)\n"
 
 
 def test_checkpoint_sequential_positional_none_is_replaced() -> None:
@@ -254,7 +251,7 @@ def test_checkpoint_sequential_positional_none_is_replaced() -> None:
 
 def test_use_reentrant_none_with_kwargs_splat_is_replaced() -> None:
     source = "def g(**kw):\n    return checkpoint(f, x, use_reentrant=None, **kw)\n"
-    assert fixed(source) == IMPORT + "def g(**kw):\n    return checkpoint(f, x, use_reentrant=False, **kw)\n"
+    assert fix(IMPORT + dedent(source), "CKP001") == IMPORT + "def g(**kw):\n    return checkpoint(f, x, use_reentrant=False, **kw)\n"
 
 
 def test_hf_use_reentrant_none_in_dict_is_replaced() -> None:
@@ -285,8 +282,8 @@ def test_applicability(call: str, safe: bool) -> None:
     assert found.fix is not None
     assert found.fix.applicability.value == ("safe" if safe else "unsafe")
     after = IMPORT + call[:-1] + ", use_reentrant=False)\n"
-    assert fixed(call + "\n", unsafe=False) == (after if safe else IMPORT + call + "\n")
-    assert fixed(call + "\n", unsafe=True) == after
+    assert fix(IMPORT + dedent(call + "\n"), "CKP001", unsafe=False) == (after if safe else IMPORT + call + "\n")
+    assert fix(IMPORT + dedent(call + "\n"), "CKP001", unsafe=True) == after
 
 
 MIXED = IMPORT + "a = checkpoint(f, x)\nb = checkpoint(f, x, mask=m)\n"
@@ -373,7 +370,7 @@ def test_engine_refuses_a_fix_that_does_not_compile(monkeypatch) -> None:  # noq
         "(keyword argument repeated: use_reentrant, line 2); file left unchanged"
     )
     with pytest.raises(RuntimeError, match=re.escape(message)):
-        fixed("y = checkpoint(f, x, use_reentrant=None)\n")
+        fix(IMPORT + dedent("y = checkpoint(f, x, use_reentrant=None)\n"), "CKP001")
 
 
 def test_no_fix_when_the_function_refuses_the_keyword_too() -> None:

@@ -5,68 +5,6 @@ from __future__ import annotations
 import json
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
-MESSAGE = (
-    "`checkpoint()` without `use_reentrant`: PyTorch warns and silently runs the legacy reentrant "
-    "variant; pass `use_reentrant=False` (recommended)"
-)
-
-
-def test_json_records(run_cli, write, tmp_path) -> None:  # noqa: ANN001
-    write("pkg/m.py", IMPORT + "y = checkpoint(f, x)\nz = checkpoint(\n    g,\n    y\n)  # noqa: E501\n")
-    result = run_cli("--output-format", "json", "pkg")
-    assert result.exit_code == 1
-    records = json.loads(result.stdout)
-    filename = str((tmp_path / "pkg" / "m.py").resolve())
-    assert records == [
-        {
-            "cell": None,
-            "code": "CKP001",
-            "end_location": {"column": 21, "row": 2},
-            "filename": filename,
-            "fix": {
-                "applicability": "unsafe",
-                "edits": [
-                    {
-                        "content": ", use_reentrant=False",
-                        "end_location": {"column": 20, "row": 2},
-                        "location": {"column": 20, "row": 2},
-                    }
-                ],
-                "message": "Pass `use_reentrant=False`",
-            },
-            "location": {"column": 5, "row": 2},
-            "message": MESSAGE,
-            "name": "checkpoint-without-use-reentrant",
-            "noqa_row": 2,
-            "severity": "warning",
-            "url": "https://github.com/ckptlint/ckptlint/blob/main/rules/CKP001.md",
-        },
-        {
-            "cell": None,
-            "code": "CKP001",
-            "end_location": {"column": 2, "row": 6},
-            "filename": filename,
-            "fix": {
-                "applicability": "unsafe",
-                # two insertions at one position, in the order they apply
-                "edits": [
-                    {"content": ",", "end_location": {"column": 6, "row": 5}, "location": {"column": 6, "row": 5}},
-                    {
-                        "content": "\n    use_reentrant=False",
-                        "end_location": {"column": 6, "row": 5},
-                        "location": {"column": 6, "row": 5},
-                    },
-                ],
-                "message": "Pass `use_reentrant=False`",
-            },
-            "location": {"column": 5, "row": 3},
-            "message": MESSAGE,
-            "name": "checkpoint-without-use-reentrant",
-            "noqa_row": 3,
-            "severity": "warning",
-            "url": "https://github.com/ckptlint/ckptlint/blob/main/rules/CKP001.md",
-        },
-    ]
 
 
 def test_json_safe_fix_and_no_fix(run_cli, write) -> None:  # noqa: ANN001

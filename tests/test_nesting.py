@@ -17,22 +17,19 @@ import pytest
 
 from ckptlint.api import lint_source
 from ckptlint.semantic.analysis import MAX_NESTING
+from ckptlint.testing import codes
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 
 
-def _codes(source: str) -> list[str]:
-    return [d.code for d in lint_source(source, select=["ALL"])]
-
-
 def test_a_310_term_sum_is_linted() -> None:
-    assert _codes(IMPORT + "y = checkpoint(f, " + " + ".join(["a"] * 310) + ")\n") == ["CKP001"]
+    assert codes(IMPORT + "y = checkpoint(f, " + " + ".join(["a"] * 310) + ")\n") == ["CKP001"]
 
 
 def test_a_350_branch_elif_chain_is_linted() -> None:
     branches = "".join(f"    elif x == {i}:\n        return {i}\n" for i in range(1, 350))
     source = IMPORT + "def g(x):\n    if x == 0:\n        return checkpoint(f, x)\n" + branches
-    assert _codes(source) == ["CKP001"]
+    assert codes(source) == ["CKP001"]
 
 
 def _and_chain(operands: int) -> str:
@@ -43,7 +40,7 @@ def _and_chain(operands: int) -> str:
 
 def test_both_sides_of_the_limit() -> None:
     assert MAX_NESTING == 3000
-    assert _codes(_and_chain(2994)) == ["CKP001"]  # at the limit: parsed by libcst and linted
+    assert codes(_and_chain(2994)) == ["CKP001"]  # at the limit: parsed by libcst and linted
     [refused] = lint_source(_and_chain(2995), select=["ALL"])
     assert (refused.code, refused.message) == (
         "CKP902",

@@ -7,12 +7,9 @@ from textwrap import dedent
 import pytest
 
 from ckptlint.api import lint_source
+from ckptlint.testing import located
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
-
-
-def rows(source: str) -> list[int]:
-    return [d.start[0] for d in lint_source(IMPORT + dedent(source), select=["CKP001"])]
 
 
 @pytest.mark.parametrize(
@@ -27,21 +24,21 @@ def rows(source: str) -> list[int]:
     ],
 )
 def test_line_noqa_suppresses(comment: str) -> None:
-    assert rows(f"y = checkpoint(f, x)  {comment}\n") == []
+    assert located(IMPORT + dedent(f"y = checkpoint(f, x)  {comment}\n"), "CKP001") == []
 
 
 @pytest.mark.parametrize("comment", ["# noqa: E501", "# noqa: CKP002", "# noqa: CKP0011", "# no qa"])
 def test_noqa_for_another_code_does_not_suppress(comment: str) -> None:
-    assert rows(f"y = checkpoint(f, x)  {comment}\n") == [2]
+    assert located(IMPORT + dedent(f"y = checkpoint(f, x)  {comment}\n"), "CKP001") == [(2, "CKP001")]
 
 
 def test_noqa_inside_a_string_does_not_count() -> None:
-    assert rows('y = checkpoint(f, x); s = "# noqa"\n') == [2]
-    assert rows('y = checkpoint(f, "# noqa: CKP001")\n') == [2]
+    assert located(IMPORT + dedent('y = checkpoint(f, x); s = "# noqa"\n'), "CKP001") == [(2, "CKP001")]
+    assert located(IMPORT + dedent('y = checkpoint(f, "# noqa: CKP001")\n'), "CKP001") == [(2, "CKP001")]
 
 
 def test_noqa_on_another_line_does_not_count() -> None:
-    assert rows("# noqa: CKP001\ny = checkpoint(f, x)\n") == [3]
+    assert located(IMPORT + dedent("# noqa: CKP001\ny = checkpoint(f, x)\n"), "CKP001") == [(3, "CKP001")]
 
 
 def test_multi_line_call_noqa_on_its_first_line() -> None:
@@ -56,20 +53,20 @@ def test_multi_line_call_noqa_on_its_first_line() -> None:
         )
         """
     # the diagnostic's noqa line is the first line of the call
-    assert rows(source) == [6]
+    assert located(IMPORT + dedent(source), "CKP001") == [(6, "CKP001")]
 
 
 @pytest.mark.parametrize("directive", ["# ckptlint: noqa", "# ckptlint: noqa: CKP001", "#ckptlint:noqa:CKP001,CKP999"])
 def test_file_level_noqa(directive: str) -> None:
-    assert rows(f"{directive}\ny = checkpoint(f, x)\nz = checkpoint(g, y)\n") == []
+    assert located(IMPORT + dedent(f"{directive}\ny = checkpoint(f, x)\nz = checkpoint(g, y)\n"), "CKP001") == []
 
 
 def test_file_level_noqa_for_other_codes_keeps_ckp001() -> None:
-    assert rows("# ckptlint: noqa: CKP999\ny = checkpoint(f, x)\n") == [3]
+    assert located(IMPORT + dedent("# ckptlint: noqa: CKP999\ny = checkpoint(f, x)\n"), "CKP001") == [(3, "CKP001")]
 
 
 def test_file_level_noqa_at_the_end_of_the_file() -> None:
-    assert rows("y = checkpoint(f, x)\n\n# ckptlint: noqa\n") == []
+    assert located(IMPORT + dedent("y = checkpoint(f, x)\n\n# ckptlint: noqa\n"), "CKP001") == []
 
 
 def test_noqa_through_the_cli(run_cli, write) -> None:  # noqa: ANN001
@@ -89,7 +86,6 @@ def test_fix_does_not_touch_suppressed_findings(run_cli, write) -> None:  # noqa
 
 
 def test_file_level_directive_must_stand_on_its_own_line() -> None:
-    from ckptlint.api import lint_source
 
     trailing = "x = 1  # ckptlint: noqa\nfrom torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)\n"
     assert [d.code for d in lint_source(trailing)] == ["CKP001"]

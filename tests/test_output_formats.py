@@ -94,25 +94,8 @@ def test_json_records_hold_ruff_fields_and_real_values(project: Path, run_cli) -
         ({"row": 4, "column": 9}, {"row": 4, "column": 29}),
         ({"row": 5, "column": 9}, {"row": 8, "column": 6}),
     ]
+    # the record's fields and values: tests/test_snapshots.py (golden file of the json format)
     first = model[0]
-    assert first["code"] == "CKP001"
-    assert first["name"] == "checkpoint-without-use-reentrant"
-    assert first["message"] == CKP001_MESSAGE
-    assert first["severity"] == "warning"
-    assert first["noqa_row"] == 4
-    assert first["cell"] is None
-    assert first["url"].endswith("rules/CKP001.md")
-    assert first["fix"] == {
-        "applicability": "unsafe",
-        "message": "Pass `use_reentrant=False`",
-        "edits": [
-            {
-                "content": ", use_reentrant=False",
-                "location": {"row": 4, "column": 28},
-                "end_location": {"row": 4, "column": 28},
-            }
-        ],
-    }
     assert os.path.isabs(first["filename"])
     spaced = by_file[os.path.join("sub dir", "my model.py")]
     assert [(r["location"]["row"], r["location"]["column"]) for r in spaced] == [(2, 7)]
@@ -147,27 +130,7 @@ def test_full_shows_source_caret_and_fix_diff(project: Path, run_cli) -> None:  
     text = result.stdout
     assert "\r" not in text
     assert text.startswith(f"CKP001 {CKP001_MESSAGE}\n")
-    expected_single = "\n".join(
-        [
-            " --> pkg/model.py:4:9",
-            "  |",
-            "3 | def forward(block, x):",
-            "4 |     x = checkpoint(block, x)",
-            "  |         ^^^^^^^^^^^^^^^^^^^^",
-            "5 |     y = checkpoint(",
-            "6 |         block,",
-            "  |",
-            "help: Pass `use_reentrant=False`",
-            "  |",
-            "3 | def forward(block, x):",
-            "  -     x = checkpoint(block, x)",
-            "4 +     x = checkpoint(block, x, use_reentrant=False)",
-            "5 |     y = checkpoint(",
-            "  |",
-            "note: This is an unsafe fix and may change runtime behavior",
-        ]
-    )
-    assert expected_single in text
+    # a one-line finding with its fix diff: tests/test_snapshots.py (golden file of the full format)
     expected_multi = "\n".join(
         [
             " --> pkg/model.py:5:9",

@@ -13,13 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint.api import lint_source
 from ckptlint.lint.gate import may_have_findings
-
-
-def _codes(source: str, select: str = "ALL") -> list[tuple[int, str]]:
-    return sorted((d.start[0], d.code) for d in lint_source(textwrap.dedent(source), select=[select]))
-
+from ckptlint.testing import located
 
 COUNTER = """\
     import torch
@@ -98,7 +93,7 @@ def test_library_functions_recompute_their_callable(imports: str, call: str) -> 
                 return {call}
         """
     )
-    found = _codes(source)
+    found = located(source)
     assert (COUNTER_ROW, "CKP202") in found, found
     assert not any(code in ("CKP001", "CKP002", "CKP003", "CKP301") for _, code in found), found
 
@@ -119,7 +114,7 @@ def test_megatron_checkpoint_without_output_instance() -> None:
                 return self.norm_ckpt.checkpoint(self.norm, x)
         """
     )
-    assert (COUNTER_ROW, "CKP202") in _codes(source)
+    assert (COUNTER_ROW, "CKP202") in located(source)
 
 
 def test_hf_gradient_checkpointing_func_over_a_module_list() -> None:
@@ -140,7 +135,7 @@ def test_hf_gradient_checkpointing_func_over_a_module_list() -> None:
                 return x
         """
     )
-    assert _codes(source) == [(COUNTER_ROW, "CKP202")]
+    assert located(source) == [(COUNTER_ROW, "CKP202")]
 
 
 def test_partial_stored_on_self_takes_the_partials_options() -> None:
@@ -161,7 +156,7 @@ def test_partial_stored_on_self_takes_the_partials_options() -> None:
                 return self._ckpt_fn(self.block, x)
         """
     )
-    assert _codes(source) == [(COUNTER_ROW, "CKP202")]
+    assert located(source) == [(COUNTER_ROW, "CKP202")]
 
 
 # ---------------------------------------------------------------------- timm
@@ -195,7 +190,7 @@ def test_timm_checkpoint_seq_over_stages_with_batchnorm(imports: str) -> None:
                 return x
         """
     )
-    found = _codes(source)
+    found = located(source)
     assert [code for _, code in found] == ["CKP203"], found
 
 
@@ -252,7 +247,7 @@ def enable(model):
 )
 def test_policies_and_wrappers_recompute_the_selected_classes(imports: str, call: str) -> None:
     source = _with(BATCHNORM, "\n\n") + imports + POLICY_TAIL.format(call=call)
-    found = _codes(source)
+    found = located(source)
     assert [code for _, code in found] == ["CKP203"], found
 
 
@@ -261,14 +256,14 @@ def test_policy_with_neither_check_fn_nor_policy_is_not_resolved() -> None:
         "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing\n"
         + POLICY_TAIL.format(call="apply_activation_checkpointing(model)")
     )
-    assert _codes(source) == []
+    assert located(source) == []
 
 
 def test_fairscale_wrapper_patches_batchnorm() -> None:
     source = _with(BATCHNORM, "\n\n") + (
         "from fairscale.nn import checkpoint_wrapper\n" + POLICY_TAIL.format(call="return checkpoint_wrapper(Block(8))")
     )
-    assert _codes(source) == []
+    assert located(source) == []
 
 
 # ---------------------------------------------------------------------- TrainingArguments
@@ -286,7 +281,7 @@ def test_training_arguments_subclass_in_the_same_module() -> None:
 
         args = MyArguments(output_dir="out", gradient_checkpointing=True)
     """
-    assert _codes(source, "CKP001") == [(11, "CKP001")]
+    assert located(source, "CKP001") == [(11, "CKP001")]
 
 
 def test_trl_configs_checkpoint_by_default_without_ckp001(run_cli, write) -> None:  # noqa: ANN001
@@ -297,7 +292,7 @@ def test_trl_configs_checkpoint_by_default_without_ckp001(run_cli, write) -> Non
         ("trl config (TrainingArguments subclass)", {"row": 3, "column": 10})
     ]
     assert records[0]["options"]["use_reentrant"] is False
-    assert _codes("from trl import SFTConfig\nconfig = SFTConfig(output_dir='out')\n") == []
+    assert located("from trl import SFTConfig\nconfig = SFTConfig(output_dir='out')\n") == []
 
 
 def test_training_arguments_subclass_in_another_module(run_cli, write) -> None:  # noqa: ANN001
@@ -411,7 +406,7 @@ def test_home_made_function_that_restores_rng_and_autocast_is_clean() -> None:
         "        with torch.random.fork_rng(), torch.enable_grad(), torch.autocast('cuda', enabled=ctx.amp):\n"
         "            torch.set_rng_state(ctx.rng)\n",
     )
-    assert _codes(source) == []
+    assert located(source) == []
 
 
 def test_megatron_style_rng_tracker_counts_as_restore() -> None:
@@ -419,7 +414,7 @@ def test_megatron_style_rng_tracker_counts_as_restore() -> None:
         "        with torch.enable_grad():\n",
         "        with get_cuda_rng_tracker().fork(), torch.enable_grad():\n",
     )
-    assert [code for _, code in _codes(source)] == ["CKP105"]
+    assert [code for _, code in located(source)] == ["CKP105"]
 
 
 # ---------------------------------------------------------------------- gate
@@ -526,7 +521,7 @@ def test_lazy_initialisation_and_memoisation_are_not_side_effects() -> None:
             def forward(self, x):
                 return checkpoint_seq(self.stages, x)
     """
-    assert _codes(source) == [(18, "CKP202")]
+    assert located(source) == [(18, "CKP202")]
 
 
 def test_wrapper_function_of_an_api_in_the_same_module() -> None:
@@ -548,7 +543,7 @@ def test_wrapper_function_of_an_api_in_the_same_module() -> None:
                 return recompute(self.block, x)
         """
     )
-    assert _codes(source) == [(COUNTER_ROW, "CKP202")]
+    assert located(source) == [(COUNTER_ROW, "CKP202")]
 
 
 def test_wrapper_function_in_a_namespace_package(run_cli, write) -> None:  # noqa: ANN001
@@ -600,7 +595,7 @@ def test_write_in_the_else_branch_of_a_lazy_initialisation_is_reported() -> None
             def forward(self, x):
                 return checkpoint(self.conv, x, use_reentrant=False)
     """
-    assert _codes(source) == [(14, "CKP202")]
+    assert located(source) == [(14, "CKP202")]
 
 
 def test_closure_variable_of_init_is_settled() -> None:
@@ -637,4 +632,4 @@ def test_closure_variable_of_init_is_settled() -> None:
             def forward(self, x):
                 return checkpoint(self.block, x, use_reentrant=False)
     """
-    assert _codes(source) == []
+    assert located(source) == []

@@ -10,11 +10,7 @@ import textwrap
 from pathlib import Path
 
 from ckptlint.api import lint_source
-
-
-def _found(source: str, select: str) -> list[tuple[int, str]]:
-    return [(d.start[0], d.code) for d in lint_source(textwrap.dedent(source), select=[select])]
-
+from ckptlint.testing import located
 
 # --------------------------------------------------------------- CKP202: what carries across calls
 DISPATCHER = """\
@@ -44,7 +40,7 @@ DISPATCHER = """\
 
 
 def test_plain_per_call_overwrite_is_not_a_side_effect():
-    assert _found(DISPATCHER, "CKP202") == []
+    assert located(DISPATCHER, "CKP202") == []
 
 
 def test_counter_and_cache_read_before_write_are_reported():
@@ -76,7 +72,7 @@ def test_counter_and_cache_read_before_write_are_reported():
                 return checkpoint(self.body, x, use_reentrant=False)
     """
     # the reset to None in _clear_conv_cache writes the same constant every run: not reported
-    assert _found(source, "CKP202") == [(17, "CKP202"), (21, "CKP202")]
+    assert located(source, "CKP202") == [(17, "CKP202"), (21, "CKP202")]
 
 
 def test_overwrite_from_its_own_value_is_reported_and_from_the_inputs_not():
@@ -94,7 +90,7 @@ def test_overwrite_from_its_own_value_is_reported_and_from_the_inputs_not():
             def forward(self, x):
                 return checkpoint(self.body, x, use_reentrant=False)
     """
-    assert _found(source, "CKP202") == [(7, "CKP202")]
+    assert located(source, "CKP202") == [(7, "CKP202")]
 
 
 def test_one_time_initialisation_of_a_global_is_not_reported():
@@ -129,7 +125,7 @@ def test_one_time_initialisation_of_a_global_is_not_reported():
         def run(x):
             return checkpoint(body, x, use_reentrant=False)
     """
-    assert _found(source, "CKP202") == [(19, "CKP202")]
+    assert located(source, "CKP202") == [(19, "CKP202")]
 
 
 def test_item_write_to_a_local_tensor_in_a_helper_function_is_not_module_state():
@@ -157,7 +153,7 @@ def test_item_write_to_a_local_tensor_in_a_helper_function_is_not_module_state()
             def forward(self, x, q):
                 return checkpoint(self.body, x, q, use_reentrant=False)
     """
-    assert _found(source, "CKP202") == [(18, "CKP202")]
+    assert located(source, "CKP202") == [(18, "CKP202")]
 
 
 def test_a_line_reached_from_several_sites_is_reported_once(tmp_path: Path, run_cli):
@@ -228,7 +224,7 @@ def test_global_rebound_by_a_configuration_setter_is_not_reported():
         def run(x):
             return checkpoint(body, x, use_reentrant=False)
     """
-    assert _found(source, "CKP201") == []
+    assert located(source, "CKP201") == []
 
 
 def test_global_changed_after_the_call_or_in_the_loop_or_by_the_region_is_reported():
@@ -302,7 +298,7 @@ def test_setup_behind_an_exit_guard_and_lists_of_the_recomputed_function_are_not
             def forward(self, x):
                 return checkpoint(self.body, x, use_reentrant=False)
     """
-    assert _found(source, "CKP202") == [(29, "CKP202")]
+    assert located(source, "CKP202") == [(29, "CKP202")]
 
 
 def test_closure_object_read_for_another_attribute_than_the_one_written():
@@ -343,7 +339,7 @@ def test_seeding_python_or_numpy_random_is_not_a_draw():
         def run(x):
             return checkpoint(body, x, 3, use_reentrant=False)
     """
-    assert _found(source, "CKP103") == [(9, "CKP103")]
+    assert located(source, "CKP103") == [(9, "CKP103")]
 
 
 def test_overwrite_of_state_this_call_already_wrote_is_not_reported():
@@ -369,7 +365,7 @@ def test_overwrite_of_state_this_call_already_wrote_is_not_reported():
             def forward(self, x, m):
                 return checkpoint(self.body, x, m, use_reentrant=False)
     """
-    assert _found(source, "CKP202") == [(12, "CKP202")]
+    assert located(source, "CKP202") == [(12, "CKP202")]
 
 
 def test_save_and_restore_and_one_time_initialiser_read_are_not_reported():
@@ -421,8 +417,8 @@ def test_save_and_restore_and_one_time_initialiser_read_are_not_reported():
         def run(x):
             return checkpoint(body, x, use_reentrant=False)
     """
-    assert _found(source, "CKP202") == []
-    assert _found(source, "CKP201") == []
+    assert located(source, "CKP202") == []
+    assert located(source, "CKP201") == []
 
 
 def test_tuple_overwrites_idempotent_flags_and_setdefault_are_not_reported():
@@ -448,7 +444,7 @@ def test_tuple_overwrites_idempotent_flags_and_setdefault_are_not_reported():
             def forward(self, probs, mask):
                 return checkpoint(self.body, probs, mask, use_reentrant=False)
     """
-    assert _found(source, "CKP202") == [(14, "CKP202")]
+    assert located(source, "CKP202") == [(14, "CKP202")]
 
 
 def test_cache_grown_or_rebuilt_on_a_changed_key_is_not_reported():
@@ -471,7 +467,7 @@ def test_cache_grown_or_rebuilt_on_a_changed_key_is_not_reported():
             def forward(self, x, seq_len):
                 return checkpoint(self.body, x, seq_len, use_reentrant=False)
     """
-    assert _found(source, "CKP202") == [(12, "CKP202")]
+    assert located(source, "CKP202") == [(12, "CKP202")]
 
 
 def test_magvit_causal_conv_cache_stays_reported():
@@ -503,4 +499,4 @@ def test_magvit_causal_conv_cache_stays_reported():
                 return checkpoint(self.conv, x, use_reentrant=False)
     """
     # line 14 is the lazy fill under `is None` (written once); line 19 carries the cache
-    assert _found(source, "CKP202") == [(19, "CKP202")]
+    assert located(source, "CKP202") == [(19, "CKP202")]

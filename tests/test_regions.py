@@ -8,10 +8,7 @@ from pathlib import Path
 
 from ckptlint.api import lint_source
 from ckptlint.checkpoint.regions import MAX_DEPTH
-
-
-def _codes(source: str, select: str = "ALL") -> list[tuple[int, str]]:
-    return [(d.start[0], d.code) for d in lint_source(textwrap.dedent(source), select=[select])]
+from ckptlint.testing import located
 
 
 def _json(run_cli, *args: str) -> list[dict]:
@@ -132,7 +129,7 @@ def test_unresolvable_callable_is_unknown_not_reported() -> None:
         def run(fn, x):
             return checkpoint(fn, x, use_reentrant=False)
     """
-    assert _codes(source) == []
+    assert located(source) == []
 
 
 def _chain(levels: int) -> str:
@@ -146,9 +143,9 @@ def _chain(levels: int) -> str:
 
 def test_calls_are_followed_to_the_depth_bound() -> None:
     assert MAX_DEPTH >= 3
-    at_bound = _codes(_chain(MAX_DEPTH), "CKP103")
+    at_bound = located(_chain(MAX_DEPTH), "CKP103")
     assert [code for _, code in at_bound] == ["CKP103"]
-    beyond = _codes(_chain(MAX_DEPTH + 1), "CKP103")
+    beyond = located(_chain(MAX_DEPTH + 1), "CKP103")
     assert beyond == []
 
 
@@ -165,7 +162,7 @@ def test_recursion_terminates() -> None:
         def run(x):
             return checkpoint(f, x, 3, use_reentrant=False)
     """
-    assert _codes(source, "CKP103") == [(7, "CKP103")]
+    assert located(source, "CKP103") == [(7, "CKP103")]
 
 
 def test_factory_closure_over_module_list_loop() -> None:
@@ -219,7 +216,7 @@ def test_list_built_with_append_then_sequential() -> None:
             def forward(self, x):
                 return checkpoint(self.body, x, use_reentrant=False)
     """
-    assert _codes(source, "CKP203") == [(14, "CKP203")]
+    assert located(source, "CKP203") == [(14, "CKP203")]
 
 
 def test_zip_loop_and_module_list_append_in_init() -> None:
@@ -238,7 +235,7 @@ def test_zip_loop_and_module_list_append_in_init() -> None:
                     x = checkpoint(block, x * mask, use_reentrant=False)
                 return x
     """
-    assert _codes(source, "CKP203") == [(12, "CKP203")]
+    assert located(source, "CKP203") == [(12, "CKP203")]
 
 
 def test_checkpoint_sequential_skips_the_last_segment() -> None:
@@ -255,9 +252,9 @@ def test_checkpoint_sequential_skips_the_last_segment() -> None:
                 return checkpoint_sequential(self.stages, 2, x, use_reentrant=False)
     """
     last_only = template.format(layers="nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4), nn.BatchNorm1d(4)")
-    assert _codes(last_only, "CKP203") == []
+    assert located(last_only, "CKP203") == []
     first = template.format(layers="nn.BatchNorm1d(4), nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4)")
-    assert _codes(first, "CKP203") == [(10, "CKP203")]
+    assert located(first, "CKP203") == [(10, "CKP203")]
 
 
 def test_layer_switched_off_by_literal_is_quiet() -> None:
@@ -273,7 +270,7 @@ def test_layer_switched_off_by_literal_is_quiet() -> None:
             def forward(self, x):
                 return checkpoint(self.body, x, use_reentrant=False, preserve_rng_state=False)
     """
-    assert _codes(source) == []
+    assert located(source) == []
 
 
 def test_same_device_randomness_with_defaults_is_quiet() -> None:
@@ -289,7 +286,7 @@ def test_same_device_randomness_with_defaults_is_quiet() -> None:
         def run(x):
             return checkpoint(f, x, use_reentrant=False)
     """
-    assert _codes(source) == []
+    assert located(source) == []
 
 
 def test_tensors_passed_only_by_keyword() -> None:
@@ -320,7 +317,7 @@ def test_parameter_copied_locally_is_not_the_callers_object() -> None:
         def run(x, opts):
             return checkpoint(f, x, opts, use_reentrant=False)
     """
-    assert _codes(source, "CKP202") == []
+    assert located(source, "CKP202") == []
 
 
 def test_side_effects_on_self_and_buffers() -> None:
@@ -345,7 +342,7 @@ def test_side_effects_on_self_and_buffers() -> None:
             def forward(self, x):
                 return checkpoint(self._body, x, use_reentrant=False)
     """
-    assert _codes(source, "CKP202") == [(12, "CKP202"), (13, "CKP202")]
+    assert located(source, "CKP202") == [(12, "CKP202"), (13, "CKP202")]
 
 
 def test_read_of_global_changed_elsewhere() -> None:
@@ -374,7 +371,7 @@ def test_read_of_global_changed_elsewhere() -> None:
         "WARMUP[\"factor\"] = 0.5\n            config.SCALE = 2.0\n            y = checkpoint(f, x, use_reentrant=False)\n",
     )
     assert before != source
-    assert _codes(before, "CKP201") == []
+    assert located(before, "CKP201") == []
 
 
 def test_import_time_configuration_is_not_mutable_state() -> None:
@@ -393,7 +390,7 @@ def test_import_time_configuration_is_not_mutable_state() -> None:
         def run(x):
             return checkpoint(f, x, use_reentrant=False)
     """
-    assert _codes(source, "CKP201") == []
+    assert located(source, "CKP201") == []
 
 
 def test_layer_created_inside_the_region_keeps_no_state() -> None:
@@ -413,7 +410,7 @@ def test_layer_created_inside_the_region_keeps_no_state() -> None:
         def run(block, x):
             return checkpoint(Block(4), x, use_reentrant=False)
     """
-    assert _codes(source, "CKP203") == []
+    assert located(source, "CKP203") == []
 
 
 def test_nested_call_mutating_its_own_argument_is_local() -> None:
@@ -432,7 +429,7 @@ def test_nested_call_mutating_its_own_argument_is_local() -> None:
         def run(x):
             return checkpoint(block, x, use_reentrant=False)
     """
-    assert _codes(source, "CKP202") == []
+    assert located(source, "CKP202") == []
 
 
 def test_star_import_inside_the_tree_is_followed(tmp_path: Path, run_cli) -> None:

@@ -8,9 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint.api import fix_source, lint_source
 from ckptlint.docs import rule_doc_path
-from ckptlint.rules import ALL_RULES
+from ckptlint.rules import ALL_RULES, Invalid, Rule
+from ckptlint.testing import (
+    UNCHECKED,
+    assert_clean,
+    assert_lints,
+    check_fix_availability,
+    check_invalid,
+    check_valid,
+    example_select,
+    examples,
+)
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 _BLOCK = re.compile(r"^```python (?P<tag>bad|good|fixed)\n(?P<code>.*?)^```", re.MULTILINE | re.DOTALL)
@@ -25,14 +34,7 @@ def _blocks(code: str) -> dict[str, list[str]]:
 
 
 def _select(code: str) -> list[str]:
-    """The rule itself plus the rules its examples need (CKP901 judges others' noqa codes)."""
-    return [code, *getattr(ALL_RULES[code], "EXAMPLE_SELECT", ())]
-
-
-def _examples(kind: str):
-    for code, rule in ALL_RULES.items():
-        for index, example in enumerate(getattr(rule, kind)):
-            yield pytest.param(code, example, id=f"{code}-{kind.lower()}-{index}")
+    return example_select(ALL_RULES[code])
 
 
 @pytest.mark.parametrize("code", sorted(ALL_RULES))
@@ -49,34 +51,38 @@ def test_every_rule_has_a_page_with_examples(code: str) -> None:
 
 @pytest.mark.parametrize("code", sorted(ALL_RULES))
 def test_page_examples(code: str) -> None:
+    """A page's ``bad`` blocks are reported (the first ``fixed`` block is the first ``bad``
+    block after ``--fix --unsafe-fixes``, and so on); its ``good`` blocks are not."""
     blocks = _blocks(code)
-    for bad in blocks.get("bad", []):
-        found = [d.code for d in lint_source(bad, select=_select(code))]
-        assert code in found, f"{code}: the bad example is not reported"
+    select = _select(code)
+    fixed = blocks.get("fixed", [])
+    for index, bad in enumerate(blocks.get("bad", [])):
+        assert_lints(bad, code, count=None, select=select, fixed=fixed[index] if index < len(fixed) else UNCHECKED)
     for good in blocks.get("good", []):
-        found = [d.code for d in lint_source(good, select=_select(code))]
-        assert code not in found, f"{code}: the good example is reported"
-    for bad, fixed in zip(blocks.get("bad", []), blocks.get("fixed", [])):
-        assert fix_source(bad, unsafe=True, select=_select(code)) == fixed
+        assert_clean(good, code, select=select)
 
 
-@pytest.mark.parametrize(("code", "example"), list(_examples("VALID")))
-def test_valid_examples(code: str, example: str) -> None:
-    assert [d for d in lint_source(example, select=_select(code)) if d.code == code] == []
+@pytest.mark.parametrize(
+    ("rule", "example"), [pytest.param(r, e, id=i) for r, e, i in examples(list(ALL_RULES.values()), "VALID")]
+)
+def test_valid_examples(rule: type[Rule], example: str) -> None:
+    check_valid(rule, example)
 
 
-@pytest.mark.parametrize(("code", "example"), list(_examples("INVALID")))
-def test_invalid_examples(code: str, example) -> None:  # noqa: ANN001
-    found = [d for d in lint_source(example.code, select=_select(code)) if d.code == code]
-    assert len(found) == example.count, found
-    if example.fixed is not None:
-        assert fix_source(example.code, unsafe=True, select=_select(code)) == example.fixed
-        # idempotent: a second pass changes nothing
-        assert fix_source(example.fixed, unsafe=True, select=_select(code)) == example.fixed
+@pytest.mark.parametrize(
+    ("rule", "example"), [pytest.param(r, e, id=i) for r, e, i in examples(list(ALL_RULES.values()), "INVALID")]
+)
+def test_invalid_examples(rule: type[Rule], example: Invalid) -> None:
+    check_invalid(rule, example)
+
+
+@pytest.mark.parametrize("code", sorted(ALL_RULES))
+def test_fix_availability_matches_the_examples(code: str) -> None:
+    check_fix_availability(ALL_RULES[code])
 
 
 def test_rule_codes_data_matches_the_registry() -> None:
     from ckptlint.rule_codes import OFF_BY_DEFAULT, RULE_CODES
 
     assert RULE_CODES == tuple(ALL_RULES)
-    assert OFF_BY_DEFAULT == {c for c, r in ALL_RULES.items() if not getattr(r, "default_enabled", True)}
+    assert OFF_BY_DEFAULT == {c for c, r in ALL_RULES.items() if not r.default_enabled}

@@ -8,16 +8,12 @@ import warnings
 
 import pytest
 
-from ckptlint.api import lint_source
+from ckptlint.testing import codes
 
 torch = pytest.importorskip("torch")
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
-
-
-def codes(src: str) -> list[str]:
-    return [d.code for d in lint_source(src, select=["ALL"])]
 
 
 @pytest.fixture(autouse=True)

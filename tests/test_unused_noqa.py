@@ -7,12 +7,9 @@ from pathlib import Path
 from ckptlint.api import fix_source, lint_source
 from ckptlint.config.settings import default_enabled
 from ckptlint.lint.linter import FileLinter
+from ckptlint.testing import located
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
-
-
-def _codes(text: str, select=("CKP001", "CKP901")) -> list[tuple[str, int, str]]:  # noqa: ANN001
-    return [(d.code, d.start[0], d.message) for d in lint_source(text, select=list(select))]
 
 
 def test_not_enabled_by_default_like_ruff_rule_100() -> None:
@@ -31,28 +28,28 @@ def test_reports_the_unused_code_at_the_directive() -> None:
 
 
 def test_a_used_directive_is_not_reported() -> None:
-    assert _codes(IMPORT + "checkpoint(f, x)  # noqa: CKP001\n") == []
+    assert located(IMPORT + "checkpoint(f, x)  # noqa: CKP001\n", ["CKP001", "CKP901"]) == []
 
 
 def test_foreign_codes_are_kept_and_never_judged() -> None:
     text = IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: E501, CKP001, F401\n"
-    assert [c[0] for c in _codes(text)] == ["CKP901"]
+    assert [c[1] for c in located(text, ["CKP001", "CKP901"])] == ["CKP901"]
     assert fix_source(text, select=["CKP001", "CKP901"]) == (
         IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: E501, F401\n"
     )
-    assert _codes("x = 1  # noqa: E501\n") == []
+    assert located("x = 1  # noqa: E501\n", ["CKP001", "CKP901"]) == []
 
 
 def test_only_the_unused_codes_are_removed() -> None:
     text = IMPORT + "checkpoint(f, x)  # noqa: CKP001, CKP999\n"
-    [(code, row, message)] = _codes(text, select=("CKP001", "CKP999", "CKP901"))
+    [(row, code, message)] = located(text, ["CKP001", "CKP999", "CKP901"], messages=True)
     assert (code, row, message) == ("CKP901", 2, "Unused `noqa` directive (unused: `CKP999`)")
     assert fix_source(text, select=["CKP001", "CKP999", "CKP901"]) == IMPORT + "checkpoint(f, x)  # noqa: CKP001\n"
 
 
 def test_a_disabled_rules_noqa_is_not_unused() -> None:
     text = IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: CKP001\n"
-    assert _codes(text, select=("CKP901",)) == []
+    assert located(text, ["CKP901"]) == []
     assert lint_source(text, select=["CKP001", "CKP901"], ignore=["CKP001"]) == []
 
 
@@ -70,17 +67,19 @@ def test_per_file_ignores_make_a_rule_disabled_for_the_file(tmp_path: Path) -> N
 
 
 def test_blanket_and_file_level_noqa_are_not_judged() -> None:
-    assert _codes(IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa\n") == []
-    assert _codes("# ckptlint: noqa: CKP001\n" + IMPORT + "checkpoint(f, x, use_reentrant=False)\n") == []
+    assert located(IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa\n", ["CKP001", "CKP901"]) == []
+    assert located(
+        "# ckptlint: noqa: CKP001\n" + IMPORT + "checkpoint(f, x, use_reentrant=False)\n", ["CKP001", "CKP901"]
+    ) == []
 
 
 def test_a_file_that_does_not_parse_is_not_judged() -> None:
     text = IMPORT + "checkpoint(f, x  # noqa: CKP001\n"
-    assert [c[0] for c in _codes(text, select=("CKP001", "CKP999", "CKP901"))] == ["CKP999"]
+    assert [c[1] for c in located(text, ["CKP001", "CKP999", "CKP901"])] == ["CKP999"]
 
 
 def test_noqa_for_ckp901_itself_suppresses_it() -> None:
-    assert _codes(IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: CKP001, CKP901\n") == []
+    assert located(IMPORT + "checkpoint(f, x, use_reentrant=False)  # noqa: CKP001, CKP901\n", ["CKP001", "CKP901"]) == []
 
 
 def test_other_comment_text_is_kept_and_the_line_parses() -> None:

@@ -7,13 +7,10 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from ckptlint.api import fix_source, lint_source
+from ckptlint.api import fix_source
+from ckptlint.testing import located
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
-
-
-def _codes(source: str, select: str = "ALL") -> list[tuple[int, str]]:
-    return [(d.start[0], d.code) for d in lint_source(textwrap.dedent(source), select=[select])]
 
 
 def test_missing_path_is_reported_and_the_others_are_still_linted(run_cli, write) -> None:  # noqa: ANN001
@@ -139,9 +136,9 @@ def test_norm_layer_from_the_constructor_argument_or_its_default() -> None:
             def forward(self, x):
                 return checkpoint(self.block, x, use_reentrant=False)
     """
-    assert _codes(template.format(arg=""), "CKP203") == [(18, "CKP203")]
-    assert _codes(template.format(arg=", norm_layer=nn.GroupNorm"), "CKP203") == []
-    assert _codes(template.format(arg=", nn.SyncBatchNorm"), "CKP203") == [(18, "CKP203")]
+    assert located(template.format(arg=""), "CKP203") == [(18, "CKP203")]
+    assert located(template.format(arg=", norm_layer=nn.GroupNorm"), "CKP203") == []
+    assert located(template.format(arg=", nn.SyncBatchNorm"), "CKP203") == [(18, "CKP203")]
 
 
 def test_numpy_generator_object_in_the_region() -> None:
@@ -157,7 +154,7 @@ def test_numpy_generator_object_in_the_region() -> None:
         def run(x):
             return checkpoint(f, x, use_reentrant=False)
     """
-    assert _codes(source, "CKP103") == [(7, "CKP103")]
+    assert located(source, "CKP103") == [(7, "CKP103")]
 
 
 def test_recording_tensor_sizes_on_self_is_not_a_side_effect() -> None:
@@ -175,4 +172,4 @@ def test_recording_tensor_sizes_on_self_is_not_a_side_effect() -> None:
             def forward(self, x):
                 return checkpoint(self._body, x, use_reentrant=False)
     """
-    assert _codes(source, "CKP202") == [(8, "CKP202")]
+    assert located(source, "CKP202") == [(8, "CKP202")]

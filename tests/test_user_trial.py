@@ -96,7 +96,10 @@ def test_own_flag_set_by_enable_is_not_a_difference() -> None:
     from torch import nn
     from torch.utils.checkpoint import checkpoint
 
-    from ckptlint.runtime import assert_checkpointing_equivalent, check_checkpointing_equivalent
+    from ckptlint.runtime import (
+        assert_checkpointing_equivalent,
+        check_checkpointing_equivalent,
+    )
 
     class Model(nn.Module):
         def __init__(self) -> None:

@@ -16,13 +16,14 @@ from enum import Enum
 
 import libcst as cst
 
-from ckptlint.semantic.model import BindingKind, SemanticModel
+from ckptlint.semantic.model import BindingKind, MutationKind, SemanticModel
 
 __all__ = [
     "ABSENT",
     "CallArguments",
     "MappingAlternative",
     "NOT_LITERAL",
+    "OptionOrigin",
     "OptionState",
     "OptionValue",
     "UNKNOWN",
@@ -50,6 +51,17 @@ class OptionState(str, Enum):
     UNKNOWN = "unknown"  # may be hidden in * / ** arguments of unknown content
 
 
+class OptionOrigin(str, Enum):
+    """Where a call's value for an option comes from."""
+
+    NONE = ""  # ABSENT / UNKNOWN without a source
+    KEYWORD = "keyword"  # the call's own keyword argument
+    POSITIONAL = "positional"  # the call's own positional argument
+    DICT = "dict"  # a `**` dictionary literal (or a variable bound to one)
+    VARIABLE = "variable"  # a keyword or positional argument naming a variable bound to a literal
+    DEFAULT = "default"  # not passed: the API's default applies
+
+
 @dataclass(frozen=True)
 class OptionValue:
     """What a call passes for one option.
@@ -61,15 +73,14 @@ class OptionValue:
             dictionary literal that lacks the key).
         arg: the ``Arg`` of the call that carries it, when it is one of the call's own
             keyword or positional arguments (what a fix edits).
-        origin: ``"keyword"``, ``"positional"``, ``"dict"``, ``"partial"``, ``"variable"``
-            or ``"default"``.
+        origin: see :class:`OptionOrigin`.
     """
 
     state: OptionState
     value: object = None
     node: cst.CSTNode | None = None
     arg: cst.Arg | None = None
-    origin: str = ""
+    origin: OptionOrigin = OptionOrigin.NONE
 
     @property
     def is_absent(self) -> bool:
@@ -135,13 +146,15 @@ def literal_value(expr: cst.CSTNode | None, model: SemanticModel, _depth: int = 
     return NOT_LITERAL
 
 
-def value_of(expr: cst.BaseExpression, model: SemanticModel, arg: cst.Arg | None, origin: str) -> OptionValue:
+def value_of(
+    expr: cst.BaseExpression, model: SemanticModel, arg: cst.Arg | None, origin: OptionOrigin
+) -> OptionValue:
     """An :class:`OptionValue` for an expression passed explicitly."""
     value = literal_value(expr, model)
     if value is NOT_LITERAL:
         return OptionValue(OptionState.EXPRESSION, None, expr, arg, origin)
     if isinstance(expr, cst.Name) and expr.value not in ("True", "False", "None"):
-        origin = "variable"
+        origin = OptionOrigin.VARIABLE
     return OptionValue(OptionState.LITERAL, value, expr, arg, origin)
 
 
@@ -262,14 +275,14 @@ def _apply_mutations(
     added: dict[str, cst.BaseExpression | None] = {}
     for mutation in model.mutations_of(name.value, model.scope_of(name)):
         node = mutation.node
-        if mutation.kind == "subscript" and isinstance(node, (cst.Assign, cst.AnnAssign)):
+        if mutation.kind is MutationKind.SUBSCRIPT and isinstance(node, (cst.Assign, cst.AnnAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for target in targets:
                 key = _subscript_key(target, name.value, model)
                 if key is None:
                     return [_UNKNOWN_MAPPING]
                 added[key] = node.value
-        elif mutation.kind == "method" and isinstance(node, cst.Call):
+        elif mutation.kind is MutationKind.METHOD and isinstance(node, cst.Call):
             if mutation.method == "setdefault" and node.args:
                 key = literal_value(node.args[0].value, model)
                 if not isinstance(key, str):
@@ -288,7 +301,7 @@ def _apply_mutations(
                 continue
             else:
                 return [_UNKNOWN_MAPPING]
-        elif mutation.kind in ("attribute",):
+        elif mutation.kind is MutationKind.ATTRIBUTE:
             continue
         else:
             return [_UNKNOWN_MAPPING]
@@ -326,7 +339,7 @@ def option_from_mappings(
     known = [alt for alt in alternatives if alt.keys is not None]
     lacking = [alt for alt in known if key not in alt.keys]  # type: ignore[operator]
     if lacking:
-        return OptionValue(OptionState.ABSENT, node=lacking[0].node, origin="dict")
+        return OptionValue(OptionState.ABSENT, node=lacking[0].node, origin=OptionOrigin.DICT)
     if not known or len(known) != len(alternatives):
         return UNKNOWN
     values: list[object] = []
@@ -340,8 +353,8 @@ def option_from_mappings(
         nodes.append(expr)
     first = values[0]
     if first is not NOT_LITERAL and all(v is not NOT_LITERAL and v == first and type(v) is type(first) for v in values):
-        return OptionValue(OptionState.LITERAL, first, nodes[0], None, "dict")
-    return OptionValue(OptionState.EXPRESSION, None, nodes[0], None, "dict")
+        return OptionValue(OptionState.LITERAL, first, nodes[0], None, OptionOrigin.DICT)
+    return OptionValue(OptionState.EXPRESSION, None, nodes[0], None, OptionOrigin.DICT)
 
 
 @dataclass
@@ -380,13 +393,13 @@ class CallArguments:
         the ``**`` dictionaries of the call."""
         arg = self.keywords.get(name)
         if arg is not None:
-            return value_of(arg.value, model, arg, "keyword")
+            return value_of(arg.value, model, arg, OptionOrigin.KEYWORD)
         if position is not None:
             if self.starred:
                 return UNKNOWN
             if len(self.positional) > position:
                 arg = self.positional[position]
-                return value_of(arg.value, model, arg, "positional")
+                return value_of(arg.value, model, arg, OptionOrigin.POSITIONAL)
         if self.double_starred:
             return self._combine_splats(name, model)
         return ABSENT

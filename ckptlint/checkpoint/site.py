@@ -177,5 +177,4 @@ class SiteIndex:
 
     sites: list[CheckpointSite]
     module_calls: list[cst.Call]
-    by_call: dict[cst.Call, CheckpointSite]
     dcp_calls: list[cst.Call] = field(default_factory=list)

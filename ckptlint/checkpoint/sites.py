@@ -18,6 +18,7 @@ from ckptlint.checkpoint.options import (
     ABSENT,
     UNKNOWN,
     CallArguments,
+    OptionOrigin,
     OptionState,
     OptionValue,
     mapping_alternatives,
@@ -141,8 +142,7 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
         if site.api.kind in _TORCH_KINDS:
             site.save_misuse = find_save_misuse(site, model)
             site.misspellings = find_misspellings(site, model)
-    by_call = {site.call: site for site in sites}
-    return SiteIndex(sites, module_calls, by_call, dcp_calls)
+    return SiteIndex(sites, module_calls, dcp_calls)
 
 
 def _build(
@@ -324,7 +324,7 @@ def _build_composable(api, form, call, arguments, model) -> CheckpointSite:
 
 def _hf_use_reentrant(kwargs: OptionValue, model: SemanticModel) -> OptionValue:
     if kwargs.is_absent or (kwargs.state is OptionState.LITERAL and kwargs.value is None):
-        return OptionValue(OptionState.ABSENT, origin="default")
+        return OptionValue(OptionState.ABSENT, origin=OptionOrigin.DEFAULT)
     if kwargs.is_unknown or kwargs.node is None:
         return UNKNOWN
     return option_from_mappings("use_reentrant", mapping_alternatives(kwargs.node, model), model)

@@ -16,9 +16,10 @@ def write_noqa(run, may_write) -> bool:  # noqa: ANN001
     """``--add-noqa``: write the directives; print how many were added. Returns whether
     something failed. ``may_write(path)``: whether ``path`` resolves inside the paths given
     (others are never written)."""
-    from ckptlint.rules import SYNTAX_ERROR, UNUSED_NOQA
+    from ckptlint.registry import SYNTAX_ERROR, UNUSED_NOQA
     from ckptlint.text.add_noqa import add_noqa, parses
     from ckptlint.text.fixer import FileChangedError, write_atomically
+    from ckptlint.text.source import location_label
 
     added = 0
     failed = False
@@ -30,7 +31,8 @@ def write_noqa(run, may_write) -> bool:  # noqa: ANN001
         edit = add_noqa(source, [d for d in wanted if d.path == result.path])
         for row in edit.skipped_rows:
             click.echo(
-                f"warning: {result.path}:{row}: no room for a `# noqa` comment (the line ends inside a string or continues)",
+                f"warning: {location_label(result.path, row)}: no room for a `# noqa` comment (the line ends inside a "
+                "string or continues)",
                 err=True,
             )
         if not edit.added:

@@ -92,7 +92,7 @@ def check(options: Options, invocation: Invocation, stop) -> int:  # noqa: ANN00
 
 def _report(options: Options, invocation: Invocation, stop, run, found, files, fmt: str, base_settings) -> int:  # noqa: ANN001, PLR0913
     """After linting: warnings and errors on stderr, then ``--add-noqa``, the fixes, the report."""
-    from ckptlint.lint.results import FixMode, io_error
+    from ckptlint.lint.results import FixMode, ProblemKind, io_error
     from ckptlint.output.base import display_path
 
     cwd, mode = invocation.cwd, invocation.mode
@@ -106,7 +106,7 @@ def _report(options: Options, invocation: Invocation, stop, run, found, files, f
         error(f"{display_path(problem.path, cwd)}: {problem.message}")
         if options.verbose and problem.detail:
             click.echo(problem.detail, err=True)
-    internal = any(p.kind in ("internal", "fix") for p in run.problems)
+    internal = any(p.kind in (ProblemKind.INTERNAL, ProblemKind.FIX) for p in run.problems)
 
     if options.add_noqa:
         if stop or run.interrupted:
@@ -142,14 +142,13 @@ def _report(options: Options, invocation: Invocation, stop, run, found, files, f
         unsafe_fixes=invocation.unsafe(base_settings),
         fix_applied=mode is FixMode.APPLY,
         fixed=fixed_total,
-        unsafe_fixes_set=options.unsafe_fixes is not None or base_settings.unsafe_fixes is not None,
         show_fixes=options.show_fixes,
         statistics=options.statistics,
         quiet=options.quiet,
         sources=sources(run, mode),
         fixed_by_file={r.path: dict(r.fixed_codes) for r in run.results if r.fixed_codes},
         interrupted=bool(stop) or run.interrupted,
-        incomplete=len({p.path for p in run.problems if p.kind == "internal"}),
+        incomplete=len({p.path for p in run.problems if p.kind is ProblemKind.INTERNAL}),
     )
     if options.statistics:
         from ckptlint.output import statistics as stats

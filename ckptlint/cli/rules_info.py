@@ -31,10 +31,10 @@ def list_rules(output_format: str | None) -> int:
     import json
 
     from ckptlint.docs import explain_record, rule_list_text
-    from ckptlint.rules import ALL_RULES
+    from ckptlint.registry import RULES
 
     if output_format in ("json", "json-lines"):
-        click.echo(json.dumps([explain_record(code) for code in ALL_RULES], indent=2, ensure_ascii=False))
+        click.echo(json.dumps([explain_record(code) for code in RULES], indent=2, ensure_ascii=False))
     else:
         click.echo(rule_list_text(), nl=False)
     return EXIT_OK

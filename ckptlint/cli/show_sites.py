@@ -27,6 +27,7 @@ from pathlib import Path
 import libcst as cst
 
 from ckptlint.lint.gate import may_have_findings
+from ckptlint.text.source import location_label
 
 __all__ = ["collect_site_records", "format_table", "show_sites"]
 
@@ -132,10 +133,10 @@ def format_table(records: list[dict]) -> str:
     """One line per site: ``file:row:col  api  options  region (frames)``, then totals."""
     lines: list[str] = []
     for record in records:
-        where = f"{_shown(record['filename'])}:{record['location']['row']}:{record['location']['column']}"
+        where = location_label(_shown(record["filename"]), record["location"]["row"], record["location"]["column"])
         options = ", ".join(f"{k}={json.dumps(v)}" for k, v in record["options"].items())
         region = record["region"]
-        frames = ", ".join(f"{f['name']} ({Path(f['filename']).name}:{f['row']})" for f in region["frames"][:4])
+        frames = ", ".join(f"{f['name']} ({location_label(Path(f['filename']).name, f['row'])})" for f in region["frames"][:4])
         more = f" +{len(region['frames']) - 4}" if len(region["frames"]) > 4 else ""
         lines.append(f"{where}  {record['api']}  [{options}]  {region['status']}" + (f": {frames}{more}" if frames else ""))
     counts = {status: sum(1 for r in records if r["region"]["status"] == status) for status in ("resolved", "partial", "unknown")}

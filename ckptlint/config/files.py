@@ -21,8 +21,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from ckptlint.config.settings import (
-    OUTPUT_FORMATS,
     DEFAULT_EXCLUDES,
+    OUTPUT_FORMATS,
     RuleSelection,
     SelectionLayer,
     Settings,
@@ -250,6 +250,3 @@ class SettingsResolver:
             raw = load_config(config) if config is not None else None
             self._by_config[config] = build_settings(raw, self.cli, self.cwd)
         return self._by_config[config]
-
-    def all_settings(self) -> list[Settings]:
-        return list(self._by_config.values())

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ckptlint.rule_codes import OFF_BY_DEFAULT, RULE_CODES
+from ckptlint.text.diagnostics import Applicability
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -161,13 +162,14 @@ class Settings:
     def all_excludes(self) -> tuple[str, ...]:
         return self.exclude + self.extend_exclude
 
-    def promote(self, code: str) -> str | None:
-        """``"safe"``/``"unsafe"`` when the fix safety of ``code`` is overridden."""
+    def promote(self, code: str) -> Applicability | None:
+        """``SAFE``/``UNSAFE`` when the fix safety of ``code`` is overridden (by
+        ``extend-safe-fixes``/``extend-unsafe-fixes``; the longer prefix wins), else ``None``."""
         safe = max((len(p) for p in self.extend_safe_fixes if _matches(p, code)), default=-1)
         unsafe = max((len(p) for p in self.extend_unsafe_fixes if _matches(p, code)), default=-1)
         if safe < 0 and unsafe < 0:
             return None
-        return "safe" if safe > unsafe else "unsafe"
+        return Applicability.SAFE if safe > unsafe else Applicability.UNSAFE
 
     def ignored_for(self, relative_path: str) -> frozenset[str]:
         """Codes disabled for ``relative_path`` (``/``-separated, relative to ``root``) by

@@ -93,15 +93,15 @@ class DcpFunction:
         returns_none: ``load`` and ``load_state_dict`` load in place and return ``None``.
         keyword_only_path: the path goes in ``checkpoint_id=`` (keyword-only); a second
             positional argument is taken as ``storage_writer``/``storage_reader`` by the
-            ``_api_bc_check`` shim (utils.py), so a path there fails.
-        deprecated: ``save_state_dict``/``load_state_dict`` warn ``FutureWarning``.
+            ``_api_bc_check`` shim (utils.py), so a path there fails. (Only the deprecated
+            ``save_state_dict``/``load_state_dict``, which warn ``FutureWarning``, take it
+            positionally.)
     """
 
     name: str
     operation: DcpOperation
     returns_none: bool
     keyword_only_path: bool
-    deprecated: bool = False
 
 
 _DCP = "torch.distributed.checkpoint"
@@ -109,10 +109,10 @@ _DCP_SAVE = DcpFunction("save", DcpOperation.SAVE, returns_none=False, keyword_o
 _DCP_ASYNC_SAVE = DcpFunction("async_save", DcpOperation.SAVE, returns_none=False, keyword_only_path=True)
 _DCP_LOAD = DcpFunction("load", DcpOperation.LOAD, returns_none=True, keyword_only_path=True)
 _DCP_SAVE_STATE_DICT = DcpFunction(
-    "save_state_dict", DcpOperation.SAVE, returns_none=False, keyword_only_path=False, deprecated=True
+    "save_state_dict", DcpOperation.SAVE, returns_none=False, keyword_only_path=False
 )
 _DCP_LOAD_STATE_DICT = DcpFunction(
-    "load_state_dict", DcpOperation.LOAD, returns_none=True, keyword_only_path=False, deprecated=True
+    "load_state_dict", DcpOperation.LOAD, returns_none=True, keyword_only_path=False
 )
 
 #: Qualified name -> DCP function, under the package and the modules that define them.

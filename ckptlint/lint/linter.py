@@ -362,9 +362,9 @@ def _adjust_applicability(diagnostic: Diagnostic, settings: Settings) -> Diagnos
     if fix is None or fix.applicability is Applicability.DISPLAY_ONLY:
         return diagnostic
     override = settings.promote(diagnostic.code)
-    if override == "safe" and fix.applicability is Applicability.UNSAFE:
+    if override is Applicability.SAFE and fix.applicability is Applicability.UNSAFE:
         return replace(diagnostic, fix=replace(fix, applicability=Applicability.SAFE))
-    if override == "unsafe" and fix.applicability is Applicability.SAFE:
+    if override is Applicability.UNSAFE and fix.applicability is Applicability.SAFE:
         return replace(diagnostic, fix=replace(fix, applicability=Applicability.UNSAFE))
     return diagnostic
 

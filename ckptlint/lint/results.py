@@ -22,22 +22,34 @@ class FixMode(str, Enum):
     DIFF = "diff"  # compute fixed text to show a diff
 
 
+class ProblemKind(str, Enum):
+    """Why a file could not be linted (fully); see :class:`Problem`."""
+
+    IO = "io"  # cannot be read
+    DECODE = "decode"  # not text / bad encoding
+    PARSE = "parse"  # too large or too deeply nested to parse
+    TIMEOUT = "timeout"  # took longer than the per-file time limit
+    WARNING = "warning"  # checked; something in it is ignored (a noqa comment that names no code)
+    INTERNAL = "internal"  # a bug in ckptlint or a rule
+    FIX = "fix"  # a fix would break the file
+
+
 @dataclass
 class Problem:
     """A file that could not be linted (fully), with a one-line reason.
 
-    ``kind``: ``"io"`` (cannot be read), ``"decode"`` (not text / bad encoding),
-    ``"parse"`` (too large or too deeply nested to parse), ``"timeout"`` (took longer than the
-    per-file time limit), ``"warning"`` (the file was checked; something in it is ignored, such
-    as a ``# noqa:`` without codes; ``message`` starts with the row), ``"internal"`` (a bug in
-    ckptlint or a rule),
-    ``"fix"`` (a fix would break the file). ``detail`` holds a traceback for ``--verbose``.
+    ``kind``: a :class:`ProblemKind` (a plain string is converted; ``ValueError`` for an
+    unknown one). For ``WARNING`` the ``message`` starts with the row. ``detail`` holds a
+    traceback for ``--verbose``.
     """
 
     path: str
     message: str
-    kind: str
+    kind: ProblemKind
     detail: str | None = None
+
+    def __post_init__(self) -> None:
+        self.kind = ProblemKind(self.kind)
 
     def line(self) -> str:
         return f"{self.path}: {self.message}"
@@ -49,7 +61,7 @@ class Problem:
 
 
 #: Problem kinds that mean "this file was not checked": reported as CKP902 diagnostics.
-UNCHECKED_KINDS = frozenset({"io", "decode", "parse", "timeout"})
+UNCHECKED_KINDS = frozenset({ProblemKind.IO, ProblemKind.DECODE, ProblemKind.PARSE, ProblemKind.TIMEOUT})
 
 
 def io_error(path: str, message: str) -> Diagnostic:
@@ -128,13 +140,13 @@ class RunResult:
     def problems(self) -> list[Problem]:
         """Errors met (internal errors, refused fixes); files not checked are in :attr:`diagnostics`,
         warnings in :attr:`warnings`."""
-        found = (p for r in self.results for p in r.problems if not p.unchecked and p.kind != "warning")
+        found = (p for r in self.results for p in r.problems if not p.unchecked and p.kind is not ProblemKind.WARNING)
         return sorted(found, key=lambda p: (p.path, p.message))
 
     @property
     def warnings(self) -> list[Problem]:
         """Things ignored in files that were checked (a ``# noqa:`` without codes), by path and row."""
-        found = {(p.path, p.message): p for r in self.results for p in r.problems if p.kind == "warning"}
+        found = {(p.path, p.message): p for r in self.results for p in r.problems if p.kind is ProblemKind.WARNING}
         return [found[key] for key in sorted(found, key=lambda k: (k[0], int(k[1].split(":")[0]), k[1]))]
 
     @property

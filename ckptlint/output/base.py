@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from ckptlint.registry import (  # re-exported: the formats' helpers
+    rule_name,
+    severity_of,
+)
 from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.text.reading import load_source
 from ckptlint.text.source import SourceDecodeError, SourceFile
@@ -32,7 +36,6 @@ class OutputContext:
         unsafe_fixes: whether unsafe fixes would apply (decides the ``[*]`` marker).
         fix_applied: ``--fix`` was given (summaries say what was fixed).
         fixed: how many findings were fixed.
-        unsafe_fixes_set: ``--unsafe-fixes``/``--no-unsafe-fixes`` or config chose it.
         show_fixes: list the fixes applied (``--show-fixes``).
         statistics: ``--statistics`` was given.
         quiet: ``--quiet``: findings only, no summary lines.
@@ -52,7 +55,6 @@ class OutputContext:
     unsafe_fixes: bool = False
     fix_applied: bool = False
     fixed: int = 0
-    unsafe_fixes_set: bool = False
     show_fixes: bool = False
     statistics: bool = False
     quiet: bool = False
@@ -155,19 +157,3 @@ def relative_uri(path: str, root: Path) -> tuple[str, bool]:
     except ValueError:
         return absolute.as_uri(), False
     return quote(relative.as_posix(), safe="/"), True
-
-
-def severity_of(code: str) -> str:
-    """``"error"`` for a rule whose :attr:`~ckptlint.rules.Rule.severity` is ERROR (the code
-    raises or computes wrong values), else ``"warning"``."""
-    from ckptlint.rules import ALL_RULES, Severity
-
-    rule = ALL_RULES.get(code)
-    return "error" if rule is not None and rule.severity is Severity.ERROR else "warning"
-
-
-def rule_name(code: str) -> str:
-    from ckptlint.rules import ALL_RULES
-
-    rule = ALL_RULES.get(code)
-    return rule.name if rule is not None else code

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from ckptlint.output.base import OutputContext, display_path, rule_name
 from ckptlint.text.diagnostics import Applicability, Diagnostic
+from ckptlint.text.source import location_label
 
 __all__ = ["fixes_applied", "render", "summary"]
 
@@ -14,9 +15,8 @@ def render(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     lines = []
     for d in diagnostics:
         marker = " [*]" if ctx.is_fixable(d) else ""
-        path = display_path(d.path, ctx.cwd)
-        cell = f"cell {d.cell}:" if d.cell is not None else ""  # a notebook cell, as ruff shows it
-        lines.append(f"{path}:{cell}{d.start[0]}:{d.start[1]}: {d.code}{marker} {d.message}")
+        where = location_label(display_path(d.path, ctx.cwd), *d.start, cell=d.cell)
+        lines.append(f"{where}: {d.code}{marker} {d.message}")
     text = "\n".join(lines)
     tail = summary(diagnostics, ctx)
     return (text + "\n" if text else "") + tail

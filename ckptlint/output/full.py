@@ -29,7 +29,7 @@ from ckptlint.output.base import OutputContext, display_path
 from ckptlint.output.concise import summary
 from ckptlint.text.diagnostics import Applicability, Diagnostic
 from ckptlint.text.fixer import apply_edits
-from ckptlint.text.source import SourceFile
+from ckptlint.text.source import SourceFile, location_label
 
 __all__ = ["render"]
 
@@ -51,8 +51,7 @@ def _finding(d: Diagnostic, ctx: OutputContext) -> str:
     marker = " [*]" if ctx.is_fixable(d) else ""
     source = ctx.source(d.path, d.cell)
     lines = [f"{d.code}{marker} {d.message}"]
-    cell = f"cell {d.cell}:" if d.cell is not None else ""
-    location = f"{display_path(d.path, ctx.cwd)}:{cell}{d.start[0]}:{d.start[1]}"
+    location = location_label(display_path(d.path, ctx.cwd), *d.start, cell=d.cell)
     if source is None or d.start[0] > len(source.line_starts):
         return "\n".join([*lines, f" --> {location}"])
     lines += _snippet(source, d, location)

@@ -27,6 +27,7 @@ from urllib.parse import quote
 
 from ckptlint.output.base import OutputContext, display_path, relative_uri, severity_of
 from ckptlint.text.diagnostics import Diagnostic
+from ckptlint.text.source import location_label
 
 __all__ = [
     "MAX_PER_JOB",
@@ -78,8 +79,7 @@ def _annotation(d: Diagnostic, ctx: OutputContext) -> str:
 
 
 def _plain(d: Diagnostic, ctx: OutputContext) -> str:
-    cell = f"cell {d.cell}:" if d.cell is not None else ""
-    return f"{display_path(d.path, ctx.cwd)}:{cell}{d.start[0]}:{d.start[1]}: {d.code} {d.message}"
+    return f"{location_label(display_path(d.path, ctx.cwd), *d.start, cell=d.cell)}: {d.code} {d.message}"
 
 
 def render(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
@@ -140,8 +140,7 @@ def _link(d: Diagnostic, ctx: OutputContext) -> str:
     env = ctx.env
     workspace = Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else ctx.repository_root
     uri, relative = relative_uri(d.path, workspace)
-    cell = f"cell {d.cell}:" if d.cell is not None else ""
-    shown = f"{display_path(d.path, ctx.cwd)}:{cell}{d.start[0]}"
+    shown = location_label(display_path(d.path, ctx.cwd), d.start[0], cell=d.cell)
     server, repository, sha = env.get("GITHUB_SERVER_URL"), env.get("GITHUB_REPOSITORY"), env.get("GITHUB_SHA")
     if not (server and repository and sha and relative):
         return f"`{_cell(shown)}`"

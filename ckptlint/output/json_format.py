@@ -9,7 +9,7 @@ from typing import Any
 
 from ckptlint.docs import rule_url
 from ckptlint.output.base import OutputContext
-from ckptlint.rules import ALL_RULES
+from ckptlint.registry import RULES
 from ckptlint.text.diagnostics import Diagnostic
 
 __all__ = ["record", "render"]
@@ -17,7 +17,7 @@ __all__ = ["record", "render"]
 
 def record(d: Diagnostic, ctx: OutputContext) -> dict[str, Any]:
     """One diagnostic as ruff's JSON record (1-based rows and columns, absolute filename)."""
-    rule = ALL_RULES.get(d.code)
+    rule = RULES.get(d.code)
     return {
         "cell": d.cell,  # notebooks: the 1-based cell; rows are relative to it (ruff)
         "code": d.code,

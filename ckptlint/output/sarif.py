@@ -26,6 +26,7 @@ from ckptlint import __version__
 from ckptlint.docs import HOME_URL, rule_doc, rule_url
 from ckptlint.output.base import OutputContext, relative_uri, severity_of
 from ckptlint.output.fingerprints import fingerprints
+from ckptlint.registry import RULES
 from ckptlint.text.diagnostics import Diagnostic, Edit, Fix
 
 __all__ = ["FINGERPRINT_KEY", "SCHEMA", "render", "sarif_log"]
@@ -47,9 +48,7 @@ def _full_description(code: str, summary: str) -> str:
 
 
 def _rule(code: str) -> dict[str, Any]:
-    from ckptlint.rules import ALL_RULES
-
-    rule = ALL_RULES.get(code)
+    rule = RULES.get(code)
     summary = rule.summary if rule else code
     name = rule.name if rule else code
     markdown = rule_doc(code) or f"# {name} ({code})\n\n{summary}\n"

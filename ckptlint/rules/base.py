@@ -1,67 +1,86 @@
 """The rule interface (after Fixit: small classes with their valid/invalid examples).
 
-A rule declares its code, kebab-case name, one-line summary, severity and whether it can
-fix, plus ``VALID`` and ``INVALID`` example programs that the test suite runs. Its
+A rule declares its code (its name, summary, severity and fix availability are data in
+:mod:`ckptlint.registry`), plus ``VALID`` and ``INVALID`` example programs that the test
+suite runs (:mod:`ckptlint.testing`). Its
 :meth:`Rule.check` reads the module's :class:`~ckptlint.semantic.analysis.ModuleAnalysis` (the
 semantic model and checkpoint sites) and calls :meth:`RuleContext.report`.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from ckptlint.registry import RULES, FixAvailability, Severity
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint.regions import Region, RegionBuilder
-    from ckptlint.checkpoint.site import CheckpointSite
+    from ckptlint.checkpoint.sites import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.semantic.project import Project
 
 __all__ = ["FixAvailability", "Invalid", "Rule", "RuleContext", "Severity"]
 
 
-class Severity(str, Enum):
-    """``error``: the code raises or computes wrong values; ``warning``: it works today but
-    is fragile, slow or deprecated."""
-
-    ERROR = "error"
-    WARNING = "warning"
-
-
-class FixAvailability(str, Enum):
-    NONE = "none"
-    SOMETIMES = "sometimes"
-    ALWAYS = "always"
-
-
 @dataclass(frozen=True)
 class Invalid:
-    """An example the rule must report; ``fixed`` is the source after
-    ``--fix --unsafe-fixes`` (``None``: not checked), ``count`` the findings expected."""
+    """An example the rule must report (run by :func:`ckptlint.testing.check_invalid`).
+
+    Attributes:
+        code: the program; an indented triple-quoted block is dedented (:func:`textwrap.dedent`).
+        fixed: the program after ``--fix --unsafe-fixes`` (dedented too), or ``None``: no
+            finding carries a fix.
+        at: ``(row, column)``, 1-based, of the first finding.
+        message: a fragment of every finding's message.
+        count: the findings expected.
+    """
 
     code: str
     fixed: str | None = None
+    at: tuple[int, int] | None = None
+    message: str | None = None
     count: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", textwrap.dedent(self.code))
+        if self.fixed is not None:
+            object.__setattr__(self, "fixed", textwrap.dedent(self.fixed))
 
 
 class Rule:
-    """Base class of every rule. Subclasses set the class attributes and implement
-    :meth:`check`."""
+    """Base class of every rule. Subclasses set ``code`` and implement :meth:`check`; the
+    rest of the metadata (``name``, ``summary``, ``severity``, ``fix_availability``,
+    ``default_enabled``) comes from the rule's entry in :data:`ckptlint.registry.RULES`
+    when the subclass is defined (``KeyError`` for a code the registry lacks)."""
 
     code: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
     severity: ClassVar[Severity] = Severity.WARNING
     fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
+    default_enabled: ClassVar[bool] = True
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        code = cls.__dict__.get("code")
+        if code is None:
+            return  # an abstract intermediate class, or a test double inheriting a code
+        info = RULES[code]
+        cls.name = info.name
+        cls.summary = info.summary
+        cls.severity = info.severity
+        cls.fix_availability = info.fix_availability
+        cls.default_enabled = info.default_enabled
+        cls.VALID = tuple(textwrap.dedent(example) for example in cls.__dict__.get("VALID", ()))
 
     def check(self, ctx: RuleContext) -> None:
         """Report every finding of this rule in ``ctx.analysis``."""

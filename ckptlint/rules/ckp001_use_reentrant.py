@@ -5,13 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.checkpoint.function_keywords import reentrant_call_refuses_keywords
-from ckptlint.checkpoint.options import OptionState
-from ckptlint.checkpoint.site import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.checkpoint.options import OptionOrigin, OptionState
+from ckptlint.checkpoint.sites import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.facts.apis import ApiKind
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
+from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_node
 from ckptlint.semantic.callables import signature_of
 from ckptlint.text.diagnostics import Applicability, Fix
-from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_node
 
 _KEYWORD = "use_reentrant=False"
 _RECEIVER_STEPS = 100
@@ -29,61 +29,143 @@ class CheckpointWithoutUseReentrant(Rule):
     """
 
     code = "CKP001"
-    name = "checkpoint-without-use-reentrant"
-    summary = "Checkpoint call without `use_reentrant`: the legacy reentrant variant runs"
-    severity = Severity.WARNING
-    fix_availability = FixAvailability.SOMETIMES
 
     VALID = (
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
-        "import torch\ntorch.utils.checkpoint.checkpoint(f, x, use_reentrant=True)\n",
-        "import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, False)\n",
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, **kwargs)\n",
-        "import torch.distributed.checkpoint as dcp\ndcp.save(state)\n",
-        "def checkpoint(step):\n    pass\ncheckpoint(3)\n",
-        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
-        "checkpoint_wrapper(m)\n",
-        "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})\n",
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=False)
+        """,
+        """\
+        import torch
+        torch.utils.checkpoint.checkpoint(f, x, use_reentrant=True)
+        """,
+        """\
+        import torch.utils.checkpoint as cp
+        cp.checkpoint_sequential(m, 2, x, False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, **kwargs)
+        """,
+        """\
+        import torch.distributed.checkpoint as dcp
+        dcp.save(state)
+        """,
+        """\
+        def checkpoint(step):
+            pass
+        checkpoint(3)
+        """,
+        """\
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+        checkpoint_wrapper(m)
+        """,
+        """\
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
+        """,
     )
     INVALID = (
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` without `use_reentrant`",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False)
+            """,
         ),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=None)\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=None)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` without `use_reentrant` (`use_reentrant=None` is the default)",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False)
+            """,
         ),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint_sequential\ncheckpoint_sequential(m, 2, x, None)\n",
-            "from torch.utils.checkpoint import checkpoint_sequential\ncheckpoint_sequential(m, 2, x, False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint_sequential
+            checkpoint_sequential(m, 2, x, None)
+            """,
+            at=(2, 1),
+            message="`checkpoint_sequential()` without `use_reentrant` (`use_reentrant=None` is the default)",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint_sequential
+            checkpoint_sequential(m, 2, x, False)
+            """,
         ),
-        Invalid(  # misspelled use_reentrant: reported, but the fix is CKP003's rename
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrent=False)\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrent=False)\n",
+        # misspelled use_reentrant: reported, but the fix is CKP003's rename
+        Invalid(
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrent=False)
+            """,
+            at=(2, 1),
+            message="(`use_reentrent` looks like a misspelling of it, see CKP003)",
         ),
         Invalid(
-            "from torch.utils import checkpoint\ncheckpoint.checkpoint(f, x)\n",
-            "from torch.utils import checkpoint\ncheckpoint.checkpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils import checkpoint
+            checkpoint.checkpoint(f, x)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` without `use_reentrant`",
+            fixed="""\
+            from torch.utils import checkpoint
+            checkpoint.checkpoint(f, x, use_reentrant=False)
+            """,
         ),
         Invalid(
-            "import functools, torch\nck = functools.partial(torch.utils.checkpoint.checkpoint, preserve_rng_state=True)\n"
-            "ck(f, x)\n",
-            "import functools, torch\nck = functools.partial(torch.utils.checkpoint.checkpoint, preserve_rng_state=True, "
-            "use_reentrant=False)\nck(f, x)\n",
+            """\
+            import functools, torch
+            ck = functools.partial(torch.utils.checkpoint.checkpoint, preserve_rng_state=True)
+            ck(f, x)
+            """,
+            at=(2, 6),
+            message="`functools.partial(checkpoint, ...)` without `use_reentrant`",
+            fixed="""\
+            import functools, torch
+            ck = functools.partial(torch.utils.checkpoint.checkpoint, preserve_rng_state=True, use_reentrant=False)
+            ck(f, x)
+            """,
         ),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\nopts = {'preserve_rng_state': True}\n"
-            "checkpoint(f, x, **opts)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            opts = {'preserve_rng_state': True}
+            checkpoint(f, x, **opts)
+            """,
+            at=(3, 1),
+            message="`checkpoint()` without `use_reentrant` (its `**` dictionary has no `use_reentrant` key)",
         ),
-        Invalid("model.gradient_checkpointing_enable()\n", "model.gradient_checkpointing_enable("
-                'gradient_checkpointing_kwargs={"use_reentrant": False})\n'),
         Invalid(
-            "from transformers import TrainingArguments\n"
-            "args = TrainingArguments('out', gradient_checkpointing=True, gradient_checkpointing_kwargs={})\n",
-            "from transformers import TrainingArguments\n"
-            "args = TrainingArguments('out', gradient_checkpointing=True, "
-            'gradient_checkpointing_kwargs={"use_reentrant": False})\n',
+            """\
+            model.gradient_checkpointing_enable()
+            """,
+            at=(1, 1),
+            message="`gradient_checkpointing_enable()` without `gradient_checkpointing_kwargs`",
+            fixed="""\
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            """,
+        ),
+        Invalid(
+            """\
+            from transformers import TrainingArguments
+            args = TrainingArguments('out', gradient_checkpointing=True, gradient_checkpointing_kwargs={})
+            """,
+            at=(2, 8),
+            message='`TrainingArguments(gradient_checkpointing=True)`: `gradient_checkpointing_kwargs` has no "use_reentrant" key',
+            fixed="""\
+            from transformers import TrainingArguments
+            args = TrainingArguments('out', gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": False})
+            """,
         ),
     )
 
@@ -166,7 +248,7 @@ def _message(site: CheckpointSite) -> str:
                 f"{what}: `gradient_checkpointing_kwargs` sets \"use_reentrant\" to None, so the legacy "
                 "reentrant checkpoint runs; use `\"use_reentrant\": False`"
             )
-        if site.use_reentrant.origin == "dict":
+        if site.use_reentrant.origin is OptionOrigin.DICT:
             return (
                 f"{what}: `gradient_checkpointing_kwargs` has no \"use_reentrant\" key, so "
                 "transformers before 5.0 runs the legacy reentrant checkpoint; add "
@@ -177,7 +259,7 @@ def _message(site: CheckpointSite) -> str:
             "legacy reentrant checkpoint; pass `gradient_checkpointing_kwargs="
             '{"use_reentrant": False}`'
         )
-    via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin == "dict" else ""
+    via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin is OptionOrigin.DICT else ""
     if _passed_none(site) is not None:
         via = " (`use_reentrant=None` is the default)"
     if typo is not None:
@@ -229,7 +311,7 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
         # use_reentrant=None (keyword, or checkpoint_sequential's 4th positional): replace
         # the value; adding the keyword would repeat it.
         return ctx.fix(applicability, "Pass `use_reentrant=False`", replace_node(analysis, passed.value, "False"))
-    if site.use_reentrant.origin == "dict" or site.arguments.double_starred:
+    if site.use_reentrant.origin is OptionOrigin.DICT or site.arguments.double_starred:
         return None
     return ctx.fix(applicability, "Pass `use_reentrant=False`", *add_keyword_argument(analysis, site.call, _KEYWORD))
 

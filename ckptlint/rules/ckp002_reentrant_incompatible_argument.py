@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.checkpoint.function_keywords import own_function_keywords, refused_keywords
-from ckptlint.checkpoint.options import OptionState, OptionValue
-from ckptlint.checkpoint.site import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.checkpoint.function_keywords import (
+    own_function_keywords,
+    refused_keywords,
+)
+from ckptlint.checkpoint.options import OptionOrigin, OptionState, OptionValue
+from ckptlint.checkpoint.sites import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.facts.apis import ApiKind
 from ckptlint.facts.saving import NOOP_CONTEXT_FN
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
-from ckptlint.text.diagnostics import Applicability, Fix
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_keyword_argument, replace_node
+from ckptlint.text.diagnostics import Applicability, Fix
 
 _KEYWORD = "use_reentrant=False"
 _SEQUENTIAL_KEYWORDS = frozenset({"functions", "segments", "input", "use_reentrant", "preserve_rng_state"})
@@ -40,44 +43,126 @@ class ReentrantIncompatibleArgument(Rule):
     """
 
     code = "CKP002"
-    name = "reentrant-incompatible-argument"
-    summary = "Checkpoint argument that the variant in use rejects (raises) or silently ignores"
-    severity = Severity.ERROR
-    fix_availability = FixAvailability.SOMETIMES
 
     VALID = (
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, mask=m, use_reentrant=False)\n",
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, debug=False)\n",
-        "from torch.utils.checkpoint import checkpoint\n"
-        "checkpoint(f, x, use_reentrant=True, preserve_rng_state=False)\n",
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, early_stop=False)\n",
-        "from torch.utils.checkpoint import checkpoint\n"
-        "checkpoint(f, x, use_reentrant=flag, context_fn=ctx)\n",
-        "import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, use_reentrant=False)\n",
-        "import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, self.use_reentrant)\n",
-        "from torch.distributed._composable import checkpoint\ncheckpoint(model, use_reentrant=False)\n",
-        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
-        "checkpoint_wrapper(block, context_fn=ctx)\n",
-        "def checkpoint(f, x, **kw):\n    pass\ncheckpoint(f, x, mask=m)\n",
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(model.state_dict(), 'model.pt', debug=True)\n",
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, mask=m, use_reentrant=False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=True, debug=False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=True, preserve_rng_state=False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=True, early_stop=False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=flag, context_fn=ctx)
+        """,
+        """\
+        import torch.utils.checkpoint as cp
+        cp.checkpoint_sequential(m, 2, x, use_reentrant=False)
+        """,
+        """\
+        import torch.utils.checkpoint as cp
+        cp.checkpoint_sequential(m, 2, x, self.use_reentrant)
+        """,
+        """\
+        from torch.distributed._composable import checkpoint
+        checkpoint(model, use_reentrant=False)
+        """,
+        """\
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+        checkpoint_wrapper(block, context_fn=ctx)
+        """,
+        """\
+        def checkpoint(f, x, **kw):
+            pass
+        checkpoint(f, x, mask=m)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(model.state_dict(), 'model.pt', debug=True)
+        """,
     )
     INVALID = (
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, mask=m)\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, mask=m, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, mask=m)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` leaves `use_reentrant` unset, so the legacy reentrant variant runs",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, mask=m, use_reentrant=False)
+            """,
         ),
-        Invalid("from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, context_fn=ctx)\n"),
-        Invalid("from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, debug=0)\n"),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, early_stop=True)\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, early_stop=True, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=True, context_fn=ctx)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` runs the reentrant variant (`use_reentrant=True`), which raises ValueError for `context_fn`",
         ),
-        Invalid("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, mask)\n"),
-        Invalid("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, use_reentrant=False, context_fn=c)\n"),
-        Invalid("from torch.distributed._composable import checkpoint\ncheckpoint(model, use_reentrant=True)\n"),
         Invalid(
-            "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper\n"
-            "checkpoint_wrapper(block, CheckpointImpl.REENTRANT, context_fn=ctx)\n"
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=True, debug=0)
+            """,
+            at=(2, 1),
+            message="which raises ValueError for `debug` other than `False`",
+        ),
+        Invalid(
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, early_stop=True)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` leaves `use_reentrant` unset, so the legacy reentrant variant runs",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, early_stop=True, use_reentrant=False)
+            """,
+        ),
+        Invalid(
+            """\
+            import torch.utils.checkpoint as cp
+            cp.checkpoint_sequential(m, 2, x, mask)
+            """,
+            at=(2, 1),
+            message="`checkpoint_sequential()`: its 4th positional argument `mask` binds to `use_reentrant`",
+        ),
+        Invalid(
+            """\
+            import torch.utils.checkpoint as cp
+            cp.checkpoint_sequential(m, 2, x, use_reentrant=False, context_fn=c)
+            """,
+            at=(2, 1),
+            message="it accepts only `use_reentrant` and `preserve_rng_state` as options, so `context_fn=` raise ValueError",
+        ),
+        Invalid(
+            """\
+            from torch.distributed._composable import checkpoint
+            checkpoint(model, use_reentrant=True)
+            """,
+            at=(2, 1),
+            message="composable `checkpoint()`: `use_reentrant=True` is not supported and raises NotImplementedError",
+        ),
+        Invalid(
+            """\
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper
+            checkpoint_wrapper(block, CheckpointImpl.REENTRANT, context_fn=ctx)
+            """,
+            at=(2, 1),
+            message="`checkpoint_wrapper(...)` uses `CheckpointImpl.REENTRANT`",
         ),
     )
 
@@ -201,7 +286,7 @@ def _fix(ctx: RuleContext, site: CheckpointSite, raises: bool) -> Fix | None:
     passed = site.use_reentrant
     if passed.is_passed and passed.arg is not None:
         return ctx.fix(applicability, message, replace_node(ctx.analysis, passed.arg.value, "False"))
-    if not passed.is_absent or passed.origin == "dict" or site.arguments.double_starred:
+    if not passed.is_absent or passed.origin is OptionOrigin.DICT or site.arguments.double_starred:
         return None
     return ctx.fix(applicability, message, *add_keyword_argument(ctx.analysis, site.call, _KEYWORD))
 

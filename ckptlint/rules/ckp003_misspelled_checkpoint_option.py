@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.checkpoint.site import CheckpointSite, Misspelling, Reentrancy
+from ckptlint.checkpoint.misspelling import Misspelling
+from ckptlint.checkpoint.sites import CheckpointSite, Reentrancy
 from ckptlint.facts.apis import ApiKind
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
-from ckptlint.text.diagnostics import Applicability, Fix
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import replace_node
+from ckptlint.text.diagnostics import Applicability, Fix
 
 
 class MisspelledCheckpointOption(Rule):
@@ -25,42 +26,88 @@ class MisspelledCheckpointOption(Rule):
     """
 
     code = "CKP003"
-    name = "misspelled-checkpoint-option"
-    summary = "Keyword that looks like a misspelled checkpoint option (`use_reentrent`, `preserve_rng`)"
-    severity = Severity.WARNING
-    fix_availability = FixAvailability.SOMETIMES
 
     VALID = (
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False, context=ctx)\n",
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False, deterministic=True)\n",
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False, eos_early_stop=True)\n",
-        "from torch.utils.checkpoint import checkpoint\n"
-        "def f(x, preserve_rng=False):\n    return x\n"
-        "checkpoint(f, x, use_reentrant=False, preserve_rng=True)\n",
-        "def checkpoint(*a, **k):\n    pass\ncheckpoint(f, x, use_reentrent=False)\n",
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=False, context=ctx)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=False, deterministic=True)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x, use_reentrant=False, eos_early_stop=True)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        def f(x, preserve_rng=False):
+            return x
+        checkpoint(f, x, use_reentrant=False, preserve_rng=True)
+        """,
+        """\
+        def checkpoint(*a, **k):
+            pass
+        checkpoint(f, x, use_reentrent=False)
+        """,
     )
     INVALID = (
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrent=False)\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrent=False)
+            """,
+            at=(2, 18),
+            message="`use_reentrent` looks like a misspelling of the checkpoint option `use_reentrant`",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False)
+            """,
         ),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False, preserve_rng=False)\n",
-            "from torch.utils.checkpoint import checkpoint\n"
-            "checkpoint(f, x, use_reentrant=False, preserve_rng_state=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False, preserve_rng=False)
+            """,
+            at=(2, 39),
+            message="`preserve_rng` looks like a misspelling of the checkpoint option `preserve_rng_state`",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False, preserve_rng_state=False)
+            """,
         ),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\n"
-            "checkpoint(f, x, use_reentrant=False, determinism='none', early_stopping=False)\n",
-            "from torch.utils.checkpoint import checkpoint\n"
-            "checkpoint(f, x, use_reentrant=False, determinism_check='none', early_stop=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False, determinism='none', early_stopping=False)
+            """,
+            at=(2, 39),
+            message="and the function gets an extra keyword (TypeError, or silently swallowed by `**kwargs`)",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False, determinism_check='none', early_stop=False)
+            """,
             count=2,
         ),
         Invalid(
-            "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrent': False})\n",
-            "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})\n",
+            """\
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrent': False})
+            """,
+            at=(1, 68),
+            message="`use_reentrent` looks like a misspelling of the checkpoint option `use_reentrant`",
+            fixed="""\
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
+            """,
         ),
-        Invalid("from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=True, use_reentrent=False)\n"),
+        Invalid(
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=True, use_reentrent=False)
+            """,
+            at=(2, 38),
+            message="`use_reentrent` looks like a misspelling of the checkpoint option `use_reentrant`",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:

@@ -6,10 +6,10 @@ import libcst as cst
 
 from ckptlint.checkpoint.randomness import random_ops
 from ckptlint.checkpoint.regions import site_label
-from ckptlint.checkpoint.site import CheckpointSite, SiteForm
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
-from ckptlint.text.diagnostics import Applicability
+from ckptlint.checkpoint.sites import CheckpointSite, SiteForm
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import remove_argument
+from ckptlint.text.diagnostics import Applicability
 
 
 class RngStateNotPreserved(Rule):
@@ -21,33 +21,80 @@ class RngStateNotPreserved(Rule):
     """
 
     code = "CKP101"
-    name = "rng-state-not-preserved"
-    summary = "`preserve_rng_state=False` while the recomputed region draws random numbers"
-    severity = Severity.ERROR
-    fix_availability = FixAvailability.SOMETIMES
 
     VALID = (
-        "from torch import nn\nfrom torch.utils.checkpoint import checkpoint\n"
-        "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.lin = nn.Linear(4, 4)\n    def f(self, x):\n        return self.lin(x)\n"
-        "    def forward(self, x):\n        return checkpoint(self.f, x, use_reentrant=False, preserve_rng_state=False)\n",
-        "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
-        "def f(x):\n    return F.dropout(x, p=0.1)\ncheckpoint(f, x, use_reentrant=False)\n",
-        "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
-        "def f(x):\n    return F.dropout(x, p=0.0)\ncheckpoint(f, x, use_reentrant=False, preserve_rng_state=False)\n",
+        """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(4, 4)
+            def f(self, x):
+                return self.lin(x)
+            def forward(self, x):
+                return checkpoint(self.f, x, use_reentrant=False, preserve_rng_state=False)
+        """,
+        """\
+        import torch.nn.functional as F
+        from torch.utils.checkpoint import checkpoint
+        def f(x):
+            return F.dropout(x, p=0.1)
+        checkpoint(f, x, use_reentrant=False)
+        """,
+        """\
+        import torch.nn.functional as F
+        from torch.utils.checkpoint import checkpoint
+        def f(x):
+            return F.dropout(x, p=0.0)
+        checkpoint(f, x, use_reentrant=False, preserve_rng_state=False)
+        """,
     )
     INVALID = (
         Invalid(
-            "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
-            "def f(x):\n    return F.dropout(x, p=0.1)\n"
-            "checkpoint(f, x, use_reentrant=False, preserve_rng_state=False)\n",
-            "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
-            "def f(x):\n    return F.dropout(x, p=0.1)\n"
-            "checkpoint(f, x, use_reentrant=False)\n",
+            """\
+            import torch.nn.functional as F
+            from torch.utils.checkpoint import checkpoint
+            def f(x):
+                return F.dropout(x, p=0.1)
+            checkpoint(f, x, use_reentrant=False, preserve_rng_state=False)
+            """,
+            at=(5, 39),
+            message="recomputed by the checkpoint at <string>.py:5 draws random numbers (F.dropout at line 4)",
+            fixed="""\
+            import torch.nn.functional as F
+            from torch.utils.checkpoint import checkpoint
+            def f(x):
+                return F.dropout(x, p=0.1)
+            checkpoint(f, x, use_reentrant=False)
+            """,
         ),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\n"
-            "def run(fn, x):\n    return checkpoint(fn, x, use_reentrant=False, preserve_rng_state=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            def run(fn, x):
+                return checkpoint(fn, x, use_reentrant=False, preserve_rng_state=False)
+            """,
+            at=(3, 51),
+            message="`preserve_rng_state=False` on the checkpoint at <string>.py:3",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            def run(fn, x):
+                return checkpoint(fn, x, use_reentrant=False, preserve_rng_state=False)
+            """,
+        ),
+        # the option comes from a `**` dictionary: no argument to remove, no fix
+        Invalid(
+            """\
+            import torch.nn.functional as F
+            from torch.utils.checkpoint import checkpoint
+            def f(x):
+                return F.dropout(x, 0.1)
+            opts = {'preserve_rng_state': False}
+            y = checkpoint(f, x, use_reentrant=False, **opts)
+            """,
+            at=(6, 5),
+            message="`preserve_rng_state=False` but the region recomputed by the checkpoint at <string>.py:6 draws random numbers",
         ),
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ckptlint.checkpoint.randomness import device_moved_ops
 from ckptlint.checkpoint.regions import site_label
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class RandomOpOnUnpreservedDevice(Rule):
@@ -17,28 +17,49 @@ class RandomOpOnUnpreservedDevice(Rule):
     """
 
     code = "CKP102"
-    name = "random-op-on-unpreserved-device"
-    summary = "Random op on a device whose RNG state the checkpoint does not stash"
-    severity = Severity.ERROR
 
     VALID = (
-        "import torch\nimport torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
-        "def f(x):\n    noise = torch.randn_like(x)\n    return F.dropout(x + noise, p=0.1)\n"
-        "checkpoint(f, x, use_reentrant=False)\n",
-        "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
-        "def f(x):\n    h = x.to(torch.float16)\n    return F.dropout(h, p=0.1)\n"
-        "checkpoint(f, x, use_reentrant=False)\n",
+        """\
+        import torch
+        import torch.nn.functional as F
+        from torch.utils.checkpoint import checkpoint
+        def f(x):
+            noise = torch.randn_like(x)
+            return F.dropout(x + noise, p=0.1)
+        checkpoint(f, x, use_reentrant=False)
+        """,
+        """\
+        import torch.nn.functional as F
+        from torch.utils.checkpoint import checkpoint
+        def f(x):
+            h = x.to(torch.float16)
+            return F.dropout(h, p=0.1)
+        checkpoint(f, x, use_reentrant=False)
+        """,
     )
     INVALID = (
         Invalid(
-            "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
-            "def f(x_cpu):\n    h = x_cpu.cuda()\n    return F.dropout(h, p=0.1)\n"
-            "checkpoint(f, x_cpu, use_reentrant=False)\n",
+            """\
+            import torch.nn.functional as F
+            from torch.utils.checkpoint import checkpoint
+            def f(x_cpu):
+                h = x_cpu.cuda()
+                return F.dropout(h, p=0.1)
+            checkpoint(f, x_cpu, use_reentrant=False)
+            """,
+            at=(5, 12),
+            message="F.dropout in the region recomputed by the checkpoint at <string>.py:6",
         ),
         Invalid(
-            "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
-            "def f(x):\n    return x + torch.randn(x.shape, device='cuda')\n"
-            "checkpoint(f, x, use_reentrant=False)\n",
+            """\
+            import torch
+            from torch.utils.checkpoint import checkpoint
+            def f(x):
+                return x + torch.randn(x.shape, device='cuda')
+            checkpoint(f, x, use_reentrant=False)
+            """,
+            at=(4, 16),
+            message="torch.randn in the region recomputed by the checkpoint at <string>.py:5",
         ),
     )
 

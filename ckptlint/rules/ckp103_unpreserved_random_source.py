@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ckptlint.checkpoint.randomness import unpreserved_sources
 from ckptlint.checkpoint.regions import site_label
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class UnpreservedRandomSource(Rule):
@@ -17,30 +17,49 @@ class UnpreservedRandomSource(Rule):
     """
 
     code = "CKP103"
-    name = "unpreserved-random-source"
-    summary = "Python `random`, NumPy or an explicit `torch.Generator` in a recomputed region"
-    severity = Severity.ERROR
 
     VALID = (
-        "import random\nfrom torch.utils.checkpoint import checkpoint\n"
-        "def f(x, skip):\n    return x if skip else x * 2\n"
-        "checkpoint(f, x, random.random() < 0.1, use_reentrant=False)\n",
+        """\
+        import random
+        from torch.utils.checkpoint import checkpoint
+        def f(x, skip):
+            return x if skip else x * 2
+        checkpoint(f, x, random.random() < 0.1, use_reentrant=False)
+        """,
     )
     INVALID = (
         Invalid(
-            "import random\nfrom torch.utils.checkpoint import checkpoint\n"
-            "def f(x):\n    return x if random.random() < 0.1 else x * 2\n"
-            "checkpoint(f, x, use_reentrant=False)\n",
+            """\
+            import random
+            from torch.utils.checkpoint import checkpoint
+            def f(x):
+                return x if random.random() < 0.1 else x * 2
+            checkpoint(f, x, use_reentrant=False)
+            """,
+            at=(4, 17),
+            message="Python's `random` (`random.random`) in the region recomputed by the checkpoint at",
         ),
         Invalid(
-            "import numpy as np, torch\nfrom torch.utils.checkpoint import checkpoint\n"
-            "def f(x):\n    return x + torch.from_numpy(np.random.normal(size=3))\n"
-            "checkpoint(f, x, use_reentrant=False)\n",
+            """\
+            import numpy as np, torch
+            from torch.utils.checkpoint import checkpoint
+            def f(x):
+                return x + torch.from_numpy(np.random.normal(size=3))
+            checkpoint(f, x, use_reentrant=False)
+            """,
+            at=(4, 33),
+            message="NumPy's RNG (`numpy.random.normal`) in the region recomputed by the checkpoint at",
         ),
         Invalid(
-            "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
-            "def f(x, g):\n    return x + torch.rand(3, generator=g)\n"
-            "checkpoint(f, x, g, use_reentrant=False)\n",
+            """\
+            import torch
+            from torch.utils.checkpoint import checkpoint
+            def f(x, g):
+                return x + torch.rand(3, generator=g)
+            checkpoint(f, x, g, use_reentrant=False)
+            """,
+            at=(4, 30),
+            message="an explicit `generator=` argument in the region recomputed by the checkpoint at",
         ),
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ckptlint.checkpoint.homemade import home_made
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 
 
@@ -20,9 +20,6 @@ class RecomputeWithoutRngRestore(Rule):
     """
 
     code = "CKP104"
-    name = "recompute-without-rng-restore"
-    summary = "Home-made recompute `autograd.Function` re-runs its callable without restoring the RNG state"
-    severity = Severity.ERROR
 
     VALID = (
         _FUNCTION.format(
@@ -35,21 +32,42 @@ class RecomputeWithoutRngRestore(Rule):
             "            torch.set_rng_state(ctx.state)\n            out = ctx.fn(x)\n",
         ),
         # not a recompute: nothing stored is called again in backward
-        "import torch\nclass Scale(torch.autograd.Function):\n    @staticmethod\n"
-        "    def forward(ctx, x, k):\n        ctx.k = k\n        return x * k\n"
-        "    @staticmethod\n    def backward(ctx, g):\n        return g * ctx.k, None\n",
+        """\
+        import torch
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k):
+                ctx.k = k
+                return x * k
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.k, None
+        """,
         # not a recompute: backward calls a backward_op that forward never ran
-        "import torch\nclass Ring(torch.autograd.Function):\n    @staticmethod\n"
-        "    def forward(ctx, q, forward_op, backward_op):\n        ctx.backward_op = backward_op\n"
-        "        return forward_op(q)\n"
-        "    @staticmethod\n    def backward(ctx, g):\n        return ctx.backward_op(g), None, None\n",
+        """\
+        import torch
+        class Ring(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, forward_op, backward_op):
+                ctx.backward_op = backward_op
+                return forward_op(q)
+            @staticmethod
+            def backward(ctx, g):
+                return ctx.backward_op(g), None, None
+        """,
     )
     INVALID = (
-        Invalid(_FUNCTION.format(save="", restore="")),
+        Invalid(
+            _FUNCTION.format(save="", restore=""),
+            at=(14, 19),
+            message="`Recompute.backward` re-runs the stored callable without restoring the RNG state of forward",
+        ),
         Invalid(
             _FUNCTION.format(save="", restore="").replace(
                 "            out = ctx.fn(x)\n", "            run = ctx.fn\n            out = run(x)\n"
-            )
+            ),
+            at=(15, 19),
+            message="`Recompute.backward` re-runs the stored callable without restoring the RNG state of forward",
         ),
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ckptlint.checkpoint.homemade import home_made
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 
 _RNG = dict(
@@ -26,9 +26,6 @@ class RecomputeWithoutAutocastRestore(Rule):
     """
 
     code = "CKP105"
-    name = "recompute-without-autocast-restore"
-    summary = "Home-made recompute `autograd.Function` re-runs its callable without the autocast state of forward"
-    severity = Severity.WARNING
 
     VALID = (
         _FUNCTION.format(
@@ -42,7 +39,13 @@ class RecomputeWithoutAutocastRestore(Rule):
             "    @staticmethod\n    def backward", "    @staticmethod\n    @torch.amp.custom_bwd(device_type='cuda')\n    def backward"
         ),
     )
-    INVALID = (Invalid(_FUNCTION.format(**_RNG)),)
+    INVALID = (
+        Invalid(
+            _FUNCTION.format(**_RNG),
+            at=(16, 19),
+            message="`Recompute.backward` re-runs the stored callable outside the autocast state of forward",
+        ),
+    )
 
     def check(self, ctx: RuleContext) -> None:
         for implementation in home_made(ctx.analysis.model).implementations.values():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ckptlint.checkpoint.regions import site_label
 from ckptlint.checkpoint.state import mutable_reads
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class RecomputeReadsMutableGlobal(Rule):
@@ -17,34 +17,66 @@ class RecomputeReadsMutableGlobal(Rule):
     """
 
     code = "CKP201"
-    name = "recompute-reads-mutable-global"
-    summary = "Recomputed region reads module-level or closure state that changes"
-    severity = Severity.ERROR
 
     VALID = (
-        "from torch.utils.checkpoint import checkpoint\nSCALE = 2.0\n"
-        "def f(x):\n    return x * SCALE\ncheckpoint(f, x, use_reentrant=False)\n",
+        """\
+        from torch.utils.checkpoint import checkpoint
+        SCALE = 2.0
+        def f(x):
+            return x * SCALE
+        checkpoint(f, x, use_reentrant=False)
+        """,
         # a configuration setter runs at start-up, not between a forward and its backward
-        "from torch.utils.checkpoint import checkpoint\nSCALE = 2.0\n"
-        "def set_scale(s):\n    global SCALE\n    SCALE = s\n"
-        "def f(x):\n    return x * SCALE\ncheckpoint(f, x, use_reentrant=False)\n",
+        """\
+        from torch.utils.checkpoint import checkpoint
+        SCALE = 2.0
+        def set_scale(s):
+            global SCALE
+            SCALE = s
+        def f(x):
+            return x * SCALE
+        checkpoint(f, x, use_reentrant=False)
+        """,
         # written before the call: the forward and the recomputation read the same value
-        "from torch.utils.checkpoint import checkpoint\nSTATE = {'scale': 1.0}\n"
-        "def f(x):\n    return x * STATE['scale']\n"
-        "def train(x):\n    STATE['scale'] = 0.5\n    return checkpoint(f, x, use_reentrant=False)\n",
+        """\
+        from torch.utils.checkpoint import checkpoint
+        STATE = {'scale': 1.0}
+        def f(x):
+            return x * STATE['scale']
+        def train(x):
+            STATE['scale'] = 0.5
+            return checkpoint(f, x, use_reentrant=False)
+        """,
     )
     INVALID = (
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\nSCALE = 2.0\n"
-            "def f(x):\n    return x * SCALE\n"
-            "def step(x):\n    global SCALE\n    y = checkpoint(f, x, use_reentrant=False)\n"
-            "    SCALE = SCALE * 0.5\n    return y\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            SCALE = 2.0
+            def f(x):
+                return x * SCALE
+            def step(x):
+                global SCALE
+                y = checkpoint(f, x, use_reentrant=False)
+                SCALE = SCALE * 0.5
+                return y
+            """,
+            at=(4, 16),
+            message="`SCALE` (rebound through `global` at line 8, after the checkpoint call) is read in the region",
         ),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\nSTATE = {'scale': 1.0}\n"
-            "def f(x):\n    return x * STATE['scale']\n"
-            "def train(xs):\n    for x in xs:\n        y = checkpoint(f, x, use_reentrant=False)\n"
-            "        STATE['scale'] = 0.5\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            STATE = {'scale': 1.0}
+            def f(x):
+                return x * STATE['scale']
+            def train(xs):
+                for x in xs:
+                    y = checkpoint(f, x, use_reentrant=False)
+                    STATE['scale'] = 0.5
+            """,
+            at=(4, 16),
+            message="`STATE` (mutated at line 8 in the loop that also runs the checkpoint) is read in the region",
         ),
     )
 

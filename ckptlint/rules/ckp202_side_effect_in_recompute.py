@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ckptlint.checkpoint.regions import site_label
 from ckptlint.checkpoint.state import outer_writes
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class SideEffectInRecompute(Rule):
@@ -16,25 +16,42 @@ class SideEffectInRecompute(Rule):
     """
 
     code = "CKP202"
-    name = "side-effect-in-recompute"
-    summary = "Recomputed region writes outer state (globals, `self` attributes, caches, buffers)"
-    severity = Severity.ERROR
 
     VALID = (
-        "from torch.utils.checkpoint import checkpoint\n"
-        "def f(x):\n    out = []\n    out.append(x * 2)\n    return out[0]\n"
-        "checkpoint(f, x, use_reentrant=False)\n",
+        """\
+        from torch.utils.checkpoint import checkpoint
+        def f(x):
+            out = []
+            out.append(x * 2)
+            return out[0]
+        checkpoint(f, x, use_reentrant=False)
+        """,
     )
     INVALID = (
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\nCALLS = 0\n"
-            "def f(x):\n    global CALLS\n    CALLS += 1\n    return x * 2\n"
-            "checkpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            CALLS = 0
+            def f(x):
+                global CALLS
+                CALLS += 1
+                return x * 2
+            checkpoint(f, x, use_reentrant=False)
+            """,
+            at=(5, 5),
+            message="Side effect in the region recomputed by the checkpoint at <string>.py:7",
         ),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\nLOG = []\n"
-            "def f(x):\n    LOG.append(x.sum())\n    return x * 2\n"
-            "checkpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            LOG = []
+            def f(x):
+                LOG.append(x.sum())
+                return x * 2
+            checkpoint(f, x, use_reentrant=False)
+            """,
+            at=(4, 5),
+            message="Side effect in the region recomputed by the checkpoint at <string>.py:6",
         ),
     )
 

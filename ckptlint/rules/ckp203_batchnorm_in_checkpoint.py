@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ckptlint.checkpoint.regions import site_label
 from ckptlint.facts.torch_facts import LayerKind
-from ckptlint.rules.base import Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class BatchNormInCheckpoint(Rule):
@@ -19,26 +19,43 @@ class BatchNormInCheckpoint(Rule):
     """
 
     code = "CKP203"
-    name = "batchnorm-in-checkpoint"
-    summary = "BatchNorm-like layer in a checkpointed region: running statistics update twice"
-    severity = Severity.ERROR
 
     VALID = (
-        "from torch import nn\nfrom torch.utils.checkpoint import checkpoint\n"
-        "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.GroupNorm(2, 8))\n"
-        "    def forward(self, x):\n        return checkpoint(self.body, x, use_reentrant=False)\n",
-        "from torch import nn\nfrom torch.utils.checkpoint import checkpoint\n"
-        "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.body = nn.BatchNorm2d(8, track_running_stats=False)\n"
-        "    def forward(self, x):\n        return checkpoint(self.body, x, use_reentrant=False)\n",
+        """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.GroupNorm(2, 8))
+            def forward(self, x):
+                return checkpoint(self.body, x, use_reentrant=False)
+        """,
+        """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.BatchNorm2d(8, track_running_stats=False)
+            def forward(self, x):
+                return checkpoint(self.body, x, use_reentrant=False)
+        """,
     )
     INVALID = (
         Invalid(
-            "from torch import nn\nfrom torch.utils.checkpoint import checkpoint\n"
-            "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-            "        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))\n"
-            "    def forward(self, x):\n        return checkpoint(self.body, x, use_reentrant=False)\n",
+            """\
+            from torch import nn
+            from torch.utils.checkpoint import checkpoint
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))
+                def forward(self, x):
+                    return checkpoint(self.body, x, use_reentrant=False)
+            """,
+            at=(8, 16),
+            message="nn.BatchNorm2d (created at <string>.py:6) runs in the region recomputed by the checkpoint",
         ),
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.save_advice import save_message, torch_save_fix
 
 
@@ -16,28 +16,106 @@ class CheckpointUsedAsSave(Rule):
     """
 
     code = "CKP301"
-    name = "checkpoint-used-as-save"
-    summary = "Activation checkpoint called to save training state: recomputation stores nothing"
-    severity = Severity.ERROR
-    fix_availability = FixAvailability.SOMETIMES
 
     VALID = (
-        "from torch.utils.checkpoint import checkpoint\ny = checkpoint(block, x, use_reentrant=False)\n",
-        "from torch.utils.checkpoint import checkpoint\ny = checkpoint(self.attn, x, 'causal', use_reentrant=False)\n",
-        "from torch.utils.checkpoint import checkpoint\n"
-        "def save_memory_forward(self, x):\n    return checkpoint(self.block, x, use_reentrant=False)\n",
-        "import torch\ndef checkpoint(state, path):\n    torch.save(state, path)\ncheckpoint(model.state_dict(), 'm.pt')\n",
-        "from torch.utils.checkpoint import checkpoint\n"
-        "for path in self.paths:\n    x = checkpoint(path, x, use_reentrant=False)\n",
+        """\
+        from torch.utils.checkpoint import checkpoint
+        y = checkpoint(block, x, use_reentrant=False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        y = checkpoint(self.attn, x, 'causal', use_reentrant=False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        def save_memory_forward(self, x):
+            return checkpoint(self.block, x, use_reentrant=False)
+        """,
+        """\
+        import torch
+        def checkpoint(state, path):
+            torch.save(state, path)
+        checkpoint(model.state_dict(), 'm.pt')
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        for path in self.paths:
+            x = checkpoint(path, x, use_reentrant=False)
+        """,
     )
     INVALID = (
-        Invalid("import torch.utils.checkpoint\ntorch.utils.checkpoint.checkpoint(model.state_dict(), 'model.pt')\n"),
-        Invalid("from torch.utils.checkpoint import checkpoint\ncheckpoint({'model': m, 'epoch': e}, path)\n"),
-        Invalid("from torch.utils.checkpoint import checkpoint\ncheckpoint(optimizer, 'opt.pt')\n"),
-        Invalid("import torch\nfrom torch.utils.checkpoint import checkpoint\ncheckpoint(torch.save, state, path)\n"),
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\n"
-            "def save_checkpoint(model, path):\n    checkpoint(model, path)\n"
+            """\
+            import torch.utils.checkpoint
+            torch.utils.checkpoint.checkpoint(model.state_dict(), 'model.pt')
+            """,
+            at=(2, 1),
+            message="`checkpoint()` is activation checkpointing, not saving training state",
+            fixed="""\
+            import torch.utils.checkpoint
+            torch.utils.checkpoint.checkpoint(model.state_dict(), 'model.pt')
+            """,
+        ),
+        Invalid(
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint({'model': m, 'epoch': e}, path)
+            """,
+            at=(2, 1),
+            message="`checkpoint()` is activation checkpointing, not saving training state",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint({'model': m, 'epoch': e}, path)
+            """,
+        ),
+        Invalid(
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(optimizer, 'opt.pt')
+            """,
+            at=(2, 1),
+            message="`checkpoint()` is activation checkpointing, not saving training state",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(optimizer, 'opt.pt')
+            """,
+        ),
+        Invalid(
+            """\
+            import torch
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(torch.save, state, path)
+            """,
+            at=(3, 1),
+            message="`checkpoint()` is activation checkpointing, not saving training state",
+            fixed="""\
+            import torch
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(torch.save, state, path)
+            """,
+        ),
+        Invalid(
+            """\
+            from torch.utils.checkpoint import checkpoint
+            def save_checkpoint(model, path):
+                checkpoint(model, path)
+            """,
+            at=(3, 5),
+            message="`checkpoint()` is activation checkpointing, not saving training state",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            def save_checkpoint(model, path):
+                checkpoint(model, path)
+            """,
+        ),
+        # no destination: there is no `torch.save(...)` call to suggest
+        Invalid(
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(model.state_dict())
+            """,
+            at=(2, 1),
+            message="`checkpoint()` is activation checkpointing, not saving training state",
         ),
     )
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.checkpoint.misuse import save_misuse_of_arguments
-from ckptlint.checkpoint.site import SaveMisuse
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.checkpoint.misuse import SaveMisuse, save_misuse_of_arguments
+from ckptlint.rules.base import Invalid, Rule, RuleContext
+from ckptlint.rules.edits import replace_node
 from ckptlint.rules.save_advice import save_advice, torch_save_fix
 from ckptlint.text.diagnostics import Applicability
-from ckptlint.rules.edits import replace_node
 
 
 class CheckpointModuleCalled(Rule):
@@ -24,26 +23,69 @@ class CheckpointModuleCalled(Rule):
     """
 
     code = "CKP302"
-    name = "checkpoint-module-called"
-    summary = "The `torch.utils.checkpoint` module called like a function (TypeError)"
-    severity = Severity.ERROR
-    fix_availability = FixAvailability.SOMETIMES
 
     VALID = (
-        "from torch.utils import checkpoint\ny = checkpoint.checkpoint(f, x, use_reentrant=False)\n",
-        "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x, use_reentrant=False)\n",
-        "import torch.utils.checkpoint\ndef checkpoint(step):\n    pass\ncheckpoint(3)\n",
+        """\
+        from torch.utils import checkpoint
+        y = checkpoint.checkpoint(f, x, use_reentrant=False)
+        """,
+        """\
+        from torch.utils.checkpoint import checkpoint
+        y = checkpoint(f, x, use_reentrant=False)
+        """,
+        """\
+        import torch.utils.checkpoint
+        def checkpoint(step):
+            pass
+        checkpoint(3)
+        """,
     )
     INVALID = (
         Invalid(
-            "from torch.utils import checkpoint\ny = checkpoint(f, x, use_reentrant=False)\n",
-            "from torch.utils import checkpoint\ny = checkpoint.checkpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils import checkpoint
+            y = checkpoint(f, x, use_reentrant=False)
+            """,
+            at=(2, 5),
+            message="`checkpoint` is the `torch.utils.checkpoint` module, not a function",
+            fixed="""\
+            from torch.utils import checkpoint
+            y = checkpoint.checkpoint(f, x, use_reentrant=False)
+            """,
         ),
         Invalid(
-            "import torch\ny = torch.utils.checkpoint(f, x, use_reentrant=False)\n",
-            "import torch\ny = torch.utils.checkpoint.checkpoint(f, x, use_reentrant=False)\n",
+            """\
+            import torch
+            y = torch.utils.checkpoint(f, x, use_reentrant=False)
+            """,
+            at=(2, 5),
+            message="`torch.utils.checkpoint` is the `torch.utils.checkpoint` module, not a function",
+            fixed="""\
+            import torch
+            y = torch.utils.checkpoint.checkpoint(f, x, use_reentrant=False)
+            """,
         ),
-        Invalid("from torch.utils import checkpoint\ncheckpoint(model.state_dict(), 'model.pt')\n"),
+        Invalid(
+            """\
+            from torch.utils import checkpoint
+            checkpoint(model.state_dict(), 'model.pt')
+            """,
+            at=(2, 1),
+            message="and activation checkpointing does not save training state either: its callable is a `state_dict()` call",
+            fixed="""\
+            from torch.utils import checkpoint
+            checkpoint(model.state_dict(), 'model.pt')
+            """,
+        ),
+        # a save without a destination: no `torch.save(...)` to suggest
+        Invalid(
+            """\
+            from torch.utils import checkpoint
+            checkpoint(model.state_dict())
+            """,
+            at=(2, 1),
+            message="`checkpoint` is the `torch.utils.checkpoint` module, not a function",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:

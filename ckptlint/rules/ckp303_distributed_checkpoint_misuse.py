@@ -6,7 +6,7 @@ import libcst as cst
 
 from ckptlint.checkpoint.argument_kinds import ValueKind, classify_value, name_hint
 from ckptlint.facts.saving import DCP_FUNCTIONS, DcpFunction, DcpOperation
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.semantic.model import BindingKind, SemanticModel, dotted_name
 
 
@@ -26,27 +26,70 @@ class DistributedCheckpointMisuse(Rule):
     """
 
     code = "CKP303"
-    name = "distributed-checkpoint-misuse"
-    summary = "`torch.distributed.checkpoint` given a module or a positional path, or `load()`'s None used"
-    severity = Severity.ERROR
-    fix_availability = FixAvailability.NONE
 
     VALID = (
-        "import torch.distributed.checkpoint as dcp\ndcp.save({'model': model.state_dict()}, checkpoint_id=path)\n",
-        "import torch.distributed.checkpoint as dcp\ndcp.load(state_dict, checkpoint_id=path)\n",
-        "from torch.distributed import checkpoint as dcp\nsd = {'model': model}\ndcp.load(sd, checkpoint_id=path)\n",
-        "import torch.distributed.checkpoint as dcp\nfut = dcp.async_save(state, checkpoint_id=path)\n",
-        "import torch.distributed.checkpoint as dcp\ndcp.save(sd, dcp.FileSystemWriter(path))\n",
-        "def save(model, path):\n    pass\nx = save(model, path)\n",
+        """\
+        import torch.distributed.checkpoint as dcp
+        dcp.save({'model': model.state_dict()}, checkpoint_id=path)
+        """,
+        """\
+        import torch.distributed.checkpoint as dcp
+        dcp.load(state_dict, checkpoint_id=path)
+        """,
+        """\
+        from torch.distributed import checkpoint as dcp
+        sd = {'model': model}
+        dcp.load(sd, checkpoint_id=path)
+        """,
+        """\
+        import torch.distributed.checkpoint as dcp
+        fut = dcp.async_save(state, checkpoint_id=path)
+        """,
+        """\
+        import torch.distributed.checkpoint as dcp
+        dcp.save(sd, dcp.FileSystemWriter(path))
+        """,
+        """\
+        def save(model, path):
+            pass
+        x = save(model, path)
+        """,
     )
     INVALID = (
-        Invalid("import torch.distributed.checkpoint as dcp\ndcp.save(model, checkpoint_id=path)\n"),
         Invalid(
-            "from torch import nn\nimport torch.distributed.checkpoint as dcp\n"
-            "net = nn.Linear(2, 2)\ndcp.save(net, checkpoint_id=path)\n"
+            """\
+            import torch.distributed.checkpoint as dcp
+            dcp.save(model, checkpoint_id=path)
+            """,
+            at=(2, 10),
+            message="`dcp.save()` takes a state dict, but it is given `model`, named like a module (an `nn.Module`)",
         ),
-        Invalid("from torch.distributed.checkpoint import load\nstate = load(sd, checkpoint_id=path)\n"),
-        Invalid("import torch.distributed.checkpoint as dcp\ndcp.save(sd, 'ckpt/step-10')\n"),
+        Invalid(
+            """\
+            from torch import nn
+            import torch.distributed.checkpoint as dcp
+            net = nn.Linear(2, 2)
+            dcp.save(net, checkpoint_id=path)
+            """,
+            at=(4, 10),
+            message="`dcp.save()` takes a state dict, but it is given `net`, a module (`nn.Linear(...)`)",
+        ),
+        Invalid(
+            """\
+            from torch.distributed.checkpoint import load
+            state = load(sd, checkpoint_id=path)
+            """,
+            at=(2, 9),
+            message="`load()` loads in place into the state dict it is given and returns None",
+        ),
+        Invalid(
+            """\
+            import torch.distributed.checkpoint as dcp
+            dcp.save(sd, 'ckpt/step-10')
+            """,
+            at=(2, 14),
+            message="`dcp.save()`: its second positional argument is taken as `storage_writer`, not as the checkpoint path",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:

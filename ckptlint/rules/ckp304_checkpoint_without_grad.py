@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ckptlint.checkpoint.grad_mode import GradMode, grad_mode_at
-from ckptlint.checkpoint.site import SiteForm
+from ckptlint.checkpoint.sites import SiteForm
 from ckptlint.facts.apis import ApiKind
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
 class CheckpointWithoutGrad(Rule):
@@ -24,40 +24,84 @@ class CheckpointWithoutGrad(Rule):
     """
 
     code = "CKP304"
-    name = "checkpoint-without-grad"
-    summary = "Checkpoint called under `torch.no_grad()`/`inference_mode()`: nothing to recompute"
-    severity = Severity.WARNING
-    fix_availability = FixAvailability.NONE
 
     VALID = (
-        "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
-        "with torch.no_grad():\n    with torch.enable_grad():\n        y = checkpoint(f, x, use_reentrant=False)\n",
-        "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
-        "with torch.no_grad():\n    def run(x):\n        return checkpoint(f, x, use_reentrant=False)\n",
-        "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
-        "with torch.set_grad_enabled(training):\n    y = checkpoint(f, x, use_reentrant=False)\n",
-        "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
-        "with torch.inference_mode(False):\n    y = checkpoint(f, x, use_reentrant=False)\n",
-        "import torch\nfrom torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
-        "with torch.no_grad():\n    block = checkpoint_wrapper(block)\n",
+        """\
+        import torch
+        from torch.utils.checkpoint import checkpoint
+        with torch.no_grad():
+            with torch.enable_grad():
+                y = checkpoint(f, x, use_reentrant=False)
+        """,
+        """\
+        import torch
+        from torch.utils.checkpoint import checkpoint
+        with torch.no_grad():
+            def run(x):
+                return checkpoint(f, x, use_reentrant=False)
+        """,
+        """\
+        import torch
+        from torch.utils.checkpoint import checkpoint
+        with torch.set_grad_enabled(training):
+            y = checkpoint(f, x, use_reentrant=False)
+        """,
+        """\
+        import torch
+        from torch.utils.checkpoint import checkpoint
+        with torch.inference_mode(False):
+            y = checkpoint(f, x, use_reentrant=False)
+        """,
+        """\
+        import torch
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+        with torch.no_grad():
+            block = checkpoint_wrapper(block)
+        """,
     )
     INVALID = (
         Invalid(
-            "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
-            "with torch.no_grad():\n    y = checkpoint(f, x, use_reentrant=False)\n"
+            """\
+            import torch
+            from torch.utils.checkpoint import checkpoint
+            with torch.no_grad():
+                y = checkpoint(f, x, use_reentrant=False)
+            """,
+            at=(4, 9),
+            message="`checkpoint()` runs inside `torch.no_grad()` (line 3)",
         ),
         Invalid(
-            "from torch import inference_mode\nfrom torch.utils.checkpoint import checkpoint_sequential\n"
-            "@inference_mode()\ndef predict(m, x):\n    return checkpoint_sequential(m, 2, x, use_reentrant=False)\n"
+            """\
+            from torch import inference_mode
+            from torch.utils.checkpoint import checkpoint_sequential
+            @inference_mode()
+            def predict(m, x):
+                return checkpoint_sequential(m, 2, x, use_reentrant=False)
+            """,
+            at=(5, 12),
+            message="`checkpoint_sequential()` runs decorated with `inference_mode()` (line 3)",
         ),
         Invalid(
-            "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
-            "@torch.no_grad\ndef predict(x):\n    return checkpoint(f, x, use_reentrant=False)\n"
+            """\
+            import torch
+            from torch.utils.checkpoint import checkpoint
+            @torch.no_grad
+            def predict(x):
+                return checkpoint(f, x, use_reentrant=False)
+            """,
+            at=(5, 12),
+            message="`checkpoint()` runs decorated with `torch.no_grad` (line 3)",
         ),
         Invalid(
-            "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
-            "with torch.enable_grad():\n    with torch.set_grad_enabled(False):\n"
-            "        y = checkpoint(f, x, use_reentrant=False)\n"
+            """\
+            import torch
+            from torch.utils.checkpoint import checkpoint
+            with torch.enable_grad():
+                with torch.set_grad_enabled(False):
+                    y = checkpoint(f, x, use_reentrant=False)
+            """,
+            at=(5, 13),
+            message="`checkpoint()` runs inside `torch.set_grad_enabled(False)` (line 4)",
         ),
     )
 

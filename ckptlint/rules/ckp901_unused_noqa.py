@@ -2,24 +2,19 @@
 
 The engine reports it (see :meth:`ckptlint.lint.linter.FileLinter.check`): only after every other
 rule ran and noqa filtering marked the directives it used can a directive be judged. This
-module holds the rule's metadata and examples;
-:func:`ckptlint.text.noqa.unused_noqa_diagnostics` turns the directives of one file into
-diagnostics with their fixes, and :func:`ckptlint.lint.unused_noqa.settle_unused_noqa` is the
-run-level step: a region rule may report a finding in another file (``layers.py``) while linting
-``model.py``, and the ``# noqa`` in ``layers.py`` that suppressed it is then used although
+module holds the rule's examples; :func:`ckptlint.text.noqa.unused_noqa_diagnostics` turns
+the directives of one file into diagnostics with their fixes, and
+:func:`ckptlint.lint.unused_noqa.settle_unused_noqa` is the run-level step: a region rule may
+report a finding in another file (``layers.py``) while linting ``model.py``, and the ``# noqa`` in ``layers.py`` that suppressed it is then used although
 linting ``layers.py`` alone never needed it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ckptlint.rules.base import FixAvailability, Invalid, Rule, RuleContext, Severity
-
-if TYPE_CHECKING:
-    pass
+from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 __all__ = ["UnusedNoqa"]
+
 
 class UnusedNoqa(Rule):
     """Reported by the engine (not by :meth:`check`) at the ``# noqa`` directive.
@@ -30,28 +25,65 @@ class UnusedNoqa(Rule):
     """
 
     code = "CKP901"
-    name = "unused-noqa"
-    summary = "A `# noqa: CKPxxx` directive that suppresses nothing"
-    severity = Severity.WARNING
-    fix_availability = FixAvailability.ALWAYS
-    default_enabled = False
     #: rules the examples (here and in rules/CKP901.md) need enabled besides this one: a
     #: directive is judged only for enabled rules (read by tests/test_rule_specs.py).
     EXAMPLE_SELECT = ("CKP001",)
 
     VALID = (
-        "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)  # noqa: CKP001\n",
-        "x = 1  # noqa: E501\n",
-        "x = 1  # noqa\n",
+        """\
+        from torch.utils.checkpoint import checkpoint
+        checkpoint(f, x)  # noqa: CKP001
+        """,
+        """\
+        x = 1  # noqa: E501
+        """,
+        """\
+        x = 1  # noqa
+        """,
     )
     INVALID = (
         Invalid(
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)  # noqa: CKP001\n",
-            "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x, use_reentrant=False)\n",
+            """\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False)  # noqa: CKP001
+            """,
+            at=(2, 40),
+            message="Unused `noqa` directive (unused: `CKP001`)",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            checkpoint(f, x, use_reentrant=False)
+            """,
         ),
-        Invalid("x = 1  # noqa: E501, CKP001\n", "x = 1  # noqa: E501\n"),
-        Invalid("x = 1  # noqa: CKP001 # type: ignore\n", "x = 1  # type: ignore\n"),
-        Invalid("x = 1  # noqa: CKP001 kept for later\n", "x = 1  # kept for later\n"),
+        Invalid(
+            """\
+            x = 1  # noqa: E501, CKP001
+            """,
+            at=(1, 8),
+            message="Unused `noqa` directive (unused: `CKP001`)",
+            fixed="""\
+            x = 1  # noqa: E501
+            """,
+        ),
+        Invalid(
+            """\
+            x = 1  # noqa: CKP001 # type: ignore
+            """,
+            at=(1, 8),
+            message="Unused `noqa` directive (unused: `CKP001`)",
+            fixed="""\
+            x = 1  # type: ignore
+            """,
+        ),
+        Invalid(
+            """\
+            x = 1  # noqa: CKP001 kept for later
+            """,
+            at=(1, 8),
+            message="Unused `noqa` directive (unused: `CKP001`)",
+            fixed="""\
+            x = 1  # kept for later
+            """,
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:  # pragma: no cover - reported by the engine

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ckptlint.rules.base import Rule, RuleContext, Severity
+from ckptlint.rules.base import Rule, RuleContext
 
 
 class IoError(Rule):
@@ -10,9 +10,6 @@ class IoError(Rule):
     could not be checked, like ruff's ``E902`` (io-error)."""
 
     code = "CKP902"
-    name = "io-error"
-    summary = "ckptlint could not read, decode, parse or write this file; it was not checked"
-    severity = Severity.ERROR
 
     def check(self, ctx: RuleContext) -> None:  # pragma: no cover - reported by the engine
         return None

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from ckptlint.rules.base import Rule, RuleContext, Severity
+from ckptlint.rules.base import Rule, RuleContext
 
 
 class SyntaxErrorRule(Rule):
     """Reported by the engine (not by :meth:`check`) at the position of the parse error."""
 
     code = "CKP999"
-    name = "syntax-error"
-    summary = "The file does not parse; ckptlint cannot check it"
-    severity = Severity.ERROR
 
     def check(self, ctx: RuleContext) -> None:  # pragma: no cover - reported by the engine
         return None

@@ -9,9 +9,9 @@ import libcst as cst
 from ckptlint.checkpoint.site import SaveForm, SaveMisuse
 from ckptlint.facts.apis import CHECKPOINT_OPTIONS
 from ckptlint.rules.base import RuleContext
+from ckptlint.rules.edits import replace_node
 from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.text.diagnostics import Applicability, Fix
-from ckptlint.rules.edits import replace_node
 
 __all__ = ["save_advice", "save_message", "torch_save_fix"]
 

@@ -26,10 +26,25 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     ) from exc
 
 from .compare import Difference
-from .equivalence import DEFAULT_VARIANTS, assert_checkpoint_equivalent, check_checkpoint_equivalent, default_loss
+from .equivalence import (
+    DEFAULT_VARIANTS,
+    assert_checkpoint_equivalent,
+    check_checkpoint_equivalent,
+    default_loss,
+)
 from .memory import MemoryReport, StepMeasurement, compare_memory, measure
-from .onoff import assert_checkpointing_equivalent, check_checkpointing_equivalent, compare_checkpointing_memory
-from .report import CheckpointingWarning, CheckpointMismatch, EquivalenceReport, Suggestion, VariantResult
+from .onoff import (
+    assert_checkpointing_equivalent,
+    check_checkpointing_equivalent,
+    compare_checkpointing_memory,
+)
+from .report import (
+    CheckpointingWarning,
+    CheckpointMismatch,
+    EquivalenceReport,
+    Suggestion,
+    VariantResult,
+)
 from .rng_audit import RngRecord, StashPlan, audit_rng, stash_plan
 from .states import RngSnapshot, capture_rng, restore_rng
 from .switches import SWITCHES, Switch

@@ -34,10 +34,23 @@ from .equivalence import (
 from .inputs import clone_inputs
 from .memory import MemoryReport, compare_memory
 from .pyglobals import watch_state
-from .report import CheckpointMismatch, EquivalenceReport, Evidence, VariantResult, diagnose, variant_label
+from .report import (
+    CheckpointMismatch,
+    EquivalenceReport,
+    Evidence,
+    VariantResult,
+    diagnose,
+    variant_label,
+)
 from .rng_audit import audit_rng
 from .states import capture_rng, restore_rng
-from .switches import find_switch, is_checkpointing_on, resolve_enable, turn_off, unwrap_name
+from .switches import (
+    find_switch,
+    is_checkpointing_on,
+    resolve_enable,
+    turn_off,
+    unwrap_name,
+)
 from .targets import plain_attributes
 from .warning_keys import classify_warning
 

@@ -22,7 +22,7 @@ import libcst as cst
 from ckptlint.facts.apis import MODULE_EXPORTS
 from ckptlint.semantic.walk import child_nodes
 
-__all__ = ["Binding", "BindingKind", "Mutation", "Scope", "ScopeKind", "SemanticModel"]
+__all__ = ["Binding", "BindingKind", "Mutation", "MutationKind", "Scope", "ScopeKind", "SemanticModel"]
 
 _BUILTINS = frozenset(dir(builtins))
 _MAX_ALIAS_DEPTH = 8
@@ -99,7 +99,6 @@ class BindingKind(str, Enum):
     WITH = "with-target"
     EXCEPT = "except-target"
     WALRUS = "walrus"
-    OTHER = "other"
 
 
 @dataclass(eq=False)
@@ -128,6 +127,16 @@ class Binding:
     declared_in: Scope | None = None
 
 
+class MutationKind(str, Enum):
+    """How a :class:`Mutation` writes into its object."""
+
+    ATTRIBUTE = "attribute"  # obj.attr = v
+    SUBSCRIPT = "subscript"  # obj[k] = v
+    AUGMENTED = "augmented"  # obj.attr += v, obj[k] += v
+    METHOD = "method"  # obj.append(v)
+    DELETE = "delete"  # del obj[k], del obj.attr
+
+
 @dataclass(eq=False)
 class Mutation:
     """A write into an object reachable from a name, without rebinding the name.
@@ -140,7 +149,7 @@ class Mutation:
     base: str
     node: cst.CSTNode
     scope: Scope
-    kind: str  # "attribute", "subscript", "augmented", "method", "delete"
+    kind: MutationKind
     method: str | None = None
 
 
@@ -390,8 +399,8 @@ class SemanticModel:
         elif isinstance(target, (cst.Attribute, cst.Subscript)):
             base = _base_name(target)
             if base is not None:
-                how = "augmented" if augmented else (
-                    "attribute" if isinstance(target, cst.Attribute) else "subscript"
+                how = MutationKind.AUGMENTED if augmented else (
+                    MutationKind.ATTRIBUTE if isinstance(target, cst.Attribute) else MutationKind.SUBSCRIPT
                 )
                 self.mutations.append(Mutation(base, node, scope, how))
 
@@ -402,14 +411,14 @@ class SemanticModel:
         elif isinstance(target, (cst.Attribute, cst.Subscript)):
             base = _base_name(target)
             if base is not None:
-                self.mutations.append(Mutation(base, node, scope, "delete"))
+                self.mutations.append(Mutation(base, node, scope, MutationKind.DELETE))
 
     def _record_method_mutation(self, call: cst.Call, scope: Scope) -> None:
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in MUTATING_METHODS:
             base = _base_name(func.value)
             if base is not None:
-                self.mutations.append(Mutation(base, call, scope, "method", func.attr.value))
+                self.mutations.append(Mutation(base, call, scope, MutationKind.METHOD, func.attr.value))
 
     def _bind_import(self, alias: cst.ImportAlias, scope: Scope) -> None:
         dotted = _dotted(alias.name)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ckptlint.text.source import SourceDecodeError, SourceFile
+from ckptlint.text.source import SourceDecodeError, SourceFile, location_label
 
 if TYPE_CHECKING:
     from ckptlint.text.diagnostics import Diagnostic
@@ -450,7 +450,7 @@ def _localize_message(message: str, source: NotebookSource) -> str:
 
     def cell_row(match: re.Match[str]) -> str:
         where = source.cell_of(int(match.group(1)))
-        return match.group(0) if where is None else f"{name}:cell {where[0]}:{where[1]}"
+        return match.group(0) if where is None else location_label(name, where[1], cell=where[0])
 
     return re.sub(rf"(?<![\w./-]){re.escape(name)}:(\d+)", cell_row, message)
 

@@ -16,10 +16,19 @@ import tokenize
 from dataclasses import dataclass
 from functools import cached_property
 
-__all__ = ["Position", "SourceDecodeError", "SourceFile", "decode_source"]
+__all__ = ["Position", "SourceDecodeError", "SourceFile", "decode_source", "location_label"]
 
 Position = tuple[int, int]
 """A 1-based ``(row, column)`` pair; the column counts characters."""
+
+
+def location_label(path: str, row: int, column: int | None = None, *, cell: int | None = None) -> str:
+    """The one way a location reads in text output and messages: ``path:row:column``,
+    ``path:row`` without a column, and ``path:cell N:row:column`` in a notebook cell (rows
+    relative to the cell, as ruff shows them). ``path`` is shown as given."""
+    where = f"{path}:cell {cell}:" if cell is not None else f"{path}:"
+    return f"{where}{row}" if column is None else f"{where}{row}:{column}"
+
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 

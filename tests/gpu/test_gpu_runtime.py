@@ -17,7 +17,12 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.utils.checkpoint import checkpoint  # noqa: E402
 
-from ckptlint.runtime import CheckpointMismatch, assert_checkpoint_equivalent, audit_rng, compare_memory  # noqa: E402
+from ckptlint.runtime import (  # noqa: E402
+    CheckpointMismatch,
+    assert_checkpoint_equivalent,
+    audit_rng,
+    compare_memory,
+)
 
 pytestmark = pytest.mark.gpu
 

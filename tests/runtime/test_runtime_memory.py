@@ -9,7 +9,13 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from ckptlint.runtime import MemoryReport, StepMeasurement, capture_rng, compare_memory, measure
+from ckptlint.runtime import (
+    MemoryReport,
+    StepMeasurement,
+    capture_rng,
+    compare_memory,
+    measure,
+)
 from ckptlint.runtime.states import rng_differences
 
 B, D, H, N = 16, 32, 64, 3  # batch, width, hidden width, blocks

@@ -9,7 +9,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ckptlint.runtime import CheckpointMismatch, assert_checkpointing_equivalent, compare_checkpointing_memory
+from ckptlint.runtime import (
+    CheckpointMismatch,
+    assert_checkpointing_equivalent,
+    compare_checkpointing_memory,
+)
 
 transformers = pytest.importorskip("transformers")
 from transformers.utils import logging as hf_logging  # noqa: E402
