@@ -22,11 +22,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from ckptlint.config import SettingsResolver
 from ckptlint.settings import Settings
+
+if TYPE_CHECKING:
+    import pathspec
+
+# pathspec (about 25 ms to import) is imported where a pattern is compiled: linting files
+# named on the command line without --force-exclude never needs it.
 
 __all__ = ["DiscoveryResult", "PathNotFound", "discover", "is_excluded", "pattern_matches"]
 
@@ -56,6 +61,8 @@ class DiscoveryResult:
 
 @lru_cache(maxsize=512)
 def _pattern(pattern: str) -> pathspec.PathSpec:
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
@@ -92,6 +99,8 @@ def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
         specs = [_pattern(p) for p in others]
         match_others: Callable[[str], bool] = lambda path: any(spec.match_file(path) for spec in specs)
     elif others:
+        import pathspec
+
         combined = pathspec.GitIgnoreSpec.from_lines(others)
         match_others = combined.match_file
     else:
@@ -138,7 +147,12 @@ class _GitIgnores:
                     lines += info.read_text(encoding="utf-8", errors="replace").splitlines()
                 except OSError:
                     pass
-            spec = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            if lines:
+                import pathspec
+
+                spec = pathspec.GitIgnoreSpec.from_lines(lines)
+            else:
+                spec = None
             self._specs[directory] = spec
             self._prefilters[directory] = _any_pattern_regex(spec) if spec is not None else None
         return self._specs[directory]
