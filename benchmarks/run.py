@@ -598,7 +598,8 @@ def main(argv: list[str] | None = None) -> int:
         if row.tool.startswith("torchfix"):
             print(f"TorchFix / ckptlint cold: {row.wall / cold_wall:.0f}x; TorchFix / ckptlint warm: {row.wall / warm_wall:.0f}x")
     print()
-    print(f"slowest files of the cold run ({len(per_file)} files timed in the workers):")
+    over = sum(1 for seconds in per_file.values() if seconds > 1.0)
+    print(f"slowest files of the cold run ({len(per_file)} files timed in the workers; {over} took over 1 s):")
     for path, seconds in slowest:
         print(f"  {seconds:7.3f} s  {path}")
     for entry in alone:
@@ -619,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
             rows=[asdict(r) | {"files_per_second": r.files_per_second} for r in rows],
             slowest=[{"file": p, "seconds": round(s, 4)} for p, s in slowest],
             files_timed=len(per_file),
-            over_1s=sum(1 for s in per_file.values() if s > 1.0),
+            over_1s=over,
             alone=alone,
             one_file=cases,
             identical=same,
