@@ -368,6 +368,7 @@ def one_file_cases(files: list[Path], args: argparse.Namespace, env: dict[str, s
                 "ckptlint_rss_mb": round(max(m.max_rss_mb for m in ck_runs), 1),
                 "ckptlint_exit": ck_runs[-1].returncode,
                 "ruff_s": round(rf, 4) if rf else None,
+                "ruff_cpu_s": round(statistics.median(m.cpu for m in ruff_runs), 4) if ruff_runs else None,
                 "ratio": round(ck / rf, 1) if rf else None,
                 "python_start_s": round(bare, 4),
                 "imports": imports,
@@ -395,7 +396,7 @@ def _print_one_file(cases: list[dict]) -> None:
         return
     print()
     print("one file (pre-commit): ckptlint --isolated --no-cache FILE vs ruff check --no-cache --isolated FILE, medians")
-    header = (f"{'file':<60} {'lines':>6} {'ckptlint s':>10} {'ruff s':>7} {'x ruff':>7} {'RSS MB':>7} "
+    header = (f"{'file':<60} {'lines':>6} {'ckptlint s':>10} {'CPU s':>6} {'ruff s':>7} {'CPU s':>6} {'x ruff':>7} {'RSS MB':>7} "
               f"{'modules':>7} {'import ms':>9} libcst")
     print(header)
     print("-" * len(header))
@@ -403,11 +404,12 @@ def _print_one_file(cases: list[dict]) -> None:
         name = case["file"] if len(case["file"]) <= 60 else "..." + case["file"][-57:]
         ruff = f"{case['ruff_s']:.3f}" if case["ruff_s"] else "-"
         ratio = f"{case['ratio']:.1f}" if case["ratio"] else "-"
-        print(f"{name:<60} {case['lines']:>6} {case['ckptlint_s']:>10.3f} {ruff:>7} {ratio:>7} "
+        ruff_cpu = f"{case['ruff_cpu_s']:.3f}" if case["ruff_cpu_s"] is not None else "-"
+        print(f"{name:<60} {case['lines']:>6} {case['ckptlint_s']:>10.3f} {case['ckptlint_cpu_s']:>6.3f} {ruff:>7} {ruff_cpu:>6} {ratio:>7} "
               f"{case['ckptlint_rss_mb']:>7.0f} {case['imports']['modules']:>7} {case['imports']['import_ms']:>9.0f} "
               f"{'yes' if case['imports']['libcst'] else 'no'}")
         print(f"    counters: {_counters_text(case['counters'])}")
-    print(f"python -c pass: {cases[0]['python_start_s']:.3f} s; runs per file: {cases[0]['runs']}")
+    print(f"python -c pass: {cases[0]['python_start_s']:.3f} s; runs per file: {cases[0]['runs']}; x ruff: wall times")
 
 
 def main(argv: list[str] | None = None) -> int:
