@@ -107,3 +107,16 @@ def test_tree_mode_reports_every_scenario(tmp_path: Path) -> None:
     assert [Path(a["file"]).name for a in report["alone"]] == ["model.py"]
     assert "counters cold:" in proc.stdout
     assert (tree / "pkg" / "model.py").read_text() == SITE  # edits go to the scratch copy
+
+
+def test_counters_are_read_when_written(tmp_path: Path) -> None:
+    run = _load_run()
+    perf = tmp_path / "perf.json"
+    assert run._read_counters(perf) is None
+    assert run._counters_text(None) == "n/a"
+    perf.write_text(json.dumps({"files_linted": 3, "files_parsed_whole": 1, "files_parsed_partial": 2, "statements_parsed": 40,
+                                "index_hits": 5, "index_misses": 1, "other": 9}))
+    counters = run._read_counters(perf)
+    assert counters == {"files_linted": 3, "files_parsed_whole": 1, "files_parsed_partial": 2, "statements_parsed": 40,
+                        "index_hits": 5, "index_misses": 1}
+    assert run._counters_text(counters).startswith("files_linted=3 files_parsed_whole=1")
