@@ -76,3 +76,21 @@ def test_python_dash_m_runs_this_checkout() -> None:
         timeout=60,
     )
     assert (proc.returncode, proc.stdout) == (0, f"ckptlint {__version__}\n")
+
+
+def test_linting_one_file_without_sites_imports_only_what_it_needs(tmp_path: Path) -> None:
+    """The pre-commit case on a file the gate rejects: no libcst, no rule, no process pool,
+    no pathspec (no pattern to match for a file named explicitly), no tempfile (nothing is
+    written), no output format beyond the one printing the summary."""
+    target = tmp_path / "plain.py"
+    target.write_text("import os\n\n\ndef f(x):\n    return os.path.join(x, 'y')\n")
+    proc, modules = _imported_modules("--isolated", "--no-cache", str(target))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "All checks passed!" in proc.stdout
+    assert "ckptlint.lint.results" in modules
+    # ckptlint.semantic.project (module names of files, no libcst) is the one semantic module needed
+    unwanted = ("libcst", "ckptlint.rules", "ckptlint.semantic.model", "ckptlint.semantic.analysis", "ckptlint.checkpoint",
+                "ckptlint.lint.cache", "ckptlint.server", "ckptlint.text.notebook", "ckptlint.runtime", "multiprocessing",
+                "concurrent", "pathspec", "tempfile", "torch")
+    assert [m for m in modules if m.startswith(unwanted)] == []
+    assert [m for m in modules if m.startswith("ckptlint.output.") and m != "ckptlint.output.base"] == []

@@ -20,12 +20,14 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from ckptlint.config.files import SettingsResolver
 from ckptlint.config.patterns import exclude_matcher
 from ckptlint.config.settings import Settings
+
+if TYPE_CHECKING:
+    import pathspec
 
 __all__ = ["DiscoveryResult", "PathNotFound", "discover", "is_excluded"]
 
@@ -93,7 +95,12 @@ class _GitIgnores:
                     lines += info.read_text(encoding="utf-8", errors="replace").splitlines()
                 except OSError:
                     pass
-            spec = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            if lines:
+                import pathspec
+
+                spec = pathspec.GitIgnoreSpec.from_lines(lines)
+            else:
+                spec = None
             self._specs[directory] = spec
             self._prefilters[directory] = _any_pattern_regex(spec) if spec is not None else None
         return self._specs[directory]

@@ -11,7 +11,6 @@ with several hard links is rewritten in place so that the links stay one file.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -91,6 +90,8 @@ def write_atomically(path: Path, data: bytes, expected: bytes | None = None) -> 
     if status.st_nlink > 1:
         _write_in_place(target, data)
         return
+    import tempfile  # local: only a write needs it (tempfile imports shutil, random...)
+
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".ckptlint", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
