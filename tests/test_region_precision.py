@@ -729,3 +729,41 @@ def test_closure_called_after_a_write_that_follows_its_definition_is_not_reporte
             return out
     """
     assert _found(source, "CKP201") == [(19, "CKP201")]
+
+
+def test_generator_parameter_that_defaults_to_none_is_not_reported():
+    # diffusers autoencoder_kl_ltx.py: blocks pass `generator=None` down to torch.randn, which
+    # then draws from the default generator that checkpoint restores
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Resnet(nn.Module):
+            def forward(self, x, temb=None, generator=None):
+                return x + torch.randn(x.shape, generator=generator)
+
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.resnet = Resnet()
+
+            def forward(self, x, temb=None, generator=None):
+                return checkpoint(self.resnet, x, temb, generator, use_reentrant=False)
+
+
+        class Sampler(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.resnet = Resnet()
+                self.gen = torch.Generator()
+
+            def forward(self, x, generator):
+                a = checkpoint(self.resnet, x, None, self.gen, use_reentrant=False)
+                return checkpoint(self.resnet, a, None, generator, use_reentrant=False)
+    """
+    found = lint_source(textwrap.dedent(source), select=["CKP103"])
+    assert [(d.start[0], d.code) for d in found] == [(8, "CKP103")]
+    assert ":17" not in found[0].message  # the block whose generator defaults to None
