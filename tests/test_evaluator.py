@@ -639,3 +639,33 @@ def test_constant_settled_in_every_iteration_is_not_reported() -> None:
     assert _codes(source) == []
     # a constant rebound after the call still counts
     assert _codes(source.replace("    return h\n", "    use_cache = True\n    return h\n"), "CKP201") == [(9, "CKP201")]
+
+
+def test_list_filled_with_augmented_assignment_is_followed() -> None:
+    # timm levit.py / byobnet.py: `stages += [Stage(...)]` in a loop, then nn.Sequential(*stages)
+    source = """\
+        from torch import nn
+        from timm.models import checkpoint_seq
+
+
+        class Stage(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn = nn.BatchNorm2d(4)
+
+            def forward(self, x):
+                return self.bn(x)
+
+
+        class Net(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                stages = []
+                for i in range(n):
+                    stages += [Stage()]
+                self.stages = nn.Sequential(*stages)
+
+            def forward(self, x):
+                return checkpoint_seq(self.stages, x)
+    """
+    assert _codes(source, "CKP203") == [(23, "CKP203")]

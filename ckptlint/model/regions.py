@@ -1115,7 +1115,7 @@ class RegionBuilder:
         return []
 
     def _with_appends(self, values: list[Value], binding: Binding, ctx: Context, depth: int) -> list[Value]:
-        """A list assigned empty and filled with ``append``/``extend`` in the same scope."""
+        """A list assigned empty and filled with ``append``/``extend``/``+= [...]`` in the same scope."""
         containers = [v for v in values if isinstance(v, ContainerValue)]
         if not containers:
             return values
@@ -1133,6 +1133,13 @@ class RegionBuilder:
                     if mutation.method == "extend":
                         found = [e for v in found if isinstance(v, ContainerValue) for e in v.elements]
                     extra += found
+        for other in binding.scope.bindings.get(binding.name, ()):
+            node = other.node
+            # `stages += [Stage(...)]` in a loop (timm's LeViT): the same as `extend`
+            if other.kind is BindingKind.AUGMENTED and isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
+                if self.runs(node, ctx):
+                    found = self._values(node.value, ctx, depth + 1)
+                    extra += [e for v in found if isinstance(v, ContainerValue) for e in v.elements]
         if not extra:
             return values
         return [
