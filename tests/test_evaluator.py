@@ -669,3 +669,36 @@ def test_list_filled_with_augmented_assignment_is_followed() -> None:
                 return checkpoint_seq(self.stages, x)
     """
     assert _codes(source, "CKP203") == [(23, "CKP203")]
+
+
+def test_slice_of_a_module_list_is_a_container() -> None:
+    # diffusers unet_2d_blocks.py: `for attn, resnet in zip(self.attentions, self.resnets[1:])`
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Resnet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.BatchNorm2d(4)
+
+            def forward(self, x, temb):
+                return self.norm(x)
+
+
+        class Mid(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.resnets = nn.ModuleList([Resnet(), Resnet()])
+                self.attentions = nn.ModuleList([nn.Identity()])
+
+            def forward(self, h, temb):
+                h = self.resnets[0](h, temb)
+                for attn, resnet in zip(self.attentions, self.resnets[1:]):
+                    h = attn(h)
+                    h = checkpoint(resnet, h, temb, use_reentrant=False)
+                return h
+    """
+    assert _codes(source, "CKP203") == [(25, "CKP203")]

@@ -992,6 +992,19 @@ class RegionBuilder:
         if isinstance(expr, cst.Subscript):
             out = []
             key: object = NOT_LITERAL
+            if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice):
+                # `self.resnets[1:]` (diffusers' `zip(self.attentions, self.resnets[1:])`): a
+                # container again, exactly sliced when the bounds are literals
+                bounds = expr.slice[0].slice
+                parts = [self.literal(b, ctx, depth + 1) if b is not None else None for b in (bounds.lower, bounds.upper, bounds.step)]
+                known = all(p is None or (isinstance(p, int) and not isinstance(p, bool)) for p in parts)
+                for base in self._values(expr.value, ctx, depth + 1):
+                    if isinstance(base, ContainerValue) and base.sequential:
+                        if known and base.exact:
+                            out.append(ContainerValue(base.elements[slice(*parts)], exact=True))  # type: ignore[misc]
+                        else:
+                            out.append(ContainerValue(list(base.elements), exact=False))
+                return out
             if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
                 key = self.literal(expr.slice[0].slice.value, ctx, depth + 1)
             for base in self._values(expr.value, ctx, depth + 1):
