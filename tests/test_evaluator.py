@@ -702,3 +702,31 @@ def test_slice_of_a_module_list_is_a_container() -> None:
                 return h
     """
     assert _codes(source, "CKP203") == [(25, "CKP203")]
+
+
+def test_attribute_of_a_plain_module_holder_assigned_in_the_class() -> None:
+    # diffusers autoencoder_kl_kvae.py: `self.mid = nn.Module(); self.mid.block_1 = Block(...)`
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.BatchNorm2d(4)
+
+            def forward(self, x):
+                return self.norm(x)
+
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mid = nn.Module()
+                self.mid.block_1 = Block()
+
+            def forward(self, h):
+                return checkpoint(self.mid.block_1, h, use_reentrant=False)
+    """
+    assert _codes(source, "CKP203") == [(21, "CKP203")]

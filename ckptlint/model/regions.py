@@ -296,6 +296,12 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
             attr = _is_self_attribute(target.target, self_name)
             if attr is not None:
                 info.attributes.setdefault(attr, []).append((node.value, method))
+            elif isinstance(target.target, cst.Attribute):
+                # `self.mid = nn.Module(); self.mid.block_1 = Block(...)` (diffusers' KVAE,
+                # ldm-style VAEs): recorded under "mid.block_1"
+                outer = _is_self_attribute(target.target.value, self_name)
+                if outer is not None:
+                    info.attributes.setdefault(f"{outer}.{target.target.attr.value}", []).append((node.value, method))
     elif isinstance(node, cst.AnnAssign) and node.value is not None:
         attr = _is_self_attribute(node.target, self_name)
         if attr is not None:
@@ -985,6 +991,9 @@ class RegionBuilder:
         if isinstance(expr, cst.Name):
             return self._name(expr, ctx, depth)
         if isinstance(expr, cst.Attribute):
+            nested = self._nested_self_attribute(expr, ctx, depth)
+            if nested:
+                return nested
             out: list[Value] = []
             for base in self._values(expr.value, ctx, depth + 1):
                 out += self._attribute(base, expr.attr.value, depth)
@@ -1039,6 +1048,26 @@ class RegionBuilder:
         if isinstance(expr, cst.BooleanOperation):
             return self._values(expr.left, ctx, depth + 1) + self._values(expr.right, ctx, depth + 1)
         return []
+
+    def _nested_self_attribute(self, expr: cst.Attribute, ctx: Context, depth: int) -> list[Value]:
+        """``self.mid.block_1`` where the class assigns ``self.mid.block_1 = ...`` itself
+        (on a plain ``nn.Module()`` holder); ``[]`` otherwise."""
+        inner = expr.value
+        if ctx.self_class is None or not isinstance(inner, cst.Attribute) or not isinstance(inner.value, cst.Name):
+            return []
+        model = ctx.analysis.model
+        if inner.value not in model.scopes:
+            return []
+        function = model.enclosing(expr, cst.FunctionDef)
+        if not isinstance(function, cst.FunctionDef) or _self_name(function) != inner.value.value:
+            return []
+        key = f"{inner.attr.value}.{expr.attr.value}"
+        out: list[Value] = []
+        for info in self._mro(ctx.self_class):
+            owner_ctx = Context(info.analysis, ctx.self_class, ctx.self_env, self_env=ctx.self_env)
+            for value, _ in info.attributes.get(key, ()):
+                out += self._values(value, owner_ctx, depth + 1)
+        return out
 
     def _container(self, items: list[tuple[cst.BaseExpression, bool]], ctx: Context, depth: int) -> ContainerValue:
         """A container of ``items`` (expression, starred?) in order."""
