@@ -730,3 +730,36 @@ def test_attribute_of_a_plain_module_holder_assigned_in_the_class() -> None:
                 return checkpoint(self.mid.block_1, h, use_reentrant=False)
     """
     assert _codes(source, "CKP203") == [(21, "CKP203")]
+
+
+def test_loop_over_enumerate_of_a_zipped_list() -> None:
+    # diffusers unet_2d_blocks.py: `blocks = list(zip(self.resnets, self.attentions))`,
+    # then `for i, (resnet, attn) in enumerate(blocks)`
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Resnet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.BatchNorm2d(4)
+
+            def forward(self, x):
+                return self.norm(x)
+
+
+        class Down(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.resnets = nn.ModuleList([Resnet()])
+                self.attentions = nn.ModuleList([nn.Identity()])
+
+            def forward(self, h):
+                blocks = list(zip(self.resnets, self.attentions))
+                for i, (resnet, attn) in enumerate(blocks):
+                    h = checkpoint(resnet, h, use_reentrant=False)
+                    h = attn(h)
+                return h
+    """
+    assert _codes(source, "CKP203") == [(23, "CKP203")]

@@ -1217,17 +1217,29 @@ class RegionBuilder:
         if path is None:
             return []
         iterable = loop.iter
-        if path and isinstance(iterable, cst.Call):
-            names = ctx.analysis.model.qualified_names(iterable.func)
+        model = ctx.analysis.model
+        for _ in range(4):
+            if not path:
+                break
+            if isinstance(iterable, cst.Name) and iterable in model.scopes:
+                # `blocks = list(zip(self.resnets, self.attentions))` then
+                # `for i, (resnet, attn) in enumerate(blocks)` (diffusers' UNet blocks)
+                bindings = model.lookup(iterable.value, model.scope_of(iterable))
+                if len(bindings) != 1 or bindings[0].kind is not BindingKind.ASSIGNMENT or bindings[0].value is None:
+                    return []
+                iterable = bindings[0].value
+            if not isinstance(iterable, cst.Call):
+                return []
+            names = model.qualified_names(iterable.func)
             positional = [a for a in iterable.args if a.keyword is None and not a.star]
-            if "builtins.enumerate" in names and path[0] == 1 and positional:
+            if names & {"builtins.list", "builtins.tuple"} and len(positional) == 1:
+                iterable = positional[0].value
+            elif "builtins.enumerate" in names and path[0] == 1 and positional:
                 iterable, path = positional[0].value, path[1:]
             elif "builtins.zip" in names and path[0] < len(positional):
                 iterable, path = positional[path[0]].value, path[1:]
             else:
                 return []
-        elif path:
-            return []
         if path:
             return []
         out: list[Value] = []
