@@ -385,9 +385,12 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
     if _idempotent_conversion(node, text):
         return False  # `self.mask = self.mask.to(x.device)`: a second run converts nothing more
     written_at = frame.analysis.range(node)[0]
+    last = target.attr.value if isinstance(target, cst.Attribute) else target.value
     for other in frame.nodes():
-        if other is target or not isinstance(other, type(target)) or _code(other) != text:
+        if other is target or not isinstance(other, type(target)):
             continue
+        if (other.attr.value if isinstance(other, cst.Attribute) else other.value) != last or _code(other) != text:
+            continue  # the last name is compared first: rendering every node's code is costly
         if isinstance(other, cst.Name) and not _is_load(model, other):
             continue
         if _is_store(model, other):
