@@ -713,6 +713,7 @@ def test_closure_called_after_a_write_that_follows_its_definition_is_not_reporte
 
             weight = torch.randn(4)
             out = checkpoint_forward(x)
+            weight.grad = None
             return out
 
 
@@ -728,7 +729,8 @@ def test_closure_called_after_a_write_that_follows_its_definition_is_not_reporte
             weight = torch.zeros(4)
             return out
     """
-    assert _found(source, "CKP201") == [(19, "CKP201")]
+    # `weight.grad = None` after the call does not change what the forward computes
+    assert _found(source, "CKP201") == [(20, "CKP201")]
 
 
 def test_generator_parameter_that_defaults_to_none_is_not_reported():

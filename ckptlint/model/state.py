@@ -727,6 +727,7 @@ def _changed(
         and _resolves_to(analysis, m, scope)
         and _at_run_time(analysis, m.node)
         and id(m.node) not in (balanced or ())  # a push the region pops again
+        and not _gradient_reset(m)
     ]
     for node, verb in writes:
         row = analysis.range(node)[0][0]
@@ -828,6 +829,16 @@ def _written_before_read(model, write: cst.CSTNode, read: cst.CSTNode) -> bool: 
     return bool(model.precedes(statement, read)) and not _contains(model, statement, read)
 
 
+def _gradient_reset(mutation) -> bool:  # noqa: ANN001
+    """Whether ``mutation`` only assigns the ``.grad`` of its object (``weight.grad = None``,
+    zeroing gradients between two backward passes): computing a forward never reads a
+    tensor's ``.grad``, so the recomputation computes the same values."""
+    node = mutation.node
+    if not isinstance(node, cst.Assign):
+        return False
+    return all(isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad" for t in node.targets)
+
+
 def _other_attribute(mutation, name: str, attribute: str) -> bool:  # noqa: ANN001
     """Whether ``mutation`` assigns an attribute of ``name`` other than ``attribute``
     (``name.other = v`` or ``name.other += v``)."""
@@ -893,6 +904,8 @@ def _closure_change(
             continue
         if read_attribute is not None and _other_attribute(mutation, name, read_attribute):
             continue  # `self.curr_layer = ...` does not change what `self.forward_funcs` reads
+        if _gradient_reset(mutation):
+            continue  # `weight.grad = None` between the runs: the forward never reads `.grad`
         if read_node is not None and _written_before_read(model, mutation.node, read_node):
             continue  # the region wrote it earlier in the same call: the recomputation writes it again first
         if mutation.scope.function_scope is not scope:
