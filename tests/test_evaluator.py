@@ -631,3 +631,127 @@ def test_constant_settled_in_every_iteration_is_not_reported() -> None:
     assert located(source) == []
     # a constant rebound after the call still counts
     assert located(source.replace("    return h\n", "    use_cache = True\n    return h\n"), "CKP201") == [(9, "CKP201")]
+
+
+def test_list_filled_with_augmented_assignment_is_followed() -> None:
+    # timm levit.py / byobnet.py: `stages += [Stage(...)]` in a loop, then nn.Sequential(*stages)
+    source = """\
+        from torch import nn
+        from timm.models import checkpoint_seq
+
+
+        class Stage(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn = nn.BatchNorm2d(4)
+
+            def forward(self, x):
+                return self.bn(x)
+
+
+        class Net(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                stages = []
+                for i in range(n):
+                    stages += [Stage()]
+                self.stages = nn.Sequential(*stages)
+
+            def forward(self, x):
+                return checkpoint_seq(self.stages, x)
+    """
+    assert located(source, "CKP203") == [(23, "CKP203")]
+
+
+def test_slice_of_a_module_list_is_a_container() -> None:
+    # diffusers unet_2d_blocks.py: `for attn, resnet in zip(self.attentions, self.resnets[1:])`
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Resnet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.BatchNorm2d(4)
+
+            def forward(self, x, temb):
+                return self.norm(x)
+
+
+        class Mid(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.resnets = nn.ModuleList([Resnet(), Resnet()])
+                self.attentions = nn.ModuleList([nn.Identity()])
+
+            def forward(self, h, temb):
+                h = self.resnets[0](h, temb)
+                for attn, resnet in zip(self.attentions, self.resnets[1:]):
+                    h = attn(h)
+                    h = checkpoint(resnet, h, temb, use_reentrant=False)
+                return h
+    """
+    assert located(source, "CKP203") == [(25, "CKP203")]
+
+
+def test_attribute_of_a_plain_module_holder_assigned_in_the_class() -> None:
+    # diffusers autoencoder_kl_kvae.py: `self.mid = nn.Module(); self.mid.block_1 = Block(...)`
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.BatchNorm2d(4)
+
+            def forward(self, x):
+                return self.norm(x)
+
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mid = nn.Module()
+                self.mid.block_1 = Block()
+
+            def forward(self, h):
+                return checkpoint(self.mid.block_1, h, use_reentrant=False)
+    """
+    assert located(source, "CKP203") == [(21, "CKP203")]
+
+
+def test_loop_over_enumerate_of_a_zipped_list() -> None:
+    # diffusers unet_2d_blocks.py: `blocks = list(zip(self.resnets, self.attentions))`,
+    # then `for i, (resnet, attn) in enumerate(blocks)`
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Resnet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.BatchNorm2d(4)
+
+            def forward(self, x):
+                return self.norm(x)
+
+
+        class Down(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.resnets = nn.ModuleList([Resnet()])
+                self.attentions = nn.ModuleList([nn.Identity()])
+
+            def forward(self, h):
+                blocks = list(zip(self.resnets, self.attentions))
+                for i, (resnet, attn) in enumerate(blocks):
+                    h = checkpoint(resnet, h, use_reentrant=False)
+                    h = attn(h)
+                return h
+    """
+    assert located(source, "CKP203") == [(23, "CKP203")]

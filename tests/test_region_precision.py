@@ -500,3 +500,268 @@ def test_magvit_causal_conv_cache_stays_reported():
     """
     # line 14 is the lazy fill under `is None` (written once); line 19 carries the cache
     assert located(source, "CKP202") == [(19, "CKP202")]
+
+
+# --------------------------------------------------------------- session 3: kinds judged false on real code
+def test_balanced_push_and_pop_in_the_region_are_not_reported_and_a_lone_push_is():
+    # Megatron core/utils.py: nvtx_range_push appends to a module list, nvtx_range_pop pops it
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+        _MESSAGES = []
+        _LOG = []
+
+
+        def range_push(msg):
+            _MESSAGES.append(msg)
+
+
+        def range_pop():
+            if not _MESSAGES:
+                raise RuntimeError("empty")
+            return _MESSAGES.pop()
+
+
+        def body(x):
+            range_push("block")
+            y = x * 2
+            range_pop()
+            _LOG.append(y)
+            return y
+
+
+        def run(x):
+            return checkpoint(body, x, use_reentrant=False)
+    """
+    assert located(source, "CKP202") == [(21, "CKP202")]
+    assert located(source, "CKP201") == []
+
+
+def test_a_queue_filled_and_drained_with_pop_0_is_no_balanced_pair():
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+        QUEUE = []
+
+
+        def body(x):
+            QUEUE.append(x)
+            return QUEUE.pop(0) * 2
+
+
+        def run(x):
+            return checkpoint(body, x, use_reentrant=False)
+    """
+    assert located(source, "CKP202") == [(7, "CKP202"), (8, "CKP202")]
+
+
+def test_writes_under_a_recompute_phase_predicate_are_not_reported():
+    # fairscale experimental/nn/sync_batchnorm.py and fairscale's own docstring example
+    source = """\
+        from torch import nn
+        from fairscale.nn.checkpoint import checkpoint_wrapper, is_checkpointing, is_recomputing
+
+
+        class Norm(nn.Module):
+            def forward(self, x):
+                if not is_recomputing():
+                    self.counter += 1
+                if is_checkpointing():
+                    self.saved.append(x.mean())
+                    return x
+                if is_recomputing():
+                    mean = self.saved.pop(0)
+                    return x - mean
+                self.calls += 1
+                return x
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = checkpoint_wrapper(Norm())
+    """
+    assert located(source, "CKP202") == [(15, "CKP202")]
+
+
+def test_rng_tracker_bookkeeping_is_restored_by_apis_that_restore_the_tracker():
+    # ColossalAI legacy seed manager: set_mode saves the device RNG state per mode and
+    # switches; colossalai's checkpoint saves and restores every mode's state around the
+    # recompute. Under torch's checkpoint (no tracker restore) it stays reported.
+    source = """\
+        import torch
+        import torch.nn.functional as F
+        from {module} import checkpoint
+
+
+        class SeedManager:
+            def __init__(self):
+                self._current_mode = None
+                self._seed_states = {{}}
+
+            def set_mode(self, mode):
+                if self._current_mode:
+                    self._seed_states[self._current_mode] = torch.cuda.get_rng_state()
+                self._current_mode = mode
+                torch.cuda.set_rng_state(self._seed_states[mode])
+
+
+        MANAGER = SeedManager()
+
+
+        def forward(x):
+            MANAGER.set_mode("data")
+            return F.dropout(x, p=0.4, training=True)
+
+
+        def run(x):
+            return checkpoint(forward, {extra}x)
+    """
+    colossal = source.format(module="colossalai.legacy.utils.activation_checkpoint", extra="False, ")
+    torch_ = source.format(module="torch.utils.checkpoint", extra="")
+    assert located(colossal, "CKP202") == []
+    assert located(torch_, "CKP202") == [(13, "CKP202"), (14, "CKP202")]
+
+
+def test_tuple_target_elements_are_judged_one_by_one():
+    # Megatron token_dispatcher.py:1440 — the local `hidden_states` read in the value carried
+    # the whole tuple, and the first `self` element was named
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        def permute(h, m, tokens=None):
+            return h, h, m, m, tokens
+
+
+        class Manager(nn.Module):
+            def body(self, hidden_states, m):
+                (hidden_states, probs, self.mapping, self.offsets, self.tokens) = permute(
+                    hidden_states, m, tokens=self.tokens
+                )
+                return hidden_states
+
+            def forward(self, x, m):
+                return checkpoint(self.body, x, m, use_reentrant=False)
+    """
+    found = lint_source(textwrap.dedent(source), select=["CKP202"])
+    assert [(d.start[0], d.code) for d in found] == [(11, "CKP202")]
+    assert "self.tokens" in found[0].message and "self.mapping" not in found[0].message
+
+
+def test_idempotent_conversion_of_the_target_itself_is_not_reported():
+    # EVA-style `self.attn_mask = self.attn_mask.to(x.device)`; a growing write stays reported
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Block(nn.Module):
+            def body(self, x):
+                self.attn_mask = self.attn_mask.to(x.device).type(x.dtype)
+                self.scale = self.scale.to(x.device) * 2
+                return x + self.attn_mask
+
+            def forward(self, x):
+                return checkpoint(self.body, x, use_reentrant=False)
+    """
+    assert located(source, "CKP202") == [(8, "CKP202")]
+
+
+def test_cache_behind_an_or_of_fill_guards_is_written_once():
+    # rotary caches: `if self.cos is None or seq_len > self.cached_len:`
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Rotary(nn.Module):
+            def body(self, x, seq_len):
+                if self.cos is None or seq_len > self.cached_len:
+                    self.cached_len = seq_len
+                    self.cos = torch.arange(seq_len) + self.cos_offset
+                if self.sin is None or x.sum() > 0:
+                    self.sin = torch.arange(seq_len) + self.sin
+                return x * self.cos[:seq_len]
+
+            def forward(self, x, seq_len):
+                return checkpoint(self.body, x, seq_len, use_reentrant=False)
+    """
+    assert located(source, "CKP202") == [(12, "CKP202")]
+
+
+def test_closure_called_after_a_write_that_follows_its_definition_is_not_reported():
+    # Megatron tests/unit_tests/tensor_parallel/test_random.py: `weight` is assigned after the
+    # `def` that makes the checkpoint call, but before that function is called
+    source = """\
+        import torch
+        from torch.utils.checkpoint import checkpoint
+
+
+        def test(x):
+            def fused(h):
+                return h * weight
+
+            def checkpoint_forward(h):
+                return checkpoint(fused, h, use_reentrant=False)
+
+            weight = torch.randn(4)
+            out = checkpoint_forward(x)
+            weight.grad = None
+            return out
+
+
+        def test_later_write(x):
+            def fused(h):
+                return h * weight
+
+            def checkpoint_forward(h):
+                return checkpoint(fused, h, use_reentrant=False)
+
+            weight = torch.randn(4)
+            out = checkpoint_forward(x)
+            weight = torch.zeros(4)
+            return out
+    """
+    # `weight.grad = None` after the call does not change what the forward computes
+    assert located(source, "CKP201") == [(20, "CKP201")]
+
+
+def test_generator_parameter_that_defaults_to_none_is_not_reported():
+    # diffusers autoencoder_kl_ltx.py: blocks pass `generator=None` down to torch.randn, which
+    # then draws from the default generator that checkpoint restores
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Resnet(nn.Module):
+            def forward(self, x, temb=None, generator=None):
+                return x + torch.randn(x.shape, generator=generator)
+
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.resnet = Resnet()
+
+            def forward(self, x, temb=None, generator=None):
+                return checkpoint(self.resnet, x, temb, generator, use_reentrant=False)
+
+
+        class Sampler(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.resnet = Resnet()
+                self.gen = torch.Generator()
+
+            def forward(self, x, generator):
+                a = checkpoint(self.resnet, x, None, self.gen, use_reentrant=False)
+                return checkpoint(self.resnet, a, None, generator, use_reentrant=False)
+    """
+    found = lint_source(textwrap.dedent(source), select=["CKP103"])
+    assert [(d.start[0], d.code) for d in found] == [(8, "CKP103")]
+    assert ":17" not in found[0].message  # the block whose generator defaults to None

@@ -273,13 +273,48 @@ def unpreserved_sources(region: Region) -> list[UnpreservedSource]:
                 continue
             for arg in node.args:
                 if arg.keyword is not None and arg.keyword.value == "generator":
-                    if not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+                    if not _none_by_default(arg.value, frame):
                         found.append(UnpreservedSource(arg, frame.analysis, "an explicit `generator=` argument"))
             if isinstance(node.func, cst.Attribute) and _is_generator_attribute(node.func.value, frame):
                 found.append(UnpreservedSource(node, frame.analysis, "a random generator object stored outside the region"))
             elif isinstance(node.func, cst.Attribute) and _is_generator_name(node.func.value, frame):
                 found.append(UnpreservedSource(node, frame.analysis, f"the random generator `{node.func.value.value}`"))
     return found
+
+
+def _none_by_default(expr: cst.BaseExpression, frame: Frame) -> bool:
+    """Whether ``expr`` is ``None``, or a parameter (followed through the arguments that
+    bound it, up to the checkpoint site) whose default is ``None`` and that no call on the
+    way passes: diffusers' LTX blocks hand ``generator=None`` down to ``torch.randn``, which
+    then draws from the default generator that checkpoint restores. A caller outside the
+    region may pass a generator; that is not seen (CKP103's known limits)."""
+    ctx = frame.ctx
+    for _ in range(8):
+        if not isinstance(expr, cst.Name):
+            return False
+        if expr.value == "None":
+            return True
+        model = ctx.analysis.model
+        if expr not in model.scopes:
+            return False
+        bindings = model.lookup(expr.value, model.scope_of(expr))
+        if len(bindings) != 1:
+            return False
+        binding = bindings[0]
+        if binding in ctx.env:
+            expr, ctx = ctx.env[binding]
+            continue
+        param = binding.node
+        if ctx.open_call and binding.scope.node is ctx.bound:
+            return False  # the call may pass it through `*args`/`**kwargs`
+        return (
+            binding.kind.value == "parameter"
+            and isinstance(param, cst.Param)
+            and param.default is not None
+            and isinstance(param.default, cst.Name)
+            and param.default.value == "None"
+        )
+    return False
 
 
 def _is_generator_attribute(expr: cst.BaseExpression, frame: Frame) -> bool:

@@ -303,6 +303,12 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
             attr = _is_self_attribute(target.target, self_name)
             if attr is not None:
                 info.attributes.setdefault(attr, []).append((node.value, method))
+            elif isinstance(target.target, cst.Attribute):
+                # `self.mid = nn.Module(); self.mid.block_1 = Block(...)` (diffusers' KVAE,
+                # ldm-style VAEs): recorded under "mid.block_1"
+                outer = _is_self_attribute(target.target.value, self_name)
+                if outer is not None:
+                    info.attributes.setdefault(f"{outer}.{target.target.attr.value}", []).append((node.value, method))
     elif isinstance(node, cst.AnnAssign) and node.value is not None:
         attr = _is_self_attribute(node.target, self_name)
         if attr is not None:
@@ -992,6 +998,9 @@ class RegionBuilder:
         if isinstance(expr, cst.Name):
             return self._name(expr, ctx, depth)
         if isinstance(expr, cst.Attribute):
+            nested = self._nested_self_attribute(expr, ctx, depth)
+            if nested:
+                return nested
             out: list[Value] = []
             for base in self._values(expr.value, ctx, depth + 1):
                 out += self._attribute(base, expr.attr.value, depth)
@@ -999,6 +1008,19 @@ class RegionBuilder:
         if isinstance(expr, cst.Subscript):
             out = []
             key: object = NOT_LITERAL
+            if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice):
+                # `self.resnets[1:]` (diffusers' `zip(self.attentions, self.resnets[1:])`): a
+                # container again, exactly sliced when the bounds are literals
+                bounds = expr.slice[0].slice
+                parts = [self.literal(b, ctx, depth + 1) if b is not None else None for b in (bounds.lower, bounds.upper, bounds.step)]
+                known = all(p is None or (isinstance(p, int) and not isinstance(p, bool)) for p in parts)
+                for base in self._values(expr.value, ctx, depth + 1):
+                    if isinstance(base, ContainerValue) and base.sequential:
+                        if known and base.exact:
+                            out.append(ContainerValue(base.elements[slice(*parts)], exact=True))  # type: ignore[misc]
+                        else:
+                            out.append(ContainerValue(list(base.elements), exact=False))
+                return out
             if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
                 key = self.literal(expr.slice[0].slice.value, ctx, depth + 1)
             for base in self._values(expr.value, ctx, depth + 1):
@@ -1033,6 +1055,26 @@ class RegionBuilder:
         if isinstance(expr, cst.BooleanOperation):
             return self._values(expr.left, ctx, depth + 1) + self._values(expr.right, ctx, depth + 1)
         return []
+
+    def _nested_self_attribute(self, expr: cst.Attribute, ctx: Context, depth: int) -> list[Value]:
+        """``self.mid.block_1`` where the class assigns ``self.mid.block_1 = ...`` itself
+        (on a plain ``nn.Module()`` holder); ``[]`` otherwise."""
+        inner = expr.value
+        if ctx.self_class is None or not isinstance(inner, cst.Attribute) or not isinstance(inner.value, cst.Name):
+            return []
+        model = ctx.analysis.model
+        if inner.value not in model.scopes:
+            return []
+        function = model.enclosing(expr, cst.FunctionDef)
+        if not isinstance(function, cst.FunctionDef) or _self_name(function) != inner.value.value:
+            return []
+        key = f"{inner.attr.value}.{expr.attr.value}"
+        out: list[Value] = []
+        for info in self._mro(ctx.self_class):
+            owner_ctx = Context(info.analysis, ctx.self_class, ctx.self_env, self_env=ctx.self_env)
+            for value, _ in info.attributes.get(key, ()):
+                out += self._values(value, owner_ctx, depth + 1)
+        return out
 
     def _container(self, items: list[tuple[cst.BaseExpression, bool]], ctx: Context, depth: int) -> ContainerValue:
         """A container of ``items`` (expression, starred?) in order."""
@@ -1122,7 +1164,7 @@ class RegionBuilder:
         return []
 
     def _with_appends(self, values: list[Value], binding: Binding, ctx: Context, depth: int) -> list[Value]:
-        """A list assigned empty and filled with ``append``/``extend`` in the same scope."""
+        """A list assigned empty and filled with ``append``/``extend``/``+= [...]`` in the same scope."""
         containers = [v for v in values if isinstance(v, ContainerValue)]
         if not containers:
             return values
@@ -1140,6 +1182,13 @@ class RegionBuilder:
                     if mutation.method == "extend":
                         found = [e for v in found if isinstance(v, ContainerValue) for e in v.elements]
                     extra += found
+        for other in binding.scope.bindings.get(binding.name, ()):
+            node = other.node
+            # `stages += [Stage(...)]` in a loop (timm's LeViT): the same as `extend`
+            if other.kind is BindingKind.AUGMENTED and isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
+                if self.runs(node, ctx):
+                    found = self._values(node.value, ctx, depth + 1)
+                    extra += [e for v in found if isinstance(v, ContainerValue) for e in v.elements]
         if not extra:
             return values
         return [
@@ -1175,17 +1224,29 @@ class RegionBuilder:
         if path is None:
             return []
         iterable = loop.iter
-        if path and isinstance(iterable, cst.Call):
-            names = ctx.analysis.model.qualified_names(iterable.func)
+        model = ctx.analysis.model
+        for _ in range(4):
+            if not path:
+                break
+            if isinstance(iterable, cst.Name) and iterable in model.scopes:
+                # `blocks = list(zip(self.resnets, self.attentions))` then
+                # `for i, (resnet, attn) in enumerate(blocks)` (diffusers' UNet blocks)
+                bindings = model.lookup(iterable.value, model.scope_of(iterable))
+                if len(bindings) != 1 or bindings[0].kind is not BindingKind.ASSIGNMENT or bindings[0].value is None:
+                    return []
+                iterable = bindings[0].value
+            if not isinstance(iterable, cst.Call):
+                return []
+            names = model.qualified_names(iterable.func)
             positional = [a for a in iterable.args if a.keyword is None and not a.star]
-            if "builtins.enumerate" in names and path[0] == 1 and positional:
+            if names & {"builtins.list", "builtins.tuple"} and len(positional) == 1:
+                iterable = positional[0].value
+            elif "builtins.enumerate" in names and path[0] == 1 and positional:
                 iterable, path = positional[0].value, path[1:]
             elif "builtins.zip" in names and path[0] < len(positional):
                 iterable, path = positional[path[0]].value, path[1:]
             else:
                 return []
-        elif path:
-            return []
         if path:
             return []
         out: list[Value] = []

@@ -103,20 +103,127 @@ def _inside(scope: Scope, ancestor: Scope) -> bool:
 
 
 def outer_writes(region: Region) -> list[OuterWrite]:
-    """Every write to outer state in the region's frames, in frame order."""
+    """Every write to outer state in the region's frames, in frame order.
+
+    Not reported: writes under a recompute-phase predicate (``if not is_recomputing():``,
+    :data:`~ckptlint.facts.apis.RECOMPUTE_PHASE_PREDICATES`: they run in one phase only, by design),
+    pushes and pops that balance within the region (:func:`balanced_calls`), and RNG-tracker
+    bookkeeping when the site's API saves and restores the tracker around the recompute."""
     found: list[OuterWrite] = []
     functions = {id(frame.function) for frame in region.frames}
+    balanced = balanced_calls(region)
+    tracker = "tracker" in region.site.api.rng_restored
     for frame in region.frames:
-        found += [w for w in _frame_writes(frame) if not _region_local(w, functions)]
+        rng_code = tracker and _sets_rng_state(frame)
+        found += [
+            w
+            for w in _frame_writes(frame)
+            if not _region_local(w, functions)
+            and id(w.node) not in balanced
+            and not rng_code
+            and not phase_guarded(frame, w.node)
+        ]
     fresh = _fresh_targets(region)
     return [w for w in found if not _all_fresh(w, fresh)]
+
+
+#: Mutating methods that add to a container, and the ones that take the addition back
+#: (LIFO ``pop()``; ``pop(0)`` after ``append`` removes another element, so it is no pair).
+_PUSHES = {"append": "pop", "appendleft": "popleft", "add": "discard"}
+_POPS = {"pop": "append", "popleft": "appendleft", "discard": "add", "remove": "add"}
+
+
+def balanced_calls(region: Region) -> set[int]:
+    """Ids of the push and pop calls on one outer container that the region both makes
+    (Megatron's NVTX message stack: ``nvtx_range_push`` appends, ``nvtx_range_pop`` pops the
+    same entry): each run of the region leaves the container as it found it, so the
+    recomputation neither sees nor leaves a different value. A region that only pushes (or
+    only pops) is not balanced."""
+    calls: dict[tuple, dict[str, list[cst.Call]]] = {}
+    for frame in region.frames:
+        for node in frame.nodes():
+            if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+                continue
+            method = node.func.attr.value
+            if method not in _PUSHES and method not in _POPS:
+                continue
+            if method in ("pop", "popleft") and node.args:
+                continue  # pop(i)/pop(key): not the inverse of the last push
+            key = _container_key(frame, node.func.value)
+            if key is not None:
+                calls.setdefault(key, {}).setdefault(method, []).append(node)
+    out: set[int] = set()
+    for methods in calls.values():
+        for push, pop in _PUSHES.items():
+            pops = methods.get(pop, []) + (methods.get("remove", []) if push == "add" else [])
+            if methods.get(push) and pops:
+                out |= {id(n) for n in methods[push] + pops}
+    return out
+
+
+def _container_key(frame: Frame, owner: cst.BaseExpression) -> tuple | None:
+    """What object ``owner`` (a name or ``self.attr``) denotes, across the region's frames:
+    the scope that binds a module or closure name, or the class of ``self``."""
+    if isinstance(owner, cst.Name):
+        model = frame.analysis.model
+        bindings = model.lookup(owner.value, model.scope_of(owner))
+        if not bindings:
+            return None
+        return (id(bindings[0].scope), owner.value)
+    if isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name) and owner.value.value == _self_name(frame):
+        info = frame.ctx.self_class
+        return None if info is None else (id(info), "self", owner.attr.value)
+    return None
+
+
+def phase_guarded(frame: Frame, node: cst.CSTNode) -> bool:
+    """Whether ``node`` sits in a branch of an ``if`` (statement or expression) of its frame
+    whose test calls a recompute-phase predicate (``is_recomputing()``, ``is_checkpointing()``
+    of fairscale, TransformerEngine's ``in_fp8_activation_recompute_phase()``): such code runs
+    in the forward or in the recomputation only, so it does not run twice."""
+    from ckptlint.facts.apis import RECOMPUTE_PHASE_PREDICATES
+    from ckptlint.semantic.walk import iter_tree
+
+    model = frame.analysis.model
+    below = node
+    for ancestor in model.ancestors(node):
+        if ancestor is frame.function:
+            return False
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test:
+            for inner in iter_tree(ancestor.test):
+                if isinstance(inner, cst.Call) and model.qualified_names(inner.func) & RECOMPUTE_PHASE_PREDICATES:
+                    return True
+        below = ancestor
+    return False
+
+
+_RNG_STATE_SETTERS = frozenset(
+    {"torch.set_rng_state", "torch.cuda.set_rng_state", "torch.random.set_rng_state", "torch.cuda.random.set_rng_state"}
+)
+
+
+def _sets_rng_state(frame: Frame) -> bool:
+    """Whether the frame sets the device or CPU RNG state (an RNG tracker switching
+    streams: ColossalAI's ``SeedManager.set_mode``, Megatron's ``CudaRNGStatesTracker.fork``).
+    APIs that save and restore the tracker states around the recompute
+    (``rng_restored`` contains ``"tracker"``) undo what such code writes."""
+    model = frame.analysis.model
+    return any(
+        isinstance(node, cst.Call) and model.qualified_names(node.func) & _RNG_STATE_SETTERS for node in frame.nodes()
+    )
 
 
 def _all_fresh(write: OuterWrite, fresh: set[tuple]) -> bool:
     targets = _plain_targets(write.node)
     if targets is None:
         return False
-    return all(_target_key(write.frame, t) in fresh or not _carries(write.frame, write.node, t) for t in targets)
+    scope = _frame_scope(write.frame)
+    return all(
+        _target_key(write.frame, t) in fresh
+        or not _carries(write.frame, write.node, t)
+        or _target_write(write.frame, scope, t, write.node) is None  # a local of the frame
+        for t in targets
+    )
 
 
 def _plain_targets(node: cst.CSTNode) -> list[cst.BaseExpression] | None:
@@ -203,6 +310,10 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             if isinstance(node, cst.AnnAssign) and node.value is None:
                 continue
+            if isinstance(node, cst.Assign) and len(targets) == 1 and isinstance(targets[0], (cst.Tuple, cst.List)):
+                # `(h, probs, self.mapping, self.tokens) = permute(h, tokens=self.tokens)`: each
+                # element is judged on its own (the local `h` read in the value carries nothing)
+                targets = [e.value for e in targets[0].elements]
             for target in targets:
                 if _written_once(frame, node, target):
                     continue
@@ -278,10 +389,15 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
     model = frame.analysis.model
     if _constant_write(frame, node) or _saved_and_restored(frame, text):
         return False  # a reset to a constant writes the same value on every run
+    if _idempotent_conversion(node, text):
+        return False  # `self.mask = self.mask.to(x.device)`: a second run converts nothing more
     written_at = frame.analysis.range(node)[0]
+    last = target.attr.value if isinstance(target, cst.Attribute) else target.value
     for other in frame.nodes():
-        if other is target or not isinstance(other, type(target)) or _code(other) != text:
+        if other is target or not isinstance(other, type(target)):
             continue
+        if (other.attr.value if isinstance(other, cst.Attribute) else other.value) != last or _code(other) != text:
+            continue  # the last name is compared first: rendering every node's code is costly
         if isinstance(other, cst.Name) and not _is_load(model, other):
             continue
         if _is_store(model, other):
@@ -294,6 +410,34 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
             continue  # `if INITIALIZED: return` before the write: the write is not reached from that read
         return True
     return False
+
+
+#: Tensor methods ``f`` with ``f(f(t, *a), *a) == f(t, *a)``: converting twice with the same
+#: arguments gives what converting once gave.
+_IDEMPOTENT_CONVERSIONS = frozenset(
+    {"to", "type", "cuda", "cpu", "float", "half", "bfloat16", "double", "long", "int", "bool", "contiguous", "detach"}
+)
+
+
+def _idempotent_conversion(node: cst.CSTNode, text: str) -> bool:
+    """Whether ``node`` is ``T = T.to(...)`` (a chain of conversions of the target ``T``
+    itself, whose arguments do not read ``T``): the recomputation converts a value that is
+    already converted, which changes nothing."""
+    from ckptlint.semantic.walk import iter_tree
+
+    value = getattr(node, "value", None)
+    if not isinstance(node, (cst.Assign, cst.AnnAssign)) or not isinstance(value, cst.Call):
+        return False
+    current: cst.BaseExpression = value
+    while isinstance(current, cst.Call):
+        func = current.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in _IDEMPOTENT_CONVERSIONS:
+            return False
+        for arg in current.args:
+            if any(isinstance(n, (cst.Name, cst.Attribute)) and _code(n) == text for n in iter_tree(arg.value)):
+                return False
+        current = func.value
+    return _code(current) == text
 
 
 def _saved_and_restored(frame: Frame, text: str) -> bool:
@@ -395,30 +539,38 @@ def _written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -
         came_from, child = child, ancestor
         if not isinstance(ancestor, cst.If) or came_from is not ancestor.body:
             continue  # the else branch runs when the value is already there
-        test = ancestor.test
-        if container is None and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            guard = code(test.expression)
-            if guard == key or _assigns_in(ancestor.body, guard):
-                return True  # `if not self._initialized: ...; self._initialized = True`
-            continue
-        if not isinstance(test, cst.Comparison):
-            continue
-        if len(test.comparisons) != 1:
-            continue
-        operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
-        if container is None and isinstance(operator, cst.Is) and code(right) == "None":
-            guard = code(test.left)
-            if guard == key or _assigns_in(ancestor.body, guard):
-                return True  # the write itself, or one more field of the same one-time initialisation
-        if container is not None and isinstance(operator, cst.NotIn) and code(test.left) == key and code(right) == container:
+        if _memo_test(ancestor.test, ancestor.body, container, key):
             return True
-        if (
-            container is None
-            and isinstance(operator, (cst.GreaterThan, cst.LessThan, cst.NotEqual))
-            and key in (code(test.left), code(right))
-            and _assigns_in(ancestor.body, key)
-        ):
-            return True  # `if seq_len > self.max_seq_len_cached: self.max_seq_len_cached = seq_len` (rotary caches)
+    return False
+
+
+def _memo_test(test: cst.BaseExpression, body: cst.CSTNode, container: str | None, key: str) -> bool:
+    """Whether ``test`` turns false once ``body`` has run, for the same inputs: ``not FLAG``
+    or ``X is None`` where the body sets ``FLAG``/``X``, ``key not in cache``, a size compared
+    with the cached size the body records; ``A or B`` when both operands are such tests
+    (``if self.cos is None or seq_len > self.cached_len:``, rotary caches), ``A and B`` when
+    one is."""
+    code = _code
+    if isinstance(test, cst.BooleanOperation):
+        left = _memo_test(test.left, body, container, key)
+        right = _memo_test(test.right, body, container, key)
+        return (left and right) if isinstance(test.operator, cst.Or) else (left or right)
+    if container is None and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        guard = code(test.expression)
+        return guard == key or _assigns_in(body, guard)  # `if not self._initialized: ...; self._initialized = True`
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if container is None and isinstance(operator, cst.Is) and code(right) == "None":
+        guard = code(test.left)
+        if guard == key or _assigns_in(body, guard):
+            return True  # the write itself, or one more field of the same one-time initialisation
+    if container is not None and isinstance(operator, cst.NotIn) and code(test.left) == key and code(right) == container:
+        return True
+    if isinstance(operator, (cst.GreaterThan, cst.LessThan, cst.NotEqual)):
+        # `if seq_len > self.max_seq_len_cached: self.max_seq_len_cached = seq_len` (rotary
+        # caches); for an item write, the cached size the same body records
+        return any(_assigns_in(body, side) for side in (code(test.left), code(right)))
     return False
 
 
@@ -529,8 +681,13 @@ def mutable_reads(region: Region, site_analysis: ModuleAnalysis) -> list[OuterRe
     """
     found: list[OuterRead] = []
     functions = {id(frame.function) for frame in region.frames}
+    balanced = balanced_calls(region)
     for frame in region.frames:
-        found += list(_frame_reads(frame, region.site.call, site_analysis, functions))
+        found += [
+            read
+            for read in _frame_reads(frame, region.site.call, site_analysis, functions, balanced)
+            if not phase_guarded(frame, read.node)
+        ]
     return found
 
 
@@ -542,6 +699,7 @@ def _changed(
     region_functions: set[int] | None = None,
     read_attribute: str | None = None,
     read_node: cst.CSTNode | None = None,
+    balanced: set[int] | None = None,
 ) -> str | None:
     """Why the state behind ``name`` changes between the checkpoint call and backward, or
     ``None``.
@@ -572,7 +730,11 @@ def _changed(
     writes += [
         (m.node, "mutated")
         for m in model.mutations
-        if m.base == name and _resolves_to(analysis, m, scope) and _at_run_time(analysis, m.node)
+        if m.base == name
+        and _resolves_to(analysis, m, scope)
+        and _at_run_time(analysis, m.node)
+        and id(m.node) not in (balanced or ())  # a push the region pops again
+        and not _gradient_reset(m)
     ]
     for node, verb in writes:
         row = analysis.range(node)[0][0]
@@ -674,6 +836,16 @@ def _written_before_read(model, write: cst.CSTNode, read: cst.CSTNode) -> bool: 
     return bool(model.precedes(statement, read)) and not _contains(model, statement, read)
 
 
+def _gradient_reset(mutation) -> bool:  # noqa: ANN001
+    """Whether ``mutation`` only assigns the ``.grad`` of its object (``weight.grad = None``,
+    zeroing gradients between two backward passes): computing a forward never reads a
+    tensor's ``.grad``, so the recomputation computes the same values."""
+    node = mutation.node
+    if not isinstance(node, cst.Assign):
+        return False
+    return all(isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad" for t in node.targets)
+
+
 def _other_attribute(mutation, name: str, attribute: str) -> bool:  # noqa: ANN001
     """Whether ``mutation`` assigns an attribute of ``name`` other than ``attribute``
     (``name.other = v`` or ``name.other += v``)."""
@@ -739,6 +911,8 @@ def _closure_change(
             continue
         if read_attribute is not None and _other_attribute(mutation, name, read_attribute):
             continue  # `self.curr_layer = ...` does not change what `self.forward_funcs` reads
+        if _gradient_reset(mutation):
+            continue  # `weight.grad = None` between the runs: the forward never reads `.grad`
         if read_node is not None and _written_before_read(model, mutation.node, read_node):
             continue  # the region wrote it earlier in the same call: the recomputation writes it again first
         if mutation.scope.function_scope is not scope:
@@ -788,12 +962,43 @@ def _write_after(model, node: cst.CSTNode, anchor: cst.CSTNode | None, owner: Sc
     is ``None``: the call is not in ``owner``)."""
     if anchor is None:
         return None
+    calls = _direct_calls(model, anchor, owner)
+    if calls:
+        # the checkpoint call is in a nested function: it runs when that function is called,
+        # so a write between the `def` and its first call runs before it (Megatron's
+        # test_random: `def checkpoint_forward(x): ...`, then `weight = ...`, then the call)
+        found = [_write_after(model, node, call, owner) for call in calls]
+        return "loop" if "loop" in found else "after" if "after" in found else None
     for loop in model.ancestors(anchor):
         if loop is owner.node:
             break
         if isinstance(loop, (cst.For, cst.While)) and (loop is node or _contains(model, loop, node)):
             return "loop"
     return "after" if model.precedes(anchor, node) and not _contains(model, node, anchor) else None
+
+
+def _direct_calls(model, anchor: cst.CSTNode, owner: Scope) -> list[cst.Call]:  # noqa: ANN001
+    """The calls ``name(...)`` in ``owner``'s own code of the nested function ``anchor``,
+    when every other use of its name is such a call; else ``[]`` (it escapes: returned,
+    passed on, stored; when it then runs is not known, so the ``def`` stays the anchor)."""
+    if not isinstance(anchor, cst.FunctionDef) or anchor.decorators:
+        return []
+    from ckptlint.semantic.walk import iter_tree
+
+    name = anchor.name.value
+    calls: list[cst.Call] = []
+    for node in iter_tree(owner.node):
+        if not isinstance(node, cst.Name) or node.value != name or node is anchor.name:
+            continue
+        parent = model.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue
+        if not isinstance(parent, cst.Call) or parent.func is not node:
+            return []
+        if _enclosing_function(model, parent) is not owner.node:
+            return []
+        calls.append(parent)
+    return calls
 
 
 def _contains(model, outer: cst.CSTNode, node: cst.CSTNode) -> bool:  # noqa: ANN001
@@ -830,7 +1035,11 @@ def _settled_closure(bindings: list[Binding], frame: Frame, site_analysis: Modul
 
 
 def _frame_reads(
-    frame: Frame, site_call: cst.Call, site_analysis: ModuleAnalysis, region_functions: set[int] | None = None
+    frame: Frame,
+    site_call: cst.Call,
+    site_analysis: ModuleAnalysis,
+    region_functions: set[int] | None = None,
+    balanced: set[int] | None = None,
 ) -> Iterator[OuterRead]:
     model = frame.analysis.model
     here = site_call if site_analysis is frame.analysis else None
@@ -845,7 +1054,7 @@ def _frame_reads(
                 continue
             parent = model.parent(node)
             attribute = parent.attr.value if isinstance(parent, cst.Attribute) and parent.value is node else None
-            why = _changed(bindings, frame.analysis, node.value, here, region_functions, attribute, node)
+            why = _changed(bindings, frame.analysis, node.value, here, region_functions, attribute, node, balanced)
             if why is not None and node.value not in seen:
                 seen.add(node.value)
                 yield OuterRead(node, frame, node.value, why)
