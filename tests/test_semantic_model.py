@@ -8,7 +8,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from ckptlint.semantic.model import BindingKind, ScopeKind, SemanticModel
+from ckptlint.semantic.bindings import BindingKind, ScopeKind
+from ckptlint.semantic.model import SemanticModel
 
 
 def build(source: str, module_name: str = "pkg.model", is_package: bool = False) -> SemanticModel:

@@ -31,7 +31,8 @@ from ckptlint.facts.saving import (
     TORCH_LOAD,
     TORCH_SAVE,
 )
-from ckptlint.semantic.model import BindingKind, SemanticModel
+from ckptlint.semantic.bindings import BindingKind
+from ckptlint.semantic.model import SemanticModel
 
 __all__ = ["ValueGuess", "ValueKind", "classify_value", "identifier_of", "name_hint", "path_literal"]
 

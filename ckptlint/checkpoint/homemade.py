@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ckptlint.facts.apis import AUTOGRAD_FUNCTION_BASES, HOME_MADE, CheckpointApi
-from ckptlint.semantic.model import BindingKind, SemanticModel
+from ckptlint.semantic.bindings import BindingKind
+from ckptlint.semantic.model import SemanticModel
 from ckptlint.semantic.walk import child_nodes
 
 __all__ = ["Helper", "HomeMade", "Implementation", "home_made"]

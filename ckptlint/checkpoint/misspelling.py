@@ -37,8 +37,9 @@ import libcst as cst
 from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
 from ckptlint.checkpoint.site import CheckpointSite, Misspelling
 from ckptlint.facts.apis import CHECKPOINT_OPTIONS, ApiKind
+from ckptlint.semantic.bindings import BindingKind
 from ckptlint.semantic.callables import signature_of
-from ckptlint.semantic.model import BindingKind, SemanticModel
+from ckptlint.semantic.model import SemanticModel
 
 __all__ = ["STRONG_RATIO", "WEAK_RATIO", "Misspelling", "closest_option", "find_misspellings"]
 

@@ -16,7 +16,8 @@ from enum import Enum
 
 import libcst as cst
 
-from ckptlint.semantic.model import BindingKind, MutationKind, SemanticModel
+from ckptlint.semantic.bindings import BindingKind, MutationKind
+from ckptlint.semantic.model import SemanticModel
 
 __all__ = [
     "ABSENT",

@@ -43,7 +43,8 @@ from ckptlint.facts.apis import (
     CheckpointApi,
     api_for,
 )
-from ckptlint.semantic.model import BindingKind, SemanticModel
+from ckptlint.semantic.bindings import BindingKind
+from ckptlint.semantic.model import SemanticModel
 
 if TYPE_CHECKING:
     from ckptlint.semantic.project import Project

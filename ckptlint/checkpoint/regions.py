@@ -63,8 +63,8 @@ from ckptlint.facts.torch_facts import (
     NormFactory,
     layer_fact,
 )
+from ckptlint.semantic.bindings import Binding, BindingKind, ScopeKind
 from ckptlint.semantic.callables import Signature
-from ckptlint.semantic.model import Binding, BindingKind, ScopeKind
 from ckptlint.semantic.walk import child_nodes
 
 if TYPE_CHECKING:

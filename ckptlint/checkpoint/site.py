@@ -15,7 +15,7 @@ import libcst as cst
 
 from ckptlint.checkpoint.options import ABSENT, CallArguments, OptionValue
 from ckptlint.facts.apis import CheckpointApi
-from ckptlint.semantic.model import Scope
+from ckptlint.semantic.bindings import Scope
 
 __all__ = ["CheckpointSite", "Misspelling", "Reentrancy", "SaveForm", "SaveMisuse", "SiteForm", "SiteIndex"]
 

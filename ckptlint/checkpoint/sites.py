@@ -36,7 +36,8 @@ from ckptlint.facts.apis import (
     api_for,
 )
 from ckptlint.facts.saving import DCP_FUNCTIONS
-from ckptlint.semantic.model import BindingKind, SemanticModel
+from ckptlint.semantic.bindings import BindingKind
+from ckptlint.semantic.model import SemanticModel
 
 __all__ = ["CheckpointSite", "Reentrancy", "SiteForm", "SiteIndex", "collect_sites"]
 

@@ -18,14 +18,14 @@ import libcst as cst
 from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
 from ckptlint.checkpoint.regions import Frame, Region
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.model import (
+from ckptlint.semantic.bindings import (
     MUTATING_METHODS,
     Binding,
     BindingKind,
     Scope,
     ScopeKind,
-    base_name,
 )
+from ckptlint.semantic.model import base_name
 
 __all__ = ["LOOP_VARIABLE", "OuterRead", "OuterWrite", "mutable_reads", "outer_writes"]
 

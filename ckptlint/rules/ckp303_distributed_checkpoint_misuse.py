@@ -7,7 +7,8 @@ import libcst as cst
 from ckptlint.checkpoint.argument_kinds import ValueKind, classify_value, name_hint
 from ckptlint.facts.saving import DCP_FUNCTIONS, DcpFunction, DcpOperation
 from ckptlint.rules.base import Invalid, Rule, RuleContext
-from ckptlint.semantic.model import BindingKind, SemanticModel, dotted_name
+from ckptlint.semantic.bindings import BindingKind
+from ckptlint.semantic.model import SemanticModel, dotted_name
 
 
 class DistributedCheckpointMisuse(Rule):

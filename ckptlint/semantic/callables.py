@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ckptlint.semantic.model import BindingKind, SemanticModel
+from ckptlint.semantic.bindings import BindingKind
+from ckptlint.semantic.model import SemanticModel
 
 __all__ = ["Signature", "signature_of"]
 

@@ -14,42 +14,27 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from enum import Enum
 
 import libcst as cst
 
 from ckptlint.facts.apis import MODULE_EXPORTS
+from ckptlint.semantic.bindings import (
+    MUTATING_METHODS,
+    Binding,
+    BindingKind,
+    Mutation,
+    MutationKind,
+    Scope,
+    ScopeKind,
+)
 from ckptlint.semantic.walk import child_nodes
 
-__all__ = ["Binding", "BindingKind", "Mutation", "MutationKind", "Scope", "ScopeKind", "SemanticModel"]
+__all__ = ["SemanticModel"]
+
 
 _BUILTINS = frozenset(dir(builtins))
+
 _MAX_ALIAS_DEPTH = 8
-
-#: Method names that mutate the object they are called on (lists, dicts, sets, deques).
-MUTATING_METHODS = frozenset(
-    {
-        "append",
-        "extend",
-        "insert",
-        "pop",
-        "popitem",
-        "remove",
-        "clear",
-        "update",
-        "setdefault",
-        "add",
-        "discard",
-        "appendleft",
-        "extendleft",
-        "sort",
-        "reverse",
-        "__setitem__",
-        "__delitem__",
-    }
-)
-
 
 #: The node types :meth:`SemanticModel._enter` handles (libcst's concrete classes, which
 #: are never subclassed).
@@ -78,105 +63,6 @@ _ENTERED = frozenset(
         cst.Del,
     }
 )
-
-
-class ScopeKind(str, Enum):
-    MODULE = "module"
-    CLASS = "class"
-    FUNCTION = "function"
-    LAMBDA = "lambda"
-    COMPREHENSION = "comprehension"
-
-
-class BindingKind(str, Enum):
-    IMPORT = "import"
-    ASSIGNMENT = "assignment"
-    AUGMENTED = "augmented-assignment"
-    FUNCTION = "function"
-    CLASS = "class"
-    PARAMETER = "parameter"
-    LOOP = "loop-variable"
-    WITH = "with-target"
-    EXCEPT = "except-target"
-    WALRUS = "walrus"
-
-
-@dataclass(eq=False)
-class Binding:
-    """One place where a name gets a value.
-
-    Attributes:
-        name: the bound name.
-        kind: what kind of statement binds it.
-        node: the binding node (``ImportAlias``, ``Assign``, ``FunctionDef``, ``Param``,
-            ``For``, ...).
-        value: for ``name = expr`` (a single Name target), the expression; else ``None``.
-        target: for imports, the imported qualified name (``"torch.utils.checkpoint"``);
-            for ``def``/``class``, the qualified name of the definition.
-        scope: the scope the name lives in.
-        declared_in: for a ``global``/``nonlocal`` rebinding, the scope whose code rebinds
-            it (different from ``scope``); otherwise ``None``.
-    """
-
-    name: str
-    kind: BindingKind
-    node: cst.CSTNode
-    scope: Scope
-    value: cst.BaseExpression | None = None
-    target: str | None = None
-    declared_in: Scope | None = None
-
-
-class MutationKind(str, Enum):
-    """How a :class:`Mutation` writes into its object."""
-
-    ATTRIBUTE = "attribute"  # obj.attr = v
-    SUBSCRIPT = "subscript"  # obj[k] = v
-    AUGMENTED = "augmented"  # obj.attr += v, obj[k] += v
-    METHOD = "method"  # obj.append(v)
-    DELETE = "delete"  # del obj[k], del obj.attr
-
-
-@dataclass(eq=False)
-class Mutation:
-    """A write into an object reachable from a name, without rebinding the name.
-
-    ``obj.attr = v``, ``obj[k] = v``, ``obj.attr += v``, ``del obj[k]`` and mutating method
-    calls (``obj.append(v)``, ``cache["k"].append(v)``) are mutations of ``base`` (the
-    leftmost name, ``obj``/``cache``).
-    """
-
-    base: str
-    node: cst.CSTNode
-    scope: Scope
-    kind: MutationKind
-    method: str | None = None
-
-
-@dataclass(eq=False)
-class Scope:
-    """A Python scope: the module, a class body, a function, a lambda or a comprehension."""
-
-    kind: ScopeKind
-    node: cst.CSTNode
-    parent: Scope | None
-    qualname: str
-    bindings: dict[str, list[Binding]] = field(default_factory=dict)
-    globals: set[str] = field(default_factory=set)
-    nonlocals: set[str] = field(default_factory=set)
-
-    def add(self, binding: Binding) -> None:
-        self.bindings.setdefault(binding.name, []).append(binding)
-
-    @property
-    def function_scope(self) -> Scope:
-        """The nearest enclosing function or module scope (comprehensions and lambdas count
-        as part of the function that contains them for ``global``/walrus purposes)."""
-        scope = self
-        while scope.kind is ScopeKind.COMPREHENSION and scope.parent is not None:
-            scope = scope.parent
-        return scope
-
 
 class SemanticModel:
     """Scopes, bindings, parents and calls of one parsed module.
@@ -586,7 +472,6 @@ class SemanticModel:
         bindings = self.lookup(name, scope)
         return bindings[0].scope if bindings else None
 
-
 def _dotted(expr: cst.BaseExpression | None) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else ``None``."""
     if isinstance(expr, cst.Name):
@@ -596,13 +481,12 @@ def _dotted(expr: cst.BaseExpression | None) -> str | None:
         return f"{base}.{expr.attr.value}" if base is not None else None
     return None
 
-
 def _base_name(expr: cst.BaseExpression) -> str | None:
     """The leftmost name of ``a.b[c].d``, or ``None`` when it is not a plain name."""
     while isinstance(expr, (cst.Attribute, cst.Subscript)):
         expr = expr.value
     return expr.value if isinstance(expr, cst.Name) else None
 
-
 dotted_name = _dotted
+
 base_name = _base_name
