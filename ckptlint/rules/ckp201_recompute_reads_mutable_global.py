@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ckptlint.checkpoint.outer_reads import mutable_reads
 from ckptlint.checkpoint.regions import site_label
-from ckptlint.checkpoint.state import mutable_reads
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 

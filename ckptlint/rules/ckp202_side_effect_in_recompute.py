@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ckptlint.checkpoint.outer_writes import outer_writes
 from ckptlint.checkpoint.regions import site_label
-from ckptlint.checkpoint.state import outer_writes
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 

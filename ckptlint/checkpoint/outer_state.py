@@ -1,0 +1,143 @@
+"""What the outer-state rules (CKP201/CKP202) share: the records of a read and a write outside a
+region, and how a name in a frame is resolved to the scope that owns it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ckptlint.checkpoint.regions import Frame
+from ckptlint.semantic.analysis import ModuleAnalysis
+from ckptlint.semantic.bindings import (
+    Binding,
+    BindingKind,
+    Scope,
+    ScopeKind,
+)
+
+__all__ = ["LOOP_VARIABLE", "OuterRead", "OuterWrite"]
+
+
+STATE_KINDS = (BindingKind.ASSIGNMENT, BindingKind.AUGMENTED, BindingKind.WALRUS)
+
+@dataclass(eq=False)
+class OuterWrite:
+    """A statement or call in a frame that changes state living outside the region."""
+
+    node: cst.CSTNode
+    frame: Frame
+    what: str
+
+    @property
+    def analysis(self) -> ModuleAnalysis:
+        return self.frame.analysis
+
+@dataclass(eq=False)
+class OuterRead:
+    """A read, in a frame, of module-level or closure state that is changed elsewhere."""
+
+    node: cst.Name | cst.Attribute
+    frame: Frame
+    name: str
+    why: str
+
+    @property
+    def loop_variable(self) -> bool:
+        """The variable of the loop that runs the checkpoint (it differs every iteration)."""
+        return self.why.startswith(LOOP_VARIABLE)
+
+    @property
+    def late_binding(self) -> bool:
+        """A loop variable read by a closure: recomputation sees the last iteration's value."""
+        return self.why.startswith(LOOP_VARIABLE) or self.why.endswith(LOOP_REBINDING)
+
+    @property
+    def analysis(self) -> ModuleAnalysis:
+        return self.frame.analysis
+
+def frame_scope(frame: Frame) -> Scope | None:
+    return frame.analysis.model.scope_of_definition.get(frame.function)
+
+def _owner(frame: Frame, name: str, at: cst.CSTNode) -> tuple[str, list[Binding]]:
+    """Where ``name`` (used at ``at``) lives relative to the frame: ``"local"``,
+    ``"parameter"``, ``"self"``, ``"outer"`` (module or closure) or ``"unknown"``."""
+    model = frame.analysis.model
+    bindings = model.lookup(name, model.scope_of(at))
+    if not bindings:
+        return "unknown", bindings
+    scope = frame_scope(frame)
+    first = bindings[0]
+    if first.scope is scope or (scope is not None and _inside(first.scope, scope)):
+        if any(frame.is_parameter(b) for b in bindings) and all(
+            frame.is_parameter(b) or b.kind is BindingKind.AUGMENTED for b in bindings
+        ):
+            return ("self" if name == frame_self_name(frame) else "parameter"), bindings
+        return "local", bindings  # rebound in the frame (e.g. `kwargs = kwargs.copy()`): a local object
+    if first.kind in (BindingKind.IMPORT, BindingKind.FUNCTION, BindingKind.CLASS):
+        return "definition", bindings
+    return "outer", bindings
+
+def _inside(scope: Scope, ancestor: Scope) -> bool:
+    current: Scope | None = scope
+    while current is not None:
+        if current is ancestor:
+            return True
+        current = current.parent
+    return False
+
+def frame_self_name(frame: Frame) -> str | None:
+    """The ``self`` parameter of the frame's function, only when that function is defined
+    directly in a class body (a module function reached from a method has no ``self``: its
+    first parameter, timm's ``cal_rel_pos_type(attn, ...)``, is the caller's object)."""
+    scope = frame_scope(frame)
+    if scope is None or scope.parent is None or scope.parent.kind is not ScopeKind.CLASS:
+        return None
+    return frame.self_parameter()
+
+def is_store(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
+    """Whether ``node`` is (an element of) an assignment target rather than a read."""
+    child = node
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+            child = ancestor
+            continue
+        if isinstance(ancestor, cst.AssignTarget):
+            return ancestor.target is child
+        if isinstance(ancestor, (cst.AnnAssign, cst.For, cst.CompFor)):
+            return ancestor.target is child
+        return False
+    return False
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node).strip()
+
+def describe(kind: str, base: str) -> str:
+    return {
+        "self": "state of the module (`self`)",
+        "parameter": f"the caller's object `{base}`",
+        "outer": f"the outer object `{base}`",
+    }.get(kind, f"`{base}`")
+
+def _text(frame: Frame, node: cst.CSTNode) -> str:
+    text = frame.analysis.module.code_for_node(node).strip()
+    return text if len(text) <= 40 else text[:37] + "..."
+
+#: How :func:`_changed` starts the reason for a loop variable read by a closure defined in the
+#: loop (the late-binding trap); the rule words its advice for it.
+LOOP_VARIABLE = "the variable of the loop that runs the checkpoint"
+
+LOOP_REBINDING = "in the loop that also runs the checkpoint"
+
+def _contains(model, outer: cst.CSTNode, node: cst.CSTNode) -> bool:  # noqa: ANN001
+    return any(a is outer for a in model.ancestors(node))
+
+def is_load(model, node: cst.Name) -> bool:  # noqa: ANN001
+    parent = model.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.attr is node:
+        return False
+    if isinstance(parent, cst.Arg) and parent.keyword is node:
+        return False
+    if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName, cst.Param, cst.NameItem)):
+        return False
+    return True

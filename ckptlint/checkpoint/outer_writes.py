@@ -1,0 +1,267 @@
+"""Writes of state outside a region (CKP202): what a recomputed region changes that lives on after it.
+
+Recomputation runs the region's Python code again during backward (twice under the
+reentrant variant; under non-reentrant ``early_stop`` the code before the last saved tensor
+runs again, torch.utils.checkpoint 2.9). So a region that *writes* outer state does it again
+(counters, caches, logs). Writes the recompute cannot change are left out by
+:mod:`ckptlint.checkpoint.write_exemptions`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ckptlint.checkpoint.outer_state import (
+    OuterWrite,
+    _code,
+    _contains,
+    _owner,
+    _text,
+    describe,
+    frame_scope,
+    frame_self_name,
+    is_load,
+    is_store,
+)
+from ckptlint.checkpoint.regions import Frame, Region
+from ckptlint.checkpoint.write_exemptions import (
+    balanced_calls,
+    constant_write,
+    exit_guard,
+    idempotent_conversion,
+    phase_guarded,
+    saved_and_restored,
+    sets_rng_state,
+    shape_bookkeeping,
+    written_once,
+)
+from ckptlint.semantic.bindings import (
+    MUTATING_METHODS,
+    Scope,
+    ScopeKind,
+)
+from ckptlint.semantic.model import base_name
+
+__all__ = ["outer_writes"]
+
+
+def outer_writes(region: Region) -> list[OuterWrite]:
+    """Every write to outer state in the region's frames, in frame order.
+
+    Not reported: writes under a recompute-phase predicate (``if not is_recomputing():``,
+    :data:`~ckptlint.facts.apis.RECOMPUTE_PHASE_PREDICATES`: they run in one phase only, by design),
+    pushes and pops that balance within the region (:func:`balanced_calls`), and RNG-tracker
+    bookkeeping when the site's API saves and restores the tracker around the recompute."""
+    found: list[OuterWrite] = []
+    functions = {id(frame.function) for frame in region.frames}
+    balanced = balanced_calls(region)
+    tracker = "tracker" in region.site.api.rng_restored
+    for frame in region.frames:
+        rng_code = tracker and sets_rng_state(frame)
+        found += [
+            w
+            for w in _frame_writes(frame)
+            if not _region_local(w, functions)
+            and id(w.node) not in balanced
+            and not rng_code
+            and not phase_guarded(frame, w.node)
+        ]
+    fresh = _fresh_targets(region)
+    return [w for w in found if not _all_fresh(w, fresh)]
+
+def _all_fresh(write: OuterWrite, fresh: set[tuple]) -> bool:
+    targets = _plain_targets(write.node)
+    if targets is None:
+        return False
+    scope = frame_scope(write.frame)
+    return all(
+        _target_key(write.frame, t) in fresh
+        or not _carries(write.frame, write.node, t)
+        or _target_write(write.frame, scope, t, write.node) is None  # a local of the frame
+        for t in targets
+    )
+
+def _plain_targets(node: cst.CSTNode) -> list[cst.BaseExpression] | None:
+    """The attribute or name targets of a plain assignment (tuple targets unpacked), or
+    ``None`` when it is not one or a target is something else (an item)."""
+    if isinstance(node, cst.Assign) and len(node.targets) == 1:
+        target = node.targets[0].target
+    elif isinstance(node, cst.AnnAssign) and node.value is not None:
+        target = node.target
+    else:
+        return None
+    targets = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+    if not all(isinstance(t, (cst.Attribute, cst.Name)) for t in targets):
+        return None
+    return targets
+
+def _target_key(frame: Frame, target: cst.BaseExpression) -> tuple:
+    info = frame.ctx.self_class
+    return (id(info) if info is not None else None, _code(target))
+
+def _plain_target_key(frame: Frame, node: cst.CSTNode) -> tuple | None:
+    """Whether every target of the plain assignment ``node`` is overwritten fresh elsewhere in
+    the region is decided by the caller; this gives the keys, or ``None``."""
+    targets = _plain_targets(node)
+    return None if targets is None else tuple(_target_key(frame, t) for t in targets)
+
+def _fresh_targets(region: Region) -> set[tuple]:
+    """Targets that some frame of the region overwrites without reading them first (Megatron's
+    ``dispatch_preprocess``: ``self.routing_map = routing_map``). A later
+    ``self.routing_map = gather(self.routing_map)`` in the same region then reads what this
+    call wrote, not what the previous call left: the recomputation rebuilds it the same way."""
+    fresh: set[tuple] = set()
+    for frame in region.frames:
+        for node in frame.nodes():
+            if constant_write(frame, node):
+                continue  # a reset (`self.prev_features = None`) may run after the read: not this call's data
+            for target in _plain_targets(node) or ():
+                if not _carries(frame, node, target):
+                    fresh.add(_target_key(frame, target))
+    return fresh
+
+def _region_local(write: OuterWrite, functions: set[int]) -> bool:
+    """Whether the written object is a variable of a function the region itself runs (a list
+    built by ``_rebuild_full_params`` and filled by its nested ``update_p_data``, fairscale
+    FSDP): it is created afresh on every call, the recomputation included."""
+    node = write.node
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        target = node.func.value
+    elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+        target = node.targets[0].target if isinstance(node, cst.Assign) else node.target
+    else:
+        return False
+    base = base_name(target)
+    if base is None:
+        return False
+    model = write.analysis.model
+    bindings = model.lookup(base, model.scope_of(node))
+    if not bindings:
+        return False
+    scope = bindings[0].scope
+    if scope.kind is not ScopeKind.FUNCTION or any(b.declared_in is not None for b in bindings):
+        return False
+    return id(scope.node) in functions and scope is not frame_scope(write.frame)
+
+def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
+    scope = frame_scope(frame)
+    info = frame.ctx.self_class
+    self_name = frame_self_name(frame)
+    for node in frame.nodes():
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if isinstance(node, cst.AnnAssign) and node.value is None:
+                continue
+            if isinstance(node, cst.Assign) and len(targets) == 1 and isinstance(targets[0], (cst.Tuple, cst.List)):
+                # `(h, probs, self.mapping, self.tokens) = permute(h, tokens=self.tokens)`: each
+                # element is judged on its own (the local `h` read in the value carries nothing)
+                targets = [e.value for e in targets[0].elements]
+            for target in targets:
+                if written_once(frame, node, target):
+                    continue
+                if not isinstance(node, cst.AugAssign) and not _carries(frame, node, target):
+                    continue  # a per-call overwrite: the recomputation writes the same value again
+                if isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.BitOrAssign, cst.BitAndAssign)):
+                    continue  # `flag |= x` is idempotent: running it again with the same x changes nothing
+                what = _target_write(frame, scope, target, node)
+                if what is not None:
+                    yield OuterWrite(node, frame, what)
+                    break
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            method = node.func.attr.value
+            owner = node.func.value
+            base = base_name(owner)
+            if base is None:
+                continue
+            kind, _ = _owner(frame, base, owner)
+            if kind == "parameter" and frame.depth > 0:
+                continue  # below the checkpointed callable, arguments are mostly the region's own objects
+            if method == "setdefault":
+                continue  # memoisation: writes a key only when it is missing, so not again on recompute
+            if method in MUTATING_METHODS and kind in ("outer", "self", "parameter"):
+                if frame.analysis.model.qualified_names(node.func):
+                    continue  # a module function such as os.environ.update is resolved; skip modules
+                yield OuterWrite(node, frame, f"calls `{_text(frame, owner)}.{method}(...)`, mutating {describe(kind, base)}")
+            elif (
+                method.endswith("_")
+                and not method.startswith("_")
+                and info is not None
+                and self_name is not None
+                and isinstance(owner, cst.Attribute)
+                and isinstance(owner.value, cst.Name)
+                and owner.value.value == self_name
+                and owner.attr.value in info.buffers
+            ):
+                yield OuterWrite(node, frame, f"updates the registered buffer `self.{owner.attr.value}` in place (`{method}`)")
+
+def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> bool:
+    """Whether a plain assignment (``=``, not ``+=``) carries state from one call to the next,
+    so that the recomputation behaves differently from the forward.
+
+    A plain overwrite of ``self.routing_map`` or of a global writes the value computed from
+    this call's inputs; the recomputation computes and writes the same value again, which is
+    harmless (Megatron's token dispatchers, fairscale's FSDP flags). It carries only when the
+    region also *reads* the target before writing it (a cache: ``if self.cache is not None:
+    x = cat([self.cache, x])`` then ``self.cache = x[-2:]``): the recomputation then starts
+    from what the forward left behind. A read that only guards an early exit
+    (``if INITIALIZED: return``) is a one-time initialisation, not a carry.
+
+    Item assignment (``cache[k] = v``) mutates a container that persists, so it always
+    carries (memoisation guards are handled by :func:`written_once`). Tuple targets carry
+    when any element does.
+    """
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_carries(frame, node, element.value) for element in target.elements)
+    if isinstance(target, cst.Subscript):
+        return True
+    if not isinstance(target, (cst.Attribute, cst.Name)):
+        return False
+    text = _code(target)
+    model = frame.analysis.model
+    if constant_write(frame, node) or saved_and_restored(frame, text):
+        return False  # a reset to a constant writes the same value on every run
+    if idempotent_conversion(node, text):
+        return False  # `self.mask = self.mask.to(x.device)`: a second run converts nothing more
+    written_at = frame.analysis.range(node)[0]
+    last = target.attr.value if isinstance(target, cst.Attribute) else target.value
+    for other in frame.nodes():
+        if other is target or not isinstance(other, type(target)):
+            continue
+        if (other.attr.value if isinstance(other, cst.Attribute) else other.value) != last or _code(other) != text:
+            continue  # the last name is compared first: rendering every node's code is costly
+        if isinstance(other, cst.Name) and not is_load(model, other):
+            continue
+        if is_store(model, other):
+            continue
+        inside = _contains(model, node, other)
+        if not inside and frame.analysis.range(other)[0] >= written_at:
+            continue
+        guard = exit_guard(model, other) if not inside else None
+        if guard is not None and not _contains(model, guard, node):
+            continue  # `if INITIALIZED: return` before the write: the write is not reached from that read
+        return True
+    return False
+
+def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression, node: cst.CSTNode) -> str | None:
+    if isinstance(target, cst.Name):
+        if scope is not None and target.value in scope.globals:
+            return f"rebinds the global `{target.value}`"
+        if scope is not None and target.value in scope.nonlocals:
+            return f"rebinds the closure variable `{target.value}`"
+        return None
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            found = _target_write(frame, scope, element.value, node)
+            if found is not None:
+                return found
+        return None
+    if isinstance(target, (cst.Attribute, cst.Subscript)):
+        base = base_name(target)
+        if base is None or shape_bookkeeping(node):
+            return None
+        kind, _ = _owner(frame, base, target)
+        if kind in ("outer", "self"):
+            verb = "augments" if isinstance(node, cst.AugAssign) else "assigns"
+            return f"{verb} `{_text(frame, target)}`, {describe(kind, base)}"
+    return None

@@ -1,0 +1,287 @@
+"""Writes of outer state that a recomputation does not change, so CKP202 leaves them out:
+balanced push/pop, code guarded by a recompute-phase predicate, RNG bookkeeping the API
+restores, idempotent conversions, one-time fills and memo tables, shape bookkeeping."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.outer_state import _code, _contains, frame_self_name
+from ckptlint.checkpoint.regions import Frame, Region
+
+#: Mutating methods that add to a container, and the ones that take the addition back
+#: (LIFO ``pop()``; ``pop(0)`` after ``append`` removes another element, so it is no pair).
+_PUSHES = {"append": "pop", "appendleft": "popleft", "add": "discard"}
+
+_POPS = {"pop": "append", "popleft": "appendleft", "discard": "add", "remove": "add"}
+
+def balanced_calls(region: Region) -> set[int]:
+    """Ids of the push and pop calls on one outer container that the region both makes
+    (Megatron's NVTX message stack: ``nvtx_range_push`` appends, ``nvtx_range_pop`` pops the
+    same entry): each run of the region leaves the container as it found it, so the
+    recomputation neither sees nor leaves a different value. A region that only pushes (or
+    only pops) is not balanced."""
+    calls: dict[tuple, dict[str, list[cst.Call]]] = {}
+    for frame in region.frames:
+        for node in frame.nodes():
+            if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+                continue
+            method = node.func.attr.value
+            if method not in _PUSHES and method not in _POPS:
+                continue
+            if method in ("pop", "popleft") and node.args:
+                continue  # pop(i)/pop(key): not the inverse of the last push
+            key = _container_key(frame, node.func.value)
+            if key is not None:
+                calls.setdefault(key, {}).setdefault(method, []).append(node)
+    out: set[int] = set()
+    for methods in calls.values():
+        for push, pop in _PUSHES.items():
+            pops = methods.get(pop, []) + (methods.get("remove", []) if push == "add" else [])
+            if methods.get(push) and pops:
+                out |= {id(n) for n in methods[push] + pops}
+    return out
+
+def _container_key(frame: Frame, owner: cst.BaseExpression) -> tuple | None:
+    """What object ``owner`` (a name or ``self.attr``) denotes, across the region's frames:
+    the scope that binds a module or closure name, or the class of ``self``."""
+    if isinstance(owner, cst.Name):
+        model = frame.analysis.model
+        bindings = model.lookup(owner.value, model.scope_of(owner))
+        if not bindings:
+            return None
+        return (id(bindings[0].scope), owner.value)
+    if isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name) and owner.value.value == frame_self_name(frame):
+        info = frame.ctx.self_class
+        return None if info is None else (id(info), "self", owner.attr.value)
+    return None
+
+def phase_guarded(frame: Frame, node: cst.CSTNode) -> bool:
+    """Whether ``node`` sits in a branch of an ``if`` (statement or expression) of its frame
+    whose test calls a recompute-phase predicate (``is_recomputing()``, ``is_checkpointing()``
+    of fairscale, TransformerEngine's ``in_fp8_activation_recompute_phase()``): such code runs
+    in the forward or in the recomputation only, so it does not run twice."""
+    from ckptlint.facts.apis import RECOMPUTE_PHASE_PREDICATES
+    from ckptlint.semantic.walk import iter_tree
+
+    model = frame.analysis.model
+    below = node
+    for ancestor in model.ancestors(node):
+        if ancestor is frame.function:
+            return False
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test:
+            for inner in iter_tree(ancestor.test):
+                if isinstance(inner, cst.Call) and model.qualified_names(inner.func) & RECOMPUTE_PHASE_PREDICATES:
+                    return True
+        below = ancestor
+    return False
+
+_RNG_STATE_SETTERS = frozenset(
+    {"torch.set_rng_state", "torch.cuda.set_rng_state", "torch.random.set_rng_state", "torch.cuda.random.set_rng_state"}
+)
+
+def sets_rng_state(frame: Frame) -> bool:
+    """Whether the frame sets the device or CPU RNG state (an RNG tracker switching
+    streams: ColossalAI's ``SeedManager.set_mode``, Megatron's ``CudaRNGStatesTracker.fork``).
+    APIs that save and restore the tracker states around the recompute
+    (``rng_restored`` contains ``"tracker"``) undo what such code writes."""
+    model = frame.analysis.model
+    return any(
+        isinstance(node, cst.Call) and model.qualified_names(node.func) & _RNG_STATE_SETTERS for node in frame.nodes()
+    )
+
+def constant_write(frame: Frame, node: cst.CSTNode) -> bool:
+    """Whether ``node`` assigns a literal constant (``None``, a bool, a number, a string)."""
+    value = getattr(node, "value", None)
+    if not isinstance(node, (cst.Assign, cst.AnnAssign)) or value is None:
+        return False
+    return literal_value(value, frame.analysis.model) is not NOT_LITERAL
+
+#: Tensor methods ``f`` with ``f(f(t, *a), *a) == f(t, *a)``: converting twice with the same
+#: arguments gives what converting once gave.
+_IDEMPOTENT_CONVERSIONS = frozenset(
+    {"to", "type", "cuda", "cpu", "float", "half", "bfloat16", "double", "long", "int", "bool", "contiguous", "detach"}
+)
+
+def idempotent_conversion(node: cst.CSTNode, text: str) -> bool:
+    """Whether ``node`` is ``T = T.to(...)`` (a chain of conversions of the target ``T``
+    itself, whose arguments do not read ``T``): the recomputation converts a value that is
+    already converted, which changes nothing."""
+    from ckptlint.semantic.walk import iter_tree
+
+    value = getattr(node, "value", None)
+    if not isinstance(node, (cst.Assign, cst.AnnAssign)) or not isinstance(value, cst.Call):
+        return False
+    current: cst.BaseExpression = value
+    while isinstance(current, cst.Call):
+        func = current.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in _IDEMPOTENT_CONVERSIONS:
+            return False
+        for arg in current.args:
+            if any(isinstance(n, (cst.Name, cst.Attribute)) and _code(n) == text for n in iter_tree(arg.value)):
+                return False
+        current = func.value
+    return _code(current) == text
+
+def saved_and_restored(frame: Frame, text: str) -> bool:
+    """Whether the frame saves the target in a local (``orig = self._current_state_name``) and
+    assigns it back (``self._current_state_name = orig``, Megatron's RNG tracker ``fork``): the
+    writes in between are undone before the frame returns."""
+    saved: set[str] = set()
+    for node in frame.nodes():
+        if not isinstance(node, cst.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0].target
+        if isinstance(target, cst.Name) and _code(node.value) == text:
+            saved.add(target.value)
+        elif isinstance(node.value, cst.Name) and node.value.value in saved and _code(target) == text:
+            return True
+    return False
+
+def exit_guard(model, node: cst.CSTNode) -> cst.If | None:  # noqa: ANN001
+    """The ``if`` whose test is where ``node`` is read, when its body ends by leaving
+    (``if _INITIALIZED: return``), else ``None``."""
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, cst.If):
+            if not _contains(model, ancestor.test, node) and ancestor.test is not node:
+                return None
+            statements = ancestor.body.body
+            if not statements:
+                return None
+            last = statements[-1]
+            smalls = last.body if isinstance(last, cst.SimpleStatementLine) else [last]
+            return ancestor if any(isinstance(s, (cst.Return, cst.Raise, cst.Continue)) for s in smalls) else None
+        if isinstance(ancestor, (cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine)):
+            return None
+    return None
+
+def written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> bool:
+    """Lazy initialisation and memoisation: ``if self.pad is None: self.pad = ...`` or
+    ``if key not in self.cache: self.cache[key] = ...``. The first run takes the branch; the
+    recomputation finds the value there and does not write again (timm's Conv2dSame,
+    EfficientFormer's attention-bias cache)."""
+    code = _code
+    if _after_init_guard(frame, node, target):
+        return True
+    if isinstance(target, cst.Subscript):
+        if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+            return False
+        container, key = code(target.value), code(target.slice[0].slice.value)
+    elif isinstance(target, (cst.Attribute, cst.Name)):
+        container, key = None, code(target)
+    else:
+        return False
+    model = frame.analysis.model
+    if _after_init_guard(frame, node, target):
+        return True
+    child: cst.CSTNode = node
+    for ancestor in model.ancestors(node):
+        if ancestor is frame.function:
+            return False
+        came_from, child = child, ancestor
+        if not isinstance(ancestor, cst.If) or came_from is not ancestor.body:
+            continue  # the else branch runs when the value is already there
+        if _memo_test(ancestor.test, ancestor.body, container, key):
+            return True
+    return False
+
+def _memo_test(test: cst.BaseExpression, body: cst.CSTNode, container: str | None, key: str) -> bool:
+    """Whether ``test`` turns false once ``body`` has run, for the same inputs: ``not FLAG``
+    or ``X is None`` where the body sets ``FLAG``/``X``, ``key not in cache``, a size compared
+    with the cached size the body records; ``A or B`` when both operands are such tests
+    (``if self.cos is None or seq_len > self.cached_len:``, rotary caches), ``A and B`` when
+    one is."""
+    code = _code
+    if isinstance(test, cst.BooleanOperation):
+        left = _memo_test(test.left, body, container, key)
+        right = _memo_test(test.right, body, container, key)
+        return (left and right) if isinstance(test.operator, cst.Or) else (left or right)
+    if container is None and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        guard = code(test.expression)
+        return guard == key or assigns_in(body, guard)  # `if not self._initialized: ...; self._initialized = True`
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if container is None and isinstance(operator, cst.Is) and code(right) == "None":
+        guard = code(test.left)
+        if guard == key or assigns_in(body, guard):
+            return True  # the write itself, or one more field of the same one-time initialisation
+    if container is not None and isinstance(operator, cst.NotIn) and code(test.left) == key and code(right) == container:
+        return True
+    if isinstance(operator, (cst.GreaterThan, cst.LessThan, cst.NotEqual)):
+        # `if seq_len > self.max_seq_len_cached: self.max_seq_len_cached = seq_len` (rotary
+        # caches); for an item write, the cached size the same body records
+        return any(assigns_in(body, side) for side in (code(test.left), code(right)))
+    return False
+
+def _after_init_guard(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression | None = None) -> bool:
+    """Whether ``node`` runs after ``if INITIALIZED: return ...`` at the top of the function
+    and the function itself sets ``INITIALIZED`` later: a one-time initialisation (Megatron's
+    ``model_parallel_cuda_manual_seed`` tracker); the recomputation returns at the guard."""
+    function = frame.function
+    if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    model = frame.analysis.model
+    statements = list(function.body.body)
+    top = next((s for s in statements if s is node or _contains(model, s, node)), None)
+    if top is None:
+        return False
+    guards: list[str] = []
+    tested: set[str] = set()
+    for statement in statements[: statements.index(top)]:
+        if isinstance(statement, cst.If) and statement.orelse is None and exit_guard_body(statement):
+            if isinstance(statement.test, (cst.Name, cst.Attribute)):
+                guards.append(_code(statement.test))
+            from ckptlint.semantic.walk import iter_tree
+
+            tested |= {_code(n) for n in iter_tree(statement.test) if isinstance(n, (cst.Name, cst.Attribute))}
+    if target is not None:
+        written = target.value if isinstance(target, cst.Subscript) else target
+        if isinstance(written, (cst.Name, cst.Attribute)) and _code(written) in tested:
+            return True  # `if len(self._streams) > 0: return` then `self._streams[k] = ...` (fairscale FSDP)
+    if not guards:
+        return False
+    return any(assigns_in(function.body, guard) for guard in guards)
+
+def exit_guard_body(statement: cst.If) -> bool:
+    body = statement.body.body
+    if not body:
+        return False
+    last = body[-1]
+    smalls = last.body if isinstance(last, cst.SimpleStatementLine) else [last]
+    return len(body) == 1 and any(isinstance(s, (cst.Return, cst.Raise)) for s in smalls)
+
+def assigns_in(body: cst.CSTNode, target: str) -> bool:
+    """Whether ``body`` assigns ``target`` (code text, ``self.pad``) directly in its statements."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and any(_code(t.target) == target for t in small.targets):
+                    return True
+    return False
+
+_SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device"})
+
+_SHAPE_CALLS = frozenset({"size", "dim", "len", "int", "tuple", "numel"})
+
+def shape_bookkeeping(node: cst.CSTNode) -> bool:
+    """``self.H, self.W = x.shape[-2:]``: recording sizes read from tensors writes the same
+    values when recomputed, so it is not a side effect worth reporting."""
+    value = getattr(node, "value", None)
+    if not isinstance(node, cst.Assign) or value is None:
+        return False
+    from ckptlint.semantic.walk import iter_tree
+
+    seen_shape = False
+    for inner in iter_tree(value):
+        if isinstance(inner, cst.Attribute) and inner.attr.value in _SHAPE_ATTRIBUTES:
+            seen_shape = True
+        elif isinstance(inner, cst.Call):
+            func = inner.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+            if name not in _SHAPE_CALLS:
+                return False
+            seen_shape = seen_shape or name in ("size", "dim", "len", "numel")
+    return seen_shape
