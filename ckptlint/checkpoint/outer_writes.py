@@ -50,7 +50,7 @@ def outer_writes(region: Region) -> list[OuterWrite]:
     """Every write to outer state in the region's frames, in frame order.
 
     Not reported: writes under a recompute-phase predicate (``if not is_recomputing():``,
-    :data:`~ckptlint.facts.apis.RECOMPUTE_PHASE_PREDICATES`: they run in one phase only, by design),
+    :data:`~ckptlint.facts.phases.RECOMPUTE_PHASE_PREDICATES`: they run in one phase only, by design),
     pushes and pops that balance within the region (:func:`balanced_calls`), and RNG-tracker
     bookkeeping when the site's API saves and restores the tracker around the recompute."""
     found: list[OuterWrite] = []

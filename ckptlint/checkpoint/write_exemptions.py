@@ -62,7 +62,7 @@ def phase_guarded(frame: Frame, node: cst.CSTNode) -> bool:
     whose test calls a recompute-phase predicate (``is_recomputing()``, ``is_checkpointing()``
     of fairscale, TransformerEngine's ``in_fp8_activation_recompute_phase()``): such code runs
     in the forward or in the recomputation only, so it does not run twice."""
-    from ckptlint.facts.apis import RECOMPUTE_PHASE_PREDICATES
+    from ckptlint.facts.phases import RECOMPUTE_PHASE_PREDICATES
     from ckptlint.semantic.walk import iter_tree
 
     model = frame.analysis.model

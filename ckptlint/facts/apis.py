@@ -587,29 +587,6 @@ MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
 }
 
 
-#: Predicates that are true in exactly one phase of a checkpointed region: code under
-#: ``if is_recomputing():`` (or its ``else``) runs once per step by design, so the state rules
-#: do not report it (fairscale's own docstring: "Use this to prevent duplicated side-effects
-#: at forward propagation"). Sources: fairscale fairscale/nn/checkpoint/checkpoint_activations.py
-#: 47-90 (``enable_checkpointing`` around the first forward only, ``enable_recomputing``
-#: around the recompute in backward, 281 and 330), the same pair in fairscale/nn/pipe/checkpoint.py
-#: 150-170; TransformerEngine transformer_engine/pytorch/distributed.py 284
-#: (``_ACTIVATION_RECOMPUTE_PHASE``, set only around the recompute). Megatron's
-#: ``tensor_parallel.random.is_checkpointing`` is true in both phases (random.py 608, 644) and
-#: is not listed.
-RECOMPUTE_PHASE_PREDICATES = frozenset(
-    {
-        "fairscale.nn.checkpoint.is_checkpointing",
-        "fairscale.nn.checkpoint.is_recomputing",
-        "fairscale.nn.checkpoint.checkpoint_activations.is_checkpointing",
-        "fairscale.nn.checkpoint.checkpoint_activations.is_recomputing",
-        "fairscale.nn.pipe.checkpoint.is_checkpointing",
-        "fairscale.nn.pipe.checkpoint.is_recomputing",
-        "transformer_engine.pytorch.distributed.in_fp8_activation_recompute_phase",
-    }
-)
-
-
 def api_for(qualified_names: set[str] | frozenset[str]) -> CheckpointApi | None:
     """The API one of ``qualified_names`` denotes, or ``None``.
 
