@@ -307,6 +307,10 @@ def _main(
         _error(str(exc))
         sys.exit(EXIT_ERROR)
     assert isinstance(run, RunResult)
+    if os.environ.get("CKPTLINT_PERF_JSON"):
+        from ckptlint import perf
+
+        perf.write_json(r.perf for r in run.results)
 
     from ckptlint.engine import io_error
     from ckptlint.output.base import display_path

@@ -109,6 +109,8 @@ class FileResult:
     noqa_used_elsewhere: set[tuple[str, int]] = field(default_factory=set)  # (path, row) of other files
     #: with a fix: the findings of the file as read (reported instead when the fixed file cannot be written)
     diagnostics_before_fix: list[Diagnostic] | None = None
+    #: parsing work this file cost (:mod:`ckptlint.perf` counters; empty for a cached result)
+    perf: dict[str, int] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -317,7 +319,22 @@ class FileLinter:
         if os.path.isabs(source.path):
             self.project.remember(Path(source.path), analysis)
         with deep_recursion(analysis.depth):
-            return self._run_rules(analysis, source, settings, enabled, problems)
+            # A region may reach a name that a module parsed partially lacks: the module is
+            # parsed again with it and, when the rules held the smaller parse, they run
+            # again (the third time with every module reached parsed whole), so that one
+            # result never mixes two parses of a module (see ckptlint.project).
+            from ckptlint import perf
+
+            used_elsewhere = set(self._noqa_used_elsewhere)
+            for attempt in range(_RULE_PASSES):
+                self.project.begin_pass(whole=attempt == _RULE_PASSES - 1)
+                found = self._run_rules(analysis, source, settings, enabled, list(problems))
+                if not self.project.end_pass():
+                    break
+                perf.add("rule_reruns")
+                self._noqa_used_elsewhere.clear()
+                self._noqa_used_elsewhere.update(used_elsewhere)
+            return found
 
     def _run_rules(
         self,
@@ -404,8 +421,7 @@ class FileLinter:
     def _source_of(self, path: str, current: SourceFile) -> SourceFile:
         if path == current.path:
             return current
-        analysis = self.project.analysis_for_file(Path(path))
-        return analysis.source if analysis is not None else SourceFile(path, "")
+        return self.project.source_for_file(Path(path))
 
     def _fix(
         self,
@@ -576,6 +592,9 @@ class Task:
     keep_source: bool = False
 
 
+#: Times the rules may run on one file (see :meth:`FileLinter.check`).
+_RULE_PASSES = 3
+
 MAX_FILE_BYTES = 2 * 2**20
 """Files larger than this (bytes) are not parsed; the largest file of the real repositories
 tried is ~0.3 MiB, and libcst needs ~15 s and ~600 MB per MiB of checkpoint-dense code."""
@@ -605,12 +624,18 @@ def _worker_linter() -> FileLinter:
 
 
 def _run_task(task: Task, linter: FileLinter | None = None) -> FileResult:
+    from ckptlint import perf
+
     linter = linter or _worker_linter()
+    before = perf.snapshot()
+    perf.add("files_linted")
     try:
         result = linter.lint(task.path, task.raw, task.settings, fix=task.fix, unsafe=task.unsafe, gate=False)
-        return result if task.keep_source else _slim(result)
+        result = result if task.keep_source else _slim(result)
     except Exception as exc:  # noqa: BLE001 - last line of defence: report, never hang
-        return FileResult(task.path, problems=[_internal_error(task.path, exc)])
+        result = FileResult(task.path, problems=[_internal_error(task.path, exc)])
+    result.perf = perf.delta(before)
+    return result
 
 
 def _internal_error(path: str, exc: BaseException) -> Problem:

@@ -127,9 +127,10 @@ class TorchValue(OpaqueValue):
 
 @dataclass(eq=False, repr=False)
 class ModuleValue(Value):
-    """A module of the linted tree (``from . import blocks``, ``import pkg.blocks as pb``)."""
+    """A module of the linted tree (``from . import blocks``, ``import pkg.blocks as pb``),
+    by dotted name: its attributes are parsed when asked for (:meth:`Project.analysis_for_names`)."""
 
-    analysis: ModuleAnalysis
+    module: str
 
 
 @dataclass(eq=False, repr=False)
@@ -909,6 +910,8 @@ class RegionBuilder:
 
     def _assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None) -> bool:
         """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in the module outside ``init``."""
+        if attr in analysis.unparsed_attribute_writes:
+            return True  # written in a statement a partial parse left out (never inside `init`)
         key = (id(analysis), attr)
         found = self._outside.get(key)
         if found is None:
@@ -1060,8 +1063,8 @@ class RegionBuilder:
         if self.project is None or depth > _MAX_EVAL_DEPTH:
             return []
         for module in reversed(analysis.model.star_imports):
-            other = self.project.analysis_for_module(module)
-            if other is None or other is analysis:
+            other = self.project.analysis_for_names(module, (name,))
+            if other is None or other.source.path == analysis.source.path:
                 continue
             bindings = other.model.module_scope.bindings.get(name)
             if bindings:
@@ -1191,15 +1194,17 @@ class RegionBuilder:
         if isinstance(base, TorchValue):
             return [base]
         if isinstance(base, ModuleValue):
-            analysis = base.analysis
+            analysis = self.project.analysis_for_names(base.module, (name,)) if self.project is not None else None
+            if analysis is None:
+                return []
             values = [
                 v
                 for binding in analysis.model.module_scope.bindings.get(name, ())
                 for v in self._binding(binding, Context(analysis), depth + 1)
             ]
             if not values and self.project is not None and analysis.module_name:
-                submodule = self.project.analysis_for_module(f"{analysis.module_name}.{name}")
-                if submodule is not None:
+                submodule = f"{analysis.module_name}.{name}"
+                if self.project.module_parses(submodule):
                     values = [ModuleValue(submodule)]
             return values
         if isinstance(base, InstanceValue):
@@ -1368,15 +1373,14 @@ class RegionBuilder:
             return []
         if self._classes_only and not qualified.rsplit(".", 1)[-1][:1].isupper():
             return []
-        module = self.project.analysis_for_module(qualified)
-        if module is not None:
-            return [ModuleValue(module)]
+        if self.project.module_parses(qualified):
+            return [ModuleValue(qualified)]
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
-            analysis = self.project.analysis_for_module(".".join(parts[:cut]))
+            rest = parts[cut:]
+            analysis = self.project.analysis_for_names(".".join(parts[:cut]), rest[:1])
             if analysis is None:
                 continue
-            rest = parts[cut:]
             values: list[Value] = []
             for binding in analysis.model.module_scope.bindings.get(rest[0], ()):
                 values += self._binding(binding, Context(analysis), depth + 1)
