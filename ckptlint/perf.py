@@ -15,7 +15,9 @@ pipe), and the command line sums them and, when the environment variable
 - ``index_hits``, ``index_misses``: lookups of a file's definition index (built with
   CPython's ``ast``, cached by content digest) that found it cached / had to build it;
 - ``rule_reruns``: times the rules ran again on a file because a module they had been
-  handed was parsed again with more statements (see :mod:`ckptlint.project`).
+  handed was parsed again with more statements (see :mod:`ckptlint.project`);
+- ``evaluation_steps``: steps of the region evaluator (bounded per query and per file,
+  see :mod:`ckptlint.model.regions`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ KEYS = (
     "index_hits",
     "index_misses",
     "rule_reruns",
+    "evaluation_steps",
 )
 
 #: This process's counts (every key of :data:`KEYS`).

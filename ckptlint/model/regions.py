@@ -84,8 +84,18 @@ MAX_DEPTH = 3
 #: of ColossalAI 432; ``values``/``signature`` queries there at most 188.
 REGION_BUDGET = 20_000
 QUERY_BUDGET = 2_000
+#: Evaluation steps all queries of one linted module may take together (one
+#: :class:`RegionBuilder`): past it every query is cut off at once, so no file is
+#: pathologically slow; what is cut off is unknown, as past :data:`REGION_BUDGET`.
+FILE_BUDGET = 100_000
 _MAX_EVAL_DEPTH = 12
 _MAX_VALUES = 64
+
+
+def _count_steps(used: int) -> None:
+    from ckptlint import perf
+
+    perf.add("evaluation_steps", used)
 
 
 # ---------------------------------------------------------------------------- values
@@ -553,6 +563,7 @@ class RegionBuilder:
         self._regions: dict[CheckpointSite, Region] = {}
         self._outside: dict[tuple[int, str], list[cst.CSTNode]] = {}
         self._steps: int | None = None
+        self._file_steps = FILE_BUDGET  # left to this builder's queries together
         self._classes_only = False
         #: ``_values`` results of the current query, by (expression, context) identity
         self._memo: dict[tuple[int, int], tuple[Context, cst.BaseExpression, list[Value]]] = {}
@@ -573,10 +584,14 @@ class RegionBuilder:
         if self._steps is not None:
             yield
             return
-        self._steps = steps
+        allowed = min(steps, self._file_steps)
+        self._steps = allowed
         try:
             yield
         finally:
+            used = allowed - max(self._steps, 0)
+            self._file_steps -= used
+            _count_steps(used)
             self._steps = None
             self._memo.clear()
 
