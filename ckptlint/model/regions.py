@@ -562,6 +562,7 @@ class RegionBuilder:
         self._classes: dict[cst.ClassDef, ClassInfo] = {}
         self._regions: dict[CheckpointSite, Region] = {}
         self._outside: dict[tuple[int, str], list[cst.CSTNode]] = {}
+        self._beside: dict[tuple[int, str], frozenset[str]] = {}
         self._steps: int | None = None
         self._file_steps = FILE_BUDGET  # left to this builder's queries together
         self._classes_only = False
@@ -1104,7 +1105,7 @@ class RegionBuilder:
         if kind is BindingKind.CLASS and isinstance(binding.node, cst.ClassDef):
             return [ClassValue(self.class_info(analysis, binding.node))]
         if kind is BindingKind.IMPORT and binding.target:
-            return self._imported(binding.target, depth)
+            return self._imported(binding.target, depth, analysis)
         if kind is BindingKind.ASSIGNMENT and binding.value is not None:
             values = self._values(binding.value, ctx, depth + 1)
             return self._with_appends(values, binding, ctx, depth)
@@ -1376,7 +1377,7 @@ class RegionBuilder:
             out += self._attribute(base, name, depth + 1)
         return out
 
-    def _imported(self, qualified: str, depth: int) -> list[Value]:
+    def _imported(self, qualified: str, depth: int, importer: ModuleAnalysis | None = None) -> list[Value]:
         layer = layer_fact({qualified})
         if layer is not None:
             return [LayerClassValue(*layer)]
@@ -1393,7 +1394,8 @@ class RegionBuilder:
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             rest = parts[cut:]
-            analysis = self.project.analysis_for_names(".".join(parts[:cut]), rest[:1])
+            prefix = ".".join(parts[:cut])
+            analysis = self.project.analysis_for_names(prefix, [rest[0], *self._imported_beside(importer, prefix)])
             if analysis is None:
                 continue
             values: list[Value] = []
@@ -1403,6 +1405,25 @@ class RegionBuilder:
                 values = [v for base in values for v in self._attribute(base, attr, depth + 1)]
             return values
         return []
+
+    def _imported_beside(self, importer: ModuleAnalysis | None, module: str) -> frozenset[str]:
+        """The names ``importer`` imports from ``module`` (``from .norm import A, B``): asked
+        for together, so that a module parsed partially for ``A`` is not parsed again for
+        ``B`` (see :meth:`Project.analysis_for_names`)."""
+        if importer is None:
+            return frozenset()
+        key = (id(importer), module)
+        found = self._beside.get(key)
+        if found is None:
+            start = module + "."
+            found = frozenset(
+                b.target[len(start) :].split(".", 1)[0]
+                for bindings in importer.model.module_scope.bindings.values()
+                for b in bindings
+                if b.kind is BindingKind.IMPORT and b.target and b.target.startswith(start)
+            )
+            self._beside[key] = found
+        return found
 
     def _constructor_env(
         self, info: ClassInfo, call: cst.Call, ctx: Context

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 import libcst as cst
 
@@ -465,6 +466,7 @@ def _assigns_in(body: cst.CSTNode, target: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=1 << 16)  # asked again and again for the same nodes (CKP202: ~60,000 times a model file)
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node).strip()
 
