@@ -20,16 +20,16 @@ as the whole tree would:
   ``\\n``, ``\\r\\n`` or ``\\r`` (form feed, ``\\v``, ``\\x1c``..., which Python's
   ``str.splitlines`` counts and the tokenizer does not), or that CPython cannot parse, are
   not indexed: they are parsed whole.
-- Names: every top-level statement that binds a name at module level (assignments,
-  ``def``/``class``, imports, ``global`` in a function, loop and ``with`` targets,
-  ``except ... as``, ``match`` captures, walrus) is selected with any name a selected
-  statement mentions (anywhere, locals included: a superset). Every import statement is
-  selected (star imports bind unknown names). A module-level variable (a name a plain
-  assignment binds) pulls in every statement that mentions it, since a function elsewhere
-  may mutate it (``_CACHE.append(...)``); a name bound only by ``def``/``class``/imports
-  pulls in the module-level statements that mention it (``Block.x = 1``). So every name
-  looked up from a selected statement has the same bindings and mutations as in the whole
-  tree.
+- Names: for every name a selected statement looks up in the module's scope (its
+  module-level code, and the globals of the functions, classes, lambdas and comprehensions
+  in it, as CPython's ``symtable`` resolves them), every top-level statement that binds the
+  name at module level (assignments, ``def``/``class``, imports, ``global`` in a function,
+  loop and ``with`` targets, ``except ... as``, ``match`` captures, walrus) is selected, and
+  every statement that mutates it (``_CACHE.append(...)``, ``X.a = ...``, ``X[k] = ...``,
+  ``del X[k]``, the semantic model's mutations; a superset), repeatedly. Every import
+  statement is selected (star imports bind unknown names). So every name looked up from a
+  selected statement has the same bindings and mutations as in the whole tree. Code that
+  ``symtable`` refuses (``ast`` is laxer) is not indexed.
 - Attribute writes: the evaluator asks whether ``<anything>.attr = ...`` appears anywhere
   in the module (``RegionBuilder._assigned_outside``, over the semantic model's
   mutations). :attr:`Statement.attribute_writes` holds, per statement, exactly the
@@ -46,11 +46,15 @@ its definitions, where a whole parse would have seen nothing).
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import re
+import symtable
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
+
+from ckptlint.model.semantic import MUTATING_METHODS
 
 __all__ = ["ModuleIndex", "Statement", "build_index", "cached_index", "index_for", "text_digest"]
 
@@ -65,7 +69,8 @@ class Statement:
 
     ``start``/``end``: 1-based first and last line (decorators included). ``binds``: names
     it binds at module level; ``plain``: those bound other than by ``def``/``class`` or an
-    import (module-level variables); ``mentions``: every name written in it, anywhere;
+    import (module-level variables); ``mentions``: the names it looks up in the module's
+    scope; ``mutated``: those of them it may mutate (``x.a = ...``, ``x.append(...)``);
     ``attribute_writes``: attribute names it assigns (``x.attr = ...``, see :func:`_attribute_writes`);
     ``imports``: it holds an import at module level; ``definition``: a ``def``/``class``.
     """
@@ -76,6 +81,7 @@ class Statement:
     plain: set[str] = field(default_factory=set)
     mentions: set[str] = field(default_factory=set)
     attribute_writes: set[str] = field(default_factory=set)
+    mutated: set[str] = field(default_factory=set)
     imports: bool = False
     definition: bool = False
 
@@ -126,19 +132,15 @@ class ModuleIndex:
 
         for index in self.import_statements:
             take(index)
-        statements = self.statements
         while queue:
             name = queue.pop()
             if name in seen:
                 continue
             seen.add(name)
-            binders = self.binders.get(name, ())
-            for index in binders:
+            for index in self.binders.get(name, ()):
                 take(index)
-            variable = any(name in statements[i].plain for i in binders)
-            for index in self.mentioners.get(name, ()):
-                if variable or not statements[index].definition:
-                    take(index)
+            for index in self.mentioners.get(name, ()):  # statements that mutate it
+                take(index)
         return frozenset(chosen), frozenset(seen)
 
     def padded(self, text: str, chosen: frozenset[int]) -> tuple[str, int]:
@@ -216,14 +218,17 @@ def build_index(
         except Exception:  # noqa: BLE001 - SyntaxError, RecursionError, MemoryError, ValueError
             return None
     try:
+        with warnings.catch_warnings(), deep_recursion(MAX_NESTING + 101):
+            warnings.simplefilter("ignore")
+            tables = symtable.symtable(text, path, "exec")
         if depth is None:
             depth = _depth(tree)
-        return _index(tree, digest or text_digest(text), depth)
-    except RecursionError:
+        return _index(tree, digest or text_digest(text), depth, tables)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):  # symtable refuses what ast took
         return None
 
 
-def _index(tree: ast.Module, digest: str, depth: int) -> ModuleIndex:
+def _index(tree: ast.Module, digest: str, depth: int, tables: symtable.SymbolTable) -> ModuleIndex:
     statements: list[Statement] = []
     classes: dict[str, ClassEntry] = {}
     functions: dict[str, tuple[int, int]] = {}
@@ -241,6 +246,13 @@ def _index(tree: ast.Module, digest: str, depth: int) -> ModuleIndex:
             classes[node.name] = _class_entry(node, start, end)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions[node.name] = (start, end)
+    starts = [s.start for s in statements]
+    for table in tables.get_children():  # functions, classes, lambdas, comprehensions at module level
+        at = bisect.bisect_right(starts, table.get_lineno()) - 1
+        if at >= 0:
+            _global_names(table, statements[at].mentions)
+    for s in statements:
+        s.mutated &= s.mentions  # a write into a module-level object, not into a local one
     binders: dict[str, list[int]] = {}
     mentioners: dict[str, list[int]] = {}
     writers: dict[str, list[int]] = {}
@@ -251,7 +263,7 @@ def _index(tree: ast.Module, digest: str, depth: int) -> ModuleIndex:
             binders.setdefault(name, []).append(i)
         for name in s.plain:
             assignments.setdefault(name, []).append(i)
-        for name in s.mentions:
+        for name in s.mutated:
             mentioners.setdefault(name, []).append(i)
         for name in s.attribute_writes:
             writers.setdefault(name, []).append(i)
@@ -271,14 +283,36 @@ def _scan(top: ast.stmt, entry: Statement) -> None:
         entry.definition = True
     for node in ast.walk(top):
         kind = type(node)
-        if kind is ast.Name:
-            entry.mentions.add(node.id)
-        elif kind in _WRITES:
+        if kind in _WRITES:
             _attribute_writes(node, entry.attribute_writes)
-        elif kind is ast.Global:
+        if kind is ast.Global:
             entry.binds.update(node.names)
             entry.plain.update(node.names)
+        elif kind is ast.Attribute or kind is ast.Subscript:
+            if not isinstance(node.ctx, ast.Load):  # `x.a = ...`, `x[k] += ...`, `del x[k]`
+                _add_base(node, entry.mutated)
+        elif kind is ast.Call:
+            func = node.func
+            if type(func) is ast.Attribute and func.attr in MUTATING_METHODS:
+                _add_base(func.value, entry.mutated)
     _module_level(top, entry)
+
+
+def _add_base(expr: ast.AST, out: set[str]) -> None:
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        out.add(expr.id)
+
+
+def _global_names(table: symtable.SymbolTable, out: set[str]) -> None:
+    """Names that code of ``table`` (a function, class, lambda or comprehension) and the
+    scopes nested in it look up in the module's scope."""
+    for symbol in table.get_symbols():
+        if symbol.is_global():
+            out.add(symbol.get_name())
+    for child in table.get_children():
+        _global_names(child, out)
 
 
 _WRITES = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension)
@@ -331,10 +365,16 @@ def _module_level(node: ast.AST, entry: Statement) -> None:
         else:
             args = node.args  # type: ignore[attr-defined]
             parts += [d for d in args.defaults + args.kw_defaults if d is not None]
+            parts += [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs if a.annotation is not None]
+            parts += [a.annotation for a in (args.vararg, args.kwarg) if a is not None and a.annotation is not None]
+            if node.returns is not None:  # type: ignore[attr-defined]
+                parts.append(node.returns)  # type: ignore[attr-defined]
         for part in parts:
             _module_level(part, entry)
         return
     if kind is ast.Lambda:
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:  # type: ignore[attr-defined]
+            _module_level(default, entry)
         return
     if kind is ast.Import or kind is ast.ImportFrom:
         entry.imports = True
@@ -343,6 +383,7 @@ def _module_level(node: ast.AST, entry: Statement) -> None:
                 entry.binds.add(alias.asname or alias.name.split(".", 1)[0])
         return
     if kind is ast.Name:
+        entry.mentions.add(node.id)  # type: ignore[attr-defined]
         if not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
             entry.binds.add(node.id)  # type: ignore[attr-defined]
             entry.plain.add(node.id)  # type: ignore[attr-defined]
@@ -356,6 +397,7 @@ def _module_level(node: ast.AST, entry: Statement) -> None:
             if type(inner) is ast.NamedExpr and type(inner.target) is ast.Name:
                 entry.binds.add(inner.target.id)
                 entry.plain.add(inner.target.id)
+        _module_level(node.generators[0].iter, entry)  # type: ignore[attr-defined]
         return
     if kind is ast.ExceptHandler and node.name:  # type: ignore[attr-defined]
         entry.binds.add(node.name)  # type: ignore[attr-defined]
