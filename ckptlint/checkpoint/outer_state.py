@@ -4,6 +4,7 @@ region, and how a name in a frame is resolved to the scope that owns it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import libcst as cst
 
@@ -109,6 +110,7 @@ def is_store(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
         return False
     return False
 
+@lru_cache(maxsize=1 << 16)  # asked again and again for the same nodes (CKP202: ~60,000 times a model file)
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node).strip()
 

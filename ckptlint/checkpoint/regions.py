@@ -91,8 +91,18 @@ MAX_DEPTH = 3
 #: of ColossalAI 432; ``values``/``signature`` queries there at most 188.
 REGION_BUDGET = 20_000
 QUERY_BUDGET = 2_000
+#: Evaluation steps all queries of one linted module may take together (one
+#: :class:`RegionBuilder`): past it every query is cut off at once, so no file is
+#: pathologically slow; what is cut off is unknown, as past :data:`REGION_BUDGET`.
+FILE_BUDGET = 100_000
 _MAX_EVAL_DEPTH = 12
 _MAX_VALUES = 64
+
+
+def _count_steps(used: int) -> None:
+    from ckptlint import perf
+
+    perf.add("evaluation_steps", used)
 
 
 # ---------------------------------------------------------------------------- values
@@ -134,9 +144,10 @@ class TorchValue(OpaqueValue):
 
 @dataclass(eq=False, repr=False)
 class ModuleValue(Value):
-    """A module of the linted tree (``from . import blocks``, ``import pkg.blocks as pb``)."""
+    """A module of the linted tree (``from . import blocks``, ``import pkg.blocks as pb``),
+    by dotted name: its attributes are parsed when asked for (:meth:`Project.analysis_for_names`)."""
 
-    analysis: ModuleAnalysis
+    module: str
 
 
 @dataclass(eq=False, repr=False)
@@ -564,7 +575,9 @@ class RegionBuilder:
         self._classes: dict[cst.ClassDef, ClassInfo] = {}
         self._regions: dict[CheckpointSite, Region] = {}
         self._outside: dict[tuple[int, str], list[cst.CSTNode]] = {}
+        self._beside: dict[tuple[int, str], frozenset[str]] = {}
         self._steps: int | None = None
+        self._file_steps = FILE_BUDGET  # left to this builder's queries together
         self._classes_only = False
         #: ``_values`` results of the current query, by (expression, context) identity
         self._memo: dict[tuple[int, int], tuple[Context, cst.BaseExpression, list[Value]]] = {}
@@ -585,10 +598,14 @@ class RegionBuilder:
         if self._steps is not None:
             yield
             return
-        self._steps = steps
+        allowed = min(steps, self._file_steps)
+        self._steps = allowed
         try:
             yield
         finally:
+            used = allowed - max(self._steps, 0)
+            self._file_steps -= used
+            _count_steps(used)
             self._steps = None
             self._memo.clear()
 
@@ -922,6 +939,8 @@ class RegionBuilder:
 
     def _assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None) -> bool:
         """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in the module outside ``init``."""
+        if attr in analysis.unparsed_attribute_writes:
+            return True  # written in a statement a partial parse left out (never inside `init`)
         key = (id(analysis), attr)
         found = self._outside.get(key)
         if found is None:
@@ -1109,8 +1128,8 @@ class RegionBuilder:
         if self.project is None or depth > _MAX_EVAL_DEPTH:
             return []
         for module in reversed(analysis.model.star_imports):
-            other = self.project.analysis_for_module(module)
-            if other is None or other is analysis:
+            other = self.project.analysis_for_names(module, (name,))
+            if other is None or other.source.path == analysis.source.path:
                 continue
             bindings = other.model.module_scope.bindings.get(name)
             if bindings:
@@ -1135,7 +1154,7 @@ class RegionBuilder:
         if kind is BindingKind.CLASS and isinstance(binding.node, cst.ClassDef):
             return [ClassValue(self.class_info(analysis, binding.node))]
         if kind is BindingKind.IMPORT and binding.target:
-            return self._imported(binding.target, depth)
+            return self._imported(binding.target, depth, analysis)
         if kind is BindingKind.ASSIGNMENT and binding.value is not None:
             values = self._values(binding.value, ctx, depth + 1)
             return self._with_appends(values, binding, ctx, depth)
@@ -1259,15 +1278,17 @@ class RegionBuilder:
         if isinstance(base, TorchValue):
             return [base]
         if isinstance(base, ModuleValue):
-            analysis = base.analysis
+            analysis = self.project.analysis_for_names(base.module, (name,)) if self.project is not None else None
+            if analysis is None:
+                return []
             values = [
                 v
                 for binding in analysis.model.module_scope.bindings.get(name, ())
                 for v in self._binding(binding, Context(analysis), depth + 1)
             ]
             if not values and self.project is not None and analysis.module_name:
-                submodule = self.project.analysis_for_module(f"{analysis.module_name}.{name}")
-                if submodule is not None:
+                submodule = f"{analysis.module_name}.{name}"
+                if self.project.module_parses(submodule):
                     values = [ModuleValue(submodule)]
             return values
         if isinstance(base, InstanceValue):
@@ -1424,7 +1445,7 @@ class RegionBuilder:
             out += self._attribute(base, name, depth + 1)
         return out
 
-    def _imported(self, qualified: str, depth: int) -> list[Value]:
+    def _imported(self, qualified: str, depth: int, importer: ModuleAnalysis | None = None) -> list[Value]:
         layer = layer_fact({qualified})
         if layer is not None:
             return [LayerClassValue(*layer)]
@@ -1436,15 +1457,15 @@ class RegionBuilder:
             return []
         if self._classes_only and not qualified.rsplit(".", 1)[-1][:1].isupper():
             return []
-        module = self.project.analysis_for_module(qualified)
-        if module is not None:
-            return [ModuleValue(module)]
+        if self.project.module_parses(qualified):
+            return [ModuleValue(qualified)]
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
-            analysis = self.project.analysis_for_module(".".join(parts[:cut]))
+            rest = parts[cut:]
+            prefix = ".".join(parts[:cut])
+            analysis = self.project.analysis_for_names(prefix, [rest[0], *self._imported_beside(importer, prefix)])
             if analysis is None:
                 continue
-            rest = parts[cut:]
             values: list[Value] = []
             for binding in analysis.model.module_scope.bindings.get(rest[0], ()):
                 values += self._binding(binding, Context(analysis), depth + 1)
@@ -1452,6 +1473,25 @@ class RegionBuilder:
                 values = [v for base in values for v in self._attribute(base, attr, depth + 1)]
             return values
         return []
+
+    def _imported_beside(self, importer: ModuleAnalysis | None, module: str) -> frozenset[str]:
+        """The names ``importer`` imports from ``module`` (``from .norm import A, B``): asked
+        for together, so that a module parsed partially for ``A`` is not parsed again for
+        ``B`` (see :meth:`Project.analysis_for_names`)."""
+        if importer is None:
+            return frozenset()
+        key = (id(importer), module)
+        found = self._beside.get(key)
+        if found is None:
+            start = module + "."
+            found = frozenset(
+                b.target[len(start) :].split(".", 1)[0]
+                for bindings in importer.model.module_scope.bindings.values()
+                for b in bindings
+                if b.kind is BindingKind.IMPORT and b.target and b.target.startswith(start)
+            )
+            self._beside[key] = found
+        return found
 
     def _constructor_env(
         self, info: ClassInfo, call: cst.Call, ctx: Context

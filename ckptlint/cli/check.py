@@ -87,6 +87,10 @@ def check(options: Options, invocation: Invocation, stop) -> int:  # noqa: ANN00
         error(str(exc))
         return EXIT_ERROR
     assert isinstance(run, RunResult)
+    if os.environ.get("CKPTLINT_PERF_JSON"):
+        from ckptlint import perf
+
+        perf.write_json(r.perf for r in run.results)
     return _report(options, invocation, stop, run, found, files, fmt, base_settings)
 
 

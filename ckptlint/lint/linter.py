@@ -47,6 +47,10 @@ def _relative_to(path: str, root: Path) -> str:
         return Path(path).name
 
 
+#: Times the rules may run on one file (see :meth:`FileLinter.check`).
+_RULE_PASSES = 3
+
+
 class FileLinter:
     """Lints files one at a time, sharing a :class:`~ckptlint.semantic.project.Project` (the cache of
     other modules that regions reach)."""
@@ -152,7 +156,22 @@ class FileLinter:
         if os.path.isabs(source.path):
             self.project.remember(Path(source.path), analysis)
         with deep_recursion(analysis.depth):
-            return self._run_rules(analysis, source, settings, enabled, problems)
+            # A region may reach a name that a module parsed partially lacks: the module is
+            # parsed again with it and, when the rules held the smaller parse, they run
+            # again (the third time with every module reached parsed whole), so that one
+            # result never mixes two parses of a module (see ckptlint.semantic.project).
+            from ckptlint import perf
+
+            used_elsewhere = set(self._noqa_used_elsewhere)
+            for attempt in range(_RULE_PASSES):
+                self.project.begin_pass(whole=attempt == _RULE_PASSES - 1)
+                found = self._run_rules(analysis, source, settings, enabled, list(problems))
+                if not self.project.end_pass():
+                    break
+                perf.add("rule_reruns")
+                self._noqa_used_elsewhere.clear()
+                self._noqa_used_elsewhere.update(used_elsewhere)
+            return found
 
     def _run_rules(
         self,
@@ -238,8 +257,7 @@ class FileLinter:
     def _source_of(self, path: str, current: SourceFile) -> SourceFile:
         if path == current.path:
             return current
-        analysis = self.project.analysis_for_file(Path(path))
-        return analysis.source if analysis is not None else SourceFile(path, "")
+        return self.project.source_for_file(Path(path))
 
     def _fix(
         self,

@@ -86,6 +86,8 @@ class FileResult:
     noqa_used_elsewhere: set[tuple[str, int]] = field(default_factory=set)  # (path, row) of other files
     #: with a fix: the findings of the file as read (reported instead when the fixed file cannot be written)
     diagnostics_before_fix: list[Diagnostic] | None = None
+    #: parsing work this file cost (:mod:`ckptlint.perf` counters; empty for a cached result)
+    perf: dict[str, int] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:

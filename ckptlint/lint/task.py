@@ -39,12 +39,18 @@ def worker_linter() -> FileLinter:
 
 
 def run_task(task: Task, linter: FileLinter | None = None) -> FileResult:
+    from ckptlint import perf
+
     linter = linter or worker_linter()
+    before = perf.snapshot()
+    perf.add("files_linted")
     try:
         result = linter.lint(task.path, task.raw, task.settings, fix=task.fix, unsafe=task.unsafe, gate=False)
-        return result if task.keep_source else slim(result)
+        result = result if task.keep_source else slim(result)
     except Exception as exc:  # noqa: BLE001 - last line of defence: report, never hang
-        return FileResult(task.path, problems=[internal_error(task.path, exc)])
+        result = FileResult(task.path, problems=[internal_error(task.path, exc)])
+    result.perf = perf.delta(before)
+    return result
 
 
 def slim(result: FileResult) -> FileResult:

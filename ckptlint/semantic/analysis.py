@@ -65,6 +65,16 @@ class ModuleAnalysis:
         #: The linted tree (set by the rule context or the project that loaded this module):
         #: sites follow names imported from other modules of the tree through it.
         self.project: Project | None = None
+        #: A partial parse (see :mod:`ckptlint.semantic.index`): the names (and ``".attr"``
+        #: pseudo-names) whose statements it holds; ``None`` for a whole parse.
+        self.covered: frozenset[str] | None = None
+        self.chosen: frozenset[int] = frozenset()  # the indices of those statements
+        #: The text libcst parsed (``source.text`` with the other statements blanked, same
+        #: offsets); attribute names the statements not parsed may assign.
+        self.parsed_text: str = source.text
+        self.unparsed_attribute_writes: frozenset[str] = frozenset()
+        #: Characters parsed (bounds the project's cache of analyses).
+        self.parsed_chars: int = len(source.text)
 
     @cached_property
     def model(self) -> SemanticModel:
@@ -111,7 +121,7 @@ class ModuleAnalysis:
                 for block in reversed(chain[index + 1 :])
                 if isinstance(block, cst.IndentedBlock)
             ]
-            found = statement_offsets(self.module, ancestor, indents, self.source.text)
+            found = statement_offsets(self.module, ancestor, indents, self.parsed_text)
             if found is not None:
                 return found
         return {}
@@ -138,9 +148,13 @@ def parse_source(source: SourceFile, module_name: str = "", is_package: bool = F
     accepts must still parse). Raises ``libcst.ParserSyntaxError`` on a syntax error;
     ``RecursionError``/``MemoryError`` may still pass through for pathological input.
     """
+    from ckptlint import perf
+
     depth = _vet(source)
     analysis = ModuleAnalysis(source, parse_module_unvalidated(source.text), module_name, is_package)
     analysis.depth = depth
+    perf.add("files_parsed_whole")
+    perf.add("statements_parsed", len(analysis.module.body))
     return analysis
 
 
@@ -175,6 +189,13 @@ def _vet(source: SourceFile) -> int:
     text = source.text
     if len(text) < _DEEP:
         return 0  # cannot nest deeper than it is long
+    from ckptlint.semantic.index import cached_index
+
+    known = cached_index(text)
+    if known is not None:  # CPython parsed it when it was indexed: its depth is known
+        if known.depth > MAX_NESTING:
+            raise TooDeeplyNested(_too_deep())
+        return known.depth
     try:
         # CPython 3.11 builds the ``ast`` objects with a recursion limit of three times
         # Python's (3,000 levels by default): allow the depth libcst can take.

@@ -1,0 +1,80 @@
+"""Counters of parsing work, summed over every file and worker of a run.
+
+Each process counts into :data:`COUNTERS`; :func:`ckptlint.lint.results._run_task` hands the
+counts of one file back with its result (``FileResult.perf``, so they cross a worker's
+pipe), and the command line sums them and, when the environment variable
+``CKPTLINT_PERF_JSON`` names a file, writes them there as one JSON object at exit
+(:func:`write_json`). ``benchmarks/run.py`` reads exactly these keys:
+
+- ``files_linted``: files linted (read, gated in, not taken from the result cache);
+- ``files_parsed_whole``: libcst parses of a whole file (linted files and modules a region
+  or a site reaches that are parsed whole);
+- ``files_parsed_partial``: libcst parses of part of a file (the top-level statements a
+  region reaches, with the module's imports; see :mod:`ckptlint.semantic.index`);
+- ``statements_parsed``: top-level statements in those parses (whole and partial);
+- ``index_hits``, ``index_misses``: lookups of a file's definition index (built with
+  CPython's ``ast``, cached by content digest) that found it cached / had to build it;
+- ``rule_reruns``: times the rules ran again on a file because a module they had been
+  handed was parsed again with more statements (see :mod:`ckptlint.semantic.project`);
+- ``evaluation_steps``: steps of the region evaluator (bounded per query and per file,
+  see :mod:`ckptlint.checkpoint.regions`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+
+__all__ = ["COUNTERS", "ENV_VAR", "KEYS", "add", "delta", "snapshot", "total", "write_json"]
+
+ENV_VAR = "CKPTLINT_PERF_JSON"
+KEYS = (
+    "files_linted",
+    "files_parsed_whole",
+    "files_parsed_partial",
+    "statements_parsed",
+    "index_hits",
+    "index_misses",
+    "rule_reruns",
+    "evaluation_steps",
+)
+
+#: This process's counts (every key of :data:`KEYS`).
+COUNTERS: dict[str, int] = dict.fromkeys(KEYS, 0)
+
+
+def add(key: str, amount: int = 1) -> None:
+    COUNTERS[key] += amount
+
+
+def snapshot() -> dict[str, int]:
+    return dict(COUNTERS)
+
+
+def delta(before: Mapping[str, int]) -> dict[str, int]:
+    """The counts since ``before`` (a :func:`snapshot`), only the keys that changed."""
+    return {k: v - before.get(k, 0) for k, v in COUNTERS.items() if v != before.get(k, 0)}
+
+
+def total(parts: Iterable[Mapping[str, int] | None]) -> dict[str, int]:
+    """The sum of ``parts`` (per-file counts), every key of :data:`KEYS` present."""
+    out = dict.fromkeys(KEYS, 0)
+    for part in parts:
+        for key, value in (part or {}).items():
+            out[key] = out.get(key, 0) + value
+    return out
+
+
+def write_json(parts: Iterable[Mapping[str, int] | None]) -> None:
+    """Write :func:`total` of ``parts`` to the file ``$CKPTLINT_PERF_JSON`` names (nothing
+    when it is unset or empty; a file that cannot be written is skipped silently)."""
+    target = os.environ.get(ENV_VAR)
+    if not target:
+        return
+    try:
+        with open(target, "w", encoding="utf-8") as handle:
+            json.dump(total(parts), handle, indent=2, sort_keys=True)
+            handle.write("\n")
+    except OSError:
+        pass

@@ -1,0 +1,436 @@
+"""A definition index of one module, built with CPython's ``ast``, and the partial source
+that libcst parses when a region reaches into the module.
+
+Rules read libcst trees, but a region that reaches ``Block`` in another module needs only
+the top-level statements that define ``Block`` and what they refer to. :func:`index_for`
+indexes a module's top-level statements once (CPython's parser is written in C, about ten
+times faster than libcst's) and caches the index by the digest of the text, in this
+process. :meth:`ModuleIndex.select` picks the statements a set of names needs and
+:meth:`ModuleIndex.padded` blanks the others out, so that libcst parses only those.
+
+Exactness. The partial tree must answer every question the evaluator asks of the module
+as the whole tree would:
+
+- Positions: :meth:`ModuleIndex.padded` replaces every character of an unselected
+  statement's lines except line breaks with a space. A line of spaces is a blank line to
+  Python's tokenizer and to libcst, so the padded text parses to the selected statements
+  alone, has the same length as the real text, and every offset (so every 1-based line
+  and column) in it is the offset in the real file. Statements are whole lines: those
+  sharing a line (``a = 1; b = 2``) are one unit. Files with a line break other than
+  ``\\n``, ``\\r\\n`` or ``\\r`` (form feed, ``\\v``, ``\\x1c``..., which Python's
+  ``str.splitlines`` counts and the tokenizer does not), or that CPython cannot parse, are
+  not indexed: they are parsed whole.
+- Names: for every name a selected statement looks up in the module's scope (its
+  module-level code, and the globals of the functions, classes, lambdas and comprehensions
+  in it, as CPython's ``symtable`` resolves them), every top-level statement that binds the
+  name at module level (assignments, ``def``/``class``, imports, ``global`` in a function,
+  loop and ``with`` targets, ``except ... as``, ``match`` captures, walrus) is selected, and
+  every statement that mutates it (``_CACHE.append(...)``, ``X.a = ...``, ``X[k] = ...``,
+  ``del X[k]``, the semantic model's mutations; a superset), repeatedly. Every import
+  statement is selected (star imports bind unknown names). So every name looked up from a
+  selected statement has the same bindings and mutations as in the whole tree. Code that
+  ``symtable`` refuses (``ast`` is laxer) is not indexed.
+- Attribute writes: the evaluator asks whether ``<anything>.attr = ...`` appears anywhere
+  in the module (``RegionBuilder._assigned_outside``, over the semantic model's
+  mutations). :attr:`Statement.attribute_writes` holds, per statement, exactly the
+  attributes that question finds there (:func:`_attribute_writes` mirrors
+  :class:`~ckptlint.semantic.model.SemanticModel`'s rules), and
+  :attr:`~ckptlint.semantic.analysis.ModuleAnalysis.unparsed_attribute_writes` those of the
+  statements not parsed.
+
+CPython's parser accepts some code libcst's does not (and the reverse): a partial parse
+may build a tree of a module whose whole parse would fail in libcst (then the region sees
+its definitions, where a whole parse would have seen nothing).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import hashlib
+import re
+import symtable
+import warnings
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from ckptlint.semantic.model import MUTATING_METHODS
+
+__all__ = ["ModuleIndex", "Statement", "build_index", "cached_index", "index_for", "text_digest"]
+
+_ODD_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]|\r(?!\n)")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+_NOT_BREAK = re.compile(r"[^\r\n]")
+
+
+@dataclass
+class Statement:
+    """One top-level statement, or several that share a line (``a = 1; b = 2``).
+
+    ``start``/``end``: 1-based first and last line (decorators included). ``binds``: names
+    it binds at module level; ``plain``: those bound other than by ``def``/``class`` or an
+    import (module-level variables); ``mentions``: the names it looks up in the module's
+    scope; ``mutated``: those of them it may mutate (``x.a = ...``, ``x.append(...)``);
+    ``attribute_writes``: attribute names it assigns (``x.attr = ...``, see :func:`_attribute_writes`);
+    ``imports``: it holds an import at module level; ``definition``: a ``def``/``class``.
+    """
+
+    start: int
+    end: int
+    binds: set[str] = field(default_factory=set)
+    plain: set[str] = field(default_factory=set)
+    mentions: set[str] = field(default_factory=set)
+    attribute_writes: set[str] = field(default_factory=set)
+    mutated: set[str] = field(default_factory=set)
+    imports: bool = False
+    definition: bool = False
+
+
+@dataclass
+class ClassEntry:
+    """A top-level class: its name, lines, the dotted bases as written, its methods' line
+    spans and the attributes ``__init__`` assigns to ``self``."""
+
+    name: str
+    start: int
+    end: int
+    bases: list[str]
+    methods: dict[str, tuple[int, int]]
+    init_attributes: list[str]
+
+
+@dataclass
+class ModuleIndex:
+    """The top-level statements of a module and what they define (see the module docstring).
+
+    ``depth``: the nesting depth :func:`ckptlint.semantic.analysis._depth` gives (libcst's refusal
+    is decided on it exactly as for a whole parse).
+    """
+
+    digest: str
+    depth: int
+    statements: list[Statement]
+    binders: dict[str, list[int]]
+    mentioners: dict[str, list[int]]
+    writers: dict[str, list[int]]
+    import_statements: list[int]
+    classes: dict[str, ClassEntry]
+    functions: dict[str, tuple[int, int]]
+    assignments: dict[str, list[int]]
+
+    def select(self, names: set[str] | frozenset[str]) -> tuple[frozenset[int], frozenset[str]]:
+        """The statements (indices) that ``names`` need, with every import statement, and
+        the names the selection covers: asking again for any of them needs nothing more."""
+        chosen: set[int] = set()
+        queue: list[str] = list(names)
+        seen: set[str] = set()
+
+        def take(index: int) -> None:
+            if index not in chosen:
+                chosen.add(index)
+                queue.extend(self.statements[index].mentions)
+
+        for index in self.import_statements:
+            take(index)
+        while queue:
+            name = queue.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for index in self.binders.get(name, ()):
+                take(index)
+            for index in self.mentioners.get(name, ()):  # statements that mutate it
+                take(index)
+        return frozenset(chosen), frozenset(seen)
+
+    def padded(self, text: str, chosen: frozenset[int]) -> tuple[str, int]:
+        """``text`` with every line of the statements not in ``chosen`` blanked (each
+        character but line breaks replaced by a space: same length, same offsets), and the
+        number of statements kept."""
+        blank: list[tuple[int, int]] = [
+            (s.start, s.end) for i, s in enumerate(self.statements) if i not in chosen
+        ]
+        if not blank:
+            return text, len(self.statements)
+        lines = _LINE.findall(text)
+        for start, end in blank:
+            for row in range(start - 1, min(end, len(lines))):
+                lines[row] = _NOT_BREAK.sub(" ", lines[row])
+        return "".join(lines), len(chosen)
+
+    def attribute_writes_outside(self, chosen: frozenset[int]) -> frozenset[str]:
+        """Attribute names that statements not in ``chosen`` may write."""
+        out: set[str] = set()
+        for i, s in enumerate(self.statements):
+            if i not in chosen:
+                out |= s.attribute_writes
+        return frozenset(out)
+
+
+def text_digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+_CACHE: OrderedDict[str, ModuleIndex | None] = OrderedDict()
+#: Indexes kept per process (least recently used dropped). One takes up to ~0.5 MB (timm's
+#: 212,000-character ``vision_transformer.py``, measured with tracemalloc), most far less.
+_CACHE_SIZE = 512
+
+
+def cached_index(text: str) -> ModuleIndex | None:
+    """The index of ``text`` when it is cached already (no counting, no building)."""
+    return _CACHE.get(text_digest(text)) if _CACHE else None
+
+
+def index_for(text: str, path: str = "<unknown>", tree: ast.Module | None = None, depth: int | None = None) -> ModuleIndex | None:
+    """The index of ``text`` (cached per process by the digest of the text); ``None`` when
+    it cannot be indexed (CPython rejects it, it nests too deep for ``ast``, odd line
+    breaks). ``tree``/``depth``: CPython's tree of ``text`` and its depth, when the caller
+    has them already (the pre-check of a whole parse)."""
+    from ckptlint import perf
+
+    key = text_digest(text)
+    if key in _CACHE:
+        perf.add("index_hits")
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    perf.add("index_misses")
+    found = build_index(text, path, key, tree, depth)
+    _CACHE[key] = found
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return found
+
+
+def build_index(
+    text: str, path: str = "<unknown>", digest: str = "", tree: ast.Module | None = None, depth: int | None = None
+) -> ModuleIndex | None:
+    """Index ``text`` (see :class:`ModuleIndex`); ``None`` when it cannot be."""
+    from ckptlint.semantic.analysis import MAX_NESTING, _depth, deep_recursion
+
+    if _ODD_BREAKS.search(text):
+        return None
+    if tree is None:
+        try:
+            with warnings.catch_warnings(), deep_recursion(MAX_NESTING + 101):
+                warnings.simplefilter("ignore")
+                tree = compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except Exception:  # noqa: BLE001 - SyntaxError, RecursionError, MemoryError, ValueError
+            return None
+    try:
+        with warnings.catch_warnings(), deep_recursion(MAX_NESTING + 101):
+            warnings.simplefilter("ignore")
+            tables = symtable.symtable(text, path, "exec")
+        if depth is None:
+            depth = _depth(tree)
+        return _index(tree, digest or text_digest(text), depth, tables)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):  # symtable refuses what ast took
+        return None
+
+
+def _index(tree: ast.Module, digest: str, depth: int, tables: symtable.SymbolTable) -> ModuleIndex:
+    statements: list[Statement] = []
+    classes: dict[str, ClassEntry] = {}
+    functions: dict[str, tuple[int, int]] = {}
+    for node in tree.body:
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+        end = node.end_lineno or node.lineno
+        if statements and start <= statements[-1].end:
+            entry = statements[-1]
+            entry.end = max(entry.end, end)
+        else:
+            entry = Statement(start, end)
+            statements.append(entry)
+        _scan(node, entry)
+        if isinstance(node, ast.ClassDef):
+            classes[node.name] = _class_entry(node, start, end)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions[node.name] = (start, end)
+    starts = [s.start for s in statements]
+    for table in tables.get_children():  # functions, classes, lambdas, comprehensions at module level
+        at = bisect.bisect_right(starts, table.get_lineno()) - 1
+        if at >= 0:
+            _global_names(table, statements[at].mentions)
+    for s in statements:
+        s.mutated &= s.mentions  # a write into a module-level object, not into a local one
+    binders: dict[str, list[int]] = {}
+    mentioners: dict[str, list[int]] = {}
+    writers: dict[str, list[int]] = {}
+    assignments: dict[str, list[int]] = {}
+    imports: list[int] = []
+    for i, s in enumerate(statements):
+        for name in s.binds:
+            binders.setdefault(name, []).append(i)
+        for name in s.plain:
+            assignments.setdefault(name, []).append(i)
+        for name in s.mutated:
+            mentioners.setdefault(name, []).append(i)
+        for name in s.attribute_writes:
+            writers.setdefault(name, []).append(i)
+        if s.imports:
+            imports.append(i)
+    return ModuleIndex(digest, depth, statements, binders, mentioners, writers, imports, classes, functions, assignments)
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _scan(top: ast.stmt, entry: Statement) -> None:
+    """Record what ``top`` binds at module level, mentions and may write."""
+    if isinstance(top, (*_FUNCTIONS, ast.ClassDef)):
+        entry.definition = True
+    for node in ast.walk(top):
+        kind = type(node)
+        if kind in _WRITES:
+            _attribute_writes(node, entry.attribute_writes)
+        if kind is ast.Global:
+            entry.binds.update(node.names)
+            entry.plain.update(node.names)
+        elif kind is ast.Attribute or kind is ast.Subscript:
+            if not isinstance(node.ctx, ast.Load):  # `x.a = ...`, `x[k] += ...`, `del x[k]`
+                _add_base(node, entry.mutated)
+        elif kind is ast.Call:
+            func = node.func
+            if type(func) is ast.Attribute and func.attr in MUTATING_METHODS:
+                _add_base(func.value, entry.mutated)
+    _module_level(top, entry)
+
+
+def _add_base(expr: ast.AST, out: set[str]) -> None:
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        out.add(expr.id)
+
+
+def _global_names(table: symtable.SymbolTable, out: set[str]) -> None:
+    """Names that code of ``table`` (a function, class, lambda or comprehension) and the
+    scopes nested in it look up in the module's scope."""
+    for symbol in table.get_symbols():
+        if symbol.is_global():
+            out.add(symbol.get_name())
+    for child in table.get_children():
+        _global_names(child, out)
+
+
+_WRITES = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension)
+
+
+def _attribute_writes(node: ast.AST, out: set[str]) -> None:
+    """Add to ``out`` the attributes that ``RegionBuilder._assigned_outside`` finds written
+    by ``node``: the semantic model records a mutation of kind ``attribute`` (an attribute
+    target, nested in a tuple or not, whose leftmost name is a plain name) or
+    ``augmented`` (``x.a += ...``, ``x[k] += ...``) for it, and one of its direct targets
+    (``Assign.targets``, else ``.target``) is an attribute."""
+    if isinstance(node, ast.Assign):
+        direct = node.targets
+        recorded = any(_attribute_target(t) for t in direct)
+    elif isinstance(node, ast.AugAssign):
+        direct = [node.target]
+        recorded = isinstance(node.target, (ast.Attribute, ast.Subscript)) and _base_is_name(node.target)
+    elif isinstance(node, ast.AnnAssign):
+        direct = [node.target]
+        recorded = _attribute_target(node.target)
+    else:  # For, AsyncFor, comprehension
+        direct = [node.target]  # type: ignore[attr-defined]
+        recorded = _attribute_target(node.target)  # type: ignore[attr-defined]
+    if recorded:
+        out.update(t.attr for t in direct if isinstance(t, ast.Attribute))
+
+
+def _attribute_target(target: ast.AST) -> bool:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_attribute_target(e) for e in target.elts)
+    if isinstance(target, ast.Starred):
+        return _attribute_target(target.value)
+    return isinstance(target, ast.Attribute) and _base_is_name(target)
+
+
+def _base_is_name(expr: ast.AST) -> bool:
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return isinstance(expr, ast.Name)
+
+
+def _module_level(node: ast.AST, entry: Statement) -> None:
+    """Bindings that ``node`` (code run at module level) makes in the module's scope."""
+    kind = type(node)
+    if kind in _FUNCTIONS or kind is ast.ClassDef:
+        entry.binds.add(node.name)  # type: ignore[attr-defined]
+        parts: list[ast.AST] = list(node.decorator_list)  # type: ignore[attr-defined]
+        if kind is ast.ClassDef:
+            parts += node.bases + [k.value for k in node.keywords]  # type: ignore[attr-defined]
+        else:
+            args = node.args  # type: ignore[attr-defined]
+            parts += [d for d in args.defaults + args.kw_defaults if d is not None]
+            parts += [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs if a.annotation is not None]
+            parts += [a.annotation for a in (args.vararg, args.kwarg) if a is not None and a.annotation is not None]
+            if node.returns is not None:  # type: ignore[attr-defined]
+                parts.append(node.returns)  # type: ignore[attr-defined]
+        for part in parts:
+            _module_level(part, entry)
+        return
+    if kind is ast.Lambda:
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:  # type: ignore[attr-defined]
+            _module_level(default, entry)
+        return
+    if kind is ast.Import or kind is ast.ImportFrom:
+        entry.imports = True
+        for alias in node.names:  # type: ignore[attr-defined]
+            if alias.name != "*":
+                entry.binds.add(alias.asname or alias.name.split(".", 1)[0])
+        return
+    if kind is ast.Name:
+        entry.mentions.add(node.id)  # type: ignore[attr-defined]
+        if not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+            entry.binds.add(node.id)  # type: ignore[attr-defined]
+            entry.plain.add(node.id)  # type: ignore[attr-defined]
+        return
+    if kind is ast.NamedExpr:
+        _module_level(node.target, entry)  # type: ignore[attr-defined]
+        _module_level(node.value, entry)  # type: ignore[attr-defined]
+        return
+    if kind in _COMPREHENSIONS:  # only a walrus inside binds in the module's scope
+        for inner in ast.walk(node):
+            if type(inner) is ast.NamedExpr and type(inner.target) is ast.Name:
+                entry.binds.add(inner.target.id)
+                entry.plain.add(inner.target.id)
+        _module_level(node.generators[0].iter, entry)  # type: ignore[attr-defined]
+        return
+    if kind is ast.ExceptHandler and node.name:  # type: ignore[attr-defined]
+        entry.binds.add(node.name)  # type: ignore[attr-defined]
+        entry.plain.add(node.name)  # type: ignore[attr-defined]
+    elif kind in (ast.MatchAs, ast.MatchStar) and node.name:  # type: ignore[attr-defined]
+        entry.binds.add(node.name)  # type: ignore[attr-defined]
+        entry.plain.add(node.name)  # type: ignore[attr-defined]
+    elif kind is ast.MatchMapping and node.rest:  # type: ignore[attr-defined]
+        entry.binds.add(node.rest)  # type: ignore[attr-defined]
+        entry.plain.add(node.rest)  # type: ignore[attr-defined]
+    elif getattr(ast, "TypeAlias", None) is kind:
+        _module_level(node.name, entry)  # type: ignore[attr-defined]
+    for child in ast.iter_child_nodes(node):
+        _module_level(child, entry)
+
+
+def _class_entry(node: ast.ClassDef, start: int, end: int) -> ClassEntry:
+    methods: dict[str, tuple[int, int]] = {}
+    attributes: list[str] = []
+    for item in node.body:
+        if isinstance(item, _FUNCTIONS):
+            first = min([item.lineno] + [d.lineno for d in item.decorator_list])
+            methods[item.name] = (first, item.end_lineno or item.lineno)
+            if item.name == "__init__" and item.args.args:
+                self_name = item.args.args[0].arg
+                for inner in ast.walk(item):
+                    if (
+                        isinstance(inner, ast.Attribute)
+                        and isinstance(inner.ctx, ast.Store)
+                        and isinstance(inner.value, ast.Name)
+                        and inner.value.id == self_name
+                        and inner.attr not in attributes
+                    ):
+                        attributes.append(inner.attr)
+    bases = [ast.unparse(b) for b in node.bases]
+    return ClassEntry(node.name, start, end, bases, methods, attributes)
