@@ -296,7 +296,6 @@ def test_file_budget_cuts_regions_off_to_unknown(tmp_path: Path, monkeypatch: py
     """Past the per-file evaluation budget every region is unknown: fewer findings, never
     new ones, and no error."""
     from ckptlint.checkpoint import regions
-
     from ckptlint.rule_codes import REGION_RULES
 
     files = _tree(tmp_path)

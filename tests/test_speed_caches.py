@@ -9,7 +9,8 @@ from pathlib import Path
 
 import libcst as cst
 
-from ckptlint.checkpoint.regions import RegionBuilder, _nodes_of_function
+from ckptlint.checkpoint.class_summary import nodes_of_function as _nodes_of_function
+from ckptlint.checkpoint.regions import RegionBuilder
 from ckptlint.semantic.analysis import parse_source
 from ckptlint.semantic.project import Project
 from ckptlint.text.source import decode_source

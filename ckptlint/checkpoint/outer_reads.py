@@ -14,12 +14,12 @@ from ckptlint.checkpoint.outer_state import (
     LOOP_VARIABLE,
     STATE_KINDS,
     OuterRead,
-    _code,
-    _contains,
     _owner,
+    contains_node,
     is_load,
+    node_code,
 )
-from ckptlint.checkpoint.regions import Frame, Region
+from ckptlint.checkpoint.region import Frame, Region
 from ckptlint.checkpoint.write_exemptions import (
     assigns_in,
     balanced_calls,
@@ -159,7 +159,7 @@ def _once_in(model, function: cst.CSTNode, node: cst.CSTNode) -> bool:  # noqa: 
             and statement.orelse is None
             and exit_guard_body(statement)
             and isinstance(statement.test, (cst.Name, cst.Attribute))
-            and assigns_in(function.body, _code(statement.test))
+            and assigns_in(function.body, node_code(statement.test))
         ):
             return True
     return False
@@ -173,9 +173,9 @@ def _enclosing_function(model, node: cst.CSTNode) -> cst.CSTNode | None:  # noqa
 def _module_write_after(model, node: cst.CSTNode, anchor: cst.CSTNode) -> str | None:  # noqa: ANN001
     """:func:`_write_after` for a checkpoint call in module-level code (a script)."""
     for loop in model.ancestors(anchor):
-        if isinstance(loop, (cst.For, cst.While)) and (loop is node or _contains(model, loop, node)):
+        if isinstance(loop, (cst.For, cst.While)) and (loop is node or contains_node(model, loop, node)):
             return "loop"
-    return "after" if model.precedes(anchor, node) and not _contains(model, node, anchor) else None
+    return "after" if model.precedes(anchor, node) and not contains_node(model, node, anchor) else None
 
 _CLOSURE_WRITES = (*STATE_KINDS, BindingKind.LOOP, BindingKind.WITH, BindingKind.EXCEPT)
 
@@ -192,7 +192,7 @@ def _written_before_read(model, write: cst.CSTNode, read: cst.CSTNode) -> bool: 
     block = model.parent(statement)
     if not any(a is block for a in model.ancestors(read)):
         return False
-    return bool(model.precedes(statement, read)) and not _contains(model, statement, read)
+    return bool(model.precedes(statement, read)) and not contains_node(model, statement, read)
 
 def _gradient_reset(mutation) -> bool:  # noqa: ANN001
     """Whether ``mutation`` only assigns the ``.grad`` of its object (``weight.grad = None``,
@@ -325,9 +325,9 @@ def _write_after(model, node: cst.CSTNode, anchor: cst.CSTNode | None, owner: Sc
     for loop in model.ancestors(anchor):
         if loop is owner.node:
             break
-        if isinstance(loop, (cst.For, cst.While)) and (loop is node or _contains(model, loop, node)):
+        if isinstance(loop, (cst.For, cst.While)) and (loop is node or contains_node(model, loop, node)):
             return "loop"
-    return "after" if model.precedes(anchor, node) and not _contains(model, node, anchor) else None
+    return "after" if model.precedes(anchor, node) and not contains_node(model, node, anchor) else None
 
 def _direct_calls(model, anchor: cst.CSTNode, owner: Scope) -> list[cst.Call]:  # noqa: ANN001
     """The calls ``name(...)`` in ``owner``'s own code of the nested function ``anchor``,

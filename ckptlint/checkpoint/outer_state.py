@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import libcst as cst
 
-from ckptlint.checkpoint.regions import Frame
+from ckptlint.checkpoint.region import Frame
 from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.bindings import (
     Binding,
@@ -111,7 +111,7 @@ def is_store(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
     return False
 
 @lru_cache(maxsize=1 << 16)  # asked again and again for the same nodes (CKP202: ~60,000 times a model file)
-def _code(node: cst.CSTNode) -> str:
+def node_code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node).strip()
 
 def describe(kind: str, base: str) -> str:
@@ -131,7 +131,7 @@ LOOP_VARIABLE = "the variable of the loop that runs the checkpoint"
 
 LOOP_REBINDING = "in the loop that also runs the checkpoint"
 
-def _contains(model, outer: cst.CSTNode, node: cst.CSTNode) -> bool:  # noqa: ANN001
+def contains_node(model, outer: cst.CSTNode, node: cst.CSTNode) -> bool:  # noqa: ANN001
     return any(a is outer for a in model.ancestors(node))
 
 def is_load(model, node: cst.Name) -> bool:  # noqa: ANN001

@@ -14,17 +14,17 @@ import libcst as cst
 
 from ckptlint.checkpoint.outer_state import (
     OuterWrite,
-    _code,
-    _contains,
     _owner,
     _text,
+    contains_node,
     describe,
     frame_scope,
     frame_self_name,
     is_load,
     is_store,
+    node_code,
 )
-from ckptlint.checkpoint.regions import Frame, Region
+from ckptlint.checkpoint.region import Frame, Region
 from ckptlint.checkpoint.write_exemptions import (
     balanced_calls,
     constant_write,
@@ -98,7 +98,7 @@ def _plain_targets(node: cst.CSTNode) -> list[cst.BaseExpression] | None:
 
 def _target_key(frame: Frame, target: cst.BaseExpression) -> tuple:
     info = frame.ctx.self_class
-    return (id(info) if info is not None else None, _code(target))
+    return (id(info) if info is not None else None, node_code(target))
 
 def _plain_target_key(frame: Frame, node: cst.CSTNode) -> tuple | None:
     """Whether every target of the plain assignment ``node`` is overwritten fresh elsewhere in
@@ -217,7 +217,7 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
         return True
     if not isinstance(target, (cst.Attribute, cst.Name)):
         return False
-    text = _code(target)
+    text = node_code(target)
     model = frame.analysis.model
     if constant_write(frame, node) or saved_and_restored(frame, text):
         return False  # a reset to a constant writes the same value on every run
@@ -228,17 +228,17 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
     for other in frame.nodes():
         if other is target or not isinstance(other, type(target)):
             continue
-        if (other.attr.value if isinstance(other, cst.Attribute) else other.value) != last or _code(other) != text:
+        if (other.attr.value if isinstance(other, cst.Attribute) else other.value) != last or node_code(other) != text:
             continue  # the last name is compared first: rendering every node's code is costly
         if isinstance(other, cst.Name) and not is_load(model, other):
             continue
         if is_store(model, other):
             continue
-        inside = _contains(model, node, other)
+        inside = contains_node(model, node, other)
         if not inside and frame.analysis.range(other)[0] >= written_at:
             continue
         guard = exit_guard(model, other) if not inside else None
-        if guard is not None and not _contains(model, guard, node):
+        if guard is not None and not contains_node(model, guard, node):
             continue  # `if INITIALIZED: return` before the write: the write is not reached from that read
         return True
     return False

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ckptlint.checkpoint.denotations import LayerUse
 from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
-from ckptlint.checkpoint.regions import Frame, LayerUse, Region
+from ckptlint.checkpoint.region import Frame, Region
 from ckptlint.facts.torch_facts import (
     DEVICE_MOVE_METHODS,
     GENERATOR_CLASSES,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
-from ckptlint.checkpoint.outer_state import _code, _contains, frame_self_name
-from ckptlint.checkpoint.regions import Frame, Region
+from ckptlint.checkpoint.outer_state import contains_node, frame_self_name, node_code
+from ckptlint.checkpoint.region import Frame, Region
 
 #: Mutating methods that add to a container, and the ones that take the addition back
 #: (LIFO ``pop()``; ``pop(0)`` after ``append`` removes another element, so it is no pair).
@@ -119,10 +119,10 @@ def idempotent_conversion(node: cst.CSTNode, text: str) -> bool:
         if not isinstance(func, cst.Attribute) or func.attr.value not in _IDEMPOTENT_CONVERSIONS:
             return False
         for arg in current.args:
-            if any(isinstance(n, (cst.Name, cst.Attribute)) and _code(n) == text for n in iter_tree(arg.value)):
+            if any(isinstance(n, (cst.Name, cst.Attribute)) and node_code(n) == text for n in iter_tree(arg.value)):
                 return False
         current = func.value
-    return _code(current) == text
+    return node_code(current) == text
 
 def saved_and_restored(frame: Frame, text: str) -> bool:
     """Whether the frame saves the target in a local (``orig = self._current_state_name``) and
@@ -133,9 +133,9 @@ def saved_and_restored(frame: Frame, text: str) -> bool:
         if not isinstance(node, cst.Assign) or len(node.targets) != 1:
             continue
         target = node.targets[0].target
-        if isinstance(target, cst.Name) and _code(node.value) == text:
+        if isinstance(target, cst.Name) and node_code(node.value) == text:
             saved.add(target.value)
-        elif isinstance(node.value, cst.Name) and node.value.value in saved and _code(target) == text:
+        elif isinstance(node.value, cst.Name) and node.value.value in saved and node_code(target) == text:
             return True
     return False
 
@@ -144,7 +144,7 @@ def exit_guard(model, node: cst.CSTNode) -> cst.If | None:  # noqa: ANN001
     (``if _INITIALIZED: return``), else ``None``."""
     for ancestor in model.ancestors(node):
         if isinstance(ancestor, cst.If):
-            if not _contains(model, ancestor.test, node) and ancestor.test is not node:
+            if not contains_node(model, ancestor.test, node) and ancestor.test is not node:
                 return None
             statements = ancestor.body.body
             if not statements:
@@ -161,7 +161,7 @@ def written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) ->
     ``if key not in self.cache: self.cache[key] = ...``. The first run takes the branch; the
     recomputation finds the value there and does not write again (timm's Conv2dSame,
     EfficientFormer's attention-bias cache)."""
-    code = _code
+    code = node_code
     if _after_init_guard(frame, node, target):
         return True
     if isinstance(target, cst.Subscript):
@@ -192,7 +192,7 @@ def _memo_test(test: cst.BaseExpression, body: cst.CSTNode, container: str | Non
     with the cached size the body records; ``A or B`` when both operands are such tests
     (``if self.cos is None or seq_len > self.cached_len:``, rotary caches), ``A and B`` when
     one is."""
-    code = _code
+    code = node_code
     if isinstance(test, cst.BooleanOperation):
         left = _memo_test(test.left, body, container, key)
         right = _memo_test(test.right, body, container, key)
@@ -224,7 +224,7 @@ def _after_init_guard(frame: Frame, node: cst.CSTNode, target: cst.BaseExpressio
         return False
     model = frame.analysis.model
     statements = list(function.body.body)
-    top = next((s for s in statements if s is node or _contains(model, s, node)), None)
+    top = next((s for s in statements if s is node or contains_node(model, s, node)), None)
     if top is None:
         return False
     guards: list[str] = []
@@ -232,13 +232,13 @@ def _after_init_guard(frame: Frame, node: cst.CSTNode, target: cst.BaseExpressio
     for statement in statements[: statements.index(top)]:
         if isinstance(statement, cst.If) and statement.orelse is None and exit_guard_body(statement):
             if isinstance(statement.test, (cst.Name, cst.Attribute)):
-                guards.append(_code(statement.test))
+                guards.append(node_code(statement.test))
             from ckptlint.semantic.walk import iter_tree
 
-            tested |= {_code(n) for n in iter_tree(statement.test) if isinstance(n, (cst.Name, cst.Attribute))}
+            tested |= {node_code(n) for n in iter_tree(statement.test) if isinstance(n, (cst.Name, cst.Attribute))}
     if target is not None:
         written = target.value if isinstance(target, cst.Subscript) else target
-        if isinstance(written, (cst.Name, cst.Attribute)) and _code(written) in tested:
+        if isinstance(written, (cst.Name, cst.Attribute)) and node_code(written) in tested:
             return True  # `if len(self._streams) > 0: return` then `self._streams[k] = ...` (fairscale FSDP)
     if not guards:
         return False
@@ -258,7 +258,7 @@ def assigns_in(body: cst.CSTNode, target: str) -> bool:
     for statement in statements:
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
-                if isinstance(small, cst.Assign) and any(_code(t.target) == target for t in small.targets):
+                if isinstance(small, cst.Assign) and any(node_code(t.target) == target for t in small.targets):
                     return True
     return False
 

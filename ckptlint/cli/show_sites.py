@@ -48,7 +48,8 @@ def _variant(site) -> object:  # noqa: ANN001 - a CheckpointSite
 def collect_site_records(files: list[Path]) -> list[dict]:
     """The site records of ``files`` (absolute or relative paths; read, gated, parsed),
     sorted by file and position. Unreadable or unparsable files are skipped."""
-    from ckptlint.checkpoint.regions import MAX_DEPTH, RegionBuilder
+    from ckptlint.checkpoint.region import MAX_DEPTH
+    from ckptlint.checkpoint.regions import RegionBuilder
     from ckptlint.semantic.analysis import parse_source
     from ckptlint.semantic.project import Project, module_name_for
     from ckptlint.text.source import decode_source

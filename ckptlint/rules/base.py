@@ -21,7 +21,8 @@ from ckptlint.registry import RULES, FixAvailability, Severity
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 
 if TYPE_CHECKING:
-    from ckptlint.checkpoint.regions import Region, RegionBuilder
+    from ckptlint.checkpoint.region import Region
+    from ckptlint.checkpoint.regions import RegionBuilder
     from ckptlint.checkpoint.sites import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.semantic.project import Project

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.checkpoint.randomness import random_ops
-from ckptlint.checkpoint.regions import site_label
+from ckptlint.checkpoint.region import site_label
 from ckptlint.checkpoint.sites import CheckpointSite, SiteForm
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import remove_argument

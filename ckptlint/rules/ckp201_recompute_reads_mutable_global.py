@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ckptlint.checkpoint.outer_reads import mutable_reads
-from ckptlint.checkpoint.regions import site_label
+from ckptlint.checkpoint.region import site_label
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ckptlint.checkpoint.regions import site_label
+from ckptlint.checkpoint.region import site_label
 from ckptlint.facts.torch_facts import LayerKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 

@@ -1,0 +1,194 @@
+"""What an expression denotes, as the region evaluator computes it: the value domain (modules, functions, classes, instances, layers, containers, opaque values) and the evaluation context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
+from ckptlint.facts.torch_facts import (
+    LayerFact,
+)
+from ckptlint.semantic.bindings import Binding
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.analysis import ModuleAnalysis
+
+__all__ = ["ClassInfo", "Context", "LayerUse"]
+
+
+MAX_EVAL_DEPTH = 12
+
+@dataclass(eq=False, repr=False)
+class Context:
+    """Where an expression is evaluated: its module, the class ``self`` is an instance of,
+    and the arguments bound to parameters of enclosing functions (factory closures)."""
+
+    analysis: ModuleAnalysis
+    self_class: ClassInfo | None = None
+    env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
+    keyword_params: frozenset[str] = frozenset()
+    self_env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
+    #: The call that bound ``env`` had ``*``/``**`` arguments, or its arguments are not
+    #: known: a parameter it does not bind is not known to hold its default.
+    open_call: bool = False
+    #: The function whose call bound ``env`` (its unbound parameters hold their defaults);
+    #: parameters of other enclosing functions were bound by calls not seen.
+    bound: cst.CSTNode | None = None
+
+class Value:
+    """Something an expression may evaluate to."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {_describe(self)}>"
+
+class OpaqueValue(Value):
+    """A value that exists but is not understood (``nn.Linear(4, 4)``): it keeps the
+    positions of container elements (``checkpoint_sequential`` segments) exact."""
+
+class TorchValue(OpaqueValue):
+    """Something of torch (``nn.Linear``, ``nn.Linear(4, 4)``, ``torch.matmul``) that is
+    none of the layers the torchfacts tables describe: known, with no random draws or
+    running statistics of its own. Attributes and calls of it are torch values too."""
+
+@dataclass(eq=False, repr=False)
+class ModuleValue(Value):
+    """A module of the linted tree (``from . import blocks``, ``import pkg.blocks as pb``),
+    by dotted name: its attributes are parsed when asked for (:meth:`Project.analysis_for_names`)."""
+
+    module: str
+
+@dataclass(eq=False, repr=False)
+class FunctionValue(Value):
+    node: cst.FunctionDef | cst.Lambda
+    ctx: Context
+    bound_method: bool = False  # reached as ``obj.method``: the first parameter is bound
+
+@dataclass(eq=False, repr=False)
+class ClassValue(Value):
+    info: ClassInfo
+
+@dataclass(eq=False, repr=False)
+class InstanceValue(Value):
+    """An instance of a class of the tree; ``env`` binds ``__init__``'s parameters to the
+    constructor call's arguments, so ``self.norm = norm_layer(c)`` follows what was passed."""
+
+    info: ClassInfo
+    env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
+
+@dataclass(eq=False, repr=False)
+class LayerClassValue(Value):
+    qualified: str
+    fact: LayerFact
+
+@dataclass(eq=False, repr=False)
+class LayerUse(Value):
+    """A torch layer instance: its table entry and the constructor call that made it."""
+
+    qualified: str
+    fact: LayerFact
+    call: cst.Call | None
+    ctx: Context
+
+    @property
+    def analysis(self) -> ModuleAnalysis:
+        return self.ctx.analysis
+
+    def switched_on(self) -> bool | None:
+        """Whether the behaviour (randomness, running statistics) is on: ``False`` when the
+        constructor turns it off with a literal (``Dropout(0.0)``,
+        ``BatchNorm2d(c, track_running_stats=False)``), ``None`` when it is an expression."""
+        if self.fact.switch is None:
+            return True
+        keyword, position, default = self.fact.switch
+        value: object = default
+        if self.call is not None:
+            arg = _argument(self.call, keyword, position)
+            if arg is not None:
+                value = literal_value(arg.value, self.ctx.analysis.model)
+                if value is NOT_LITERAL:
+                    return None
+        if isinstance(value, bool) or isinstance(self.fact.off_when, bool):
+            return value != self.fact.off_when
+        try:
+            return float(value) != float(self.fact.off_when)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None
+
+@dataclass(eq=False, repr=False)
+class ContainerValue(Value):
+    """``nn.Sequential``/``nn.ModuleList``/a list: ``elements`` in order when ``exact``."""
+
+    elements: list[Value]
+    exact: bool = True
+    sequential: bool = True
+    #: For a dict literal: ``(key, value)`` pairs (the key as a literal, or NOT_LITERAL), so
+    #: ``REGISTRY["bn"]`` and ``REGISTRY.get(cfg["type"])`` select by key.
+    keyed: list[tuple[object, Value]] | None = None
+
+    def select(self, key: object) -> list[Value] | None:
+        """The values under ``key`` (a literal): for a keyed dict, those of equal keys
+        (``[]`` when absent); for an exact sequence and an ``int``, that element; ``None``
+        when the selection is not known (then every element may be meant)."""
+        if key is NOT_LITERAL:
+            return None
+        if self.keyed is not None:
+            if any(k is NOT_LITERAL for k, _ in self.keyed):
+                return None
+            return [v for k, v in self.keyed if k == key]
+        if self.exact and self.sequential and isinstance(key, int) and not isinstance(key, bool):
+            if -len(self.elements) <= key < len(self.elements):
+                return [self.elements[key]]
+        return None
+
+def _argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg
+    if any(a.star == "*" for a in call.args):
+        return None
+    return positional[position] if len(positional) > position else None
+
+@dataclass(eq=False, repr=False)
+class ClassInfo:
+    """The per-class summary regions need: methods, attribute assignments, buffers."""
+
+    analysis: ModuleAnalysis
+    node: cst.ClassDef
+    qualname: str
+    methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    attributes: dict[str, list[tuple[cst.BaseExpression, cst.FunctionDef | None]]] = field(default_factory=dict)
+    appended: dict[str, list[tuple[cst.BaseExpression, cst.FunctionDef]]] = field(default_factory=dict)
+    buffers: set[str] = field(default_factory=set)
+    bases: list[Value] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+def replace_ctx(ctx: Context, **changes: object) -> Context:
+    fields = {
+        "analysis": ctx.analysis,
+        "self_class": ctx.self_class,
+        "env": ctx.env,
+        "keyword_params": ctx.keyword_params,
+        "self_env": ctx.self_env,
+        "open_call": ctx.open_call,
+        "bound": ctx.bound,
+    }
+    fields.update(changes)
+    return Context(**fields)  # type: ignore[arg-type]
+
+def _describe(value: Value) -> str:
+    if isinstance(value, FunctionValue):
+        return value.node.name.value if isinstance(value.node, cst.FunctionDef) else "<lambda>"
+    if isinstance(value, InstanceValue):
+        return f"{value.info.name}.forward"
+    if isinstance(value, LayerUse):
+        return value.fact.name
+    if isinstance(value, ContainerValue):
+        return "nn.Sequential"
+    return "?"

@@ -1,0 +1,261 @@
+"""Literal values and branch decisions: which code of a frame runs for the arguments a site passes (mixed into :class:`ckptlint.checkpoint.regions.RegionBuilder`)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
+from ckptlint.semantic.bindings import BindingKind
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.analysis import ModuleAnalysis
+from ckptlint.checkpoint.class_summary import self_parameter
+from ckptlint.checkpoint.denotations import MAX_EVAL_DEPTH, Context
+
+
+def _constructor_setting(value: cst.BaseExpression, method: cst.FunctionDef | None) -> bool:
+    """Whether ``self.<attr> = value`` records how the object was built: assigned in
+    ``__init__`` from its arguments (not a literal, which is typically a switch flipped
+    from outside, like ``self.save_attention = False``), and never assigned elsewhere in the
+    module (``model.block.<attr> = ...``)."""
+    if method is None or method.name.value != "__init__":
+        return False
+    if isinstance(value, (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
+        return False
+    if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
+        return False
+    return True
+
+@lru_cache(maxsize=4096)
+def _string_literal(raw: str) -> object:
+    """The value of a string literal's source text (libcst's ``evaluated_value`` compiles
+    each one; registry keys and config types repeat a lot)."""
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return NOT_LITERAL
+
+_BUILTIN_TYPES: dict[str, type] = {
+    "list": list,
+    "dict": dict,
+    "tuple": tuple,
+    "set": set,
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "NoneType": type(None),
+}
+
+@dataclass(frozen=True)
+class _BuiltinType:
+    """A builtin class as a literal (``list`` in ``type(x) == list``)."""
+
+    name: str
+
+def _compare(operator: cst.BaseCompOp, left: object, right: object) -> object:
+    """``left <operator> right`` for the operators branch conditions use, or NOT_LITERAL."""
+    try:
+        if isinstance(operator, cst.Equal):
+            return left == right
+        if isinstance(operator, cst.NotEqual):
+            return left != right
+        if isinstance(operator, cst.Is):
+            return left is right if right is None or isinstance(right, bool) else left == right
+        if isinstance(operator, cst.IsNot):
+            return left is not right if right is None or isinstance(right, bool) else left != right
+        if isinstance(operator, cst.In) and isinstance(right, (tuple, list, frozenset, str, dict)):
+            return left in right
+        if isinstance(operator, cst.NotIn) and isinstance(right, (tuple, list, frozenset, str, dict)):
+            return left not in right
+    except Exception:  # noqa: BLE001 - incomparable literals
+        return NOT_LITERAL
+    return NOT_LITERAL
+
+class LiteralDecisions:
+    """Literal values and branch decisions of the region evaluator."""
+
+    # ------------------------------------------------------------------ literals and branches
+    def literal(self, expr: cst.BaseExpression | None, ctx: Context, depth: int = 0) -> object:
+        """The Python value ``expr`` has when evaluated in ``ctx``, or :data:`NOT_LITERAL`.
+
+        Beyond :func:`~ckptlint.checkpoint.options.literal_value` (constants, names bound to equal
+        constants), a parameter is followed to the argument the call bound to it (``ctx.env``)
+        or, when the call passed nothing for it, to its default (not after a call with
+        ``*``/``**`` arguments or unseen arguments, ``ctx.open_call``; ``__init__``'s
+        parameters always fall back to defaults, as region values do); a local name assigned
+        once is followed to its value; ``self.attr`` assigned once in the class is followed
+        to that value with the constructor's bindings; ``==``, ``!=``, ``is``, ``is not``,
+        ``in``, ``not in``, ``not``, ``and`` and ``or`` are computed when their operands are
+        known.
+        """
+        if expr is None or depth > MAX_EVAL_DEPTH:
+            return NOT_LITERAL
+        if isinstance(expr, cst.SimpleString):
+            return _string_literal(expr.value)
+        model = ctx.analysis.model
+        if isinstance(expr, cst.Name):
+            if expr.value in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[expr.value]
+            if expr not in model.scopes:
+                return NOT_LITERAL
+            bindings = model.lookup(expr.value, model.scope_of(expr))
+            if not bindings and expr.value in _BUILTIN_TYPES:
+                return _BuiltinType(expr.value)
+            if len(bindings) != 1:
+                return literal_value(expr, model) if bindings else NOT_LITERAL
+            binding = bindings[0]
+            if binding in ctx.env:
+                arg, arg_ctx = ctx.env[binding]
+                return self.literal(arg, arg_ctx, depth + 1)
+            if binding.kind is BindingKind.PARAMETER and isinstance(binding.node, cst.Param):
+                function = binding.scope.node
+                is_init = isinstance(function, cst.FunctionDef) and function.name.value == "__init__"
+                if binding.node.default is None:
+                    return NOT_LITERAL
+                if not is_init and (ctx.open_call or function is not ctx.bound):
+                    return NOT_LITERAL
+                if binding.node.star:
+                    return NOT_LITERAL
+                return self.literal(binding.node.default, Context(ctx.analysis, ctx.self_class), depth + 1)
+            if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
+                return self.literal(binding.value, ctx, depth + 1)
+            return NOT_LITERAL
+        if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name) and ctx.self_class is not None and expr.value in model.scopes:
+                function = model.enclosing(expr, cst.FunctionDef)
+                if isinstance(function, cst.FunctionDef) and self_parameter(function) == expr.value.value:
+                    assigned = [
+                        (value, info, method)
+                        for info in self._mro(ctx.self_class)
+                        for value, method in info.attributes.get(expr.attr.value, ())
+                    ]
+                    if (
+                        len(assigned) == 1
+                        and _constructor_setting(assigned[0][0], assigned[0][2])
+                        and not self._assigned_outside(assigned[0][1].analysis, expr.attr.value, assigned[0][2])
+                    ):
+                        value, info, _ = assigned[0]
+                        owner_ctx = Context(info.analysis, ctx.self_class, ctx.self_env, self_env=ctx.self_env)
+                        return self.literal(value, owner_ctx, depth + 1)
+            return NOT_LITERAL
+        if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+            left = self.literal(expr.left, ctx, depth + 1)
+            target = expr.comparisons[0]
+            right = self.literal(target.comparator, ctx, depth + 1)
+            if left is NOT_LITERAL or right is NOT_LITERAL:
+                return NOT_LITERAL
+            return _compare(target.operator, left, right)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            inner = self.literal(expr.expression, ctx, depth + 1)
+            return NOT_LITERAL if inner is NOT_LITERAL else not inner
+        if isinstance(expr, cst.BooleanOperation):
+            left = self.literal(expr.left, ctx, depth + 1)
+            is_and = isinstance(expr.operator, cst.And)
+            if left is not NOT_LITERAL and bool(left) is not is_and:
+                return left  # `False and ...`, `True or ...`: decided by the left operand
+            right = self.literal(expr.right, ctx, depth + 1)
+            if left is NOT_LITERAL:
+                # `x and False` is falsy and `x or True` truthy whatever x is
+                if right is not NOT_LITERAL and bool(right) is not is_and:
+                    return bool(right)
+                return NOT_LITERAL
+            return right
+        if isinstance(expr, cst.Dict):
+            mapping: dict[object, object] = {}
+            for element in expr.elements:
+                if not isinstance(element, cst.DictElement):
+                    return NOT_LITERAL
+                key = self.literal(element.key, ctx, depth + 1)
+                if not isinstance(key, (str, int)):
+                    return NOT_LITERAL
+                mapping[key] = self.literal(element.value, ctx, depth + 1)
+            return mapping  # values may be NOT_LITERAL: a key read from it is then unknown
+        if isinstance(expr, cst.Call) and len(expr.args) in (1, 2) and not any(a.star or a.keyword for a in expr.args):
+            called = model.qualified_names(expr.func) if expr.func in model.scopes else frozenset()
+            if "builtins.type" in called and len(expr.args) == 1:
+                value = self.literal(expr.args[0].value, ctx, depth + 1)
+                if value is NOT_LITERAL or isinstance(value, (dict, _BuiltinType)):
+                    return NOT_LITERAL
+                return _BuiltinType(type(value).__name__)
+            if "builtins.isinstance" in called and len(expr.args) == 2:
+                value = self.literal(expr.args[0].value, ctx, depth + 1)
+                kinds = self.literal(expr.args[1].value, ctx, depth + 1)
+                kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+                if value is NOT_LITERAL or isinstance(value, (dict, _BuiltinType)):
+                    return NOT_LITERAL
+                if not kinds or not all(isinstance(k, _BuiltinType) for k in kinds):
+                    return NOT_LITERAL
+                return any(isinstance(value, _BUILTIN_TYPES[k.name]) for k in kinds)  # type: ignore[union-attr]
+        if isinstance(expr, cst.Call) and "builtins.dict" in model.qualified_names(expr.func):
+            if any(a.keyword is None for a in expr.args):
+                return NOT_LITERAL
+            return {a.keyword.value: self.literal(a.value, ctx, depth + 1) for a in expr.args if a.keyword}
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            container = self.literal(expr.value, ctx, depth + 1)
+            key = self.literal(expr.slice[0].slice.value, ctx, depth + 1)
+            if isinstance(container, dict) and isinstance(key, (str, int)):
+                return container.get(key, NOT_LITERAL)
+            return NOT_LITERAL
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            items = [self.literal(e.value, ctx, depth + 1) for e in expr.elements]
+            if any(i is NOT_LITERAL for i in items) or any(isinstance(e, cst.StarredElement) for e in expr.elements):
+                return NOT_LITERAL
+            if isinstance(expr, cst.List):
+                return list(items)
+            if isinstance(expr, cst.Set):
+                try:
+                    return frozenset(items)
+                except TypeError:  # unhashable items
+                    return NOT_LITERAL
+            return tuple(items)
+        return literal_value(expr, model)
+
+    def _assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None) -> bool:
+        """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in the module outside ``init``."""
+        if attr in analysis.unparsed_attribute_writes:
+            return True  # written in a statement a partial parse left out (never inside `init`)
+        key = (id(analysis), attr)
+        found = self._outside.get(key)
+        if found is None:
+            found = []
+            for mutation in analysis.model.mutations:
+                node = mutation.node
+                if mutation.kind not in ("attribute", "augmented"):
+                    continue
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [getattr(node, "target", None)]
+                if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets):
+                    found.append(node)
+            self._outside[key] = found
+        return any(not any(a is init for a in analysis.model.ancestors(node)) for node in found)
+
+    def decide(self, test: cst.BaseExpression, ctx: Context) -> bool | None:
+        """Whether the branch condition ``test`` is true (``True``/``False``) when evaluated
+        in ``ctx``, or ``None`` when it is not decided (then both branches may run)."""
+        value = self.literal(test, ctx)
+        if value is NOT_LITERAL:
+            return None
+        try:
+            return bool(value)
+        except Exception:  # noqa: BLE001 - a literal whose truth cannot be taken
+            return None
+
+    def runs(self, node: cst.CSTNode, ctx: Context) -> bool:
+        """Whether ``node`` can run when its function runs in ``ctx``: ``False`` when it sits
+        in a branch of an ``if`` (statement or expression) that ``ctx`` decides against."""
+        model = ctx.analysis.model
+        below = node
+        for ancestor in model.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return True
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test:
+                taken = self.decide(ancestor.test, ctx)
+                if taken is not None and (below is ancestor.body) is not taken:
+                    return False
+            below = ancestor
+        return True

@@ -1,0 +1,183 @@
+"""The records of a region: the frames (functions and ``forward`` methods) a checkpoint site recomputes, the layers called, and the region itself."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import libcst as cst
+
+from ckptlint.checkpoint.site import CheckpointSite
+from ckptlint.semantic.bindings import Binding, BindingKind
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.analysis import ModuleAnalysis
+from ckptlint.checkpoint.class_summary import nodes_of_function, self_parameter
+from ckptlint.checkpoint.denotations import Context, LayerUse, Value
+
+__all__ = ["Frame", "LayerCall", "MAX_DEPTH", "Region", "site_label"]
+
+
+class BranchDecider(Protocol):
+    """What a frame asks to walk only the code that runs: :meth:`ckptlint.checkpoint.regions.RegionBuilder.decide`."""
+
+    def decide(self, test: cst.BaseExpression, ctx: Context) -> bool | None: ...
+
+
+#: Levels of calls followed below the checkpointed callable (its own body is level 0).
+MAX_DEPTH = 3
+
+@dataclass(eq=False, repr=False)
+class Frame:
+    """One function body that runs on recompute.
+
+    Attributes:
+        function: the ``FunctionDef`` or ``Lambda``.
+        ctx: its evaluation context (module, ``self`` class, bound arguments).
+        depth: 0 for the checkpointed callable, +1 for each call below it.
+        via: how it was reached, for messages (``"Block.forward"``).
+    """
+
+    function: cst.FunctionDef | cst.Lambda
+    ctx: Context
+    depth: int
+    via: str
+    builder: BranchDecider | None = None
+    _decisions: dict[int, bool | None] = field(default_factory=dict, repr=False)
+    #: The nodes walked so far (in walk order) and the walk producing the rest (``None``
+    #: once it is exhausted): every rule walks the frames of every region, and the walk
+    #: (with its branch decisions, memoised above) gives the same nodes each time.
+    _walked: list[cst.CSTNode] = field(default_factory=list, repr=False)
+    _walk: Iterator[cst.CSTNode] | None = field(default=None, repr=False)
+    _started: bool = field(default=False, repr=False)
+
+    @property
+    def analysis(self) -> ModuleAnalysis:
+        return self.ctx.analysis
+
+    def nodes(self) -> Iterator[cst.CSTNode]:
+        """The nodes that run when the frame runs (nested defs excluded, and the branches
+        of ``if`` that the bound arguments decide against: :meth:`RegionBuilder.decide`).
+
+        The walk is done once per frame, lazily: a later call yields the nodes already
+        walked and continues the same walk where the earlier ones stopped, so branch
+        decisions are taken at the same moments as without the cache."""
+        if not self._started:
+            self._started = True
+            self._walk = self._nodes()
+        return self._replay()
+
+    def _replay(self) -> Iterator[cst.CSTNode]:
+        walked = self._walked
+        index = 0
+        while True:
+            if index < len(walked):
+                yield walked[index]
+                index += 1
+                continue
+            walk = self._walk
+            if walk is None:
+                return
+            node = next(walk, None)
+            if node is None:
+                self._walk = None
+                return
+            walked.append(node)
+
+    def _nodes(self) -> Iterator[cst.CSTNode]:
+        builder = self.builder
+        if builder is None:
+            return nodes_of_function(self.function)
+        ctx = self.ctx
+        decisions = self._decisions
+
+        def decide(test: cst.BaseExpression) -> bool | None:
+            key = id(test)
+            if key not in decisions:
+                decisions[key] = builder.decide(test, ctx)
+            return decisions[key]
+
+        return nodes_of_function(self.function, decide)
+
+    def is_parameter(self, binding: Binding) -> bool:
+        return binding.kind is BindingKind.PARAMETER and binding.scope.node is self.function
+
+    def self_parameter(self) -> str | None:
+        if isinstance(self.function, cst.FunctionDef) and self.ctx.self_class is not None:
+            return self_parameter(self.function)
+        return None
+
+@dataclass(eq=False, repr=False)
+class LayerCall:
+    """A torch layer run in the region: ``invocation`` is the call that runs it inside
+    ``frame`` (``None`` when the layer is the checkpointed callable itself)."""
+
+    layer: LayerUse
+    invocation: cst.Call | None
+    frame: Frame | None
+
+@dataclass(eq=False, repr=False)
+class Pending:
+    value: Value
+    depth: int
+    via: str
+    args: tuple[cst.Arg, ...] | None
+    caller: Context
+    invocation: cst.Call | None
+    frame: Frame | None
+
+@dataclass(eq=False, repr=False)
+class Region:
+    """What a checkpoint site recomputes.
+
+    Attributes:
+        site: the site; analysis: the module it is in.
+        frames: function bodies that run again, in the order they were reached.
+        layers: torch layers that run again (dropout, BatchNorm, containers' elements).
+        resolved: whether the checkpointed callable was resolved to code or layers at all.
+        unknown_calls: calls made in its frames whose callee is not known, with the frame
+            (below :data:`MAX_DEPTH`, calls are not followed and not listed).
+    """
+
+    site: CheckpointSite
+    analysis: ModuleAnalysis
+    frames: list[Frame] = field(default_factory=list)
+    layers: list[LayerUse] = field(default_factory=list)
+    layer_calls: list[LayerCall] = field(default_factory=list)
+    resolved: bool = False
+    unknown_calls: list[tuple[cst.Call, Frame]] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        """Resolved, but it calls code ckptlint cannot see (:attr:`unknown_calls`: a
+        parameter or closure variable bound to something unknown, ``self.attr`` built by a
+        library outside the tree); such code may draw random numbers or keep state."""
+        return self.resolved and bool(self.unknown_calls)
+
+    @property
+    def label(self) -> str:
+        return site_label(self.site, self.analysis, self.analysis)
+
+    def constructs(self, layer: LayerUse) -> bool:
+        """Whether ``layer`` is created inside the region itself (a fresh module each call,
+        e.g. ``lambda x: nn.BatchNorm1d(d)(x)``), so no state carries over."""
+        if layer.call is None:
+            return False
+        functions = {id(frame.function) for frame in self.frames}
+        model = layer.analysis.model
+        return any(id(a) in functions for a in model.ancestors(layer.call) if isinstance(a, (cst.FunctionDef, cst.Lambda)))
+
+def site_label(site: CheckpointSite, site_analysis: ModuleAnalysis, reported_in: ModuleAnalysis) -> str:
+    """``model.py:42``: where the site is, relative to the folder of the file a finding is
+    reported in (stable whatever the working directory)."""
+    row = site_analysis.range(site.call)[0][0]
+    here = Path(reported_in.source.path).parent
+    target = Path(site_analysis.source.path)
+    try:
+        shown = os.path.relpath(target, here) if target.is_absolute() and here.is_absolute() else target.name
+    except ValueError:
+        shown = target.name
+    return f"{Path(shown).as_posix()}:{row}"
