@@ -18,10 +18,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "ckptlint"
 
 #: The layers, bottom first: a module may import its own layer and the ones below it only.
-#: ``registry`` is the rule metadata as data (no libcst); ``runtime`` (the test-time helper,
+#: ``registry`` is the rule metadata as data (no libcst), ``perf`` the work counters; ``runtime`` (the test-time helper,
 #: imports torch) and ``pytest_plugin`` stand apart from the linter.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"registry", "rule_codes", "docs"}),
+    frozenset({"registry", "rule_codes", "docs", "perf"}),
     frozenset({"text"}),
     frozenset({"facts"}),
     frozenset({"semantic"}),
@@ -146,7 +146,7 @@ def test_no_module_holds_several_jobs() -> None:
     assert long == {}
 
 
-@pytest.mark.parametrize("module", ["ckptlint.rule_codes", "ckptlint.config.settings", "ckptlint.cli.app"])
+@pytest.mark.parametrize("module", ["ckptlint.registry", "ckptlint.rule_codes", "ckptlint.docs", "ckptlint.config.settings", "ckptlint.cli.app"])
 def test_light_modules_import_without_libcst(module: str) -> None:
     code = f"import sys, {module}; print(sorted(m for m in sys.modules if m == 'libcst' or m.startswith('libcst.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

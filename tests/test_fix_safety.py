@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from ckptlint.checkpoint.sites import site_index
 from ckptlint.lint import run as lint_run
 from ckptlint.rules import ALL_RULES
 from ckptlint.rules.base import Rule, RuleContext
@@ -29,7 +30,7 @@ class _EditsEveryCall(Rule):
     EDIT = ""
 
     def check(self, ctx: RuleContext) -> None:
-        for site in ctx.analysis.sites.sites:
+        for site in site_index(ctx.analysis).sites:
             end = ctx.analysis.range(site.call)[1]
             before_paren = (end[0], end[1] - 1)
             fix = ctx.fix(Applicability.SAFE, "test", Edit(before_paren, before_paren, self.EDIT))

@@ -16,7 +16,7 @@ from importlib.metadata import version
 import pytest
 
 from ckptlint.api import lint_source
-from ckptlint.semantic.analysis import MAX_NESTING
+from ckptlint.semantic.nesting import MAX_NESTING
 from ckptlint.testing import codes
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"

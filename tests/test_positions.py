@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ckptlint.semantic.analysis import parse_source
+from ckptlint.semantic.parse import parse_source
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import SourceFile
 
@@ -68,7 +68,7 @@ def test_whole_module_pass_equals_libcst_position_provider(name: str) -> None:
 def test_unvalidated_parse_gives_the_same_tree_and_restores_validation() -> None:
     import libcst as cst
 
-    from ckptlint.semantic.analysis import parse_module_unvalidated
+    from ckptlint.semantic.parse import parse_module_unvalidated
 
     for text in SOURCES.values():
         assert parse_module_unvalidated(text).deep_equals(cst.parse_module(text))

@@ -11,7 +11,8 @@ import libcst as cst
 
 from ckptlint.checkpoint.class_summary import nodes_of_function as _nodes_of_function
 from ckptlint.checkpoint.regions import RegionBuilder
-from ckptlint.semantic.analysis import parse_source
+from ckptlint.checkpoint.sites import site_index
+from ckptlint.semantic.parse import parse_source
 from ckptlint.semantic.project import Project
 from ckptlint.text.source import decode_source
 
@@ -48,7 +49,7 @@ class Net(nn.Module):
 def _region():
     analysis = parse_source(decode_source(SOURCE.encode(), "m.py"), "m")
     builder = RegionBuilder(None)
-    site = analysis.sites.sites[0]
+    site = site_index(analysis).sites[0]
     return builder, builder.region(site, analysis)
 
 
@@ -70,7 +71,7 @@ def test_frame_walk_is_replayed_identically() -> None:
 def test_interleaved_walks_of_one_frame_agree() -> None:
     analysis = parse_source(decode_source(SOURCE.encode(), "m.py"), "m")
     builder = RegionBuilder(None)
-    site = analysis.sites.sites[0]
+    site = site_index(analysis).sites[0]
     with builder._budget(1000):  # a frame whose walk has not started yet
         region = builder._build(site, analysis)
     frame = region.frames[-1]

@@ -192,3 +192,14 @@ def _describe(value: Value) -> str:
     if isinstance(value, ContainerValue):
         return "nn.Sequential"
     return "?"
+
+
+def target_path(target: cst.BaseExpression, name: str) -> list[int] | None:
+    if isinstance(target, cst.Name):
+        return [] if target.value == name else None
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for index, element in enumerate(target.elements):
+            inner = target_path(element.value, name)
+            if inner is not None:
+                return [index] + inner
+    return None

@@ -41,19 +41,10 @@ from ckptlint.checkpoint.denotations import (
     TorchValue,
     Value,
     _argument,
+    target_path,
 )
 
 _MAX_VALUES = 64
-
-def _target_path(target: cst.BaseExpression, name: str) -> list[int] | None:
-    if isinstance(target, cst.Name):
-        return [] if target.value == name else None
-    if isinstance(target, (cst.Tuple, cst.List)):
-        for index, element in enumerate(target.elements):
-            inner = _target_path(element.value, name)
-            if inner is not None:
-                return [index] + inner
-    return None
 
 class ExpressionEvaluation:
     """What an expression denotes: the region evaluator's core."""
@@ -299,7 +290,7 @@ class ExpressionEvaluation:
         assert isinstance(node, cst.Assign)
         out: list[Value] = []
         for target in node.targets:
-            path = _target_path(target.target, binding.name)
+            path = target_path(target.target, binding.name)
             if not path:
                 continue
             values = self._values(node.value, ctx, depth + 1)
@@ -316,7 +307,7 @@ class ExpressionEvaluation:
         loop = binding.node
         if not isinstance(loop, (cst.For, cst.CompFor)):
             return []
-        path = _target_path(loop.target, binding.name)
+        path = target_path(loop.target, binding.name)
         if path is None:
             return []
         iterable = loop.iter

@@ -47,6 +47,9 @@ from ckptlint.semantic.bindings import BindingKind
 from ckptlint.semantic.model import SemanticModel
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.semantic.project import Project
 
 __all__ = ["Recogniser", "policy_region_expression", "wrapper_fn_reentrancy"]
@@ -63,8 +66,17 @@ _ARGUMENTS_LIKE = re.compile(r"(?:Arguments|Args|Config)$")
 class Recogniser:
     """Answers "which API does this call use" for one module (see the module docstring)."""
 
-    def __init__(self, model: SemanticModel, project: Project | None, path: str | None = None) -> None:
+    def __init__(
+        self,
+        model: SemanticModel,
+        project: Project | None,
+        path: str | None = None,
+        wrappers_of: Callable[[ModuleAnalysis], dict[str, CheckpointApi]] | None = None,
+    ) -> None:
+        """``wrappers_of(analysis)``: the wrapper functions another module defines (see
+        :func:`ckptlint.checkpoint.sites.wrapper_functions`); without it none are followed."""
         self.model = model
+        self.wrappers_of = wrappers_of
         self.project = project
         self.path = Path(os.path.abspath(path)) if path else None
         self._home = home_made(model)
@@ -96,12 +108,12 @@ class Recogniser:
             for name in sorted(names):
                 if _FOLLOWED.search(name.rsplit(".", 1)[-1]):
                     self._namespace_root(name)
-                    api = _external(name, self.project, 0)
+                    api = _external(name, self.project, 0, self.wrappers_of)
                     if api is not None:
                         return api
             if isinstance(func, cst.Name) and not self.model.bindings_of(func) and _FOLLOWED.search(func.value):
                 for module in self._star_modules():  # from .utils import *
-                    api = _external(f"{module}.{func.value}", self.project, 0)
+                    api = _external(f"{module}.{func.value}", self.project, 0, self.wrappers_of)
                     if api is not None:
                         return api
         return None
@@ -243,7 +255,9 @@ def _class_definition(
 
 
 # -------------------------------------------------------------------- other modules
-def _external(qualified: str, project: Project, hops: int) -> CheckpointApi | None:
+def _external(
+    qualified: str, project: Project, hops: int, wrappers_of: Callable[[ModuleAnalysis], dict[str, CheckpointApi]] | None = None
+) -> CheckpointApi | None:
     """The API that ``qualified`` (a name in another module of the linted tree) denotes:
     an import or alias of an API there, or a home-made implementation's ``apply`` / helper."""
     if hops > _MAX_HOPS or qualified.startswith(("torch.", "builtins.")):
@@ -270,7 +284,7 @@ def _external(qualified: str, project: Project, hops: int) -> CheckpointApi | No
         helper = found.helpers.get(f"{own}.{name}")
         if helper is not None:
             return helper.api
-        wrapped = wrapper_functions(analysis).get(name)
+        wrapped = wrappers_of(analysis).get(name) if wrappers_of is not None else None
         if wrapped is not None:
             return wrapped
         for binding in model.module_scope.bindings.get(name, ()):
@@ -284,7 +298,7 @@ def _external(qualified: str, project: Project, hops: int) -> CheckpointApi | No
                 api = api_for({target + suffix}) if suffix else api_for({target})
                 if api is not None:
                     return api
-                api = _external(target + suffix, project, hops + 1)
+                api = _external(target + suffix, project, hops + 1, wrappers_of)
                 if api is not None:
                     return api
         return None
@@ -292,36 +306,10 @@ def _external(qualified: str, project: Project, hops: int) -> CheckpointApi | No
 
 
 # -------------------------------------------------------------------- wrapper functions
-_IN_PROGRESS: set[int] = set()
-
-
-def wrapper_functions(analysis) -> dict[str, CheckpointApi]:  # noqa: ANN001 - a ModuleAnalysis
-    """Module-level functions of ``analysis`` that pass one of their parameters to a
-    checkpoint API as the callable (Megatron's ``te_checkpoint(forward_func, ...)``):
-    name -> a copy of the API's row whose ``positional`` puts ``function`` at that
-    parameter, so calls of the wrapper are sites of the same API. Empty while the module's
-    own sites are being collected (imports between modules can be cyclic)."""
-
-    if id(analysis) in _IN_PROGRESS:
-        return {}
-    cached = getattr(analysis, "_ckptlint_wrappers", None)
-    if cached is not None:
-        return cached
-    _IN_PROGRESS.add(id(analysis))
-    try:
-        sites = analysis.sites.sites
-    finally:
-        _IN_PROGRESS.discard(id(analysis))
-    found = wrappers_among(sites, analysis.model)
-    try:
-        analysis._ckptlint_wrappers = found
-    except AttributeError:
-        pass
-    return found
 
 
 def wrappers_among(sites, model: SemanticModel) -> dict[str, CheckpointApi]:  # noqa: ANN001
-    """The wrapper functions (see :func:`wrapper_functions`) among ``sites`` of ``model``."""
+    """The wrapper functions (see :func:`ckptlint.checkpoint.sites.wrapper_functions`) among ``sites`` of ``model``."""
     import dataclasses
 
     found: dict[str, CheckpointApi] = {}

@@ -15,19 +15,11 @@ import libcst as cst
 from ckptlint.checkpoint.misspelling import find_misspellings
 from ckptlint.checkpoint.misuse import find_save_misuse
 from ckptlint.checkpoint.options import (
-    ABSENT,
-    UNKNOWN,
     CallArguments,
-    OptionOrigin,
-    OptionState,
-    OptionValue,
-    mapping_alternatives,
-    option_from_mappings,
 )
-from ckptlint.checkpoint.site import CheckpointSite, Reentrancy, SiteForm, SiteIndex
+from ckptlint.checkpoint.site import CheckpointSite, SiteForm, SiteIndex
 from ckptlint.facts.apis import (
     API_BY_QUALIFIED_NAME,
-    CHECKPOINT_OPTIONS,
     HF_ENABLE_METHODS,
     PARTIAL_QUALIFIED_NAMES,
     UTILS_CHECKPOINT_MODULE,
@@ -39,10 +31,13 @@ from ckptlint.facts.saving import DCP_FUNCTIONS
 from ckptlint.semantic.bindings import BindingKind
 from ckptlint.semantic.model import SemanticModel
 
-__all__ = ["CheckpointSite", "Reentrancy", "SiteForm", "SiteIndex", "collect_sites"]
-
 if TYPE_CHECKING:
+    from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.semantic.project import Project
+from ckptlint.checkpoint.site_builders import BUILDERS, build_bound_call, build_site
+
+__all__ = ["collect_sites", "site_index", "wrapper_functions"]
+
 
 #: Kinds whose sites CKP003 (misspelled options) and CKP301 (used as save) judge: torch's
 #: and transformers' own functions.
@@ -50,8 +45,37 @@ _TORCH_KINDS = frozenset(
     {ApiKind.FUNCTION, ApiKind.SEQUENTIAL, ApiKind.WRAPPER, ApiKind.COMPOSABLE, ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS}
 )
 
-_TORCH_CHECKPOINT = "torch.utils.checkpoint.checkpoint"
+def site_index(analysis: ModuleAnalysis) -> SiteIndex:
+    """The checkpoint sites of ``analysis`` (collected once and kept with it)."""
+    found = analysis.derived.get("sites")
+    if found is None:
+        found = analysis.derived["sites"] = collect_sites(analysis.model, analysis.project, analysis.source.path)
+    return found  # type: ignore[return-value]
 
+_IN_PROGRESS: set[int] = set()
+
+def wrapper_functions(analysis) -> dict[str, CheckpointApi]:  # noqa: ANN001 - a ModuleAnalysis
+    """Module-level functions of ``analysis`` that pass one of their parameters to a
+    checkpoint API as the callable (Megatron's ``te_checkpoint(forward_func, ...)``):
+    name -> a copy of the API's row whose ``positional`` puts ``function`` at that
+    parameter, so calls of the wrapper are sites of the same API. Empty while the module's
+    own sites are being collected (imports between modules can be cyclic)."""
+
+    if id(analysis) in _IN_PROGRESS:
+        return {}
+    cached = analysis.derived.get("wrappers")
+    if cached is not None:
+        return cached  # type: ignore[return-value]
+    _IN_PROGRESS.add(id(analysis))
+    try:
+        sites = site_index(analysis).sites
+    finally:
+        _IN_PROGRESS.discard(id(analysis))
+    from ckptlint.checkpoint.reach import wrappers_among
+
+    found = wrappers_among(sites, analysis.model)
+    analysis.derived["wrappers"] = found
+    return found
 
 def collect_sites(model: SemanticModel, project: Project | None = None, path: str | None = None) -> SiteIndex:
     """Find every checkpoint site of the module described by ``model``; with ``project``,
@@ -59,7 +83,7 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
     API, home-made implementations and helpers, ``TrainingArguments`` subclasses)."""
     from ckptlint.checkpoint.reach import Recogniser, wrappers_among
 
-    recogniser = Recogniser(model, project, path)
+    recogniser = Recogniser(model, project, path, wrappers_of=wrapper_functions)
     sites: list[CheckpointSite] = []
     module_calls: list[cst.Call] = []
     partial_bindings: dict[cst.CSTNode, CheckpointSite] = {}
@@ -71,7 +95,7 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
         names = model.qualified_names(call.func)
         api = api_for(names)
         if api is not None:
-            site = _build(api, SiteForm.CALL, call, CallArguments.of(call), model)
+            site = build_site(api, SiteForm.CALL, call, CallArguments.of(call), model)
             if site is not None:
                 sites.append(site)
             continue
@@ -85,7 +109,7 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
             inner = api_for(model.qualified_names(call.args[0].value))
             if inner is not None and inner.kind is not ApiKind.HF_TRAINING_ARGS:
                 arguments = CallArguments.of(call.with_changes(args=call.args[1:]))
-                site = _build(inner, SiteForm.PARTIAL, call, arguments, model)
+                site = build_site(inner, SiteForm.PARTIAL, call, arguments, model)
                 if site is not None:
                     sites.append(site)
                     partial_sites[call] = site
@@ -94,13 +118,13 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
                         partial_bindings[parent] = site
             continue
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in HF_ENABLE_METHODS:
-            site = _build(HF_ENABLE_METHODS[call.func.attr.value], SiteForm.CALL, call, CallArguments.of(call), model)
+            site = build_site(HF_ENABLE_METHODS[call.func.attr.value], SiteForm.CALL, call, CallArguments.of(call), model)
             if site is not None:
                 sites.append(site)
             continue
         other = recogniser.api_of_call(call, names)
         if other is not None:
-            site = _build(other, SiteForm.CALL, call, CallArguments.of(call), model)
+            site = build_site(other, SiteForm.CALL, call, CallArguments.of(call), model)
             if site is not None:
                 sites.append(site)
             continue
@@ -113,7 +137,7 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
     for call, partial in through_self:  # self._ckpt(block, x) after self._ckpt = partial(API, ...)
         bound = partial_sites.get(partial)
         if bound is not None:
-            site = _build_bound_call(bound, call, model)
+            site = build_bound_call(bound, call, model)
             if site is not None:
                 sites.append(site)
     wrappers = wrappers_among(sites, model) if deferred else {}
@@ -126,7 +150,7 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
                 if binding.kind is BindingKind.FUNCTION and binding.scope is model.module_scope:
                     api = wrappers.get(binding.name)
                     if api is not None:
-                        site = _build(api, SiteForm.CALL, call, CallArguments.of(call), model)
+                        site = build_site(api, SiteForm.CALL, call, CallArguments.of(call), model)
                         if site is not None:
                             sites.append(site)
                     break
@@ -135,7 +159,7 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
             for binding in model.bindings_of(call.func):  # type: ignore[arg-type]
                 bound = partial_bindings.get(binding.node)
                 if bound is not None and binding.kind is BindingKind.ASSIGNMENT:
-                    site = _build_bound_call(bound, call, model)
+                    site = build_bound_call(bound, call, model)
                     if site is not None:
                         sites.append(site)
                     break
@@ -145,431 +169,6 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
             site.misspellings = find_misspellings(site, model)
     return SiteIndex(sites, module_calls, dcp_calls)
 
+assert set(BUILDERS) == set(ApiKind), "every API kind needs a site builder"
 
-def _build(
-    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
-) -> CheckpointSite | None:
-    builder = _BUILDERS[api.kind]
-    return builder(api, form, call, arguments, model)
-
-
-def _ordered_non_keyword(arguments: CallArguments, call: cst.Call) -> list[cst.Arg]:
-    wanted = set(map(id, arguments.positional)) | set(map(id, arguments.starred))
-    return [arg for arg in call.args if id(arg) in wanted]
-
-
-def _reentrancy_from(use_reentrant: OptionValue, reentrant_when_omitted: bool) -> Reentrancy:
-    if use_reentrant.state is OptionState.ABSENT:
-        return Reentrancy.OMITTED_REENTRANT if reentrant_when_omitted else Reentrancy.DEFAULT_NON_REENTRANT
-    if use_reentrant.state is OptionState.UNKNOWN:
-        return Reentrancy.UNKNOWN
-    if use_reentrant.state is OptionState.LITERAL:
-        if use_reentrant.value is True:
-            return Reentrancy.REENTRANT
-        if use_reentrant.value is False:
-            return Reentrancy.NON_REENTRANT
-        if use_reentrant.value is None:
-            return Reentrancy.OMITTED_REENTRANT if reentrant_when_omitted else Reentrancy.DEFAULT_NON_REENTRANT
-        return Reentrancy.REENTRANT if use_reentrant.value else Reentrancy.NON_REENTRANT
-    return Reentrancy.DYNAMIC
-
-
-def _unknown_splat(arguments: CallArguments, model: SemanticModel) -> bool:
-    return arguments.splat_keys(model)[1]
-
-
-def _site(
-    api: CheckpointApi,
-    form: SiteForm,
-    call: cst.Call,
-    arguments: CallArguments,
-    model: SemanticModel,
-    *,
-    function: cst.BaseExpression | None,
-    inputs: tuple[cst.Arg, ...],
-    keywords: tuple[cst.Arg, ...],
-    options: dict[str, OptionValue],
-    reentrancy: Reentrancy | None = None,
-) -> CheckpointSite:
-    """A site with the fields every builder fills the same way (reentrancy from
-    ``use_reentrant`` unless given, unknown ``**`` content, scope)."""
-    if reentrancy is None:
-        reentrancy = _reentrancy_from(options.get("use_reentrant", ABSENT), api.reentrant_when_omitted)
-    return CheckpointSite(
-        api=api,
-        form=form,
-        call=call,
-        arguments=arguments,
-        function=function,
-        inputs=inputs,
-        function_keywords=keywords,
-        options=options,
-        reentrancy=reentrancy,
-        hidden_arguments=_unknown_splat(arguments, model),
-        scope=model.scope_of(call),
-    )
-
-
-def _forwarded_keywords(arguments: CallArguments, api: CheckpointApi) -> tuple[cst.Arg, ...]:
-    """Keywords that are neither options of ``api`` nor its named positional parameters: they
-    go to the checkpointed function (or, for APIs that take none, are errors)."""
-    return tuple(
-        arg for name, arg in arguments.keywords.items() if name not in api.options and name not in api.positional
-    )
-
-
-def _build_function(api, form, call, arguments, model) -> CheckpointSite:
-    ordered = _ordered_non_keyword(arguments, call)
-    function: cst.BaseExpression | None = None
-    inputs = ordered
-    if ordered and ordered[0].star == "":
-        function, inputs = ordered[0].value, ordered[1:]
-    elif "function" in arguments.keywords:
-        function = arguments.keywords["function"].value
-    options = {name: arguments.option(name, model) for name in api.options}
-    keywords = _forwarded_keywords(arguments, api)
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=function,
-        inputs=tuple(inputs),
-        keywords=keywords,
-        options=options,
-    )
-
-
-def _positional_or_keyword(arguments: CallArguments, api: CheckpointApi, name: str) -> cst.Arg | None:
-    index = api.positional.index(name)
-    if not arguments.starred and len(arguments.positional) > index:
-        return arguments.positional[index]
-    return arguments.keywords.get(name)
-
-
-def _build_sequential(api, form, call, arguments, model) -> CheckpointSite:
-    functions = _positional_or_keyword(arguments, api, "functions")
-    input_arg = _positional_or_keyword(arguments, api, "input")
-    options = {
-        "use_reentrant": arguments.option("use_reentrant", model, position=3),
-        "preserve_rng_state": arguments.option("preserve_rng_state", model),
-    }
-    keywords = _forwarded_keywords(arguments, api)
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=functions.value if functions is not None else None,
-        inputs=(input_arg,) if input_arg is not None else (),
-        keywords=keywords,
-        options=options,
-    )
-
-
-def _build_wrapper(api, form, call, arguments, model) -> CheckpointSite:
-    module = _positional_or_keyword(arguments, api, "module")
-    impl = arguments.option("checkpoint_impl", model, position=1)
-    checkpoint_fn = arguments.option("checkpoint_fn", model, position=2)
-    options = {name: arguments.option(name, model) for name in CHECKPOINT_OPTIONS}
-    options["checkpoint_impl"] = impl
-    options["checkpoint_fn"] = checkpoint_fn
-    if checkpoint_fn.is_absent or (checkpoint_fn.state is OptionState.LITERAL and checkpoint_fn.value is None):
-        if impl.is_absent:
-            reentrancy = Reentrancy.DEFAULT_NON_REENTRANT
-        else:
-            impl_names = model.qualified_names(impl.node) if impl.node is not None else frozenset()
-            if any(n.endswith("CheckpointImpl.NO_REENTRANT") for n in impl_names):
-                reentrancy = Reentrancy.NON_REENTRANT
-            elif any(n.endswith("CheckpointImpl.REENTRANT") for n in impl_names):
-                reentrancy = Reentrancy.REENTRANT
-            else:
-                reentrancy = Reentrancy.UNKNOWN if impl.is_unknown else Reentrancy.DYNAMIC
-    elif checkpoint_fn.node is not None and _TORCH_CHECKPOINT in model.qualified_names(checkpoint_fn.node):
-        reentrancy = _reentrancy_from(options["use_reentrant"], True)
-    else:
-        reentrancy = Reentrancy.UNKNOWN
-    keywords = _forwarded_keywords(arguments, api)
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=module.value if module is not None else None,
-        inputs=(),
-        keywords=keywords,
-        options=options,
-        reentrancy=reentrancy,
-    )
-
-
-def _build_composable(api, form, call, arguments, model) -> CheckpointSite:
-    module = _positional_or_keyword(arguments, api, "module")
-    options = {name: arguments.option(name, model) for name in api.options}
-    keywords = _forwarded_keywords(arguments, api)
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=module.value if module is not None else None,
-        inputs=(),
-        keywords=keywords,
-        options=options,
-    )
-
-
-def _hf_use_reentrant(kwargs: OptionValue, model: SemanticModel) -> OptionValue:
-    if kwargs.is_absent or (kwargs.state is OptionState.LITERAL and kwargs.value is None):
-        return OptionValue(OptionState.ABSENT, origin=OptionOrigin.DEFAULT)
-    if kwargs.is_unknown or kwargs.node is None:
-        return UNKNOWN
-    return option_from_mappings("use_reentrant", mapping_alternatives(kwargs.node, model), model)
-
-
-def _build_hf_enable(api, form, call, arguments, model) -> CheckpointSite:
-    kwargs = arguments.option("gradient_checkpointing_kwargs", model, position=0)
-    use_reentrant = _hf_use_reentrant(kwargs, model)
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=None,
-        inputs=(),
-        keywords=(),
-        options={"gradient_checkpointing_kwargs": kwargs, "use_reentrant": use_reentrant},
-    )
-
-
-def _build_hf_training_args(api, form, call, arguments, model) -> CheckpointSite | None:
-    enabled = arguments.option("gradient_checkpointing", model)
-    if not enabled.is_true and not (api.enabled_by_default and enabled.is_absent):
-        return None
-    kwargs = arguments.option("gradient_checkpointing_kwargs", model)
-    use_reentrant = _hf_use_reentrant(kwargs, model)
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=None,
-        inputs=(),
-        keywords=(),
-        options={
-            "gradient_checkpointing": enabled,
-            "gradient_checkpointing_kwargs": kwargs,
-            "use_reentrant": use_reentrant,
-        },
-    )
-
-
-def _build_bound_call(bound: CheckpointSite, call: cst.Call, model: SemanticModel) -> CheckpointSite | None:
-    """A call through ``name = partial(API, ...)``: the binding's options, overridden by the
-    call's own keywords (as ``functools.partial`` does)."""
-    own = _build(bound.api, SiteForm.BOUND_CALL, call, CallArguments.of(call), model)
-    if own is None:
-        return None
-    options = dict(bound.options)
-    for name, value in own.options.items():
-        if value.is_passed or (value.is_unknown and not options.get(name, ABSENT).is_passed):
-            options[name] = value
-    bound_function = bound.function
-    function = bound_function if bound_function is not None else own.function
-    inputs = own.inputs
-    if bound_function is not None and own.function is not None:
-        # partial(checkpoint, fn)(x): the call's first positional is an input.
-        first = CallArguments.of(call)
-        inputs = tuple(_ordered_non_keyword(first, call))
-    reentrancy = _reentrancy_from(options.get("use_reentrant", ABSENT), bound.api.reentrant_when_omitted)
-    if bound.api.kind is ApiKind.WRAPPER:
-        reentrancy = bound.reentrancy
-    own.options = options
-    own.function = function
-    own.inputs = inputs
-    own.function_keywords = bound.function_keywords + own.function_keywords
-    own.reentrancy = reentrancy
-    own.hidden_arguments = own.hidden_arguments or bound.hidden_arguments
-    own.binding = bound
-    return own
-
-
-# ------------------------------------------------------------------ libraries' entry points
-def _library_reentrancy(api: CheckpointApi, use_reentrant: OptionValue) -> Reentrancy:
-    """The variant a library's own entry point runs (see ``CheckpointApi.fixed_reentrancy``).
-    A library's default is explicit (no torch warning), so leaving ``use_reentrant`` out is
-    never ``OMITTED_REENTRANT`` (CKP001 judges torch's own functions only)."""
-    fixed = api.fixed_reentrancy
-    if fixed == "reentrant":
-        return Reentrancy.REENTRANT
-    if fixed == "non-reentrant":
-        return Reentrancy.NON_REENTRANT
-    if fixed == "unknown":
-        return Reentrancy.UNKNOWN
-    if use_reentrant.is_absent and fixed == "config":
-        return Reentrancy.DYNAMIC
-    reentrancy = _reentrancy_from(use_reentrant, api.reentrant_when_omitted)
-    if reentrancy is Reentrancy.OMITTED_REENTRANT:
-        return Reentrancy.REENTRANT
-    return reentrancy
-
-
-def _unwrap_call_method(expr: cst.BaseExpression | None) -> cst.BaseExpression | None:
-    """``block.__call__`` (older transformers pass it) denotes ``block``."""
-    if isinstance(expr, cst.Attribute) and expr.attr.value == "__call__":
-        return expr.value
-    return expr
-
-
-def _build_library_function(api, form, call, arguments, model) -> CheckpointSite:
-    ordered = _ordered_non_keyword(arguments, call)
-    function: cst.BaseExpression | None = None
-    leading = len(api.positional) - 1
-    inputs = ordered
-    if ordered and ordered[0].star == "":
-        function = ordered[0].value
-        rest = ordered[1:]
-        while leading and rest and rest[0].star == "":
-            rest, leading = rest[1:], leading - 1
-        inputs = rest
-    else:
-        for name in ("function", "run_function"):
-            if name in arguments.keywords:
-                function = arguments.keywords[name].value
-    options = {
-        name: arguments.option(name, model, position=api.positional.index(name) if name in api.positional else None)
-        for name in api.options
-    }
-    keywords = _forwarded_keywords(arguments, api) if api.accepts_function_kwargs else ()
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=_unwrap_call_method(function),
-        inputs=tuple(inputs),
-        keywords=keywords,
-        options=options,
-        reentrancy=_library_reentrancy(api, options.get("use_reentrant", ABSENT)),
-    )
-
-
-def _build_library_sequence(api, form, call, arguments, model) -> CheckpointSite:
-    functions = _positional_or_keyword(arguments, api, "functions")
-    input_arg = _positional_or_keyword(arguments, api, "x")
-    options = {name: arguments.option(name, model, position=api.positional.index(name)) for name in api.options}
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=functions.value if functions is not None else None,
-        inputs=(input_arg,) if input_arg is not None else (),
-        keywords=(),
-        options=options,
-        reentrancy=_library_reentrancy(api, options.get("use_reentrant", ABSENT)),
-    )
-
-
-def _build_library_wrapper(api, form, call, arguments, model) -> CheckpointSite:
-    module = _positional_or_keyword(arguments, api, api.positional[0])
-    options = {name: arguments.option(name, model, position=api.positional.index(name)) for name in api.options}
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=module.value if module is not None else None,
-        inputs=(),
-        keywords=(),
-        options=options,
-        reentrancy=_library_reentrancy(api, ABSENT),
-    )
-
-
-def _build_policy(api, form, call, arguments, model) -> CheckpointSite | None:
-    from ckptlint.checkpoint.reach import (
-        policy_region_expression,
-        wrapper_fn_reentrancy,
-    )
-
-    options = {
-        name: arguments.option(name, model, position=api.positional.index(name) if name in api.positional else None)
-        for name in api.options
-    }
-    if api.positional == () and not any(options[k].is_passed for k in api.policy_keywords):
-        return None  # a strategy without activation checkpointing
-    if api.positional == () and all(
-        options[k].is_absent or (options[k].state is OptionState.LITERAL and options[k].value is None)
-        for k in api.policy_keywords
-    ):
-        return None
-    function = policy_region_expression(api, options, model)
-    reentrancy = wrapper_fn_reentrancy(options.get("checkpoint_wrapper_fn", ABSENT), model)
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=function,
-        inputs=(),
-        keywords=(),
-        options=options,
-        reentrancy=reentrancy,
-    )
-
-
-def _build_home_made(api, form, call, arguments, model) -> CheckpointSite:
-    """A call of a home-made implementation's ``apply`` or of a helper around it; the
-    site's ``extra["function_index"]`` says which argument is the callable."""
-    index = int(api.positional.index("function")) if "function" in api.positional else 0
-    ordered = _ordered_non_keyword(arguments, call)
-    function = None
-    inputs = ordered
-    if len(ordered) > index and not any(a.star for a in ordered[: index + 1]):
-        function = ordered[index].value
-        inputs = ordered[:index] + ordered[index + 1 :]
-    else:
-        name = api.positional[index] if index < len(api.positional) else None
-        if name is not None and name in arguments.keywords:
-            function = arguments.keywords[name].value
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=function,
-        inputs=tuple(inputs),
-        keywords=(),
-        options={},
-        reentrancy=Reentrancy.REENTRANT,
-    )
-
-
-_BUILDERS = {
-    ApiKind.FUNCTION: _build_function,
-    ApiKind.LIBRARY_FUNCTION: _build_library_function,
-    ApiKind.LIBRARY_SEQUENCE: _build_library_sequence,
-    ApiKind.LIBRARY_WRAPPER: _build_library_wrapper,
-    ApiKind.POLICY: _build_policy,
-    ApiKind.HOME_MADE: _build_home_made,
-    ApiKind.SEQUENTIAL: _build_sequential,
-    ApiKind.WRAPPER: _build_wrapper,
-    ApiKind.COMPOSABLE: _build_composable,
-    ApiKind.HF_ENABLE: _build_hf_enable,
-    ApiKind.HF_TRAINING_ARGS: _build_hf_training_args,
-}
-
-assert set(_BUILDERS) == set(ApiKind), "every API kind needs a site builder"
-assert all(api.kind in _BUILDERS for api in API_BY_QUALIFIED_NAME.values())
+assert all(api.kind in BUILDERS for api in API_BY_QUALIFIED_NAME.values())

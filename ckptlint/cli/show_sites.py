@@ -26,6 +26,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from ckptlint.checkpoint.sites import site_index
 from ckptlint.lint.gate import may_have_findings
 from ckptlint.text.source import location_label
 
@@ -50,7 +51,7 @@ def collect_site_records(files: list[Path]) -> list[dict]:
     sorted by file and position. Unreadable or unparsable files are skipped."""
     from ckptlint.checkpoint.region import MAX_DEPTH
     from ckptlint.checkpoint.regions import RegionBuilder
-    from ckptlint.semantic.analysis import parse_source
+    from ckptlint.semantic.parse import parse_source
     from ckptlint.semantic.project import Project, module_name_for
     from ckptlint.text.source import decode_source
 
@@ -74,7 +75,7 @@ def collect_site_records(files: list[Path]) -> list[dict]:
         project.remember(absolute, analysis)
         builder = RegionBuilder(project)
         try:
-            sites = analysis.sites.sites
+            sites = site_index(analysis).sites
         except RecursionError:
             continue
         for site in sites:

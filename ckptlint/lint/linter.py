@@ -123,11 +123,8 @@ class FileLinter:
         """Diagnostics of ``source`` after noqa and per-file-ignores, and problems met."""
         import libcst as cst
 
-        from ckptlint.semantic.analysis import (
-            TooDeeplyNested,
-            deep_recursion,
-            parse_source,
-        )
+        from ckptlint.semantic.nesting import TooDeeplyNested, deep_recursion
+        from ckptlint.semantic.parse import parse_source
 
         problems: list[Problem] = []
         enabled = settings.enabled - settings.ignored_for(_relative_to(source.path, settings.root))
@@ -337,7 +334,7 @@ class FileLinter:
 
 
 def _does_not_parse(source: SourceFile) -> bool:
-    from ckptlint.semantic.analysis import parse_source
+    from ckptlint.semantic.parse import parse_source
 
     try:
         parse_source(source)
@@ -350,7 +347,7 @@ def _cpython_parses(text: str) -> bool:
     """Whether CPython's own parser (the running interpreter's) builds an AST of ``text``,
     with the recursion allowed for the depths :func:`~ckptlint.semantic.analysis.parse_source` lets
     through; ``False`` on a syntax error and when it cannot tell (``RecursionError``...)."""
-    from ckptlint.semantic.analysis import MAX_NESTING, deep_recursion
+    from ckptlint.semantic.nesting import MAX_NESTING, deep_recursion
 
     try:
         with warnings.catch_warnings(), deep_recursion(MAX_NESTING + 101):

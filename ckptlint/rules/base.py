@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from ckptlint.checkpoint.sites import site_index
 from ckptlint.registry import RULES, FixAvailability, Severity
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 
@@ -114,7 +115,7 @@ class RuleContext:
     def site_regions(self) -> Iterator[tuple[CheckpointSite, Region]]:
         """Every site of the module that names the callable it checkpoints, with its region
         (what the site recomputes; regions are built once per site and shared by rules)."""
-        for site in self.analysis.sites.sites:
+        for site in site_index(self.analysis).sites:
             if site.function is not None:
                 yield site, self.regions.region(site, self.analysis)
 

@@ -6,7 +6,8 @@ import libcst as cst
 
 from ckptlint.checkpoint.function_keywords import reentrant_call_refuses_keywords
 from ckptlint.checkpoint.options import OptionOrigin, OptionState
-from ckptlint.checkpoint.sites import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
+from ckptlint.checkpoint.site import Reentrancy
 from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_node
@@ -170,7 +171,7 @@ class CheckpointWithoutUseReentrant(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        sites = ctx.analysis.sites.sites
+        sites = site_index(ctx.analysis).sites
         chosen_by_every_call = _bindings_chosen_by_every_call(sites)
         for site in sites:
             if site.reentrancy is not Reentrancy.OMITTED_REENTRANT or not site.reported_here:

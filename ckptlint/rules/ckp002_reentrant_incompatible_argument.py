@@ -9,7 +9,8 @@ from ckptlint.checkpoint.function_keywords import (
     refused_keywords,
 )
 from ckptlint.checkpoint.options import OptionOrigin, OptionState, OptionValue
-from ckptlint.checkpoint.sites import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
+from ckptlint.checkpoint.site import Reentrancy
 from ckptlint.facts.apis import ApiKind
 from ckptlint.facts.saving import NOOP_CONTEXT_FN
 from ckptlint.rules.base import Invalid, Rule, RuleContext
@@ -167,7 +168,7 @@ class ReentrantIncompatibleArgument(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        for site in ctx.analysis.sites.sites:
+        for site in site_index(ctx.analysis).sites:
             if site.save_misuse is not None:
                 continue  # CKP301: not activation checkpointing
             kind = site.api.kind

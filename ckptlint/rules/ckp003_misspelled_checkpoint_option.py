@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.checkpoint.misspelling import Misspelling
-from ckptlint.checkpoint.sites import CheckpointSite, Reentrancy
+from ckptlint.checkpoint.sites import CheckpointSite, site_index
+from ckptlint.checkpoint.site import Reentrancy
 from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import replace_node
@@ -111,7 +112,7 @@ class MisspelledCheckpointOption(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        for site in ctx.analysis.sites.sites:
+        for site in site_index(ctx.analysis).sites:
             if site.save_misuse is not None:
                 continue
             for misspelling in _misspellings(ctx, site):

@@ -6,7 +6,7 @@ import libcst as cst
 
 from ckptlint.checkpoint.randomness import random_ops
 from ckptlint.checkpoint.region import site_label
-from ckptlint.checkpoint.sites import CheckpointSite, SiteForm
+from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import remove_argument
 from ckptlint.text.diagnostics import Applicability
@@ -102,7 +102,7 @@ class RngStateNotPreserved(Rule):
         analysis = ctx.analysis
         groups: dict[int, list[CheckpointSite]] = {}
         owners: dict[int, CheckpointSite] = {}
-        for site in analysis.sites.sites:
+        for site in site_index(analysis).sites:
             option = site.option("preserve_rng_state")
             if not option.is_false:
                 continue

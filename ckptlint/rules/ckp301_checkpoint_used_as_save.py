@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ckptlint.checkpoint.sites import site_index
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.save_advice import save_message, torch_save_fix
 
@@ -120,7 +121,7 @@ class CheckpointUsedAsSave(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        for site in ctx.analysis.sites.sites:
+        for site in site_index(ctx.analysis).sites:
             misuse = site.save_misuse
             if misuse is None:
                 continue

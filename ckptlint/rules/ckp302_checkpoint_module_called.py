@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.checkpoint.misuse import SaveMisuse, save_misuse_of_arguments
+from ckptlint.checkpoint.sites import site_index
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import replace_node
 from ckptlint.rules.save_advice import save_advice, torch_save_fix
@@ -90,7 +91,7 @@ class CheckpointModuleCalled(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         analysis = ctx.analysis
-        for call in analysis.sites.module_calls:
+        for call in site_index(analysis).module_calls:
             callee = analysis.text_of(call.func)
             what = f"`{callee}` is the `torch.utils.checkpoint` module"
             misuse = _save_misuse(call, ctx)

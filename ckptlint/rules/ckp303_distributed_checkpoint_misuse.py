@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.checkpoint.argument_kinds import ValueKind, classify_value, name_hint
+from ckptlint.checkpoint.sites import site_index
 from ckptlint.facts.saving import DCP_FUNCTIONS, DcpFunction, DcpOperation
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.semantic.bindings import BindingKind
@@ -95,7 +96,7 @@ class DistributedCheckpointMisuse(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         model = ctx.analysis.model
-        for call in ctx.analysis.sites.dcp_calls:
+        for call in site_index(ctx.analysis).dcp_calls:
             function = _function(call, model)
             if function is None:
                 continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ckptlint.checkpoint.grad_mode import GradMode, grad_mode_at
-from ckptlint.checkpoint.sites import SiteForm
+from ckptlint.checkpoint.sites import SiteForm, site_index
 from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
@@ -107,7 +107,7 @@ class CheckpointWithoutGrad(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         model = ctx.analysis.model
-        for site in ctx.analysis.sites.sites:
+        for site in site_index(ctx.analysis).sites:
             if site.api.kind not in (ApiKind.FUNCTION, ApiKind.SEQUENTIAL) or site.form is SiteForm.PARTIAL:
                 continue
             if site.save_misuse is not None:

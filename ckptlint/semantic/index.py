@@ -206,7 +206,8 @@ def build_index(
     text: str, path: str = "<unknown>", digest: str = "", tree: ast.Module | None = None, depth: int | None = None
 ) -> ModuleIndex | None:
     """Index ``text`` (see :class:`ModuleIndex`); ``None`` when it cannot be."""
-    from ckptlint.semantic.analysis import MAX_NESTING, _depth, deep_recursion
+    from ckptlint.semantic.nesting import MAX_NESTING, deep_recursion
+    from ckptlint.semantic.nesting import nesting_depth as _depth
 
     if _ODD_BREAKS.search(text):
         return None

@@ -183,7 +183,7 @@ class Project:
         return self._hand(self._analyses[path])
 
     def _parse_whole(self, path: Path) -> ModuleAnalysis | None:
-        from ckptlint.semantic.analysis import parse_source
+        from ckptlint.semantic.parse import parse_source
         from ckptlint.text.source import SourceDecodeError, decode_source
 
         try:
@@ -249,8 +249,8 @@ class Project:
             return False
         if not self.partial or self._force_whole:
             return self.analysis_for_file(path) is not None
-        from ckptlint.semantic.analysis import MAX_NESTING
         from ckptlint.semantic.index import index_for
+        from ckptlint.semantic.nesting import MAX_NESTING
 
         path = Path(os.path.abspath(path))
         if self._accessed is not None:
@@ -283,12 +283,10 @@ class Project:
         ``previous``, a partial parse of the same file that selected the same statements,
         is kept (covering ``names`` from now on) instead of parsing again."""
         from ckptlint import perf
-        from ckptlint.semantic.analysis import (
-            MAX_NESTING,
-            ModuleAnalysis,
-            parse_module_unvalidated,
-        )
+        from ckptlint.semantic.analysis import ModuleAnalysis
         from ckptlint.semantic.index import index_for
+        from ckptlint.semantic.nesting import MAX_NESTING
+        from ckptlint.semantic.parse import parse_module_unvalidated
 
         source = self._read(path)
         if source is None:

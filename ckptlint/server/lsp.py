@@ -62,7 +62,7 @@ class BufferProject(Project):
         if self._accessed is not None:
             self._accessed.add(path)
         if path not in self._analyses:
-            from ckptlint.semantic.analysis import parse_source
+            from ckptlint.semantic.parse import parse_source
 
             name, is_package, root = module_name_for(path)
             self.add_root(root)
