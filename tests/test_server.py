@@ -38,6 +38,21 @@ async def _published(client: LanguageClient, uri: str, timeout: float = 60.0) ->
     raise AssertionError(f"no diagnostics published for {uri}")
 
 
+async def _barrier(client: LanguageClient, uri: str) -> None:
+    """A request the server answers only after handling every message sent before it (pygls
+    handles them in order, also those ``ckptlint server`` replays after its fast start), so
+    every publication those messages caused has arrived when this returns. Without it, a
+    replayed publication of an earlier version can be taken for the answer to the last edit."""
+    zero = lsp.Position(line=0, character=0)
+    await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=lsp.Range(start=zero, end=zero),
+            context=lsp.CodeActionContext(diagnostics=[], only=[lsp.CodeActionKind.QuickFix]),
+        )
+    )
+
+
 async def _open(client: LanguageClient, path: Path, text: str, version: int = 1) -> list[lsp.Diagnostic]:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -48,6 +63,7 @@ async def _open(client: LanguageClient, path: Path, text: str, version: int = 1)
             text_document=lsp.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
         )
     )
+    await _barrier(client, uri)
     return await _published(client, uri)
 
 
@@ -60,6 +76,7 @@ async def _change(client: LanguageClient, path: Path, text: str, version: int) -
             content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)],
         )
     )
+    await _barrier(client, uri)
     return await _published(client, uri)
 
 
