@@ -765,3 +765,55 @@ def test_generator_parameter_that_defaults_to_none_is_not_reported():
     found = lint_source(textwrap.dedent(source), select=["CKP103"])
     assert [(d.start[0], d.code) for d in found] == [(8, "CKP103")]
     assert ":17" not in found[0].message  # the block whose generator defaults to None
+
+
+# ------------------------------------------- CKP203: the loop that binds the name at the read
+LOOP_STAGES = """\
+    import torch.nn as nn
+    import torch.utils.checkpoint as checkpoint
+
+
+    class CBlock(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm = nn.BatchNorm2d(d)
+
+        def forward(self, x):
+            return self.norm(x)
+
+
+    class SABlock(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm = nn.LayerNorm(d)
+
+        def forward(self, x):
+            return self.norm(x)
+
+
+    class UniFormer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks1 = nn.ModuleList([CBlock(3) for _ in range(2)])
+            self.blocks3 = nn.ModuleList([SABlock(3) for _ in range(2)])
+
+        def forward(self, x):
+            for i, blk in enumerate(self.blocks1):
+                x = {first}
+            for blk in self.blocks3:
+                {rebind}x = checkpoint.checkpoint(blk, x, use_reentrant=False)
+            return x
+"""
+
+
+def test_a_loop_variable_read_in_a_loop_body_is_that_loops_element():
+    # LAVIS uniformer.py:405/413 — stages 3 and 4 hold only SABlocks; the BatchNorm of
+    # CBlock (stages 1 and 2, whose loops bind the same `blk`) is not recomputed there
+    plain = LOOP_STAGES.format(first="blk(x)", rebind="")
+    assert located(plain, "CKP203") == []
+    # the first loop's checkpoint still recomputes CBlock's BatchNorm
+    checkpointed = LOOP_STAGES.format(first="checkpoint.checkpoint(blk, x, use_reentrant=False)", rebind="")
+    assert located(checkpointed, "CKP203") == [(31, "CKP203")]
+    # the body rebinds `blk` before the call: undecided, every binding is kept
+    rebound = LOOP_STAGES.format(first="blk(x)", rebind="blk = blk if x.dim() else self.blocks1[0]\n            ")
+    assert [code for _, code in located(rebound, "CKP203")] == ["CKP203"]
