@@ -817,3 +817,28 @@ def test_a_loop_variable_read_in_a_loop_body_is_that_loops_element():
     # the body rebinds `blk` before the call: undecided, every binding is kept
     rebound = LOOP_STAGES.format(first="blk(x)", rebind="blk = blk if x.dim() else self.blocks1[0]\n            ")
     assert [code for _, code in located(rebound, "CKP203")] == ["CKP203"]
+
+
+def test_idempotent_conversion_under_a_none_guard_is_not_reported():
+    # EVA-01 video/models/gvt.py:40 — `T = T.to(...) if T is not None else None`: both branches
+    # leave an already converted value as it is. A None written when T is not None, or another
+    # value in the other branch, changes the state the recomputation sees.
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Block(nn.Module):
+            def body(self, x, flag):
+                self.attn_mask = self.attn_mask.to(dtype=x.dtype, device=x.device) if self.attn_mask is not None else None
+                self.bias = None if self.bias is None else self.bias.to(x.device).contiguous()
+                self.pos = self.pos if self.pos is None else self.pos.half()
+                self.scale = self.scale.to(x.device) if flag else None
+                self.shift = self.shift.to(x.device) if self.shift is not None else self.pos
+                self.gate = None if self.gate is not None else self.gate.to(x.device)
+                return x + self.attn_mask + self.bias + self.pos + self.scale + self.shift + self.gate
+
+            def forward(self, x):
+                return checkpoint(self.body, x, True, use_reentrant=False)
+    """
+    assert located(source, "CKP202") == [(10, "CKP202"), (11, "CKP202"), (12, "CKP202")]
