@@ -842,3 +842,132 @@ def test_idempotent_conversion_under_a_none_guard_is_not_reported():
                 return checkpoint(self.body, x, True, use_reentrant=False)
     """
     assert located(source, "CKP202") == [(10, "CKP202"), (11, "CKP202"), (12, "CKP202")]
+
+
+MPU_RANDOM = """\
+    import contextlib
+
+    import torch
+    from torch import _C
+
+
+    def _set_cuda_rng_state(new_state, device=-1):
+        def cb():
+            default_generator = torch.cuda.default_generators[0]
+            default_generator.set_state(new_state)
+
+        torch.cuda._lazy_call(cb)
+
+
+    class CudaRNGStatesTracker:
+        def __init__(self):
+            self.states_ = {}
+
+        def get_states(self):
+            return dict(self.states_)
+
+        def set_states(self, states):
+            self.states_ = states
+
+        @contextlib.contextmanager
+        def fork(self, name="model-parallel-rng"):
+            orig_cuda_rng_state = torch.cuda.get_rng_state()
+            _set_cuda_rng_state(self.states_[name])
+            try:
+                yield
+            finally:
+                self.states_[name] = torch.cuda.get_rng_state()
+                _set_cuda_rng_state(orig_cuda_rng_state)
+
+
+    _CUDA_RNG_STATE_TRACKER = CudaRNGStatesTracker()
+
+
+    def get_cuda_rng_tracker():
+        return _CUDA_RNG_STATE_TRACKER
+
+
+    class CheckpointFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, run_function, *args):
+            ctx.run_function = run_function
+            ctx.fwd_cpu_rng_state = torch.get_rng_state()
+            ctx.fwd_cuda_rng_state = torch.cuda.get_rng_state()
+            ctx.fwd_cuda_rng_state_tracker = get_cuda_rng_tracker().get_states()
+            with torch.no_grad():
+                outputs = run_function(*args)
+            ctx.save_for_backward(*args)
+            return outputs
+
+        @staticmethod
+        def backward(ctx, *args):
+            inputs = ctx.saved_tensors
+            bwd_cuda_rng_state_tracker = get_cuda_rng_tracker().get_states()
+            torch.set_rng_state(ctx.fwd_cpu_rng_state)
+            _set_cuda_rng_state(ctx.fwd_cuda_rng_state)
+            get_cuda_rng_tracker().set_states(ctx.fwd_cuda_rng_state_tracker)
+            with torch.enable_grad():
+                outputs = ctx.run_function(*inputs)
+            get_cuda_rng_tracker().set_states(bwd_cuda_rng_state_tracker)
+            torch.autograd.backward(outputs, args)
+            return (None,) + tuple(inp.grad for inp in inputs)
+
+
+    def checkpoint(function, *args):
+        return CheckpointFunction.apply(function, *args)
+"""
+
+MPU_MODEL = """\
+    import torch.nn.functional as F
+    from torch import nn
+
+    from {pkg} import mpu
+
+
+    class Layer(nn.Module):
+        def forward(self, x):
+            with mpu.get_cuda_rng_tracker().fork():
+                return F.dropout(x, p=0.1, training=self.training)
+
+
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = Layer()
+
+        def forward(self, x):
+            def custom(h):
+                return self.layer(h)
+
+            return mpu.checkpoint(custom, x)
+"""
+
+
+def _mpu_tree(tmp_path: Path, pkg: str) -> None:
+    files = {
+        f"{pkg}/__init__.py": "",
+        f"{pkg}/mpu/__init__.py": "from .random import checkpoint, get_cuda_rng_tracker\n",
+        f"{pkg}/mpu/random.py": MPU_RANDOM,
+        f"{pkg}/model.py": MPU_MODEL.format(pkg=pkg),
+    }
+    for name, content in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(content), encoding="utf-8")
+
+
+def test_megatron_deepspeed_mpu_checkpoint_restores_the_rng_tracker(tmp_path: Path, run_cli):
+    # Megatron-DeepSpeed megatron/mpu/random.py:198 — `self.states_[name] = ...` in the
+    # tracker's fork() under mpu.checkpoint, whose CheckpointFunction saves the tracker states
+    # in forward and sets/restores them around the recompute (facts/home_made.py). The same
+    # code under another package name is a home-made implementation whose tracker handling
+    # is not known: the write stays reported.
+    _mpu_tree(tmp_path / "ds", "megatron")
+    _mpu_tree(tmp_path / "other", "mylib")
+    for root, expected in (("ds", []), ("other", [("random.py", 32)])):
+        result = run_cli(
+            "--output-format", "json", "--isolated", "--no-cache", "--exit-zero", "--select", "CKP202", ".",
+            cwd=tmp_path / root,
+        )
+        found = [(Path(r["filename"]).name, r["location"]["row"]) for r in json.loads(result.stdout)]
+        assert found == expected, (root, found)

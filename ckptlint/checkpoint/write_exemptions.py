@@ -88,8 +88,33 @@ def sets_rng_state(frame: Frame) -> bool:
     (``rng_restored`` contains ``"tracker"``) undo what such code writes."""
     model = frame.analysis.model
     return any(
-        isinstance(node, cst.Call) and model.qualified_names(node.func) & _RNG_STATE_SETTERS for node in frame.nodes()
+        isinstance(node, cst.Call) and (model.qualified_names(node.func) & _RNG_STATE_SETTERS or _local_setter(node, model))
+        for node in frame.nodes()
     )
+
+#: Generator methods that set a generator's state (``torch.cuda.default_generators[i].set_state``,
+#: ``torch._C._cuda_setRNGState`` in Megatron's ``_set_cuda_rng_state``).
+_GENERATOR_SETTERS = frozenset({"set_state", "_cuda_setRNGState"})
+
+def _local_setter(call: cst.Call, model) -> bool:  # noqa: ANN001 - a SemanticModel
+    """Whether ``call`` calls a function of the same module whose body sets the RNG state
+    (Megatron's ``_set_cuda_rng_state``, which does not clone the state)."""
+    from ckptlint.semantic.bindings import BindingKind
+    from ckptlint.semantic.walk import iter_tree
+
+    if not isinstance(call.func, cst.Name) or call.func not in model.scopes:
+        return False
+    for binding in model.bindings_of(call.func):
+        if binding.kind is not BindingKind.FUNCTION or not isinstance(binding.node, cst.FunctionDef):
+            continue
+        for node in iter_tree(binding.node.body):
+            if not isinstance(node, cst.Call):
+                continue
+            if model.qualified_names(node.func) & _RNG_STATE_SETTERS:
+                return True
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in _GENERATOR_SETTERS:
+                return True
+    return False
 
 def constant_write(frame: Frame, node: cst.CSTNode) -> bool:
     """Whether ``node`` assigns a literal constant (``None``, a bool, a number, a string)."""
