@@ -971,3 +971,13 @@ def test_megatron_deepspeed_mpu_checkpoint_restores_the_rng_tracker(tmp_path: Pa
         )
         found = [(Path(r["filename"]).name, r["location"]["row"]) for r in json.loads(result.stdout)]
         assert found == expected, (root, found)
+
+
+def test_known_implementation_rows_match_under_another_root():
+    from ckptlint.facts.home_made import known_implementation
+
+    assert known_implementation("megatron.mpu.random.CheckpointFunction") is not None
+    assert known_implementation("mpu.random.CheckpointFunction") is not None  # linted from megatron/
+    assert known_implementation("vendor.megatron.mpu.random.CheckpointFunction") is not None
+    assert known_implementation("random.CheckpointFunction") is None
+    assert known_implementation("mylib.mpu.random.CheckpointFunction") is None
