@@ -765,3 +765,219 @@ def test_generator_parameter_that_defaults_to_none_is_not_reported():
     found = lint_source(textwrap.dedent(source), select=["CKP103"])
     assert [(d.start[0], d.code) for d in found] == [(8, "CKP103")]
     assert ":17" not in found[0].message  # the block whose generator defaults to None
+
+
+# ------------------------------------------- CKP203: the loop that binds the name at the read
+LOOP_STAGES = """\
+    import torch.nn as nn
+    import torch.utils.checkpoint as checkpoint
+
+
+    class CBlock(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm = nn.BatchNorm2d(d)
+
+        def forward(self, x):
+            return self.norm(x)
+
+
+    class SABlock(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm = nn.LayerNorm(d)
+
+        def forward(self, x):
+            return self.norm(x)
+
+
+    class UniFormer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks1 = nn.ModuleList([CBlock(3) for _ in range(2)])
+            self.blocks3 = nn.ModuleList([SABlock(3) for _ in range(2)])
+
+        def forward(self, x):
+            for i, blk in enumerate(self.blocks1):
+                x = {first}
+            for blk in self.blocks3:
+                {rebind}x = checkpoint.checkpoint(blk, x, use_reentrant=False)
+            return x
+"""
+
+
+def test_a_loop_variable_read_in_a_loop_body_is_that_loops_element():
+    # LAVIS uniformer.py:405/413 — stages 3 and 4 hold only SABlocks; the BatchNorm of
+    # CBlock (stages 1 and 2, whose loops bind the same `blk`) is not recomputed there
+    plain = LOOP_STAGES.format(first="blk(x)", rebind="")
+    assert located(plain, "CKP203") == []
+    # the first loop's checkpoint still recomputes CBlock's BatchNorm
+    checkpointed = LOOP_STAGES.format(first="checkpoint.checkpoint(blk, x, use_reentrant=False)", rebind="")
+    assert located(checkpointed, "CKP203") == [(31, "CKP203")]
+    # the body rebinds `blk` before the call: undecided, every binding is kept
+    rebound = LOOP_STAGES.format(first="blk(x)", rebind="blk = blk if x.dim() else self.blocks1[0]\n            ")
+    assert [code for _, code in located(rebound, "CKP203")] == ["CKP203"]
+
+
+def test_idempotent_conversion_under_a_none_guard_is_not_reported():
+    # EVA-01 video/models/gvt.py:40 — `T = T.to(...) if T is not None else None`: both branches
+    # leave an already converted value as it is. A None written when T is not None, or another
+    # value in the other branch, changes the state the recomputation sees.
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Block(nn.Module):
+            def body(self, x, flag):
+                self.attn_mask = self.attn_mask.to(dtype=x.dtype, device=x.device) if self.attn_mask is not None else None
+                self.bias = None if self.bias is None else self.bias.to(x.device).contiguous()
+                self.pos = self.pos if self.pos is None else self.pos.half()
+                self.scale = self.scale.to(x.device) if flag else None
+                self.shift = self.shift.to(x.device) if self.shift is not None else self.pos
+                self.gate = None if self.gate is not None else self.gate.to(x.device)
+                return x + self.attn_mask + self.bias + self.pos + self.scale + self.shift + self.gate
+
+            def forward(self, x):
+                return checkpoint(self.body, x, True, use_reentrant=False)
+    """
+    assert located(source, "CKP202") == [(10, "CKP202"), (11, "CKP202"), (12, "CKP202")]
+
+
+MPU_RANDOM = """\
+    import contextlib
+
+    import torch
+    from torch import _C
+
+
+    def _set_cuda_rng_state(new_state, device=-1):
+        def cb():
+            default_generator = torch.cuda.default_generators[0]
+            default_generator.set_state(new_state)
+
+        torch.cuda._lazy_call(cb)
+
+
+    class CudaRNGStatesTracker:
+        def __init__(self):
+            self.states_ = {}
+
+        def get_states(self):
+            return dict(self.states_)
+
+        def set_states(self, states):
+            self.states_ = states
+
+        @contextlib.contextmanager
+        def fork(self, name="model-parallel-rng"):
+            orig_cuda_rng_state = torch.cuda.get_rng_state()
+            _set_cuda_rng_state(self.states_[name])
+            try:
+                yield
+            finally:
+                self.states_[name] = torch.cuda.get_rng_state()
+                _set_cuda_rng_state(orig_cuda_rng_state)
+
+
+    _CUDA_RNG_STATE_TRACKER = CudaRNGStatesTracker()
+
+
+    def get_cuda_rng_tracker():
+        return _CUDA_RNG_STATE_TRACKER
+
+
+    class CheckpointFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, run_function, *args):
+            ctx.run_function = run_function
+            ctx.fwd_cpu_rng_state = torch.get_rng_state()
+            ctx.fwd_cuda_rng_state = torch.cuda.get_rng_state()
+            ctx.fwd_cuda_rng_state_tracker = get_cuda_rng_tracker().get_states()
+            with torch.no_grad():
+                outputs = run_function(*args)
+            ctx.save_for_backward(*args)
+            return outputs
+
+        @staticmethod
+        def backward(ctx, *args):
+            inputs = ctx.saved_tensors
+            bwd_cuda_rng_state_tracker = get_cuda_rng_tracker().get_states()
+            torch.set_rng_state(ctx.fwd_cpu_rng_state)
+            _set_cuda_rng_state(ctx.fwd_cuda_rng_state)
+            get_cuda_rng_tracker().set_states(ctx.fwd_cuda_rng_state_tracker)
+            with torch.enable_grad():
+                outputs = ctx.run_function(*inputs)
+            get_cuda_rng_tracker().set_states(bwd_cuda_rng_state_tracker)
+            torch.autograd.backward(outputs, args)
+            return (None,) + tuple(inp.grad for inp in inputs)
+
+
+    def checkpoint(function, *args):
+        return CheckpointFunction.apply(function, *args)
+"""
+
+MPU_MODEL = """\
+    import torch.nn.functional as F
+    from torch import nn
+
+    from {pkg} import mpu
+
+
+    class Layer(nn.Module):
+        def forward(self, x):
+            with mpu.get_cuda_rng_tracker().fork():
+                return F.dropout(x, p=0.1, training=self.training)
+
+
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = Layer()
+
+        def forward(self, x):
+            def custom(h):
+                return self.layer(h)
+
+            return mpu.checkpoint(custom, x)
+"""
+
+
+def _mpu_tree(tmp_path: Path, pkg: str) -> None:
+    files = {
+        f"{pkg}/__init__.py": "",
+        f"{pkg}/mpu/__init__.py": "from .random import checkpoint, get_cuda_rng_tracker\n",
+        f"{pkg}/mpu/random.py": MPU_RANDOM,
+        f"{pkg}/model.py": MPU_MODEL.format(pkg=pkg),
+    }
+    for name, content in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(content), encoding="utf-8")
+
+
+def test_megatron_deepspeed_mpu_checkpoint_restores_the_rng_tracker(tmp_path: Path, run_cli):
+    # Megatron-DeepSpeed megatron/mpu/random.py:198 — `self.states_[name] = ...` in the
+    # tracker's fork() under mpu.checkpoint, whose CheckpointFunction saves the tracker states
+    # in forward and sets/restores them around the recompute (facts/home_made.py). The same
+    # code under another package name is a home-made implementation whose tracker handling
+    # is not known: the write stays reported.
+    _mpu_tree(tmp_path / "ds", "megatron")
+    _mpu_tree(tmp_path / "other", "mylib")
+    for root, expected in (("ds", []), ("other", [("random.py", 32)])):
+        result = run_cli(
+            "--output-format", "json", "--isolated", "--no-cache", "--exit-zero", "--select", "CKP202", ".",
+            cwd=tmp_path / root,
+        )
+        found = [(Path(r["filename"]).name, r["location"]["row"]) for r in json.loads(result.stdout)]
+        assert found == expected, (root, found)
+
+
+def test_known_implementation_rows_match_under_another_root():
+    from ckptlint.facts.home_made import known_implementation
+
+    assert known_implementation("megatron.mpu.random.CheckpointFunction") is not None
+    assert known_implementation("mpu.random.CheckpointFunction") is not None  # linted from megatron/
+    assert known_implementation("vendor.megatron.mpu.random.CheckpointFunction") is not None
+    assert known_implementation("random.CheckpointFunction") is None
+    assert known_implementation("mylib.mpu.random.CheckpointFunction") is None

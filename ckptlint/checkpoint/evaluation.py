@@ -183,7 +183,7 @@ class ExpressionEvaluation:
     def _name(self, expr: cst.Name, ctx: Context, depth: int) -> list[Value]:
         model = ctx.analysis.model
         out: list[Value] = []
-        bindings = model.lookup(expr.value, model.scope_of(expr))
+        bindings = model.bindings_at(expr)
         for binding in bindings:
             out += self._binding(binding, ctx, depth)
         if not bindings and model.star_imports:

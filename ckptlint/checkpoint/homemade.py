@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ckptlint.facts.apis import AUTOGRAD_FUNCTION_BASES, HOME_MADE, CheckpointApi
+from ckptlint.facts.home_made import known_implementation
 from ckptlint.semantic.bindings import BindingKind
 from ckptlint.semantic.model import SemanticModel
 from ckptlint.semantic.walk import child_nodes
@@ -228,13 +229,18 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
     restores_autocast = custom_bwd or (reads_autocast and enters_autocast)
     qualified = _qualified(model, qualname)
     implementation = Implementation(node, qualified, stored[attribute], reruns, restores_rng, restores_autocast)
+    rng_restored: tuple[str, ...] = ("cpu", "cuda") if restores_rng else ()
+    source = f"{qualified} (home-made autograd.Function of the linted tree)"
+    known = known_implementation(qualified)
+    if known is not None:  # facts its code does not show (Megatron-DeepSpeed's tracker restore)
+        rng_restored, source = known.rng_restored, f"{source}; {known.source}"
     implementation.api = dataclasses.replace(
         HOME_MADE,
         name=f"{node.name.value}.apply",
         qualified_names=(f"{qualified}.apply",),
-        rng_restored=("cpu", "cuda") if restores_rng else (),
+        rng_restored=rng_restored,
         restores_autocast=restores_autocast,
-        source=f"{qualified} (home-made autograd.Function of the linted tree)",
+        source=source,
     )
     return implementation
 

@@ -88,8 +88,33 @@ def sets_rng_state(frame: Frame) -> bool:
     (``rng_restored`` contains ``"tracker"``) undo what such code writes."""
     model = frame.analysis.model
     return any(
-        isinstance(node, cst.Call) and model.qualified_names(node.func) & _RNG_STATE_SETTERS for node in frame.nodes()
+        isinstance(node, cst.Call) and (model.qualified_names(node.func) & _RNG_STATE_SETTERS or _local_setter(node, model))
+        for node in frame.nodes()
     )
+
+#: Generator methods that set a generator's state (``torch.cuda.default_generators[i].set_state``,
+#: ``torch._C._cuda_setRNGState`` in Megatron's ``_set_cuda_rng_state``).
+_GENERATOR_SETTERS = frozenset({"set_state", "_cuda_setRNGState"})
+
+def _local_setter(call: cst.Call, model) -> bool:  # noqa: ANN001 - a SemanticModel
+    """Whether ``call`` calls a function of the same module whose body sets the RNG state
+    (Megatron's ``_set_cuda_rng_state``, which does not clone the state)."""
+    from ckptlint.semantic.bindings import BindingKind
+    from ckptlint.semantic.walk import iter_tree
+
+    if not isinstance(call.func, cst.Name) or call.func not in model.scopes:
+        return False
+    for binding in model.bindings_of(call.func):
+        if binding.kind is not BindingKind.FUNCTION or not isinstance(binding.node, cst.FunctionDef):
+            continue
+        for node in iter_tree(binding.node.body):
+            if not isinstance(node, cst.Call):
+                continue
+            if model.qualified_names(node.func) & _RNG_STATE_SETTERS:
+                return True
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in _GENERATOR_SETTERS:
+                return True
+    return False
 
 def constant_write(frame: Frame, node: cst.CSTNode) -> bool:
     """Whether ``node`` assigns a literal constant (``None``, a bool, a number, a string)."""
@@ -107,13 +132,28 @@ _IDEMPOTENT_CONVERSIONS = frozenset(
 def idempotent_conversion(node: cst.CSTNode, text: str) -> bool:
     """Whether ``node`` is ``T = T.to(...)`` (a chain of conversions of the target ``T``
     itself, whose arguments do not read ``T``): the recomputation converts a value that is
-    already converted, which changes nothing."""
+    already converted, which changes nothing. A conditional expression whose branches are
+    each such a conversion, ``T`` itself, or ``None`` where the test says ``T is None``
+    (EVA's ``T = T.to(x.dtype) if T is not None else None``) is idempotent too."""
+    value = getattr(node, "value", None)
+    if not isinstance(node, (cst.Assign, cst.AnnAssign)) or value is None:
+        return False
+    return _idempotent_value(value, text, none_allowed=False)
+
+
+def _idempotent_value(expr: cst.BaseExpression, text: str, *, none_allowed: bool) -> bool:
     from ckptlint.semantic.walk import iter_tree
 
-    value = getattr(node, "value", None)
-    if not isinstance(node, (cst.Assign, cst.AnnAssign)) or not isinstance(value, cst.Call):
-        return False
-    current: cst.BaseExpression = value
+    if isinstance(expr, cst.IfExp):
+        checked = _none_test(expr.test, text)  # True: `T is None`, False: `T is not None`
+        return _idempotent_value(expr.body, text, none_allowed=checked is True) and _idempotent_value(
+            expr.orelse, text, none_allowed=checked is False
+        )
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return none_allowed
+    if not isinstance(expr, cst.Call):
+        return isinstance(expr, (cst.Name, cst.Attribute)) and node_code(expr) == text
+    current: cst.BaseExpression = expr
     while isinstance(current, cst.Call):
         func = current.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in _IDEMPOTENT_CONVERSIONS:
@@ -123,6 +163,22 @@ def idempotent_conversion(node: cst.CSTNode, text: str) -> bool:
                 return False
         current = func.value
     return node_code(current) == text
+
+
+def _none_test(test: cst.BaseExpression, text: str) -> bool | None:
+    """``True`` for ``T is None``, ``False`` for ``T is not None``, else ``None``."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    if not (isinstance(target.comparator, cst.Name) and target.comparator.value == "None"):
+        return None
+    if node_code(test.left) != text:
+        return None
+    if isinstance(target.operator, cst.Is):
+        return True
+    if isinstance(target.operator, cst.IsNot):
+        return False
+    return None
 
 def saved_and_restored(frame: Frame, text: str) -> bool:
     """Whether the frame saves the target in a local (``orig = self._current_state_name``) and

@@ -397,6 +397,36 @@ class SemanticModel:
         """Bindings visible for the ``Name`` node (looked up from its own scope)."""
         return self.lookup(name_node.value, self.scope_of(name_node))
 
+    def bindings_at(self, name_node: cst.Name) -> list[Binding]:
+        """Bindings of ``name_node`` that can hold its value where it is read.
+
+        Like :meth:`bindings_of`, except that a read inside the body of a ``for`` loop whose
+        target binds the name (the innermost such loop, in the same scope) sees that loop's
+        element: ``for blk in self.blocks3: checkpoint(blk, x)`` is not also one of
+        ``self.blocks1`` bound by an earlier loop. When the body rebinds the name elsewhere,
+        all bindings are kept.
+        """
+        bindings = self.bindings_of(name_node)
+        if len(bindings) < 2:
+            return bindings
+        scope = self.scope_of(name_node)
+        child: cst.CSTNode = name_node
+        for ancestor in self.ancestors(name_node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                break  # out of the scope where the read happens
+            if isinstance(ancestor, cst.For) and child is ancestor.body:
+                loop = [b for b in bindings if b.node is ancestor and b.kind is BindingKind.LOOP]
+                if not loop or loop[0].scope is not scope:
+                    child = ancestor
+                    continue
+                inner = [b for b in bindings if b.node is not ancestor and self._inside(b.node, ancestor.body)]
+                return loop if not inner else bindings
+            child = ancestor
+        return bindings
+
+    def _inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        return any(a is container for a in self.ancestors(node))
+
     def qualified_names(self, expr: cst.CSTNode, _depth: int = 0) -> frozenset[str]:
         """Every qualified name ``expr`` (a ``Name`` or ``Attribute`` chain) may denote.
 
