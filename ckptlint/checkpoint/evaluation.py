@@ -16,7 +16,7 @@ from ckptlint.facts.torch_facts import (
     NormFactory,
     layer_fact,
 )
-from ckptlint.semantic.bindings import Binding, BindingKind, ScopeKind
+from ckptlint.semantic.bindings import Binding, BindingKind, MutationKind, ScopeKind
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
@@ -258,7 +258,7 @@ class ExpressionEvaluation:
         model = ctx.analysis.model
         extra: list[Value] = []
         for mutation in model.mutations:
-            if mutation.base != binding.name or mutation.kind != "method" or mutation.scope is not binding.scope:
+            if mutation.base != binding.name or mutation.kind is not MutationKind.METHOD or mutation.scope is not binding.scope:
                 continue
             call = mutation.node
             if isinstance(call, cst.Call) and mutation.method in ("append", "insert", "extend"):

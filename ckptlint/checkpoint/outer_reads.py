@@ -14,6 +14,7 @@ from ckptlint.checkpoint.outer_state import (
     LOOP_VARIABLE,
     STATE_KINDS,
     OuterRead,
+    Owner,
     _owner,
     contains_node,
     is_load,
@@ -393,7 +394,7 @@ def _frame_reads(
         if not isinstance(node, cst.Name) or node in written or not is_load(model, node):
             continue
         kind, bindings = _owner(frame, node.value, node)
-        if kind == "outer":
+        if kind is Owner.OUTER:
             if _settled_closure(bindings, frame, site_analysis, site_call):
                 continue
             parent = model.parent(node)
@@ -402,7 +403,7 @@ def _frame_reads(
             if why is not None and node.value not in seen:
                 seen.add(node.value)
                 yield OuterRead(node, frame, node.value, why)
-        elif kind == "definition" and bindings[0].kind is BindingKind.IMPORT:
+        elif kind is Owner.DEFINITION and bindings[0].kind is BindingKind.IMPORT:
             parent = model.parent(node)
             if isinstance(parent, cst.Attribute) and parent.value is node and parent not in written:
                 why = _module_attribute_changed(site_analysis, frame.analysis, bindings[0], parent.attr.value, site_call)

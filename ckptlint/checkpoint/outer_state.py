@@ -4,6 +4,7 @@ region, and how a name in a frame is resolved to the scope that owns it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from functools import lru_cache
 
 import libcst as cst
@@ -60,24 +61,35 @@ class OuterRead:
 def frame_scope(frame: Frame) -> Scope | None:
     return frame.analysis.model.scope_of_definition.get(frame.function)
 
-def _owner(frame: Frame, name: str, at: cst.CSTNode) -> tuple[str, list[Binding]]:
-    """Where ``name`` (used at ``at``) lives relative to the frame: ``"local"``,
-    ``"parameter"``, ``"self"``, ``"outer"`` (module or closure) or ``"unknown"``."""
+
+class Owner(str, Enum):
+    """Where a name used in a frame lives, relative to that frame."""
+
+    LOCAL = "local"  # bound in the frame itself: a local object
+    PARAMETER = "parameter"  # a parameter: the caller's object
+    SELF = "self"  # the method's `self`: state of the module
+    DEFINITION = "definition"  # an import, a def or a class of an outer scope
+    OUTER = "outer"  # a variable of the module or of an enclosing function
+    UNKNOWN = "unknown"  # bound nowhere in the module (a builtin, or undefined)
+
+
+def _owner(frame: Frame, name: str, at: cst.CSTNode) -> tuple[Owner, list[Binding]]:
+    """Where ``name`` (used at ``at``) lives relative to the frame (an :class:`Owner`)."""
     model = frame.analysis.model
     bindings = model.lookup(name, model.scope_of(at))
     if not bindings:
-        return "unknown", bindings
+        return Owner.UNKNOWN, bindings
     scope = frame_scope(frame)
     first = bindings[0]
     if first.scope is scope or (scope is not None and _inside(first.scope, scope)):
         if any(frame.is_parameter(b) for b in bindings) and all(
             frame.is_parameter(b) or b.kind is BindingKind.AUGMENTED for b in bindings
         ):
-            return ("self" if name == frame_self_name(frame) else "parameter"), bindings
-        return "local", bindings  # rebound in the frame (e.g. `kwargs = kwargs.copy()`): a local object
+            return (Owner.SELF if name == frame_self_name(frame) else Owner.PARAMETER), bindings
+        return Owner.LOCAL, bindings  # rebound in the frame (e.g. `kwargs = kwargs.copy()`): a local object
     if first.kind in (BindingKind.IMPORT, BindingKind.FUNCTION, BindingKind.CLASS):
-        return "definition", bindings
-    return "outer", bindings
+        return Owner.DEFINITION, bindings
+    return Owner.OUTER, bindings
 
 def _inside(scope: Scope, ancestor: Scope) -> bool:
     current: Scope | None = scope
@@ -116,9 +128,9 @@ def node_code(node: cst.CSTNode) -> str:
 
 def describe(kind: str, base: str) -> str:
     return {
-        "self": "state of the module (`self`)",
-        "parameter": f"the caller's object `{base}`",
-        "outer": f"the outer object `{base}`",
+        Owner.SELF: "state of the module (`self`)",
+        Owner.PARAMETER: f"the caller's object `{base}`",
+        Owner.OUTER: f"the outer object `{base}`",
     }.get(kind, f"`{base}`")
 
 def _text(frame: Frame, node: cst.CSTNode) -> str:

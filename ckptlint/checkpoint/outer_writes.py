@@ -14,6 +14,7 @@ import libcst as cst
 
 from ckptlint.checkpoint.outer_state import (
     OuterWrite,
+    Owner,
     _owner,
     _text,
     contains_node,
@@ -175,11 +176,11 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
             if base is None:
                 continue
             kind, _ = _owner(frame, base, owner)
-            if kind == "parameter" and frame.depth > 0:
+            if kind is Owner.PARAMETER and frame.depth > 0:
                 continue  # below the checkpointed callable, arguments are mostly the region's own objects
             if method == "setdefault":
                 continue  # memoisation: writes a key only when it is missing, so not again on recompute
-            if method in MUTATING_METHODS and kind in ("outer", "self", "parameter"):
+            if method in MUTATING_METHODS and kind in (Owner.OUTER, Owner.SELF, Owner.PARAMETER):
                 if frame.analysis.model.qualified_names(node.func):
                     continue  # a module function such as os.environ.update is resolved; skip modules
                 yield OuterWrite(node, frame, f"calls `{_text(frame, owner)}.{method}(...)`, mutating {describe(kind, base)}")
@@ -261,7 +262,7 @@ def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression,
         if base is None or shape_bookkeeping(node):
             return None
         kind, _ = _owner(frame, base, target)
-        if kind in ("outer", "self"):
+        if kind in (Owner.OUTER, Owner.SELF):
             verb = "augments" if isinstance(node, cst.AugAssign) else "assigns"
             return f"{verb} `{_text(frame, target)}`, {describe(kind, base)}"
     return None

@@ -1,4 +1,5 @@
-"""The records of a region: the frames (functions and ``forward`` methods) a checkpoint site recomputes, the layers called, and the region itself."""
+"""The records of a region: the frames (functions and ``forward`` methods) a checkpoint site
+recomputes, the layers called, and the region itself."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
+from ckptlint.checkpoint.class_summary import nodes_of_function, self_parameter
+from ckptlint.checkpoint.denotations import Context, LayerUse, Value
 from ckptlint.checkpoint.site import CheckpointSite
 from ckptlint.semantic.bindings import Binding, BindingKind
+from ckptlint.text.source import location_label
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.checkpoint.class_summary import nodes_of_function, self_parameter
-from ckptlint.checkpoint.denotations import Context, LayerUse, Value
 
 __all__ = ["Frame", "LayerCall", "MAX_DEPTH", "Region", "site_label"]
 
@@ -157,10 +159,6 @@ class Region:
         library outside the tree); such code may draw random numbers or keep state."""
         return self.resolved and bool(self.unknown_calls)
 
-    @property
-    def label(self) -> str:
-        return site_label(self.site, self.analysis, self.analysis)
-
     def constructs(self, layer: LayerUse) -> bool:
         """Whether ``layer`` is created inside the region itself (a fresh module each call,
         e.g. ``lambda x: nn.BatchNorm1d(d)(x)``), so no state carries over."""
@@ -180,4 +178,4 @@ def site_label(site: CheckpointSite, site_analysis: ModuleAnalysis, reported_in:
         shown = os.path.relpath(target, here) if target.is_absolute() and here.is_absolute() else target.name
     except ValueError:
         shown = target.name
-    return f"{Path(shown).as_posix()}:{row}"
+    return location_label(Path(shown).as_posix(), row)

@@ -6,8 +6,8 @@ import libcst as cst
 
 from ckptlint.checkpoint.function_keywords import reentrant_call_refuses_keywords
 from ckptlint.checkpoint.options import OptionOrigin, OptionState
-from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.checkpoint.site import Reentrancy
+from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_node

@@ -9,8 +9,8 @@ from ckptlint.checkpoint.function_keywords import (
     refused_keywords,
 )
 from ckptlint.checkpoint.options import OptionOrigin, OptionState, OptionValue
-from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.checkpoint.site import Reentrancy
+from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.facts.apis import ApiKind
 from ckptlint.facts.saving import NOOP_CONTEXT_FN
 from ckptlint.rules.base import Invalid, Rule, RuleContext

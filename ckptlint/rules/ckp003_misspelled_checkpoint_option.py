@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.checkpoint.misspelling import Misspelling
-from ckptlint.checkpoint.sites import CheckpointSite, site_index
 from ckptlint.checkpoint.site import Reentrancy
+from ckptlint.checkpoint.sites import CheckpointSite, site_index
 from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import replace_node
