@@ -137,28 +137,32 @@ def assert_lints(
     found = [d for d in lint(source, rules) if d.code == code]
     shown = [(d.start, d.message) for d in found]
     if count is None:
-        assert found, f"{code} not reported"
+        _check(found, f"{code} not reported")
     else:
-        assert len(found) == count, f"{code}: expected {count} finding(s), got {shown}"
+        _check(len(found) == count, f"{code}: expected {count} finding(s), got {shown}")
     if at is not None:
-        assert found[0].start == tuple(at), f"{code}: expected at {at}, got {shown}"
+        _check(found[0].start == tuple(at), f"{code}: expected at {at}, got {shown}")
     if message is not None:
         for d in found:
-            assert message in d.message, f"{code}: {message!r} not in {d.message!r}"
+            _check(message in d.message, f"{code}: {message!r} not in {d.message!r}")
     if fixed is None:
-        assert all(d.fix is None for d in found), f"{code}: a fix is offered: {[d.fix for d in found]}"
+        _check(all(d.fix is None for d in found), f"{code}: a fix is offered: {[d.fix for d in found]}")
     elif fixed is not UNCHECKED:
         expected = textwrap.dedent(fixed)
-        assert fix(source, rules) == expected
-        assert fix(expected, rules) == expected, f"{code}: the fix is not idempotent"
+        got = fix(source, rules)
+        _check(got == expected, f"{code}: the fixed source differs:\n{_diff(expected, got)}")
+        _check(fix(expected, rules) == expected, f"{code}: the fix is not idempotent")
     return found
 
 
 def assert_clean(source: str, code: str | None = None, *, select: str | Iterable[str] | None = None) -> None:
     """Assert that ``source`` (dedented) has no finding of rule ``code`` (of any selected rule
     when ``code`` is ``None``) with the rules ``select`` (default: ``code``, else ``"ALL"``)."""
-    found = [d for d in lint(source, _select(select, code)) if code is None or d.code == code]
-    assert found == [], [(d.code, d.start, d.message) for d in found]
+    everything = lint(source, _select(select, code))
+    broken = [d.message for d in everything if d.code == "CKP999"]
+    _check(not broken, f"the source does not parse: {broken}")
+    found = [d for d in everything if code is None or d.code == code]
+    _check(found == [], f"unexpected findings: {[(d.code, d.start, d.message) for d in found]}")
 
 
 # ---------------------------------------------------------------- the example runner
@@ -179,7 +183,7 @@ def check_invalid(rule: type[Rule], example: Invalid) -> None:
     """An ``INVALID`` example: the rule reports it ``count`` times, the first at ``at`` with
     ``message`` in each message; ``fixed`` is the source after ``--fix --unsafe-fixes`` (and a
     fixed point), or ``None``: no finding carries a fix."""
-    assert example.at is not None and example.message, f"{rule.code}: an Invalid example needs `at` and `message`"
+    _check(example.at is not None and example.message, f"{rule.code}: an Invalid example needs `at` and `message`")
     assert_lints(
         example.code,
         rule.code,
@@ -199,12 +203,13 @@ def check_fix_availability(rule: type[Rule]) -> None:
         return
     availability = rule.fix_availability
     if availability is FixAvailability.ALWAYS:
-        assert all(with_fix), f"{rule.code} is always fixable, but an example has no fix"
+        _check(all(with_fix), f"{rule.code} is always fixable, but an example has no fix")
     elif availability is FixAvailability.NONE:
-        assert not any(with_fix), f"{rule.code} has no fix, but an example has one"
+        _check(not any(with_fix), f"{rule.code} has no fix, but an example has one")
     else:
-        assert any(with_fix) and not all(with_fix), (
-            f"{rule.code} is sometimes fixable: it needs an example with a fix and one without"
+        _check(
+            any(with_fix) and not all(with_fix),
+            f"{rule.code} is sometimes fixable: it needs an example with a fix and one without",
         )
 
 
@@ -214,3 +219,15 @@ def examples(rules: Sequence[type[Rule]], kind: str) -> Iterator[tuple[type[Rule
     for rule in rules:
         for index, example in enumerate(getattr(rule, kind)):
             yield rule, example, f"{rule.code}-{kind.lower()}-{index}"
+
+
+def _check(condition: bool, message: str) -> None:
+    """``assert`` that survives ``python -O``: raises ``AssertionError(message)``."""
+    if not condition:
+        raise AssertionError(message)
+
+
+def _diff(expected: str, got: str) -> str:
+    import difflib
+
+    return "".join(difflib.unified_diff(expected.splitlines(True), got.splitlines(True), "expected", "got"))
