@@ -152,10 +152,28 @@ def test_a_second_sigint_stops_at_once(tree: Path) -> None:
     process = _start(tree, "-j", "2")
     _mid_run(process, 2, work=1.5)
     process.send_signal(signal.SIGINT)
+    time.sleep(0.3)  # a person's second Ctrl-C
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130
     assert "Traceback" not in stderr
+    assert "stopped; nothing more was written" in stderr
+
+
+def test_one_sigint_delivered_twice_at_once_is_one_request(tree: Path) -> None:
+    """GNU ``timeout -s INT`` signals the command and then its process group, so the main
+    process gets SIGINT twice within microseconds: the files done are still reported."""
+    process = _start(tree, "-j", "2")
+    _mid_run(process, 2, work=1.5)
+    os.kill(process.pid, signal.SIGINT)
+    time.sleep(0.01)  # timeout's second delivery, after the first was handled
+    os.kill(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert "Traceback" not in stderr
+    assert "stopped; nothing more was written" not in stderr
+    [summary] = [line for line in stderr.splitlines() if line.startswith("ckptlint: SIGINT: stopped after ")]
+    assert " of " in summary and "Found " in stdout
 
 
 def test_sigterm_to_the_main_process_leaves_no_worker(tree: Path) -> None:
