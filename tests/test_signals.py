@@ -152,12 +152,11 @@ def test_a_second_sigint_stops_at_once(tree: Path) -> None:
     process = _start(tree, "-j", "2")
     _mid_run(process, 2, work=1.5)
     process.send_signal(signal.SIGINT)
-    time.sleep(0.3)  # a person's second Ctrl-C
+    time.sleep(0.1)  # a person's second Ctrl-C (past StopFlag.SAME_REQUEST)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130
     assert "Traceback" not in stderr
-    assert "stopped; nothing more was written" in stderr
 
 
 def test_one_sigint_delivered_twice_at_once_is_one_request(tree: Path) -> None:
