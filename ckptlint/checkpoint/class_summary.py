@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.denotations import ClassInfo
 from ckptlint.checkpoint.options import literal_value
 from ckptlint.semantic.walk import child_nodes
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.checkpoint.denotations import ClassInfo
 
 
 def self_parameter(method: cst.FunctionDef) -> str | None:
@@ -129,7 +129,7 @@ def nodes_of_function(
         children.reverse()
         stack.extend(children)
 
-def _returns(
+def returns_of(
     function: cst.FunctionDef, decide: Callable[[cst.BaseExpression], bool | None] | None = None
 ) -> list[cst.Return]:
     return [node for node in nodes_of_function(function, decide) if isinstance(node, cst.Return)]

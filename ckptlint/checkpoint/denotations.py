@@ -42,7 +42,7 @@ class Value:
     """Something an expression may evaluate to."""
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {_describe(self)}>"
+        return f"<{type(self).__name__} {describe_value(self)}>"
 
 class OpaqueValue(Value):
     """A value that exists but is not understood (``nn.Linear(4, 4)``): it keeps the
@@ -105,7 +105,7 @@ class LayerUse(Value):
         keyword, position, default = self.fact.switch
         value: object = default
         if self.call is not None:
-            arg = _argument(self.call, keyword, position)
+            arg = call_argument(self.call, keyword, position)
             if arg is not None:
                 value = literal_value(arg.value, self.ctx.analysis.model)
                 if value is NOT_LITERAL:
@@ -143,7 +143,7 @@ class ContainerValue(Value):
                 return [self.elements[key]]
         return None
 
-def _argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
+def call_argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
     positional = [a for a in call.args if a.keyword is None and not a.star]
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == keyword:
@@ -151,6 +151,7 @@ def _argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
     if any(a.star == "*" for a in call.args):
         return None
     return positional[position] if len(positional) > position else None
+
 
 @dataclass(eq=False, repr=False)
 class ClassInfo:
@@ -182,7 +183,7 @@ def replace_ctx(ctx: Context, **changes: object) -> Context:
     fields.update(changes)
     return Context(**fields)  # type: ignore[arg-type]
 
-def _describe(value: Value) -> str:
+def describe_value(value: Value) -> str:
     if isinstance(value, FunctionValue):
         return value.node.name.value if isinstance(value.node, cst.FunctionDef) else "<lambda>"
     if isinstance(value, InstanceValue):

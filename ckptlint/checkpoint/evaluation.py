@@ -6,24 +6,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.options import NOT_LITERAL
-from ckptlint.facts.apis import PARTIAL_QUALIFIED_NAMES
-from ckptlint.facts.torch_facts import (
-    CONTAINER_CLASSES,
-    NORM_FACTORIES,
-    LayerFact,
-    LayerKind,
-    NormFactory,
-    layer_fact,
-)
-from ckptlint.semantic.bindings import Binding, BindingKind, MutationKind, ScopeKind
-
-if TYPE_CHECKING:
-    from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.checkpoint.class_summary import (
-    _returns,
     dynamic_key,
     is_property,
+    returns_of,
     self_parameter,
 )
 from ckptlint.checkpoint.denotations import (
@@ -40,9 +26,23 @@ from ckptlint.checkpoint.denotations import (
     OpaqueValue,
     TorchValue,
     Value,
-    _argument,
+    call_argument,
     target_path,
 )
+from ckptlint.checkpoint.options import NOT_LITERAL
+from ckptlint.facts.apis import PARTIAL_QUALIFIED_NAMES
+from ckptlint.facts.torch_facts import (
+    CONTAINER_CLASSES,
+    NORM_FACTORIES,
+    LayerFact,
+    LayerKind,
+    NormFactory,
+    layer_fact,
+)
+from ckptlint.semantic.bindings import Binding, BindingKind, MutationKind, ScopeKind
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.analysis import ModuleAnalysis
 
 _MAX_VALUES = 64
 
@@ -367,7 +367,7 @@ class ExpressionEvaluation:
                 if is_property(node):  # `self.norm1` is what the property returns
                     return [
                         v
-                        for ret in _returns(node, lambda test, c=method_ctx: self.decide(test, c))
+                        for ret in returns_of(node, lambda test, c=method_ctx: self.decide(test, c))
                         if ret.value is not None
                         for v in self._values(ret.value, method_ctx, depth + 1)
                     ]
@@ -448,7 +448,7 @@ class ExpressionEvaluation:
                     ]
             elif isinstance(callee, FunctionValue) and isinstance(callee.node, cst.FunctionDef):
                 inner_ctx = self._bind(callee, tuple(call.args), ctx)
-                for ret in _returns(callee.node, lambda test, c=inner_ctx: self.decide(test, c)):
+                for ret in returns_of(callee.node, lambda test, c=inner_ctx: self.decide(test, c)):
                     if ret.value is not None:
                         out += self._values(ret.value, inner_ctx, depth + 1)
         return out
@@ -458,7 +458,7 @@ class ExpressionEvaluation:
         layer ``cfg['type']`` names, when the config is known; an opaque value for a known
         type without training behaviour (GroupNorm, LayerNorm); nothing when unknown."""
         keyword, position = factory.config
-        arg = _argument(call, keyword, position)
+        arg = call_argument(call, keyword, position)
         if arg is None:
             return []
         layer: Value | None = None

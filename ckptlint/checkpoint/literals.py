@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.class_summary import self_parameter
+from ckptlint.checkpoint.denotations import MAX_EVAL_DEPTH, Context
 from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.bindings import BindingKind
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.checkpoint.class_summary import self_parameter
-from ckptlint.checkpoint.denotations import MAX_EVAL_DEPTH, Context
 
 
 def _constructor_setting(value: cst.BaseExpression, method: cst.FunctionDef | None) -> bool:

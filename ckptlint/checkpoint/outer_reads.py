@@ -15,10 +15,10 @@ from ckptlint.checkpoint.outer_state import (
     STATE_KINDS,
     OuterRead,
     Owner,
-    _owner,
     contains_node,
     is_load,
     node_code,
+    owner_of,
 )
 from ckptlint.checkpoint.region import Frame, Region
 from ckptlint.checkpoint.write_exemptions import (
@@ -393,7 +393,7 @@ def _frame_reads(
     for node in frame.nodes():
         if not isinstance(node, cst.Name) or node in written or not is_load(model, node):
             continue
-        kind, bindings = _owner(frame, node.value, node)
+        kind, bindings = owner_of(frame, node.value, node)
         if kind is Owner.OUTER:
             if _settled_closure(bindings, frame, site_analysis, site_call):
                 continue

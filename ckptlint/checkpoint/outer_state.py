@@ -73,7 +73,7 @@ class Owner(str, Enum):
     UNKNOWN = "unknown"  # bound nowhere in the module (a builtin, or undefined)
 
 
-def _owner(frame: Frame, name: str, at: cst.CSTNode) -> tuple[Owner, list[Binding]]:
+def owner_of(frame: Frame, name: str, at: cst.CSTNode) -> tuple[Owner, list[Binding]]:
     """Where ``name`` (used at ``at``) lives relative to the frame (an :class:`Owner`)."""
     model = frame.analysis.model
     bindings = model.lookup(name, model.scope_of(at))
@@ -133,7 +133,7 @@ def describe(kind: str, base: str) -> str:
         Owner.OUTER: f"the outer object `{base}`",
     }.get(kind, f"`{base}`")
 
-def _text(frame: Frame, node: cst.CSTNode) -> str:
+def frame_text(frame: Frame, node: cst.CSTNode) -> str:
     text = frame.analysis.module.code_for_node(node).strip()
     return text if len(text) <= 40 else text[:37] + "..."
 

@@ -15,15 +15,15 @@ import libcst as cst
 from ckptlint.checkpoint.outer_state import (
     OuterWrite,
     Owner,
-    _owner,
-    _text,
     contains_node,
     describe,
     frame_scope,
     frame_self_name,
+    frame_text,
     is_load,
     is_store,
     node_code,
+    owner_of,
 )
 from ckptlint.checkpoint.region import Frame, Region
 from ckptlint.checkpoint.write_exemptions import (
@@ -175,7 +175,7 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
             base = base_name(owner)
             if base is None:
                 continue
-            kind, _ = _owner(frame, base, owner)
+            kind, _ = owner_of(frame, base, owner)
             if kind is Owner.PARAMETER and frame.depth > 0:
                 continue  # below the checkpointed callable, arguments are mostly the region's own objects
             if method == "setdefault":
@@ -183,7 +183,7 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
             if method in MUTATING_METHODS and kind in (Owner.OUTER, Owner.SELF, Owner.PARAMETER):
                 if frame.analysis.model.qualified_names(node.func):
                     continue  # a module function such as os.environ.update is resolved; skip modules
-                yield OuterWrite(node, frame, f"calls `{_text(frame, owner)}.{method}(...)`, mutating {describe(kind, base)}")
+                yield OuterWrite(node, frame, f"calls `{frame_text(frame, owner)}.{method}(...)`, mutating {describe(kind, base)}")
             elif (
                 method.endswith("_")
                 and not method.startswith("_")
@@ -261,8 +261,8 @@ def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression,
         base = base_name(target)
         if base is None or shape_bookkeeping(node):
             return None
-        kind, _ = _owner(frame, base, target)
+        kind, _ = owner_of(frame, base, target)
         if kind in (Owner.OUTER, Owner.SELF):
             verb = "augments" if isinstance(node, cst.AugAssign) else "assigns"
-            return f"{verb} `{_text(frame, target)}`, {describe(kind, base)}"
+            return f"{verb} `{frame_text(frame, target)}`, {describe(kind, base)}"
     return None

@@ -47,7 +47,23 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.class_summary import nodes_of_function, summarise_class
+from ckptlint.checkpoint.denotations import (
+    ClassInfo,
+    ContainerValue,
+    Context,
+    FunctionValue,
+    InstanceValue,
+    LayerUse,
+    TorchValue,
+    Value,
+    describe_value,
+    replace_ctx,
+)
+from ckptlint.checkpoint.evaluation import ExpressionEvaluation
+from ckptlint.checkpoint.literals import LiteralDecisions
 from ckptlint.checkpoint.options import literal_value
+from ckptlint.checkpoint.region import MAX_DEPTH, Frame, LayerCall, Pending, Region
 from ckptlint.checkpoint.site import CheckpointSite
 from ckptlint.facts.apis import ApiKind
 from ckptlint.facts.torch_facts import (
@@ -59,22 +75,6 @@ from ckptlint.semantic.callables import Signature
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.semantic.project import Project
-from ckptlint.checkpoint.class_summary import nodes_of_function, summarise_class
-from ckptlint.checkpoint.denotations import (
-    ClassInfo,
-    ContainerValue,
-    Context,
-    FunctionValue,
-    InstanceValue,
-    LayerUse,
-    TorchValue,
-    Value,
-    _describe,
-    replace_ctx,
-)
-from ckptlint.checkpoint.evaluation import ExpressionEvaluation
-from ckptlint.checkpoint.literals import LiteralDecisions
-from ckptlint.checkpoint.region import MAX_DEPTH, Frame, LayerCall, Pending, Region
 
 __all__ = ["RegionBuilder"]
 
@@ -250,7 +250,7 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
         region.resolved = any(not isinstance(v, TorchValue) for v in values)
         visited: set[tuple[int, int]] = set()
         site_args = site.inputs + site.function_keywords if site.api.kind is ApiKind.FUNCTION else None
-        work = [Pending(v, 0, _describe(v), site_args, ctx, None, None) for v in values]
+        work = [Pending(v, 0, describe_value(v), site_args, ctx, None, None) for v in values]
         while work:
             item = work.pop(0)
             value = item.value
@@ -278,7 +278,7 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
                                 Pending(
                                     callee,
                                     item.depth + 1,
-                                    f"{item.via} -> {_describe(callee)}",
+                                    f"{item.via} -> {describe_value(callee)}",
                                     tuple(node.args),
                                     frame_ctx,
                                     node,

@@ -18,6 +18,7 @@ from ckptlint.checkpoint.options import (
     CallArguments,
 )
 from ckptlint.checkpoint.site import CheckpointSite, SiteForm, SiteIndex
+from ckptlint.checkpoint.site_builders import BUILDERS, build_bound_call, build_site
 from ckptlint.facts.apis import (
     API_BY_QUALIFIED_NAME,
     HF_ENABLE_METHODS,
@@ -34,7 +35,6 @@ from ckptlint.semantic.model import SemanticModel
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.semantic.project import Project
-from ckptlint.checkpoint.site_builders import BUILDERS, build_bound_call, build_site
 
 __all__ = ["collect_sites", "site_index", "wrapper_functions"]
 

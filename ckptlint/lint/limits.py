@@ -6,13 +6,12 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ckptlint.lint.results import Problem
 from ckptlint.text.reading import load_source
 from ckptlint.text.source import SourceDecodeError
 
 if TYPE_CHECKING:
-
     pass
-from ckptlint.lint.results import Problem
 
 MAX_FILE_BYTES = 2 * 2**20
 """Files larger than this (bytes) are not parsed; the largest file of the real repositories

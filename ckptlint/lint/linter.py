@@ -12,6 +12,14 @@ from typing import TYPE_CHECKING
 
 from ckptlint.config.settings import Settings
 from ckptlint.lint.gate import may_have_findings
+from ckptlint.lint.limits import (
+    MAX_FILE_BYTES,
+    internal_error,
+    size_limit,
+    too_large,
+    undecodable,
+)
+from ckptlint.lint.results import FileResult, FixMode, Problem
 from ckptlint.rule_codes import SYNTAX_ERROR, UNUSED_NOQA
 from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.text.diagnostics import Applicability, Diagnostic
@@ -30,14 +38,6 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.lint.limits import (
-    MAX_FILE_BYTES,
-    internal_error,
-    size_limit,
-    too_large,
-    undecodable,
-)
-from ckptlint.lint.results import FileResult, FixMode, Problem
 
 
 def _relative_to(path: str, root: Path) -> str:

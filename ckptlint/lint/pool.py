@@ -6,14 +6,14 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-
-    pass
 from ckptlint.lint.limits import internal_error
 from ckptlint.lint.linter import FileLinter
 from ckptlint.lint.results import FileResult
 from ckptlint.lint.stop import StopFlag
 from ckptlint.lint.task import Task, died, run_task, timed_out
+
+if TYPE_CHECKING:
+    pass
 
 
 def in_pool(

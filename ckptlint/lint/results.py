@@ -12,7 +12,6 @@ from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.text.source import SourceFile
 
 if TYPE_CHECKING:
-
     pass
 
 

@@ -9,12 +9,6 @@ from typing import TYPE_CHECKING
 
 from ckptlint.config.settings import Settings
 from ckptlint.lint.gate import may_have_findings
-from ckptlint.rule_codes import UNUSED_NOQA
-from ckptlint.text.reading import gate_bytes
-
-if TYPE_CHECKING:
-
-    from ckptlint.lint.cache import ResultCache
 from ckptlint.lint.limits import (
     DEFAULT_FILE_TIMEOUT,
     mentions,
@@ -29,6 +23,11 @@ from ckptlint.lint.results import FileResult, FixMode, Problem, RunResult
 from ckptlint.lint.stop import Interrupted, StopFlag
 from ckptlint.lint.task import Task, run_task, timed_out
 from ckptlint.lint.unused_noqa import settle_unused_noqa
+from ckptlint.rule_codes import UNUSED_NOQA
+from ckptlint.text.reading import gate_bytes
+
+if TYPE_CHECKING:
+    from ckptlint.lint.cache import ResultCache
 
 
 def default_jobs() -> int:

@@ -6,14 +6,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ckptlint.config.settings import Settings
-from ckptlint.rule_codes import UNUSED_NOQA
-
-if TYPE_CHECKING:
-
-    pass
 from ckptlint.lint.limits import internal_error
 from ckptlint.lint.linter import FileLinter
 from ckptlint.lint.results import FileResult, FixMode, Problem
+from ckptlint.rule_codes import UNUSED_NOQA
+
+if TYPE_CHECKING:
+    pass
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,6 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.text.source import SourceFile
-
-if TYPE_CHECKING:
-    pass
 from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.nesting import (
     DEEP,
@@ -22,6 +18,10 @@ from ckptlint.semantic.nesting import (
     nesting_depth,
     too_deep_message,
 )
+from ckptlint.text.source import SourceFile
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["parse_source"]
 
