@@ -149,6 +149,14 @@ def in_process(tasks: list[Task], stop: StopFlag | None, timeout: float | None) 
                     linter = FileLinter(defer_unused_noqa_fixes=True)  # its state may be half-built
             except Interrupted:
                 break
+            if stop:
+                # The stop signal arrived while the file was linted and its Interrupted did not
+                # come out: code between the handler and here swallowed it (seen as a rule's
+                # "KeyError: IndentedBlock(...)" under load: an exception raised by a signal
+                # handler inside a C-level dictionary lookup can be replaced). The file's
+                # result may be half-built: it is not reported, like the file it interrupted.
+                done[i] = None
+                break
             i += 1
     finally:
         if alarm:
