@@ -433,22 +433,23 @@ def _module_attribute_changed(
     """``config.FLAG`` read in the region and assigned (``config.FLAG = ...``) in the code
     that makes the checkpoint call, after the call or in a loop that also makes it."""
     target = binding.target
-    for where in {id(site_analysis): site_analysis, id(analysis): analysis}.values():
-        for mutation in where.model.mutations:
-            if mutation.kind not in ("attribute", "augmented") or not _at_run_time(where, mutation.node):
-                continue
-            bindings = where.model.lookup(mutation.base, mutation.scope)
-            if not bindings or bindings[0].kind is not BindingKind.IMPORT or bindings[0].target != target:
-                continue
-            node = mutation.node
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [getattr(node, "target", None)]
-            if where is site_analysis and site_call is not None and not _after_call(where.model, node, site_call):
-                continue  # before the call (or in code not ordered against it): the forward read it too
-            if where is not site_analysis:
-                continue
-            if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets):
-                row = where.range(node)[0][0]
-                return f"assigned at {_file(where, analysis)}{row}"
+    where = site_analysis  # a write elsewhere is not ordered against the call: not judged
+    for mutation in where.model.mutations:
+        if mutation.kind not in ("attribute", "augmented"):
+            continue
+        node = mutation.node
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [getattr(node, "target", None)]
+        if not any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets):
+            continue  # the cheap test first: regions read many module attributes (`torch.cat`)
+        if not _at_run_time(where, node):
+            continue
+        bindings = where.model.lookup(mutation.base, mutation.scope)
+        if not bindings or bindings[0].kind is not BindingKind.IMPORT or bindings[0].target != target:
+            continue
+        if site_call is not None and not _after_call(where.model, node, site_call):
+            continue  # before the call (or in code not ordered against it): the forward read it too
+        row = where.range(node)[0][0]
+        return f"assigned at {_file(where, analysis)}{row}"
     return None
 
 def _file(where: ModuleAnalysis, here: ModuleAnalysis) -> str:

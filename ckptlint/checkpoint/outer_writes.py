@@ -114,10 +114,14 @@ def _fresh_targets(region: Region) -> set[tuple]:
     call wrote, not what the previous call left: the recomputation rebuilds it the same way."""
     fresh: set[tuple] = set()
     for frame in region.frames:
+        scope = frame_scope(frame)
         for node in frame.nodes():
-            if constant_write(frame, node):
+            targets = _plain_targets(node)
+            if not targets or constant_write(frame, node):
                 continue  # a reset (`self.prev_features = None`) may run after the read: not this call's data
-            for target in _plain_targets(node) or ():
+            for target in targets:
+                if _target_write(frame, scope, target, node) is None:
+                    continue  # a local of the frame: only writes to outer state are judged
                 if not _carries(frame, node, target):
                     fresh.add(_target_key(frame, target))
     return fresh
@@ -159,16 +163,15 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
                 # element is judged on its own (the local `h` read in the value carries nothing)
                 targets = [e.value for e in targets[0].elements]
             for target in targets:
-                if written_once(frame, node, target):
+                what = _target_write(frame, scope, target, node)  # first: most targets are locals
+                if what is None or written_once(frame, node, target):
                     continue
                 if not isinstance(node, cst.AugAssign) and not _carries(frame, node, target):
                     continue  # a per-call overwrite: the recomputation writes the same value again
                 if isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.BitOrAssign, cst.BitAndAssign)):
                     continue  # `flag |= x` is idempotent: running it again with the same x changes nothing
-                what = _target_write(frame, scope, target, node)
-                if what is not None:
-                    yield OuterWrite(node, frame, what)
-                    break
+                yield OuterWrite(node, frame, what)
+                break
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
             owner = node.func.value
@@ -226,11 +229,9 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
         return False  # `self.mask = self.mask.to(x.device)`: a second run converts nothing more
     written_at = frame.analysis.range(node)[0]
     last = target.attr.value if isinstance(target, cst.Attribute) else target.value
-    for other in frame.nodes():
-        if other is target or not isinstance(other, type(target)):
+    for other in frame.named(last):
+        if other is target or not isinstance(other, type(target)) or node_code(other) != text:
             continue
-        if (other.attr.value if isinstance(other, cst.Attribute) else other.value) != last or node_code(other) != text:
-            continue  # the last name is compared first: rendering every node's code is costly
         if isinstance(other, cst.Name) and not is_load(model, other):
             continue
         if is_store(model, other):

@@ -55,6 +55,7 @@ class Frame:
     _walked: list[cst.CSTNode] = field(default_factory=list, repr=False)
     _walk: Iterator[cst.CSTNode] | None = field(default=None, repr=False)
     _started: bool = field(default=False, repr=False)
+    _by_name: dict[str, list[cst.CSTNode]] | None = field(default=None, repr=False)
 
     @property
     def analysis(self) -> ModuleAnalysis:
@@ -71,6 +72,21 @@ class Frame:
             self._started = True
             self._walk = self._nodes()
         return self._replay()
+
+    def named(self, name: str) -> list[cst.CSTNode]:
+        """The ``Name`` nodes spelling ``name`` and the ``Attribute`` nodes ending in ``.name``
+        among :meth:`nodes`, in walk order (an index built on the first call, which walks the
+        whole frame: the rules that ask scan every node anyway)."""
+        index = self._by_name
+        if index is None:
+            index = {}
+            for node in self.nodes():
+                if isinstance(node, cst.Name):
+                    index.setdefault(node.value, []).append(node)
+                elif isinstance(node, cst.Attribute):
+                    index.setdefault(node.attr.value, []).append(node)
+            self._by_name = index
+        return index.get(name, [])
 
     def _replay(self) -> Iterator[cst.CSTNode]:
         walked = self._walked
