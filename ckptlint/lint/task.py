@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ckptlint.config.settings import Settings
+from ckptlint.lint.collection import collected_after
 from ckptlint.lint.limits import internal_error
 from ckptlint.lint.linter import FileLinter
 from ckptlint.lint.results import FileResult, FixMode, Problem
@@ -44,7 +45,8 @@ def run_task(task: Task, linter: FileLinter | None = None) -> FileResult:
     before = perf.snapshot()
     perf.add("files_linted")
     try:
-        result = linter.lint(task.path, task.raw, task.settings, fix=task.fix, unsafe=task.unsafe, gate=False)
+        with collected_after():
+            result = linter.lint(task.path, task.raw, task.settings, fix=task.fix, unsafe=task.unsafe, gate=False)
         result = result if task.keep_source else slim(result)
     except Exception as exc:  # noqa: BLE001 - last line of defence: report, never hang
         result = FileResult(task.path, problems=[internal_error(task.path, exc)])
