@@ -1,6 +1,6 @@
 """Entry point for ``python -m ckptlint``."""
 
-from ckptlint.cli.app import main
+from ckptlint.cli.app import run
 
 if __name__ == "__main__":
-    main()
+    run()
