@@ -75,8 +75,13 @@ class Project:
         max_modules: int = 256,
         max_chars: int = 1_500_000,
         partial: bool | None = None,
+        files_stable: bool = True,
     ) -> None:
         self.roots: list[Path] = list(roots or [])
+        #: whether files may be taken not to appear or vanish between two linted files (a
+        #: command run: the analyses cached here assume the same of their files); the
+        #: language server, whose files change while it runs, says ``False``
+        self.files_stable = files_stable
         #: parse only the statements a region needs (see the module docstring)
         self.partial = os.environ.get("CKPTLINT_WHOLE_PARSE", "") in ("", "0") if partial is None else partial
         self._force_whole = False
@@ -93,7 +98,8 @@ class Project:
         the least recently used analyses beyond the cache bounds."""
         self._evict()
         self._accessed = set()
-        self._module_files.clear()  # files may appear or vanish between files linted
+        if not self.files_stable:
+            self._module_files.clear()  # files may appear or vanish between files linted
 
     def _evict(self) -> None:
         analyses = self._analyses
@@ -115,8 +121,9 @@ class Project:
 
     def file_for_module(self, module: str) -> Path | None:
         """The file of dotted ``module`` below one of the roots, or ``None`` (looked up once
-        per module name and set of roots while one file is linted, see :meth:`track`; the
-        candidates checked are recorded as accessed on every call, for cache invalidation)."""
+        per module name and set of roots: for the whole run, or while one file is linted
+        when files are not :attr:`files_stable`; the candidates checked are recorded as
+        accessed on every call, for cache invalidation)."""
         if not module:
             return None
         key = (module, len(self.roots))
@@ -129,13 +136,15 @@ class Project:
         return found[0]
 
     def _find_module_file(self, module: str) -> tuple[Path | None, list[Path]]:
-        relative = Path(*module.split("."))
+        relative = os.path.join(*module.split("."))
         checked: list[Path] = []
+        isfile = os.path.isfile
         for root in self.roots:
-            for candidate in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):
+            base = os.path.join(os.fspath(root), relative)
+            for candidate in (base + ".py", os.path.join(base, "__init__.py")):
                 checked.append(Path(os.path.abspath(candidate)))
-                if candidate.is_file():
-                    return candidate, checked
+                if isfile(candidate):
+                    return Path(candidate), checked
         return None, checked
 
     def remember(self, path: Path, analysis: ModuleAnalysis) -> None:

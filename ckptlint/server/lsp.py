@@ -51,7 +51,7 @@ class BufferProject(Project):
     buffers (unsaved text) before the files on disk."""
 
     def __init__(self, buffer_text) -> None:  # noqa: ANN001 - Callable[[Path], str | None]
-        super().__init__(partial=False)  # open buffers are read whole, by analysis_for_file
+        super().__init__(partial=False, files_stable=False)  # open buffers are read whole, by analysis_for_file
         self._buffer_text = buffer_text
 
     def analysis_for_file(self, path: Path):  # noqa: ANN201 - ModuleAnalysis | None
