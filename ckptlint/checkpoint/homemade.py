@@ -87,19 +87,13 @@ class HomeMade:
     helpers: dict[str, Helper] = field(default_factory=dict)
 
 
-_CACHE: dict[int, tuple[SemanticModel, HomeMade]] = {}
-
-
 def home_made(model: SemanticModel) -> HomeMade:
-    """Home-made implementations and helpers defined in the module of ``model`` (cached)."""
-    cached = _CACHE.get(id(model))
-    if cached is not None and cached[0] is model:
-        return cached[1]
-    found = _find(model)
-    if len(_CACHE) > 256:
-        _CACHE.clear()
-    _CACHE[id(model)] = (model, found)
-    return found
+    """Home-made implementations and helpers defined in the module of ``model`` (found once,
+    kept in the model's memo)."""
+    found = model.memo.get("home_made")
+    if found is None:
+        found = model.memo["home_made"] = _find(model)
+    return found  # type: ignore[return-value]
 
 
 def _find(model: SemanticModel) -> HomeMade:

@@ -349,13 +349,11 @@ def _enclosing_class(model: SemanticModel, node: cst.CSTNode) -> cst.ClassDef | 
     return None
 
 
-_SELF_ASSIGNMENTS: dict[int, tuple[cst.ClassDef, dict[str, list[cst.BaseExpression]]]] = {}
-
-
 def _self_assignments(model: SemanticModel, owner: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
     """Values assigned to ``self.attr`` in the methods of ``owner`` (one walk per class,
-    cached)."""
-    cached = _SELF_ASSIGNMENTS.get(id(owner))
+    kept in the model's memo)."""
+    memo: dict[int, tuple[cst.ClassDef, dict[str, list[cst.BaseExpression]]]] = model.memo.setdefault("self_assignments", {})  # type: ignore[assignment]
+    cached = memo.get(id(owner))
     if cached is None or cached[0] is not owner:
         from ckptlint.semantic.walk import child_nodes
 
@@ -373,10 +371,8 @@ def _self_assignments(model: SemanticModel, owner: cst.ClassDef, attr: str) -> l
             if isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement)) and not isinstance(node, cst.Assign):
                 continue  # assignments are statements: no need to look inside expressions
             stack.extend(child for _, child in child_nodes(node))
-        if len(_SELF_ASSIGNMENTS) > 1024:
-            _SELF_ASSIGNMENTS.clear()
         cached = (owner, found)
-        _SELF_ASSIGNMENTS[id(owner)] = cached
+        memo[id(owner)] = cached
     return cached[1].get(attr, [])
 
 

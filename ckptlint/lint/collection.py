@@ -10,11 +10,12 @@ with the collector off).
 
 Here the collector pauses while a file is linted and the file's garbage is collected when
 it is done: a young collection after every file (what the file allocated, and the survivors
-of the previous file), and a full one (cyclic garbage among the analyses the project dropped
-from its cache: about 6,000 objects a file) only once the time spent linting since the last
-full collection is :data:`WORK_PER_FULL` times what that collection took, so full
-collections cost at most ~5 % however large the cache grows. Objects without reference
-cycles, most of them, are freed by reference counting either way.
+of the previous file), and a full one only once the time spent linting since the last full
+collection is :data:`WORK_PER_FULL` times what that collection took (at most ~5 % of the
+time). Objects without reference cycles, most of them, are freed by reference counting;
+the analyses the project drops from its cache, whose semantic models are cyclic, are
+released (their cycles broken) by the project itself, so they do not wait for a full
+collection either.
 """
 
 from __future__ import annotations

@@ -63,6 +63,16 @@ class ModuleAnalysis:
     def model(self) -> SemanticModel:
         return SemanticModel.build(self.module, self.module_name, self.is_package)
 
+    def release(self) -> None:
+        """Drop the model and the derived facts, breaking their reference cycles (see
+        :meth:`SemanticModel.release`): for an analysis no one will use again (one the
+        project dropped from its cache)."""
+        self.derived.clear()
+        model = self.__dict__.pop("model", None)
+        if model is not None:
+            model.release()
+        self.__dict__.pop("_known_offsets", None)
+
     @cached_property
     def _known_offsets(self) -> dict[cst.CSTNode, tuple[int, int]]:
         return {}

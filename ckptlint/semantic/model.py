@@ -85,6 +85,23 @@ class SemanticModel:
         #: Absolute modules of ``from M import *`` at module level (in source order), for
         #: names the module does not bind itself (followed into the linted tree by regions).
         self.star_imports: list[str] = []
+        #: Facts other layers derive from this model, kept with it so that they live exactly
+        #: as long as it does (a module-level cache would keep dropped models and their trees).
+        self.memo: dict[str, object] = {}
+
+    def release(self) -> None:
+        """Drop everything this model holds. Its scopes and bindings refer to each other
+        (``Scope.bindings`` -> ``Binding.scope``), so a model that is merely let go, and the
+        libcst tree it holds, wait for a full garbage collection; released, they are freed by
+        reference counting at once. Only for a model no one will query again."""
+        for scope in [self.module_scope, *self.scopes.values(), *self.scope_of_definition.values()]:
+            scope.bindings.clear()
+        self.scopes.clear()
+        self.scope_of_definition.clear()
+        self.parents.clear()
+        self.calls.clear()
+        self.mutations.clear()
+        self.memo.clear()
 
     # ----------------------------------------------------------------- building
     @classmethod

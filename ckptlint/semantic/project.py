@@ -92,11 +92,20 @@ class Project:
         self.max_modules = max_modules
         self.max_chars = max_chars
         self._module_files: dict[tuple[str, int], tuple[Path | None, list[Path]]] = {}
+        #: analyses replaced by a larger parse of their module: released at the next
+        #: :meth:`track` (the rules of the file being linted may still hold them)
+        self._retired: list[ModuleAnalysis] = []
 
     def track(self) -> None:
         """Start recording which other files are read (for cache invalidation); first drop
-        the least recently used analyses beyond the cache bounds."""
+        the least recently used analyses beyond the cache bounds, and release those dropped
+        (:meth:`ModuleAnalysis.release`: freed at once, not at the next full collection)."""
         self._evict()
+        kept = {id(a) for a in self._analyses.values() if a is not None}
+        for retired in self._retired:
+            if id(retired) not in kept:
+                retired.release()
+        self._retired.clear()
         self._accessed = set()
         if not self.files_stable:
             self._module_files.clear()  # files may appear or vanish between files linted
@@ -108,6 +117,7 @@ class Project:
             _, dropped = analyses.popitem(last=False)
             if dropped is not None:
                 total -= dropped.parsed_chars
+                self._retired.append(dropped)
 
     def accessed(self) -> list[Path]:
         """Files read since :meth:`track`, sorted; stops recording."""
@@ -152,6 +162,8 @@ class Project:
 
     def _store(self, path: Path, analysis: ModuleAnalysis | None) -> None:
         old = self._analyses.get(path)
+        if old is not None and old is not analysis:
+            self._retired.append(old)  # replaced by a larger parse
         if old is not None and old is not analysis and id(old) in self._handed:
             self._replaced_handed = True
         self._analyses[path] = analysis
