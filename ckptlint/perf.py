@@ -12,6 +12,10 @@ pipe), and the command line sums them and, when the environment variable
 - ``files_parsed_partial``: libcst parses of part of a file (the top-level statements a
   region reaches, with the module's imports; see :mod:`ckptlint.semantic.index`);
 - ``statements_parsed``: top-level statements in those parses (whole and partial);
+- ``chars_parsed``: characters of source text in those parses (the text of the statements
+  parsed), a measure of libcst's work that does not depend on the machine's load;
+- ``chars_indexed``: characters of the modules indexed (``index_misses``: CPython's parser
+  and the index's scan);
 - ``index_hits``, ``index_misses``: lookups of a file's definition index (built with
   CPython's ``ast``, cached by content digest) that found it cached / had to build it;
 - ``rule_reruns``: times the rules ran again on a file because a module they had been
@@ -34,6 +38,8 @@ KEYS = (
     "files_parsed_whole",
     "files_parsed_partial",
     "statements_parsed",
+    "chars_parsed",
+    "chars_indexed",
     "index_hits",
     "index_misses",
     "rule_reruns",

@@ -73,6 +73,17 @@ class Statement:
     scope; ``mutated``: those of them it may mutate (``x.a = ...``, ``x.append(...)``);
     ``attribute_writes``: attribute names it assigns (``x.attr = ...``, see :func:`_attribute_writes`);
     ``imports``: it holds an import at module level; ``definition``: a ``def``/``class``.
+
+    What a statement spells, for deciding which statements can hold a checkpoint site
+    (:mod:`ckptlint.checkpoint.site_statements`): ``identifiers``, every identifier in it
+    (names, attribute names, keyword-argument names, ``def``/``class``/parameter names,
+    imported and bound names of imports), not strings or comments; ``imported``, ``(bound
+    name, imported dotted name)`` of every import in it, nested ones too (relative ones
+    start with their dots); ``apply_receivers``, the names ``X`` of its ``X.apply`` and
+    ``X.y.apply``; ``defined``, the names of the functions and classes defined in it, at any
+    depth; ``kind``, ``"class"``, ``"function"``, ``"import"`` or ``"other"`` (several
+    statements on one line: ``"other"``); for a class, ``header`` (the identifiers of its bases,
+    keywords and decorators) and ``bases`` (the names its bases start with).
     """
 
     start: int
@@ -84,6 +95,13 @@ class Statement:
     mutated: set[str] = field(default_factory=set)
     imports: bool = False
     definition: bool = False
+    identifiers: set[str] = field(default_factory=set)
+    imported: list[tuple[str, str]] = field(default_factory=list)
+    apply_receivers: set[str] = field(default_factory=set)
+    defined: set[str] = field(default_factory=set)
+    kind: str = "other"
+    header: set[str] = field(default_factory=set)
+    bases: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -117,6 +135,8 @@ class ModuleIndex:
     classes: dict[str, ClassEntry]
     functions: dict[str, tuple[int, int]]
     assignments: dict[str, list[int]]
+    #: the module has a ``from ... import *`` at module level
+    star_import: bool = False
 
     def select(self, names: set[str] | frozenset[str]) -> tuple[frozenset[int], frozenset[str]]:
         """The statements (indices) that ``names`` need, with every import statement, and
@@ -195,6 +215,7 @@ def index_for(text: str, path: str = "<unknown>", tree: ast.Module | None = None
         _CACHE.move_to_end(key)
         return _CACHE[key]
     perf.add("index_misses")
+    perf.add("chars_indexed", len(text))
     found = build_index(text, path, key, tree, depth)
     _CACHE[key] = found
     while len(_CACHE) > _CACHE_SIZE:
@@ -207,7 +228,6 @@ def build_index(
 ) -> ModuleIndex | None:
     """Index ``text`` (see :class:`ModuleIndex`); ``None`` when it cannot be."""
     from ckptlint.semantic.nesting import MAX_NESTING, deep_recursion
-    from ckptlint.semantic.nesting import nesting_depth as _depth
 
     if _ODD_BREAKS.search(text):
         return None
@@ -222,27 +242,35 @@ def build_index(
         with warnings.catch_warnings(), deep_recursion(MAX_NESTING + 101):
             warnings.simplefilter("ignore")
             tables = symtable.symtable(text, path, "exec")
-        if depth is None:
-            depth = _depth(tree)
         return _index(tree, digest or text_digest(text), depth, tables)
     except (SyntaxError, RecursionError, MemoryError, ValueError):  # symtable refuses what ast took
         return None
 
 
-def _index(tree: ast.Module, digest: str, depth: int, tables: symtable.SymbolTable) -> ModuleIndex:
+def _index(tree: ast.Module, digest: str, depth: int | None, tables: symtable.SymbolTable) -> ModuleIndex:
+    """The index of ``tree``; ``depth``, when not given, is measured while scanning (what
+    :func:`~ckptlint.semantic.nesting.nesting_depth` gives: levels below the module, the
+    module itself, and the longest ``and``/``or`` chain)."""
     statements: list[Statement] = []
     classes: dict[str, ClassEntry] = {}
     functions: dict[str, tuple[int, int]] = {}
+    levels = chain = 0
+    for field_name in tree._fields:  # the module's other fields (type_ignores) are a level too
+        if field_name != "body" and getattr(tree, field_name, None):
+            levels = max(levels, 1)
     for node in tree.body:
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
         end = node.end_lineno or node.lineno
         if statements and start <= statements[-1].end:
             entry = statements[-1]
             entry.end = max(entry.end, end)
+            entry.kind = "other"  # statements sharing a line: one unit of no single kind
         else:
-            entry = Statement(start, end)
+            entry = Statement(start, end, kind=_kind(node))
             statements.append(entry)
-        _scan(node, entry)
+        statement_levels, statement_chain = _scan(node, entry)
+        levels = max(levels, statement_levels)
+        chain = max(chain, statement_chain)
         if isinstance(node, ast.ClassDef):
             classes[node.name] = _class_entry(node, start, end)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -270,33 +298,126 @@ def _index(tree: ast.Module, digest: str, depth: int, tables: symtable.SymbolTab
             writers.setdefault(name, []).append(i)
         if s.imports:
             imports.append(i)
-    return ModuleIndex(digest, depth, statements, binders, mentioners, writers, imports, classes, functions, assignments)
+    star = any(
+        isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names) for node in tree.body
+    )
+    if depth is None:
+        depth = 1 + levels + chain
+    return ModuleIndex(
+        digest, depth, statements, binders, mentioners, writers, imports, classes, functions, assignments, star
+    )
+
+
+def _kind(node: ast.stmt) -> str:
+    if isinstance(node, ast.ClassDef):
+        return "class"
+    if isinstance(node, _FUNCTIONS):
+        return "function"
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return "import"
+    return "other"
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-def _scan(top: ast.stmt, entry: Statement) -> None:
-    """Record what ``top`` binds at module level, mentions and may write."""
+def _scan(top: ast.stmt, entry: Statement) -> tuple[int, int]:
+    """Record what ``top`` binds at module level, mentions, spells and may write; return
+    the levels of its syntax tree and its longest ``and``/``or`` chain (for the nesting depth).
+
+    One level-order walk over every node (what ``ast.walk`` visits, without its generators),
+    as :func:`~ckptlint.semantic.nesting.nesting_depth` counts levels."""
     if isinstance(top, (*_FUNCTIONS, ast.ClassDef)):
         entry.definition = True
-    for node in ast.walk(top):
-        kind = type(node)
-        if kind in _WRITES:
-            _attribute_writes(node, entry.attribute_writes)
-        if kind is ast.Global:
-            entry.binds.update(node.names)
-            entry.plain.update(node.names)
-        elif kind is ast.Attribute or kind is ast.Subscript:
-            if not isinstance(node.ctx, ast.Load):  # `x.a = ...`, `x[k] += ...`, `del x[k]`
-                _add_base(node, entry.mutated)
-        elif kind is ast.Call:
-            func = node.func
-            if type(func) is ast.Attribute and func.attr in MUTATING_METHODS:
-                _add_base(func.value, entry.mutated)
+    if isinstance(top, ast.ClassDef):
+        for part in [*top.bases, *top.keywords, *top.decorator_list]:
+            _identifiers(part, entry.header)
+        for base in top.bases:
+            _add_base(base, entry.bases)
+    identifiers = entry.identifiers
+    add = identifiers.add
+    levels = chain = 0
+    level: list[ast.AST] = [top]
+    AST = ast.AST
+    while level:
+        levels += 1
+        below: list[ast.AST] = []
+        extend = below.extend
+        append = below.append
+        for node in level:
+            kind = type(node)
+            if kind is ast.Name:
+                add(node.id)  # type: ignore[attr-defined]
+            elif kind is ast.Attribute:
+                add(node.attr)  # type: ignore[attr-defined]
+                if node.attr == "apply":  # type: ignore[attr-defined]
+                    _add_base(node.value, entry.apply_receivers)  # type: ignore[attr-defined]
+                if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]  # `x.a = ...`, `del x.a`
+                    _add_base(node, entry.mutated)
+            elif kind is ast.Subscript:
+                if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]  # `x[k] += ...`, `del x[k]`
+                    _add_base(node, entry.mutated)
+            elif kind is ast.Call:
+                func = node.func  # type: ignore[attr-defined]
+                if type(func) is ast.Attribute and func.attr in MUTATING_METHODS:
+                    _add_base(func.value, entry.mutated)
+            elif kind is ast.keyword:
+                if node.arg:  # type: ignore[attr-defined]
+                    add(node.arg)  # type: ignore[attr-defined]
+            elif kind is ast.arg:
+                add(node.arg)  # type: ignore[attr-defined]
+            elif kind in _DEFINITIONS:
+                add(node.name)  # type: ignore[attr-defined]
+                entry.defined.add(node.name)  # type: ignore[attr-defined]
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                prefix = "." * (node.level or 0) + (node.module or "") if kind is ast.ImportFrom else ""  # type: ignore[attr-defined]
+                for alias in node.names:  # type: ignore[attr-defined]
+                    full = f"{prefix}.{alias.name}" if prefix and not prefix.endswith(".") else prefix + alias.name
+                    bound = alias.asname or (alias.name if kind is ast.ImportFrom else alias.name.split(".", 1)[0])
+                    identifiers.update(alias.name.split("."))
+                    add(bound)
+                    entry.imported.append((bound, full))
+            elif kind is ast.Global:
+                entry.binds.update(node.names)  # type: ignore[attr-defined]
+                entry.plain.update(node.names)  # type: ignore[attr-defined]
+            elif kind is ast.BoolOp:
+                if len(node.values) > chain:  # type: ignore[attr-defined]
+                    chain = len(node.values)  # type: ignore[attr-defined]
+            if kind in _WRITES:
+                _attribute_writes(node, entry.attribute_writes)
+            fields = _FIELDS.get(kind)
+            if fields is None:
+                fields = _fields_of(kind)
+            for name in fields:
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    extend([child for child in value if isinstance(child, AST)])
+                elif isinstance(value, AST):
+                    append(value)
+        level = below
     _module_level(top, entry)
+    return levels, chain
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields_of(kind: type) -> tuple[str, ...]:
+    fields = _FIELDS[kind] = tuple(kind._fields)  # type: ignore[attr-defined]
+    return fields
+
+
+def _identifiers(expr: ast.AST, out: set[str]) -> None:
+    for node in ast.walk(expr):
+        if type(node) is ast.Name:
+            out.add(node.id)  # type: ignore[attr-defined]
+        elif type(node) is ast.Attribute:
+            out.add(node.attr)  # type: ignore[attr-defined]
+        elif type(node) is ast.keyword and node.arg:  # type: ignore[attr-defined]
+            out.add(node.arg)  # type: ignore[attr-defined]
 
 
 def _add_base(expr: ast.AST, out: set[str]) -> None:
