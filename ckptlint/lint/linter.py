@@ -124,12 +124,11 @@ class FileLinter:
         import libcst as cst
 
         from ckptlint.semantic.nesting import TooDeeplyNested, deep_recursion
-        from ckptlint.semantic.parse import parse_source
 
         problems: list[Problem] = []
         enabled = settings.enabled - settings.ignored_for(_relative_to(source.path, settings.root))
         try:
-            analysis = parse_source(source, module_name, is_package)
+            analysis = self._parse(source, module_name, is_package)
         except cst.ParserSyntaxError as exc:
             if _cpython_parses(source.text):
                 # valid Python that libcst cannot build a tree of (~4,000 implicitly
@@ -161,7 +160,11 @@ class FileLinter:
 
             used_elsewhere = set(self._noqa_used_elsewhere)
             for attempt in range(_RULE_PASSES):
-                self.project.begin_pass(whole=attempt == _RULE_PASSES - 1)
+                whole = attempt == _RULE_PASSES - 1
+                self.project.begin_pass(whole=whole)
+                if attempt:
+                    analysis = self._again(analysis, source, module_name, is_package, whole)
+                self.project.hold(analysis)
                 found = self._run_rules(analysis, source, settings, enabled, list(problems))
                 if not self.project.end_pass():
                     break
@@ -169,6 +172,54 @@ class FileLinter:
                 self._noqa_used_elsewhere.clear()
                 self._noqa_used_elsewhere.update(used_elsewhere)
             return found
+
+    def _parse(self, source: SourceFile, module_name: str, is_package: bool) -> ModuleAnalysis:
+        """The analysis the rules read: libcst parses only the top-level statements that can
+        hold a checkpoint site and what they need (:mod:`ckptlint.checkpoint.site_statements`),
+        or the whole file (partial parsing off, a file CPython's parser or ``ast`` index
+        refuses, every statement needed, a selection libcst refuses). Raises what
+        :func:`~ckptlint.semantic.parse.parse_source` raises."""
+        from ckptlint.semantic.nesting import MAX_NESTING
+        from ckptlint.semantic.parse import parse_selection, parse_source
+
+        if not self.project.partial:
+            return parse_source(source, module_name, is_package)
+        from ckptlint.checkpoint.site_statements import site_statements
+        from ckptlint.semantic.index import index_for
+
+        index = index_for(source.text, source.path)
+        if index is None or index.depth > MAX_NESTING:
+            return parse_source(source, module_name, is_package)  # CKP999, CKP902 as for a whole parse
+        seeds = site_statements(index)
+        names: set[str] = set()
+        for i in seeds:
+            names |= index.statements[i].binds | index.statements[i].mentions
+        chosen, covered = index.select(names)
+        chosen |= seeds
+        if len(chosen) == len(index.statements):
+            return parse_source(source, module_name, is_package)
+        analysis = parse_selection(source, index, chosen, covered, module_name, is_package)
+        return analysis if analysis is not None else parse_source(source, module_name, is_package)
+
+    def _again(
+        self, analysis: ModuleAnalysis, source: SourceFile, module_name: str, is_package: bool, whole: bool
+    ) -> ModuleAnalysis:
+        """The linted file's analysis for another pass of the rules: the project's larger
+        parse of it when a region asked for more of it, a whole parse on the last pass."""
+        from ckptlint.semantic.parse import parse_source
+
+        if analysis.covered is None:
+            return analysis
+        if whole:
+            analysis = parse_source(source, module_name, is_package)
+        else:
+            kept = self.project.cached(Path(source.path)) if os.path.isabs(source.path) else None
+            if kept is None or kept is analysis or kept.source.text != source.text:
+                return analysis
+            analysis = kept
+        if os.path.isabs(source.path):
+            self.project.remember(Path(source.path), analysis)
+        return analysis
 
     def _run_rules(
         self,

@@ -21,9 +21,9 @@ from ckptlint.semantic.nesting import (
 from ckptlint.text.source import SourceFile
 
 if TYPE_CHECKING:
-    pass
+    from ckptlint.semantic.index import ModuleIndex
 
-__all__ = ["parse_source"]
+__all__ = ["parse_selection", "parse_source"]
 
 
 def parse_source(source: SourceFile, module_name: str = "", is_package: bool = False) -> ModuleAnalysis:
@@ -44,7 +44,50 @@ def parse_source(source: SourceFile, module_name: str = "", is_package: bool = F
     analysis.depth = depth
     perf.add("files_parsed_whole")
     perf.add("statements_parsed", len(analysis.module.body))
+    perf.add("chars_parsed", len(source.text))
     return analysis
+
+def parse_selection(
+    source: SourceFile,
+    index: ModuleIndex,
+    chosen: frozenset[int],
+    covered: frozenset[str],
+    module_name: str = "",
+    is_package: bool = False,
+) -> ModuleAnalysis | None:
+    """Parse with libcst only the top-level statements ``chosen`` (indices into
+    ``index.statements``, the index of ``source.text``), the others blanked character for
+    character so that every offset is the real file's (:meth:`ModuleIndex.padded`).
+
+    ``covered``: the names the selection answers for (:meth:`ModuleIndex.select`). Returns
+    ``None`` when libcst refuses the selection (CPython, which built the index, accepts some
+    code libcst does not): the caller decides as for a whole parse.
+    """
+    from ckptlint import perf
+
+    text, count = index.padded(source.text, chosen)
+    try:
+        module = parse_module_unvalidated(text)
+    except Exception:  # noqa: BLE001 - libcst.ParserSyntaxError and friends
+        return None
+    perf.add("files_parsed_partial")
+    perf.add("statements_parsed", count)
+    analysis = ModuleAnalysis(source, module, module_name, is_package)
+    analysis.depth = index.depth
+    analysis.covered = covered
+    analysis.chosen = chosen
+    analysis.parsed_text = text
+    analysis.parsed_chars = sum(_span_chars(source, index.statements[i].start, index.statements[i].end) for i in chosen)
+    perf.add("chars_parsed", analysis.parsed_chars)
+    analysis.unparsed_attribute_writes = index.attribute_writes_outside(chosen)
+    return analysis
+
+
+def _span_chars(source: SourceFile, start: int, end: int) -> int:
+    """Characters of lines ``start``..``end`` (1-based, inclusive) of ``source``."""
+    starts = source.line_starts
+    stop = starts[end] if end < len(starts) else len(source.text)
+    return max(0, stop - starts[min(start, len(starts)) - 1])
 
 def _vet(source: SourceFile) -> int:
     """The nesting depth of ``source`` (see :func:`nesting_depth`; ``0`` when it is too short to nest

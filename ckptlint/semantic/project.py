@@ -174,6 +174,15 @@ class Project:
             self._handed.add(id(analysis))
         return analysis
 
+    def cached(self, path: Path) -> ModuleAnalysis | None:
+        """The analysis of ``path`` kept now (whole or partial), or ``None``."""
+        return self._analyses.get(Path(os.path.abspath(path)))
+
+    def hold(self, analysis: ModuleAnalysis) -> None:
+        """Count ``analysis`` (the linted file's own) among those handed out in this pass: a
+        larger parse replacing it makes the rules run again (:meth:`end_pass`)."""
+        self._hand(analysis)
+
     def begin_pass(self, *, whole: bool = False) -> None:
         """Rules start (again) on the linted file: forget the analyses handed out so far;
         with ``whole``, parse every module reached whole from now on (until :meth:`end_pass`)."""
@@ -198,20 +207,24 @@ class Project:
             self._accessed.add(path)
         cached = self._analyses.get(path, _MISSING)
         if cached is _MISSING or (cached is not None and cached.covered is not None):
-            self._store(path, self._parse_whole(path))
+            self._store(path, self._parse_whole(path, None if cached is _MISSING else cached.source))  # type: ignore[union-attr]
         else:
             self._analyses.move_to_end(path)
         return self._hand(self._analyses[path])
 
-    def _parse_whole(self, path: Path) -> ModuleAnalysis | None:
+    def _parse_whole(self, path: Path, source: SourceFile | None = None) -> ModuleAnalysis | None:
+        """The whole parse of ``path``: of ``source`` when given (the text a partial parse of
+        it read: the file being linted may be a fixed text or a notebook's code, not what is
+        on disk), else of the file read now."""
         from ckptlint.semantic.parse import parse_source
         from ckptlint.text.source import SourceDecodeError, decode_source
 
         try:
-            raw = path.read_bytes()
             name, is_package, root = module_name_for(path)
             self.add_root(root)
-            analysis = parse_source(decode_source(raw, str(path)), name, is_package)
+            if source is None:
+                source = decode_source(path.read_bytes(), str(path))
+            analysis = parse_source(source, name, is_package)
             analysis.project = self
         except (OSError, SourceDecodeError, RecursionError, MemoryError, ValueError):
             return None
@@ -303,51 +316,33 @@ class Project:
         are needed, when it cannot be indexed, or when libcst refuses the selection);
         ``previous``, a partial parse of the same file that selected the same statements,
         is kept (covering ``names`` from now on) instead of parsing again."""
-        from ckptlint import perf
-        from ckptlint.semantic.analysis import ModuleAnalysis
         from ckptlint.semantic.index import index_for
         from ckptlint.semantic.nesting import MAX_NESTING
-        from ckptlint.semantic.parse import parse_module_unvalidated
+        from ckptlint.semantic.parse import parse_selection
 
-        source = self._read(path)
+        source = previous.source if previous is not None else self._read(path)
         if source is None:
             return None
         name, is_package, root = module_name_for(path)
         self.add_root(root)
         index = index_for(source.text, str(path))
         if index is None:
-            return self._parse_whole(path)
+            return self._parse_whole(path, source)
         if index.depth > MAX_NESTING:
             return None  # what parse_source refuses (TooDeeplyNested)
         chosen, covered = index.select(names)
+        if previous is not None:
+            chosen |= previous.chosen  # the linted file's own selection holds statements no name asked for
         if previous is not None and previous.chosen == chosen and previous.source.text == source.text:
             previous.covered = covered
             return previous
         if len(chosen) == len(index.statements):
-            return self._parse_whole(path)
-        text, count = index.padded(source.text, chosen)
-        try:
-            module = parse_module_unvalidated(text)
-        except Exception:  # noqa: BLE001 - libcst refuses what CPython took: decide as a whole parse does
-            return self._parse_whole(path)
-        perf.add("files_parsed_partial")
-        perf.add("statements_parsed", count)
-        analysis = ModuleAnalysis(source, module, name, is_package)
-        analysis.depth = index.depth
-        analysis.covered = covered
-        analysis.chosen = chosen
-        analysis.parsed_text = text
-        analysis.parsed_chars = sum(_span_chars(source, index.statements[i].start, index.statements[i].end) for i in chosen)
-        analysis.unparsed_attribute_writes = index.attribute_writes_outside(chosen)
+            return self._parse_whole(path, source)
+        analysis = parse_selection(source, index, chosen, covered, name, is_package)
+        if analysis is None:  # libcst refuses what CPython took: decide as a whole parse does
+            return self._parse_whole(path, source)
         analysis.project = self
         return analysis
-
-
-def _span_chars(source: SourceFile, start: int, end: int) -> int:
-    """Characters of lines ``start``..``end`` (1-based, inclusive) of ``source``."""
-    starts = source.line_starts
-    stop = starts[end] if end < len(starts) else len(source.text)
-    return max(0, stop - starts[min(start, len(starts)) - 1])
 
 
 _MISSING = object()
