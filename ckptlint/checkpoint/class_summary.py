@@ -9,7 +9,7 @@ import libcst as cst
 
 from ckptlint.checkpoint.denotations import ClassInfo
 from ckptlint.checkpoint.options import literal_value
-from ckptlint.semantic.walk import child_nodes
+from ckptlint.semantic.walk import child_nodes, node_types
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
@@ -25,6 +25,22 @@ def self_parameter(method: cst.FunctionDef) -> str | None:
     return params[0].name.value
 
 def summarise_class(analysis: ModuleAnalysis, node: cst.ClassDef) -> ClassInfo:
+    """The summary of class ``node`` of ``analysis``: its methods, the values assigned to its
+    attributes (class body, ``self.x = ...`` in any method, ``setattr``, ``add_module``...),
+    appended values and buffers; ``bases`` is left empty (the evaluator fills it).
+
+    Read from the tree once per analysis (kept in the model's memo: every file whose regions
+    reach the class in the same process shares it); each call returns a new record whose
+    tables are shared and must not be changed."""
+    memo: dict[int, tuple[cst.ClassDef, ClassInfo]] = analysis.model.memo.setdefault("class_summaries", {})  # type: ignore[assignment]
+    known = memo.get(id(node))
+    if known is None or known[0] is not node:
+        known = memo[id(node)] = (node, _summarise(analysis, node))
+    info = known[1]
+    return ClassInfo(info.analysis, node, info.qualname, info.methods, info.attributes, info.appended, info.buffers)
+
+
+def _summarise(analysis: ModuleAnalysis, node: cst.ClassDef) -> ClassInfo:
     scope = analysis.model.scope_of_definition.get(node)
     info = ClassInfo(analysis, node, scope.qualname if scope else node.name.value)
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
@@ -52,7 +68,14 @@ def _is_self_attribute(expr: cst.BaseExpression, self_name: str) -> str | None:
         return expr.attr.value
     return None
 
+_RECORDED = node_types(cst.Assign, cst.AnnAssign, cst.Call)
+_NOT_ENTERED = node_types(cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)
+_BRANCHES = node_types(cst.If, cst.IfExp)
+
+
 def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, method: cst.FunctionDef) -> None:
+    if type(node) not in _RECORDED:
+        return  # most nodes: one set lookup instead of four ABC isinstance checks
     if isinstance(node, cst.Assign):
         for target in node.targets:
             attr = _is_self_attribute(target.target, self_name)
@@ -117,9 +140,10 @@ def nodes_of_function(
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)):
+        kind = type(node)
+        if kind in _NOT_ENTERED:
             continue
-        if decide is not None and isinstance(node, (cst.If, cst.IfExp)):
+        if decide is not None and kind in _BRANCHES:
             taken = decide(node.test)
             if taken is not None:
                 branch = node.body if taken else node.orelse

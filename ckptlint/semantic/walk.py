@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-__all__ = ["child_nodes", "iter_tree"]
+__all__ = ["child_nodes", "iter_tree", "node_types"]
 
 _SKIPPED_FIELDS = frozenset(
     {
@@ -58,6 +58,21 @@ def _fields(node_type: type) -> tuple[str, ...]:
         )
         _FIELDS_BY_TYPE[node_type] = names
     return names
+
+
+def node_types(*classes: type) -> frozenset[type]:
+    """``classes`` and every subclass of them, for ``type(node) in node_types(...)``: the
+    answer of ``isinstance(node, classes)`` for libcst nodes, without ``ABCMeta``'s
+    ``__instancecheck__`` (libcst's nodes are ABCs: each ``isinstance`` costs a Python-level
+    call). libcst (1.x) defines its node classes when it is imported and creates none later."""
+    found: set[type] = set()
+    stack = list(classes)
+    while stack:
+        cls = stack.pop()
+        if cls not in found:
+            found.add(cls)
+            stack.extend(cls.__subclasses__())
+    return frozenset(found)
 
 
 _IS_NODE: dict[type, bool] = {}
