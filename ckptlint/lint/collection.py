@@ -11,11 +11,12 @@ with the collector off).
 Here the collector pauses while a file is linted and the file's garbage is collected when
 it is done: a young collection after every file (what the file allocated, and the survivors
 of the previous file), and a full one only once the time spent linting since the last full
-collection is :data:`WORK_PER_FULL` times what that collection took (at most ~5 % of the
-time). Objects without reference cycles, most of them, are freed by reference counting;
-the analyses the project drops from its cache, whose semantic models are cyclic, are
-released (their cycles broken) by the project itself, so they do not wait for a full
-collection either.
+collection is :data:`WORK_PER_FULL` times what that collection took, at most ~1 % of the
+time. Full collections find little: objects without reference cycles, most of them, are
+freed by reference counting, and the analyses the project drops from its cache, whose
+semantic models are cyclic, are released (their cycles broken) by the project itself
+(measured on diffusers with ``-j1``: six full collections took 3.3 s and found 2,076
+objects; the young ones 2.2 s, 94,780 objects).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from contextlib import contextmanager
 __all__ = ["WORK_PER_FULL", "collected_after"]
 
 #: Seconds of linting between two full collections, as a multiple of the last one's duration.
-WORK_PER_FULL = 20
+WORK_PER_FULL = 100
 
 _last_full_took = 0.01  # seconds
 _last_full_at = time.perf_counter()
