@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -122,7 +123,7 @@ def test_new_file_at_a_looked_up_path_invalidates(project: Path, run_cli, counte
     assert _run(run_cli) == EXPECTED  # pkg/blocks.py does not exist yet: the block is unknown
     [cache_file] = (project / ".ckptlint_cache").glob("*/*.json")
     deps = json.loads(cache_file.read_text())["files"][str(model)]["deps"]
-    assert deps[str(project / "pkg" / "blocks.py")] is None
+    assert deps[str(project / "pkg" / "blocks.py")] == [None, None, None]  # looked for, absent
     (project / "pkg" / "blocks.py").write_text(textwrap.dedent(LAYERS_WITHOUT_RANDOMNESS))
     found, hits, misses = _lint_and_count(run_cli, counted)
     assert (found, hits, misses) == ([("model.py", 14, "CKP001")], 0, 1)
@@ -311,3 +312,17 @@ def test_concurrent_runs_leave_a_valid_cache(project: Path, run_cli, counted) ->
     assert not list((project / ".ckptlint_cache").glob("*/.tmp-*"))  # no temporary file left
     _, hits, misses = _lint_and_count(run_cli, counted, "pkg/model.py")
     assert (hits, misses) == (1, 0)
+
+
+def test_dependency_touched_without_a_change_is_still_a_hit(project: Path, run_cli, counted) -> None:
+    """A dependency whose modification time changed is read and compared by digest; one whose
+    size and time are unchanged is not read at all."""
+    _run(run_cli)
+    layers = project / "pkg" / "layers.py"
+    stat = layers.stat()
+    os.utime(layers, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    found, hits, misses = _lint_and_count(run_cli, counted)
+    assert (found, hits, misses) == (EXPECTED, 1, 0)
+    [cache_file] = (project / ".ckptlint_cache").glob("*/*.json")
+    digest, size, mtime = json.loads(cache_file.read_text())["files"][str(project / "pkg" / "model.py")]["deps"][str(layers)]
+    assert (size, isinstance(digest, str)) == (stat.st_size, True)

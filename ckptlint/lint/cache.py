@@ -7,9 +7,12 @@ with everything that result depended on:
 
 - the BLAKE2b digest of the file's bytes;
 - its dotted module name (which ``__init__.py`` files around it decide);
-- the digest of every other file its regions read (:attr:`FileResult.dependencies`), and
-  ``null`` for each candidate path that was looked for and did not exist, so creating
-  ``layers.py`` next to a ``layers/`` package invalidates too.
+- every other file its regions read (:attr:`FileResult.dependencies`) as ``[digest, size,
+  mtime_ns]``, and ``[null, null, null]`` for each candidate path that was looked for and did
+  not exist, so creating ``layers.py`` next to a ``layers/`` package invalidates too. A
+  dependency whose size and modification time are unchanged is taken as unchanged without
+  reading it (ruff's cache trusts modification times the same way); one whose time changed
+  is read and compared by digest (a ``touch`` alone invalidates nothing).
 
 A result is reused only when all of these are unchanged; the ckptlint version, a
 fingerprint of the installed package's source files (so an edited checkout never reuses
@@ -32,6 +35,7 @@ import json
 import os
 import secrets
 import shutil
+from stat import S_ISREG
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,7 +61,7 @@ CACHEDIR_TAG = (
     "# For information about cache directory tags, see:\n"
     "#\thttps://bford.info/cachedir/\n"
 )
-_FORMAT = 1
+_FORMAT = 2
 #: Problems that depend only on a file's bytes, so their results may be cached.
 _CACHEABLE_PROBLEMS = frozenset({"decode", "parse", "warning"})
 
@@ -196,6 +200,7 @@ class ResultCache:
         self._buckets: dict[tuple[Path, str], _Bucket] = {}
         self._digests: dict[str, str] = {}  # linted path -> digest of the bytes linted
         self._dependency_digests: dict[str, str | None] = {}
+        self._dependency_stats: dict[str, tuple[int, int] | None] = {}
         self._fingerprints: dict[Settings, str] = {}
         self.hits = 0
         self.misses = 0
@@ -249,7 +254,32 @@ class ResultCache:
     def _still_valid(self, path: str, entry: dict[str, Any]) -> bool:
         if entry["module"] != _module_of(path):
             return False
-        return all(self._dependency_digest(dep) == known for dep, known in entry["deps"].items())
+        for dep, (known, size, mtime) in entry["deps"].items():
+            state = self._dependency_stat(dep)
+            if known is None or state is None:
+                if known is not None or state is not None:
+                    return False  # appeared, or vanished
+                continue
+            if state != (size, mtime) and self._dependency_digest(dep) != known:
+                return False
+        return True
+
+    def _dependency_stat(self, path: str) -> tuple[int, int] | None:
+        """``(size, mtime_ns)`` of the regular file at ``path``; ``None`` when there is none
+        (absent, a folder, unreadable)."""
+        if path not in self._dependency_stats:
+            try:
+                stat = os.stat(path)
+                self._dependency_stats[path] = (stat.st_size, stat.st_mtime_ns) if S_ISREG(stat.st_mode) else None
+            except OSError:
+                self._dependency_stats[path] = None
+        return self._dependency_stats[path]
+
+    def _dependency_entry(self, path: str) -> list[Any]:
+        state = self._dependency_stat(path)
+        if state is None:
+            return [None, None, None]
+        return [self._dependency_digest(path), *state]
 
     def _dependency_digest(self, path: str) -> str | None:
         if path not in self._dependency_digests:
@@ -273,7 +303,7 @@ class ResultCache:
         self._bucket(settings).updated[result.path] = {
             "hash": key,
             "module": _module_of(result.path),
-            "deps": {dep: self._dependency_digest(dep) for dep in result.dependencies},
+            "deps": {dep: self._dependency_entry(dep) for dep in result.dependencies},
             "diagnostics": [d.to_dict() for d in result.diagnostics],
             "problems": [[p.kind, p.message] for p in result.problems],
             "noqa_used": sorted([other, row] for other, row in result.noqa_used_elsewhere),

@@ -25,8 +25,9 @@ import re
 
 from ckptlint.facts.apis import gate_names
 from ckptlint.lint.literal_search import AliasLineSearch, KeywordSearch, OwnerCallSearch, WordSearch
+from ckptlint.text.reading import gate_bytes
 
-__all__ = ["may_have_findings"]
+__all__ = ["file_may_have_findings", "may_have_findings"]
 
 # Names learnt from the API table (ckptlint.facts.apis.gate_names): any of these words makes the
 # file worth parsing; ``owner.checkpoint(`` for an owner module of a library's checkpoint.
@@ -43,6 +44,7 @@ _OWNER_CALL = re.compile(
 _words = WordSearch(_TABLE_WORDS).search
 # the words a file without "checkpoint" can hold
 _other_words = WordSearch(w for w in _TABLE_WORDS if "checkpoint" not in w).search
+_OTHER_WORD_BYTES = tuple(sorted(w.encode() for w in _TABLE_WORDS if "checkpoint" not in w))
 _owner_call = OwnerCallSearch(_TABLE_OWNERS).search
 # A name imported from any module (a re-export or a home-made helper of the linted tree)
 # that reads like a checkpoint function: ``from .nn import checkpoint``.
@@ -184,6 +186,23 @@ def _home_made(raw: bytes) -> bool:
     """A ``torch.autograd.Function`` that may re-run a stored callable in ``backward``
     (CKP104/CKP105 judge the implementation)."""
     return b"Function" in raw and b"enable_grad" in raw and b"backward" in raw
+
+
+def file_may_have_findings(raw: bytes, path: str) -> bool:
+    """:func:`may_have_findings` for the file at ``path``: a notebook's code cells
+    (:func:`~ckptlint.text.reading.gate_bytes`), after a test of its raw bytes that needs no
+    JSON parsing. Every word the gate looks for is made of ASCII letters, digits and ``_``,
+    which JSON (and every notebook writer) keeps as they are inside strings, so a notebook
+    whose bytes hold none of them has none in its cells either."""
+    if path.lower().endswith(".ipynb"):
+        if not (b"checkpoint" in raw or b"CKP" in raw or b"enable_grad" in raw or _other_words_anywhere(raw)):
+            return False
+        return may_have_findings(gate_bytes(raw, path))
+    return may_have_findings(raw)
+
+
+def _other_words_anywhere(raw: bytes) -> bool:
+    return any(word in raw for word in _OTHER_WORD_BYTES)
 
 
 def may_have_findings(raw: bytes) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ckptlint.config.settings import Settings
-from ckptlint.lint.gate import may_have_findings
+from ckptlint.lint.gate import file_may_have_findings
 from ckptlint.lint.limits import (
     MAX_FILE_BYTES,
     internal_error,
@@ -31,7 +31,7 @@ from ckptlint.text.noqa import (
     parse_noqa,
     unused_noqa_diagnostics,
 )
-from ckptlint.text.reading import gate_bytes, load_source
+from ckptlint.text.reading import load_source
 from ckptlint.text.source import SourceDecodeError, SourceFile
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ class FileLinter:
         self, result: FileResult, raw: bytes, settings: Settings, fix: FixMode, unsafe: bool, gate: bool
     ) -> FileResult:
         path = result.path
-        if gate and not may_have_findings(gate_bytes(raw, path)):
+        if gate and not file_may_have_findings(raw, path):
             result.problems += undecodable(path, raw)
             return result
         if len(raw) > size_limit(path):
@@ -106,8 +106,7 @@ class FileLinter:
             return result
         result.source = source
         module_name, is_package, root = module_name_for(Path(path)) if os.path.isabs(path) else ("", False, Path.cwd())
-        self.project.add_root(root)
-        self.project.track()
+        self.project.track(root)
         diagnostics, problems = self.check(source, settings, module_name, is_package)
         result.dependencies = [str(p) for p in self.project.accessed() if str(p) != path]
         result.problems += problems

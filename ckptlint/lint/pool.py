@@ -7,10 +7,9 @@ import time
 from typing import TYPE_CHECKING
 
 from ckptlint.lint.limits import internal_error
-from ckptlint.lint.linter import FileLinter
 from ckptlint.lint.results import FileResult
 from ckptlint.lint.stop import StopFlag
-from ckptlint.lint.task import Task, died, run_task, timed_out
+from ckptlint.lint.task import Task, died, linter_for, run_task, timed_out
 
 if TYPE_CHECKING:
     pass
@@ -88,7 +87,7 @@ def in_pool(
         for slot in range(workers):
             start(slot)
         if not live and any(queues):  # no worker process could start: lint here
-            linter = FileLinter(defer_unused_noqa_fixes=True)
+            linter = linter_for(tasks)
             for queue in queues:
                 while queue and not (stop and stop.signal):
                     index = queue.pop()
@@ -181,7 +180,7 @@ def _worker_main(tasks: list[Task], connection, parent: int) -> None:  # noqa: A
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the parent decides
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    linter = FileLinter(defer_unused_noqa_fixes=True)
+    linter = linter_for(tasks)
     while True:
         try:
             index = connection.recv()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ckptlint.config.settings import Settings
-from ckptlint.lint.gate import may_have_findings
+from ckptlint.lint.gate import file_may_have_findings
 from ckptlint.lint.limits import (
     DEFAULT_FILE_TIMEOUT,
     mentions,
@@ -17,14 +17,12 @@ from ckptlint.lint.limits import (
     too_large,
     undecodable,
 )
-from ckptlint.lint.linter import FileLinter
 from ckptlint.lint.pool import in_pool
 from ckptlint.lint.results import FileResult, FixMode, Problem, RunResult
 from ckptlint.lint.stop import Interrupted, StopFlag
-from ckptlint.lint.task import Task, run_task, timed_out
+from ckptlint.lint.task import Task, linter_for, run_task, timed_out
 from ckptlint.lint.unused_noqa import settle_unused_noqa
 from ckptlint.rule_codes import UNUSED_NOQA
-from ckptlint.text.reading import gate_bytes
 
 if TYPE_CHECKING:
     from ckptlint.lint.cache import ResultCache
@@ -79,7 +77,7 @@ def lint_files(
         except OSError as exc:
             results.append(FileResult(name, problems=[Problem(name, read_error(exc), "io")]))
             continue
-        if not may_have_findings(gate_bytes(raw, name)):
+        if not file_may_have_findings(raw, name):
             if problems := undecodable(name, raw):
                 results.append(FileResult(name, problems=problems))
             continue
@@ -118,7 +116,7 @@ def in_process(tasks: list[Task], stop: StopFlag | None, timeout: float | None) 
     import signal
     import threading
 
-    linter = FileLinter(defer_unused_noqa_fixes=True)
+    linter = linter_for(tasks)
     done: list[FileResult | None] = [None] * len(tasks)
     alarm = (
         timeout is not None
@@ -146,7 +144,7 @@ def in_process(tasks: list[Task], stop: StopFlag | None, timeout: float | None) 
             except _FileTimeout:
                 if done[i] is None:
                     done[i] = timed_out(task, timeout)  # type: ignore[arg-type]
-                    linter = FileLinter(defer_unused_noqa_fixes=True)  # its state may be half-built
+                    linter = linter_for(tasks)  # its state may be half-built
             except Interrupted:
                 break
             if stop:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,18 @@ class Task:
     fix: FixMode
     unsafe: bool
     keep_source: bool = False
+
+
+def linter_for(tasks: list[Task]) -> FileLinter:
+    """A linter for a run of ``tasks``: its project searches the import roots of every file of
+    the run from the start, so that where an import resolves does not depend on which files
+    a worker happened to lint before (``-j1`` and ``-jN`` give one answer)."""
+    from pathlib import Path
+
+    from ckptlint.semantic.project import Project, module_name_for
+
+    roots = {module_name_for(Path(t.path))[2] for t in tasks if os.path.isabs(t.path)}
+    return FileLinter(Project(sorted(roots)), defer_unused_noqa_fixes=True)
 
 
 _WORKER_LINTER: FileLinter | None = None

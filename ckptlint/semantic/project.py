@@ -18,6 +18,7 @@ every module whole: the tests compare both.
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.text.source import SourceFile
 
-__all__ = ["Project", "module_name_for"]
+__all__ = ["Project", "module_name_for", "project_folder"]
 
 
 def module_name_for(path: Path) -> tuple[str, bool, Path]:
@@ -51,11 +52,35 @@ def module_name_for(path: Path) -> tuple[str, bool, Path]:
     return ".".join(parts), is_package, folder
 
 
+_PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+_PROJECT_FOLDERS: dict[Path, Path] = {}
+
+
+def project_folder(root: Path) -> Path:
+    """The project an import root belongs to: the nearest folder at or above ``root`` that
+    holds a repository or a package's build files (``.git``, ``pyproject.toml``,
+    ``setup.py``, ``setup.cfg``), or the file system's root when none does. The import roots
+    of one project are searched for each other's imports (``tests/`` importing the package
+    under ``src/``); those of another project linted in the same run are not."""
+    root = Path(os.path.abspath(root))
+    known = _PROJECT_FOLDERS.get(root)
+    if known is None:
+        known = Path(root.anchor)
+        for folder in (root, *root.parents):
+            if any(os.path.exists(os.path.join(folder, marker)) for marker in _PROJECT_MARKERS):
+                known = folder
+                break
+        if len(_PROJECT_FOLDERS) > 4096:
+            _PROJECT_FOLDERS.clear()
+        _PROJECT_FOLDERS[root] = known
+    return known
+
+
 class Project:
     """Module lookup and a per-process cache of analysed modules.
 
     Args:
-        roots: folders searched for absolute imports, in order (the import roots of the
+        roots: folders searched for absolute imports (the import roots of the
             linted files are added as files are linted).
         max_modules, max_chars: bounds of the analysis cache (entries, and characters of
             source text as a proxy for memory: a libcst tree with its semantic model takes
@@ -77,7 +102,10 @@ class Project:
         partial: bool | None = None,
         files_stable: bool = True,
     ) -> None:
-        self.roots: list[Path] = list(roots or [])
+        #: import roots by project folder (:func:`project_folder`), each list sorted
+        self._roots: dict[Path, list[Path]] = {}
+        for root in roots or []:
+            self.add_root(root)
         #: whether files may be taken not to appear or vanish between two linted files (a
         #: command run: the analyses cached here assume the same of their files); the
         #: language server, whose files change while it runs, says ``False``
@@ -95,11 +123,16 @@ class Project:
         #: analyses replaced by a larger parse of their module: released at the next
         #: :meth:`track` (the rules of the file being linted may still hold them)
         self._retired: list[ModuleAnalysis] = []
+        self._home: Path | None = None  # the import root of the file being linted
 
-    def track(self) -> None:
-        """Start recording which other files are read (for cache invalidation); first drop
+    def track(self, home: Path | None = None) -> None:
+        """Start recording which other files are read (for cache invalidation), for a file
+        whose import root is ``home`` (searched first by :meth:`file_for_module`); first drop
         the least recently used analyses beyond the cache bounds, and release those dropped
         (:meth:`ModuleAnalysis.release`: freed at once, not at the next full collection)."""
+        self._home = home
+        if home is not None:
+            self.add_root(home)
         self._evict()
         kept = {id(a) for a in self._analyses.values() if a is not None}
         for retired in self._retired:
@@ -125,9 +158,18 @@ class Project:
         self._accessed = None
         return found
 
+    @property
+    def roots(self) -> list[Path]:
+        """Every import root known, sorted."""
+        return sorted(r for roots in self._roots.values() for r in roots)
+
     def add_root(self, root: Path) -> None:
-        if root not in self.roots:
-            self.roots.append(root)
+        """Search ``root`` for absolute imports of the files of its project (the roots of
+        a project are kept sorted, so the order of a lookup does not depend on the order in
+        which files were linted)."""
+        roots = self._roots.setdefault(project_folder(root), [])
+        if root not in roots:
+            bisect.insort(roots, root)
 
     def file_for_module(self, module: str) -> Path | None:
         """The file of dotted ``module`` below one of the roots, or ``None`` (looked up once
@@ -136,7 +178,7 @@ class Project:
         accessed on every call, for cache invalidation)."""
         if not module:
             return None
-        key = (module, len(self.roots))
+        key = (module, self._home, len(self._scope()))
         found = self._module_files.get(key)
         if found is None:
             found = self._find_module_file(module)
@@ -146,16 +188,38 @@ class Project:
         return found[0]
 
     def _find_module_file(self, module: str) -> tuple[Path | None, list[Path]]:
+        """The file of ``module`` and the paths whose appearance would change the answer:
+        the linted file's own import root is searched first, then the other roots of its
+        project (:func:`project_folder`) in order (as Python searches the script's folder
+        before the rest of ``sys.path``; another project linted in the same run, another
+        repository, is what an installed package would be: not searched). The paths
+        recorded are the file found and the candidates that are absent in the file's own
+        root; a module appearing in another root later is not tracked (with dozens of roots
+        in a run, a module found nowhere, numpy or logging, would otherwise record two paths
+        per root for every file that imports it: 1.2 million paths, 117 MB of cache, on the
+        41-repository corpus)."""
         relative = os.path.join(*module.split("."))
         checked: list[Path] = []
         isfile = os.path.isfile
-        for root in self.roots:
+        home = self._home
+        scope = self._scope()
+        order = scope if home is None else [home, *(r for r in scope if r != home)]
+        for position, root in enumerate(order):
             base = os.path.join(os.fspath(root), relative)
             for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-                checked.append(Path(os.path.abspath(candidate)))
                 if isfile(candidate):
+                    checked.append(Path(os.path.abspath(candidate)))
                     return Path(candidate), checked
+                if position == 0:
+                    checked.append(Path(os.path.abspath(candidate)))
         return None, checked
+
+    def _scope(self) -> list[Path]:
+        """The import roots searched for the file being linted: those of its project, or every
+        root when no file is being linted."""
+        if self._home is None:
+            return self.roots
+        return self._roots.get(project_folder(self._home), [])
 
     def remember(self, path: Path, analysis: ModuleAnalysis) -> None:
         self._store(Path(os.path.abspath(path)), analysis)

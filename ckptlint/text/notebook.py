@@ -154,7 +154,9 @@ class Notebook:
         masked: the original text of each masked IPython line, by placeholder index.
         upper_escapes: whether the file writes ``\\uXXXX`` escapes with upper-case hex digits
             (``\\u001B`` in outputs, as Colab and older Jupyter versions do; Python's
-            ``json`` writes ``\\u001b``).
+            ``json`` writes ``\\u001b``); ``None``: read from ``original`` when the notebook
+            is written (only a fix needs it: scanning every escape of a notebook whose outputs
+            hold megabytes of images took most of the time of a run that only read it).
     """
 
     data: dict[str, Any]
@@ -164,7 +166,7 @@ class Notebook:
     python: bool = True
     masked: list[str] = field(default_factory=list)
     original: str | None = field(default=None, repr=False)
-    upper_escapes: bool = False
+    upper_escapes: bool | None = None
 
     @classmethod
     def loads(cls, text: str) -> Notebook:
@@ -198,7 +200,6 @@ class Notebook:
             final_newline=text.endswith("\n"),
             python=language is None or str(language).lower() in ("python", "python3", "ipython", "ipython3"),
             original=text,
-            upper_escapes=_upper_escapes(text),
         )
 
     @cached_property
@@ -253,6 +254,8 @@ class Notebook:
         if self.indent is None and self.original is not None and '": ' not in self.original:
             separators = (",", ":")
         text = json.dumps(data, indent=self.indent, ensure_ascii=self.ensure_ascii, separators=separators)
+        if self.upper_escapes is None:
+            self.upper_escapes = _upper_escapes(self.original or "")
         if self.upper_escapes:
             text = _ESCAPE_HEX.sub(lambda m: m.group(1) + "\\u" + m.group(2).upper(), text)
         return text + "\n" if self.final_newline else text
