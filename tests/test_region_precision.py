@@ -981,3 +981,101 @@ def test_known_implementation_rows_match_under_another_root():
     assert known_implementation("vendor.megatron.mpu.random.CheckpointFunction") is not None
     assert known_implementation("random.CheckpointFunction") is None
     assert known_implementation("mylib.mpu.random.CheckpointFunction") is None
+
+
+# ------------------------------------------ a site that always raises recomputes nothing (judge 5)
+BERT_LAYER_LOOP = """\
+    import torch
+    import torch.utils.checkpoint
+    from torch import nn
+
+
+    class Encoder(nn.Module):  # BLIP models/med.py:431-443; mmaction2 vindlu modeling_bert.py:760-776
+        def __init__(self, layers):
+            super().__init__()
+            self.layer = nn.ModuleList(layers)
+            self.gradient_checkpointing = True
+
+        def forward(self, hidden_states, attention_mask=None, past_key_values=None, mode="multimodal"):
+            for i in range(len(self.layer)):
+                layer_module = self.layer[i]
+                past_key_value = past_key_values[i] if past_key_values is not None else None
+                if self.gradient_checkpointing and self.training:
+
+                    def create_custom_forward(module):
+                        def custom_forward(*inputs):
+                            return module(*inputs, past_key_value)
+
+                        return custom_forward
+
+                    layer_outputs = torch.utils.checkpoint.checkpoint(
+                        create_custom_forward(layer_module),
+                        hidden_states,
+                        attention_mask,
+                        {options},
+                    )
+                else:
+                    layer_outputs = layer_module(hidden_states, attention_mask, past_key_value)
+                hidden_states = layer_outputs[0]
+            return hidden_states
+"""
+
+
+def test_region_of_a_call_that_always_raises_is_not_judged():
+    # BLIP: `mode=mode` with use_reentrant omitted: the reentrant variant raises ValueError
+    # (and custom_forward(*inputs) would refuse `mode` too): CKP002 alone, no CKP201
+    blip = BERT_LAYER_LOOP.format(options="mode=mode")
+    assert located(blip, ["CKP002", "CKP201"]) == [(24, "CKP002")]
+    # vindlu: the same loop with use_reentrant=False runs and recomputes after the loop
+    vindlu = BERT_LAYER_LOOP.format(options="use_reentrant=False")
+    assert located(vindlu, ["CKP002", "CKP201"]) == [(20, "CKP201")]
+    # the raising keyword with use_reentrant=True explicit: raises as well
+    assert located(BERT_LAYER_LOOP.format(options="mode=mode, use_reentrant=True"), ["CKP201"]) == []
+    # a variant chosen at run time may not raise: judged
+    dynamic = BERT_LAYER_LOOP.format(options="mode=mode, use_reentrant=self.reentrant")
+    assert located(dynamic, ["CKP201"]) == [(20, "CKP201")]
+
+
+RAISING_DROPOUT = """\
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop = nn.Dropout(0.1)
+            self.norm = nn.BatchNorm1d(8)
+            self.calls = 0
+
+        def body(self, x, mask=None):
+            self.calls += 1
+            return self.norm(self.drop(x)) * mask
+
+        def forward(self, x, mask):
+            return checkpoint(self.body, x, preserve_rng_state=False, {options})
+"""
+
+
+def test_site_and_region_rules_agree_on_a_raising_call():
+    region_rules = ["CKP101", "CKP202", "CKP203"]
+    raising = (
+        "mask=mask",  # keywords under the omitted (reentrant) variant
+        "mask=mask, use_reentrant=True",
+        "use_reentrant=True, debug=True",  # debug other than False under reentrant
+        "use_reentrant=True, context_fn=lambda: (a, b)",
+    )
+    for options in raising:
+        source = RAISING_DROPOUT.format(options=options)
+        assert located(source, region_rules) == [], options
+        assert [code for _, code in located(source, "CKP002")] == ["CKP002"], options
+    runs = (
+        "mask=mask, use_reentrant=False",
+        "use_reentrant=True",
+        "use_reentrant=True, debug=self.debug",  # may be False at run time
+        "use_reentrant=True, context_fn=self.context_fn",  # may be noop_context_fn
+        "use_reentrant=True, use_reentrent=False",  # misspelled: CKP003 renames it
+    )
+    for options in runs:
+        source = RAISING_DROPOUT.format(options=options)
+        assert sorted(code for _, code in located(source, region_rules)) == ["CKP101", "CKP202", "CKP203"], options

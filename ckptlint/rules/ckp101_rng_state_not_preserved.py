@@ -104,8 +104,8 @@ class RngStateNotPreserved(Rule):
         owners: dict[int, CheckpointSite] = {}
         for site in site_index(analysis).sites:
             option = site.option("preserve_rng_state")
-            if not option.is_false:
-                continue
+            if not option.is_false or ctx.recomputes_nothing(site):
+                continue  # a call that always raises recomputes nothing (CKP002 reports it)
             owner = option.arg if option.arg is not None else site.call
             if site.form is SiteForm.BOUND_CALL and site.binding is not None and option.arg is None:
                 owner = site.binding.call
