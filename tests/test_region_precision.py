@@ -1079,3 +1079,76 @@ def test_site_and_region_rules_agree_on_a_raising_call():
     for options in runs:
         source = RAISING_DROPOUT.format(options=options)
         assert sorted(code for _, code in located(source, region_rules)) == ["CKP101", "CKP202", "CKP203"], options
+
+
+# -------------------------------------- CKP202: lazy initialisation spelled `is not None` (judge 5)
+ADAPTER_ATTENTION = """\
+    import torch
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    class AdapterAttention(nn.Module):  # litgpt litgpt/adapter.py:87-104
+        def __init__(self):
+            super().__init__()
+            self.adapter_wte = nn.Embedding(4, 8)
+            self.qkv = nn.Linear(8, 24)
+            self.adapter_kv_cache = None
+
+        def attend(self, q):
+            if self.adapter_kv_cache is not None:
+                {use}
+            else:
+                prefix = self.adapter_wte.weight.reshape(1, 4, 8)
+                _, ak, av = self.qkv(prefix).split(8, dim=-1)
+                {fill}
+            return q @ ak.transpose(-1, -2) @ av
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = AdapterAttention()
+
+        def forward(self, q):
+            return checkpoint(self.attn.attend, q, use_reentrant=False)
+"""
+
+
+def test_lazy_fill_in_the_else_branch_of_is_not_none_is_written_once():
+    uses = (
+        "ak, av = self.adapter_kv_cache",  # unpacking (litgpt)
+        "ak = self.adapter_kv_cache[0]; av = self.adapter_kv_cache[1]",  # subscripting
+        "ak = self.adapter_kv_cache.clone(); av = ak",  # a method call
+        "ak = av = self.adapter_kv_cache",
+    )
+    fills = ("self.adapter_kv_cache = (ak, av)", "self.adapter_kv_cache = [ak, av]", "self.adapter_kv_cache = ak")
+    for use in uses:
+        for fill in fills:
+            source = ADAPTER_ATTENTION.format(use=use, fill=fill)
+            assert located(source, "CKP202") == [], (use, fill)
+    # memoisation spelled `if key in cache: ... else: cache[key] = ...`
+    memo = ADAPTER_ATTENTION.replace("self.adapter_kv_cache = None", "self.memo = dict()").format(
+        use="ak, av = self.memo[q.shape]", fill="self.memo[q.shape] = (ak, av)"
+    ).replace("if self.adapter_kv_cache is not None:", "if q.shape in self.memo:")
+    assert located(memo, "CKP202") == []
+
+
+def test_cache_extended_in_the_is_not_none_branch_stays_reported():
+    # the same shape where the `is not None` branch grows the cache: every run, the
+    # recomputation included, appends again (the KV cache that doubles)
+    grows = ADAPTER_ATTENTION.format(
+        use="ak, av = self.adapter_kv_cache; self.adapter_kv_cache = (torch.cat([ak, q]), av)",
+        fill="self.adapter_kv_cache = (ak, av)",
+    )
+    assert located(grows, "CKP202") == [(15, "CKP202")]
+    # a fill in the else branch of a test that does not turn true once it ran
+    other = ADAPTER_ATTENTION.format(use="ak, av = q, q", fill="self.adapter_kv_cache = (ak, av)").replace(
+        "if self.adapter_kv_cache is not None:", "if self.adapter_kv_cache is None:"
+    )
+    assert located(other, "CKP202") == [(19, "CKP202")]
+    # a counter in the branch that runs once the cache is filled runs again on recompute
+    counted = ADAPTER_ATTENTION.format(
+        use="ak, av = self.adapter_kv_cache; self.hits += 1", fill="self.adapter_kv_cache = (ak, av)"
+    )
+    assert located(counted, "CKP202") == [(15, "CKP202")]

@@ -236,11 +236,38 @@ def written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) ->
         if ancestor is frame.function:
             return False
         came_from, child = child, ancestor
-        if not isinstance(ancestor, cst.If) or came_from is not ancestor.body:
-            continue  # the else branch runs when the value is already there
-        if _memo_test(ancestor.test, ancestor.body, container, key):
+        if not isinstance(ancestor, cst.If):
+            continue
+        if came_from is ancestor.body and _memo_test(ancestor.test, ancestor.body, container, key):
             return True
+        if came_from is ancestor.orelse and _filled_test(ancestor.test, _branch_body(ancestor.orelse), container, key):
+            return True  # `if self.x is not None: <use> else: self.x = ...`, the same fill inverted
     return False
+
+def _branch_body(orelse: cst.CSTNode) -> cst.CSTNode:
+    """The block an ``else:`` runs (an ``elif`` is an ``If``: its body and branches are
+    searched by :func:`assigns_in` only at the top, so it stands for itself)."""
+    return orelse.body if isinstance(orelse, cst.Else) else orelse
+
+def _filled_test(test: cst.BaseExpression, branch: cst.CSTNode, container: str | None, key: str) -> bool:
+    """Whether ``test`` turns true once the ``else`` branch ``branch`` has run, for the same
+    inputs: the inverted lazy initialisation ``if X is not None: <use X> else: ...; X = v``
+    (litgpt's adapter KV cache), ``if key in cache: ... else: cache[key] = v``; ``A and B``
+    when both operands are such tests, ``A or B`` when one is. A later run takes the other
+    branch and does not write again, as with :func:`_memo_test` for the ``if X is None:``
+    spelling."""
+    code = node_code
+    if isinstance(test, cst.BooleanOperation):
+        left = _filled_test(test.left, branch, container, key)
+        right = _filled_test(test.right, branch, container, key)
+        return (left and right) if isinstance(test.operator, cst.And) else (left or right)
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if container is None and isinstance(operator, cst.IsNot) and code(right) == "None":
+        guard = code(test.left)
+        return guard == key or assigns_in(branch, guard)
+    return container is not None and isinstance(operator, cst.In) and code(test.left) == key and code(right) == container
 
 def _memo_test(test: cst.BaseExpression, body: cst.CSTNode, container: str | None, key: str) -> bool:
     """Whether ``test`` turns false once ``body`` has run, for the same inputs: ``not FLAG``
