@@ -1152,3 +1152,190 @@ def test_cache_extended_in_the_is_not_none_branch_stays_reported():
         use="ak, av = self.adapter_kv_cache; self.hits += 1", fill="self.adapter_kv_cache = (ak, av)"
     )
     assert located(counted, "CKP202") == [(15, "CKP202")]
+
+
+# ------------------------------------ CKP203: BatchNorm frozen by its backbone's train() (judge 5)
+MMDET_RESNET = """\
+    import torch.nn as nn
+    import torch.utils.checkpoint as cp
+    from mmcv.cnn import build_norm_layer
+    from torch.nn.modules.batchnorm import _BatchNorm
+
+
+    class BasicBlock(nn.Module):  # UniFormer object_detection/mmdet/models/backbones/resnet.py
+        def __init__(self, planes, with_cp=False, norm_cfg=dict(type='BN')):
+            super(BasicBlock, self).__init__()
+            self.norm1_name, norm1 = build_norm_layer(norm_cfg, planes, postfix=1)
+            self.add_module(self.norm1_name, norm1)
+            self.conv1 = nn.Conv2d(planes, planes, 3, padding=1)
+            self.with_cp = with_cp
+
+        @property
+        def norm1(self):
+            return getattr(self, self.norm1_name)
+
+        def forward(self, x):
+            def _inner_forward(x):
+                return self.norm1(self.conv1(x)) + x
+
+            if self.with_cp and x.requires_grad:
+                out = cp.checkpoint(_inner_forward, x)
+            else:
+                out = _inner_forward(x)
+            return out
+
+
+    class ResNet(nn.Module):
+        arch_settings = {18: (BasicBlock, (2, 2, 2, 2))}
+
+        def __init__(self, depth, norm_cfg=dict(type='BN', requires_grad=True), norm_eval={default}, with_cp=False):
+            super(ResNet, self).__init__()
+            self.norm_eval = norm_eval
+            self.block, stage_blocks = self.arch_settings[depth]
+            self.layer1 = nn.Sequential(*[self.block(64, with_cp=with_cp, norm_cfg=norm_cfg) for _ in stage_blocks])
+
+        def forward(self, x):
+            return self.layer1(x)
+
+        def train(self, mode=True):
+            super(ResNet, self).train(mode)
+            if mode and self.norm_eval:
+                for m in self.modules():
+                    # trick: eval have effect on BatchNorm only
+                    if isinstance(m, _BatchNorm):
+                        m.eval()
+"""
+
+
+def test_batchnorm_frozen_by_default_norm_eval_of_the_backbone_is_not_reported():
+    # mmdet's ResNet family: norm_eval=True by default, train() puts every _BatchNorm in eval
+    assert located(MMDET_RESNET.replace("{default}", "True"), "CKP203") == []
+    # mmseg's / mmpose's / mmaction's ResNet: norm_eval=False by default, stats do update twice
+    assert located(MMDET_RESNET.replace("{default}", "False"), "CKP203") == [(24, "CKP203")]
+    # a switch without a literal default is not known to be on
+    assert located(MMDET_RESNET.replace("{default}", "None"), "CKP203") == [(24, "CKP203")]
+    # a block class with no such owner at all (UniFormer's CBlock) stays reported
+    alone = MMDET_RESNET.replace("{default}", "True").split("class ResNet")[0]
+    assert located(alone, "CKP203") == [(24, "CKP203")]
+
+
+def test_freezing_backbone_shapes_that_stay_reported():
+    frozen = textwrap.dedent(MMDET_RESNET.replace("{default}", "True"))
+    variants = {
+        # a subclass in the module that switches the default off builds the same blocks
+        "subclass default off": frozen
+        + "\n\nclass ResNetTrainBN(ResNet):\n    def __init__(self, norm_eval=False, **kwargs):\n"
+        "        super().__init__(norm_eval=norm_eval, **kwargs)\n",
+        "subclass passes False": frozen
+        + "\n\nclass ResNetTrainBN(ResNet):\n    def __init__(self, **kwargs):\n"
+        "        super().__init__(norm_eval=False, **kwargs)\n",
+        # a module-level user that is not known to freeze
+        "module table": frozen + "\n\nBLOCKS = {'basic': BasicBlock}\n",
+        # another class of the module builds the block and does not freeze
+        "other user": frozen + "\n\nclass Neck(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.block = BasicBlock(64, with_cp=True)\n",
+        # the flag is switched from outside __init__
+        "flipped": frozen + "\n\ndef unfreeze(model):\n    model.norm_eval = False\n",
+        # the loop freezes only BatchNorm1d, the block runs BatchNorm2d ('BN' in mmcv)
+        "other class": frozen.replace("isinstance(m, _BatchNorm)", "isinstance(m, nn.BatchNorm1d)"),
+        # the freeze is undone by super().train(mode) after it
+        "freeze first": frozen.replace(
+            "        super(ResNet, self).train(mode)\n        if mode", "        if mode"
+        ).replace("m.eval()", "m.eval()\n        super(ResNet, self).train(mode)"),
+        # the eval() call sits in the else branch of the switch
+        "else branch": frozen.replace(
+            "        if mode and self.norm_eval:\n            for", "        if mode and self.norm_eval:\n            pass\n        else:\n            for"
+        ),
+    }
+    for name, source in variants.items():
+        assert located(source, "CKP203") == [(24, "CKP203")], name
+    # a subclass that keeps the default, in the module (mmdet's ResNetV1d), changes nothing
+    v1d = frozen + "\n\nclass ResNetV1d(ResNet):\n    def __init__(self, **kwargs):\n        super().__init__(deep_stem=True, **kwargs)\n"
+    assert located(v1d, "CKP203") == []
+
+
+MMCV_RESNET = """\
+    import torch.nn as nn
+    import torch.utils.checkpoint as cp
+
+
+    class Bottleneck(nn.Module):  # ControlNet annotator/uniformer/mmcv/cnn/resnet.py (mmcv.cnn.ResNet)
+        def __init__(self, planes, with_cp=False):
+            super(Bottleneck, self).__init__()
+            self.conv1 = nn.Conv2d(planes, planes, 1)
+            self.bn1 = nn.{norm}(planes)
+            self.with_cp = with_cp
+
+        def forward(self, x):
+            def _inner_forward(x):
+                return self.bn1(self.conv1(x)) + x
+
+            if self.with_cp and x.requires_grad:
+                return cp.checkpoint(_inner_forward, x)
+            return _inner_forward(x)
+
+
+    def make_res_layer(block, planes, blocks, with_cp=False):
+        return nn.Sequential(*[block(planes, with_cp=with_cp) for _ in range(blocks)])
+
+
+    class ResNet(nn.Module):
+        arch_settings = {50: (Bottleneck, (3, 4, 6, 3))}
+
+        def __init__(self, depth, bn_eval=True, bn_frozen=False, with_cp=False):
+            super(ResNet, self).__init__()
+            self.bn_eval = bn_eval
+            self.bn_frozen = bn_frozen
+            block, stage_blocks = self.arch_settings[depth]
+            self.layer1 = make_res_layer(block, 64, stage_blocks[0], with_cp=with_cp)
+
+        def train(self, mode=True):
+            super(ResNet, self).train(mode)
+            if self.bn_eval:
+                for m in self.modules():
+                    if isinstance(m, nn.BatchNorm2d):
+                        m.eval()
+                        if self.bn_frozen:
+                            for params in m.parameters():
+                                params.requires_grad = False
+"""
+
+
+def test_mmcv_resnet_bn_eval_freezes_batchnorm2d_only():
+    assert located(MMCV_RESNET.replace("{norm}", "BatchNorm2d"), "CKP203") == []
+    # `isinstance(m, nn.BatchNorm2d)` leaves a SyncBatchNorm (or a BatchNorm3d) training
+    assert located(MMCV_RESNET.replace("{norm}", "SyncBatchNorm"), "CKP203") == [(17, "CKP203")]
+    assert located(MMCV_RESNET.replace("bn_eval=True", "bn_eval=False").replace("{norm}", "BatchNorm2d"), "CKP203") == [
+        (17, "CKP203")
+    ]
+
+
+def test_backbone_subclass_in_another_module_inherits_the_freeze(tmp_path: Path, run_cli):
+    # UniFormer mmdet detectors_resnet.py:100 / res2net.py:156 / trident_resnet.py:166: the
+    # block of the module is built by a subclass of the ResNet of resnet.py, whose train()
+    # freezes BatchNorm by default; a subclass of mmseg's ResNet (norm_eval=False) is reported
+    backbones = tmp_path / "pkg" / "backbones"
+    backbones.mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (backbones / "__init__.py").write_text("", encoding="utf-8")
+    base = textwrap.dedent(MMDET_RESNET)
+    subclass = textwrap.dedent(MMDET_RESNET.split("class ResNet")[0]).replace(
+        "import torch.nn as nn\n", "import torch.nn as nn\nfrom .{module} import ResNet\n"
+    ) + textwrap.dedent(
+        """
+
+        class DetectoRS_ResNet(ResNet):
+            arch_settings = {18: (BasicBlock, (2, 2, 2, 2))}
+
+            def __init__(self, sac=None, **kwargs):
+                self.sac = sac
+                super(DetectoRS_ResNet, self).__init__(**kwargs)
+        """
+    )
+    (backbones / "resnet.py").write_text(base.replace("{default}", "True"), encoding="utf-8")
+    (backbones / "resnet_seg.py").write_text(base.replace("{default}", "False"), encoding="utf-8")
+    (backbones / "detectors_resnet.py").write_text(subclass.replace("{module}", "resnet"), encoding="utf-8")
+    (backbones / "seg_subclass.py").write_text(subclass.replace("{module}", "resnet_seg"), encoding="utf-8")
+    result = run_cli("--output-format", "json", "--isolated", "--no-cache", "--exit-zero", "--select", "CKP203", ".", cwd=tmp_path)
+    found = sorted((Path(r["filename"]).name, r["location"]["row"]) for r in json.loads(result.stdout))
+    assert found == [("resnet_seg.py", 24), ("seg_subclass.py", 25)]

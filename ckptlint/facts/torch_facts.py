@@ -16,6 +16,7 @@ from enum import Enum
 
 __all__ = [
     "CONTAINER_CLASSES",
+    "batchnorm_instances",
     "DEVICE_MOVE_METHODS",
     "GENERATOR_CLASSES",
     "LAYERS",
@@ -115,6 +116,37 @@ CONTAINER_CLASSES = frozenset(q for q, fact in LAYERS.items() if fact.kind is La
     "builtins.list",
     "builtins.tuple",
 }
+
+
+#: Layers (their ``LayerFact.name``) whose instances pass ``isinstance(m, _BatchNorm)``:
+#: ``_BatchNorm`` is the base of BatchNorm1d/2d/3d, of their lazy forms and of SyncBatchNorm
+#: (torch/nn/modules/batchnorm.py), not of InstanceNorm (``_InstanceNorm`` derives from
+#: ``_NormBase``, the base of both).
+_BATCHNORM_FAMILY = frozenset(fact.name for name, fact in _NORMS.items() if "BatchNorm" in name)
+_NORM_BASE_FAMILY = frozenset(fact.name for fact in _NORMS.values())
+
+#: ``_BatchNorm`` under the names code imports it by: torch's module, and mmcv's / mmengine's
+#: re-exports (``parrots_wrapper._BatchNorm`` is torch's class when PyTorch is the backend;
+#: copies of mmcv vendored under another package end in the same names).
+_BATCHNORM_BASES = ("torch.nn.modules.batchnorm._BatchNorm", "mmcv.utils.parrots_wrapper._BatchNorm",
+                    "mmcv.utils._BatchNorm", "mmengine.utils.dl_utils.parrots_wrapper._BatchNorm",
+                    "mmengine.utils.dl_utils._BatchNorm", "mmengine.utils._BatchNorm")
+
+
+def batchnorm_instances(qualified: str) -> frozenset[str]:
+    """The running-statistics layers (``LayerFact.name``: ``"nn.BatchNorm2d"``) whose instances
+    pass ``isinstance(m, C)`` for the class ``C`` named ``qualified``: the layer itself
+    (``torch.nn.BatchNorm2d``: BatchNorm2d only, not SyncBatchNorm nor an unmaterialised
+    LazyBatchNorm2d), every BatchNorm for ``_BatchNorm``, every norm with running statistics for
+    ``_NormBase``; empty for anything else."""
+    if qualified == "torch.nn.modules.batchnorm._NormBase":
+        return _NORM_BASE_FAMILY
+    if qualified in _BATCHNORM_BASES or any(qualified.endswith("." + base) for base in _BATCHNORM_BASES[1:]):
+        return _BATCHNORM_FAMILY
+    fact = LAYERS.get(qualified)
+    if fact is None or fact.kind is not LayerKind.RUNNING_STATS:
+        return frozenset()
+    return frozenset({fact.name})
 
 
 def layer_fact(qualified_names: frozenset[str] | set[str]) -> tuple[str, LayerFact] | None:
