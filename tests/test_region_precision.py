@@ -1339,3 +1339,80 @@ def test_backbone_subclass_in_another_module_inherits_the_freeze(tmp_path: Path,
     result = run_cli("--output-format", "json", "--isolated", "--no-cache", "--exit-zero", "--select", "CKP203", ".", cwd=tmp_path)
     found = sorted((Path(r["filename"]).name, r["location"]["row"]) for r in json.loads(result.stdout))
     assert found == [("resnet_seg.py", 24), ("seg_subclass.py", 25)]
+
+
+# ------------------- CKP203 recall: configs copied first, mmcv's ConvModule (judge 5 misses)
+MMPOSE_BLOCK = """\
+    import copy
+
+    import torch.nn as nn
+    import torch.utils.checkpoint as cp
+    from mmcv.cnn import ConvModule, build_norm_layer
+
+
+    class BasicBlock(nn.Module):  # mmpose mmpose/models/backbones/resnet.py:40-125
+        def __init__(self, channels, with_cp=False, norm_cfg={default}):
+            # Protect mutable default arguments
+            norm_cfg = copy.deepcopy(norm_cfg)
+            super().__init__()
+            self.with_cp = with_cp
+            self.norm1_name, norm1 = build_norm_layer(norm_cfg, channels, postfix=1)
+            self.add_module(self.norm1_name, norm1)
+            self.conv2 = ConvModule(channels, channels, 3, padding=1, norm_cfg=norm_cfg)  # mmaction2 resnet.py
+
+        @property
+        def norm1(self):
+            return getattr(self, self.norm1_name)
+
+        def forward(self, x):
+            def _inner_forward(x):
+                return self.conv2(self.norm1(x)) + x
+
+            if self.with_cp and x.requires_grad:
+                return cp.checkpoint(_inner_forward, x)
+            return _inner_forward(x)
+"""
+
+
+def test_norm_config_copied_before_building_is_followed():
+    bn = MMPOSE_BLOCK.replace("{default}", "dict(type='BN')")
+    found = located(bn, "CKP203", messages=True)
+    assert [(row, code) for row, code, _ in found] == [(27, "CKP203")]
+    assert "nn.BatchNorm2d (created at <string>.py:14) and 1 more" in found[0][2]
+    # the copy of a GroupNorm config builds no running statistics
+    assert located(MMPOSE_BLOCK.replace("{default}", "dict(type='GN', num_groups=8)"), "CKP203") == []
+    # a copy that is then changed is not known any more
+    changed = textwrap.dedent(bn).replace(
+        "norm_cfg = copy.deepcopy(norm_cfg)\n", "norm_cfg = copy.deepcopy(norm_cfg)\n        norm_cfg['type'] = 'GN'\n"
+    )
+    assert located(changed, "CKP203") == []
+
+
+def test_conv_module_runs_the_norm_its_config_names():
+    conv_only = MMPOSE_BLOCK.replace("{default}", "dict(type='BN')").replace("self.norm1(x)", "x")
+    found = located(conv_only, "CKP203", messages=True)
+    assert [(row, code) for row, code, _ in found] == [(27, "CKP203")]
+    assert "nn.BatchNorm2d (created at <string>.py:16)" in found[0][2]
+    for config in ("None", "dict(type='GN', num_groups=8)", "dict(type='BN', track_running_stats=False)"):
+        source = MMPOSE_BLOCK.replace("{default}", config).replace("self.norm1(x)", "x")
+        assert located(source, "CKP203") == [], config
+    # the same ConvModule under a backbone that freezes BatchNorm by default (mmdet-style)
+    frozen = textwrap.dedent(conv_only) + textwrap.dedent(
+        """
+
+        class ResNet(nn.Module):
+            arch_settings = {18: (BasicBlock, (2, 2, 2, 2))}
+
+            def __init__(self, norm_eval=True):
+                super().__init__()
+                self.norm_eval = norm_eval
+
+            def train(self, mode=True):
+                super().train(mode)
+                if mode and self.norm_eval:
+                    for m in self.modules():
+                        if isinstance(m, nn.BatchNorm2d):
+                            m.eval()
+        """
+    )
+    assert located(frozen, "CKP203") == []

@@ -85,12 +85,19 @@ class LayerClassValue(Value):
 
 @dataclass(eq=False, repr=False)
 class LayerUse(Value):
-    """A torch layer instance: its table entry and the constructor call that made it."""
+    """A torch layer instance: its table entry and the constructor call that made it.
+
+    ``config``: for a layer that a factory built from a config (mmcv's ``build_norm_layer``,
+    ``ConvModule(norm_cfg=...)``, see :data:`~ckptlint.facts.torch_facts.NORM_FACTORIES`), the
+    config as a literal (a dict whose other keys are the layer's keywords; ``NOT_LITERAL`` when
+    it is not known as a whole, then the keywords keep their defaults); ``None`` for a
+    constructor call, whose own arguments are read."""
 
     qualified: str
     fact: LayerFact
     call: cst.Call | None
     ctx: Context
+    config: object = None
 
     @property
     def analysis(self) -> ModuleAnalysis:
@@ -104,7 +111,11 @@ class LayerUse(Value):
             return True
         keyword, position, default = self.fact.switch
         value: object = default
-        if self.call is not None:
+        if self.config is not None:
+            value = self.config.get(keyword, default) if isinstance(self.config, dict) else default
+            if value is NOT_LITERAL:
+                return None
+        elif self.call is not None:
             arg = call_argument(self.call, keyword, position)
             if arg is not None:
                 value = literal_value(arg.value, self.ctx.analysis.model)

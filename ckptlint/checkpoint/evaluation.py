@@ -29,6 +29,7 @@ from ckptlint.checkpoint.denotations import (
     call_argument,
     target_path,
 )
+from ckptlint.checkpoint.literals import skip_self_copies
 from ckptlint.checkpoint.options import NOT_LITERAL
 from ckptlint.facts.apis import PARTIAL_QUALIFIED_NAMES
 from ckptlint.facts.torch_facts import (
@@ -454,9 +455,9 @@ class ExpressionEvaluation:
         return out
 
     def _norm_factory(self, factory: NormFactory, call: cst.Call, ctx: Context, depth: int) -> list[Value]:
-        """A norm layer built from a config (``build_norm_layer(dict(type='BN'), c)``): the
-        layer ``cfg['type']`` names, when the config is known; an opaque value for a known
-        type without training behaviour (GroupNorm, LayerNorm); nothing when unknown."""
+        """A norm layer built from a config (``build_norm_layer(dict(type='BN'), c)``, a ``ConvModule``
+        running it): the layer ``cfg['type']`` names (its other keys are the layer's keywords);
+        an opaque value for a type without training behaviour (GroupNorm); nothing when unknown."""
         keyword, position = factory.config
         arg = call_argument(call, keyword, position)
         if arg is None:
@@ -468,14 +469,14 @@ class ExpressionEvaluation:
             if qualified is None:
                 return []
             fact = layer_fact({qualified})
-            layer = LayerUse(fact[0], fact[1], call, ctx) if fact is not None else OpaqueValue()
+            layer = LayerUse(fact[0], fact[1], call, ctx, config) if fact is not None else OpaqueValue()
         else:
             for value in self._config_types(arg.value, ctx, depth + 1):
-                layer = LayerUse(value.qualified, value.fact, call, ctx)
+                layer = LayerUse(value.qualified, value.fact, call, ctx, config)
                 break
         if layer is None:
             return []
-        return [ContainerValue([OpaqueValue(), layer])] if factory.returns_pair else [layer]
+        return [ContainerValue([OpaqueValue(), layer])] if factory.returns_pair or factory.module else [layer]
 
     def _config_types(self, expr: cst.BaseExpression, ctx: Context, depth: int) -> list[LayerClassValue]:
         """The torch layer classes given as ``type=`` of a ``dict(type=nn.BatchNorm2d, ...)``
@@ -484,7 +485,7 @@ class ExpressionEvaluation:
             return []
         model = ctx.analysis.model
         if isinstance(expr, cst.Name) and expr in model.scopes:
-            bindings = model.lookup(expr.value, model.scope_of(expr))
+            bindings = skip_self_copies(model.lookup(expr.value, model.scope_of(expr)), model)
             if len(bindings) != 1:
                 return []
             binding = bindings[0]

@@ -261,11 +261,14 @@ class NormFactory:
             layer (a registry name, or the class itself).
         returns_pair: it returns ``(name, layer)`` rather than the layer.
         types: registry name -> torch qualified class name.
+        module: it returns a module whose forward runs the layer (with others that have no
+            training behaviour): mmcv's ``ConvModule`` (conv, norm, activation).
     """
 
     config: tuple[str, int]
     returns_pair: bool
     types: dict[str, str]
+    module: bool = False
 
 
 #: mmcv 2.x ``mmcv/cnn/bricks/norm.py``: ``MODELS.register_module('BN', module=nn.BatchNorm2d)``
@@ -290,3 +293,15 @@ NORM_FACTORIES: dict[str, NormFactory] = {
     name: NormFactory(("cfg", 0), True, _MMCV_NORM_TYPES)
     for name in ("mmcv.cnn.build_norm_layer", "mmcv.cnn.bricks.build_norm_layer", "mmcv.cnn.bricks.norm.build_norm_layer")
 }
+
+#: mmcv ``mmcv/cnn/bricks/conv_module.py`` (1.x and 2.x): ``ConvModule(in_channels,
+#: out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias='auto',
+#: conv_cfg=None, norm_cfg=None, act_cfg=dict(type='ReLU'), ...)`` builds its norm with
+#: ``build_norm_layer(norm_cfg, channels)`` and runs it in ``forward`` (``order`` must hold
+#: ``'norm'``); with ``norm_cfg=None`` it has none (nothing is known then).
+NORM_FACTORIES.update(
+    {
+        name: NormFactory(("norm_cfg", 9), False, _MMCV_NORM_TYPES, module=True)
+        for name in ("mmcv.cnn.ConvModule", "mmcv.cnn.bricks.ConvModule", "mmcv.cnn.bricks.conv_module.ConvModule")
+    }
+)
