@@ -16,7 +16,7 @@ from ckptlint.checkpoint.function_keywords import (
     own_function_keywords,
     refused_keywords,
 )
-from ckptlint.checkpoint.options import OptionOrigin, OptionState, OptionValue
+from ckptlint.checkpoint.options import OptionOrigin, OptionState
 from ckptlint.checkpoint.site import Reentrancy
 from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.facts.apis import ApiKind
