@@ -1416,3 +1416,86 @@ def test_conv_module_runs_the_norm_its_config_names():
         """
     )
     assert located(frozen, "CKP203") == []
+
+
+# ------------------------------ CKP202: a size grown until it fits (judge 6, nanotron F3)
+NANOTRON_ROTARY = """\
+    import torch
+    from torch import nn
+    from torch.utils.checkpoint import CheckpointFunction
+
+
+    class RotaryEmbedding(nn.Module):  # nanotron src/nanotron/models/llama.py:52-125
+        def __init__(self, dim, end):
+            super().__init__()
+            self.dim = dim
+            self.end = end
+            self._initialized_buffer = False
+            self.calls = 0
+
+        def forward(self, x, position_ids):
+            batch_size, seq_length, num_heads, inner_dim = x.shape
+            while (
+                position_ids is not None and position_ids[-1, -1] >= self.end
+            ) or seq_length >= self.end:
+    {body}
+            return x * self.end
+
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rotary = RotaryEmbedding(8, 4096)
+
+        def _core(self, x, position_ids):
+            return self.rotary(x, position_ids)
+
+        def forward(self, x, position_ids):
+            return CheckpointFunction.apply(self._core, True, x, position_ids)
+"""
+
+
+def test_size_grown_until_the_input_fits_is_written_once():
+    # the loop leaves only when its test is false: the recomputation (same inputs) writes nothing
+    grow = "                self.end *= 2\n                self._initialized_buffer = False\n"
+    assert located(NANOTRON_ROTARY.replace("    {body}\n", grow), "CKP202") == []
+    assert located(NANOTRON_ROTARY.replace("    {body}\n", "                self.end = self.end * 2\n"), "CKP202") == []
+
+
+def test_counter_or_early_exit_in_a_grow_loop_stays_reported():
+    # a counter beside the loop, a loop that also computes, and a `break` are not grow-until-fits
+    counter = "                self.end *= 2\n            self.calls += 1\n"
+    assert located(NANOTRON_ROTARY.replace("    {body}\n", counter), "CKP202") == [(20, "CKP202")]
+    computes = "                self.end *= 2\n                x = torch.cat([x, x], dim=1)\n"
+    assert located(NANOTRON_ROTARY.replace("    {body}\n", computes), "CKP202") == [(19, "CKP202")]
+    leaves = "                self.end *= 2\n                break\n"
+    assert located(NANOTRON_ROTARY.replace("    {body}\n", leaves), "CKP202") == [(19, "CKP202")]
+    # a loop whose test does not read the target: the write is a plain counter
+    other = NANOTRON_ROTARY.replace(">= self.end", ">= self.dim").replace(
+        "    {body}\n", "                self.end *= 2\n                self.dim *= 2\n"
+    )
+    assert located(other, "CKP202") == [(19, "CKP202")]
+
+
+def test_if_spelling_of_the_regrowth_is_written_once_and_an_increment_is_not():
+    # `if x > self.cached_len: self.cached_len = x` turns its test false; `self.cached_len += 1` may not
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Rotary(nn.Module):
+            def body(self, x, seq_len):
+                if seq_len > self.cached_len:
+                    self.cached_len = seq_len
+                if self.cached_len < seq_len:
+                    self.cached_len = seq_len
+                if seq_len > self.seen:
+                    self.seen += 1
+                return x * self.cached_len
+
+            def forward(self, x, seq_len):
+                return checkpoint(self.body, x, seq_len, use_reentrant=False)
+    """
+    assert located(source, "CKP202") == [(13, "CKP202")]

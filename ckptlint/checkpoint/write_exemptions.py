@@ -1,6 +1,7 @@
 """Writes of outer state that a recomputation does not change, so CKP202 leaves them out:
 balanced push/pop, code guarded by a recompute-phase predicate, RNG bookkeeping the API
-restores, idempotent conversions, one-time fills and memo tables, shape bookkeeping."""
+restores, idempotent conversions, one-time fills, memo tables and sizes grown until they
+fit, shape bookkeeping."""
 
 from __future__ import annotations
 
@@ -231,6 +232,8 @@ def written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) ->
     model = frame.analysis.model
     if _after_init_guard(frame, node, target):
         return True
+    if container is None and _grown_until_it_fits(model, node, key):
+        return True
     child: cst.CSTNode = node
     for ancestor in model.ancestors(node):
         if ancestor is frame.function:
@@ -243,6 +246,39 @@ def written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) ->
         if came_from is ancestor.orelse and _filled_test(ancestor.test, _branch_body(ancestor.orelse), container, key):
             return True  # `if self.x is not None: <use> else: self.x = ...`, the same fill inverted
     return False
+
+
+def _grown_until_it_fits(model, node: cst.CSTNode, key: str) -> bool:  # noqa: ANN001 - a SemanticModel
+    """Whether ``node`` is a statement of the body of a ``while`` loop that grows the target
+    until the loop's test turns false: ``while pos >= self.end or n >= self.end: self.end *= 2``
+    (nanotron's rotary embedding). The loop leaves only when its test is false, so the
+    recomputation, with the same inputs, finds the test false at once and writes nothing. It
+    holds when the test reads the target (``key``, code text), the body is bookkeeping only
+    (assignments to attributes: no local computed there flows into the region's outputs, so
+    skipping the loop on recompute changes nothing else), and nothing leaves the loop
+    early (``break``, ``return``) with the test still true. A plain ``self.count += 1`` is
+    in no such loop and stays reported."""
+    from ckptlint.semantic.walk import iter_tree
+
+    line = model.parent(node)
+    block = model.parent(line) if isinstance(line, cst.SimpleStatementLine) else None
+    loop = model.parent(block) if isinstance(block, cst.IndentedBlock) else None
+    if not isinstance(loop, cst.While) or loop.body is not block:
+        return False
+    if not any(isinstance(n, (cst.Name, cst.Attribute)) and node_code(n) == key for n in iter_tree(loop.test)):
+        return False
+    for statement in block.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return False
+        for small in statement.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if not isinstance(small, (cst.Assign, cst.AugAssign)):
+                return False
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            if not all(isinstance(t, cst.Attribute) for t in targets):
+                return False  # a local computed in the loop (`x = cat([x, x])`) flows on
+    return True
 
 def _branch_body(orelse: cst.CSTNode) -> cst.CSTNode:
     """The block an ``else:`` runs (an ``elif`` is an ``If``: its body and branches are
