@@ -1499,3 +1499,92 @@ def test_if_spelling_of_the_regrowth_is_written_once_and_an_increment_is_not():
                 return checkpoint(self.body, x, seq_len, use_reentrant=False)
     """
     assert located(source, "CKP202") == [(13, "CKP202")]
+
+
+# ------------- CKP101/CKP102: a dropout whose rate is 0 draws nothing (judge 6, ViT-Adapter F2)
+UNIPERCEIVER = """\
+    import torch
+    import torch.nn.functional as F
+    import torch.utils.checkpoint as cp
+    from torch import nn
+
+
+    class WindowedAttention(nn.Module):  # ViT-Adapter wsdm2023/.../base/uniperceiver.py:109-173
+        def __init__(self, dim, num_heads=8, qkv_bias=False, attn_drop=0., proj_drop=0., window_size=14):
+            super().__init__()
+            self.attn_drop = nn.Dropout(attn_drop)
+            self.proj_drop = nn.Dropout(proj_drop)
+            self.out_proj = nn.Linear(dim, dim)
+            self.head_drop = attn_drop
+
+        def forward(self, x, q, q_mask):
+            mask = torch.cat([torch.ones(q_mask.shape, dtype=q_mask.dtype).cuda(), q_mask], dim=1)
+            attn = x.masked_fill(mask == 0, float('-inf')).softmax(dim=-1)
+            attn = self.attn_drop(attn)
+            attn = F.dropout(attn, self.head_drop, self.training)
+            x = self.out_proj(attn)
+            q = self.proj_drop(x)
+            return x, q
+
+
+    class MultiModelBertLayer(nn.Module):  # uniperceiver.py:176-220
+        def __init__(self, hidden_size=768, heads=12, with_cp=False):
+            super().__init__()
+            self.with_cp = with_cp
+            self.self_attn = WindowedAttention(hidden_size, heads, qkv_bias=True, {rates})
+
+        def forward(self, x, q, q_mask):
+            def _inner_forward(x, q, q_mask):
+                return self.self_attn(x, q, q_mask)
+
+            if self.with_cp and x.requires_grad:
+                x, q = cp.checkpoint(_inner_forward, x, q, q_mask, use_reentrant=False{rng})
+            else:
+                x, q = _inner_forward(x, q, q_mask)
+            return x, q
+"""
+
+
+def test_dropout_with_rate_zero_passed_or_left_by_the_constructing_call_draws_nothing():
+    # the only construction passes attn_drop=0., proj_drop=0. (or leaves the defaults 0.): no
+    # dropout of the region draws, so the `.cuda()` mask moves nothing that a random op uses
+    for rates in ("attn_drop=0., proj_drop=0.", "window_size=7", "attn_drop=0, proj_drop=0.0 if with_cp else 0"):
+        source = UNIPERCEIVER.replace("{rates}", rates)
+        assert located(source.replace("{rng}", ""), "CKP102") == [], rates
+        assert located(source.replace("{rng}", ", preserve_rng_state=False"), "CKP101") == [], rates
+
+
+def test_dropout_with_a_rate_above_zero_or_not_known_stays_reported():
+    found = located(UNIPERCEIVER.replace("{rates}", "attn_drop=0., proj_drop=0.1").replace("{rng}", ""), "CKP102")
+    assert found == [(21, "CKP102")]
+    found = located(UNIPERCEIVER.replace("{rates}", "attn_drop=0.1").replace("{rng}", ""), "CKP102")
+    assert found == [(18, "CKP102"), (19, "CKP102")]
+    # a rate from the layer's own arguments, which the constructing call does not fix
+    unknown = UNIPERCEIVER.replace("heads=12, with_cp=False", "heads=12, drop=0.0, with_cp=False")
+    unknown = unknown.replace("{rates}", "attn_drop=drop, proj_drop=drop")
+    assert located(unknown.replace("{rng}", ""), "CKP102") == [(18, "CKP102"), (19, "CKP102"), (21, "CKP102")]
+    assert len(located(unknown.replace("{rng}", ", preserve_rng_state=False"), "CKP101")) == 1
+
+
+def test_default_rate_of_the_class_a_site_is_in_is_not_trusted():
+    # `Block(drop=0.1)` may be built anywhere (a config, another module): its own default says
+    # nothing about the rate used, so the dropout may draw
+    source = """\
+        import torch.utils.checkpoint as cp
+        from torch import nn
+
+
+        class Block(nn.Module):
+            def __init__(self, dim, drop=0.0):
+                super().__init__()
+                self.fc = nn.Linear(dim, dim)
+                self.drop = nn.Dropout(drop)
+
+            def _inner(self, x):
+                return self.drop(self.fc(x))
+
+            def forward(self, x):
+                return cp.checkpoint(self._inner, x, use_reentrant=False, preserve_rng_state=False)
+    """
+    assert located(source, "CKP101") == [(15, "CKP101")]
+    assert located(source.replace("nn.Dropout(drop)", "nn.Dropout(0.)"), "CKP101") == []

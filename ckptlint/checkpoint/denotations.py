@@ -16,7 +16,7 @@ from ckptlint.semantic.bindings import Binding
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["ClassInfo", "Context", "LayerUse"]
+__all__ = ["ClassInfo", "ConstructorEnv", "Context", "LayerUse"]
 
 
 MAX_EVAL_DEPTH = 12
@@ -37,6 +37,15 @@ class Context:
     #: The function whose call bound ``env`` (its unbound parameters hold their defaults);
     #: parameters of other enclosing functions were bound by calls not seen.
     bound: cst.CSTNode | None = None
+
+class ConstructorEnv(dict):
+    """``__init__``'s parameters bound by a constructor call seen whole (no ``*``/``**``
+    arguments): a parameter of ``init`` it does not bind holds its default. An instance whose
+    constructor call was not seen (``self`` of the class a site is in) has a plain dict."""
+
+    def __init__(self, bound: dict, init: cst.FunctionDef) -> None:
+        super().__init__(bound)
+        self.init = init
 
 class Value:
     """Something an expression may evaluate to."""

@@ -16,6 +16,7 @@ from ckptlint.checkpoint.denotations import (
     MAX_EVAL_DEPTH,
     ClassInfo,
     ClassValue,
+    ConstructorEnv,
     ContainerValue,
     Context,
     FunctionValue,
@@ -571,7 +572,7 @@ class ExpressionEvaluation:
             return {}
         node, owner = init
         bound = self._bind(FunctionValue(node, Context(owner.analysis, info), bound_method=True), tuple(call.args), ctx)
-        return bound.env
+        return bound.env if bound.open_call or bound.bound is not node else ConstructorEnv(bound.env, node)
 
     def _method(self, info: ClassInfo, name: str) -> tuple[cst.FunctionDef, ClassInfo] | None:
         for owner in self._mro(info):
