@@ -1588,3 +1588,71 @@ def test_default_rate_of_the_class_a_site_is_in_is_not_trusted():
     """
     assert located(source, "CKP101") == [(15, "CKP101")]
     assert located(source.replace("nn.Dropout(drop)", "nn.Dropout(0.)"), "CKP101") == []
+
+
+# ------------- CKP105: only where autocast can be on (judge 6, D1: GLM, OFA, improved-diffusion)
+GLM_CHECKPOINT = """\
+import torch
+
+
+class CheckpointFunction(torch.autograd.Function):  # GLM mpu/random.py:311-375 (reduced)
+    @staticmethod
+    def forward(ctx, run_function, *args):
+        ctx.run_function = run_function
+        ctx.fwd_cpu_rng_state = torch.get_rng_state()
+        ctx.save_for_backward(*args)
+        with torch.no_grad():
+            return run_function(*args)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        inputs = [x.detach().requires_grad_() for x in ctx.saved_tensors]
+        torch.set_rng_state(ctx.fwd_cpu_rng_state)
+        with torch.enable_grad():
+            outputs = ctx.run_function(*inputs)
+        torch.autograd.backward(outputs, grads)
+        return (None,) + tuple(x.grad for x in inputs)
+"""
+
+
+def _codes(run_cli, *args: str) -> list[tuple[str, str]]:
+    result = run_cli("--output-format", "json", "--isolated", "--exit-zero", "--select", "CKP105", *args)
+    return sorted((Path(r["filename"]).name, r["code"]) for r in json.loads(result.stdout))
+
+
+def test_home_made_recompute_in_a_code_base_without_autocast_is_not_reported(tmp_path: Path, run_cli):
+    # GLM, improved-diffusion, consistency_models: fp16 by converting the weights, no autocast
+    (tmp_path / "mpu").mkdir()
+    (tmp_path / "mpu" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "mpu" / "random.py").write_text(GLM_CHECKPOINT, encoding="utf-8")
+    (tmp_path / "mpu" / "fp16.py").write_text("def convert(model):\n    return model.half()\n", encoding="utf-8")
+    assert _codes(run_cli, "--no-cache", ".") == []
+    # a module of the package that enters autocast (fairseq's train_step under --amp): reported
+    (tmp_path / "mpu" / "train.py").write_text(
+        "import torch\n\n\ndef train_step(model, x, amp):\n"
+        "    with torch.cuda.amp.autocast(enabled=amp):\n        return model(x)\n",
+        encoding="utf-8",
+    )
+    assert _codes(run_cli, "--no-cache", ".") == [("random.py", "CKP105")]
+
+
+def test_autocast_in_the_implementation_module_or_its_folder_is_enough(tmp_path: Path, run_cli):
+    # a module in no package: its own folder is its code base
+    (tmp_path / "nn.py").write_text(GLM_CHECKPOINT + "\nscaler = torch.amp.GradScaler()\n", encoding="utf-8")
+    assert _codes(run_cli, "--no-cache", "nn.py") == [("nn.py", "CKP105")]
+    (tmp_path / "nn.py").write_text(GLM_CHECKPOINT, encoding="utf-8")
+    assert _codes(run_cli, "--no-cache", "nn.py") == []
+    (tmp_path / "train.py").write_text("from pytorch_lightning import Trainer\nTrainer(precision='bf16-mixed')\n", encoding="utf-8")
+    assert _codes(run_cli, "--no-cache", "nn.py") == [("nn.py", "CKP105")]
+
+
+def test_cache_sees_autocast_added_to_a_file_of_the_package(tmp_path: Path, run_cli):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "pkg" / "random.py").write_text(GLM_CHECKPOINT, encoding="utf-8")
+    (tmp_path / "pkg" / "train.py").write_text("def step(model, x):\n    return model(x)\n", encoding="utf-8")
+    assert _codes(run_cli, "pkg/random.py") == []
+    (tmp_path / "pkg" / "train.py").write_text(
+        "import torch\n\n\ndef step(model, x):\n    with torch.autocast('cuda'):\n        return model(x)\n", encoding="utf-8"
+    )
+    assert _codes(run_cli, "pkg/random.py") == [("random.py", "CKP105")]
