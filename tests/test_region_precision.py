@@ -1656,3 +1656,78 @@ def test_cache_sees_autocast_added_to_a_file_of_the_package(tmp_path: Path, run_
         "import torch\n\n\ndef step(model, x):\n    with torch.autocast('cuda'):\n        return model(x)\n", encoding="utf-8"
     )
     assert _codes(run_cli, "pkg/random.py") == [("random.py", "CKP105")]
+
+
+# -------- CKP104/CKP101: recomputed code ckptlint cannot see (judge 6, D2: LLaMA-Factory, unsloth)
+UNSLOTH_GC = """\
+import torch
+
+
+def get_unsloth_gradient_checkpointing_func():  # LLaMA-Factory model_utils/checkpointing.py:63-96
+    class UnslothGradientCheckpointing(torch.autograd.Function):
+        @staticmethod
+        @torch.cuda.amp.custom_fwd
+        def forward(ctx, forward_function, hidden_states, *args):
+            saved_hidden_states = hidden_states.to("cpu", non_blocking=True)
+            with torch.no_grad():
+                outputs = forward_function(hidden_states, *args)
+            ctx.save_for_backward(saved_hidden_states)
+            ctx.forward_function = forward_function
+            ctx.args = args
+            return outputs
+
+        @staticmethod
+        @torch.cuda.amp.custom_bwd
+        def backward(ctx, grad_output):
+            (hidden_states,) = ctx.saved_tensors
+            hidden_states = hidden_states.to("cuda", non_blocking=True).detach()
+            hidden_states.requires_grad_(True)
+{restore}            with torch.enable_grad():
+                outputs = ctx.forward_function(hidden_states, *ctx.args)
+            torch.autograd.backward(outputs, grad_output)
+            return (None, hidden_states.grad) + (None,) * len(ctx.args)
+
+    return UnslothGradientCheckpointing.apply
+"""
+
+
+def test_recompute_of_unseen_layers_without_rng_restore_is_reported_with_its_condition():
+    # the re-run callable is a Hugging Face decoder layer; its dropout is the user's choice
+    # (lora_dropout, attention_dropout): the message states the condition, not that it draws
+    found = located(UNSLOTH_GC.replace("{restore}", ""), "CKP104", messages=True)
+    assert [(row, code) for row, code, _ in found] == [(24, "CKP104")]
+    assert "whenever the recomputed code draws random numbers in training (a dropout with p > 0" in found[0][2]
+    restored = UNSLOTH_GC.replace(
+        "ctx.save_for_backward(saved_hidden_states)\n",
+        "ctx.save_for_backward(saved_hidden_states)\n            ctx.rng = torch.get_rng_state()\n",
+    ).replace("{restore}", "            torch.set_rng_state(ctx.rng)\n")
+    assert located(restored, "CKP104") == []
+
+
+def test_preserve_rng_state_false_over_unseen_layers_states_the_condition():
+    # unsloth models/llama.py:1155-1192: Hugging Face decoder layers, dropout 0.0 by default
+    source = """\
+        import torch
+
+
+        def forward(self, hidden_states, mask, position_ids):
+            for idx, decoder_layer in enumerate(self.layers):
+                def create_custom_forward(module):
+                    def custom_forward(*inputs):
+                        return module(*inputs)
+                    return custom_forward
+
+                hidden_states = torch.utils.checkpoint.checkpoint(
+                    create_custom_forward(decoder_layer), hidden_states, mask, position_ids,
+                    use_reentrant=True, preserve_rng_state=False,
+                )[0]
+            return hidden_states
+    """
+    found = located(source, "CKP101", messages=True)
+    assert [(row, code) for row, code, _ in found] == [(13, "CKP101")]
+    assert "cannot see" in found[0][2] and "if that code draws random numbers in training (a dropout with p > 0" in found[0][2]
+    # the same loop over layers the tree defines, with no random op: not reported
+    seen = "from torch import nn\n\n\nclass Layer(nn.Module):\n    def forward(self, x, m, p):\n        return (x,)\n\n\n" + textwrap.dedent(source).replace(
+        "import torch\n", "import torch\nLAYERS = [Layer(), Layer()]\n"
+    ).replace("enumerate(self.layers)", "enumerate(LAYERS)")
+    assert located(seen, "CKP101") == []

@@ -160,8 +160,8 @@ class RngStateNotPreserved(Rule):
                 ctx.report(
                     node,
                     f"`preserve_rng_state=False` on the checkpoint at {where}: ckptlint cannot see {what}; "
-                    "if that code draws random numbers (dropout, `torch.rand*`), recomputation "
-                    "draws different values and gradients are silently wrong",
+                    "if that code draws random numbers in training (a dropout with p > 0, LoRA or attention "
+                    "dropout, `torch.rand*`), recomputation draws different values and gradients are silently wrong",
                     fix=fix,
                 )
 
