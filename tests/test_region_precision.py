@@ -1731,3 +1731,45 @@ def test_preserve_rng_state_false_over_unseen_layers_states_the_condition():
         "import torch\n", "import torch\nLAYERS = [Layer(), Layer()]\n"
     ).replace("enumerate(self.layers)", "enumerate(LAYERS)")
     assert located(seen, "CKP101") == []
+
+
+# ---------------- CKP203 known limit: constructions in other files are not seen (judge 6, F1)
+def test_checkpoint_that_every_construction_in_other_files_switches_off_stays_reported(tmp_path: Path, run_cli):
+    # ViT-Adapter adapter_modules.py:235-300: the three backbones that build SpatialPriorModule
+    # pass with_cp=False; ckptlint reads the files a module imports, not those that import it
+    # (rules/CKP203.md, Known limits), so the site is still judged
+    backbones = tmp_path / "backbones"
+    backbones.mkdir()
+    (backbones / "__init__.py").write_text("", encoding="utf-8")
+    (backbones / "adapter_modules.py").write_text(
+        textwrap.dedent(
+            """\
+            import torch.utils.checkpoint as cp
+            from torch import nn
+
+
+            class SpatialPriorModule(nn.Module):
+                def __init__(self, inplanes=64, embed_dim=384, with_cp=False):
+                    super().__init__()
+                    self.with_cp = with_cp
+                    self.stem = nn.Sequential(nn.Conv2d(3, inplanes, 3), nn.SyncBatchNorm(inplanes), nn.ReLU())
+
+                def forward(self, x):
+                    def _inner_forward(x):
+                        return self.stem(x)
+
+                    if self.with_cp and x.requires_grad:
+                        return cp.checkpoint(_inner_forward, x)
+                    return _inner_forward(x)
+            """
+        ),
+        encoding="utf-8",
+    )
+    (backbones / "vit_adapter.py").write_text(
+        "from .adapter_modules import SpatialPriorModule\n\n\nclass ViTAdapter:\n"
+        "    def __init__(self, with_cp=False):\n"
+        "        self.spm = SpatialPriorModule(inplanes=64, embed_dim=384, with_cp=False)\n",
+        encoding="utf-8",
+    )
+    result = run_cli("--output-format", "json", "--isolated", "--no-cache", "--exit-zero", "--select", "CKP203", ".", cwd=tmp_path)
+    assert [(Path(r["filename"]).name, r["location"]["row"]) for r in json.loads(result.stdout)] == [("adapter_modules.py", 16)]
