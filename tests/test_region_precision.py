@@ -1773,3 +1773,21 @@ def test_checkpoint_that_every_construction_in_other_files_switches_off_stays_re
     )
     result = run_cli("--output-format", "json", "--isolated", "--no-cache", "--exit-zero", "--select", "CKP203", ".", cwd=tmp_path)
     assert [(Path(r["filename"]).name, r["location"]["row"]) for r in json.loads(result.stdout)] == [("adapter_modules.py", 16)]
+
+
+def test_the_code_base_of_a_namespace_package_is_its_project_root(tmp_path: Path, run_cli):
+    # CompVis stable-diffusion: ldm/ has no __init__.py, its Lightning training is main.py at the
+    # root (`Trainer.add_argparse_args`: `--precision 16` turns autocast on)
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='ldm')\n", encoding="utf-8")
+    util = tmp_path / "ldm" / "modules" / "diffusionmodules"
+    util.mkdir(parents=True)
+    (util / "__init__.py").write_text("", encoding="utf-8")
+    (util / "util.py").write_text(GLM_CHECKPOINT, encoding="utf-8")
+    (tmp_path / "main.py").write_text("from pytorch_lightning.trainer import Trainer\n", encoding="utf-8")
+    # an installed torch in a virtual environment of the project is not its code
+    venv = tmp_path / ".venv" / "lib" / "site-packages" / "torch"
+    venv.mkdir(parents=True)
+    (venv / "autocast_mode.py").write_text("def autocast():\n    pass\n", encoding="utf-8")
+    assert _codes(run_cli, "--no-cache", "ldm") == [("util.py", "CKP105")]
+    (tmp_path / "main.py").write_text("import argparse\n", encoding="utf-8")
+    assert _codes(run_cli, "--no-cache", "ldm") == []

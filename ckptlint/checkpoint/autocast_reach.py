@@ -1,15 +1,19 @@
 """Whether a module's code base can run its forward under autocast (CKP105's question).
 
-The answer is looked for in the module itself and in the package it belongs to: the top-level
-package of the linted tree that holds it (``fairseq`` for ``fairseq/modules/
-checkpoint_activations.py``), or the module's own folder when it is in no package. A marker of
-:data:`~ckptlint.facts.amp.AUTOCAST_MARKERS` in any ``.py`` file there (``torch.cuda.amp.autocast``
-in fairseq's ``train_step``) says yes. The files are read as bytes, not parsed, each package once
-per run (per :class:`Project`); each is recorded as read (``Project.file_for_module``) so that the cache sees a
-change to it. A file added to the package later is not seen until the module itself changes or
-the cache is cleared.
+The answer is looked for in the module itself, then in the ``.py`` files of its code base: the
+nearest folder above it (at most :data:`MAX_LEVELS` up) that holds ``setup.py``, ``setup.cfg``,
+``pyproject.toml`` or ``.git`` (a project's root: CompVis stable-diffusion's ``ldm`` is a
+namespace package, and its Lightning training script is ``main.py`` beside it), or, without
+such a folder, the top-level package that holds the module (its own folder when it is in no
+package). A marker of :data:`~ckptlint.facts.amp.AUTOCAST_MARKERS` in any of them
+(``torch.cuda.amp.autocast`` in fairseq's ``train_step``, a Lightning or Hugging Face trainer
+whose precision flag turns autocast on) says yes. Folders whose name starts with a dot and
+installed packages (``site-packages``, ``node_modules``) are skipped.
 
-Past :data:`MAX_FILES` files the answer is yes (not known: the rule reports as before).
+The files are read as bytes, not parsed, each code base once per run (per :class:`Project`);
+each file read is recorded (:meth:`Project.record_read`) so that the cache sees a change to it.
+A file added to the code base later is not seen until the module itself changes or the cache
+is cleared. Past :data:`MAX_FILES` files the answer is yes (not known: reported as before).
 """
 
 from __future__ import annotations
@@ -25,60 +29,79 @@ from ckptlint.semantic.project import Project, module_name_for
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["MAX_FILES", "autocast_may_run"]
+__all__ = ["MAX_FILES", "MAX_LEVELS", "autocast_may_run", "code_base"]
 
-#: Files of one package read at most (fairseq has about 1,000 ``.py`` files, DeepSpeed about 900).
+#: Files of one code base read at most (OFA has 841 ``.py`` files, InternVideo 2,352).
 MAX_FILES = 5_000
 
-#: per project (one run): package folder -> (whether a marker was found, the files read with
-#: their dotted names)
-_SCANNED: WeakKeyDictionary[Project, dict[Path, tuple[bool, list[tuple[str, Path]]]]] = WeakKeyDictionary()
+#: Folders climbed at most from the module's own to find its project's root.
+MAX_LEVELS = 8
+
+_ROOT_MARKERS = ("setup.py", "setup.cfg", "pyproject.toml", ".git")
+
+_SKIPPED = frozenset({"site-packages", "node_modules", "__pycache__"})
+
+#: per project (one run): folder -> (whether a marker was found, the files read)
+_SCANNED: WeakKeyDictionary[Project, dict[Path, tuple[bool, list[Path]]]] = WeakKeyDictionary()
 
 
 def _has_marker(raw: bytes) -> bool:
     return any(marker in raw for marker in AUTOCAST_MARKERS)
 
 
+def code_base(path: Path) -> tuple[Path, bool]:
+    """The folder searched for ``path``'s module and whether to search its subfolders."""
+    folder = path.parent
+    for _ in range(MAX_LEVELS):
+        if any((folder / marker).exists() for marker in _ROOT_MARKERS):
+            return folder, True
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    name, is_package, root = module_name_for(path)
+    if is_package or "." in name:
+        return root / name.split(".")[0], True
+    return path.parent, False
+
+
 def autocast_may_run(analysis: ModuleAnalysis, project: Project | None) -> bool:
-    """Whether the module of ``analysis`` or its package mentions autocast (see the module's
-    description); ``True`` when it cannot be told (no file on disk, too many files)."""
+    """Whether the module of ``analysis`` or its code base mentions autocast (see the
+    module's description); ``True`` when it cannot be told (no file on disk, too many files)."""
     if _has_marker(analysis.source.text.encode("utf-8", "replace")):
         return True
     path = Path(os.path.abspath(analysis.source.path))
     if not path.is_file():
-        return True  # source given on stdin or in memory: its package is not known
-    name, is_package, root = module_name_for(path)
-    if is_package or "." in name:
-        folder, prefix = root / name.split(".")[0], name.split(".")[0]
-    else:
-        folder, prefix = path.parent, ""
+        return True  # source given on stdin or in memory: its code base is not known
+    folder, recursive = code_base(path)
     memo = _SCANNED.setdefault(project, {}) if project is not None and project.files_stable else {}
     found = memo.get(folder)
     if found is None:
-        found = memo[folder] = _scan(folder, prefix)
+        found = memo[folder] = _scan(folder, recursive)
     uses, files = found
     if project is not None:
-        for dotted, _ in files:
-            project.file_for_module(dotted)  # recorded as read, for cache invalidation
+        for file_path in files:
+            project.record_read(file_path)
     return uses
 
 
-def _scan(folder: Path, prefix: str) -> tuple[bool, list[tuple[str, Path]]]:
-    files: list[tuple[str, Path]] = []
-    walk = os.walk(folder) if prefix else [(str(folder), [], sorted(os.listdir(folder)))]
+def _scan(folder: Path, recursive: bool) -> tuple[bool, list[Path]]:
+    files: list[Path] = []
+    if recursive:
+        walk = os.walk(folder)
+    else:
+        try:
+            walk = iter([(str(folder), [], os.listdir(folder))])
+        except OSError:
+            return True, files
     for directory, subdirectories, names in walk:
-        subdirectories.sort()
+        subdirectories[:] = sorted(d for d in subdirectories if not d.startswith(".") and d not in _SKIPPED)
         for file_name in sorted(names):
             if not file_name.endswith(".py"):
                 continue
             if len(files) >= MAX_FILES:
                 return True, files
             file_path = Path(directory) / file_name
-            relative = file_path.relative_to(folder).with_suffix("").parts
-            dotted = ".".join(part for part in (prefix, *relative) if part)
-            if dotted.endswith(".__init__"):
-                dotted = dotted[: -len(".__init__")]
-            files.append((dotted, file_path))
+            files.append(file_path)
             try:
                 raw = file_path.read_bytes()
             except OSError:

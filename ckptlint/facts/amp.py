@@ -20,11 +20,29 @@ Each marker, as it appears in source text:
 - ``AmpOptimWrapper``: mmengine's optimizer wrapper that runs the forward under autocast
   (``optim_wrapper=dict(type='AmpOptimWrapper')`` in OpenMMLab configs);
 - ``16-mixed``: Lightning's ``precision="16-mixed"``/``"bf16-mixed"`` (autocast in
-  ``MixedPrecision.forward_context``, pytorch_lightning 2.6.6).
+  ``MixedPrecision.forward_context``, pytorch_lightning 2.6.6);
+- trainers whose precision is a command-line or config flag that turns autocast on:
+  ``pytorch_lightning`` / ``lightning`` (``Trainer(precision=16)``, also
+  ``Trainer.add_argparse_args`` in CompVis stable-diffusion's ``main.py``), Hugging Face
+  ``TrainingArguments`` (``fp16``/``bf16``: ``Trainer`` runs the forward under accelerate's
+  autocast), accelerate's ``Accelerator(`` (``mixed_precision=``).
 """
 
 from __future__ import annotations
 
 __all__ = ["AUTOCAST_MARKERS"]
 
-AUTOCAST_MARKERS: tuple[bytes, ...] = (b"autocast", b"custom_fwd", b"custom_bwd", b"GradScaler", b"AmpOptimWrapper", b"16-mixed")
+AUTOCAST_MARKERS: tuple[bytes, ...] = (
+    b"autocast",
+    b"custom_fwd",
+    b"custom_bwd",
+    b"GradScaler",
+    b"AmpOptimWrapper",
+    b"16-mixed",
+    b"pytorch_lightning",
+    b"lightning.pytorch",
+    b"import lightning",
+    b"from lightning",
+    b"TrainingArguments",
+    b"Accelerator(",
+)

@@ -115,6 +115,12 @@ class Project:
         self._accessed = None
         return found
 
+    def record_read(self, path: Path) -> None:
+        """Record that the linted file's result depends on the bytes of ``path``, read without
+        this project (CKP105's search of the code base for autocast), for cache invalidation."""
+        if self._accessed is not None:
+            self._accessed.add(Path(os.path.abspath(path)))
+
     def add_root(self, root: Path) -> None:
         if root not in self.roots:
             self.roots.append(root)
