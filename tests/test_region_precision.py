@@ -1791,3 +1791,34 @@ def test_the_code_base_of_a_namespace_package_is_its_project_root(tmp_path: Path
     assert _codes(run_cli, "--no-cache", "ldm") == [("util.py", "CKP105")]
     (tmp_path / "main.py").write_text("import argparse\n", encoding="utf-8")
     assert _codes(run_cli, "--no-cache", "ldm") == []
+
+
+def test_rate_bound_by_a_partial_is_not_taken_for_the_default():
+    # `block_fn = partial(Block, drop=0.1)` then `block_fn(dim)`: the call passes more than it shows
+    source = """\
+        from functools import partial
+
+        import torch.utils.checkpoint as cp
+        from torch import nn
+
+
+        class Block(nn.Module):
+            def __init__(self, dim, drop=0.0):
+                super().__init__()
+                self.drop = nn.Dropout(drop)
+
+            def forward(self, x):
+                return self.drop(x)
+
+
+        class Stage(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                block_fn = {block_fn}
+                self.block = block_fn(dim)
+
+            def forward(self, x):
+                return cp.checkpoint(self.block, x, use_reentrant=False, preserve_rng_state=False)
+    """
+    assert located(source.replace("{block_fn}", "partial(Block, drop=0.1)"), "CKP101") == [(23, "CKP101")]
+    assert located(source.replace("{block_fn}", "Block"), "CKP101") == []

@@ -78,6 +78,8 @@ class FunctionValue(Value):
 @dataclass(eq=False, repr=False)
 class ClassValue(Value):
     info: ClassInfo
+    #: made by ``functools.partial(cls, ...)``: its constructor calls are not seen whole
+    partial: bool = False
 
 @dataclass(eq=False, repr=False)
 class InstanceValue(Value):
@@ -162,6 +164,16 @@ class ContainerValue(Value):
             if -len(self.elements) <= key < len(self.elements):
                 return [self.elements[key]]
         return None
+
+def partially_applied(value: Value) -> Value:
+    """``value`` as ``functools.partial(value, ...)`` returns it, when the partial binds arguments:
+    a later call of it passes more than it shows, so its parameters' defaults are not known to
+    hold (``partial(Block, drop=0.1)`` then ``block_fn(dim)``)."""
+    if isinstance(value, FunctionValue):
+        return FunctionValue(value.node, replace_ctx(value.ctx, open_call=True), value.bound_method)
+    if isinstance(value, ClassValue):
+        return ClassValue(value.info, partial=True)
+    return value
 
 def call_argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
     positional = [a for a in call.args if a.keyword is None and not a.star]

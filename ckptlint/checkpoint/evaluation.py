@@ -28,6 +28,7 @@ from ckptlint.checkpoint.denotations import (
     TorchValue,
     Value,
     call_argument,
+    partially_applied,
     target_path,
 )
 from ckptlint.checkpoint.literals import skip_self_copies
@@ -417,7 +418,7 @@ class ExpressionEvaluation:
         if names & PARTIAL_QUALIFIED_NAMES and call.args:
             bound = {a.keyword.value for a in call.args if a.keyword is not None}
             return [
-                v
+                partially_applied(v) if len(call.args) > 1 else v
                 for v in self._values(call.args[0].value, ctx, depth + 1)
                 if isinstance(v, (FunctionValue, ClassValue))
                 # `partial(nn.BatchNorm2d, eps=1e-3)` as a `norm_layer=` factory; not when the
@@ -435,7 +436,7 @@ class ExpressionEvaluation:
         out: list[Value] = []
         for callee in self._values(call.func, ctx, depth + 1):
             if isinstance(callee, ClassValue):
-                out.append(InstanceValue(callee.info, self._constructor_env(callee.info, call, ctx)))
+                out.append(InstanceValue(callee.info, self._constructor_env(callee, call, ctx)))
             elif isinstance(callee, LayerClassValue):
                 out.append(LayerUse(callee.qualified, callee.fact, call, ctx))
             elif isinstance(callee, TorchValue):
@@ -563,15 +564,14 @@ class ExpressionEvaluation:
             self._beside[key] = found
         return found
 
-    def _constructor_env(
-        self, info: ClassInfo, call: cst.Call, ctx: Context
-    ) -> dict[Binding, tuple[cst.BaseExpression, Context]]:
+    def _constructor_env(self, callee: ClassValue, call: cst.Call, ctx: Context) -> dict[Binding, tuple[cst.BaseExpression, Context]]:
         """``__init__``'s parameters bound to the arguments of ``call`` (evaluated in ``ctx``)."""
-        init = self._method(info, "__init__")
+        init = self._method(callee.info, "__init__")
         if init is None:
             return {}
         node, owner = init
-        bound = self._bind(FunctionValue(node, Context(owner.analysis, info), bound_method=True), tuple(call.args), ctx)
+        init_ctx = Context(owner.analysis, callee.info, open_call=callee.partial)  # a partial's arguments are not seen
+        bound = self._bind(FunctionValue(node, init_ctx, bound_method=True), tuple(call.args), ctx)
         return bound.env if bound.open_call or bound.bound is not node else ConstructorEnv(bound.env, node)
 
     def _method(self, info: ClassInfo, name: str) -> tuple[cst.FunctionDef, ClassInfo] | None:

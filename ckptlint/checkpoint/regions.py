@@ -361,7 +361,7 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
             env,
             frozenset(keyword_params),
             value.ctx.self_env,
-            any(a.star for a in args),
+            value.ctx.open_call or any(a.star for a in args),  # a partial's bound arguments are not seen
             function,
         )
 
