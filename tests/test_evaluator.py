@@ -380,6 +380,63 @@ def test_hugging_face_receivers_are_still_reported() -> None:
     assert located(unknown) == [(3, "CKP001")]
 
 
+OLD_FORMAT_MODEL = """\
+    import torch
+    from torch import nn
+    from transformers.modeling_utils import PreTrainedModel
+
+
+    class BeitEncoder(nn.Module):  # InternVideo ViCLIP models/backbones/beit/st_beit.py:828-889
+        def __init__(self, layers):
+            super().__init__()
+            self.layer = nn.ModuleList(layers)
+            self.gradient_checkpointing = False
+
+        def forward(self, hidden_states):
+            for layer_module in self.layer:
+                if self.gradient_checkpointing and self.training:
+                    hidden_states = torch.utils.checkpoint.checkpoint(layer_module, hidden_states, use_reentrant=False)
+                else:
+                    hidden_states = layer_module(hidden_states)
+            return hidden_states
+
+
+    class BeitPreTrainedModel(PreTrainedModel):
+{setter}
+
+    class BeitModel(BeitPreTrainedModel):
+        def __init__(self, config):
+            super().__init__(config)
+            self.encoder = BeitEncoder([])
+
+
+    def build_beit(config, checkpoint):  # models/backbones/beit/builder.py:37-69
+        model_cls = BeitModel
+        model = model_cls(config=config)
+        if checkpoint:
+            model.gradient_checkpointing_enable()
+        return model
+"""
+
+
+def test_old_format_hugging_face_model_ignores_the_kwargs() -> None:
+    # transformers >= 4.36 calls the override with value=True and ignores gradient_checkpointing_kwargs:
+    # the encoder's own checkpoint call (use_reentrant=False) decides the variant
+    old = (
+        "        def _set_gradient_checkpointing(self, module, value=False):\n"
+        "            if isinstance(module, BeitEncoder):\n"
+        "                module.gradient_checkpointing = value\n"
+    )
+    assert located(OLD_FORMAT_MODEL.replace("{setter}", old)) == []
+    # the new format (or no override at all) takes the kwargs: still reported
+    new = (
+        "        def _set_gradient_checkpointing(self, enable=True, gradient_checkpointing_func=None):\n"
+        "            self.encoder.gradient_checkpointing = enable\n"
+    )
+    assert located(OLD_FORMAT_MODEL.replace("{setter}", new)) == [(36, "CKP001")]
+    assert located(OLD_FORMAT_MODEL.replace("{setter}", "        pass\n")) == [(35, "CKP001")]
+
+
 def test_batchnorm_subclass_with_its_own_forward_keeps_running_statistics() -> None:
     source = """\
         import torch.nn.functional as F

@@ -477,3 +477,42 @@ def test_project_method_of_a_class_in_another_file_is_not_hugging_face(tmp_path:
         },
     )
     assert _json(run_cli, "pkg/train.py") == []
+
+
+def test_old_format_hugging_face_model_of_another_file_is_not_reported(tmp_path: Path, run_cli) -> None:
+    # InternVideo ViCLIP: builder.py imports BeitModel inside the function, st_beit.py keeps
+    # the pre-4.35 `_set_gradient_checkpointing(self, module, value=False)`
+    _project(
+        tmp_path,
+        {
+            "beit/__init__.py": "",
+            "beit/st_beit.py": """\
+                from transformers.modeling_utils import PreTrainedModel
+
+
+                class BeitPreTrainedModel(PreTrainedModel):
+                    def _set_gradient_checkpointing(self, module, value=False):
+                        module.gradient_checkpointing = value
+
+
+                class BeitModel(BeitPreTrainedModel):
+                    pass
+            """,
+            "beit/builder.py": """\
+                def build_beit(config, checkpoint):
+                    from .st_beit import BeitModel as model_cls
+
+                    aux_kwargs = {"add_pooling_layer": True}
+                    model = model_cls(config=config, **aux_kwargs)
+                    if checkpoint:
+                        model.gradient_checkpointing_enable()
+                    return model
+            """,
+        },
+    )
+    assert _json(run_cli, "beit/builder.py") == []
+    (tmp_path / "beit" / "st_beit.py").write_text(
+        (tmp_path / "beit" / "st_beit.py").read_text().replace("self, module, value=False", "self, enable=True, gradient_checkpointing_func=None"),
+        encoding="utf-8",
+    )
+    assert [(r["code"], r["location"]["row"]) for r in _json(run_cli, "--no-cache", "beit/builder.py")] == [("CKP001", 7)]

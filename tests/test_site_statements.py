@@ -154,13 +154,18 @@ LINTED = VIT_LIKE + """\
         return torch.nn.functional.dropout(x, 0.5)
 
 
-    class Frozen(nn.Module):
+    class Counted(nn.Module):
         def __init__(self):
             super().__init__()
-            self.norm = nn.BatchNorm1d(4)
+            self.calls = 0
+            self.proj = nn.Linear(4, 4)
+
+        def step(self, x):
+            self.calls += 1
+            return self.proj(x)
 
         def forward(self, x):
-            return checkpoint(self.norm, x)
+            return checkpoint(self.step, x)
 
 
     def unrelated_two(x):
@@ -184,7 +189,7 @@ def test_the_linted_file_is_parsed_partially_with_the_output_of_a_whole_parse(
     counts = perf.delta(before)
     assert partial == whole
     codes = {row[0] for row in whole}
-    assert "CKP203" in codes  # Frozen's BatchNorm
+    assert "CKP202" in codes  # Counted's counter, written again by the recomputation
     assert ("fixed" if fix is FixMode.DIFF else "CKP001") in codes  # its call without use_reentrant
     # a fixed text is parsed whole once, to prove the fix parses
     assert counts.get("files_parsed_partial", 0) >= 1
@@ -192,3 +197,32 @@ def test_the_linted_file_is_parsed_partially_with_the_output_of_a_whole_parse(
     if fix is FixMode.NONE:
         statements = len(index.build_index(textwrap.dedent(LINTED)).statements)
         assert 0 < counts["statements_parsed"] < statements
+
+
+def test_a_batchnorm_in_a_partially_parsed_file_is_judged_on_the_whole_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a backbone of the module keeps the BatchNorm in eval mode (CKP203) is a question
+    about every class of the module: the rules run again on the whole parse."""
+    source = textwrap.dedent(VIT_LIKE) + textwrap.dedent('''
+
+        class Frozen(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.BatchNorm1d(4)
+
+            def forward(self, x):
+                return checkpoint(self.norm, x, use_reentrant=False)
+    ''')
+    path = tmp_path / "model.py"
+    path.write_text(source, encoding="utf-8")
+    index._CACHE.clear()
+    monkeypatch.setenv("CKPTLINT_WHOLE_PARSE", "1")
+    whole = _output([path])
+    monkeypatch.delenv("CKPTLINT_WHOLE_PARSE")
+    before = perf.snapshot()
+    partial = _output([path])
+    counts = perf.delta(before)
+    assert partial == whole and [row[0] for row in whole] == ["CKP203"]
+    assert counts.get("files_parsed_partial") == 1 and counts.get("files_parsed_whole") == 1
+    assert counts.get("rule_reruns") == 1

@@ -16,7 +16,7 @@ from ckptlint.semantic.bindings import Binding
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["ClassInfo", "Context", "LayerUse"]
+__all__ = ["ClassInfo", "ConstructorEnv", "Context", "LayerUse"]
 
 
 MAX_EVAL_DEPTH = 12
@@ -37,6 +37,15 @@ class Context:
     #: The function whose call bound ``env`` (its unbound parameters hold their defaults);
     #: parameters of other enclosing functions were bound by calls not seen.
     bound: cst.CSTNode | None = None
+
+class ConstructorEnv(dict):
+    """``__init__``'s parameters bound by a constructor call seen whole (no ``*``/``**``
+    arguments): a parameter of ``init`` it does not bind holds its default. An instance whose
+    constructor call was not seen (``self`` of the class a site is in) has a plain dict."""
+
+    def __init__(self, bound: dict, init: cst.FunctionDef) -> None:
+        super().__init__(bound)
+        self.init = init
 
 class Value:
     """Something an expression may evaluate to."""
@@ -69,6 +78,8 @@ class FunctionValue(Value):
 @dataclass(eq=False, repr=False)
 class ClassValue(Value):
     info: ClassInfo
+    #: made by ``functools.partial(cls, ...)``: its constructor calls are not seen whole
+    partial: bool = False
 
 @dataclass(eq=False, repr=False)
 class InstanceValue(Value):
@@ -85,12 +96,19 @@ class LayerClassValue(Value):
 
 @dataclass(eq=False, repr=False)
 class LayerUse(Value):
-    """A torch layer instance: its table entry and the constructor call that made it."""
+    """A torch layer instance: its table entry and the constructor call that made it.
+
+    ``config``: for a layer that a factory built from a config (mmcv's ``build_norm_layer``,
+    ``ConvModule(norm_cfg=...)``, see :data:`~ckptlint.facts.torch_facts.NORM_FACTORIES`), the
+    config as a literal (a dict whose other keys are the layer's keywords; ``NOT_LITERAL`` when
+    it is not known as a whole, then the keywords keep their defaults); ``None`` for a
+    constructor call, whose own arguments are read."""
 
     qualified: str
     fact: LayerFact
     call: cst.Call | None
     ctx: Context
+    config: object = None
 
     @property
     def analysis(self) -> ModuleAnalysis:
@@ -104,7 +122,11 @@ class LayerUse(Value):
             return True
         keyword, position, default = self.fact.switch
         value: object = default
-        if self.call is not None:
+        if self.config is not None:
+            value = self.config.get(keyword, default) if isinstance(self.config, dict) else default
+            if value is NOT_LITERAL:
+                return None
+        elif self.call is not None:
             arg = call_argument(self.call, keyword, position)
             if arg is not None:
                 value = literal_value(arg.value, self.ctx.analysis.model)
@@ -142,6 +164,16 @@ class ContainerValue(Value):
             if -len(self.elements) <= key < len(self.elements):
                 return [self.elements[key]]
         return None
+
+def partially_applied(value: Value) -> Value:
+    """``value`` as ``functools.partial(value, ...)`` returns it, when the partial binds arguments:
+    a later call of it passes more than it shows, so its parameters' defaults are not known to
+    hold (``partial(Block, drop=0.1)`` then ``block_fn(dim)``)."""
+    if isinstance(value, FunctionValue):
+        return FunctionValue(value.node, replace_ctx(value.ctx, open_call=True), value.bound_method)
+    if isinstance(value, ClassValue):
+        return ClassValue(value.info, partial=True)
+    return value
 
 def call_argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
     positional = [a for a in call.args if a.keyword is None and not a.star]

@@ -16,6 +16,7 @@ from ckptlint.checkpoint.denotations import (
     MAX_EVAL_DEPTH,
     ClassInfo,
     ClassValue,
+    ConstructorEnv,
     ContainerValue,
     Context,
     FunctionValue,
@@ -27,8 +28,10 @@ from ckptlint.checkpoint.denotations import (
     TorchValue,
     Value,
     call_argument,
+    partially_applied,
     target_path,
 )
+from ckptlint.checkpoint.literals import skip_self_copies
 from ckptlint.checkpoint.options import NOT_LITERAL
 from ckptlint.facts.apis import PARTIAL_QUALIFIED_NAMES
 from ckptlint.facts.torch_facts import (
@@ -415,7 +418,7 @@ class ExpressionEvaluation:
         if names & PARTIAL_QUALIFIED_NAMES and call.args:
             bound = {a.keyword.value for a in call.args if a.keyword is not None}
             return [
-                v
+                partially_applied(v) if len(call.args) > 1 else v
                 for v in self._values(call.args[0].value, ctx, depth + 1)
                 if isinstance(v, (FunctionValue, ClassValue))
                 # `partial(nn.BatchNorm2d, eps=1e-3)` as a `norm_layer=` factory; not when the
@@ -433,7 +436,7 @@ class ExpressionEvaluation:
         out: list[Value] = []
         for callee in self._values(call.func, ctx, depth + 1):
             if isinstance(callee, ClassValue):
-                out.append(InstanceValue(callee.info, self._constructor_env(callee.info, call, ctx)))
+                out.append(InstanceValue(callee.info, self._constructor_env(callee, call, ctx)))
             elif isinstance(callee, LayerClassValue):
                 out.append(LayerUse(callee.qualified, callee.fact, call, ctx))
             elif isinstance(callee, TorchValue):
@@ -454,9 +457,9 @@ class ExpressionEvaluation:
         return out
 
     def _norm_factory(self, factory: NormFactory, call: cst.Call, ctx: Context, depth: int) -> list[Value]:
-        """A norm layer built from a config (``build_norm_layer(dict(type='BN'), c)``): the
-        layer ``cfg['type']`` names, when the config is known; an opaque value for a known
-        type without training behaviour (GroupNorm, LayerNorm); nothing when unknown."""
+        """A norm layer built from a config (``build_norm_layer(dict(type='BN'), c)``, a ``ConvModule``
+        running it): the layer ``cfg['type']`` names (its other keys are the layer's keywords);
+        an opaque value for a type without training behaviour (GroupNorm); nothing when unknown."""
         keyword, position = factory.config
         arg = call_argument(call, keyword, position)
         if arg is None:
@@ -468,14 +471,14 @@ class ExpressionEvaluation:
             if qualified is None:
                 return []
             fact = layer_fact({qualified})
-            layer = LayerUse(fact[0], fact[1], call, ctx) if fact is not None else OpaqueValue()
+            layer = LayerUse(fact[0], fact[1], call, ctx, config) if fact is not None else OpaqueValue()
         else:
             for value in self._config_types(arg.value, ctx, depth + 1):
-                layer = LayerUse(value.qualified, value.fact, call, ctx)
+                layer = LayerUse(value.qualified, value.fact, call, ctx, config)
                 break
         if layer is None:
             return []
-        return [ContainerValue([OpaqueValue(), layer])] if factory.returns_pair else [layer]
+        return [ContainerValue([OpaqueValue(), layer])] if factory.returns_pair or factory.module else [layer]
 
     def _config_types(self, expr: cst.BaseExpression, ctx: Context, depth: int) -> list[LayerClassValue]:
         """The torch layer classes given as ``type=`` of a ``dict(type=nn.BatchNorm2d, ...)``
@@ -484,7 +487,7 @@ class ExpressionEvaluation:
             return []
         model = ctx.analysis.model
         if isinstance(expr, cst.Name) and expr in model.scopes:
-            bindings = model.lookup(expr.value, model.scope_of(expr))
+            bindings = skip_self_copies(model.lookup(expr.value, model.scope_of(expr)), model)
             if len(bindings) != 1:
                 return []
             binding = bindings[0]
@@ -561,16 +564,15 @@ class ExpressionEvaluation:
             self._beside[key] = found
         return found
 
-    def _constructor_env(
-        self, info: ClassInfo, call: cst.Call, ctx: Context
-    ) -> dict[Binding, tuple[cst.BaseExpression, Context]]:
+    def _constructor_env(self, callee: ClassValue, call: cst.Call, ctx: Context) -> dict[Binding, tuple[cst.BaseExpression, Context]]:
         """``__init__``'s parameters bound to the arguments of ``call`` (evaluated in ``ctx``)."""
-        init = self._method(info, "__init__")
+        init = self._method(callee.info, "__init__")
         if init is None:
             return {}
         node, owner = init
-        bound = self._bind(FunctionValue(node, Context(owner.analysis, info), bound_method=True), tuple(call.args), ctx)
-        return bound.env
+        init_ctx = Context(owner.analysis, callee.info, open_call=callee.partial)  # a partial's arguments are not seen
+        bound = self._bind(FunctionValue(node, init_ctx, bound_method=True), tuple(call.args), ctx)
+        return bound.env if bound.open_call or bound.bound is not node else ConstructorEnv(bound.env, node)
 
     def _method(self, info: ClassInfo, name: str) -> tuple[cst.FunctionDef, ClassInfo] | None:
         for owner in self._mro(info):

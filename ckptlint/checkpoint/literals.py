@@ -12,7 +12,7 @@ import libcst as cst
 from ckptlint.checkpoint.class_summary import self_parameter
 from ckptlint.checkpoint.denotations import MAX_EVAL_DEPTH, Context
 from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
-from ckptlint.semantic.bindings import BindingKind
+from ckptlint.semantic.bindings import Binding, BindingKind
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
@@ -30,6 +30,40 @@ def _constructor_setting(value: cst.BaseExpression, method: cst.FunctionDef | No
     if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
         return False
     return True
+
+#: Calls that return a copy of their one argument (``copy.deepcopy(cfg)``).
+_COPY_FUNCTIONS = frozenset({"copy.deepcopy", "copy.copy", "builtins.dict"})
+
+
+def _copy_of_itself(binding: Binding, model) -> bool:  # noqa: ANN001 - a SemanticModel
+    """Whether ``binding`` is ``X = copy.deepcopy(X)`` (``copy.copy(X)``, ``dict(X)``,
+    ``X.copy()``): the name keeps an equal value."""
+    value = binding.value
+    if binding.kind is not BindingKind.ASSIGNMENT or not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "copy" and not value.args:
+        return isinstance(func.value, cst.Name) and func.value.value == binding.name
+    if len(value.args) != 1 or value.args[0].keyword is not None or value.args[0].star:
+        return False
+    argument = value.args[0].value
+    if not (isinstance(argument, cst.Name) and argument.value == binding.name):
+        return False
+    return func in model.scopes and bool(model.qualified_names(func) & _COPY_FUNCTIONS)
+
+
+def skip_self_copies(bindings: list[Binding], model) -> list[Binding]:  # noqa: ANN001 - a SemanticModel
+    """``bindings`` of one name less its copies of itself, when one binding is left and the
+    name is never mutated (item or method writes): mmpose's "protect mutable default
+    arguments" ``norm_cfg = copy.deepcopy(norm_cfg)`` keeps the parameter's value, so
+    ``build_norm_layer(norm_cfg, c)`` still builds what the default (or the caller) says."""
+    if len(bindings) < 2:
+        return bindings
+    kept = [b for b in bindings if not _copy_of_itself(b, model)]
+    if len(kept) != 1 or model.mutations_of(kept[0].name, kept[0].scope):
+        return bindings
+    return kept
+
 
 @lru_cache(maxsize=4096)
 def _string_literal(raw: str) -> object:
@@ -104,7 +138,7 @@ class LiteralDecisions:
                 return {"True": True, "False": False, "None": None}[expr.value]
             if expr not in model.scopes:
                 return NOT_LITERAL
-            bindings = model.lookup(expr.value, model.scope_of(expr))
+            bindings = skip_self_copies(model.lookup(expr.value, model.scope_of(expr)), model)
             if not bindings and expr.value in _BUILTIN_TYPES:
                 return _BuiltinType(expr.value)
             if len(bindings) != 1:

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ckptlint.checkpoint.denotations import LayerUse
+from ckptlint.checkpoint.layer_switches import argument_value, layer_switched_on, switch_is_on
 from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
 from ckptlint.checkpoint.region import Frame, Region
+from ckptlint.checkpoint.regions import RegionBuilder
 from ckptlint.facts.torch_facts import (
     DEVICE_MOVE_METHODS,
     GENERATOR_CLASSES,
@@ -68,20 +70,23 @@ def _argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
     return positional[position] if len(positional) > position else None
 
 
-def _switch_active(call: cst.Call, switch: tuple[str, int, object] | None, analysis: ModuleAnalysis, off: object) -> bool | None:
+def _switch_active(call: cst.Call, switch: tuple[str, int, object] | None, frame: Frame, off: object) -> bool | None:
+    """Whether the argument ``switch`` names leaves the op on: its literal value, or the value
+    the bindings of the frame give it (``F.dropout(x, self.attn_drop)`` with ``attn_drop=0.``
+    passed by the constructor call the region followed: :mod:`~ckptlint.checkpoint.layer_switches`)."""
     if switch is None:
         return True
     keyword, position, default = switch
     arg = _argument(call, keyword, position)
-    value = default if arg is None else literal_value(arg.value, analysis.model)
-    if value is NOT_LITERAL:
-        return None
-    try:
-        if isinstance(off, bool) or isinstance(value, bool):
-            return value != off
-        return float(value) != float(off)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
+    value = default if arg is None else literal_value(arg.value, frame.analysis.model)
+    if value is NOT_LITERAL and arg is not None:
+        value = argument_value(arg.value, frame.ctx, _builder(frame))
+    return switch_is_on(value, off)
+
+
+def _builder(frame: Frame | None) -> RegionBuilder | None:
+    builder = frame.builder if frame is not None else None
+    return builder if isinstance(builder, RegionBuilder) else None
 
 
 def _first_positional(call: cst.Call) -> cst.BaseExpression | None:
@@ -103,9 +108,9 @@ def random_ops(region: Region) -> list[RandomOp]:
             if fact is not None:
                 active: bool | None = True
                 if fact.switch is not None:
-                    active = _switch_active(node, fact.switch, frame.analysis, 0)
+                    active = _switch_active(node, fact.switch, frame, 0)
                 if active is not False and fact.training is not None:
-                    training = _switch_active(node, fact.training, frame.analysis, False)
+                    training = _switch_active(node, fact.training, frame, False)
                     active = False if training is False else active if training else None
                 ops.append(RandomOp(node, frame.analysis, fact.name, frame, active, _first_positional(node)))
             elif isinstance(node.func, cst.Attribute) and node.func.attr.value in RANDOM_METHODS:
@@ -118,7 +123,7 @@ def random_ops(region: Region) -> list[RandomOp]:
         layer = call.layer
         if layer.fact.kind is not LayerKind.RANDOM:
             continue
-        on = layer.switched_on()
+        on = layer_switched_on(layer, _builder(call.frame) or _builder(region.frames[0] if region.frames else None))
         if call.invocation is not None and call.frame is not None:
             ops.append(
                 RandomOp(call.invocation, call.frame.analysis, layer.fact.name, call.frame, on,

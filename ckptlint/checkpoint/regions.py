@@ -219,6 +219,21 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
             node = node or found.node
         return Signature(frozenset(keywords), var_keyword, node)
 
+    def method(self, info: ClassInfo, name: str) -> tuple[cst.FunctionDef, ClassInfo] | None:
+        """Method ``name`` of the class ``info``, its own or that of the first class of the tree
+        in its method order that defines it, with that class; ``None`` when none does."""
+        return self._method(info, name)
+
+    def mro(self, info: ClassInfo) -> list[ClassInfo]:
+        """``info`` and its base classes of the tree, nearest first (bases that are not
+        classes of the tree are left out)."""
+        return self._mro(info)
+
+    def assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None) -> bool:
+        """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in ``analysis``'s module
+        outside the function ``init``."""
+        return self._assigned_outside(analysis, attr, init)
+
     def class_info(self, analysis: ModuleAnalysis, node: cst.ClassDef) -> ClassInfo:
         info = self._classes.get(node)
         if info is None:
@@ -346,7 +361,7 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
             env,
             frozenset(keyword_params),
             value.ctx.self_env,
-            any(a.star for a in args),
+            value.ctx.open_call or any(a.star for a in args),  # a partial's bound arguments are not seen
             function,
         )
 

@@ -1,6 +1,7 @@
 """Writes of outer state that a recomputation does not change, so CKP202 leaves them out:
 balanced push/pop, code guarded by a recompute-phase predicate, RNG bookkeeping the API
-restores, idempotent conversions, one-time fills and memo tables, shape bookkeeping."""
+restores, idempotent conversions, one-time fills, memo tables and sizes grown until they
+fit, shape bookkeeping."""
 
 from __future__ import annotations
 
@@ -231,16 +232,78 @@ def written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) ->
     model = frame.analysis.model
     if _after_init_guard(frame, node, target):
         return True
+    if container is None and _grown_until_it_fits(model, node, key):
+        return True
     child: cst.CSTNode = node
     for ancestor in model.ancestors(node):
         if ancestor is frame.function:
             return False
         came_from, child = child, ancestor
-        if not isinstance(ancestor, cst.If) or came_from is not ancestor.body:
-            continue  # the else branch runs when the value is already there
-        if _memo_test(ancestor.test, ancestor.body, container, key):
+        if not isinstance(ancestor, cst.If):
+            continue
+        if came_from is ancestor.body and _memo_test(ancestor.test, ancestor.body, container, key):
             return True
+        if came_from is ancestor.orelse and _filled_test(ancestor.test, _branch_body(ancestor.orelse), container, key):
+            return True  # `if self.x is not None: <use> else: self.x = ...`, the same fill inverted
     return False
+
+
+def _grown_until_it_fits(model, node: cst.CSTNode, key: str) -> bool:  # noqa: ANN001 - a SemanticModel
+    """Whether ``node`` is a statement of the body of a ``while`` loop that grows the target
+    until the loop's test turns false: ``while pos >= self.end or n >= self.end: self.end *= 2``
+    (nanotron's rotary embedding). The loop leaves only when its test is false, so the
+    recomputation, with the same inputs, finds the test false at once and writes nothing. It
+    holds when the test reads the target (``key``, code text), the body is bookkeeping only
+    (assignments to attributes: no local computed there flows into the region's outputs, so
+    skipping the loop on recompute changes nothing else), and nothing leaves the loop
+    early (``break``, ``return``) with the test still true. A plain ``self.count += 1`` is
+    in no such loop and stays reported."""
+    from ckptlint.semantic.walk import iter_tree
+
+    line = model.parent(node)
+    block = model.parent(line) if isinstance(line, cst.SimpleStatementLine) else None
+    loop = model.parent(block) if isinstance(block, cst.IndentedBlock) else None
+    if not isinstance(loop, cst.While) or loop.body is not block:
+        return False
+    if not any(isinstance(n, (cst.Name, cst.Attribute)) and node_code(n) == key for n in iter_tree(loop.test)):
+        return False
+    for statement in block.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return False
+        for small in statement.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if not isinstance(small, (cst.Assign, cst.AugAssign)):
+                return False
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            if not all(isinstance(t, cst.Attribute) for t in targets):
+                return False  # a local computed in the loop (`x = cat([x, x])`) flows on
+    return True
+
+def _branch_body(orelse: cst.CSTNode) -> cst.CSTNode:
+    """The block an ``else:`` runs (an ``elif`` is an ``If``: its body and branches are
+    searched by :func:`assigns_in` only at the top, so it stands for itself)."""
+    return orelse.body if isinstance(orelse, cst.Else) else orelse
+
+def _filled_test(test: cst.BaseExpression, branch: cst.CSTNode, container: str | None, key: str) -> bool:
+    """Whether ``test`` turns true once the ``else`` branch ``branch`` has run, for the same
+    inputs: the inverted lazy initialisation ``if X is not None: <use X> else: ...; X = v``
+    (litgpt's adapter KV cache), ``if key in cache: ... else: cache[key] = v``; ``A and B``
+    when both operands are such tests, ``A or B`` when one is. A later run takes the other
+    branch and does not write again, as with :func:`_memo_test` for the ``if X is None:``
+    spelling."""
+    code = node_code
+    if isinstance(test, cst.BooleanOperation):
+        left = _filled_test(test.left, branch, container, key)
+        right = _filled_test(test.right, branch, container, key)
+        return (left and right) if isinstance(test.operator, cst.And) else (left or right)
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if container is None and isinstance(operator, cst.IsNot) and code(right) == "None":
+        guard = code(test.left)
+        return guard == key or assigns_in(branch, guard)
+    return container is not None and isinstance(operator, cst.In) and code(test.left) == key and code(right) == container
 
 def _memo_test(test: cst.BaseExpression, body: cst.CSTNode, container: str | None, key: str) -> bool:
     """Whether ``test`` turns false once ``body`` has run, for the same inputs: ``not FLAG``

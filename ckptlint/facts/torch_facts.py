@@ -16,6 +16,7 @@ from enum import Enum
 
 __all__ = [
     "CONTAINER_CLASSES",
+    "batchnorm_instances",
     "DEVICE_MOVE_METHODS",
     "GENERATOR_CLASSES",
     "LAYERS",
@@ -115,6 +116,37 @@ CONTAINER_CLASSES = frozenset(q for q, fact in LAYERS.items() if fact.kind is La
     "builtins.list",
     "builtins.tuple",
 }
+
+
+#: Layers (their ``LayerFact.name``) whose instances pass ``isinstance(m, _BatchNorm)``:
+#: ``_BatchNorm`` is the base of BatchNorm1d/2d/3d, of their lazy forms and of SyncBatchNorm
+#: (torch/nn/modules/batchnorm.py), not of InstanceNorm (``_InstanceNorm`` derives from
+#: ``_NormBase``, the base of both).
+_BATCHNORM_FAMILY = frozenset(fact.name for name, fact in _NORMS.items() if "BatchNorm" in name)
+_NORM_BASE_FAMILY = frozenset(fact.name for fact in _NORMS.values())
+
+#: ``_BatchNorm`` under the names code imports it by: torch's module, and mmcv's / mmengine's
+#: re-exports (``parrots_wrapper._BatchNorm`` is torch's class when PyTorch is the backend;
+#: copies of mmcv vendored under another package end in the same names).
+_BATCHNORM_BASES = ("torch.nn.modules.batchnorm._BatchNorm", "mmcv.utils.parrots_wrapper._BatchNorm",
+                    "mmcv.utils._BatchNorm", "mmengine.utils.dl_utils.parrots_wrapper._BatchNorm",
+                    "mmengine.utils.dl_utils._BatchNorm", "mmengine.utils._BatchNorm")
+
+
+def batchnorm_instances(qualified: str) -> frozenset[str]:
+    """The running-statistics layers (``LayerFact.name``: ``"nn.BatchNorm2d"``) whose instances
+    pass ``isinstance(m, C)`` for the class ``C`` named ``qualified``: the layer itself
+    (``torch.nn.BatchNorm2d``: BatchNorm2d only, not SyncBatchNorm nor an unmaterialised
+    LazyBatchNorm2d), every BatchNorm for ``_BatchNorm``, every norm with running statistics for
+    ``_NormBase``; empty for anything else."""
+    if qualified == "torch.nn.modules.batchnorm._NormBase":
+        return _NORM_BASE_FAMILY
+    if qualified in _BATCHNORM_BASES or any(qualified.endswith("." + base) for base in _BATCHNORM_BASES[1:]):
+        return _BATCHNORM_FAMILY
+    fact = LAYERS.get(qualified)
+    if fact is None or fact.kind is not LayerKind.RUNNING_STATS:
+        return frozenset()
+    return frozenset({fact.name})
 
 
 def layer_fact(qualified_names: frozenset[str] | set[str]) -> tuple[str, LayerFact] | None:
@@ -229,11 +261,14 @@ class NormFactory:
             layer (a registry name, or the class itself).
         returns_pair: it returns ``(name, layer)`` rather than the layer.
         types: registry name -> torch qualified class name.
+        module: it returns a module whose forward runs the layer (with others that have no
+            training behaviour): mmcv's ``ConvModule`` (conv, norm, activation).
     """
 
     config: tuple[str, int]
     returns_pair: bool
     types: dict[str, str]
+    module: bool = False
 
 
 #: mmcv 2.x ``mmcv/cnn/bricks/norm.py``: ``MODELS.register_module('BN', module=nn.BatchNorm2d)``
@@ -258,3 +293,15 @@ NORM_FACTORIES: dict[str, NormFactory] = {
     name: NormFactory(("cfg", 0), True, _MMCV_NORM_TYPES)
     for name in ("mmcv.cnn.build_norm_layer", "mmcv.cnn.bricks.build_norm_layer", "mmcv.cnn.bricks.norm.build_norm_layer")
 }
+
+#: mmcv ``mmcv/cnn/bricks/conv_module.py`` (1.x and 2.x): ``ConvModule(in_channels,
+#: out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias='auto',
+#: conv_cfg=None, norm_cfg=None, act_cfg=dict(type='ReLU'), ...)`` builds its norm with
+#: ``build_norm_layer(norm_cfg, channels)`` and runs it in ``forward`` (``order`` must hold
+#: ``'norm'``); with ``norm_cfg=None`` it has none (nothing is known then).
+NORM_FACTORIES.update(
+    {
+        name: NormFactory(("norm_cfg", 9), False, _MMCV_NORM_TYPES, module=True)
+        for name in ("mmcv.cnn.ConvModule", "mmcv.cnn.bricks.ConvModule", "mmcv.cnn.bricks.conv_module.ConvModule")
+    }
+)

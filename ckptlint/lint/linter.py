@@ -175,13 +175,15 @@ class FileLinter:
     def _parse(self, source: SourceFile, module_name: str, is_package: bool) -> ModuleAnalysis:
         """The analysis the rules read: libcst parses only the top-level statements that can
         hold a checkpoint site and what they need (:mod:`ckptlint.checkpoint.site_statements`),
-        or the whole file (partial parsing off, a file CPython's parser or ``ast`` index
-        refuses, every statement needed, a selection libcst refuses). Raises what
+        or the whole file (partial parsing off, a file not on disk, a file CPython's parser
+        or ``ast`` index refuses, every statement needed, a selection libcst refuses). Raises what
         :func:`~ckptlint.semantic.parse.parse_source` raises."""
         from ckptlint.semantic.nesting import MAX_NESTING
         from ckptlint.semantic.parse import parse_selection, parse_source
 
-        if not self.project.partial:
+        if not self.project.partial or not os.path.isabs(source.path):
+            # a file the project cannot parse again (given on stdin, in memory) is parsed
+            # whole: a rule that needs more of it could not ask for it
             return parse_source(source, module_name, is_package)
         from ckptlint.checkpoint.site_statements import site_statements
         from ckptlint.semantic.index import index_for

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from ckptlint.checkpoint.call_errors import always_raises
 from ckptlint.checkpoint.sites import site_index
 from ckptlint.registry import RULES, FixAvailability, Severity
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
@@ -114,10 +115,20 @@ class RuleContext:
 
     def site_regions(self) -> Iterator[tuple[CheckpointSite, Region]]:
         """Every site of the module that names the callable it checkpoints, with its region
-        (what the site recomputes; regions are built once per site and shared by rules)."""
+        (what the site recomputes; regions are built once per site and shared by rules).
+
+        A site that raises whenever it runs (:meth:`recomputes_nothing`) is left out: the
+        rules that judge a region (CKP1xx, CKP2xx) have nothing to judge there."""
         for site in site_index(self.analysis).sites:
-            if site.function is not None:
+            if site.function is not None and not self.recomputes_nothing(site):
                 yield site, self.regions.region(site, self.analysis)
+
+    def recomputes_nothing(self, site: CheckpointSite) -> bool:
+        """Whether ``site`` raises whenever it runs (the arguments CKP002 reports as raising,
+        :func:`~ckptlint.checkpoint.call_errors.always_raises`): the checkpointed function
+        never runs under it, so nothing is saved or recomputed. The one place region rules
+        ask; CKP002 reports the call itself."""
+        return always_raises(site, self.analysis.model)
 
     @cached_property
     def regions(self) -> RegionBuilder:

@@ -9,6 +9,7 @@ from ckptlint.checkpoint.options import OptionOrigin, OptionState
 from ckptlint.checkpoint.site import Reentrancy
 from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.facts.apis import ApiKind
+from ckptlint.facts.hf_formats import OLD_FORMAT_PARAMETER, OLD_FORMAT_SETTER
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_node
 from ckptlint.semantic.callables import signature_of
@@ -180,18 +181,24 @@ class CheckpointWithoutUseReentrant(Rule):
                 continue
             if site.save_misuse is not None:
                 continue  # CKP301: not a real checkpoint; adding the option would hide it
-            if site.api.kind is ApiKind.HF_ENABLE and _project_method(ctx, site):
-                continue  # the receiver's class defines its own gradient_checkpointing_enable
+            if site.api.kind is ApiKind.HF_ENABLE and _receiver_decides(ctx, site):
+                continue  # the receiver's own method, or an old-format model that ignores the kwargs
             if reentrant_call_refuses_keywords(ctx.regions, ctx.analysis, site):
                 continue  # CKP002 reports it: use_reentrant=False would only trade ValueError for TypeError
             ctx.report(site.call, _message(site), fix=_fix(ctx, site))
 
 
-def _project_method(ctx: RuleContext, site: CheckpointSite) -> bool:
-    """Whether ``receiver.gradient_checkpointing_enable(...)`` calls a method that a class of
-    the linted tree defines without transformers' ``gradient_checkpointing_kwargs`` (and
-    without ``**kwargs``): every value the receiver may be is such an instance. Then it is
-    not Hugging Face's method, and passing the keyword would raise TypeError."""
+def _receiver_decides(ctx: RuleContext, site: CheckpointSite) -> bool:
+    """Whether ``receiver.gradient_checkpointing_enable(...)`` is not decided by Hugging Face's
+    ``gradient_checkpointing_kwargs``: every value the receiver may be is an instance of a
+    class of the linted tree that either
+
+    - defines the method itself without ``gradient_checkpointing_kwargs`` (and without
+      ``**kwargs``): not Hugging Face's method, and passing the keyword would raise TypeError;
+    - or overrides ``_set_gradient_checkpointing`` in the old format (a ``value`` parameter):
+      transformers then switches the modules' own flags and ignores the kwargs, and the model's
+      own checkpoint calls (judged where they are written) choose the variant
+      (:mod:`ckptlint.facts.hf_formats`)."""
     func = site.call.func
     if not isinstance(func, cst.Attribute):
         return False
@@ -202,8 +209,12 @@ def _project_method(ctx: RuleContext, site: CheckpointSite) -> bool:
         return False
     for value in values:
         signature = ctx.regions.method_signature(value, func.attr.value)
-        if signature is None or signature.accepts("gradient_checkpointing_kwargs"):
-            return False
+        if signature is not None and not signature.accepts("gradient_checkpointing_kwargs"):
+            continue
+        setter = ctx.regions.method_signature(value, OLD_FORMAT_SETTER)
+        if signature is None and setter is not None and OLD_FORMAT_PARAMETER in setter.keywords:
+            continue
+        return False
     return True
 
 

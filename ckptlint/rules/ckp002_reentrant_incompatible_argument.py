@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ckptlint.checkpoint.call_errors import (
+    composable_raising,
+    keyword_list,
+    own_option,
+    reentrant_raising,
+    sequential_extra_positionals,
+    sequential_unexpected_keywords,
+)
 from ckptlint.checkpoint.function_keywords import (
     own_function_keywords,
     refused_keywords,
 )
-from ckptlint.checkpoint.options import OptionOrigin, OptionState, OptionValue
+from ckptlint.checkpoint.options import OptionOrigin, OptionState
 from ckptlint.checkpoint.site import Reentrancy
 from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.facts.apis import ApiKind
-from ckptlint.facts.saving import NOOP_CONTEXT_FN
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_keyword_argument, replace_node
 from ckptlint.text.diagnostics import Applicability, Fix
 
 _KEYWORD = "use_reentrant=False"
-_SEQUENTIAL_KEYWORDS = frozenset({"functions", "segments", "input", "use_reentrant", "preserve_rng_state"})
 
 
 class ReentrantIncompatibleArgument(Rule):
@@ -180,43 +186,18 @@ class ReentrantIncompatibleArgument(Rule):
                 _check_composable(ctx, site)
 
 
-def _own(site: CheckpointSite, value: OptionValue) -> bool:
-    """Whether the option comes from this site's own call (a call through a partial is
-    judged only on what it adds; the binding is judged at the binding)."""
-    if site.form is not SiteForm.BOUND_CALL:
-        return True
-    return value.arg is not None and any(arg is value.arg for arg in site.call.args)
-
-
-def _keyword_list(args: list[cst.Arg]) -> str:
-    return ", ".join(f"`{arg.keyword.value}=`" for arg in args if arg.keyword is not None)
-
-
-def _raising(ctx: RuleContext, site: CheckpointSite, keywords: list[cst.Arg]) -> list[str]:
-    raising: list[str] = []
-    if keywords:
-        raising.append(f"keyword arguments meant for the checkpointed function ({_keyword_list(keywords)})")
-    context_fn = site.option("context_fn")
-    if context_fn.is_passed and _own(site, context_fn) and not _is_noop_context_fn(ctx, context_fn):
-        raising.append("`context_fn`")
-    debug = site.option("debug")
-    if debug.is_passed and not debug.is_false and _own(site, debug):
-        raising.append("`debug` other than `False`")
-    return raising
-
-
 def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
     if site.runs_reentrant is not True:
         return
     ignored: list[str] = []
     keywords = own_function_keywords(site)
-    raising = _raising(ctx, site, keywords)
+    raising = reentrant_raising(site, ctx.analysis.model, keywords)
     early_stop = site.option("early_stop")
-    if early_stop.is_passed and not early_stop.is_false and _own(site, early_stop):
+    if early_stop.is_passed and not early_stop.is_false and own_option(site, early_stop):
         ignored.append("`early_stop`")
     determinism = site.option("determinism_check")
     asks_none = determinism.state is OptionState.LITERAL and determinism.value == "none"
-    if determinism.is_passed and not asks_none and _own(site, determinism):
+    if determinism.is_passed and not asks_none and own_option(site, determinism):
         ignored.append("`determinism_check`")
     if not raising and not ignored:
         return
@@ -224,10 +205,6 @@ def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
     message = _function_message(ctx, site, raising, ignored, refused)
     # with refused keywords use_reentrant=False would only trade the ValueError for a TypeError
     ctx.report(site.call, message, fix=None if refused else _fix(ctx, site, bool(raising)))
-
-
-def _is_noop_context_fn(ctx: RuleContext, value: OptionValue) -> bool:
-    return value.node is not None and NOOP_CONTEXT_FN in ctx.analysis.model.qualified_names(value.node)
 
 
 def _what(site: CheckpointSite) -> str:
@@ -263,7 +240,7 @@ def _function_message(
         advice = f"pass `use_reentrant=False` in the `functools.partial` at line {row}"
     if refused:
         advice = (
-            f"and the checkpointed function does not take {_keyword_list(refused)} either (TypeError even "
+            f"and the checkpointed function does not take {keyword_list(refused)} either (TypeError even "
             "with `use_reentrant=False`): pass the value positionally or bind it inside the function"
         )
     return f"{_what(site)} {_variant(site)} {' and '.join(parts)}; {advice}"
@@ -296,11 +273,9 @@ def _check_sequential(ctx: RuleContext, site: CheckpointSite) -> None:
     problems: list[str] = []
     arguments = site.arguments
     own = {id(arg) for arg in site.call.args}
-    positional = [arg for arg in arguments.positional if id(arg) in own]
-    if not arguments.starred and len(positional) > 4:
-        problems.append(
-            f"it takes at most 4 positional arguments, {len(positional)} are given (TypeError)"
-        )
+    given = sequential_extra_positionals(site)
+    if given:
+        problems.append(f"it takes at most 4 positional arguments, {given} are given (TypeError)")
     if not arguments.starred and len(arguments.positional) >= 4 and id(arguments.positional[3]) in own:
         fourth = arguments.positional[3].value
         value = site.use_reentrant
@@ -312,16 +287,11 @@ def _check_sequential(ctx: RuleContext, site: CheckpointSite) -> None:
                     "input (only one input flows between segments; a multi-element tensor there raises "
                     "RuntimeError, anything else silently picks the variant by its truth value)"
                 )
-    unexpected = [
-        arg
-        for arg in site.function_keywords
-        if id(arg) in own and arg.keyword is not None and arg.keyword.value not in _SEQUENTIAL_KEYWORDS
-        and not site.is_misspelled(arg)
-    ]
+    unexpected = sequential_unexpected_keywords(site)
     if unexpected:
         problems.append(
             f"it accepts only `use_reentrant` and `preserve_rng_state` as options, so "
-            f"{_keyword_list(unexpected)} raise ValueError (Unexpected keyword arguments)"
+            f"{keyword_list(unexpected)} raise ValueError (Unexpected keyword arguments)"
         )
     if problems:
         ctx.report(site.call, f"{_what(site)}: {'; '.join(problems)}")
@@ -329,14 +299,14 @@ def _check_sequential(ctx: RuleContext, site: CheckpointSite) -> None:
 
 def _check_composable(ctx: RuleContext, site: CheckpointSite) -> None:
     problems: list[str] = []
-    use_reentrant = site.use_reentrant
-    if use_reentrant.state is OptionState.LITERAL and bool(use_reentrant.value) and _own(site, use_reentrant):
+    unexpected = own_function_keywords(site)
+    raising = composable_raising(site, unexpected)
+    if "use_reentrant" in raising:
         problems.append(
             "`use_reentrant=True` is not supported and raises NotImplementedError (it drives the "
             "non-reentrant variant only); drop it or use torch.utils.checkpoint.checkpoint"
         )
-    unexpected = own_function_keywords(site)
     if unexpected:
-        problems.append(f"{_keyword_list(unexpected)} raise ValueError (Unexpected keyword arguments)")
+        problems.append(f"{keyword_list(unexpected)} raise ValueError (Unexpected keyword arguments)")
     if problems:
         ctx.report(site.call, f"composable `checkpoint()`: {'; '.join(problems)}")

@@ -104,8 +104,8 @@ class RngStateNotPreserved(Rule):
         owners: dict[int, CheckpointSite] = {}
         for site in site_index(analysis).sites:
             option = site.option("preserve_rng_state")
-            if not option.is_false:
-                continue
+            if not option.is_false or ctx.recomputes_nothing(site):
+                continue  # a call that always raises recomputes nothing (CKP002 reports it)
             owner = option.arg if option.arg is not None else site.call
             if site.form is SiteForm.BOUND_CALL and site.binding is not None and option.arg is None:
                 owner = site.binding.call
@@ -160,8 +160,8 @@ class RngStateNotPreserved(Rule):
                 ctx.report(
                     node,
                     f"`preserve_rng_state=False` on the checkpoint at {where}: ckptlint cannot see {what}; "
-                    "if that code draws random numbers (dropout, `torch.rand*`), recomputation "
-                    "draws different values and gradients are silently wrong",
+                    "if that code draws random numbers in training (a dropout with p > 0, LoRA or attention "
+                    "dropout, `torch.rand*`), recomputation draws different values and gradients are silently wrong",
                     fix=fix,
                 )
 

@@ -79,8 +79,9 @@ class RecomputeWithoutRngRestore(Rule):
                 ctx.report(
                     call,
                     f"`{implementation.node.name.value}.backward` re-runs the stored callable without "
-                    "restoring the RNG state of forward: dropout and other random ops in the recomputed "
-                    "code draw new numbers, so the gradients belong to another network; save "
-                    "`torch.get_rng_state()` (and the device's) in forward and restore them around the "
+                    "restoring the RNG state of forward: whenever the recomputed code draws random numbers "
+                    "in training (a dropout with p > 0, LoRA or attention dropout, `torch.rand*`), the "
+                    "re-run draws other ones than forward did, so the gradients belong to another network; "
+                    "save `torch.get_rng_state()` (and the device's) in forward and restore them around the "
                     "re-run under `torch.random.fork_rng()`, or use `torch.utils.checkpoint.checkpoint`",
                 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ckptlint.checkpoint.autocast_reach import autocast_may_run
 from ckptlint.checkpoint.homemade import home_made
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
@@ -23,6 +24,10 @@ class RecomputeWithoutAutocastRestore(Rule):
     ``torch.amp.custom_fwd``/``custom_bwd``. torch.utils.checkpoint does this (2.9, 2.13:
     ``device_autocast_ctx``/``cpu_autocast_ctx`` in both variants); under AMP a recompute in
     another precision produces other activations, and the gradients belong to another graph.
+
+    Reported only where autocast can be on: the module or its package mentions it
+    (:mod:`ckptlint.checkpoint.autocast_reach`); a code base that gets half precision by
+    converting its weights recomputes in the precision forward used.
     """
 
     code = "CKP105"
@@ -48,9 +53,14 @@ class RecomputeWithoutAutocastRestore(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
+        autocast: bool | None = None
         for implementation in home_made(ctx.analysis.model).implementations.values():
             if implementation.restores_autocast:
                 continue
+            if autocast is None:
+                autocast = autocast_may_run(ctx.analysis, ctx.project)
+            if not autocast:
+                continue  # a code base that never enters autocast: the re-run computes as forward did
             for call in implementation.reruns:
                 ctx.report(
                     call,

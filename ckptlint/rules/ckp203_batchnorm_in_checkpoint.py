@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ckptlint.checkpoint.frozen_norms import frozen_batchnorms
 from ckptlint.checkpoint.region import site_label
 from ckptlint.facts.torch_facts import LayerKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
@@ -66,6 +67,7 @@ class BatchNormInCheckpoint(Rule):
                 continue  # fairscale's checkpoint_wrapper stops the second update (apis.py)
             layers = []
             seen: set[object] = set()
+            frozen = None
             for layer in region.layers:
                 if (
                     layer.fact.kind is not LayerKind.RUNNING_STATS
@@ -73,6 +75,10 @@ class BatchNormInCheckpoint(Rule):
                     or region.constructs(layer)
                 ):
                     continue
+                if frozen is None:
+                    frozen = frozen_batchnorms(ctx.regions, site, analysis) or False
+                if frozen and layer.fact.name in frozen.layers:
+                    continue  # the backbone's train() keeps it in eval mode by default (norm_eval)
                 # distinct layers, not references: one constructor line reached twelve times
                 # (a factory called per block) is counted once
                 key = id(layer.call) if layer.call is not None else layer.qualified

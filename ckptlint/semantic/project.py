@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.text.source import SourceFile
 
-__all__ = ["Project", "module_name_for", "project_folder"]
+__all__ = ["PROJECT_MARKERS", "Project", "module_name_for", "project_folder"]
 
 
 def module_name_for(path: Path) -> tuple[str, bool, Path]:
@@ -52,7 +52,8 @@ def module_name_for(path: Path) -> tuple[str, bool, Path]:
     return ".".join(parts), is_package, folder
 
 
-_PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+#: Files or folders that mark a project's root folder (a repository, a package's build files).
+PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 _PROJECT_FOLDERS: dict[Path, Path] = {}
 
 
@@ -67,7 +68,7 @@ def project_folder(root: Path) -> Path:
     if known is None:
         known = Path(root.anchor)
         for folder in (root, *root.parents):
-            if any(os.path.exists(os.path.join(folder, marker)) for marker in _PROJECT_MARKERS):
+            if any(os.path.exists(os.path.join(folder, marker)) for marker in PROJECT_MARKERS):
                 known = folder
                 break
         if len(_PROJECT_FOLDERS) > 4096:
@@ -162,6 +163,12 @@ class Project:
     def roots(self) -> list[Path]:
         """Every import root known, sorted."""
         return sorted(r for roots in self._roots.values() for r in roots)
+
+    def record_read(self, path: Path) -> None:
+        """Record that the linted file's result depends on the bytes of ``path``, read without
+        this project (CKP105's search of the code base for autocast), for cache invalidation."""
+        if self._accessed is not None:
+            self._accessed.add(Path(os.path.abspath(path)))
 
     def add_root(self, root: Path) -> None:
         """Search ``root`` for absolute imports of the files of its project (the roots of

@@ -1,0 +1,37 @@
+"""How transformers' ``gradient_checkpointing_enable()`` treats a model class that still
+defines the checkpointing switch of the format before 4.35, checked in transformers' own
+``modeling_utils.py``.
+
+Old format: the model class overrides ``_set_gradient_checkpointing(self, module,
+value=False)`` (Hub remote code, copies of BEiT/BERT models vendored into other projects).
+transformers tests ``"value" in inspect.signature(self._set_gradient_checkpointing).parameters``
+and then calls ``self.apply(partial(self._set_gradient_checkpointing, value=True))`` and logs
+that it "will also silently ignore `gradient_checkpointing_kwargs`": the modules' own
+``gradient_checkpointing`` flags are switched on, and the model's own checkpoint calls choose
+the variant (ckptlint judges those calls where they are written).
+
+Checked versions (``PreTrainedModel.gradient_checkpointing_enable``):
+
+- 4.36.0 ``modeling_utils.py`` 2015-2048, 4.57.1 3674-3707 (default kwargs
+  ``{"use_reentrant": True}``), 5.0.0 3084-3116 (default ``{"use_reentrant": False}``), 5.24.0
+  ``_activation_checkpointing_enable`` 3175-3188 (``gradient_checkpointing_enable`` is its
+  deprecated alias): the old-format branch above, the kwargs ignored.
+- 4.35.0 and 4.35.2 (1850-1872): no such branch; ``_set_gradient_checkpointing(enable=True,
+  gradient_checkpointing_func=...)`` is called whatever the override's signature, which raises
+  TypeError for ``(module, value=False)``.
+- Before 4.35 ``gradient_checkpointing_enable(self)`` took no kwargs at all (the keyword raises
+  TypeError there).
+
+Whatever the version, passing ``gradient_checkpointing_kwargs={"use_reentrant": False}`` to such
+a model changes nothing or raises.
+"""
+
+from __future__ import annotations
+
+__all__ = ["OLD_FORMAT_PARAMETER", "OLD_FORMAT_SETTER"]
+
+#: The method an old-format model class overrides.
+OLD_FORMAT_SETTER = "_set_gradient_checkpointing"
+
+#: The parameter whose presence in its signature makes transformers take the old-format path.
+OLD_FORMAT_PARAMETER = "value"
