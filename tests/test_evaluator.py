@@ -437,6 +437,43 @@ def test_old_format_hugging_face_model_ignores_the_kwargs() -> None:
     assert located(OLD_FORMAT_MODEL.replace("{setter}", "        pass\n")) == [(35, "CKP001")]
 
 
+def test_module_methods_that_return_the_module_keep_its_class() -> None:
+    # xtuner's LLaVA: `self.projector = ProjectorModel(cfg).to(dtype)`, an old-format model;
+    # nn.Module.to/cuda/half/train/eval/requires_grad_ return the module itself (torch 2.13)
+    source = """\
+        from torch import nn
+        from transformers import PreTrainedModel
+
+
+        class ProjectorModel(PreTrainedModel):
+            supports_gradient_checkpointing = True
+
+            def _set_gradient_checkpointing(self, module, value=False):
+                module.gradient_checkpointing = value
+
+
+        class Mover(PreTrainedModel):
+            def to(self, *args):
+                return None
+
+
+        class LLaVA(nn.Module):
+            def __init__(self, cfg, dtype):
+                super().__init__()
+                self.projector = ProjectorModel(cfg).to(dtype).train()
+                self.half_proj = ProjectorModel(cfg).cuda().half()
+                self.mover = Mover(cfg).to(dtype)
+
+            def enable(self):
+                self.projector.gradient_checkpointing_enable()
+                self.half_proj.gradient_checkpointing_enable()
+                self.mover.gradient_checkpointing_enable()
+    """
+    # a class that defines `to` itself returns what its own `to` returns (here None): the
+    # model is not known to be old-format, so its call stays reported
+    assert located(source) == [(27, "CKP001")]
+
+
 def test_batchnorm_subclass_with_its_own_forward_keeps_running_statistics() -> None:
     source = """\
         import torch.nn.functional as F

@@ -45,7 +45,7 @@ EFFECTS = (
     "\n"
     "class Block(nn.Module):\n"
     "    def forward(self, x):\n"
-    '        LOG["50%, a:b"] = x\n'
+    '        LOG["50%, a:b"] += x  # a running total: recomputation adds x again\n'
     "        return x\n"
     "\n"
     "\n"
@@ -109,7 +109,7 @@ def test_json_records_hold_ruff_fields_and_real_values(project: Path, run_cli) -
         "CKP202",
         "error",
         {"row": 9, "column": 9},
-        {"row": 9, "column": 28},
+        {"row": 9, "column": 29},
     )
     assert 'LOG["50%, a:b"]' in effect["message"]
     assert [r["location"]["row"] for r in by_file["many.py"]] == list(range(2, 14))
@@ -205,7 +205,7 @@ def test_github_annotations_end_to_end(project: Path, run_cli) -> None:  # noqa:
         + _syntax_message(run_cli),
         f"::warning file=crlf.py,line=3,col=5,endLine=3,endColumn=21,title=ckptlint (CKP001)::{CKP001_MESSAGE}",
         # only `%` is escaped in a message; `,` and `:` stay
-        "::error file=effects.py,line=9,col=9,endLine=9,endColumn=28,title=ckptlint (CKP202)::"
+        "::error file=effects.py,line=9,col=9,endLine=9,endColumn=29,title=ckptlint (CKP202)::"
         + effect.replace("%", "%25"),
         # `%`, `,` and `:` are escaped in a property
         f"::warning file=odd%25%2C%3Aname.py,line=2,col=1,endLine=2,endColumn=17,title=ckptlint (CKP001)::{CKP001_MESSAGE}",

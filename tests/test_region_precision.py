@@ -147,7 +147,7 @@ def test_item_write_to_a_local_tensor_in_a_helper_function_is_not_module_state()
             def body(self, x, q):
                 attn = x @ q
                 attn = cal_rel_pos_type(attn, q, 1)
-                self.seen[0] = attn.sum()
+                self.seen[len(self.seen)] = attn.sum()  # grows on every run
                 return attn
 
             def forward(self, x, q):
@@ -1822,3 +1822,58 @@ def test_rate_bound_by_a_partial_is_not_taken_for_the_default():
     """
     assert located(source.replace("{block_fn}", "partial(Block, drop=0.1)"), "CKP101") == [(23, "CKP101")]
     assert located(source.replace("{block_fn}", "Block"), "CKP101") == []
+
+
+# ------------------------------------------- CKP202/CKP201: items with a literal key, memo tables
+ITEMS = """\
+    import torch
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+    STATS = {"n": 0}
+    FLAGS = {}
+    _CACHE = {}
+
+
+    def seqlens(n):
+        key = (n,)
+        if key not in _CACHE:                       # a memo fill (TransformerEngine's _cu_seqlens_cache)
+            _CACHE[key] = torch.arange(n)
+        return _CACHE[key]
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fp8_meta = {}
+            self.hist = {}
+
+        def forward(self, x, recipe):
+            self.fp8_meta["recipe"] = recipe        # one fixed slot overwritten per call
+            self.fp8_meta.pop("local_recipes", None)
+            self.__dict__["mode"] = recipe          # a setattr
+            FLAGS["update"] = False                 # a reset to a constant
+            STATS["n"] = STATS["n"] + 1             # a counter
+            self.hist["h"] = torch.cat([self.hist["h"], x])
+            self.hist[recipe] = x                   # a key that need not name the same slot
+            return x + seqlens(x.shape[0])
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+
+        def forward(self, x):
+            return checkpoint(self.block, x, 1, use_reentrant=False)
+"""
+
+
+def test_item_with_a_literal_key_is_judged_as_an_attribute():
+    # reported: the counter read before its write, the cache grown from itself, a computed key
+    assert located(ITEMS, "CKP202") == [(28, "CKP202"), (29, "CKP202"), (30, "CKP202")]
+
+
+def test_read_of_a_memo_table_filled_in_the_region_is_not_a_changing_read():
+    # `STATS` is read before the region writes it again; `_CACHE` is only filled under `not in`
+    assert located(ITEMS, "CKP201") == [(28, "CKP201")]

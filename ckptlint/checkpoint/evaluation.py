@@ -36,6 +36,7 @@ from ckptlint.checkpoint.options import NOT_LITERAL
 from ckptlint.facts.apis import PARTIAL_QUALIFIED_NAMES
 from ckptlint.facts.torch_facts import (
     CONTAINER_CLASSES,
+    MODULE_METHODS_RETURNING_SELF,
     NORM_FACTORIES,
     LayerFact,
     LayerKind,
@@ -54,15 +55,9 @@ class ExpressionEvaluation:
 
     # ------------------------------------------------------------------ evaluation
     def _called(self, func: cst.BaseExpression, ctx: Context) -> list[Value]:
-        """What calling ``func`` runs (functions, module instances, layers)."""
-        out: list[Value] = []
-        for value in self._values(func, ctx, 0):
-            if isinstance(value, ClassValue):
-                continue  # constructing an object is not running its forward
-            if isinstance(value, LayerClassValue):
-                continue
-            out.append(value)
-        return out
+        """What calling ``func`` runs (functions, module instances, layers); constructing an
+        object (a class, a layer class) is not running its forward."""
+        return [v for v in self._values(func, ctx, 0) if not isinstance(v, (ClassValue, LayerClassValue))]
 
     def _values(self, expr: cst.BaseExpression, ctx: Context, depth: int) -> list[Value]:
         if depth > MAX_EVAL_DEPTH:
@@ -433,6 +428,11 @@ class ExpressionEvaluation:
                 inner = self._values(args[0].value, ctx, depth + 1)
                 return [v for v in inner if isinstance(v, ContainerValue)][:1] or [ContainerValue([], exact=False)]
             return [ContainerValue([], exact=not args)]
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in MODULE_METHODS_RETURNING_SELF:
+            method, receivers = call.func.attr.value, self._values(call.func.value, ctx, depth + 1)  # `Proj(c).to(dt)`: the Proj
+            same = [v for v in receivers if isinstance(v, LayerUse) or (isinstance(v, InstanceValue) and not self._method(v.info, method))]
+            if same:
+                return same
         out: list[Value] = []
         for callee in self._values(call.func, ctx, depth + 1):
             if isinstance(callee, ClassValue):

@@ -25,6 +25,7 @@ from ckptlint.checkpoint.write_exemptions import (
     assigns_in,
     balanced_calls,
     exit_guard_body,
+    memo_fill,
     phase_guarded,
 )
 from ckptlint.semantic.analysis import ModuleAnalysis
@@ -111,8 +112,8 @@ def _changed(
         row = analysis.range(node)[0][0]
         function = _enclosing_function(model, node)
         if region_functions and function is not None and id(function) in region_functions:
-            if _once_in(model, function, node):
-                continue
+            if _once_in(model, function, node) or memo_fill(model, node):
+                continue  # a one-time initialiser; a memo fill (`if k not in C: C[k] = v`) the recomputation finds done
             return f"{verb} at line {row} in the recomputed region itself"
         if site_call is None:
             continue

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
 from ckptlint.checkpoint.outer_state import (
     OuterWrite,
     Owner,
@@ -183,6 +184,8 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
                 continue  # below the checkpointed callable, arguments are mostly the region's own objects
             if method == "setdefault":
                 continue  # memoisation: writes a key only when it is missing, so not again on recompute
+            if method == "pop" and len(node.args) == 2 and literal_value(node.args[0].value, frame.analysis.model) is not NOT_LITERAL:
+                continue  # `meta.pop("key", None)`: removes one fixed key; a second run finds it gone
             if method in MUTATING_METHODS and kind in (Owner.OUTER, Owner.SELF, Owner.PARAMETER):
                 if frame.analysis.model.qualified_names(node.func):
                     continue  # a module function such as os.environ.update is resolved; skip modules
@@ -211,14 +214,14 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
     from what the forward left behind. A read that only guards an early exit
     (``if INITIALIZED: return``) is a one-time initialisation, not a carry.
 
-    Item assignment (``cache[k] = v``) mutates a container that persists, so it always
-    carries (memoisation guards are handled by :func:`written_once`). Tuple targets carry
-    when any element does.
+    Item assignment (``cache[k] = v``) carries unless its key is a literal, where an item is
+    an attribute by another spelling (:func:`_item_carries`); memoisation guards are handled
+    by :func:`written_once`. Tuple targets carry when any element does.
     """
     if isinstance(target, (cst.Tuple, cst.List)):
         return any(_carries(frame, node, element.value) for element in target.elements)
     if isinstance(target, cst.Subscript):
-        return True
+        return _item_carries(frame, node, target)
     if not isinstance(target, (cst.Attribute, cst.Name)):
         return False
     text = node_code(target)
@@ -244,6 +247,72 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
             continue  # `if INITIALIZED: return` before the write: the write is not reached from that read
         return True
     return False
+
+#: Methods that read one item of a mapping (``cache.get("k")``): a read of ``cache["k"]``.
+_ITEM_READS = frozenset({"get", "pop", "setdefault"})
+
+
+def _item_carries(frame: Frame, node: cst.CSTNode, target: cst.Subscript) -> bool:
+    """Whether the item assignment ``node`` (``C[K] = v``, ``target`` the ``C[K]``) carries
+    state from one call to the next.
+
+    - ``obj.__dict__[name] = v`` sets an attribute (TransformerEngine's ``fast_setattr``): a
+      per-call overwrite, as ``obj.name = v`` is.
+    - With a literal key (``self.fp8_meta["recipe"] = recipe``, ``cache[0] = x``) the item is
+      one fixed slot, judged as an attribute: a reset to a constant does not carry, and an
+      overwrite carries only when the region reads the same item (``C[K]``, ``C.get(K)``)
+      before writing it (``C["n"] = C["n"] + 1``, ``C["h"] = cat([C["h"], x])``).
+    - Any other key (``cache[self.step] = x``, ``cache[name] = x``) may name another slot on
+      every call, so it carries.
+    """
+    container = target.value
+    if isinstance(container, cst.Attribute) and container.attr.value == "__dict__":
+        return False
+    if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+        return True
+    model = frame.analysis.model
+    key = literal_value(target.slice[0].slice.value, model)
+    if key is NOT_LITERAL:
+        return True
+    if isinstance(container, cst.Attribute):
+        last = container.attr.value
+    elif isinstance(container, cst.Name):
+        last = container.value
+    else:
+        return True
+    if constant_write(frame, node):
+        return False
+    text, container_text = node_code(target), node_code(container)
+    written_at = frame.analysis.range(node)[0]
+    for other in frame.named(last):
+        if other is container or node_code(other) != container_text:
+            continue
+        read = _item_read(model, other, text, key)
+        if read is None or is_store(model, read):
+            continue
+        inside = contains_node(model, node, read)
+        if not inside and frame.analysis.range(read)[0] >= written_at:
+            continue
+        guard = exit_guard(model, read) if not inside else None
+        if guard is not None and not contains_node(model, guard, node):
+            continue
+        return True
+    return False
+
+
+def _item_read(model, container: cst.CSTNode, text: str, key: object) -> cst.CSTNode | None:  # noqa: ANN001
+    """The expression reading item ``key`` of ``container`` (``C[K]`` spelled ``text``, or
+    ``C.get(K)``), or ``None``."""
+    parent = model.parent(container)
+    if isinstance(parent, cst.Subscript) and parent.value is container:
+        return parent if node_code(parent) == text else None
+    if isinstance(parent, cst.Attribute) and parent.value is container and parent.attr.value in _ITEM_READS:
+        call = model.parent(parent)
+        if isinstance(call, cst.Call) and call.func is parent and call.args:
+            if literal_value(call.args[0].value, model) == key:
+                return call
+    return None
+
 
 def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression, node: cst.CSTNode) -> str | None:
     if isinstance(target, cst.Name):

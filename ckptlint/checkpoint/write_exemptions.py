@@ -230,13 +230,35 @@ def written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) ->
     else:
         return False
     model = frame.analysis.model
-    if _after_init_guard(frame, node, target):
-        return True
     if container is None and _grown_until_it_fits(model, node, key):
         return True
+    return _memo_guarded(model, node, container, key, frame.function)
+
+
+def memo_fill(model, node: cst.CSTNode) -> bool:  # noqa: ANN001 - a SemanticModel
+    """Whether the assignment ``node`` fills a memo table or a lazily initialised value under
+    a test that turns false once it ran (``if key not in cache: cache[key] = v``, ``if
+    self.x is None: self.x = v``, :func:`written_once` without a frame): the recomputation
+    reads what the forward's fill wrote, which it would compute the same way."""
+    if not isinstance(node, cst.Assign) or len(node.targets) != 1:
+        return False
+    target = node.targets[0].target
+    if isinstance(target, cst.Subscript):
+        if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+            return False
+        container, key = node_code(target.value), node_code(target.slice[0].slice.value)
+    elif isinstance(target, (cst.Attribute, cst.Name)):
+        container, key = None, node_code(target)
+    else:
+        return False
+    function = next((a for a in model.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
+    return function is not None and _memo_guarded(model, node, container, key, function)
+
+
+def _memo_guarded(model, node: cst.CSTNode, container: str | None, key: str, function: cst.CSTNode) -> bool:  # noqa: ANN001
     child: cst.CSTNode = node
     for ancestor in model.ancestors(node):
-        if ancestor is frame.function:
+        if ancestor is function:
             return False
         came_from, child = child, ancestor
         if not isinstance(ancestor, cst.If):

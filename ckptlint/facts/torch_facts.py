@@ -238,6 +238,15 @@ PYTHON_RANDOM_STATE_SETTERS = frozenset(
 #: Explicit generator objects: never forked or restored by checkpoint.
 GENERATOR_CLASSES = frozenset({"torch.Generator", "torch._C.Generator"})
 
+#: ``torch.nn.Module`` methods that return the module itself (torch 2.13,
+#: ``torch/nn/modules/module.py``: ``to``, ``cuda``, ``half``... return ``self._apply(...)``,
+#: which returns ``self``; ``train``, ``eval``, ``requires_grad_`` and ``apply`` return ``self``):
+#: ``Projector(cfg).to(dtype)`` denotes the projector.
+MODULE_METHODS_RETURNING_SELF = frozenset(
+    {"to", "cuda", "cpu", "xpu", "ipu", "mtia", "half", "float", "double", "bfloat16", "type", "train", "eval",
+     "requires_grad_", "apply", "to_empty", "share_memory"}
+)
+
 #: Tensor methods that move a tensor to a device named by their arguments.
 DEVICE_MOVE_METHODS = frozenset({"to", "cuda", "xpu", "npu", "mps", "hpu", "ipu"})
 
