@@ -1877,3 +1877,43 @@ def test_item_with_a_literal_key_is_judged_as_an_attribute():
 def test_read_of_a_memo_table_filled_in_the_region_is_not_a_changing_read():
     # `STATS` is read before the region writes it again; `_CACHE` is only filled under `not in`
     assert located(ITEMS, "CKP201") == [(28, "CKP201")]
+
+
+def test_set_if_different_and_flags_under_other_keys():
+    # TransformerEngine's backend selection and ALiBi cache: an entry replaced only when it
+    # differs (`if C[k] is None or v != C[k]: C[k] = v`), and a flag item other than the one read
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+        _BACKENDS = {"params": None, "update": True}
+        _ALIBI = {"heads": 0, "dirty": False}
+        _COUNTS = {"n": 0}
+
+
+        def select(params, heads):
+            if _BACKENDS["params"] is None or params != _BACKENDS["params"]:
+                _BACKENDS["params"] = params
+            _ALIBI["dirty"] = True
+            if _ALIBI["heads"] != heads:
+                pass
+            _COUNTS["n"] += 1
+            return _COUNTS["n"]
+
+
+        class Block(nn.Module):
+            def forward(self, x):
+                return x * select(x.shape, x.shape[1])
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block = Block()
+
+            def forward(self, x):
+                return checkpoint(self.block, x, use_reentrant=False)
+    """
+    # still reported: the counter (read and incremented by the region)
+    assert located(source, "CKP202") == [(15, "CKP202")]
+    assert located(source, "CKP201") == [(16, "CKP201")]

@@ -72,6 +72,7 @@ def _changed(
     read_attribute: str | None = None,
     read_node: cst.CSTNode | None = None,
     balanced: set[int] | None = None,
+    read_item: object = NOT_LITERAL,
 ) -> str | None:
     """Why the state behind ``name`` changes between the checkpoint call and backward, or
     ``None``.
@@ -107,6 +108,7 @@ def _changed(
         and _at_run_time(analysis, m.node)
         and id(m.node) not in (balanced or ())  # a push the region pops again
         and not _gradient_reset(m)
+        and not _other_item(m, name, read_item, model)  # `D["flag"] = True` does not change what `D["n"]` reads
     ]
     for node, verb in writes:
         row = analysis.range(node)[0][0]
@@ -221,6 +223,28 @@ def _other_attribute(mutation, name: str, attribute: str) -> bool:  # noqa: ANN0
         if target.attr.value == attribute:
             return False
     return True
+
+def _other_item(mutation, name: str, key: object, model) -> bool:  # noqa: ANN001
+    """Whether ``mutation`` only assigns items of ``name`` under literal keys other than the
+    literal ``key`` a read takes (``name["other"] = v``); ``False`` when ``key`` is not a literal."""
+    if key is NOT_LITERAL or not isinstance(mutation.node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+        return False
+    targets = [t.target for t in mutation.node.targets] if isinstance(mutation.node, cst.Assign) else [mutation.node.target]
+    for target in targets:
+        if not (isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and target.value.value == name):
+            return False
+        written = _literal_item(target, model)
+        if written is NOT_LITERAL or written == key:
+            return False
+    return True
+
+
+def _literal_item(subscript: cst.Subscript, model) -> object:  # noqa: ANN001
+    """The literal key of ``C[key]``, or ``NOT_LITERAL``."""
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return NOT_LITERAL
+    return literal_value(subscript.slice[0].slice.value, model)
+
 
 def _closure_change(
     binding_list: list[Binding],
@@ -400,7 +424,8 @@ def _frame_reads(
                 continue
             parent = model.parent(node)
             attribute = parent.attr.value if isinstance(parent, cst.Attribute) and parent.value is node else None
-            why = _changed(bindings, frame.analysis, node.value, here, region_functions, attribute, node, balanced)
+            item = _literal_item(parent, model) if isinstance(parent, cst.Subscript) and parent.value is node else NOT_LITERAL
+            why = _changed(bindings, frame.analysis, node.value, here, region_functions, attribute, node, balanced, item)
             if why is not None and node.value not in seen:
                 seen.add(node.value)
                 yield OuterRead(node, frame, node.value, why)

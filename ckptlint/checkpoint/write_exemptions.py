@@ -344,10 +344,10 @@ def _memo_test(test: cst.BaseExpression, body: cst.CSTNode, container: str | Non
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
-    if container is None and isinstance(operator, cst.Is) and code(right) == "None":
+    if isinstance(operator, cst.Is) and code(right) == "None":
         guard = code(test.left)
-        if guard == key or assigns_in(body, guard):
-            return True  # the write itself, or one more field of the same one-time initialisation
+        if (container is None and guard == key) or assigns_in(body, guard):
+            return True  # the write itself, or one more field (or item) of the same one-time initialisation
     if container is not None and isinstance(operator, cst.NotIn) and code(test.left) == key and code(right) == container:
         return True
     if isinstance(operator, (cst.GreaterThan, cst.LessThan, cst.NotEqual)):
