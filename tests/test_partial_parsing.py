@@ -25,6 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "cases"
 SHARED_CASES = ROOT.parent / "shared" / "cases"
 
+
+@pytest.fixture(autouse=True)
+def _partial_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests exercise partial parsing of reached modules too (the ``partial`` parse
+    mode); ``CKPTLINT_WHOLE_PARSE=1``, set for the whole-parse side, wins over it."""
+    monkeypatch.setenv("CKPTLINT_PARSE", "partial")
+
+
 LAYERS = """\
     import random
     from torch import nn

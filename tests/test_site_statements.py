@@ -18,6 +18,13 @@ from ckptlint.lint.results import FixMode
 from ckptlint.semantic import index
 
 
+@pytest.fixture(autouse=True)
+def _partial_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests exercise partial parsing of reached modules too (the ``partial`` parse
+    mode); ``CKPTLINT_WHOLE_PARSE=1``, set for the whole-parse side, wins over it."""
+    monkeypatch.setenv("CKPTLINT_PARSE", "partial")
+
+
 def _chosen(source: str) -> set[str]:
     """The names bound by the chosen statements (``<expr@N>`` for one that binds nothing)."""
     found = index.build_index(textwrap.dedent(source))

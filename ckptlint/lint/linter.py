@@ -39,6 +39,12 @@ if TYPE_CHECKING:
 
     from ckptlint.semantic.analysis import ModuleAnalysis
 
+#: In the ``sites`` parse mode, the linted file is parsed partially only when the statements
+#: its sites need span less than this share of its lines (timm's ``vision_transformer.py``:
+#: 23%; a typical model file: most of it, where the index and a second parse cost more than
+#: they save).
+PARTIAL_SHARE = 0.5
+
 
 def _relative_to(path: str, root: Path) -> str:
     try:
@@ -197,10 +203,21 @@ class FileLinter:
             names |= index.statements[i].binds | index.statements[i].mentions
         chosen, covered = index.select(names)
         chosen |= seeds
-        if len(chosen) == len(index.statements):
+        if len(chosen) == len(index.statements) or not self._worth_selecting(index, chosen):
             return parse_source(source, module_name, is_package)
         analysis = parse_selection(source, index, chosen, covered, module_name, is_package)
         return analysis if analysis is not None else parse_source(source, module_name, is_package)
+
+    def _worth_selecting(self, index, chosen: frozenset[int] | set[int]) -> bool:  # noqa: ANN001 - a ModuleIndex
+        """Whether parsing the statements ``chosen`` saves enough to pay for the index and a
+        second parse when a region asks for more: always in the ``partial`` parse mode; in
+        ``sites``, when they span less than :data:`PARTIAL_SHARE` of the file's lines (on the
+        corpus the class that holds a site is most of its file: 84% of the lines)."""
+        if self.project.partial_reached:
+            return True
+        lines = sum(index.statements[i].end - index.statements[i].start + 1 for i in chosen)
+        total = index.statements[-1].end if index.statements else 0
+        return lines < PARTIAL_SHARE * total
 
     def _again(
         self, analysis: ModuleAnalysis, source: SourceFile, module_name: str, is_package: bool, whole: bool

@@ -1,0 +1,95 @@
+"""The parse modes (ckptlint.semantic.project.parse_mode): ``sites``, the default, parses the
+linted file partially only when its sites need less than half of it, and the modules regions
+reach whole; ``partial`` parses reached modules partially too; ``whole`` parses everything
+whole. The output is the same in every mode."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_partial_parsing import _output, _tree
+
+from ckptlint import perf
+from ckptlint.semantic import index
+from ckptlint.semantic.project import Project, parse_mode
+
+SITE = """\
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    class Counted(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def body(self, x):
+            self.calls += 1
+            return x * 2
+
+        def forward(self, x):
+            return checkpoint(self.body, x)
+"""
+
+UNRELATED = """\
+
+
+    def helper_{n}(x):
+        y = x + {n}
+        y = y * 2
+        y = y - 1
+        return y
+"""
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, mode: str, files: list[Path]) -> tuple[list, dict]:
+    monkeypatch.setenv("CKPTLINT_PARSE", mode)
+    index._CACHE.clear()
+    before = perf.snapshot()
+    out = _output(files)
+    return out, perf.delta(before)
+
+
+@pytest.mark.parametrize(
+    ("env", "mode"),
+    [({}, "sites"), ({"CKPTLINT_PARSE": "partial"}, "partial"), ({"CKPTLINT_PARSE": "whole"}, "whole"),
+     ({"CKPTLINT_PARSE": "bogus"}, "sites"), ({"CKPTLINT_PARSE": "partial", "CKPTLINT_WHOLE_PARSE": "1"}, "whole")],
+)
+def test_the_mode_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, env: dict, mode: str) -> None:
+    monkeypatch.delenv("CKPTLINT_PARSE", raising=False)
+    monkeypatch.delenv("CKPTLINT_WHOLE_PARSE", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert parse_mode() == mode
+    project = Project()
+    assert (project.partial, project.partial_reached) == {"sites": (True, False), "partial": (True, True), "whole": (False, False)}[mode]
+
+
+def test_reached_modules_are_parsed_whole_by_default_with_the_same_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CKPTLINT_WHOLE_PARSE", raising=False)
+    files = _tree(tmp_path)
+    whole, _ = _run(monkeypatch, "whole", files)
+    sites, counts = _run(monkeypatch, "sites", files)
+    partial, partial_counts = _run(monkeypatch, "partial", files)
+    assert sites == whole == partial
+    assert any(row[1].endswith("layers.py") for row in whole if row[0] != "problem")  # a finding in a reached module
+    assert counts.get("files_parsed_partial", 0) == 0  # model.py's site class is most of it; layers.py reached
+    assert partial_counts.get("files_parsed_partial", 0) > 0
+
+
+def test_a_large_file_with_a_small_site_is_parsed_partially_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CKPTLINT_WHOLE_PARSE", raising=False)
+    source = textwrap.dedent(SITE) + "".join(textwrap.dedent(UNRELATED).format(n=n) for n in range(12))
+    path = tmp_path / "model.py"
+    path.write_text(source, encoding="utf-8")
+    whole, _ = _run(monkeypatch, "whole", [path])
+    sites, counts = _run(monkeypatch, "sites", [path])
+    assert sites == whole and {row[0] for row in whole} == {"CKP001", "CKP202"}
+    assert counts.get("files_parsed_partial") == 1 and counts.get("files_parsed_whole", 0) == 0
+    # the same file with the site class as most of it is parsed whole
+    small = tmp_path / "small.py"
+    small.write_text(textwrap.dedent(SITE) + textwrap.dedent(UNRELATED).format(n=0), encoding="utf-8")
+    _, counts = _run(monkeypatch, "sites", [small])
+    assert counts.get("files_parsed_partial", 0) == 0 and counts.get("files_parsed_whole") == 1
