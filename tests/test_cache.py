@@ -326,3 +326,60 @@ def test_dependency_touched_without_a_change_is_still_a_hit(project: Path, run_c
     [cache_file] = (project / ".ckptlint_cache").glob("*/*.json")
     digest, size, mtime = json.loads(cache_file.read_text())["files"][str(project / "pkg" / "model.py")]["deps"][str(layers)]
     assert (size, isinstance(digest, str)) == (stat.st_size, True)
+
+
+def _same_size_rewrite(path: Path, old: str, new: str) -> os.stat_result:
+    """Rewrite ``path`` with ``old`` replaced by ``new`` (same length), then put its size and
+    modification time back: what the cache cannot tell from the file it recorded."""
+    assert len(old) == len(new)
+    stat = path.stat()
+    path.write_text(path.read_text().replace(old, new))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return stat
+
+
+def test_a_file_with_its_recorded_size_and_time_is_not_read(project: Path, run_cli, counted) -> None:
+    """As ruff's cache: an unchanged size and modification time means an unchanged file, so a
+    warm run does not read it; a new modification time makes it read and compared."""
+    _run(run_cli)
+    model = project / "pkg" / "model.py"
+    # `x)` -> `y)`: the call on line 14 still lacks use_reentrant, line 13's is unchanged
+    stat = _same_size_rewrite(model, "preserve_rng_state=False", "preserve_rng_state=True ")
+    found, hits, misses = _lint_and_count(run_cli, counted)
+    assert (found, hits, misses) == (EXPECTED, 1, 0)  # the recorded result, not the new text's
+    os.utime(model, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    found, hits, misses = _lint_and_count(run_cli, counted)
+    assert (found, hits, misses) == ([("model.py", 14, "CKP001")], 0, 1)
+
+
+def test_a_file_the_gate_rejected_is_remembered_by_size_and_time(project: Path, run_cli, counted) -> None:
+    plain = project / "pkg" / "plain.py"
+    plain.write_text("x = 1\n")
+    _run(run_cli)
+    [cache_file] = (project / ".ckptlint_cache").glob("*/*.json")
+    entries = json.loads(cache_file.read_text())["files"]
+    stat = plain.stat()
+    assert entries[str(plain)] == {"rejected": [stat.st_size, stat.st_mtime_ns]}
+    assert "rejected" not in entries[str(project / "pkg" / "model.py")]
+    plain.write_text("from torch.utils.checkpoint import checkpoint\n\n\ndef f(g, x):\n    return checkpoint(g, x)\n")
+    found, hits, misses = _lint_and_count(run_cli, counted)
+    assert ("plain.py", 5, "CKP001") in found and misses == 1
+
+
+def test_a_touched_file_is_a_hit_and_its_new_time_is_recorded(project: Path, run_cli, counted) -> None:
+    _run(run_cli)
+    model = project / "pkg" / "model.py"
+    stat = model.stat()
+    os.utime(model, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    found, hits, misses = _lint_and_count(run_cli, counted)
+    assert (found, hits, misses) == (EXPECTED, 1, 0)  # read, same digest
+    [cache_file] = (project / ".ckptlint_cache").glob("*/*.json")
+    assert json.loads(cache_file.read_text())["files"][str(model)]["stat"] == [stat.st_size, stat.st_mtime_ns + 2_000_000_000]
+
+
+def test_fix_reads_every_file_whatever_its_time(project: Path, run_cli) -> None:
+    _run(run_cli)
+    model = project / "pkg" / "model.py"
+    _same_size_rewrite(model, "preserve_rng_state=False", "preserve_rng_state=True ")
+    result = run_cli("--isolated", "--exit-zero", "--diff", "--unsafe-fixes")
+    assert "preserve_rng_state=True " in result.stdout  # the diff is of the text on disk

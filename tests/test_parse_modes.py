@@ -12,6 +12,7 @@ import pytest
 from test_partial_parsing import _output, _tree
 
 from ckptlint import perf
+from ckptlint.lint import task
 from ckptlint.semantic import index
 from ckptlint.semantic.project import Project, parse_mode
 
@@ -71,11 +72,14 @@ def test_reached_modules_are_parsed_whole_by_default_with_the_same_output(tmp_pa
     monkeypatch.delenv("CKPTLINT_WHOLE_PARSE", raising=False)
     files = _tree(tmp_path)
     whole, _ = _run(monkeypatch, "whole", files)
+    few, few_counts = _run(monkeypatch, "sites", files)  # one file to lint: the pre-commit case
+    monkeypatch.setattr(task, "FEW_FILES", 0)  # as in a run of many files
     sites, counts = _run(monkeypatch, "sites", files)
     partial, partial_counts = _run(monkeypatch, "partial", files)
-    assert sites == whole == partial
+    assert sites == whole == partial == few
     assert any(row[1].endswith("layers.py") for row in whole if row[0] != "problem")  # a finding in a reached module
     assert counts.get("files_parsed_partial", 0) == 0  # model.py's site class is most of it; layers.py reached
+    assert few_counts.get("files_parsed_partial", 0) > 0  # layers.py, for the names model.py asks for
     assert partial_counts.get("files_parsed_partial", 0) > 0
 
 

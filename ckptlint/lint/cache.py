@@ -14,10 +14,16 @@ with everything that result depended on:
   reading it (ruff's cache trusts modification times the same way); one whose time changed
   is read and compared by digest (a ``touch`` alone invalidates nothing).
 
+A linted file's entry also holds its ``[size, mtime_ns]``, and a file the gate rejected gets
+an entry of that alone (``{"rejected": [size, mtime_ns]}``): a later run that finds the same
+size and modification time reuses the result without reading the file (:meth:`ResultCache.by_stat`;
+ruff's cache trusts modification times the same way), and reads and compares it by digest
+otherwise.
+
 A result is reused only when all of these are unchanged; the ckptlint version, a
 fingerprint of the installed package's source files (so an edited checkout never reuses
 stale results) and :func:`results_fingerprint` (the settings that can change findings)
-select the JSON file. Files the gate rejects have no findings and get no entry.
+select the JSON file.
 
 Robustness: a missing, unreadable, corrupt or foreign cache file is treated as empty and
 rewritten; a cache folder that cannot be written is silently skipped (linting never fails
@@ -61,7 +67,7 @@ CACHEDIR_TAG = (
     "# For information about cache directory tags, see:\n"
     "#\thttps://bford.info/cachedir/\n"
 )
-_FORMAT = 2
+_FORMAT = 3
 #: Problems that depend only on a file's bytes, so their results may be cached.
 _CACHEABLE_PROBLEMS = frozenset({"decode", "parse", "warning"})
 
@@ -199,6 +205,7 @@ class ResultCache:
         self.build = build or _code_fingerprint()
         self._buckets: dict[tuple[Path, str], _Bucket] = {}
         self._digests: dict[str, str] = {}  # linted path -> digest of the bytes linted
+        self._stats: dict[str, list[int]] = {}  # linted path -> [size, mtime_ns] before it was read
         self._dependency_digests: dict[str, str | None] = {}
         self._dependency_stats: dict[str, tuple[int, int] | None] = {}
         self._fingerprints: dict[Settings, str] = {}
@@ -217,36 +224,80 @@ class ResultCache:
             self._buckets[(folder, fingerprint)] = bucket
         return bucket
 
+    def by_stat(self, path: str, stat: os.stat_result, settings: Settings) -> FileResult | bool | None:
+        """What ``path`` gave when it had this size and modification time (``stat``, taken
+        before reading it), without reading it: ``True`` when the gate rejected it, its
+        cached result when it was linted and everything the result depended on is unchanged
+        (as :meth:`lookup`), else ``None`` (read it and call :meth:`lookup` or
+        :meth:`rejected`). Not for ``--fix``/``--diff`` runs, which need the tree."""
+        state = [stat.st_size, stat.st_mtime_ns]
+        entry = self._bucket(settings).entries.get(path)
+        if entry is None:
+            return None
+        if entry.get("rejected") == state:
+            return True  # not counted: hits and misses are of linted files
+        if entry.get("stat") != state:
+            return None
+        result = self._result(path, entry)
+        if result is not None:
+            self._digests[path] = entry["hash"]
+            self.hits += 1
+        return result
+
+    def rejected(self, path: str, stat: os.stat_result, settings: Settings) -> None:
+        """Remember that the gate rejected ``path`` with this size and modification time."""
+        self._bucket(settings).updated[path] = {"rejected": [stat.st_size, stat.st_mtime_ns]}
+
     def lookup(
-        self, path: str, raw: bytes, settings: Settings, *, fixing: bool = False, unsafe: bool = False
+        self,
+        path: str,
+        raw: bytes,
+        settings: Settings,
+        *,
+        fixing: bool = False,
+        unsafe: bool = False,
+        stat: os.stat_result | None = None,
     ) -> FileResult | None:
         """The cached result of linting ``raw`` (the bytes of ``path``), or ``None``.
 
         With ``fixing`` (``--fix``/``--diff``), a result holding a fix that would be applied
         to this file (safe, or unsafe when ``unsafe``) is not used: the fix has to be
-        computed from the tree, so the file is linted again.
+        computed from the tree, so the file is linted again. ``stat``: the file's, taken
+        before ``raw`` was read; stored with the result for :meth:`by_stat`.
         """
+        key = digest(raw)
+        self._digests[path] = key
+        if stat is not None:
+            self._stats[path] = [stat.st_size, stat.st_mtime_ns]
+        entry = self._bucket(settings).entries.get(path)
+        if entry is None or entry.get("hash") != key:
+            self.misses += 1
+            return None
+        result = self._result(path, entry, fixing=fixing, unsafe=unsafe)
+        if result is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        if stat is not None and entry.get("stat") != self._stats[path]:
+            self._bucket(settings).updated[path] = {**entry, "stat": self._stats[path]}  # touched only
+        return result
+
+    def _result(self, path: str, entry: dict[str, Any], *, fixing: bool = False, unsafe: bool = False) -> FileResult | None:
+        """The result ``entry`` holds for ``path`` when what it depended on is unchanged."""
         from ckptlint.lint.results import FileResult, Problem
         from ckptlint.text.diagnostics import Diagnostic
 
-        key = digest(raw)
-        self._digests[path] = key
-        entry = self._bucket(settings).entries.get(path)
         try:
-            if entry is None or entry["hash"] != key or not self._still_valid(path, entry):
-                self.misses += 1
+            if not self._still_valid(path, entry):
                 return None
             diagnostics = [Diagnostic.from_dict(d) for d in entry["diagnostics"]]
             problems = [Problem(path, message, kind) for kind, message in entry["problems"]]
             dependencies = list(entry["deps"])
             noqa_used = {(str(other), int(row)) for other, row in entry.get("noqa_used", ())}
         except (KeyError, TypeError, ValueError, AttributeError):
-            self.misses += 1
             return None  # a damaged entry: lint again and overwrite it
         if fixing and any(d.path == path and d.fix is not None and d.fix.applies(unsafe) for d in diagnostics):
-            self.misses += 1
             return None
-        self.hits += 1
         return FileResult(
             path, diagnostics=diagnostics, problems=problems, dependencies=dependencies, noqa_used_elsewhere=noqa_used
         )
@@ -302,6 +353,7 @@ class ResultCache:
             return
         self._bucket(settings).updated[result.path] = {
             "hash": key,
+            "stat": self._stats.get(result.path),
             "module": _module_of(result.path),
             "deps": {dep: self._dependency_entry(dep) for dep in result.dependencies},
             "diagnostics": [d.to_dict() for d in result.diagnostics],

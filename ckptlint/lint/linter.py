@@ -213,7 +213,7 @@ class FileLinter:
         second parse when a region asks for more: always in the ``partial`` parse mode; in
         ``sites``, when they span less than :data:`PARTIAL_SHARE` of the file's lines (on the
         corpus the class that holds a site is most of its file: 84% of the lines)."""
-        if self.project.partial_reached:
+        if self.project.mode == "partial":
             return True
         lines = sum(index.statements[i].end - index.statements[i].start + 1 for i in chosen)
         total = index.statements[-1].end if index.statements else 0

@@ -63,16 +63,27 @@ def lint_files(
     """
     results: list[FileResult] = []
     tasks: list[Task] = []
+    # a file whose size and modification time are those the cache recorded is not read
+    # (ruff's cache does the same); a fix or --add-noqa needs the text, so it reads every file
+    by_stat = cache is not None and fix is FixMode.NONE and not keep_sources
     for path in files:
         if stop:
             return RunResult(sorted(results, key=lambda r: r.path), interrupted=True, files_done=files.index(path))
         name = str(path)
         try:
-            size = path.stat().st_size
+            stat = path.stat()  # before reading: a write after it changes the time the cache keeps
+            size = stat.st_size
             if size > size_limit(name):  # not read whole: the gate's first test, streamed
                 if mentions(path, (b"checkpoint", b"CKP")):
                     results.append(FileResult(name, problems=[too_large(name, size)]))
                 continue
+            if by_stat:
+                known = cache.by_stat(name, stat, settings_for(path))  # type: ignore[union-attr]
+                if known is True:
+                    continue  # the gate rejected these bytes
+                if known:
+                    results.append(known)  # type: ignore[arg-type]
+                    continue
             raw = path.read_bytes()
         except OSError as exc:
             results.append(FileResult(name, problems=[Problem(name, read_error(exc), "io")]))
@@ -80,11 +91,13 @@ def lint_files(
         if not file_may_have_findings(raw, name):
             if problems := undecodable(name, raw):
                 results.append(FileResult(name, problems=problems))
+            elif cache is not None:
+                cache.rejected(name, stat, settings_for(path))
             continue
         settings = settings_for(path)
         unsafe = unsafe_for(settings)
         if cache is not None:
-            cached = cache.lookup(name, raw, settings, fixing=fix is not FixMode.NONE, unsafe=unsafe)
+            cached = cache.lookup(name, raw, settings, fixing=fix is not FixMode.NONE, unsafe=unsafe, stat=stat)
             if cached is not None:
                 results.append(cached)
                 continue

@@ -17,7 +17,8 @@ never meet in one result.
 Which parts are parsed partially is the parse mode (:func:`parse_mode`, ``CKPTLINT_PARSE``):
 ``sites`` (the default) parses the linted file partially when the statements its sites need
 are less than half of its lines (timm's 4,922-line ``vision_transformer.py``) and every module a
-region reaches whole, once; ``partial`` parses reached modules partially too; ``whole`` parses
+region reaches whole, once (partially in a run of a few files, the pre-commit case:
+:data:`ckptlint.lint.task.FEW_FILES`); ``partial`` parses reached modules partially too; ``whole`` parses
 everything whole (also ``CKPTLINT_WHOLE_PARSE=1``, or ``partial=False``). The output is the same
 in every mode (the tests compare them). On the 41-repository corpus ``partial`` took 18% more
 CPU than ``whole`` (a reached module is parsed again, larger, each time a region asks for a
@@ -135,6 +136,7 @@ class Project:
         #: parse only the statements a rule needs (see the module docstring): in the linted
         #: file (``partial``), in the modules regions reach too (``partial_reached``)
         mode = parse_mode() if partial is None else ("partial" if partial else "whole")
+        self.mode = mode
         self.partial = mode != "whole"
         self.partial_reached = mode == "partial"
         self._force_whole = False
