@@ -12,7 +12,7 @@ import pytest
 from test_partial_parsing import _output, _tree
 
 from ckptlint import perf
-from ckptlint.lint import task
+from ckptlint.lint import linter, task
 from ckptlint.semantic import index
 from ckptlint.semantic.project import Project, parse_mode
 
@@ -88,6 +88,9 @@ def test_a_large_file_with_a_small_site_is_parsed_partially_by_default(tmp_path:
     source = textwrap.dedent(SITE) + "".join(textwrap.dedent(UNRELATED).format(n=n) for n in range(12))
     path = tmp_path / "model.py"
     path.write_text(source, encoding="utf-8")
+    _, counts = _run(monkeypatch, "sites", [path])
+    assert counts.get("files_parsed_partial", 0) == 0  # under MIN_PARTIAL_LINES: no index, parsed whole
+    monkeypatch.setattr(linter, "MIN_PARTIAL_LINES", 50)
     whole, _ = _run(monkeypatch, "whole", [path])
     sites, counts = _run(monkeypatch, "sites", [path])
     assert sites == whole and {row[0] for row in whole} == {"CKP001", "CKP202"}

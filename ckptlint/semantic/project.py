@@ -15,8 +15,8 @@ whose rules were handed an analysis that got replaced while they ran is checked 
 never meet in one result.
 
 Which parts are parsed partially is the parse mode (:func:`parse_mode`, ``CKPTLINT_PARSE``):
-``sites`` (the default) parses the linted file partially when the statements its sites need
-are less than half of its lines (timm's 4,922-line ``vision_transformer.py``) and every module a
+``sites`` (the default) parses the linted file partially when it has 1,000 lines or more and
+the statements its sites need are less than half of them (timm's 4,922-line ``vision_transformer.py``) and every module a
 region reaches whole, once (partially in a run of a few files, the pre-commit case:
 :data:`ckptlint.lint.task.FEW_FILES`); ``partial`` parses reached modules partially too; ``whole`` parses
 everything whole (also ``CKPTLINT_WHOLE_PARSE=1``, or ``partial=False``). The output is the same
