@@ -156,6 +156,19 @@ def test_duplicates_are_linted_once(run_cli, write) -> None:  # noqa: ANN001
     assert result.stdout.count("CKP001") == 1
 
 
+def test_a_link_to_a_file_of_the_run_is_linted_and_fixed_once(run_cli, write, tmp_path) -> None:  # noqa: ANN001
+    real = write("pkg/a.py", BAD)
+    (tmp_path / "pkg" / "b.py").symlink_to(real)  # the link sorts after the file
+    (tmp_path / "pkg" / "0.py").symlink_to(real)  # and before it
+    result = run_cli("-q", "pkg")
+    assert [line.split(":")[0] for line in result.stdout.splitlines() if "CKP001" in line] == ["pkg/a.py"]
+    named = run_cli("-q", "pkg/b.py", "pkg/b.py")  # a link named on its own is linted, once
+    assert [line.split(":")[0] for line in named.stdout.splitlines() if "CKP001" in line] == ["pkg/b.py"]
+    result = run_cli("--fix", "--unsafe-fixes", "pkg")
+    assert result.exit_code == 0 and "CKP902" not in result.stdout and "1 fixed" in result.stdout
+    assert "use_reentrant=False" in real.read_text()
+
+
 def test_symlink_loop_and_broken_link_are_not_fatal(run_cli, write, tmp_path) -> None:  # noqa: ANN001
     write("pkg/m.py", BAD)
     (tmp_path / "pkg" / "loop").symlink_to(tmp_path / "pkg")

@@ -91,3 +91,16 @@ def test_file_level_directive_must_stand_on_its_own_line() -> None:
     assert [d.code for d in lint_source(trailing)] == ["CKP001"]
     own_line = "# ckptlint: noqa\nfrom torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)\n"
     assert lint_source(own_line) == []
+
+
+def test_a_valid_directive_after_an_invalid_one_in_the_same_comment_counts(run_cli, write) -> None:  # noqa: ANN001
+    # `# noqa:` without codes suppresses nothing and warns (ruff); what --add-noqa appends
+    # after it (`# noqa:  # noqa: CKP001`) suppresses, so a second --add-noqa adds nothing
+    assert located(IMPORT + "y = checkpoint(f, x)  # noqa:  # noqa: CKP001\n", "CKP001") == []
+    assert located(IMPORT + "y = checkpoint(f, x)  # noqa:\n", "CKP001") == [(2, "CKP001")]
+    path = write("m.py", IMPORT + "y = checkpoint(f, x)  # noqa:\n")
+    first = run_cli("--isolated", "--no-cache", "--add-noqa", "m.py")
+    assert "Added 1 noqa directive." in first.stderr and first.stderr.count("invalid `# noqa` directive") == 1
+    second = run_cli("--isolated", "--no-cache", "--add-noqa", "m.py")
+    assert "Added" not in second.stderr and second.stderr.count("invalid `# noqa` directive") == 1
+    assert path.read_text().endswith("y = checkpoint(f, x)  # noqa:  # noqa: CKP001\n")

@@ -172,7 +172,12 @@ def test_one_sigint_delivered_twice_at_once_is_one_request(tree: Path) -> None:
     assert "Traceback" not in stderr
     assert "stopped; nothing more was written" not in stderr
     [summary] = [line for line in stderr.splitlines() if line.startswith("ckptlint: SIGINT: stopped after ")]
-    assert " of " in summary and "Found " in stdout
+    assert " of " in summary
+    # the files done are reported; under heavy load none may be done yet (then none is claimed)
+    if summary.startswith("ckptlint: SIGINT: stopped after 0 of "):
+        assert "No errors in the files checked before the run was stopped." in stdout
+    else:
+        assert "Found " in stdout
 
 
 def test_sigterm_to_the_main_process_leaves_no_worker(tree: Path) -> None:

@@ -202,8 +202,24 @@ def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool 
         if absolute not in seen:
             seen.add(absolute)
             result.files.append(absolute)
-    result.files.sort()
+    result.files = _once_each(sorted(result.files))
     return result
+
+
+def _once_each(files: list[Path]) -> list[Path]:
+    """``files`` (sorted) with each real file once: a symbolic link to another file of the run,
+    or a file named twice, would be linted (and fixed) twice, and the second fix would find the
+    file changed. The file's own path is kept when it is among them, else the first name."""
+    by_real: dict[str, Path] = {}
+    for path in files:
+        real = os.path.realpath(path)
+        kept = by_real.get(real)
+        if kept is None or (str(path) == real and str(kept) != real):
+            by_real[real] = path
+    if len(by_real) == len(files):
+        return files
+    chosen = set(by_real.values())
+    return [path for path in files if path in chosen]
 
 
 def _excluded_anywhere(path: Path, settings: Settings) -> bool:

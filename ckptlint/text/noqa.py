@@ -115,13 +115,18 @@ def parse_noqa(source: SourceFile) -> NoqaIndex:
                 found = frozenset(c.upper() for c in _CODE.findall(codes))
                 index.file_codes = (index.file_codes or frozenset()) | found
             continue
-        match = _LINE_NOQA.search(text)
-        if match is None:
+        matches = list(_LINE_NOQA.finditer(text))
+        if not matches:
             continue
+        # `# noqa:` without codes is a warning and suppresses nothing (ruff); a valid directive
+        # later in the same comment (`# noqa:  # noqa: CKP001`, what --add-noqa appends) counts
+        valid = [m for m in matches if m.group("colon") is None or m.group("codes") is not None]
+        if len(valid) < len(matches):
+            index.invalid.append(row)
+        if not valid:
+            continue
+        match = valid[0]
         codes = match.group("codes")
-        if match.group("colon") is not None and codes is None:
-            index.invalid.append(row)  # ruff: a warning, and no suppression
-            continue
         parsed = tuple(c.upper() for c in _CODE.findall(codes)) if codes else None
         index.by_row[row] = NoqaDirective(
             row=row,
