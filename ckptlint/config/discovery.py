@@ -47,6 +47,7 @@ class DiscoveryResult:
     problems: list[tuple[str, str]] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # paths given that do not exist (CKP902)
     roots: list[Path] = field(default_factory=list)  # the paths given, resolved (where writes may go)
+    linked: list[Path] = field(default_factory=list)  # files reached through a symbolic link
 
     def may_write(self, path: Path | str) -> bool:
         """Whether ``path`` resolves (symbolic links followed) to a file at or below one of
@@ -202,14 +203,43 @@ def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool 
         if absolute not in seen:
             seen.add(absolute)
             result.files.append(absolute)
-    result.files = _once_each(sorted(result.files))
+            result.linked.append(absolute)  # named: it may be another name of a walked file
+    result.files.sort()
+    if _may_overlap(paths, result.roots):
+        result.files = _once_each(result.files)  # a folder reached under two names: every file
+    elif result.linked:
+        result.files = _once_each(result.files, result.linked)
     return result
 
 
-def _once_each(files: list[Path]) -> list[Path]:
+def _may_overlap(paths: list[Path], roots: list[Path]) -> bool:
+    """Whether two of the folders given may hold one file under two names: a given path that
+    is (or lies below) a symbolic link, or two given paths resolving one inside the other."""
+    if any(os.path.realpath(os.path.abspath(p)) != os.path.abspath(p) for p in paths):
+        return True
+    return any(a == b or a in b.parents for i, a in enumerate(roots) for j, b in enumerate(roots) if i != j)
+
+
+def _once_each(files: list[Path], candidates: list[Path] | None = None) -> list[Path]:
     """``files`` (sorted) with each real file once: a symbolic link to another file of the run,
     or a file named twice, would be linted (and fixed) twice, and the second fix would find the
-    file changed. The file's own path is kept when it is among them, else the first name."""
+    file changed. The file's own path is kept when it is among them, else the first name.
+    ``candidates``: the only files that can be another name of one (the links, the files named
+    on the command line); the others are their own real path (resolving 20,000 paths costs
+    about a second)."""
+    if candidates is not None:
+        listed = set(files)
+        doubles: set[Path] = set()
+        first: dict[str, Path] = {}
+        for path in sorted(set(candidates)):
+            real = os.path.realpath(path)
+            if real != str(path) and Path(real) in listed:
+                doubles.add(path)  # the file itself is linted
+            elif real in first:
+                doubles.add(path)  # two links to one file outside the list: keep the first
+            else:
+                first[real] = path
+        return [path for path in files if path not in doubles] if doubles else files
     by_real: dict[str, Path] = {}
     for path in files:
         real = os.path.realpath(path)
@@ -292,6 +322,8 @@ def _walk(
         if path not in seen:
             seen.add(path)
             result.files.append(path)
+            if link:
+                result.linked.append(path)
 
 
 def os_reason(exc: OSError, missing: str = "broken symbolic link") -> str:
