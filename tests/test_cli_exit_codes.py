@@ -163,9 +163,9 @@ def test_diff_prints_writes_nothing_exits_1(run_cli, write) -> None:  # noqa: AN
 
 
 def test_diff_without_applicable_fix_exits_0(run_cli, write) -> None:  # noqa: ANN001
-    path = write("m.py", BAD)  # only an unsafe fix: --diff shows nothing without --unsafe-fixes
+    path = write("m.py", BAD)  # only an unsafe fix: --diff shows no diff without --unsafe-fixes, and says so (ruff)
     result = run_cli("--diff", "m.py")
-    assert (result.exit_code, result.stdout) == (0, "")
+    assert (result.exit_code, result.stdout) == (0, "No errors would be fixed (1 fix available with `--unsafe-fixes`).\n")
     result = run_cli("--diff", "--unsafe-fixes", "m.py")
     assert result.exit_code == 1
     assert "+y = checkpoint(f, x, use_reentrant=False)\n" in result.stdout

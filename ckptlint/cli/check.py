@@ -136,6 +136,8 @@ def _report(options: Options, invocation: Invocation, stop, run, found, files, f
             name = signal_name(stop.signal)
             sys.stderr.write(f"ckptlint: {name}: stopped after {run.files_done} of {len(files)} files\n")
             return signal_exit(stop.signal)
+        if not fixed_total:
+            _hint_hidden_fixes(diagnostics, invocation.unsafe(base_settings))
         return EXIT_ERROR if internal else EXIT_FINDINGS if fixed_total or not_checked else EXIT_OK
 
     from ckptlint.output import renderer
@@ -191,3 +193,13 @@ def sources(run, mode) -> dict[str, str]:  # noqa: ANN001
         fixed = mode.value == "apply" and r.changed
         sources[r.path] = r.fixed_text if fixed else r.source.text
     return sources
+
+
+def _hint_hidden_fixes(diagnostics, unsafe: bool) -> None:  # noqa: ANN001
+    """``--diff`` that shows nothing because every fix is unsafe says so, as ruff does:
+    ``No errors would be fixed (1 fix available with `--unsafe-fixes`).``"""
+    from ckptlint.text.diagnostics import Applicability
+
+    hidden = 0 if unsafe else sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability is Applicability.UNSAFE)
+    if hidden:
+        click.echo(f"No errors would be fixed ({hidden} fix{'es' if hidden != 1 else ''} available with `--unsafe-fixes`).")
