@@ -218,17 +218,12 @@ def written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) ->
     ``if key not in self.cache: self.cache[key] = ...``. The first run takes the branch; the
     recomputation finds the value there and does not write again (timm's Conv2dSame,
     EfficientFormer's attention-bias cache)."""
-    code = node_code
     if _after_init_guard(frame, node, target):
         return True
-    if isinstance(target, cst.Subscript):
-        if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
-            return False
-        container, key = code(target.value), code(target.slice[0].slice.value)
-    elif isinstance(target, (cst.Attribute, cst.Name)):
-        container, key = None, code(target)
-    else:
+    slot = _slot(target)
+    if slot is None:
         return False
+    container, key = slot
     model = frame.analysis.model
     if container is None and _grown_until_it_fits(model, node, key):
         return True
@@ -242,17 +237,24 @@ def memo_fill(model, node: cst.CSTNode) -> bool:  # noqa: ANN001 - a SemanticMod
     reads what the forward's fill wrote, which it would compute the same way."""
     if not isinstance(node, cst.Assign) or len(node.targets) != 1:
         return False
-    target = node.targets[0].target
-    if isinstance(target, cst.Subscript):
-        if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
-            return False
-        container, key = node_code(target.value), node_code(target.slice[0].slice.value)
-    elif isinstance(target, (cst.Attribute, cst.Name)):
-        container, key = None, node_code(target)
-    else:
+    slot = _slot(node.targets[0].target)
+    if slot is None:
         return False
+    container, key = slot
     function = next((a for a in model.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
     return function is not None and _memo_guarded(model, node, container, key, function)
+
+
+def _slot(target: cst.BaseExpression) -> tuple[str | None, str] | None:
+    """``(container, key)`` as code text for ``C[key] = ...``, ``(None, target)`` for an
+    attribute or a name, ``None`` for anything else (a slice, several indices, a tuple)."""
+    if isinstance(target, cst.Subscript):
+        if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+            return None
+        return node_code(target.value), node_code(target.slice[0].slice.value)
+    if isinstance(target, (cst.Attribute, cst.Name)):
+        return None, node_code(target)
+    return None
 
 
 def _memo_guarded(model, node: cst.CSTNode, container: str | None, key: str, function: cst.CSTNode) -> bool:  # noqa: ANN001
