@@ -9,11 +9,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_partial_parsing import _output
 
 from ckptlint import perf
-from ckptlint.api import settings_for
 from ckptlint.checkpoint.site_statements import site_statements
-from ckptlint.lint import run as lint_run
 from ckptlint.lint.results import FixMode
 from ckptlint.semantic import index
 
@@ -142,18 +141,6 @@ def test_statements_a_site_depends_on_are_chosen(source: str, expected: set[str]
     assert not chosen & not_expected
 
 
-def _output(files: list[Path], fix: FixMode = FixMode.NONE) -> list[tuple]:
-    settings = settings_for(["ALL"])
-    run = lint_run.lint_files(files, lambda path: settings, jobs=1, fix=fix, unsafe_for=lambda s: True)
-    out = []
-    for d in run.diagnostics:
-        edits = tuple((e.start, e.end, e.content) for e in d.fix.edits) if d.fix is not None else None
-        out.append((d.code, d.path, d.start, d.end, d.message, edits))
-    out += [("problem", p.path, p.message) for p in run.problems]
-    out += [("fixed", r.path, r.fixed_text) for r in run.results if r.fixed_text is not None]
-    return out
-
-
 LINTED = VIT_LIKE + """\
 
 
@@ -188,11 +175,11 @@ def test_the_linted_file_is_parsed_partially_with_the_output_of_a_whole_parse(
     path.write_text(textwrap.dedent(LINTED), encoding="utf-8")
     index._CACHE.clear()
     monkeypatch.setenv("CKPTLINT_WHOLE_PARSE", "1")
-    whole = _output([path], fix)
+    whole = _output([path], fix=fix)
     monkeypatch.delenv("CKPTLINT_WHOLE_PARSE")
     index._CACHE.clear()
     before = perf.snapshot()
-    partial = _output([path], fix)
+    partial = _output([path], fix=fix)
     counts = perf.delta(before)
     assert partial == whole
     codes = {row[0] for row in whole}

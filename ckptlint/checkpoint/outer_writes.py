@@ -239,14 +239,21 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
             continue
         if is_store(model, other):
             continue
-        inside = contains_node(model, node, other)
-        if not inside and frame.analysis.range(other)[0] >= written_at:
-            continue
-        guard = exit_guard(model, other) if not inside else None
-        if guard is not None and not contains_node(model, guard, node):
-            continue  # `if INITIALIZED: return` before the write: the write is not reached from that read
-        return True
+        if _read_before(frame, node, other, written_at):
+            return True
     return False
+
+
+def _read_before(frame: Frame, node: cst.CSTNode, read: cst.CSTNode, written_at: tuple[int, int]) -> bool:
+    """Whether ``read`` runs before the write ``node`` (which starts at ``written_at``) reaches
+    its target, or is part of it: a read behind ``if INITIALIZED: return`` that precedes the
+    write does not reach it (a one-time initialisation)."""
+    model = frame.analysis.model
+    inside = contains_node(model, node, read)
+    if not inside and frame.analysis.range(read)[0] >= written_at:
+        return False
+    guard = exit_guard(model, read) if not inside else None
+    return guard is None or contains_node(model, guard, node)
 
 #: Methods that read one item of a mapping (``cache.get("k")``): a read of ``cache["k"]``.
 _ITEM_READS = frozenset({"get", "pop", "setdefault"})
@@ -288,15 +295,8 @@ def _item_carries(frame: Frame, node: cst.CSTNode, target: cst.Subscript) -> boo
         if other is container or node_code(other) != container_text:
             continue
         read = _item_read(model, other, text, key)
-        if read is None or is_store(model, read):
-            continue
-        inside = contains_node(model, node, read)
-        if not inside and frame.analysis.range(read)[0] >= written_at:
-            continue
-        guard = exit_guard(model, read) if not inside else None
-        if guard is not None and not contains_node(model, guard, node):
-            continue
-        return True
+        if read is not None and not is_store(model, read) and _read_before(frame, node, read, written_at):
+            return True
     return False
 
 
