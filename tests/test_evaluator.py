@@ -474,6 +474,41 @@ def test_module_methods_that_return_the_module_keep_its_class() -> None:
     assert located(source) == [(27, "CKP001")]
 
 
+def test_hugging_face_class_constructors_return_an_instance_of_the_class() -> None:
+    # judge 8, Emu's vendored T5: `self.lm = T5ForConditionalGeneration.from_pretrained(p)`, an
+    # old-format model (transformers' from_pretrained / _from_config build `cls(config)`)
+    source = """\
+        from torch import nn
+        from transformers import PreTrainedModel
+
+
+        class OldT5(PreTrainedModel):
+            def _set_gradient_checkpointing(self, module, value=False):
+                module.gradient_checkpointing = value
+
+
+        class Loader(PreTrainedModel):
+            @classmethod
+            def from_pretrained(cls, path):
+                return load_anything(path)
+
+
+        class Wrapper(nn.Module):
+            def __init__(self, path, cfg):
+                super().__init__()
+                self.lm = OldT5.from_pretrained(path)
+                self.lm2 = OldT5._from_config(cfg)
+                self.other = Loader.from_pretrained(path)
+
+            def enable(self):
+                self.lm.gradient_checkpointing_enable()
+                self.lm2.gradient_checkpointing_enable()
+                self.other.gradient_checkpointing_enable()
+    """
+    # a class that defines from_pretrained itself returns what it returns: not known, reported
+    assert located(source) == [(26, "CKP001")]
+
+
 def test_batchnorm_subclass_with_its_own_forward_keeps_running_statistics() -> None:
     source = """\
         import torch.nn.functional as F

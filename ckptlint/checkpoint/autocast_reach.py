@@ -5,7 +5,7 @@ nearest folder above it (at most :data:`MAX_LEVELS` up) that holds ``setup.py``,
 ``pyproject.toml`` or ``.git`` (a project's root: CompVis stable-diffusion's ``ldm`` is a
 namespace package, and its Lightning training script is ``main.py`` beside it), or, without
 such a folder, the top-level package that holds the module (its own folder when it is in no
-package). A marker of :data:`~ckptlint.facts.amp.AUTOCAST_MARKERS` in any of them
+package). A marker of :data:`~ckptlint.facts.amp.AUTOCAST_MARKERS` outside a comment in any of them
 (``torch.cuda.amp.autocast`` in fairseq's ``train_step``, a Lightning or Hugging Face trainer
 whose precision flag turns autocast on) says yes. Folders whose name starts with a dot and
 installed packages (``site-packages``, ``node_modules``) are skipped.
@@ -44,7 +44,15 @@ _SCANNED: WeakKeyDictionary[Project, dict[Path, tuple[bool, list[Path]]]] = Weak
 
 
 def _has_marker(raw: bytes) -> bool:
-    return any(marker in raw for marker in AUTOCAST_MARKERS)
+    """Whether a marker occurs in ``raw`` outside a comment (Latte's ``# @torch.cuda.amp.autocast()``
+    left in a model file does not run); a ``#`` earlier on the line counts as a comment."""
+    for marker in AUTOCAST_MARKERS:
+        at = raw.find(marker)
+        while at >= 0:
+            if b"#" not in raw[raw.rfind(b"\n", 0, at) + 1 : at]:
+                return True
+            at = raw.find(marker, at + len(marker))
+    return False
 
 
 def code_base(path: Path) -> tuple[Path, bool]:

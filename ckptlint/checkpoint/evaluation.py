@@ -34,6 +34,7 @@ from ckptlint.checkpoint.denotations import (
 from ckptlint.checkpoint.literals import skip_self_copies
 from ckptlint.checkpoint.options import NOT_LITERAL
 from ckptlint.facts.apis import PARTIAL_QUALIFIED_NAMES
+from ckptlint.facts.hf_formats import CLASS_CONSTRUCTORS
 from ckptlint.facts.torch_facts import (
     CONTAINER_CLASSES,
     MODULE_METHODS_RETURNING_SELF,
@@ -428,9 +429,11 @@ class ExpressionEvaluation:
                 inner = self._values(args[0].value, ctx, depth + 1)
                 return [v for v in inner if isinstance(v, ContainerValue)][:1] or [ContainerValue([], exact=False)]
             return [ContainerValue([], exact=not args)]
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value in MODULE_METHODS_RETURNING_SELF:
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in MODULE_METHODS_RETURNING_SELF | CLASS_CONSTRUCTORS:
             method, receivers = call.func.attr.value, self._values(call.func.value, ctx, depth + 1)  # `Proj(c).to(dt)`: the Proj
-            same = [v for v in receivers if isinstance(v, LayerUse) or (isinstance(v, InstanceValue) and not self._method(v.info, method))]
+            kinds = (ClassValue,) if method in CLASS_CONSTRUCTORS else (LayerUse, InstanceValue)  # `M.from_pretrained(p)`: an M
+            same = [InstanceValue(v.info) if isinstance(v, ClassValue) else v for v in receivers if isinstance(v, kinds) and not (
+                isinstance(v, (ClassValue, InstanceValue)) and self._method(v.info, method))]
             if same:
                 return same
         out: list[Value] = []
@@ -575,11 +578,7 @@ class ExpressionEvaluation:
         return bound.env if bound.open_call or bound.bound is not node else ConstructorEnv(bound.env, node)
 
     def _method(self, info: ClassInfo, name: str) -> tuple[cst.FunctionDef, ClassInfo] | None:
-        for owner in self._mro(info):
-            node = owner.methods.get(name)
-            if node is not None:
-                return node, owner
-        return None
+        return next(((owner.methods[name], owner) for owner in self._mro(info) if name in owner.methods), None)
 
     def _mro(self, info: ClassInfo) -> list[ClassInfo]:
         order: list[ClassInfo] = []

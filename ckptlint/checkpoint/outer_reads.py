@@ -55,11 +55,12 @@ def mutable_reads(region: Region, site_analysis: ModuleAnalysis) -> list[OuterRe
     found: list[OuterRead] = []
     functions = {id(frame.function) for frame in region.frames}
     balanced = balanced_calls(region)
+    reentrant = region.site.runs_reentrant is True  # the forward runs with recording off
     for frame in region.frames:
         found += [
             read
             for read in _frame_reads(frame, region.site.call, site_analysis, functions, balanced)
-            if not phase_guarded(frame, read.node)
+            if not phase_guarded(frame, read.node, reentrant=reentrant)
         ]
     return found
 

@@ -44,6 +44,7 @@ from ckptlint.semantic.bindings import (
     ScopeKind,
 )
 from ckptlint.semantic.model import base_name
+from ckptlint.semantic.walk import iter_tree
 
 __all__ = ["outer_writes"]
 
@@ -59,6 +60,7 @@ def outer_writes(region: Region) -> list[OuterWrite]:
     functions = {id(frame.function) for frame in region.frames}
     balanced = balanced_calls(region)
     tracker = "tracker" in region.site.api.rng_restored
+    reentrant = region.site.runs_reentrant is True  # the forward runs with recording off
     for frame in region.frames:
         rng_code = tracker and sets_rng_state(frame)
         found += [
@@ -67,7 +69,7 @@ def outer_writes(region: Region) -> list[OuterWrite]:
             if not _region_local(w, functions)
             and id(w.node) not in balanced
             and not rng_code
-            and not phase_guarded(frame, w.node)
+            and not phase_guarded(frame, w.node, reentrant=reentrant)
         ]
     fresh = _fresh_targets(region)
     return [w for w in found if not _all_fresh(w, fresh)]
@@ -239,8 +241,31 @@ def _carries(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) -> boo
             continue
         if is_store(model, other):
             continue
-        if _read_before(frame, node, other, written_at):
+        if _read_before(frame, node, other, written_at) and not _only_tests_other_code(frame, node, other):
             return True
+    return False
+
+
+def _only_tests_other_code(frame: Frame, node: cst.CSTNode, read: cst.CSTNode) -> bool:
+    """Whether ``read`` only decides an ``if`` that neither holds the write ``node`` nor
+    assigns anything its value reads: Megatron's ``if self.prev != get_n(): self.count = 0``
+    before ``self.prev = get_n()``. The value written is then the same in both runs; what
+    the branch does is judged on its own."""
+    model = frame.analysis.model
+    below: cst.CSTNode = read
+    for ancestor in model.ancestors(read):
+        if ancestor is frame.function or isinstance(ancestor, cst.BaseSuite):
+            return False
+        if isinstance(ancestor, cst.If) and below is ancestor.test:
+            if contains_node(model, ancestor, node):
+                return False
+            value = getattr(node, "value", None)
+            read_there = {node_code(n) for n in iter_tree(value) if isinstance(n, (cst.Name, cst.Attribute))} if value else set()
+            return not any(
+                isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and node_code(getattr(n, "target")) in read_there
+                for n in iter_tree(ancestor)
+            )
+        below = ancestor
     return False
 
 

@@ -58,14 +58,17 @@ def _container_key(frame: Frame, owner: cst.BaseExpression) -> tuple | None:
         return None if info is None else (id(info), "self", owner.attr.value)
     return None
 
-def phase_guarded(frame: Frame, node: cst.CSTNode) -> bool:
+def phase_guarded(frame: Frame, node: cst.CSTNode, *, reentrant: bool = False) -> bool:
     """Whether ``node`` sits in a branch of an ``if`` (statement or expression) of its frame
     whose test calls a recompute-phase predicate (``is_recomputing()``, ``is_checkpointing()``
     of fairscale, TransformerEngine's ``in_fp8_activation_recompute_phase()``): such code runs
-    in the forward or in the recomputation only, so it does not run twice."""
-    from ckptlint.facts.phases import RECOMPUTE_PHASE_PREDICATES
+    in the forward or in the recomputation only, so it does not run twice. With
+    ``reentrant`` (the site's forward runs with recording off), ``torch.is_grad_enabled()``
+    is such a predicate too (:data:`~ckptlint.facts.phases.GRAD_MODE_PREDICATES`)."""
+    from ckptlint.facts.phases import GRAD_MODE_PREDICATES, RECOMPUTE_PHASE_PREDICATES
     from ckptlint.semantic.walk import iter_tree
 
+    predicates = RECOMPUTE_PHASE_PREDICATES | GRAD_MODE_PREDICATES if reentrant else RECOMPUTE_PHASE_PREDICATES
     model = frame.analysis.model
     below = node
     for ancestor in model.ancestors(node):
@@ -73,7 +76,7 @@ def phase_guarded(frame: Frame, node: cst.CSTNode) -> bool:
             return False
         if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test:
             for inner in iter_tree(ancestor.test):
-                if isinstance(inner, cst.Call) and model.qualified_names(inner.func) & RECOMPUTE_PHASE_PREDICATES:
+                if isinstance(inner, cst.Call) and model.qualified_names(inner.func) & predicates:
                     return True
         below = ancestor
     return False

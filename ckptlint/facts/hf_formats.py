@@ -28,10 +28,19 @@ a model changes nothing or raises.
 
 from __future__ import annotations
 
-__all__ = ["OLD_FORMAT_PARAMETER", "OLD_FORMAT_SETTER"]
+__all__ = ["CLASS_CONSTRUCTORS", "OLD_FORMAT_PARAMETER", "OLD_FORMAT_SETTER"]
 
 #: The method an old-format model class overrides.
 OLD_FORMAT_SETTER = "_set_gradient_checkpointing"
 
 #: The parameter whose presence in its signature makes transformers take the old-format path.
 OLD_FORMAT_PARAMETER = "value"
+
+#: Class methods of Hugging Face models that return an instance of the class they are called
+#: on (``OldModel.from_pretrained(path)`` is an ``OldModel``): transformers
+#: ``modeling_utils.py`` ``PreTrainedModel.from_pretrained`` builds ``model = cls(config, ...)``
+#: and ``_from_config`` returns ``cls(config, ...)`` (4.36 to 5.x); diffusers
+#: ``models/modeling_utils.py`` ``ModelMixin.from_pretrained(cls, ...) -> Self`` and
+#: ``configuration_utils.py`` ``ConfigMixin.from_config(cls, ...) -> Self`` (0.36). A class of
+#: the tree that defines the method itself is not assumed to follow this.
+CLASS_CONSTRUCTORS = frozenset({"from_pretrained", "from_config", "_from_config"})

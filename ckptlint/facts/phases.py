@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["RECOMPUTE_PHASE_PREDICATES"]
+__all__ = ["GRAD_MODE_PREDICATES", "RECOMPUTE_PHASE_PREDICATES"]
 
 
 #: Predicates that are true in exactly one phase of a checkpointed region: code under
@@ -26,3 +26,15 @@ RECOMPUTE_PHASE_PREDICATES = frozenset(
         "transformer_engine.pytorch.distributed.in_fp8_activation_recompute_phase",
     }
 )
+
+#: Predicates that tell the two phases apart when the site runs the reentrant variant or
+#: any ``autograd.Function`` implementation: its forward runs with recording off
+#: (torch/utils/checkpoint.py 2.13, ``CheckpointFunction.forward`` ``with torch.no_grad()``;
+#: an ``autograd.Function``'s ``forward`` always runs in no-grad mode, torch/autograd/function.py),
+#: and its recompute under ``torch.enable_grad()`` (``CheckpointFunction.backward``; Megatron
+#: core/tensor_parallel/random.py ``CheckpointFunction.backward``). Megatron's own
+#: ``if torch.is_grad_enabled() and self.training: self.microbatch_count += 1`` ("skip counter
+#: update for eval and activation checkpointing") so runs once per step. Under the
+#: non-reentrant variant both phases record (its recompute runs under ``enable_grad`` too), so
+#: these are no phase guard there.
+GRAD_MODE_PREDICATES = frozenset({"torch.is_grad_enabled", "torch._C.is_grad_enabled", "torch.autograd.grad_mode.is_grad_enabled"})
