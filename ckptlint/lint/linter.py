@@ -187,11 +187,16 @@ class FileLinter:
         """The analysis the rules read: libcst parses only the top-level statements that can
         hold a checkpoint site and what they need (:mod:`ckptlint.checkpoint.site_statements`),
         or the whole file (partial parsing off, a file not on disk, a file CPython's parser
-        or ``ast`` index refuses, every statement needed, a selection libcst refuses). Raises what
+        or ``ast`` index refuses, every statement needed, a selection libcst refuses); the
+        project's whole parse of the same text when a region of a file linted before reached
+        it (on diffusers 28 of 221 parses were such second parses). Raises what
         :func:`~ckptlint.semantic.parse.parse_source` raises."""
         from ckptlint.semantic.nesting import MAX_NESTING
         from ckptlint.semantic.parse import parse_selection, parse_source
 
+        kept = self.project.cached(Path(source.path)) if os.path.isabs(source.path) else None
+        if kept is not None and kept.covered is None and kept.source.text == source.text and (kept.module_name, kept.is_package) == (module_name, is_package):
+            return kept  # parsed whole already, as a module a region of another file reached
         if not self.project.partial or not os.path.isabs(source.path):
             # a file the project cannot parse again (given on stdin, in memory) is parsed
             # whole: a rule that needs more of it could not ask for it
