@@ -118,7 +118,7 @@ class Block(nn.Module):
     def forward(self, x):
         global STEPS
         STEPS += 1  # noqa: CKP202
-        return x
+        return x.relu()  # not a plain `return x`: with that, early stop ends the recompute first
 """
 MODEL = """\
 from torch.utils.checkpoint import checkpoint

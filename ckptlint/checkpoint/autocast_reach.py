@@ -19,6 +19,7 @@ is cleared. Past :data:`MAX_FILES` files the answer is yes (not known: reported 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
@@ -29,7 +30,7 @@ from ckptlint.semantic.project import PROJECT_MARKERS, Project, module_name_for
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["MAX_FILES", "MAX_LEVELS", "autocast_may_run", "code_base"]
+__all__ = ["MAX_FILES", "MAX_LEVELS", "autocast_may_run", "code_base", "code_base_files"]
 
 #: Files of one code base read at most (OFA has 841 ``.py`` files, InternVideo 2,352).
 MAX_FILES = 5_000
@@ -92,26 +93,33 @@ def autocast_may_run(analysis: ModuleAnalysis, project: Project | None) -> bool:
 
 def _scan(folder: Path, recursive: bool) -> tuple[bool, list[Path]]:
     files: list[Path] = []
+    for file_path in code_base_files(folder, recursive):
+        if file_path is None or len(files) >= MAX_FILES:
+            return True, files
+        files.append(file_path)
+        try:
+            raw = file_path.read_bytes()
+        except OSError:
+            continue
+        if _has_marker(raw):
+            return True, files
+    return False, files
+
+
+def code_base_files(folder: Path, recursive: bool) -> Iterator[Path | None]:
+    """The ``.py`` files of a code base (:func:`code_base`), in a stable order, skipping
+    folders whose name starts with a dot and installed packages; ``None`` once when the folder
+    cannot be listed."""
     if recursive:
         walk = os.walk(folder)
     else:
         try:
             walk = iter([(str(folder), [], os.listdir(folder))])
         except OSError:
-            return True, files
+            yield None
+            return
     for directory, subdirectories, names in walk:
         subdirectories[:] = sorted(d for d in subdirectories if not d.startswith(".") and d not in _SKIPPED)
         for file_name in sorted(names):
-            if not file_name.endswith(".py"):
-                continue
-            if len(files) >= MAX_FILES:
-                return True, files
-            file_path = Path(directory) / file_name
-            files.append(file_path)
-            try:
-                raw = file_path.read_bytes()
-            except OSError:
-                continue
-            if _has_marker(raw):
-                return True, files
-    return False, files
+            if file_name.endswith(".py"):
+                yield Path(directory) / file_name

@@ -28,6 +28,7 @@ from ckptlint.checkpoint.outer_state import (
 )
 from ckptlint.checkpoint.region import Frame, Region
 from ckptlint.checkpoint.write_exemptions import (
+    after_last_saved,
     balanced_calls,
     constant_write,
     exit_guard,
@@ -38,6 +39,7 @@ from ckptlint.checkpoint.write_exemptions import (
     shape_bookkeeping,
     written_once,
 )
+from ckptlint.facts.apis import CHECKPOINT
 from ckptlint.semantic.bindings import (
     MUTATING_METHODS,
     Scope,
@@ -61,6 +63,7 @@ def outer_writes(region: Region) -> list[OuterWrite]:
     balanced = balanced_calls(region)
     tracker = "tracker" in region.site.api.rng_restored
     reentrant = region.site.runs_reentrant is True  # the forward runs with recording off
+    early_stop = _stops_early(region)
     for frame in region.frames:
         rng_code = tracker and sets_rng_state(frame)
         found += [
@@ -70,9 +73,17 @@ def outer_writes(region: Region) -> list[OuterWrite]:
             and id(w.node) not in balanced
             and not rng_code
             and not phase_guarded(frame, w.node, reentrant=reentrant)
+            and not after_last_saved(frame, w.node, early_stop)
         ]
     fresh = _fresh_targets(region)
     return [w for w in found if not _all_fresh(w, fresh)]
+
+def _stops_early(region: Region) -> bool:
+    """Whether the site runs torch's non-reentrant checkpoint with ``early_stop`` on (its
+    default; ``early_stop=False`` or a value not known here turns the exemption off)."""
+    site = region.site
+    option = site.option("early_stop")
+    return site.api is CHECKPOINT and site.runs_reentrant is False and (option.is_absent or option.is_true)
 
 def _all_fresh(write: OuterWrite, fresh: set[tuple]) -> bool:
     targets = _plain_targets(write.node)

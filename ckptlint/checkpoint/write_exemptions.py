@@ -130,7 +130,7 @@ def constant_write(frame: Frame, node: cst.CSTNode) -> bool:
 #: Tensor methods ``f`` with ``f(f(t, *a), *a) == f(t, *a)``: converting twice with the same
 #: arguments gives what converting once gave.
 _IDEMPOTENT_CONVERSIONS = frozenset(
-    {"to", "type", "cuda", "cpu", "float", "half", "bfloat16", "double", "long", "int", "bool", "contiguous", "detach"}
+    {"to", "type", "type_as", "cuda", "cpu", "float", "half", "bfloat16", "double", "long", "int", "bool", "contiguous", "detach"}
 )
 
 def idempotent_conversion(node: cst.CSTNode, text: str) -> bool:
@@ -431,3 +431,36 @@ def shape_bookkeeping(node: cst.CSTNode) -> bool:
                 return False
             seen_shape = seen_shape or name in ("size", "dim", "len", "numel")
     return seen_shape
+
+
+def after_last_saved(frame: Frame, node: cst.CSTNode, early_stop: bool) -> bool:
+    """Whether the write ``node`` runs after every tensor the recomputation must save, so that
+    torch's non-reentrant checkpoint with ``early_stop`` (its default) stops the recomputation
+    before it (torch/utils/checkpoint.py 2.13: ``_StopRecomputationError`` once the last
+    saved tensor is recomputed; MuseV's ``self.print_idx += 1`` before ``return h``, which ran
+    once per step on torch 2.13). Only in the checkpointed function itself (``depth`` 0), and
+    only when the statements after it in its block are counter bumps by a number and end with
+    ``return`` of names or attributes (nothing after it can save a tensor)."""
+    if not early_stop or frame.depth != 0:
+        return False
+    model = frame.analysis.model
+    line = next((a for a in model.ancestors(node) if isinstance(a, cst.SimpleStatementLine)), None)
+    block = model.parent(line) if line is not None else None
+    if not isinstance(block, cst.IndentedBlock) or not _inert(line):
+        return False
+    rest = list(block.body)[list(block.body).index(line) + 1 :]
+    return bool(rest) and all(_inert(s) for s in rest[:-1]) and _plain_return(rest[-1])
+
+
+def _inert(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, cst.AugAssign) and isinstance(s.value, (cst.Integer, cst.Float)) for s in statement.body
+    )
+
+
+def _plain_return(statement: cst.CSTNode) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1 or not isinstance(statement.body[0], cst.Return):
+        return False
+    value = statement.body[0].value
+    values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+    return all(v is None or isinstance(v, (cst.Name, cst.Attribute)) for v in values)

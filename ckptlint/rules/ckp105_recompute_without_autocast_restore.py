@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ckptlint.checkpoint.autocast_reach import autocast_may_run
 from ckptlint.checkpoint.homemade import home_made
+from ckptlint.checkpoint.implementation_use import implementation_used
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 
@@ -54,8 +55,9 @@ class RecomputeWithoutAutocastRestore(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         autocast: bool | None = None
-        for implementation in home_made(ctx.analysis.model).implementations.values():
-            if implementation.restores_autocast:
+        found = home_made(ctx.analysis.model)
+        for implementation in found.implementations.values():
+            if implementation.restores_autocast or not implementation_used(ctx.analysis, ctx.project, found, implementation):
                 continue
             if autocast is None:
                 autocast = autocast_may_run(ctx.analysis, ctx.project)

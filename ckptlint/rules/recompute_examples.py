@@ -1,5 +1,6 @@
 """The home-made recompute ``autograd.Function`` that the CKP104 and CKP105 examples fill in
-(``{save}``/``{restore}`` and the autocast lines). A helper module of the rules package, not a
+(``{save}``/``{restore}`` and the autocast lines), with a caller (an implementation nothing
+uses is not reported). A helper module of the rules package, not a
 rule, so that no rule imports another."""
 
 __all__ = ["RECOMPUTE_FUNCTION"]
@@ -23,4 +24,6 @@ RECOMPUTE_FUNCTION = (
     "            out = ctx.fn(x)\n"
     "        torch.autograd.backward(out, grad)\n"
     "        return None, x.grad\n"
+    "def run(block, x):\n"
+    "    return Recompute.apply(block, x)\n"
 )
