@@ -6,7 +6,8 @@ are common (judge 8: 11 of 35 region findings on 29 repositories were such dead 
 Latte, SEINE, LaVie, EasyAnimate and Lumina-T2X), so they are reported only when the
 implementation is used: its class or a helper around it (``checkpoint(func, inputs, params,
 flag)``) is referenced in its own module outside their definitions, or imported by name from
-that module by another ``.py`` file of its code base (:func:`~ckptlint.checkpoint.autocast_reach.code_base`),
+that module by another ``.py`` file of its code base (:func:`~ckptlint.checkpoint.autocast_reach.code_base`;
+without a project root, the folder above it),
 or read as an attribute of that module in a file that imports the module.
 
 Other files are filtered by bytes (the names must occur) and then read with CPython's ``ast``;
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from ckptlint.checkpoint.autocast_reach import MAX_FILES, code_base, code_base_files
-from ckptlint.semantic.project import Project
+from ckptlint.semantic.project import PROJECT_MARKERS, Project
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint.homemade import HomeMade, Implementation
@@ -71,6 +72,10 @@ def _referenced(node: ast.AST, names: frozenset[str]) -> bool:
 def _scan(path: Path, names: frozenset[str]) -> tuple[bool, list[Path]]:
     stem = path.parent.name if path.stem == "__init__" else path.stem
     folder, recursive = code_base(path)
+    if not any((folder / marker).exists() for marker in PROJECT_MARKERS):
+        # no project root found: one folder higher, so that a namespace import of the module
+        # (ALPRO's `import src.utils.grad_ckpt`, `utils/` without `__init__.py`) is seen
+        folder, recursive = folder.parent, True
     encoded = [name.encode() for name in names]
     files: list[Path] = []
     for file_path in code_base_files(folder, recursive):
