@@ -2091,3 +2091,17 @@ def test_chain_of_conversions_of_the_target_is_idempotent():
                 return checkpoint(self.body, q, use_reentrant=False)
     """
     assert located(source, "CKP202") == []
+
+
+def test_use_through_a_namespace_import_without_a_project_root_is_seen(tmp_path: Path, run_cli):
+    # judge 7, ALPRO: `import src.utils.grad_ckpt as grad_ckpt` where utils/ has no __init__.py
+    (tmp_path / "src" / "utils").mkdir(parents=True)
+    (tmp_path / "src" / "modeling").mkdir()
+    (tmp_path / "src" / "__init__.py").write_text("", encoding="utf-8")
+    implementation = GLM_CHECKPOINT.split("\n\n\ndef checkpoint")[0].replace("        torch.set_rng_state(ctx.fwd_cpu_rng_state)\n", "")
+    (tmp_path / "src" / "utils" / "grad_ckpt.py").write_text(implementation, encoding="utf-8")
+    (tmp_path / "src" / "modeling" / "vit.py").write_text(
+        "import src.utils.grad_ckpt as grad_ckpt\n\n\ndef f(attn, x):\n    return grad_ckpt.CheckpointFunction.apply(attn, x)\n",
+        encoding="utf-8",
+    )
+    assert _home_made_codes(run_cli, "src/utils/grad_ckpt.py") == [("grad_ckpt.py", 17, "CKP104")]
