@@ -93,6 +93,27 @@ def test_splat_of_dict_literal_without_key_is_reported_without_fix() -> None:
     assert found.fix is None
 
 
+def test_diffusers_torch_version_idiom_is_read_for_the_judged_releases() -> None:
+    # diffusers (and its copies: MuseV, AnimateDiff): `ckpt_kwargs = {"use_reentrant": False}
+    # if is_torch_version(">=", "1.11.0") else {}`; on torch 2.9-2.13 the first branch
+    source = """\
+        from typing import Any, Dict
+        from torch.utils.checkpoint import checkpoint
+        from diffusers.utils import is_torch_version
+        new: Dict[str, Any] = {"use_reentrant": False} if is_torch_version(">=", "1.11.0") else {}
+        checkpoint(f, x, **new)
+        old = {"use_reentrant": False} if is_torch_version("<", "1.11.0") else {}
+        checkpoint(f, x, **old)
+        either = {"use_reentrant": False} if is_torch_version(">=", "2.10") else {}
+        checkpoint(f, x, **either)
+        other = {"use_reentrant": False} if flag else {}
+        checkpoint(f, x, **other)
+        """
+    # `old` is empty on every judged release; `either` differs between 2.9 and 2.13 and `other`
+    # depends on a run-time flag: unknown, not reported
+    assert [f.start for f in findings(source, "CKP001")] == [(7, 1)]
+
+
 def test_splat_of_dict_call() -> None:
     source = """\
         from torch.utils.checkpoint import checkpoint

@@ -2031,7 +2031,12 @@ def test_home_made_implementation_that_nothing_uses_is_not_reported(tmp_path: Pa
     # the cache sees the use removed
     (tmp_path / "models" / "unet.py").write_text("def f(block, x):\n    return block(x)\n", encoding="utf-8")
     assert _home_made_codes(run_cli, "--cache-dir", str(tmp_path / "c"), ".") == []
+    # judge 10, GLIGEN: imported but never read (the model calls torch's checkpoint): no use
     (tmp_path / "models" / "unet.py").write_text("from .utils import CheckpointFunction as CF\n", encoding="utf-8")
+    assert _home_made_codes(run_cli, "--cache-dir", str(tmp_path / "c"), ".") == []
+    (tmp_path / "models" / "unet.py").write_text(
+        "from .utils import CheckpointFunction as CF\n\n\ndef f(b, x):\n    return CF.apply(b, 1, x)\n", encoding="utf-8"
+    )
     assert _home_made_codes(run_cli, "--cache-dir", str(tmp_path / "c"), ".") == [("utils.py", 17, "CKP104")]
     # a use in its own module, outside the class and the helper
     (tmp_path / "models" / "unet.py").unlink()

@@ -6,7 +6,7 @@ are common (judge 8: 11 of 35 region findings on 29 repositories were such dead 
 Latte, SEINE, LaVie, EasyAnimate and Lumina-T2X), so they are reported only when the
 implementation is used: its class or a helper around it (``checkpoint(func, inputs, params,
 flag)``) is referenced in its own module outside their definitions, or imported by name from
-that module by another ``.py`` file of its code base (:func:`~ckptlint.checkpoint.autocast_reach.code_base`;
+that module and read by another ``.py`` file of its code base (:func:`~ckptlint.checkpoint.autocast_reach.code_base`;
 without a project root, the folder above it),
 or read as an attribute of that module in a file that imports the module.
 
@@ -101,14 +101,22 @@ def _scan(path: Path, names: frozenset[str]) -> tuple[bool, list[Path]]:
 
 def _imports_use(tree: ast.AST, stem: str, names: frozenset[str]) -> bool:
     """Whether ``tree`` imports one of ``names`` from a module named ``stem`` (or all of it,
-    ``*``), or imports that module and reads one of ``names`` as an attribute."""
+    ``*``) and reads it, or imports that module and reads one of ``names`` as an attribute. An
+    import that nothing reads is no use (GLIGEN's grounding nets import ldm's ``checkpoint``
+    and call torch's)."""
     module_imported = False
+    local: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            source = (node.module or "").rsplit(".", 1)[-1]
-            if source == stem and any(a.name in names or a.name == "*" for a in node.names):
-                return True
+            if (node.module or "").rsplit(".", 1)[-1] == stem:
+                local |= {a.asname or a.name for a in node.names if a.name in names}
+                local |= names if any(a.name == "*" for a in node.names) else set()
             module_imported |= any(a.name == stem for a in node.names)
         elif isinstance(node, ast.Import):
             module_imported |= any(a.name.rsplit(".", 1)[-1] == stem for a in node.names)
-    return module_imported and any(isinstance(n, ast.Attribute) and n.attr in names for n in ast.walk(tree))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in local:
+            return True
+        if module_imported and isinstance(node, ast.Attribute) and node.attr in names:
+            return True
+    return False

@@ -189,7 +189,9 @@ def mapping_alternatives(
     A dict literal or ``dict(k=v)`` call gives one known alternative; a name gives one
     alternative per assignment in its scope (a parameter adds an unknown one, plus its
     default), with keys added by ``name["k"] = v``, ``name.setdefault("k", v)`` or
-    ``name.update(k=v)`` anywhere in the scope. Anything else is one unknown alternative.
+    ``name.update(k=v)`` anywhere in the scope. ``a if is_torch_version(">=", "1.11.0") else b``
+    is the branch the test takes on the torch releases ckptlint judges. Anything else is one
+    unknown alternative.
     """
     if _depth > _MAX_DEPTH:
         return [_UNKNOWN_MAPPING]
@@ -199,6 +201,11 @@ def mapping_alternatives(
         return [_read_dict_call(expr, model, _depth)]
     if isinstance(expr, cst.SimpleString):
         return [_read_json_string(expr)]
+    if isinstance(expr, cst.IfExp):
+        chosen = _torch_version_test(expr.test, model)
+        if chosen is None:
+            return [_UNKNOWN_MAPPING]
+        return mapping_alternatives(expr.body if chosen else expr.orelse, model, _depth + 1)
     if isinstance(expr, cst.Name):
         bindings = model.lookup(expr.value, model.scope_of(expr))
         if not bindings:
@@ -216,6 +223,19 @@ def mapping_alternatives(
                 alternatives.append(_UNKNOWN_MAPPING)
         return _apply_mutations(expr, model, alternatives)
     return [_UNKNOWN_MAPPING]
+
+
+def _torch_version_test(test: cst.BaseExpression, model: SemanticModel) -> bool | None:
+    """The value of ``is_torch_version(">=", "1.11.0")`` (diffusers' check, see
+    :data:`~ckptlint.facts.torch_facts.TORCH_VERSION_CHECKS`) on the torch releases ckptlint
+    judges; ``None`` for any other test (then the dictionary is unknown)."""
+    from ckptlint.facts.torch_facts import TORCH_VERSION_CHECKS, torch_version_check
+
+    if not isinstance(test, cst.Call) or len(test.args) != 2 or any(a.keyword or a.star for a in test.args):
+        return None
+    if not model.qualified_names(test.func) & TORCH_VERSION_CHECKS:
+        return None
+    return torch_version_check(literal_value(test.args[0].value, model), literal_value(test.args[1].value, model))
 
 
 def _read_dict_literal(node: cst.Dict, model: SemanticModel, depth: int) -> MappingAlternative:

@@ -16,6 +16,9 @@ from enum import Enum
 
 __all__ = [
     "CONTAINER_CLASSES",
+    "TORCH_VERSION_CHECKS",
+    "TORCH_VERSIONS_JUDGED",
+    "torch_version_check",
     "batchnorm_instances",
     "DEVICE_MOVE_METHODS",
     "GENERATOR_CLASSES",
@@ -314,3 +317,35 @@ NORM_FACTORIES.update(
         for name in ("mmcv.cnn.ConvModule", "mmcv.cnn.bricks.ConvModule", "mmcv.cnn.bricks.conv_module.ConvModule")
     }
 )
+
+
+# ---------------------------------------------------------------------------- version checks
+#: The torch releases ckptlint judges code for (the behaviour every rule describes: 2.9 to 2.13).
+TORCH_VERSIONS_JUDGED = ((2, 9), (2, 13))
+
+#: Functions that compare the installed torch with a version: diffusers
+#: ``utils/import_utils.py`` ``is_torch_version(operation, version)`` ("Compares the current
+#: PyTorch version to a given reference with an operation", 0.36), which its models and their
+#: copies use for ``ckpt_kwargs = {"use_reentrant": False} if is_torch_version(">=", "1.11.0")
+#: else {}``.
+TORCH_VERSION_CHECKS = frozenset({"diffusers.utils.is_torch_version", "diffusers.utils.import_utils.is_torch_version"})
+
+_COMPARISONS = {
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b,
+}
+
+
+def torch_version_check(operation: object, version: object) -> bool | None:
+    """What ``is_torch_version(operation, version)`` returns on every release of
+    :data:`TORCH_VERSIONS_JUDGED` (``">="``, ``"1.11.0"``: True), or ``None`` when they differ or
+    the arguments are not an operator and a dotted version of numbers."""
+    compare = _COMPARISONS.get(operation) if isinstance(operation, str) else None
+    if compare is None or not isinstance(version, str):
+        return None
+    try:
+        wanted = tuple(int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return None
+    answers = {compare(judged, wanted + (0,) * (2 - len(wanted))) for judged in TORCH_VERSIONS_JUDGED}
+    return answers.pop() if len(answers) == 1 else None
