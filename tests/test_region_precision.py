@@ -2110,3 +2110,29 @@ def test_use_through_a_namespace_import_without_a_project_root_is_seen(tmp_path:
         encoding="utf-8",
     )
     assert _home_made_codes(run_cli, "src/utils/grad_ckpt.py") == [("grad_ckpt.py", 17, "CKP104")]
+
+
+def test_plain_import_of_another_module_named_like_the_helper_is_no_use(tmp_path: Path, run_cli):
+    # `import torch.utils.checkpoint` in a file beside ldm's `utils.py` binds `torch`: no use
+    (tmp_path / "setup.py").write_text("", encoding="utf-8")
+    (tmp_path / "models").mkdir()
+    helper = GLM_CHECKPOINT.split("\n\n\ndef run_layers")[0].replace("        torch.set_rng_state(ctx.fwd_cpu_rng_state)\n", "")
+    (tmp_path / "models" / "utils.py").write_text(helper, encoding="utf-8")
+    (tmp_path / "models" / "net.py").write_text(
+        "import torch.utils.checkpoint\n\n\ndef f(block, x):\n    return torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)\n",
+        encoding="utf-8",
+    )
+    assert _home_made_codes(run_cli, ".") == []
+
+
+def test_use_through_the_package_that_reexports_the_helper_is_seen(tmp_path: Path, run_cli):
+    # Megatron: `mpu/__init__.py` has `from .random import checkpoint`; layers call `mpu.checkpoint`
+    (tmp_path / "setup.py").write_text("", encoding="utf-8")
+    (tmp_path / "mpu").mkdir()
+    helper = GLM_CHECKPOINT.split("\n\n\ndef run_layers")[0].replace("        torch.set_rng_state(ctx.fwd_cpu_rng_state)\n", "")
+    (tmp_path / "mpu" / "random.py").write_text(helper, encoding="utf-8")
+    (tmp_path / "mpu" / "__init__.py").write_text("from .random import checkpoint\n", encoding="utf-8")
+    (tmp_path / "model.py").write_text("import mpu\n\n\ndef f(block, x):\n    return mpu.checkpoint(block, x)\n", encoding="utf-8")
+    assert _home_made_codes(run_cli, "mpu/random.py") == [("random.py", 17, "CKP104")]
+    (tmp_path / "model.py").write_text("import mpu\n\n\ndef f(block, x):\n    return block(x)\n", encoding="utf-8")
+    assert _home_made_codes(run_cli, "mpu/random.py") == []

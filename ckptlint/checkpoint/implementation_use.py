@@ -8,24 +8,27 @@ implementation is used: its class or a helper around it (``checkpoint(func, inpu
 flag)``) is referenced in its own module outside their definitions, or imported by name from
 that module and read by another ``.py`` file of its code base (:func:`~ckptlint.checkpoint.autocast_reach.code_base`;
 without a project root, the folder above it),
-or read as an attribute of that module in a file that imports the module.
+or read as an attribute of that module (or of its package, when the package's ``__init__.py``
+imports it) in a file that imports the module.
 
-Other files are filtered by bytes (the names must occur) and then read with CPython's ``ast``;
+Modules are read through their ``ast`` index (:func:`~ckptlint.semantic.index.index_for`, cached by
+content: what each top-level statement imports, looks up and spells), other files only when
+their bytes hold one of the names;
 each code base is scanned once per run and names (per :class:`Project`), and every file
 examined is recorded (:meth:`Project.record_read`) so that the cache sees a new import. When
-it cannot be told (no file on disk, a file ``ast`` refuses, more than
+it cannot be told (no file on disk, a file the index refuses, more than
 :data:`~ckptlint.checkpoint.autocast_reach.MAX_FILES` files) the implementation counts as used.
 """
 
 from __future__ import annotations
 
-import ast
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from ckptlint.checkpoint.autocast_reach import MAX_FILES, code_base, code_base_files
+from ckptlint.semantic.index import ModuleIndex, index_for
 from ckptlint.semantic.project import PROJECT_MARKERS, Project
 
 if TYPE_CHECKING:
@@ -45,11 +48,10 @@ def implementation_used(analysis: ModuleAnalysis, project: Project | None, found
     names = frozenset({implementation.node.name.value, *(h.name.value for h in helpers)})
     spans = [analysis.range(node) for node in (implementation.node, *helpers)]
     lines = [(start[0], end[0]) for start, end in spans]
-    try:
-        own = ast.parse(analysis.source.text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    own = index_for(analysis.source.text, analysis.source.path)
+    if own is None:
         return True
-    if any(_referenced(node, names) and not any(a <= node.lineno <= b for a, b in lines) for node in ast.walk(own)):
+    if any(s.mentions & names and not any(s.start <= b and a <= s.end for a, b in lines) for s in own.statements):
         return True
     path = Path(os.path.abspath(analysis.source.path))
     if not path.is_file():
@@ -65,10 +67,6 @@ def implementation_used(analysis: ModuleAnalysis, project: Project | None, found
     return used
 
 
-def _referenced(node: ast.AST, names: frozenset[str]) -> bool:
-    return (isinstance(node, ast.Name) and node.id in names) or (isinstance(node, ast.Attribute) and node.attr in names)
-
-
 def _scan(path: Path, names: frozenset[str]) -> tuple[bool, list[Path]]:
     stem = path.parent.name if path.stem == "__init__" else path.stem
     folder, recursive = code_base(path)
@@ -76,6 +74,7 @@ def _scan(path: Path, names: frozenset[str]) -> tuple[bool, list[Path]]:
         # no project root found: one folder higher, so that a namespace import of the module
         # (ALPRO's `import src.utils.grad_ckpt`, `utils/` without `__init__.py`) is seen
         folder, recursive = folder.parent, True
+    stems = {stem} | _reexported_as(path, stem, names)
     encoded = [name.encode() for name in names]
     files: list[Path] = []
     for file_path in code_base_files(folder, recursive):
@@ -90,33 +89,51 @@ def _scan(path: Path, names: frozenset[str]) -> tuple[bool, list[Path]]:
             continue
         if not any(name in raw for name in encoded):
             continue
-        try:
-            tree = ast.parse(raw)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return True, files
-        if _imports_use(tree, stem, names):
+        index = index_for(raw.decode("utf-8", "surrogateescape"), str(file_path))
+        if index is None or _imports_use(index, stems, names):
             return True, files
     return False, files
 
 
-def _imports_use(tree: ast.AST, stem: str, names: frozenset[str]) -> bool:
-    """Whether ``tree`` imports one of ``names`` from a module named ``stem`` (or all of it,
-    ``*``) and reads it, or imports that module and reads one of ``names`` as an attribute. An
-    import that nothing reads is no use (GLIGEN's grounding nets import ldm's ``checkpoint``
-    and call torch's)."""
-    module_imported = False
+def _reexported_as(path: Path, stem: str, names: frozenset[str]) -> set[str]:
+    """The name of the package of ``path`` when its ``__init__.py`` imports one of ``names``
+    from the module (Megatron's ``mpu/__init__.py``: ``from .random import checkpoint``, called
+    as ``mpu.checkpoint(...)``); else nothing."""
+    init = path.parent / "__init__.py"
+    if path.name == "__init__.py" or not init.is_file():
+        return set()
+    try:
+        index = index_for(init.read_text(encoding="utf-8", errors="surrogateescape"), str(init))
+    except OSError:
+        return set()
+    if index is None:
+        return set()
+    for statement in index.statements:
+        for _, full in statement.imported:
+            parts = full.rsplit(".", 2)
+            if len(parts) > 1 and parts[-2] == stem and (parts[-1] in names or parts[-1] == "*"):
+                return {path.parent.name}
+    return set()
+
+
+def _imports_use(index: ModuleIndex, stems: set[str], names: frozenset[str]) -> bool:
+    """Whether the module of ``index`` imports one of ``names`` from a module named one of
+    ``stems`` (or all of it, ``*``) and looks it up, or imports that module and spells one of
+    ``names`` where it looks the module up. An import that nothing reads is no use (GLIGEN's grounding
+    nets import ldm's ``checkpoint`` and call torch's)."""
     local: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            if (node.module or "").rsplit(".", 1)[-1] == stem:
-                local |= {a.asname or a.name for a in node.names if a.name in names}
-                local |= names if any(a.name == "*" for a in node.names) else set()
-            module_imported |= any(a.name == stem for a in node.names)
-        elif isinstance(node, ast.Import):
-            module_imported |= any(a.name.rsplit(".", 1)[-1] == stem for a in node.names)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in local:
-            return True
-        if module_imported and isinstance(node, ast.Attribute) and node.attr in names:
-            return True
-    return False
+    modules: set[str] = set()
+    for statement in index.statements:
+        for bound, full in statement.imported:
+            parts = full.rsplit(".", 2)
+            if parts[-1] in stems:
+                modules.add(bound)  # the module itself (`from . import utils`, `import a.utils`)
+            elif "." in full and bound == full.split(".")[0]:
+                continue  # `import torch.utils.checkpoint` binds `torch`, not a name of `utils`
+            elif len(parts) > 1 and parts[-2] in stems and (parts[-1] in names or parts[-1] == "*"):
+                local |= names if parts[-1] == "*" else {bound}
+    return any(
+        statement.mentions & local or (statement.mentions & modules and statement.identifiers & names)
+        for statement in index.statements
+        if statement.kind != "import"
+    )
