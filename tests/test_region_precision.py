@@ -2001,6 +2001,10 @@ def test_read_that_only_decides_another_branch_does_not_make_the_overwrite_carry
     assert located(source, "CKP202") == [(12, "CKP202")]
 
 
+#: GLM's implementation without its RNG restore, with its `checkpoint` helper and no caller.
+UNRESTORED_HELPER = GLM_CHECKPOINT.split("\n\n\ndef run_layers")[0].replace("        torch.set_rng_state(ctx.fwd_cpu_rng_state)\n", "")
+
+
 def _home_made_codes(run_cli, *args: str) -> list[tuple[str, int, str]]:
     result = run_cli("--output-format", "json", "--isolated", "--exit-zero", "--no-cache", "--select", "CKP104", *args)
     return sorted((Path(r["filename"]).name, r["location"]["row"], r["code"]) for r in json.loads(result.stdout))
@@ -2011,7 +2015,7 @@ def test_home_made_implementation_that_nothing_uses_is_not_reported(tmp_path: Pa
     (tmp_path / "setup.py").write_text("", encoding="utf-8")
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "__init__.py").write_text("", encoding="utf-8")
-    helper = GLM_CHECKPOINT.split("\n\n\ndef run_layers")[0].replace("        torch.set_rng_state(ctx.fwd_cpu_rng_state)\n", "")
+    helper = UNRESTORED_HELPER
     (tmp_path / "models" / "utils.py").write_text(helper, encoding="utf-8")
     (tmp_path / "models" / "latte.py").write_text(
         "from torch.utils.checkpoint import checkpoint\nfrom .utils import zero_module\n", encoding="utf-8"
@@ -2103,7 +2107,7 @@ def test_use_through_a_namespace_import_without_a_project_root_is_seen(tmp_path:
     (tmp_path / "src" / "utils").mkdir(parents=True)
     (tmp_path / "src" / "modeling").mkdir()
     (tmp_path / "src" / "__init__.py").write_text("", encoding="utf-8")
-    implementation = GLM_CHECKPOINT.split("\n\n\ndef checkpoint")[0].replace("        torch.set_rng_state(ctx.fwd_cpu_rng_state)\n", "")
+    implementation = UNRESTORED_HELPER.split("\n\n\ndef checkpoint")[0]
     (tmp_path / "src" / "utils" / "grad_ckpt.py").write_text(implementation, encoding="utf-8")
     (tmp_path / "src" / "modeling" / "vit.py").write_text(
         "import src.utils.grad_ckpt as grad_ckpt\n\n\ndef f(attn, x):\n    return grad_ckpt.CheckpointFunction.apply(attn, x)\n",
@@ -2116,7 +2120,7 @@ def test_plain_import_of_another_module_named_like_the_helper_is_no_use(tmp_path
     # `import torch.utils.checkpoint` in a file beside ldm's `utils.py` binds `torch`: no use
     (tmp_path / "setup.py").write_text("", encoding="utf-8")
     (tmp_path / "models").mkdir()
-    helper = GLM_CHECKPOINT.split("\n\n\ndef run_layers")[0].replace("        torch.set_rng_state(ctx.fwd_cpu_rng_state)\n", "")
+    helper = UNRESTORED_HELPER
     (tmp_path / "models" / "utils.py").write_text(helper, encoding="utf-8")
     (tmp_path / "models" / "net.py").write_text(
         "import torch.utils.checkpoint\n\n\ndef f(block, x):\n    return torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)\n",
@@ -2129,7 +2133,7 @@ def test_use_through_the_package_that_reexports_the_helper_is_seen(tmp_path: Pat
     # Megatron: `mpu/__init__.py` has `from .random import checkpoint`; layers call `mpu.checkpoint`
     (tmp_path / "setup.py").write_text("", encoding="utf-8")
     (tmp_path / "mpu").mkdir()
-    helper = GLM_CHECKPOINT.split("\n\n\ndef run_layers")[0].replace("        torch.set_rng_state(ctx.fwd_cpu_rng_state)\n", "")
+    helper = UNRESTORED_HELPER
     (tmp_path / "mpu" / "random.py").write_text(helper, encoding="utf-8")
     (tmp_path / "mpu" / "__init__.py").write_text("from .random import checkpoint\n", encoding="utf-8")
     (tmp_path / "model.py").write_text("import mpu\n\n\ndef f(block, x):\n    return mpu.checkpoint(block, x)\n", encoding="utf-8")

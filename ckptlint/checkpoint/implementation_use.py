@@ -108,12 +108,15 @@ def _reexported_as(path: Path, stem: str, names: frozenset[str]) -> set[str]:
         return set()
     if index is None:
         return set()
-    for statement in index.statements:
-        for _, full in statement.imported:
-            parts = full.rsplit(".", 2)
-            if len(parts) > 1 and parts[-2] == stem and (parts[-1] in names or parts[-1] == "*"):
-                return {path.parent.name}
-    return set()
+    imported = (full for statement in index.statements for _, full in statement.imported)
+    return {path.parent.name} if any(_names_module(full, {stem}, names) for full in imported) else set()
+
+
+def _names_module(full: str, stems: set[str], names: frozenset[str]) -> bool:
+    """Whether the imported dotted name ``full`` is one of ``names`` (or ``*``) of a module
+    named one of ``stems`` (``.utils.checkpoint``, ``models.utils.*``)."""
+    parts = full.rsplit(".", 2)
+    return len(parts) > 1 and parts[-2] in stems and (parts[-1] in names or parts[-1] == "*")
 
 
 def _imports_use(index: ModuleIndex, stems: set[str], names: frozenset[str]) -> bool:
@@ -130,7 +133,7 @@ def _imports_use(index: ModuleIndex, stems: set[str], names: frozenset[str]) -> 
                 modules.add(bound)  # the module itself (`from . import utils`, `import a.utils`)
             elif "." in full and bound == full.split(".")[0]:
                 continue  # `import torch.utils.checkpoint` binds `torch`, not a name of `utils`
-            elif len(parts) > 1 and parts[-2] in stems and (parts[-1] in names or parts[-1] == "*"):
+            elif _names_module(full, stems, names):
                 local |= names if parts[-1] == "*" else {bound}
     return any(
         statement.mentions & local or (statement.mentions & modules and statement.identifiers & names)

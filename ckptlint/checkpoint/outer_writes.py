@@ -39,7 +39,6 @@ from ckptlint.checkpoint.write_exemptions import (
     shape_bookkeeping,
     written_once,
 )
-from ckptlint.facts.apis import CHECKPOINT
 from ckptlint.semantic.bindings import (
     MUTATING_METHODS,
     Scope,
@@ -79,11 +78,12 @@ def outer_writes(region: Region) -> list[OuterWrite]:
     return [w for w in found if not _all_fresh(w, fresh)]
 
 def _stops_early(region: Region) -> bool:
-    """Whether the site runs torch's non-reentrant checkpoint with ``early_stop`` on (its
-    default; ``early_stop=False`` or a value not known here turns the exemption off)."""
+    """Whether the site runs the non-reentrant variant of an API that stops early
+    (``CheckpointApi.stops_early``) with ``early_stop`` on (its default; ``early_stop=False``
+    or a value not known here turns the exemption off)."""
     site = region.site
     option = site.option("early_stop")
-    return site.api is CHECKPOINT and site.runs_reentrant is False and (option.is_absent or option.is_true)
+    return site.api.stops_early and site.runs_reentrant is False and (option.is_absent or option.is_true)
 
 def _all_fresh(write: OuterWrite, fresh: set[tuple]) -> bool:
     targets = _plain_targets(write.node)

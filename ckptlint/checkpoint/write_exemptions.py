@@ -448,7 +448,7 @@ def after_last_saved(frame: Frame, node: cst.CSTNode, early_stop: bool) -> bool:
     block = model.parent(line) if line is not None else None
     if not isinstance(block, cst.IndentedBlock) or not _inert(line):
         return False
-    rest = list(block.body)[list(block.body).index(line) + 1 :]
+    rest = block.body[block.body.index(line) + 1 :]
     return bool(rest) and all(_inert(s) for s in rest[:-1]) and _plain_return(rest[-1])
 
 

@@ -35,14 +35,7 @@ UTILS_CHECKPOINT_MODULE = "torch.utils.checkpoint"
 
 #: Keyword options that ``torch.utils.checkpoint.checkpoint`` consumes itself (2.9);
 #: every other keyword is forwarded to the checkpointed function.
-CHECKPOINT_OPTIONS = (
-    "use_reentrant",
-    "preserve_rng_state",
-    "context_fn",
-    "determinism_check",
-    "debug",
-    "early_stop",
-)
+CHECKPOINT_OPTIONS = ("use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug", "early_stop")
 
 #: ``functools.partial`` spelled any way it can be imported.
 PARTIAL_QUALIFIED_NAMES = frozenset({"functools.partial"})
@@ -88,6 +81,7 @@ class CheckpointApi:
             states), ``("unknown",)`` when a run-time setting decides.
         restores_autocast: whether the recompute runs under the autocast state of forward
             (``None``: unknown).
+        stops_early: its non-reentrant recompute stops at the last saved tensor (torch 2.13 ``early_stop``).
         patches_batchnorm: the wrapper stops BatchNorm from updating running statistics
             twice (fairscale's ``patch_batchnorm``): CKP203 does not apply.
         policy_keywords: for policies, the keywords that select the checkpointed classes.
@@ -108,6 +102,7 @@ class CheckpointApi:
     fixed_reentrancy: str | None = None
     rng_restored: tuple[str, ...] = ("cpu", "cuda")
     restores_autocast: bool | None = True
+    stops_early: bool = False
     patches_batchnorm: bool = False
     policy_keywords: tuple[str, ...] = ()
     enabled_by_default: bool = False
@@ -123,6 +118,7 @@ CHECKPOINT = CheckpointApi(
     options=CHECKPOINT_OPTIONS,
     reentrant_when_omitted=True,
     accepts_function_kwargs=True,
+    stops_early=True,
 )
 
 CHECKPOINT_SEQUENTIAL = CheckpointApi(
