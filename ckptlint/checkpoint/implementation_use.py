@@ -74,7 +74,12 @@ def _scan(path: Path, names: frozenset[str]) -> tuple[bool, list[Path]]:
         # no project root found: one folder higher, so that a namespace import of the module
         # (ALPRO's `import src.utils.grad_ckpt`, `utils/` without `__init__.py`) is seen
         folder, recursive = folder.parent, True
-    stems = {stem} | _reexported_as(path, stem, names)
+    module_parts = list(path.with_suffix("").parts)
+    if path.stem == "__init__":
+        module_parts = module_parts[:-1]
+    stems = {stem: module_parts}
+    if _reexported_as(path, stem, names):
+        stems[path.parent.name] = list(path.parent.parts)
     encoded = [name.encode() for name in names]
     files: list[Path] = []
     for file_path in code_base_files(folder, recursive):
@@ -112,14 +117,27 @@ def _reexported_as(path: Path, stem: str, names: frozenset[str]) -> set[str]:
     return {path.parent.name} if any(_names_module(full, {stem}, names) for full in imported) else set()
 
 
-def _names_module(full: str, stems: set[str], names: frozenset[str]) -> bool:
+def _names_module(full: str, stems: dict[str, list[str]] | set[str], names: frozenset[str]) -> bool:
     """Whether the imported dotted name ``full`` is one of ``names`` (or ``*``) of a module
-    named one of ``stems`` (``.utils.checkpoint``, ``models.utils.*``)."""
+    named one of ``stems`` (``.utils.checkpoint``, ``models.utils.*``); with ``stems`` a mapping
+    to the module's path parts, an absolute import must also spell the end of that path
+    (``torch.utils.checkpoint.checkpoint`` is not a name of ``pointcept/models/utils/checkpoint.py``)."""
     parts = full.rsplit(".", 2)
-    return len(parts) > 1 and parts[-2] in stems and (parts[-1] in names or parts[-1] == "*")
+    if len(parts) < 2 or parts[-2] not in stems or not (parts[-1] in names or parts[-1] == "*"):
+        return False
+    return not isinstance(stems, dict) or _spells_path(full.rsplit(".", 1)[0], stems[parts[-2]])
 
 
-def _imports_use(index: ModuleIndex, stems: set[str], names: frozenset[str]) -> bool:
+def _spells_path(module: str, path_parts: list[str]) -> bool:
+    """Whether the dotted ``module`` of an import can be the file whose path is ``path_parts``
+    (a relative import can: it is not resolved here)."""
+    if module.startswith("."):
+        return True
+    dotted = module.split(".")
+    return path_parts[-len(dotted) :] == dotted
+
+
+def _imports_use(index: ModuleIndex, stems: dict[str, list[str]], names: frozenset[str]) -> bool:
     """Whether the module of ``index`` imports one of ``names`` from a module named one of
     ``stems`` (or all of it, ``*``) and looks it up, or imports that module and spells one of
     ``names`` where it looks the module up. An import that nothing reads is no use (GLIGEN's grounding
@@ -129,7 +147,7 @@ def _imports_use(index: ModuleIndex, stems: set[str], names: frozenset[str]) -> 
     for statement in index.statements:
         for bound, full in statement.imported:
             parts = full.rsplit(".", 2)
-            if parts[-1] in stems:
+            if parts[-1] in stems and _spells_path(full, stems[parts[-1]]):
                 modules.add(bound)  # the module itself (`from . import utils`, `import a.utils`)
             elif "." in full and bound == full.split(".")[0]:
                 continue  # `import torch.utils.checkpoint` binds `torch`, not a name of `utils`
