@@ -31,6 +31,7 @@ from ckptlint.checkpoint.write_exemptions import (
     after_last_saved,
     balanced_calls,
     constant_write,
+    diagnostic_counter,
     exit_guard,
     idempotent_conversion,
     phase_guarded,
@@ -184,6 +185,8 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
                     continue  # a per-call overwrite: the recomputation writes the same value again
                 if isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.BitOrAssign, cst.BitAndAssign)):
                     continue  # `flag |= x` is idempotent: running it again with the same x changes nothing
+                if isinstance(node, cst.AugAssign) and diagnostic_counter(frame, node):
+                    continue  # a counter read only to decide or format log output
                 yield OuterWrite(node, frame, what)
                 break
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):

@@ -81,6 +81,96 @@ def phase_guarded(frame: Frame, node: cst.CSTNode, *, reentrant: bool = False) -
         below = ancestor
     return False
 
+def diagnostic_counter(frame: Frame, node: cst.AugAssign) -> bool:
+    """Whether ``node`` bumps ``self.attr`` that the class of the frame reads only to decide or
+    format diagnostic output (:mod:`ckptlint.facts.log_output`): in the test of an ``if`` whose
+    branches only log, or in a logging call's arguments. MuseV ``transformer_2d.py:441``
+    ``self.print_idx += 1``, read only by ``if self.print_idx == 0: logger.debug(...)``: a
+    second bump changes what is logged, not what is computed. A counter read nowhere in its
+    class stays reported (code elsewhere may read it)."""
+    from ckptlint.checkpoint.outer_state import frame_self_name, is_store
+    from ckptlint.semantic.walk import iter_tree
+
+    info = frame.ctx.self_class
+    target = node.target
+    self_name = frame_self_name(frame)
+    if (
+        info is None
+        or self_name is None
+        or not isinstance(target, cst.Attribute)
+        or not isinstance(target.value, cst.Name)
+        or target.value.value != self_name
+    ):
+        return False
+    model = info.analysis.model
+    reads = 0
+    for inner in iter_tree(info.node):
+        if not (isinstance(inner, cst.Attribute) and inner.attr.value == target.attr.value and isinstance(inner.value, cst.Name)):
+            continue
+        if inner is target or is_store(model, inner) or _aug_target(model, inner):
+            continue
+        if not _logs_only(model, inner):
+            return False
+        reads += 1
+    return reads > 0
+
+
+def _aug_target(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
+    parent = model.parent(node)
+    return isinstance(parent, cst.AugAssign) and parent.target is node
+
+
+def _logs_only(model, read: cst.CSTNode) -> bool:  # noqa: ANN001
+    """Whether ``read`` sits in a logging call's arguments or in the test of an ``if`` whose
+    branches hold only logging calls (and ``pass``)."""
+    below = read
+    for ancestor in model.ancestors(read):
+        if isinstance(ancestor, cst.Call) and _log_call(model, ancestor):
+            return True
+        if isinstance(ancestor, cst.If) and below is ancestor.test:
+            return _log_branches(model, ancestor)
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)) and not isinstance(ancestor, cst.If):
+            return False
+        below = ancestor
+    return False
+
+
+def _log_branches(model, node: cst.If) -> bool:  # noqa: ANN001
+    """Whether every branch of ``node`` (its ``elif``s and ``else`` too) only logs."""
+    if not _log_suite(model, node.body):
+        return False
+    if isinstance(node.orelse, cst.If):
+        return _log_branches(model, node.orelse)
+    return node.orelse is None or _log_suite(model, node.orelse.body)
+
+
+def _log_suite(model, suite: cst.BaseSuite) -> bool:  # noqa: ANN001
+    smalls: list[cst.BaseSmallStatement] = []
+    if isinstance(suite, cst.SimpleStatementSuite):
+        smalls = list(suite.body)
+    else:
+        for statement in suite.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                return False
+            smalls.extend(statement.body)
+    return all(
+        isinstance(small, cst.Pass) or (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and _log_call(model, small.value))
+        for small in smalls
+    )
+
+
+def _log_call(model, call: cst.Call) -> bool:  # noqa: ANN001
+    from ckptlint.facts.log_output import LOG_FUNCTIONS, LOGGER_METHODS, LOGGER_NAME_PART
+
+    if model.qualified_names(call.func) & LOG_FUNCTIONS:
+        return True
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in LOGGER_METHODS):
+        return False
+    receiver = func.value
+    last = receiver.attr.value if isinstance(receiver, cst.Attribute) else receiver.value if isinstance(receiver, cst.Name) else ""
+    return LOGGER_NAME_PART in last.lower()
+
 _RNG_STATE_SETTERS = frozenset(
     {"torch.set_rng_state", "torch.cuda.set_rng_state", "torch.random.set_rng_state", "torch.cuda.random.set_rng_state"}
 )
