@@ -106,10 +106,10 @@ def _scan(folder: Path, recursive: bool) -> tuple[bool, list[Path]]:
     return False, files
 
 
-def code_base_files(folder: Path, recursive: bool) -> Iterator[Path | None]:
-    """The ``.py`` files of a code base (:func:`code_base`), in a stable order, skipping
-    folders whose name starts with a dot and installed packages; ``None`` once when the folder
-    cannot be listed."""
+def code_base_files(folder: Path, recursive: bool, suffixes: tuple[str, ...] = (".py",)) -> Iterator[Path | None]:
+    """The files of a code base (:func:`code_base`) whose names end with one of ``suffixes``
+    (default ``.py``), in a stable order, skipping folders whose name starts with a dot and
+    installed packages; ``None`` once when the folder cannot be listed."""
     if recursive:
         walk = os.walk(folder)
     else:
@@ -121,5 +121,5 @@ def code_base_files(folder: Path, recursive: bool) -> Iterator[Path | None]:
     for directory, subdirectories, names in walk:
         subdirectories[:] = sorted(d for d in subdirectories if not d.startswith(".") and d not in _SKIPPED)
         for file_name in sorted(names):
-            if file_name.endswith(".py"):
+            if file_name.endswith(suffixes):
                 yield Path(directory) / file_name

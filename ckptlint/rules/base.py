@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from ckptlint.checkpoint.call_errors import always_raises
+from ckptlint.checkpoint.definition_use import definition_named, module_imported
+from ckptlint.checkpoint.switch_use import constructor_switches, switch_turned_on
 from ckptlint.checkpoint.sites import site_index
 from ckptlint.registry import RULES, FixAvailability, Severity
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
@@ -111,6 +113,7 @@ class RuleContext:
             analysis.project = project  # sites follow imports into the linted tree
         self._sink = sink
         self._reported: set[tuple[str, int]] = set()
+        self._live: dict[int, bool] = {}
         self.code = ""
 
     def site_regions(self) -> Iterator[tuple[CheckpointSite, Region]]:
@@ -129,6 +132,25 @@ class RuleContext:
         never runs under it, so nothing is saved or recomputed. The one place region rules
         ask; CKP002 reports the call itself."""
         return always_raises(site, self.analysis.model)
+
+    def in_live_code(self, site: CheckpointSite) -> bool:
+        """Whether ``site`` can run in its project. A module that no other file of the
+        project imports (a script, an example, a test) is judged whole; in one that is
+        imported, the top-level class or function around the site must be named elsewhere in
+        the project (:func:`~ckptlint.checkpoint.definition_use.definition_named`) and every
+        constructor switch guarding it (``if self.with_cp:``) turned on somewhere
+        (:func:`~ckptlint.checkpoint.switch_use.switch_turned_on`). ``True`` when it cannot be
+        told. Region rules ask it just before reporting; answered once per site."""
+        key = id(site.call)
+        if key not in self._live:
+            live = True
+            if module_imported(self.analysis, self.project):
+                row = self.analysis.range(site.call)[0][0]
+                live = definition_named(self.analysis, self.project, row) and all(
+                    switch_turned_on(self.analysis, self.project, names) for names in constructor_switches(self.analysis, site)
+                )
+            self._live[key] = live
+        return self._live[key]
 
     @cached_property
     def regions(self) -> RegionBuilder:

@@ -127,6 +127,8 @@ class RngStateNotPreserved(Rule):
                 elif region.partial and unseen is None:
                     unseen = (site, region.unknown_calls[0])
             first = owners[key]
+            if (strong is not None or unresolved or unseen is not None) and not ctx.in_live_code(first):
+                continue
             option = first.option("preserve_rng_state")
             node: cst.CSTNode = option.arg if option.arg is not None else first.call
             fix = None

@@ -83,6 +83,8 @@ class RecomputeReadsMutableGlobal(Rule):
     def check(self, ctx: RuleContext) -> None:
         for site, region in ctx.site_regions():
             for read in mutable_reads(region, ctx.analysis):
+                if not ctx.in_live_code(site):
+                    break
                 where = site_label(site, ctx.analysis, read.analysis)
                 if read.late_binding:
                     consequence = (

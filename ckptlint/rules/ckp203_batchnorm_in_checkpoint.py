@@ -85,7 +85,7 @@ class BatchNormInCheckpoint(Rule):
                 if key not in seen:
                     seen.add(key)
                     layers.append(layer)
-            if not layers:
+            if not layers or not ctx.in_live_code(site):
                 continue
             first = layers[0]
             made = ""

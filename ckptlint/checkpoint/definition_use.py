@@ -1,0 +1,232 @@
+"""Whether the top-level class or function that holds a checkpoint site is used in its project.
+
+Region rules (CKP101–CKP103, CKP201–CKP203) judge what a site recomputes. A site in a class
+that nothing builds is dead code, and every judge rated its findings debatable at best
+(judge 10: FB-BEV's ``CM_ContextNet``, ``FPN_LSS``, ``DepthAggregation`` and
+``LSSViewTransformerBEVDepth``, 8 of 32 region findings, each registered or exported and
+named by no config or code of the repository). So in a module that another ``.py`` file of the
+project imports (a relative import resolved from that file's folder, or an absolute one whose
+dotted name spells the end of the module's path), a region finding is reported only when the
+top-level ``class`` or ``def`` around its site is named somewhere else in the project. A module
+nothing imports is a script, an example or a test file (the shared cases copied into a
+project's ``tests/``): its definitions are its own business and are judged. Names count:
+
+- in a ``.py`` file (its own module included) outside a definition of the same name (a copy
+  of the class elsewhere does not count), an import, an ``__all__`` assignment and a comment
+  (a ``#`` earlier on the line); a mention in a string counts (``type='FPN_LSS'`` in an mm
+  config, ``"UNet2DConditionModel"`` in a lazy-import table, ``getattr(module, "Block")``);
+- anywhere in a text file of the project (YAML/JSON/TOML/INI configs, shell scripts,
+  Markdown and reStructuredText documentation, notebooks): ldm's ``target:
+  ldm.modules.diffusionmodules.openaimodel.UNetModel``, a README's usage example.
+
+The project is the folder that holds ``.git``, ``pyproject.toml``, ``setup.py`` or
+``setup.cfg`` (at most :data:`~ckptlint.checkpoint.autocast_reach.MAX_LEVELS` up). Without one
+the code that may use the definition is not known and it counts as used, as does a site at
+module level or under a statement that is not a ``class``/``def``, source that is not a file on
+disk, a module the ``ast`` index refuses and a project of more than
+:data:`~ckptlint.checkpoint.autocast_reach.MAX_FILES` files. The search runs only when a
+region rule is about to report (a few names a run), once per module, name and project; files are read
+as bytes and only those holding the name or the module's name are indexed. For the cache, a used definition records
+the file where the use was found, an unused one every file searched; a file added to the
+project later is not seen until the module changes or the cache is cleared.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
+
+from ckptlint.checkpoint.autocast_reach import MAX_FILES, code_base, code_base_files
+from ckptlint.semantic.index import ModuleIndex, index_for
+from ckptlint.semantic.project import PROJECT_MARKERS, Project
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.analysis import ModuleAnalysis
+
+__all__ = ["PROJECT_TEXT_SUFFIXES", "definition_named", "module_imported", "project_of", "scanned_once", "top_level_definition"]
+
+#: Files searched for a mention: Python sources, configs, scripts, documentation, notebooks.
+PROJECT_TEXT_SUFFIXES = (
+    ".py", ".pyi", ".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".sh", ".md", ".rst", ".txt", ".ipynb",
+)  # fmt: skip
+
+#: Larger files (data dumps, vocabularies) are not searched.
+MAX_FILE_BYTES = 4_000_000
+
+#: per project (one run): (question, project folder, ...) -> (answer, files to record)
+_SCANNED: WeakKeyDictionary[Project, dict[tuple[object, ...], tuple[bool, list[Path]]]] = WeakKeyDictionary()
+
+
+def top_level_definition(index: ModuleIndex, row: int) -> str | None:
+    """The name of the top-level ``class``/``def`` of ``index`` whose lines hold 1-based
+    ``row``, or ``None`` (module-level code, another kind of statement)."""
+    starts = [s.start for s in index.statements]
+    at = bisect.bisect_right(starts, row) - 1
+    if at < 0:
+        return None
+    statement = index.statements[at]
+    if statement.end < row or statement.kind not in ("class", "function") or len(statement.binds) != 1:
+        return None
+    return next(iter(statement.binds))
+
+
+def project_of(analysis: ModuleAnalysis) -> tuple[Path, Path] | None:
+    """(module path, project folder) of the module of ``analysis``, or ``None``: source not on
+    disk, no project root."""
+    path = Path(os.path.abspath(analysis.source.path))
+    if not path.is_file():
+        return None  # source given on stdin or in memory: its project is not known
+    folder, _ = code_base(path)
+    if not any((folder / marker).exists() for marker in PROJECT_MARKERS):
+        return None
+    return path, folder
+
+
+def scanned_once(project: Project | None, key: tuple[object, ...], scan: Callable[[], tuple[bool, list[Path]]]) -> bool:
+    """The answer of ``scan()`` (``(answer, files it depends on)``), run once per ``key`` and
+    run (per :class:`Project` whose files are stable); the files are recorded for the cache."""
+    memo = _SCANNED.setdefault(project, {}) if project is not None and project.files_stable else {}
+    if key not in memo:
+        memo[key] = scan()
+    answer, files = memo[key]
+    if project is not None:
+        for file_path in files:
+            project.record_read(file_path)
+    return answer
+
+
+def module_imported(analysis: ModuleAnalysis, project: Project | None) -> bool:
+    """Whether another ``.py`` file of the project imports the module of ``analysis`` or a name
+    from it (``False`` when it cannot be told: the module is then judged whole)."""
+    where = project_of(analysis)
+    if where is None:
+        return False
+    path, folder = where
+    return scanned_once(project, ("imported", folder, path, ""), lambda: _scan_imports(folder, path))
+
+
+def definition_named(analysis: ModuleAnalysis, project: Project | None, row: int) -> bool:
+    """Whether the top-level definition around 1-based ``row`` of the module of ``analysis``
+    is named elsewhere in its project (see the module's description; ``True`` when it cannot
+    be told)."""
+    own = index_for(analysis.source.text, analysis.source.path)
+    if own is None:
+        return True
+    name = top_level_definition(own, row)
+    if name is None:
+        return True
+    pattern = _word(name)
+    if _mentioned(analysis.source.text.encode("utf-8", "surrogateescape"), own, pattern, name):
+        return True
+    where = project_of(analysis)
+    if where is None:
+        return True
+    path, folder = where
+    return scanned_once(project, ("named", folder, path, name), lambda: _scan_names(folder, path, name, pattern))
+
+
+def _word(name: str) -> re.Pattern[bytes]:
+    return re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name.encode()) + rb"(?![A-Za-z0-9_])")
+
+
+def _project_files(folder: Path, own: Path, python_only: bool) -> Iterator[tuple[Path, bytes] | None]:
+    """``(path, bytes)`` of the project's files but ``own`` (text files, or ``.py`` only);
+    ``None`` once when there are too many or the folder cannot be listed."""
+    suffixes = (".py", ".pyi") if python_only else PROJECT_TEXT_SUFFIXES
+    for count, file_path in enumerate(code_base_files(folder, True, suffixes)):
+        if file_path is None or count >= MAX_FILES:
+            yield None
+            return
+        if file_path == own:
+            continue
+        try:
+            if file_path.stat().st_size > MAX_FILE_BYTES:
+                continue
+            yield file_path, file_path.read_bytes()
+        except OSError:
+            continue
+
+
+def _scan_names(folder: Path, own: Path, name: str, pattern: re.Pattern[bytes]) -> tuple[bool, list[Path]]:
+    encoded = name.encode()
+    files: list[Path] = []
+    for item in _project_files(folder, own, python_only=False):
+        if item is None:
+            return True, files
+        file_path, raw = item
+        files.append(file_path)
+        if encoded not in raw or not pattern.search(raw):
+            continue
+        if not file_path.name.endswith((".py", ".pyi")):
+            return True, [file_path]
+        index = index_for(raw.decode("utf-8", "surrogateescape"), str(file_path))
+        if index is None or _mentioned(raw, index, pattern, name):
+            return True, [file_path]
+    return False, files
+
+
+def _scan_imports(folder: Path, own: Path) -> tuple[bool, list[Path]]:
+    module = _module_parts(own)
+    stem = module[-1].encode()
+    files: list[Path] = []
+    for item in _project_files(folder, own, python_only=True):
+        if item is None:
+            return False, files
+        file_path, raw = item
+        files.append(file_path)
+        if stem not in raw:
+            continue
+        index = index_for(raw.decode("utf-8", "surrogateescape"), str(file_path))
+        if index is not None and _imports_module(index, file_path, module):
+            return True, [file_path]
+    return False, files
+
+
+def _module_parts(path: Path) -> list[str]:
+    """The path parts of the module ``path`` stands for (its package folder for ``__init__.py``)."""
+    parts = list(path.with_suffix("").parts)
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _imports_module(index: ModuleIndex, path: Path, module: list[str]) -> bool:
+    """Whether the module of ``index`` (at ``path``) imports ``module`` (its path parts) or a
+    name from it: a relative import resolved from ``path``'s folder, an absolute one whose
+    dotted name spells the end of the module's path."""
+    folder = list(path.parent.parts)
+    for statement in index.statements:
+        for _, full in statement.imported:
+            dots = len(full) - len(full.lstrip("."))
+            dotted = [p for p in full[dots:].split(".") if p]
+            base = folder[: len(folder) - (dots - 1)] if dots else []
+            for candidate in (dotted, dotted[:-1]):
+                if dots and base + candidate == module:
+                    return True
+                if not dots and candidate and module[-len(candidate) :] == candidate:
+                    return True
+    return False
+
+
+def _mentioned(raw: bytes, index: ModuleIndex, pattern: re.Pattern[bytes], name: str) -> bool:
+    """Whether ``raw`` (a module, ``index`` its index) names ``name`` outside a definition of
+    that name, an import, an ``__all__`` assignment and a comment."""
+    starts = [s.start for s in index.statements]
+    for match in pattern.finditer(raw):
+        line_start = raw.rfind(b"\n", 0, match.start()) + 1
+        if b"#" in raw[line_start : match.start()]:
+            continue
+        row = raw.count(b"\n", 0, match.start()) + 1
+        at = bisect.bisect_right(starts, row) - 1
+        if at < 0 or index.statements[at].end < row:
+            continue  # between statements: a comment line
+        statement = index.statements[at]
+        if statement.kind == "import" or "__all__" in statement.binds:
+            continue
+        if statement.kind in ("class", "function") and name in statement.binds:
+            continue
+        return True
+    return False
