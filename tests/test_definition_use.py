@@ -102,6 +102,16 @@ def test_a_module_nothing_imports_is_judged_whole(tmp_path: Path, run_cli, impor
     assert _found(run_cli, tmp_path, "--no-cache") == []
 
 
+def test_a_test_function_pytest_collects_is_used(tmp_path: Path, run_cli):
+    # TransformerEngine tests/pytorch/test_numerics.py: imported by another test, its `test_*`
+    # functions are named by nothing but pytest collects them
+    test = NECK.replace("class FPN_LSS", "class TestNeck").replace("super(FPN_LSS, self)", "super()")
+    _tree(tmp_path, {"tests/test_neck.py": test, "tests/test_other.py": "from .test_neck import TestNeck as _T\n"})
+    assert ("test_neck.py", 17) in _found(run_cli, tmp_path, "--no-cache")
+    _tree(tmp_path, {"tests/neck_cases.py": test, "tests/test_other.py": "from .neck_cases import TestNeck as _T\n"})
+    assert ("neck_cases.py", 17) not in _found(run_cli, tmp_path, "--no-cache")
+
+
 def test_cache_sees_a_config_that_starts_to_name_the_class(tmp_path: Path, run_cli):
     _tree(tmp_path, {**REEXPORT, "configs/model.py": "model = dict(neck=dict(type='FPN'))\n"})
     assert _found(run_cli, tmp_path) == []

@@ -15,6 +15,8 @@ project's ``tests/``): its definitions are its own business and are judged. Name
   of the class elsewhere does not count), an import, an ``__all__`` assignment and a comment
   (a ``#`` earlier on the line); a mention in a string counts (``type='FPN_LSS'`` in an mm
   config, ``"UNet2DConditionModel"`` in a lazy-import table, ``getattr(module, "Block")``);
+- by convention: pytest collects ``test*`` functions and ``Test*`` classes of ``test_*.py`` and
+  ``*_test.py`` files (:mod:`ckptlint.facts.entry_points`);
 - anywhere in a text file of the project (YAML/JSON/TOML/INI configs, shell scripts,
   Markdown and reStructuredText documentation, notebooks): ldm's ``target:
   ldm.modules.diffusionmodules.openaimodel.UNetModel``, a README's usage example.
@@ -42,6 +44,12 @@ from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from ckptlint.checkpoint.autocast_reach import MAX_FILES, code_base, code_base_files
+from ckptlint.facts.entry_points import (
+    PYTEST_CLASS_PREFIX,
+    PYTEST_FILE_PREFIX,
+    PYTEST_FILE_SUFFIX,
+    PYTEST_FUNCTION_PREFIX,
+)
 from ckptlint.semantic.index import ModuleIndex, index_for
 from ckptlint.semantic.project import PROJECT_MARKERS, Project
 
@@ -118,7 +126,7 @@ def definition_named(analysis: ModuleAnalysis, project: Project | None, row: int
     if own is None:
         return True
     name = top_level_definition(own, row)
-    if name is None:
+    if name is None or _collected_by_pytest(analysis.source.path, name):
         return True
     pattern = _word(name)
     if _mentioned(analysis.source.text.encode("utf-8", "surrogateescape"), own, pattern, name):
@@ -128,6 +136,14 @@ def definition_named(analysis: ModuleAnalysis, project: Project | None, row: int
         return True
     path, folder = where
     return scanned_once(project, ("named", folder, path, name), lambda: _scan_names(folder, path, name, pattern))
+
+
+def _collected_by_pytest(path: str, name: str) -> bool:
+    """Whether pytest collects ``name`` of the module at ``path`` (:mod:`ckptlint.facts.entry_points`)."""
+    file_name = os.path.basename(path)
+    if not (file_name.startswith(PYTEST_FILE_PREFIX) or file_name.endswith(PYTEST_FILE_SUFFIX)):
+        return False
+    return name.startswith((PYTEST_FUNCTION_PREFIX, PYTEST_CLASS_PREFIX))
 
 
 def _word(name: str) -> re.Pattern[bytes]:
