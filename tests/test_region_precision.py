@@ -2207,3 +2207,50 @@ def test_counter_read_only_by_logging_is_not_reported_and_one_read_by_the_comput
     # MuseV musev/models/transformer_2d.py:441 `self.print_idx += 1` (nested frame, work after it)
     assert located(MUSEV_COUNTER.replace("{extra}", ""), "CKP202") == [(24, "CKP202")]  # `self.calls` only
     assert located(MUSEV_COUNTER.replace("{extra}", "\n            h = h + 1"), "CKP202") == [(24, "CKP202"), (25, "CKP202")]
+
+
+# ------------- CKP202: a cache rebuilt when its device or dtype changed (judge 12, TinyLLaVA)
+OPENELM_ROTARY = """\
+import torch
+from torch.utils.checkpoint import checkpoint
+
+
+class RotaryEmbedding(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.inv_freq = torch.ones(dim)
+        self._cached_seq_length = 0
+        self._cached_cos = None
+
+    def _compute(self, key_len, key_device, key_dtype):
+        if (
+            key_len > self._cached_seq_length
+            or self._cached_cos is None
+            or (self._cached_cos is not None and self._cached_cos.{attr} != key_device)
+        ):
+            self._cached_seq_length = max(key_len, self._cached_seq_length)
+            emb = torch.arange(self._cached_seq_length, device=self.inv_freq.device)
+            self._cached_cos = emb.cos().to(device=key_device)
+
+    def forward(self, q):
+        self._compute(q.shape[0], q.device, q.dtype)
+        return q * self._cached_cos[: q.shape[0]]
+
+
+class Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rope = RotaryEmbedding(4)
+
+    def forward(self, q):
+        return checkpoint(self.rope, q, use_reentrant=False)
+"""
+
+
+def test_cache_rebuilt_when_its_device_changed_is_written_once():
+    # TinyLLaVA_Factory tinyllava/model/llm/openelm.py:473-501: after the forward filled the
+    # cache, every disjunct of the guard is false on recomputation
+    assert located(OPENELM_ROTARY.replace("{attr}", "device"), "CKP202") == []
+    # a guard on something the body does not rebuild (`self.inv_freq.device`) is no fill guard
+    changed = OPENELM_ROTARY.replace("self._cached_cos is not None and self._cached_cos.{attr}", "self.inv_freq.device")
+    assert located(changed, "CKP202") == [(18, "CKP202"), (20, "CKP202")]

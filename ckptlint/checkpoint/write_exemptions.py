@@ -448,8 +448,27 @@ def _memo_test(test: cst.BaseExpression, body: cst.CSTNode, container: str | Non
     if isinstance(operator, (cst.GreaterThan, cst.LessThan, cst.NotEqual)):
         # `if seq_len > self.max_seq_len_cached: self.max_seq_len_cached = seq_len` (rotary
         # caches); for an item write, the cached size the same body records
-        return any(assigns_in(body, side) for side in (code(test.left), code(right)))
+        if any(assigns_in(body, side) for side in (code(test.left), code(right))):
+            return True
+    if isinstance(operator, (cst.NotEqual, cst.IsNot)):
+        # a property of the cached value compared with what it is built for: `self._cached_cos.device
+        # != key_device` where the body rebuilds `self._cached_cos` (TinyLLaVA's OpenELM rotary cache)
+        return any(_attribute_of_assigned(body, side) for side in (test.left, right))
     return False
+
+
+def _attribute_of_assigned(body: cst.CSTNode, side: cst.BaseExpression) -> bool:
+    """Whether ``side`` is an attribute (``X.device``, ``X.a.dtype``) of a value ``X`` that
+    ``body`` assigns."""
+    if not isinstance(side, cst.Attribute):
+        return False
+    base = side.value
+    while True:
+        if assigns_in(body, node_code(base)):
+            return True
+        if not isinstance(base, cst.Attribute):
+            return False
+        base = base.value
 
 def _after_init_guard(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression | None = None) -> bool:
     """Whether ``node`` runs after ``if INITIALIZED: return ...`` at the top of the function
