@@ -114,6 +114,26 @@ def test_diffusers_torch_version_idiom_is_read_for_the_judged_releases() -> None
     assert [f.start for f in findings(source, "CKP001")] == [(7, 1)]
 
 
+def test_call_in_a_branch_no_judged_torch_release_takes_is_no_site() -> None:
+    # judge 12: champ models/unet_2d_blocks.py:764 and Pyramid-Flow modeling_enc_dec.py:181 keep
+    # diffusers' old `if is_torch_version(">=", "1.11.0"): ... use_reentrant=False ... else: ...`
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+        from diffusers.utils import is_torch_version
+        if is_torch_version(">=", "1.11.0"):
+            y = checkpoint(f, x, use_reentrant=False)
+        else:
+            y = checkpoint(f, x)
+        if is_torch_version("<", "1.11.0") and flag:
+            y = checkpoint(f, x)
+        z = checkpoint(f, x) if is_torch_version(">=", "2.10") else None
+        if flag:
+            y = checkpoint(f, x)
+        """
+    # `>= 2.10` differs between 2.9 and 2.13, `flag` is a run-time value: both stay sites
+    assert [f.start for f in findings(source, "CKP001")] == [(9, 5), (11, 9)]
+
+
 def test_splat_of_dict_call() -> None:
     source = """\
         from torch.utils.checkpoint import checkpoint

@@ -202,7 +202,7 @@ def mapping_alternatives(
     if isinstance(expr, cst.SimpleString):
         return [_read_json_string(expr)]
     if isinstance(expr, cst.IfExp):
-        chosen = _torch_version_test(expr.test, model)
+        chosen = torch_version_test(expr.test, model)
         if chosen is None:
             return [_UNKNOWN_MAPPING]
         return mapping_alternatives(expr.body if chosen else expr.orelse, model, _depth + 1)
@@ -225,7 +225,7 @@ def mapping_alternatives(
     return [_UNKNOWN_MAPPING]
 
 
-def _torch_version_test(test: cst.BaseExpression, model: SemanticModel) -> bool | None:
+def torch_version_test(test: cst.BaseExpression, model: SemanticModel) -> bool | None:
     """The value of ``is_torch_version(">=", "1.11.0")`` (diffusers' check, see
     :data:`~ckptlint.facts.torch_facts.TORCH_VERSION_CHECKS`) on the torch releases ckptlint
     judges; ``None`` for any other test (then the dictionary is unknown)."""
@@ -236,6 +236,29 @@ def _torch_version_test(test: cst.BaseExpression, model: SemanticModel) -> bool 
     if not model.qualified_names(test.func) & TORCH_VERSION_CHECKS:
         return None
     return torch_version_check(literal_value(test.args[0].value, model), literal_value(test.args[1].value, model))
+
+
+def in_branch_torch_never_takes(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """Whether ``node`` sits in a branch of an ``if`` (statement or expression) that no judged
+    torch release takes: the body of ``if is_torch_version(">=", "1.11.0") is false`` there, the
+    ``else`` of one that is true (diffusers' ``if is_torch_version(">=", "1.11.0"): checkpoint(...,
+    use_reentrant=False) else: checkpoint(...)``, copied into champ and Pyramid-Flow; judge 12).
+    A conjunct decided false rules out the body too."""
+    below = node
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test:
+            in_body = below is ancestor.body
+            decided = _decided_conjuncts(ancestor.test, model)
+            if (in_body and False in decided) or (not in_body and decided == [True]):
+                return True
+        below = ancestor
+    return False
+
+
+def _decided_conjuncts(test: cst.BaseExpression, model: SemanticModel) -> list[bool | None]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _decided_conjuncts(test.left, model) + _decided_conjuncts(test.right, model)
+    return [torch_version_test(test, model)]
 
 
 def _read_dict_literal(node: cst.Dict, model: SemanticModel, depth: int) -> MappingAlternative:

@@ -16,6 +16,7 @@ from ckptlint.checkpoint.misspelling import find_misspellings
 from ckptlint.checkpoint.misuse import find_save_misuse
 from ckptlint.checkpoint.options import (
     CallArguments,
+    in_branch_torch_never_takes,
 )
 from ckptlint.checkpoint.site import CheckpointSite, SiteForm, SiteIndex
 from ckptlint.checkpoint.site_builders import BUILDERS, build_bound_call, build_site
@@ -163,6 +164,9 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
                     if site is not None:
                         sites.append(site)
                     break
+    # a call in a branch that torch 2.9-2.13 never take (`else` of `if is_torch_version(">=",
+    # "1.11.0")`) checkpoints nothing there: no site
+    sites = [site for site in sites if not in_branch_torch_never_takes(model, site.call)]
     for site in sites:
         if site.api.kind in _TORCH_KINDS:
             site.save_misuse = find_save_misuse(site, model)
