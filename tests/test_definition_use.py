@@ -112,6 +112,25 @@ def test_a_test_function_pytest_collects_is_used(tmp_path: Path, run_cli):
     assert ("neck_cases.py", 17) not in _found(run_cli, tmp_path, "--no-cache")
 
 
+HOLDER = NECK + """
+
+class ViewTransformerStereo(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.depth_net = FPN_LSS()
+"""
+
+
+def test_a_class_named_only_inside_another_unnamed_class_is_dead(tmp_path: Path, run_cli):
+    # OpenOccupancy: DepthNetStereo is built only by ViewTransformerLSSBEVStereo, which is
+    # registered and exported but selected by no config
+    exported = {"pkg/necks/__init__.py": "from .lss_fpn import FPN_LSS, ViewTransformerStereo\n"}
+    _tree(tmp_path, {**exported, "pkg/necks/lss_fpn.py": HOLDER})
+    assert _found(run_cli, tmp_path, "--no-cache") == []
+    _tree(tmp_path, {**exported, "pkg/necks/lss_fpn.py": HOLDER, "configs/a.py": "model = dict(type='ViewTransformerStereo')\n"})
+    assert _found(run_cli, tmp_path, "--no-cache") == [("lss_fpn.py", 17)]
+
+
 def test_cache_sees_a_config_that_starts_to_name_the_class(tmp_path: Path, run_cli):
     _tree(tmp_path, {**REEXPORT, "configs/model.py": "model = dict(neck=dict(type='FPN'))\n"})
     assert _found(run_cli, tmp_path) == []

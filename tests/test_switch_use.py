@@ -58,6 +58,8 @@ def _found(run_cli, root: Path, files: dict[str, str], *args: str) -> list[tuple
         {"configs/a.py": CONFIG.format(extra=""), "pkg/net.py": "class Net:\n    def __init__(self, with_cp: bool = False):\n        self.with_cp = with_cp\n"},
         {"configs/a.py": CONFIG.format(extra=""), "pkg/doc.py": '"""Args:\n    with_cp: If True, use checkpoint.\n"""\n'},
         {"configs/a.yaml": "backbone:\n  type: BasicBlock\n  with_cp: false  # with_cp: True saves memory\n"},
+        # TPVFormer: read back under its own name with an off default; only a commented-out line sets it
+        {"configs/a.py": CONFIG.format(extra="") + "# with_cp = True\n", "train.py": "def build(cfg):\n    return dict(with_cp=cfg.get('with_cp', False), b=getattr(cfg, 'with_cp', None), c=cfg.with_cp)\n"},
     ],
 )
 def test_switch_that_nothing_turns_on_is_not_reported(tmp_path: Path, run_cli, files: dict[str, str]):
@@ -74,6 +76,8 @@ def test_switch_that_nothing_turns_on_is_not_reported(tmp_path: Path, run_cli, f
         {"configs/a.py": CONFIG.format(extra=""), "train.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--with-cp', action='store_true')\n"},
         {"configs/a.py": CONFIG.format(extra=""), "build.py": "from pkg.block import BasicBlock\n\n\ndef build(args):\n    return BasicBlock(8, with_cp=args.cp)\n"},
         {"configs/a.py": CONFIG.format(extra=""), "tune.py": "def tune(cfg):\n    cfg['with_cp'] = True\n"},
+        {"configs/a.py": CONFIG.format(extra=""), "train.py": "def build(cfg):\n    return dict(with_cp=cfg.get('with_cp', True))\n"},
+        {"configs/a.py": CONFIG.format(extra="") + "with_cp = True\n"},
     ],
 )
 def test_switch_turned_on_anywhere_in_the_project_is_reported(tmp_path: Path, run_cli, files: dict[str, str]):

@@ -40,7 +40,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from ckptlint.checkpoint.autocast_reach import MAX_FILES, code_base, code_base_files
@@ -67,7 +67,7 @@ PROJECT_TEXT_SUFFIXES = (
 MAX_FILE_BYTES = 4_000_000
 
 #: per project (one run): (question, project folder, ...) -> (answer, files to record)
-_SCANNED: WeakKeyDictionary[Project, dict[tuple[object, ...], tuple[bool, list[Path]]]] = WeakKeyDictionary()
+_SCANNED: WeakKeyDictionary[Project, dict[tuple[object, ...], tuple[Any, list[Path]]]] = WeakKeyDictionary()
 
 
 def top_level_definition(index: ModuleIndex, row: int) -> str | None:
@@ -95,7 +95,7 @@ def project_of(analysis: ModuleAnalysis) -> tuple[Path, Path] | None:
     return path, folder
 
 
-def scanned_once(project: Project | None, key: tuple[object, ...], scan: Callable[[], tuple[bool, list[Path]]]) -> bool:
+def scanned_once(project: Project | None, key: tuple[object, ...], scan: Callable[[], tuple[Any, list[Path]]]) -> Any:
     """The answer of ``scan()`` (``(answer, files it depends on)``), run once per ``key`` and
     run (per :class:`Project` whose files are stable); the files are recorded for the cache."""
     memo = _SCANNED.setdefault(project, {}) if project is not None and project.files_stable else {}
@@ -112,10 +112,17 @@ def module_imported(analysis: ModuleAnalysis, project: Project | None) -> bool:
     """Whether another ``.py`` file of the project imports the module of ``analysis`` or a name
     from it (``False`` when it cannot be told: the module is then judged whole)."""
     where = project_of(analysis)
-    if where is None:
-        return False
-    path, folder = where
-    return scanned_once(project, ("imported", folder, path, ""), lambda: _scan_imports(folder, path))
+    return where is not None and _imported(project, where[1], where[0])
+
+
+def _imported(project: Project | None, folder: Path, path: Path) -> bool:
+    return scanned_once(project, ("imported", folder, path), lambda: _scan_imports(folder, path))
+
+
+#: Definitions followed at most from the site's (a class named only inside another class that
+#: nothing names is dead too: OpenOccupancy's ``DepthNetStereo``, built only by an unselected view
+#: transformer); past it a definition counts as used.
+MAX_HOLDER_DEPTH = 2
 
 
 def definition_named(analysis: ModuleAnalysis, project: Project | None, row: int) -> bool:
@@ -126,16 +133,44 @@ def definition_named(analysis: ModuleAnalysis, project: Project | None, row: int
     if own is None:
         return True
     name = top_level_definition(own, row)
-    if name is None or _collected_by_pytest(analysis.source.path, name):
-        return True
-    pattern = _word(name)
-    if _mentioned(analysis.source.text.encode("utf-8", "surrogateescape"), own, pattern, name):
+    if name is None:
         return True
     where = project_of(analysis)
+    raw = analysis.source.text.encode("utf-8", "surrogateescape")
     if where is None:
-        return True
+        return bool(_holders(raw, own, _word(name), name))
     path, folder = where
-    return scanned_once(project, ("named", folder, path, name), lambda: _scan_names(folder, path, name, pattern))
+    return _named(project, folder, path, raw, own, name, 0)
+
+
+def _named(project: Project | None, folder: Path, path: Path, raw: bytes, index: ModuleIndex, name: str, depth: int) -> bool:
+    """Whether ``name`` (a top-level definition of the module at ``path``) is named in the
+    project where it counts: outside any definition, in a text file, or inside another
+    top-level definition that is itself named so (followed :data:`MAX_HOLDER_DEPTH` deep)."""
+    if _collected_by_pytest(str(path), name):
+        return True
+    pattern = _word(name)
+    own = _holders(raw, index, pattern, name)
+    if None in own:
+        return True
+    direct, elsewhere = scanned_once(project, ("named", folder, path, name), lambda: _scan_names(folder, path, name, pattern))
+    if direct:
+        return True
+    holders = [(path, holder) for holder in own] + list(elsewhere)
+    if holders and depth >= MAX_HOLDER_DEPTH:
+        return True
+    return any(_holder_named(project, folder, file_path, holder, depth + 1) for file_path, holder in holders)
+
+
+def _holder_named(project: Project | None, folder: Path, path: Path, name: str, depth: int) -> bool:
+    if not _imported(project, folder, path):
+        return True  # a script or a test file: its definitions are its own
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return True
+    index = index_for(raw.decode("utf-8", "surrogateescape"), str(path))
+    return index is None or _named(project, folder, path, raw, index, name, depth)
 
 
 def _collected_by_pytest(path: str, name: str) -> bool:
@@ -168,22 +203,26 @@ def _project_files(folder: Path, own: Path, python_only: bool) -> Iterator[tuple
             continue
 
 
-def _scan_names(folder: Path, own: Path, name: str, pattern: re.Pattern[bytes]) -> tuple[bool, list[Path]]:
+def _scan_names(folder: Path, own: Path, name: str, pattern: re.Pattern[bytes]) -> tuple[tuple[bool, tuple[tuple[Path, str], ...]], list[Path]]:
+    """((named directly, (file, top-level definition) holding a mention, ...), files to record)."""
     encoded = name.encode()
     files: list[Path] = []
+    holders: list[tuple[Path, str]] = []
     for item in _project_files(folder, own, python_only=False):
         if item is None:
-            return True, files
+            return (True, ()), files
         file_path, raw = item
         files.append(file_path)
         if encoded not in raw or not pattern.search(raw):
             continue
         if not file_path.name.endswith((".py", ".pyi")):
-            return True, [file_path]
+            return (True, ()), [file_path]
         index = index_for(raw.decode("utf-8", "surrogateescape"), str(file_path))
-        if index is None or _mentioned(raw, index, pattern, name):
-            return True, [file_path]
-    return False, files
+        found = {None} if index is None else _holders(raw, index, pattern, name)
+        if None in found:
+            return (True, ()), [file_path]
+        holders += [(file_path, holder) for holder in sorted(found)]  # type: ignore[type-var]
+    return (False, tuple(holders)), files
 
 
 def _scan_imports(folder: Path, own: Path) -> tuple[bool, list[Path]]:
@@ -227,10 +266,13 @@ def _imports_module(index: ModuleIndex, path: Path, module: list[str]) -> bool:
     return False
 
 
-def _mentioned(raw: bytes, index: ModuleIndex, pattern: re.Pattern[bytes], name: str) -> bool:
-    """Whether ``raw`` (a module, ``index`` its index) names ``name`` outside a definition of
-    that name, an import, an ``__all__`` assignment and a comment."""
+def _holders(raw: bytes, index: ModuleIndex, pattern: re.Pattern[bytes], name: str) -> set[str | None]:
+    """Where ``raw`` (a module, ``index`` its index) names ``name`` outside a definition of that
+    name, an import, an ``__all__`` assignment and a comment: the names of the top-level
+    ``class``/``def`` statements holding such a mention, ``None`` for any other statement
+    (module-level code; the search stops there)."""
     starts = [s.start for s in index.statements]
+    found: set[str | None] = set()
     for match in pattern.finditer(raw):
         line_start = raw.rfind(b"\n", 0, match.start()) + 1
         if b"#" in raw[line_start : match.start()]:
@@ -244,5 +286,9 @@ def _mentioned(raw: bytes, index: ModuleIndex, pattern: re.Pattern[bytes], name:
             continue
         if statement.kind in ("class", "function") and name in statement.binds:
             continue
-        return True
-    return False
+        if statement.kind in ("class", "function") and len(statement.binds) == 1:
+            found.add(next(iter(statement.binds)))
+            continue
+        found.add(None)
+        return found
+    return found

@@ -12,7 +12,9 @@ somewhere (:func:`switch_turned_on`), by name, in any text file of the project
 - ``with_cp=V``, ``with_cp: V``, ``"with_cp": V``, ``cfg["with_cp"] = V``, ``x.with_cp = V``
   (keyword, YAML/JSON key, annotated default, item or attribute) with ``V`` anything but
   ``False``/``false``/``None``/``null``/``0`` and the switch itself passed on
-  (``with_cp=with_cp``, ``with_cp=self.with_cp``): ``with_cp=True``,
+  (``with_cp=with_cp``, ``with_cp=self.with_cp``) or read back under its own name with an off
+  default (``cfg.get('with_cp', False)``, ``getattr(cfg, "with_cp", None)``, ``args.with_cp``,
+  ``cfg["with_cp"]``: where that is set, it is set by the same name): ``with_cp=True``,
   ``use_checkpoint=config.TRAIN.USE_CHECKPOINT`` and ``with_cp=args.cp`` all count;
 - a command-line flag ``--with_cp`` / ``--with-cp``.
 
@@ -171,6 +173,14 @@ def _scan(folder: Path, names: frozenset[str]) -> tuple[bool, list[Path]]:
     )
     flags = re.compile(b"--(?:" + b"|".join(re.escape(n.replace("_", d).encode()) for n in spelled for d in ("_", "-")) + rb")(?![A-Za-z0-9_-])")
     forwarded = {n.encode() for n in spelled} | {b"self." + n.encode() for n in spelled}
+    # the switch read back under its own name: `cfg.get('with_cp', False)`, `getattr(cfg,
+    # "with_cp", None)`, `args.with_cp`, `cfg["with_cp"]` (where it is set, it is set by that name)
+    quoted = rb"['\"](?:" + alternatives + rb")['\"]"
+    read_back = re.compile(
+        rb"[\w.\[\]'\"]*(?:\.get\(\s*" + quoted + rb"|getattr\(\s*[\w.\[\]]+\s*,\s*" + quoted + rb")"
+        rb"\s*(?:,\s*(?:False|None|0|false)\s*)?\)"
+        rb"|[\w.\[\]'\"]*?(?:\.(?:" + alternatives + rb")|\[" + quoted + rb"\])(?![\w(.\[])"
+    )
     encoded = [n.encode() for n in spelled] + [n.replace("_", "-").encode() for n in spelled]
     files: list[Path] = []
     for file_path in code_base_files(folder, True, PROJECT_TEXT_SUFFIXES):
@@ -188,6 +198,8 @@ def _scan(folder: Path, names: frozenset[str]) -> tuple[bool, list[Path]]:
         if any(_outside_comment(raw, m.start()) for m in flags.finditer(raw)):
             return True, [file_path]
         for match in setting.finditer(raw):
+            if read_back.match(raw, match.start(2)) is not None:
+                continue
             if _outside_comment(raw, match.start()) and _turns_on(match.group(1), match.group(2).strip(), forwarded):
                 return True, [file_path]
     return False, files
