@@ -41,9 +41,9 @@ import json
 import os
 import secrets
 import shutil
-from stat import S_ISREG
 from collections.abc import Iterable
 from pathlib import Path
+from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -67,7 +67,11 @@ CACHEDIR_TAG = (
     "# For information about cache directory tags, see:\n"
     "#\thttps://bford.info/cachedir/\n"
 )
-_FORMAT = 3
+_FORMAT = 4
+
+#: Dependency lists longer than this (a result that depends on a search of the whole project:
+#: :mod:`ckptlint.checkpoint.definition_use`) are kept once per cache file and named by entries.
+_SHARED_DEPENDENCIES = 64
 #: Problems that depend only on a file's bytes, so their results may be cached.
 _CACHEABLE_PROBLEMS = frozenset({"decode", "parse", "warning"})
 
@@ -133,8 +137,21 @@ class _Bucket:
     def __init__(self, path: Path, key: dict[str, str]) -> None:
         self.path = path
         self.key = key
-        self.entries: dict[str, dict[str, Any]] = _read_entries(path, key)
+        self.entries, self.depsets = _read_entries(path, key)
         self.updated: dict[str, dict[str, Any] | None] = {}  # path -> new entry, None: drop
+
+    def dependencies(self, entry: dict[str, Any]) -> dict[str, Any] | None:
+        """The dependencies of ``entry``: its own, or the shared set it names (``None`` when
+        that set is missing: the entry is not used)."""
+        ref = entry.get("depset")
+        return entry["deps"] if ref is None else self.depsets.get(ref)
+
+    def share(self, deps: dict[str, Any]) -> str:
+        """Keep ``deps`` (a large dependency set: a search of a whole project) once for every
+        entry that has it; the name entries refer to it by."""
+        ref = digest(json.dumps(deps, sort_keys=True, separators=(",", ":")).encode())[:24]
+        self.depsets[ref] = deps
+        return ref
 
     def save(self) -> None:
         if not self.updated:
@@ -142,7 +159,8 @@ class _Bucket:
         folder = self.path.parent
         _make_cache_dir(folder.parent)
         folder.mkdir(parents=True, exist_ok=True)
-        entries = _read_entries(self.path, self.key)  # merge what a concurrent run wrote
+        entries, depsets = _read_entries(self.path, self.key)  # merge what a concurrent run wrote
+        depsets.update(self.depsets)
         for name, entry in self.updated.items():
             if entry is None:
                 entries.pop(name, None)
@@ -150,7 +168,9 @@ class _Bucket:
                 entries[name] = entry
         for name in [n for n in entries if n not in self.updated and not os.path.exists(n)]:
             del entries[name]  # the file is gone
-        data = {"format": _FORMAT, **self.key, "files": dict(sorted(entries.items()))}
+        used = {e["depset"] for e in entries.values() if isinstance(e, dict) and "depset" in e}
+        shared = {ref: deps for ref, deps in sorted(depsets.items()) if ref in used}
+        data = {"format": _FORMAT, **self.key, "files": dict(sorted(entries.items())), "depsets": shared}
         temp = folder / f".tmp-{os.getpid()}-{secrets.token_hex(4)}.json"
         try:
             with open(temp, "x", encoding="utf-8") as out:
@@ -165,18 +185,20 @@ class _Bucket:
         self.updated.clear()
 
 
-def _read_entries(path: Path, key: dict[str, str]) -> dict[str, dict[str, Any]]:
+def _read_entries(path: Path, key: dict[str, str]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(entries by path, shared dependency sets by name) of the cache file ``path``."""
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
     except (OSError, ValueError):
-        return {}
+        return {}, {}
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        return {}
+        return {}, {}
     if any(data.get(k) != v for k, v in key.items()):
-        return {}
+        return {}, {}
     files = data.get("files")
-    return files if isinstance(files, dict) else {}
+    depsets = data.get("depsets")
+    return (files if isinstance(files, dict) else {}), (depsets if isinstance(depsets, dict) else {})
 
 
 def _make_cache_dir(folder: Path) -> None:
@@ -238,7 +260,7 @@ class ResultCache:
             return True  # not counted: hits and misses are of linted files
         if entry.get("stat") != state:
             return None
-        result = self._result(path, entry)
+        result = self._result(path, entry, self._bucket(settings))
         if result is not None:
             self._digests[path] = entry["hash"]
             self.hits += 1
@@ -273,7 +295,7 @@ class ResultCache:
         if entry is None or entry.get("hash") != key:
             self.misses += 1
             return None
-        result = self._result(path, entry, fixing=fixing, unsafe=unsafe)
+        result = self._result(path, entry, self._bucket(settings), fixing=fixing, unsafe=unsafe)
         if result is None:
             self.misses += 1
             return None
@@ -282,17 +304,20 @@ class ResultCache:
             self._bucket(settings).updated[path] = {**entry, "stat": self._stats[path]}  # touched only
         return result
 
-    def _result(self, path: str, entry: dict[str, Any], *, fixing: bool = False, unsafe: bool = False) -> FileResult | None:
-        """The result ``entry`` holds for ``path`` when what it depended on is unchanged."""
+    def _result(
+        self, path: str, entry: dict[str, Any], bucket: _Bucket, *, fixing: bool = False, unsafe: bool = False
+    ) -> FileResult | None:
+        """The result ``entry`` (of ``bucket``) holds for ``path`` when what it depended on is unchanged."""
         from ckptlint.lint.results import FileResult, Problem
         from ckptlint.text.diagnostics import Diagnostic
 
         try:
-            if not self._still_valid(path, entry):
+            deps = bucket.dependencies(entry)
+            if deps is None or not self._still_valid(path, entry, deps):
                 return None
             diagnostics = [Diagnostic.from_dict(d) for d in entry["diagnostics"]]
             problems = [Problem(path, message, kind) for kind, message in entry["problems"]]
-            dependencies = list(entry["deps"])
+            dependencies = list(deps)
             noqa_used = {(str(other), int(row)) for other, row in entry.get("noqa_used", ())}
         except (KeyError, TypeError, ValueError, AttributeError):
             return None  # a damaged entry: lint again and overwrite it
@@ -302,10 +327,10 @@ class ResultCache:
             path, diagnostics=diagnostics, problems=problems, dependencies=dependencies, noqa_used_elsewhere=noqa_used
         )
 
-    def _still_valid(self, path: str, entry: dict[str, Any]) -> bool:
+    def _still_valid(self, path: str, entry: dict[str, Any], deps: dict[str, Any]) -> bool:
         if entry["module"] != _module_of(path):
             return False
-        for dep, (known, size, mtime) in entry["deps"].items():
+        for dep, (known, size, mtime) in deps.items():
             state = self._dependency_stat(dep)
             if known is None or state is None:
                 if known is not None or state is not None:
@@ -351,11 +376,21 @@ class ResultCache:
         if any(p.kind not in _CACHEABLE_PROBLEMS for p in result.problems):
             self._bucket(settings).updated[result.path] = None
             return
-        self._bucket(settings).updated[result.path] = {
+        bucket = self._bucket(settings)
+        deps = {dep: self._dependency_entry(dep) for dep in result.dependencies}
+        if len(deps) > _SHARED_DEPENDENCIES:
+            # the file itself too, so that the modules of one project share one set (its own
+            # bytes are checked by the entry's hash anyway)
+            own = os.path.abspath(result.path)
+            deps = dict(sorted({**deps, own: self._dependency_entry(own)}.items()))
+            shared = {"deps": {}, "depset": bucket.share(deps)}
+        else:
+            shared = {"deps": deps}
+        bucket.updated[result.path] = {
             "hash": key,
             "stat": self._stats.get(result.path),
             "module": _module_of(result.path),
-            "deps": {dep: self._dependency_entry(dep) for dep in result.dependencies},
+            **shared,
             "diagnostics": [d.to_dict() for d in result.diagnostics],
             "problems": [[p.kind, p.message] for p in result.problems],
             "noqa_used": sorted([other, row] for other, row in result.noqa_used_elsewhere),

@@ -185,7 +185,7 @@ class Project:
 
     def accessed(self) -> list[Path]:
         """Files read since :meth:`track`, sorted; stops recording."""
-        found = sorted(self._accessed or ())
+        found = sorted(self._accessed or (), key=str)
         self._accessed = None
         return found
 
@@ -198,7 +198,12 @@ class Project:
         """Record that the linted file's result depends on the bytes of ``path``, read without
         this project (CKP105's search of the code base for autocast), for cache invalidation."""
         if self._accessed is not None:
-            self._accessed.add(Path(os.path.abspath(path)))
+            self._accessed.add(path if path.is_absolute() else Path(os.path.abspath(path)))
+
+    def record_reads(self, paths: list[Path]) -> None:
+        """:meth:`record_read` for many absolute paths (a search of the whole project)."""
+        if self._accessed is not None:
+            self._accessed.update(paths)
 
     def add_root(self, root: Path) -> None:
         """Search ``root`` for absolute imports of the files of its project (the roots of
