@@ -78,6 +78,9 @@ def test_switch_that_nothing_turns_on_is_not_reported(tmp_path: Path, run_cli, f
         {"configs/a.py": CONFIG.format(extra=""), "tune.py": "def tune(cfg):\n    cfg['with_cp'] = True\n"},
         {"configs/a.py": CONFIG.format(extra=""), "train.py": "def build(cfg):\n    return dict(with_cp=cfg.get('with_cp', True))\n"},
         {"configs/a.py": CONFIG.format(extra="") + "with_cp = True\n"},
+        {"configs/a.yaml": "backbone:\n  type: BasicBlock\n  with-cp: true\n"},
+        {"configs/a.json": '{"name": "exp#1", "backbone": {"type": "BasicBlock", "with_cp": true}}\n'},
+        {"configs/a.py": CONFIG.format(extra=""), "run.py": "import sys\nkw = {'with_cp': not sys.argv[1:]}\n"},
     ],
 )
 def test_switch_turned_on_anywhere_in_the_project_is_reported(tmp_path: Path, run_cli, files: dict[str, str]):

@@ -12,9 +12,14 @@ nothing imports is a script, an example or a test file (the shared cases copied 
 project's ``tests/``): its definitions are its own business and are judged. Names count:
 
 - in a ``.py`` file (its own module included) outside a definition of the same name (a copy
-  of the class elsewhere does not count), an import, an ``__all__`` assignment and a comment
+  of the class elsewhere does not count), an import (one that binds it under another name,
+  ``import Block as B``, counts: the alias is not followed), an ``__all__`` assignment and a comment
   (a ``#`` earlier on the line); a mention in a string counts (``type='FPN_LSS'`` in an mm
   config, ``"UNet2DConditionModel"`` in a lazy-import table, ``getattr(module, "Block")``);
+- by a decorator: a framework's entry point (``@app.command()``, ``@hydra.main``, ``@app.route``,
+  ``@pytest.fixture``: :data:`~ckptlint.facts.entry_points.ENTRY_POINT_DECORATORS`) is used; a
+  string argument of a decorator call (fairseq's ``@register_model("transformer_lm")``) is
+  searched like the name;
 - by convention: pytest collects ``test*`` functions and ``Test*`` classes of ``test_*.py`` and
   ``*_test.py`` files (:mod:`ckptlint.facts.entry_points`);
 - anywhere in a text file of the project (YAML/JSON/TOML/INI configs, shell scripts,
@@ -40,11 +45,20 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
-from ckptlint.checkpoint.autocast_reach import MAX_FILES, code_base, code_base_files
+import libcst as cst
+
+from ckptlint.checkpoint.autocast_reach import (
+    MAX_FILES,
+    MAX_LEVELS,
+    code_base,
+    code_base_files,
+)
 from ckptlint.facts.entry_points import (
+    ENTRY_POINT_DECORATORS,
     PYTEST_CLASS_PREFIX,
     PYTEST_FILE_PREFIX,
     PYTEST_FILE_SUFFIX,
@@ -56,7 +70,7 @@ from ckptlint.semantic.project import PROJECT_MARKERS, Project
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["PROJECT_TEXT_SUFFIXES", "definition_named", "module_imported", "project_of", "scanned_once", "top_level_definition"]
+__all__ = ["PROJECT_TEXT_SUFFIXES", "definition_named", "module_imported", "project_files", "project_of", "scanned_once", "top_level_definition"]
 
 #: Files searched for a mention: Python sources, configs, scripts, documentation, notebooks.
 PROJECT_TEXT_SUFFIXES = (
@@ -92,7 +106,24 @@ def project_of(analysis: ModuleAnalysis) -> tuple[Path, Path] | None:
     folder, _ = code_base(path)
     if not any((folder / marker).exists() for marker in PROJECT_MARKERS):
         return None
-    return path, folder
+    return path, _repository_of(folder)
+
+
+def _repository_of(folder: Path) -> Path:
+    """``folder``, or the folder holding ``.git`` above it (at most
+    :data:`~ckptlint.checkpoint.autocast_reach.MAX_LEVELS` up): a monorepo's package or a CUDA
+    extension's own ``setup.py`` (Deformable-DETR's ``models/ops``) is used from the rest of its
+    repository."""
+    if (folder / ".git").exists():
+        return folder
+    above = folder
+    for _ in range(MAX_LEVELS):
+        if above.parent == above:
+            break
+        above = above.parent
+        if (above / ".git").exists():
+            return above
+    return folder
 
 
 def scanned_once(project: Project | None, key: tuple[object, ...], scan: Callable[[], tuple[Any, list[Path]]]) -> Any:
@@ -103,8 +134,7 @@ def scanned_once(project: Project | None, key: tuple[object, ...], scan: Callabl
         memo[key] = scan()
     answer, files = memo[key]
     if project is not None:
-        for file_path in files:
-            project.record_read(file_path)
+        project.record_reads(files)  # absolute: the project folder is
     return answer
 
 
@@ -116,7 +146,7 @@ def module_imported(analysis: ModuleAnalysis, project: Project | None) -> bool:
 
 
 def _imported(project: Project | None, folder: Path, path: Path) -> bool:
-    return scanned_once(project, ("imported", folder, path), lambda: _scan_imports(folder, path))
+    return scanned_once(project, ("imported", folder, path), lambda: _scan_imports(project, folder, path))
 
 
 #: Definitions followed at most from the site's (a class named only inside another class that
@@ -135,12 +165,43 @@ def definition_named(analysis: ModuleAnalysis, project: Project | None, row: int
     name = top_level_definition(own, row)
     if name is None:
         return True
+    entry, keys = _decorations(analysis, name)
+    if entry:
+        return True
     where = project_of(analysis)
     raw = analysis.source.text.encode("utf-8", "surrogateescape")
     if where is None:
         return bool(_holders(raw, own, _word(name), name))
     path, folder = where
-    return _named(project, folder, path, raw, own, name, 0)
+    return any(_named(project, folder, path, raw, own, spelled, 0) for spelled in (name, *keys))
+
+
+_REGISTRY_KEY = re.compile(r"[A-Za-z_][\w.\-]*")
+
+
+def _decorations(analysis: ModuleAnalysis, name: str) -> tuple[bool, list[str]]:
+    """(whether a decorator of the top-level ``name`` hands it to a framework,
+    :data:`~ckptlint.facts.entry_points.ENTRY_POINT_DECORATORS`; the string arguments of its
+    decorator calls that can name it instead: fairseq's ``@register_model("transformer_lm")``,
+    a registry keyed ``@register("my_block")``)."""
+    for statement in analysis.module.body:
+        if isinstance(statement, (cst.ClassDef, cst.FunctionDef)) and statement.name.value == name:
+            break
+    else:
+        return False, []
+    keys: list[str] = []
+    for decorator in statement.decorators:
+        expr = decorator.decorator
+        call = expr if isinstance(expr, cst.Call) else None
+        func = call.func if call is not None else expr
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if last in ENTRY_POINT_DECORATORS:
+            return True, []
+        for arg in call.args if call is not None else ():
+            value = arg.value.evaluated_value if isinstance(arg.value, cst.SimpleString) else None
+            if isinstance(value, str) and value != name and _REGISTRY_KEY.fullmatch(value):
+                keys.append(value)
+    return False, keys
 
 
 def _named(project: Project | None, folder: Path, path: Path, raw: bytes, index: ModuleIndex, name: str, depth: int) -> bool:
@@ -153,7 +214,7 @@ def _named(project: Project | None, folder: Path, path: Path, raw: bytes, index:
     own = _holders(raw, index, pattern, name)
     if None in own:
         return True
-    direct, elsewhere = scanned_once(project, ("named", folder, path, name), lambda: _scan_names(folder, path, name, pattern))
+    direct, elsewhere = scanned_once(project, ("named", folder, path, name), lambda: _scan_names(project, folder, path, name, pattern))
     if direct:
         return True
     holders = [(path, holder) for holder in own] + list(elsewhere)
@@ -185,35 +246,80 @@ def _word(name: str) -> re.Pattern[bytes]:
     return re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name.encode()) + rb"(?![A-Za-z0-9_])")
 
 
-def _project_files(folder: Path, own: Path, python_only: bool) -> Iterator[tuple[Path, bytes] | None]:
-    """``(path, bytes)`` of the project's files but ``own`` (text files, or ``.py`` only);
-    ``None`` once when there are too many or the folder cannot be listed."""
-    suffixes = (".py", ".pyi") if python_only else PROJECT_TEXT_SUFFIXES
-    for count, file_path in enumerate(code_base_files(folder, True, suffixes)):
+#: Text files other than Python sources larger than this (data dumps, vocabularies, notebook
+#: outputs) are not searched.
+MAX_TEXT_BYTES = 1_000_000
+
+#: The project's searched bytes are held in memory for the run up to this total (one read of
+#: each file however many names are looked for); a larger project is read again for each.
+MAX_HELD_BYTES = 96_000_000
+
+#: per project (one run): project folder -> its files and bytes (``None``: too large to hold)
+_TEXTS: WeakKeyDictionary[Project, dict[Path, list[tuple[Path, bytes | None] | None] | None]] = WeakKeyDictionary()
+
+
+def project_files(project: Project | None, folder: Path, own: Path | None, python_only: bool) -> Iterator[tuple[Path, bytes | None] | None]:
+    """``(path, bytes)`` of the project's text files (or ``.py`` only) but ``own``: bytes
+    ``None`` for one that is not searched (not a regular file: a FIFO, ``/dev/zero`` behind a
+    link; over :data:`MAX_FILE_BYTES`, or :data:`MAX_TEXT_BYTES` for other text), which is still
+    recorded for the cache; ``None`` once when there are more than
+    :data:`~ckptlint.checkpoint.autocast_reach.MAX_FILES` or the folder cannot be listed. Read
+    once per run and project when the project's files are stable."""
+    held = None
+    if project is not None and project.files_stable:
+        memo = _TEXTS.setdefault(project, {})
+        if folder not in memo:
+            memo[folder] = _hold(folder)
+        held = memo[folder]
+    for item in held if held is not None else _read_all(folder):
+        if item is None:
+            yield None
+            return
+        file_path, raw = item
+        if file_path == own or (python_only and not file_path.name.endswith((".py", ".pyi"))):
+            continue
+        yield file_path, raw
+
+
+def _hold(folder: Path) -> list[tuple[Path, bytes | None] | None] | None:
+    items: list[tuple[Path, bytes | None] | None] = []
+    total = 0
+    for item in _read_all(folder):
+        items.append(item)
+        if item is not None and item[1] is not None:
+            total += len(item[1])
+            if total > MAX_HELD_BYTES:
+                return None
+    return items
+
+
+def _read_all(folder: Path) -> Iterator[tuple[Path, bytes | None] | None]:
+    for count, file_path in enumerate(code_base_files(folder, True, PROJECT_TEXT_SUFFIXES)):
         if file_path is None or count >= MAX_FILES:
             yield None
             return
-        if file_path == own:
-            continue
+        limit = MAX_FILE_BYTES if file_path.name.endswith((".py", ".pyi")) else MAX_TEXT_BYTES
         try:
-            if file_path.stat().st_size > MAX_FILE_BYTES:
+            status = file_path.stat()
+            if not S_ISREG(status.st_mode) or status.st_size > limit:
+                yield file_path, None
                 continue
             yield file_path, file_path.read_bytes()
         except OSError:
             continue
 
 
-def _scan_names(folder: Path, own: Path, name: str, pattern: re.Pattern[bytes]) -> tuple[tuple[bool, tuple[tuple[Path, str], ...]], list[Path]]:
+def _scan_names(project: Project | None, folder: Path, own: Path, name: str, pattern: re.Pattern[bytes]) -> tuple[tuple[bool, tuple[tuple[Path, str], ...]], list[Path]]:
     """((named directly, (file, top-level definition) holding a mention, ...), files to record)."""
     encoded = name.encode()
     files: list[Path] = []
     holders: list[tuple[Path, str]] = []
-    for item in _project_files(folder, own, python_only=False):
+    for item in project_files(project, folder, own, python_only=False):
         if item is None:
             return (True, ()), files
         file_path, raw = item
         files.append(file_path)
-        if encoded not in raw or not pattern.search(raw):
+        if raw is None or encoded not in raw or not pattern.search(raw):
             continue
         if not file_path.name.endswith((".py", ".pyi")):
             return (True, ()), [file_path]
@@ -225,16 +331,16 @@ def _scan_names(folder: Path, own: Path, name: str, pattern: re.Pattern[bytes]) 
     return (False, tuple(holders)), files
 
 
-def _scan_imports(folder: Path, own: Path) -> tuple[bool, list[Path]]:
+def _scan_imports(project: Project | None, folder: Path, own: Path) -> tuple[bool, list[Path]]:
     module = _module_parts(own)
     stem = module[-1].encode()
     files: list[Path] = []
-    for item in _project_files(folder, own, python_only=True):
+    for item in project_files(project, folder, own, python_only=True):
         if item is None:
             return False, files
         file_path, raw = item
         files.append(file_path)
-        if stem not in raw:
+        if raw is None or stem not in raw:
             continue
         index = index_for(raw.decode("utf-8", "surrogateescape"), str(file_path))
         if index is not None and _imports_module(index, file_path, module):
@@ -282,6 +388,9 @@ def _holders(raw: bytes, index: ModuleIndex, pattern: re.Pattern[bytes], name: s
         if at < 0 or index.statements[at].end < row:
             continue  # between statements: a comment line
         statement = index.statements[at]
+        if statement.imports and any(full.rsplit(".", 1)[-1] == name and bound != name for bound, full in statement.imported):
+            found.add(None)  # `from .layers import Block as B`: the alias is not followed, it counts as a use
+            return found
         if statement.kind == "import" or "__all__" in statement.binds:
             continue
         if statement.kind in ("class", "function") and name in statement.binds:

@@ -33,13 +33,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.autocast_reach import MAX_FILES, code_base_files
-from ckptlint.checkpoint.definition_use import (
-    MAX_FILE_BYTES,
-    PROJECT_TEXT_SUFFIXES,
-    project_of,
-    scanned_once,
-)
+from ckptlint.checkpoint.definition_use import project_files, project_of, scanned_once
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint.site import CheckpointSite
@@ -162,12 +156,13 @@ def switch_turned_on(analysis: ModuleAnalysis, project: Project | None, names: f
     if where is None:
         return True
     folder = where[1]
-    return scanned_once(project, ("switch", folder, names), lambda: _scan(folder, names))
+    return scanned_once(project, ("switch", folder, names), lambda: _scan(project, folder, names))
 
 
-def _scan(folder: Path, names: frozenset[str]) -> tuple[bool, list[Path]]:
+def _scan(project: Project | None, folder: Path, names: frozenset[str]) -> tuple[bool, list[Path]]:
     spelled = sorted(names)
-    alternatives = b"|".join(re.escape(n.encode()) for n in spelled)
+    keys = sorted({n.encode() for n in spelled} | {n.replace("_", "-").encode() for n in spelled})
+    alternatives = b"|".join(re.escape(k) for k in keys)  # `with-cp: true` in YAML too
     setting = re.compile(
         rb"(?<![A-Za-z0-9_])(?:" + alternatives + rb")[\"']?\s*\]?\s*(=(?!=)|:)[ \t]*([^,;)\]}\r\n#]*)"
     )
@@ -183,26 +178,26 @@ def _scan(folder: Path, names: frozenset[str]) -> tuple[bool, list[Path]]:
     )
     encoded = [n.encode() for n in spelled] + [n.replace("_", "-").encode() for n in spelled]
     files: list[Path] = []
-    for file_path in code_base_files(folder, True, PROJECT_TEXT_SUFFIXES):
-        if file_path is None or len(files) >= MAX_FILES:
+    for item in project_files(project, folder, None, python_only=False):
+        if item is None:
             return True, files
+        file_path, raw = item
         files.append(file_path)
-        try:
-            if file_path.stat().st_size > MAX_FILE_BYTES:
-                continue
-            raw = file_path.read_bytes()
-        except OSError:
+        if raw is None or not any(n in raw for n in encoded):
             continue
-        if not any(n in raw for n in encoded):
-            continue
-        if any(_outside_comment(raw, m.start()) for m in flags.finditer(raw)):
+        comments = file_path.name.endswith(_COMMENTED)
+        if any(not comments or _outside_comment(raw, m.start()) for m in flags.finditer(raw)):
             return True, [file_path]
         for match in setting.finditer(raw):
             if read_back.match(raw, match.start(2)) is not None:
                 continue
-            if _outside_comment(raw, match.start()) and _turns_on(match.group(1), match.group(2).strip(), forwarded):
+            if (not comments or _outside_comment(raw, match.start())) and _turns_on(match.group(1), match.group(2).strip(), forwarded):
                 return True, [file_path]
     return False, files
+
+
+#: Files where ``#`` starts a comment (not JSON, Markdown headings, notebooks).
+_COMMENTED = (".py", ".pyi", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".sh", ".txt")
 
 
 def _outside_comment(raw: bytes, at: int) -> bool:
@@ -210,6 +205,10 @@ def _outside_comment(raw: bytes, at: int) -> bool:
 
 
 _ANNOTATED = re.compile(rb"^[A-Za-z_][\w.\[\] ]*?\s*=\s*(.*)$")
+
+#: A docstring's description after ``with_cp:`` (``If True, use checkpoint``, ``Whether to ...``),
+#: not an expression (``not args.fast``, ``True if a else False``).
+_PROSE = re.compile(rb"(?!(?:True|False|None)\b)[A-Z][a-z]+ ")
 
 #: What follows ``with_cp:`` in an annotation without a default (the value is seen where it is passed).
 _TYPES = frozenset({b"", b"bool", b"int", b"Optional[bool]", b"typing.Optional[bool]", b"'bool'", b'"bool"'})
@@ -221,6 +220,6 @@ def _turns_on(operator: bytes, value: bytes, forwarded: set[bytes]) -> bool:
         annotated = _ANNOTATED.match(value)
         if annotated is not None:
             value = annotated.group(1).strip()  # `with_cp: bool = False`, or `if self.with_cp: y = f(x)`
-        elif value in _TYPES or b" " in value:
+        elif value in _TYPES or _PROSE.match(value):
             return False  # `with_cp: bool`, `if self.with_cp:`, a docstring's `with_cp: If True, ...`
     return bool(value) and value not in _OFF and value not in forwarded

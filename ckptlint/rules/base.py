@@ -19,8 +19,8 @@ import libcst as cst
 
 from ckptlint.checkpoint.call_errors import always_raises
 from ckptlint.checkpoint.definition_use import definition_named, module_imported
-from ckptlint.checkpoint.switch_use import constructor_switches, switch_turned_on
 from ckptlint.checkpoint.sites import site_index
+from ckptlint.checkpoint.switch_use import constructor_switches, switch_turned_on
 from ckptlint.registry import RULES, FixAvailability, Severity
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 
@@ -106,12 +106,14 @@ class RuleContext:
         analysis: ModuleAnalysis,
         project: Project | None,
         sink: Callable[[Diagnostic], None],
+        latent_sink: Callable[[Diagnostic], None] | None = None,
     ) -> None:
         self.analysis = analysis
         self.project = project
         if analysis.project is None:
             analysis.project = project  # sites follow imports into the linted tree
         self._sink = sink
+        self._latent_sink = latent_sink
         self._reported: set[tuple[str, int]] = set()
         self._live: dict[int, bool] = {}
         self.code = ""
@@ -168,29 +170,36 @@ class RuleContext:
         analysis: ModuleAnalysis | None = None,
         code: str | None = None,
         once: bool = False,
+        site: CheckpointSite | None = None,
     ) -> None:
         """Report ``message`` at ``node`` of ``analysis`` (default: the linted module).
 
         With ``once``, a node already reported by this rule is skipped (a statement reached
-        from several checkpoint sites is reported for the first)."""
+        from several checkpoint sites is reported for the first). With ``site`` (the region
+        rules), a finding of a site that cannot run in its project (:meth:`in_live_code`) is
+        not reported; it still counts for ``# noqa`` directives (handed to the latent sink), so
+        that CKP901 does not call a directive unused that a use elsewhere makes needed again."""
+        where = analysis or self.analysis
+        start, end = where.range(node)
+        diagnostic = Diagnostic(
+            code=code or self.code,
+            message=message,
+            path=where.source.path,
+            start=start,
+            end=end,
+            fix=fix,
+            noqa_row=start[0],
+        )
+        if site is not None and not self.in_live_code(site):
+            if self._latent_sink is not None:
+                self._latent_sink(diagnostic)
+            return
         if once:
             key = (code or self.code, id(node))
             if key in self._reported:
                 return
             self._reported.add(key)
-        where = analysis or self.analysis
-        start, end = where.range(node)
-        self._sink(
-            Diagnostic(
-                code=code or self.code,
-                message=message,
-                path=where.source.path,
-                start=start,
-                end=end,
-                fix=fix,
-                noqa_row=start[0],
-            )
-        )
+        self._sink(diagnostic)
 
     @staticmethod
     def fix(applicability: Applicability, message: str, *edits: Edit) -> Fix:

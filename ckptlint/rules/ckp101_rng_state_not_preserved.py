@@ -127,8 +127,6 @@ class RngStateNotPreserved(Rule):
                 elif region.partial and unseen is None:
                     unseen = (site, region.unknown_calls[0])
             first = owners[key]
-            if (strong is not None or unresolved or unseen is not None) and not ctx.in_live_code(first):
-                continue
             option = first.option("preserve_rng_state")
             node: cst.CSTNode = option.arg if option.arg is not None else first.call
             fix = None
@@ -148,6 +146,7 @@ class RngStateNotPreserved(Rule):
                     f"draws random numbers ({op.name} at {at}): recomputation draws different values and "
                     "gradients are silently wrong; keep the default `preserve_rng_state=True`",
                     fix=fix,
+                    site=first,
                 )
             elif unresolved or unseen is not None:
                 where = site_label(first, analysis, analysis)
@@ -165,6 +164,7 @@ class RngStateNotPreserved(Rule):
                     "if that code draws random numbers in training (a dropout with p > 0, LoRA or attention "
                     "dropout, `torch.rand*`), recomputation draws different values and gradients are silently wrong",
                     fix=fix,
+                    site=first,
                 )
 
 

@@ -68,8 +68,6 @@ class RandomOpOnUnpreservedDevice(Rule):
             if site.option("preserve_rng_state").is_false:
                 continue  # CKP101 covers regions whose RNG state is not preserved at all
             for op, reason in device_moved_ops(region):
-                if not ctx.in_live_code(site):
-                    break
                 ctx.report(
                     op.node,
                     f"{op.name} in the region recomputed by the checkpoint at "
@@ -79,4 +77,5 @@ class RandomOpOnUnpreservedDevice(Rule):
                     "the randomness outside and pass it in",
                     analysis=op.analysis,
                     once=True,
+                    site=site,
                 )

@@ -66,8 +66,6 @@ class UnpreservedRandomSource(Rule):
     def check(self, ctx: RuleContext) -> None:
         for site, region in ctx.site_regions():
             for source in unpreserved_sources(region):
-                if not ctx.in_live_code(site):
-                    break
                 ctx.report(
                     source.node,
                     f"{source.what} in the region recomputed by the checkpoint at "
@@ -76,4 +74,5 @@ class UnpreservedRandomSource(Rule):
                     "in, or use torch's default generator",
                     analysis=source.analysis,
                     once=True,
+                    site=site,
                 )

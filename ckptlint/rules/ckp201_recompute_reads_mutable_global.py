@@ -83,8 +83,6 @@ class RecomputeReadsMutableGlobal(Rule):
     def check(self, ctx: RuleContext) -> None:
         for site, region in ctx.site_regions():
             for read in mutable_reads(region, ctx.analysis):
-                if not ctx.in_live_code(site):
-                    break
                 where = site_label(site, ctx.analysis, read.analysis)
                 if read.late_binding:
                     consequence = (
@@ -105,4 +103,4 @@ class RecomputeReadsMutableGlobal(Rule):
                         "and gradients are silently wrong (determinism_check compares only shapes); pass the "
                         "value in as an argument"
                     )
-                ctx.report(read.node, message, analysis=read.analysis, once=True)
+                ctx.report(read.node, message, analysis=read.analysis, once=True, site=site)

@@ -58,8 +58,6 @@ class SideEffectInRecompute(Rule):
     def check(self, ctx: RuleContext) -> None:
         for site, region in ctx.site_regions():
             for write in outer_writes(region):
-                if not ctx.in_live_code(site):
-                    break
                 ctx.report(
                     write.node,
                     f"Side effect in the region recomputed by the checkpoint at "
@@ -67,4 +65,5 @@ class SideEffectInRecompute(Rule):
                     "during backward; move it outside the checkpointed function",
                     analysis=write.analysis,
                     once=True,
+                    site=site,
                 )

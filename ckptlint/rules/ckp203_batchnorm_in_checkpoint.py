@@ -85,7 +85,7 @@ class BatchNormInCheckpoint(Rule):
                 if key not in seen:
                     seen.add(key)
                     layers.append(layer)
-            if not layers or not ctx.in_live_code(site):
+            if not layers:
                 continue
             first = layers[0]
             made = ""
@@ -99,4 +99,5 @@ class BatchNormInCheckpoint(Rule):
                 f"{site_label(site, analysis, analysis)}: its running statistics update twice per step in "
                 "training; keep BatchNorm outside the checkpoint, use GroupNorm/LayerNorm, or compensate "
                 "the momentum",
+                site=site,
             )
