@@ -109,7 +109,10 @@ def test_a_test_function_pytest_collects_is_used(tmp_path: Path, run_cli):
     test = NECK.replace("class FPN_LSS", "class TestNeck").replace("super(FPN_LSS, self)", "super()")
     _tree(tmp_path, {"tests/test_neck.py": test, "tests/test_other.py": "from .test_neck import TestNeck\n"})
     assert ("test_neck.py", 17) in _found(run_cli, tmp_path, "--no-cache")
-    _tree(tmp_path, {"tests/neck_cases.py": test, "tests/test_other.py": "from .neck_cases import TestNeck\n"})
+    unittest_case = NECK.replace("class FPN_LSS(nn.Module)", "class NeckChecks(unittest.TestCase, nn.Module)").replace("super(FPN_LSS, self)", "super()")
+    _tree(tmp_path, {"tests/test_neck.py": unittest_case, "tests/test_other.py": "from .test_neck import NeckChecks\n"})
+    assert ("test_neck.py", 17) in _found(run_cli, tmp_path, "--no-cache")
+    _tree(tmp_path, {"tests/test_neck.py": "", "tests/neck_cases.py": test, "tests/test_other.py": "from .neck_cases import TestNeck\n"})
     assert ("neck_cases.py", 17) not in _found(run_cli, tmp_path, "--no-cache")
 
 

@@ -63,6 +63,7 @@ from ckptlint.facts.entry_points import (
     PYTEST_FILE_PREFIX,
     PYTEST_FILE_SUFFIX,
     PYTEST_FUNCTION_PREFIX,
+    UNITTEST_BASE,
 )
 from ckptlint.semantic.index import ModuleIndex, index_for
 from ckptlint.semantic.project import PROJECT_MARKERS, Project
@@ -208,7 +209,7 @@ def _named(project: Project | None, folder: Path, path: Path, raw: bytes, index:
     """Whether ``name`` (a top-level definition of the module at ``path``) is named in the
     project where it counts: outside any definition, in a text file, or inside another
     top-level definition that is itself named so (followed :data:`MAX_HOLDER_DEPTH` deep)."""
-    if _collected_by_pytest(str(path), name):
+    if _collected_by_pytest(str(path), name, index):
         return True
     pattern = _word(name)
     own = _holders(raw, index, pattern, name)
@@ -234,12 +235,16 @@ def _holder_named(project: Project | None, folder: Path, path: Path, name: str, 
     return index is None or _named(project, folder, path, raw, index, name, depth)
 
 
-def _collected_by_pytest(path: str, name: str) -> bool:
-    """Whether pytest collects ``name`` of the module at ``path`` (:mod:`ckptlint.facts.entry_points`)."""
+def _collected_by_pytest(path: str, name: str, index: ModuleIndex) -> bool:
+    """Whether pytest collects ``name`` of the module at ``path`` (``index`` its index): a
+    ``test*`` function, a ``Test*`` class or a ``unittest.TestCase`` subclass of a test file
+    (:mod:`ckptlint.facts.entry_points`)."""
     file_name = os.path.basename(path)
     if not (file_name.startswith(PYTEST_FILE_PREFIX) or file_name.endswith(PYTEST_FILE_SUFFIX)):
         return False
-    return name.startswith((PYTEST_FUNCTION_PREFIX, PYTEST_CLASS_PREFIX))
+    if name.startswith((PYTEST_FUNCTION_PREFIX, PYTEST_CLASS_PREFIX)):
+        return True
+    return any(s.kind == "class" and name in s.binds and UNITTEST_BASE in s.header for s in index.statements)
 
 
 def _word(name: str) -> re.Pattern[bytes]:

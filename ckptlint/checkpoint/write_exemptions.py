@@ -150,6 +150,8 @@ def _log_suite(model, suite: cst.BaseSuite) -> bool:  # noqa: ANN001
         smalls = list(suite.body)
     else:
         for statement in suite.body:
+            if isinstance(statement, cst.If) and _log_branches(model, statement):
+                continue  # `if x is not None: logger.debug(...)` nested in the logging branch
             if not isinstance(statement, cst.SimpleStatementLine):
                 return False
             smalls.extend(statement.body)

@@ -9,12 +9,15 @@ Such a definition is used although nothing names it
 
 from __future__ import annotations
 
-__all__ = ["ENTRY_POINT_DECORATORS", "PYTEST_CLASS_PREFIX", "PYTEST_FILE_PREFIX", "PYTEST_FILE_SUFFIX", "PYTEST_FUNCTION_PREFIX"]
+__all__ = ["ENTRY_POINT_DECORATORS", "PYTEST_CLASS_PREFIX", "PYTEST_FILE_PREFIX", "PYTEST_FILE_SUFFIX", "PYTEST_FUNCTION_PREFIX", "UNITTEST_BASE"]
 
 PYTEST_FILE_PREFIX = "test_"
 PYTEST_FILE_SUFFIX = "_test.py"
 PYTEST_FUNCTION_PREFIX = "test"
 PYTEST_CLASS_PREFIX = "Test"
+
+#: pytest also collects ``unittest.TestCase`` subclasses of test files, whatever their name.
+UNITTEST_BASE = "TestCase"
 
 #: Decorators (their last name: ``@app.command()``, ``@click.group``, ``@hydra.main(...)``,
 #: ``@app.route("/")``, ``@pytest.fixture``, ``@celery.task``) that hand the definition to a
