@@ -71,7 +71,7 @@ from ckptlint.semantic.project import PROJECT_MARKERS, Project
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["PROJECT_TEXT_SUFFIXES", "definition_named", "module_imported", "project_files", "project_of", "scanned_once", "top_level_definition"]
+__all__ = ["PROJECT_TEXT_SUFFIXES", "definition_named", "files_holding", "module_imported", "project_files", "project_of", "scanned_once", "top_level_definition"]
 
 #: Files searched for a mention: Python sources, configs, scripts, documentation, notebooks.
 PROJECT_TEXT_SUFFIXES = (
@@ -286,6 +286,22 @@ def project_files(project: Project | None, folder: Path, own: Path | None, pytho
         yield file_path, raw
 
 
+def files_holding(
+    project: Project | None, folder: Path, own: Path | None, needles: list[bytes], files: list[Path], *, python_only: bool = False
+) -> Iterator[tuple[Path, bytes] | None]:
+    """:func:`project_files` narrowed to the files whose bytes hold one of ``needles``; every
+    file listed (searched or not) is appended to ``files``, for the cache; ``None`` once when
+    the project is too large to tell."""
+    for item in project_files(project, folder, own, python_only):
+        if item is None:
+            yield None
+            return
+        file_path, raw = item
+        files.append(file_path)
+        if raw is not None and any(needle in raw for needle in needles):
+            yield file_path, raw
+
+
 def _hold(folder: Path) -> list[tuple[Path, bytes | None] | None] | None:
     items: list[tuple[Path, bytes | None] | None] = []
     total = 0
@@ -316,15 +332,13 @@ def _read_all(folder: Path) -> Iterator[tuple[Path, bytes | None] | None]:
 
 def _scan_names(project: Project | None, folder: Path, own: Path, name: str, pattern: re.Pattern[bytes]) -> tuple[tuple[bool, tuple[tuple[Path, str], ...]], list[Path]]:
     """((named directly, (file, top-level definition) holding a mention, ...), files to record)."""
-    encoded = name.encode()
     files: list[Path] = []
     holders: list[tuple[Path, str]] = []
-    for item in project_files(project, folder, own, python_only=False):
+    for item in files_holding(project, folder, own, [name.encode()], files):
         if item is None:
             return (True, ()), files
         file_path, raw = item
-        files.append(file_path)
-        if raw is None or encoded not in raw or not pattern.search(raw):
+        if not pattern.search(raw):
             continue
         if not file_path.name.endswith((".py", ".pyi")):
             return (True, ()), [file_path]
@@ -338,15 +352,11 @@ def _scan_names(project: Project | None, folder: Path, own: Path, name: str, pat
 
 def _scan_imports(project: Project | None, folder: Path, own: Path) -> tuple[bool, list[Path]]:
     module = _module_parts(own)
-    stem = module[-1].encode()
     files: list[Path] = []
-    for item in project_files(project, folder, own, python_only=True):
+    for item in files_holding(project, folder, own, [module[-1].encode()], files, python_only=True):
         if item is None:
             return False, files
         file_path, raw = item
-        files.append(file_path)
-        if raw is None or stem not in raw:
-            continue
         index = index_for(raw.decode("utf-8", "surrogateescape"), str(file_path))
         if index is not None and _imports_module(index, file_path, module):
             return True, [file_path]

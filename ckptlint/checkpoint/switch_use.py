@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.definition_use import project_files, project_of, scanned_once
+from ckptlint.checkpoint.definition_use import files_holding, project_of, scanned_once
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint.site import CheckpointSite
@@ -178,13 +178,10 @@ def _scan(project: Project | None, folder: Path, names: frozenset[str]) -> tuple
     )
     encoded = [n.encode() for n in spelled] + [n.replace("_", "-").encode() for n in spelled]
     files: list[Path] = []
-    for item in project_files(project, folder, None, python_only=False):
+    for item in files_holding(project, folder, None, encoded, files):
         if item is None:
             return True, files
         file_path, raw = item
-        files.append(file_path)
-        if raw is None or not any(n in raw for n in encoded):
-            continue
         comments = file_path.name.endswith(_COMMENTED)
         if any(not comments or _outside_comment(raw, m.start()) for m in flags.finditer(raw)):
             return True, [file_path]
