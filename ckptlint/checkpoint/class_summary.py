@@ -63,7 +63,8 @@ def _summarise(analysis: ModuleAnalysis, node: cst.ClassDef) -> ClassInfo:
             _record_self_write(info, inner, self_name, method)
     return info
 
-def _is_self_attribute(expr: cst.BaseExpression, self_name: str) -> str | None:
+def self_attribute(expr: cst.BaseExpression, self_name: str) -> str | None:
+    """``attr`` when ``expr`` is ``<self_name>.attr``, else ``None``."""
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == self_name:
         return expr.attr.value
     return None
@@ -78,17 +79,17 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
         return  # most nodes: one set lookup instead of four ABC isinstance checks
     if isinstance(node, cst.Assign):
         for target in node.targets:
-            attr = _is_self_attribute(target.target, self_name)
+            attr = self_attribute(target.target, self_name)
             if attr is not None:
                 info.attributes.setdefault(attr, []).append((node.value, method))
             elif isinstance(target.target, cst.Attribute):
                 # `self.mid = nn.Module(); self.mid.block_1 = Block(...)` (diffusers' KVAE,
                 # ldm-style VAEs): recorded under "mid.block_1"
-                outer = _is_self_attribute(target.target.value, self_name)
+                outer = self_attribute(target.target.value, self_name)
                 if outer is not None:
                     info.attributes.setdefault(f"{outer}.{target.target.attr.value}", []).append((node.value, method))
     elif isinstance(node, cst.AnnAssign) and node.value is not None:
-        attr = _is_self_attribute(node.target, self_name)
+        attr = self_attribute(node.target, self_name)
         if attr is not None:
             info.attributes.setdefault(attr, []).append((node.value, method))
     elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
@@ -106,7 +107,7 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
                         info.buffers.add(key)
                     elif len(node.args) >= 2 and method_name != "register_parameter":
                         info.attributes.setdefault(key, []).append((node.args[1].value, method))
-        attr = _is_self_attribute(owner, self_name)
+        attr = self_attribute(owner, self_name)
         if attr is not None and method_name in ("append", "extend", "insert", "add_module", "update"):
             for arg in node.args:
                 info.appended.setdefault(attr, []).append((arg.value, method))

@@ -71,7 +71,7 @@ from ckptlint.semantic.project import PROJECT_MARKERS, Project
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["PROJECT_TEXT_SUFFIXES", "definition_named", "files_holding", "module_imported", "project_files", "project_of", "scanned_once", "top_level_definition"]
+__all__ = ["PROJECT_TEXT_SUFFIXES", "definition_named", "files_holding", "module_imported", "module_parts", "project_files", "project_of", "scanned_once", "spells_path", "top_level_definition"]
 
 #: Files searched for a mention: Python sources, configs, scripts, documentation, notebooks.
 PROJECT_TEXT_SUFFIXES = (
@@ -351,7 +351,7 @@ def _scan_names(project: Project | None, folder: Path, own: Path, name: str, pat
 
 
 def _scan_imports(project: Project | None, folder: Path, own: Path) -> tuple[bool, list[Path]]:
-    module = _module_parts(own)
+    module = module_parts(own)
     files: list[Path] = []
     for item in files_holding(project, folder, own, [module[-1].encode()], files, python_only=True):
         if item is None:
@@ -363,10 +363,20 @@ def _scan_imports(project: Project | None, folder: Path, own: Path) -> tuple[boo
     return False, files
 
 
-def _module_parts(path: Path) -> list[str]:
+def module_parts(path: Path) -> list[str]:
     """The path parts of the module ``path`` stands for (its package folder for ``__init__.py``)."""
     parts = list(path.with_suffix("").parts)
     return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def spells_path(module: str, path_parts: list[str]) -> bool:
+    """Whether the dotted ``module`` of an import can be the file whose path is ``path_parts``:
+    an absolute name must spell the end of the path (``torch.utils.checkpoint`` is not
+    ``pointcept/models/utils/checkpoint.py``); a relative one can (it is not resolved here)."""
+    if module.startswith("."):
+        return True
+    dotted = module.split(".")
+    return path_parts[-len(dotted) :] == dotted
 
 
 def _imports_module(index: ModuleIndex, path: Path, module: list[str]) -> bool:
@@ -382,7 +392,7 @@ def _imports_module(index: ModuleIndex, path: Path, module: list[str]) -> bool:
             for candidate in (dotted, dotted[:-1]):
                 if dots and base + candidate == module:
                     return True
-                if not dots and candidate and module[-len(candidate) :] == candidate:
+                if not dots and candidate and spells_path(".".join(candidate), module):
                     return True
     return False
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from ckptlint.checkpoint.autocast_reach import MAX_FILES, code_base, code_base_files
+from ckptlint.checkpoint.definition_use import module_parts, spells_path
 from ckptlint.semantic.index import ModuleIndex, index_for
 from ckptlint.semantic.project import PROJECT_MARKERS, Project
 
@@ -74,10 +75,7 @@ def _scan(path: Path, names: frozenset[str]) -> tuple[bool, list[Path]]:
         # no project root found: one folder higher, so that a namespace import of the module
         # (ALPRO's `import src.utils.grad_ckpt`, `utils/` without `__init__.py`) is seen
         folder, recursive = folder.parent, True
-    module_parts = list(path.with_suffix("").parts)
-    if path.stem == "__init__":
-        module_parts = module_parts[:-1]
-    stems = {stem: module_parts}
+    stems = {stem: module_parts(path)}
     if _reexported_as(path, stem, names):
         stems[path.parent.name] = list(path.parent.parts)
     encoded = [name.encode() for name in names]
@@ -125,16 +123,7 @@ def _names_module(full: str, stems: dict[str, list[str]] | set[str], names: froz
     parts = full.rsplit(".", 2)
     if len(parts) < 2 or parts[-2] not in stems or not (parts[-1] in names or parts[-1] == "*"):
         return False
-    return not isinstance(stems, dict) or _spells_path(full.rsplit(".", 1)[0], stems[parts[-2]])
-
-
-def _spells_path(module: str, path_parts: list[str]) -> bool:
-    """Whether the dotted ``module`` of an import can be the file whose path is ``path_parts``
-    (a relative import can: it is not resolved here)."""
-    if module.startswith("."):
-        return True
-    dotted = module.split(".")
-    return path_parts[-len(dotted) :] == dotted
+    return not isinstance(stems, dict) or spells_path(full.rsplit(".", 1)[0], stems[parts[-2]])
 
 
 def _imports_use(index: ModuleIndex, stems: dict[str, list[str]], names: frozenset[str]) -> bool:
@@ -147,7 +136,7 @@ def _imports_use(index: ModuleIndex, stems: dict[str, list[str]], names: frozens
     for statement in index.statements:
         for bound, full in statement.imported:
             parts = full.rsplit(".", 2)
-            if parts[-1] in stems and _spells_path(full, stems[parts[-1]]):
+            if parts[-1] in stems and spells_path(full, stems[parts[-1]]):
                 modules.add(bound)  # the module itself (`from . import utils`, `import a.utils`)
             elif "." in full and bound == full.split(".")[0]:
                 continue  # `import torch.utils.checkpoint` binds `torch`, not a name of `utils`

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.class_summary import self_attribute
 from ckptlint.checkpoint.definition_use import files_holding, project_of, scanned_once
 
 if TYPE_CHECKING:
@@ -124,15 +125,15 @@ def _self_assignments(function: cst.FunctionDef, attr: str) -> list[cst.BaseExpr
         def visit_Assign(self, node: cst.Assign) -> None:
             for target in node.targets:
                 for element in _elements(target.target):
-                    if _is_self_attr(element, self_name, attr):
+                    if self_attribute(element, self_name) == attr:
                         found.append(node.value if element is target.target else cst.Ellipsis())
 
         def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            if _is_self_attr(node.target, self_name, attr):
+            if self_attribute(node.target, self_name) == attr:
                 found.append(cst.Ellipsis())
 
         def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            if _is_self_attr(node.target, self_name, attr):
+            if self_attribute(node.target, self_name) == attr:
                 found.append(node.value if node.value is not None else cst.Ellipsis())
 
     function.body.visit(_Visitor())
@@ -143,10 +144,6 @@ def _elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [e.value for e in target.elements]
     return [target]
-
-
-def _is_self_attr(node: cst.BaseExpression, self_name: str, attr: str) -> bool:
-    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self_name and node.attr.value == attr
 
 
 def switch_turned_on(analysis: ModuleAnalysis, project: Project | None, names: frozenset[str]) -> bool:

@@ -88,19 +88,14 @@ def diagnostic_counter(frame: Frame, node: cst.AugAssign) -> bool:
     ``self.print_idx += 1``, read only by ``if self.print_idx == 0: logger.debug(...)``: a
     second bump changes what is logged, not what is computed. A counter read nowhere in its
     class stays reported (code elsewhere may read it)."""
+    from ckptlint.checkpoint.class_summary import self_attribute
     from ckptlint.checkpoint.outer_state import frame_self_name, is_store
     from ckptlint.semantic.walk import iter_tree
 
     info = frame.ctx.self_class
     target = node.target
     self_name = frame_self_name(frame)
-    if (
-        info is None
-        or self_name is None
-        or not isinstance(target, cst.Attribute)
-        or not isinstance(target.value, cst.Name)
-        or target.value.value != self_name
-    ):
+    if info is None or self_name is None or self_attribute(target, self_name) is None:
         return False
     model = info.analysis.model
     reads = 0
