@@ -1631,51 +1631,26 @@ def _codes(run_cli, *args: str) -> list[tuple[str, str]]:
     return sorted((Path(r["filename"]).name, r["code"]) for r in json.loads(result.stdout))
 
 
-def test_home_made_recompute_in_a_code_base_without_autocast_is_not_reported(tmp_path: Path, run_cli):
-    # GLM, improved-diffusion, consistency_models: fp16 by converting the weights, no autocast
+def test_home_made_recompute_is_reported_whatever_the_rest_of_the_code_base_does(tmp_path: Path, run_cli):
+    # GLM, improved-diffusion: fp16 by converting the weights, no autocast today; the
+    # implementation is still wrong under autocast, and the message says so. Only the module's
+    # own text decides: a file of the package that enters autocast changes nothing.
     (tmp_path / "mpu").mkdir()
     (tmp_path / "mpu" / "__init__.py").write_text("", encoding="utf-8")
     (tmp_path / "mpu" / "random.py").write_text(GLM_CHECKPOINT, encoding="utf-8")
     (tmp_path / "mpu" / "fp16.py").write_text("def convert(model):\n    return model.half()\n", encoding="utf-8")
-    assert _codes(run_cli, "--no-cache", ".") == []
-    # a module of the package that enters autocast (fairseq's train_step under --amp): reported
+    assert _codes(run_cli, "--no-cache", ".") == [("random.py", "CKP105")]
+    result = run_cli("--output-format", "json", "--isolated", "--exit-zero", "--no-cache", "--select", "CKP105", "mpu/random.py")
+    assert "when forward runs under `torch.autocast` (mixed precision)" in json.loads(result.stdout)[0]["message"]
+    cache = str(tmp_path / "cache")
+    assert _codes(run_cli, "--cache-dir", cache, "mpu/random.py") == [("random.py", "CKP105")]
     (tmp_path / "mpu" / "train.py").write_text(
         "import torch\n\n\ndef train_step(model, x, amp):\n"
         "    with torch.cuda.amp.autocast(enabled=amp):\n        return model(x)\n",
         encoding="utf-8",
     )
-    assert _codes(run_cli, "--no-cache", ".") == [("random.py", "CKP105")]
-
-
-def test_autocast_in_the_implementation_module_or_its_folder_is_enough(tmp_path: Path, run_cli):
-    # a module in no package: its own folder is its code base
-    (tmp_path / "nn.py").write_text(GLM_CHECKPOINT + "\nscaler = torch.amp.GradScaler()\n", encoding="utf-8")
-    assert _codes(run_cli, "--no-cache", "nn.py") == [("nn.py", "CKP105")]
-    (tmp_path / "nn.py").write_text(GLM_CHECKPOINT, encoding="utf-8")
-    assert _codes(run_cli, "--no-cache", "nn.py") == []
-    (tmp_path / "train.py").write_text("from pytorch_lightning import Trainer\nTrainer(precision='bf16-mixed')\n", encoding="utf-8")
-    assert _codes(run_cli, "--no-cache", "nn.py") == [("nn.py", "CKP105")]
-
-
-def test_autocast_named_only_in_a_comment_does_not_count(tmp_path: Path, run_cli):
-    # judge 8, Latte: `# @torch.cuda.amp.autocast()` left above a model's forward
-    (tmp_path / "nn.py").write_text(GLM_CHECKPOINT, encoding="utf-8")
-    (tmp_path / "model.py").write_text("    # @torch.cuda.amp.autocast()\ndef forward(x):  # no GradScaler\n    return x\n", encoding="utf-8")
-    assert _codes(run_cli, "--no-cache", "nn.py") == []
-    (tmp_path / "model.py").write_text("import torch  # mixed precision\nwith torch.autocast('cuda'):\n    pass\n", encoding="utf-8")
-    assert _codes(run_cli, "--no-cache", "nn.py") == [("nn.py", "CKP105")]
-
-
-def test_cache_sees_autocast_added_to_a_file_of_the_package(tmp_path: Path, run_cli):
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
-    (tmp_path / "pkg" / "random.py").write_text(GLM_CHECKPOINT, encoding="utf-8")
-    (tmp_path / "pkg" / "train.py").write_text("def step(model, x):\n    return model(x)\n", encoding="utf-8")
-    assert _codes(run_cli, "pkg/random.py") == []
-    (tmp_path / "pkg" / "train.py").write_text(
-        "import torch\n\n\ndef step(model, x):\n    with torch.autocast('cuda'):\n        return model(x)\n", encoding="utf-8"
-    )
-    assert _codes(run_cli, "pkg/random.py") == [("random.py", "CKP105")]
+    assert _codes(run_cli, "--cache-dir", cache, "mpu/random.py") == [("random.py", "CKP105")]
+    assert _codes(run_cli, "--no-cache", "mpu/random.py") == [("random.py", "CKP105")]
 
 
 # -------- CKP104/CKP101: recomputed code ckptlint cannot see (judge 6, D2: LLaMA-Factory, unsloth)
@@ -1793,24 +1768,6 @@ def test_checkpoint_that_every_construction_in_other_files_switches_off_stays_re
     )
     result = run_cli("--output-format", "json", "--isolated", "--no-cache", "--exit-zero", "--select", "CKP203", ".", cwd=tmp_path)
     assert [(Path(r["filename"]).name, r["location"]["row"]) for r in json.loads(result.stdout)] == [("adapter_modules.py", 16)]
-
-
-def test_the_code_base_of_a_namespace_package_is_its_project_root(tmp_path: Path, run_cli):
-    # CompVis stable-diffusion: ldm/ has no __init__.py, its Lightning training is main.py at the
-    # root (`Trainer.add_argparse_args`: `--precision 16` turns autocast on)
-    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='ldm')\n", encoding="utf-8")
-    util = tmp_path / "ldm" / "modules" / "diffusionmodules"
-    util.mkdir(parents=True)
-    (util / "__init__.py").write_text("", encoding="utf-8")
-    (util / "util.py").write_text(GLM_CHECKPOINT, encoding="utf-8")
-    (tmp_path / "main.py").write_text("from pytorch_lightning.trainer import Trainer\n", encoding="utf-8")
-    # an installed torch in a virtual environment of the project is not its code
-    venv = tmp_path / ".venv" / "lib" / "site-packages" / "torch"
-    venv.mkdir(parents=True)
-    (venv / "autocast_mode.py").write_text("def autocast():\n    pass\n", encoding="utf-8")
-    assert _codes(run_cli, "--no-cache", "ldm") == [("util.py", "CKP105")]
-    (tmp_path / "main.py").write_text("import argparse\n", encoding="utf-8")
-    assert _codes(run_cli, "--no-cache", "ldm") == []
 
 
 def test_rate_bound_by_a_partial_is_not_taken_for_the_default():
@@ -2010,42 +1967,27 @@ def _home_made_codes(run_cli, *args: str) -> list[tuple[str, int, str]]:
     return sorted((Path(r["filename"]).name, r["location"]["row"], r["code"]) for r in json.loads(result.stdout))
 
 
-def test_home_made_implementation_that_nothing_uses_is_not_reported(tmp_path: Path, run_cli):
-    # judge 8: Latte / SEINE / LaVie keep ldm's `models/utils.py` CheckpointFunction, never called
+def test_home_made_implementation_is_reported_whether_or_not_something_uses_it(tmp_path: Path, run_cli):
+    # Latte / SEINE / LaVie keep ldm's `models/utils.py` CheckpointFunction and never call it: the
+    # code is still wrong, as a linter reports it; vendored copies are silenced with excludes or noqa
     (tmp_path / "setup.py").write_text("", encoding="utf-8")
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "__init__.py").write_text("", encoding="utf-8")
-    helper = UNRESTORED_HELPER
-    (tmp_path / "models" / "utils.py").write_text(helper, encoding="utf-8")
+    (tmp_path / "models" / "utils.py").write_text(UNRESTORED_HELPER, encoding="utf-8")
     (tmp_path / "models" / "latte.py").write_text(
         "from torch.utils.checkpoint import checkpoint\nfrom .utils import zero_module\n", encoding="utf-8"
     )
-    assert _home_made_codes(run_cli, ".") == []
-    # a file of the code base imports the helper (multi-line import): used, reported
+    assert _home_made_codes(run_cli, ".") == [("utils.py", 17, "CKP104")]
+    cache = str(tmp_path / "c")
+    assert _home_made_codes(run_cli, "--cache-dir", cache, ".") == [("utils.py", 17, "CKP104")]
+    # a use added elsewhere changes nothing, cached or not
     (tmp_path / "models" / "unet.py").write_text(
         "from models.utils import (\n    checkpoint,\n)\n\n\ndef f(block, x):\n    return checkpoint(block, x)\n",
         encoding="utf-8",
     )
-    assert _home_made_codes(run_cli, ".") == [("utils.py", 17, "CKP104")]
-    # through the module: `from models import utils` then `utils.checkpoint(...)`
-    (tmp_path / "models" / "unet.py").write_text(
-        "from models import utils\n\n\ndef f(block, x):\n    return utils.checkpoint(block, x)\n", encoding="utf-8"
-    )
-    assert _home_made_codes(run_cli, ".") == [("utils.py", 17, "CKP104")]
-    # the cache sees the use removed
-    (tmp_path / "models" / "unet.py").write_text("def f(block, x):\n    return block(x)\n", encoding="utf-8")
-    assert _home_made_codes(run_cli, "--cache-dir", str(tmp_path / "c"), ".") == []
-    # judge 10, GLIGEN: imported but never read (the model calls torch's checkpoint): no use
-    (tmp_path / "models" / "unet.py").write_text("from .utils import CheckpointFunction as CF\n", encoding="utf-8")
-    assert _home_made_codes(run_cli, "--cache-dir", str(tmp_path / "c"), ".") == []
-    (tmp_path / "models" / "unet.py").write_text(
-        "from .utils import CheckpointFunction as CF\n\n\ndef f(b, x):\n    return CF.apply(b, 1, x)\n", encoding="utf-8"
-    )
-    assert _home_made_codes(run_cli, "--cache-dir", str(tmp_path / "c"), ".") == [("utils.py", 17, "CKP104")]
-    # a use in its own module, outside the class and the helper
-    (tmp_path / "models" / "unet.py").unlink()
-    (tmp_path / "models" / "utils.py").write_text(helper + "\n\ndef g(b, x):\n    return checkpoint(b, x)\n", encoding="utf-8")
-    assert _home_made_codes(run_cli, ".") == [("utils.py", 17, "CKP104")]
+    assert _home_made_codes(run_cli, "--cache-dir", cache, ".") == [("utils.py", 17, "CKP104")]
+    (tmp_path / "models" / "utils.py").write_text(UNRESTORED_HELPER + "\n\ndef g(b, x):\n    return checkpoint(b, x)\n", encoding="utf-8")
+    assert _home_made_codes(run_cli, "--cache-dir", cache, ".") == [("utils.py", 17, "CKP104")]
 
 
 # ------------------------------------- judge 9: early stop, conversion chains (MuseV, Monkey)
@@ -2114,51 +2056,6 @@ def test_use_through_a_namespace_import_without_a_project_root_is_seen(tmp_path:
         encoding="utf-8",
     )
     assert _home_made_codes(run_cli, "src/utils/grad_ckpt.py") == [("grad_ckpt.py", 17, "CKP104")]
-
-
-def test_plain_import_of_another_module_named_like_the_helper_is_no_use(tmp_path: Path, run_cli):
-    # `import torch.utils.checkpoint` in a file beside ldm's `utils.py` binds `torch`: no use
-    (tmp_path / "setup.py").write_text("", encoding="utf-8")
-    (tmp_path / "models").mkdir()
-    helper = UNRESTORED_HELPER
-    (tmp_path / "models" / "utils.py").write_text(helper, encoding="utf-8")
-    (tmp_path / "models" / "net.py").write_text(
-        "import torch.utils.checkpoint\n\n\ndef f(block, x):\n    return torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)\n",
-        encoding="utf-8",
-    )
-    assert _home_made_codes(run_cli, ".") == []
-
-
-def test_use_through_the_package_that_reexports_the_helper_is_seen(tmp_path: Path, run_cli):
-    # Megatron: `mpu/__init__.py` has `from .random import checkpoint`; layers call `mpu.checkpoint`
-    (tmp_path / "setup.py").write_text("", encoding="utf-8")
-    (tmp_path / "mpu").mkdir()
-    helper = UNRESTORED_HELPER
-    (tmp_path / "mpu" / "random.py").write_text(helper, encoding="utf-8")
-    (tmp_path / "mpu" / "__init__.py").write_text("from .random import checkpoint\n", encoding="utf-8")
-    (tmp_path / "model.py").write_text("import mpu\n\n\ndef f(block, x):\n    return mpu.checkpoint(block, x)\n", encoding="utf-8")
-    assert _home_made_codes(run_cli, "mpu/random.py") == [("random.py", 17, "CKP104")]
-    (tmp_path / "model.py").write_text("import mpu\n\n\ndef f(block, x):\n    return block(x)\n", encoding="utf-8")
-    assert _home_made_codes(run_cli, "mpu/random.py") == []
-
-
-def test_torch_checkpoint_imported_beside_a_helper_module_named_checkpoint_is_no_use(tmp_path: Path, run_cli):
-    # judge 11, Pointcept: `pointcept/models/utils/checkpoint.py` (ldm's helper, re-exported by
-    # `utils/__init__.py`) is called by nothing; models do `from torch.utils.checkpoint import checkpoint`
-    (tmp_path / "setup.py").write_text("", encoding="utf-8")
-    utils = tmp_path / "pointcept" / "models" / "utils"
-    utils.mkdir(parents=True)
-    (utils / "checkpoint.py").write_text(UNRESTORED_HELPER, encoding="utf-8")
-    (utils / "__init__.py").write_text("from .misc import offset2batch\nfrom .checkpoint import checkpoint\n", encoding="utf-8")
-    (utils / "misc.py").write_text("def offset2batch(o):\n    return o\n", encoding="utf-8")
-    model = "from torch.utils.checkpoint import checkpoint\nfrom pointcept.models.utils import offset2batch\n\n\ndef f(block, x):\n    return checkpoint(block, offset2batch(x), use_reentrant=False)\n"
-    (tmp_path / "pointcept" / "models" / "ptv2.py").write_text(model, encoding="utf-8")
-    assert _home_made_codes(run_cli, ".") == []
-    # the helper imported by its own dotted path (or through the package) is a use
-    (tmp_path / "pointcept" / "models" / "ptv2.py").write_text(model.replace("torch.utils.checkpoint", "pointcept.models.utils.checkpoint"), encoding="utf-8")
-    assert _home_made_codes(run_cli, ".") == [("checkpoint.py", 17, "CKP104")]
-    (tmp_path / "pointcept" / "models" / "ptv2.py").write_text(model.replace("torch.utils.checkpoint", "pointcept.models.utils"), encoding="utf-8")
-    assert _home_made_codes(run_cli, ".") == [("checkpoint.py", 17, "CKP104")]
 
 
 # ---------------- CKP202: a counter read only to decide or format log output (judge 9, MuseV)

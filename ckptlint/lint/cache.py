@@ -69,8 +69,8 @@ CACHEDIR_TAG = (
 )
 _FORMAT = 4
 
-#: Dependency lists longer than this (a result that depends on a search of the whole project:
-#: :mod:`ckptlint.checkpoint.definition_use`) are kept once per cache file and named by entries.
+#: Dependency lists longer than this (a result whose regions reach many modules,
+#: or whose imports probe many absent paths) are kept once per cache file and named by entries.
 _SHARED_DEPENDENCIES = 64
 #: Problems that depend only on a file's bytes, so their results may be cached.
 _CACHEABLE_PROBLEMS = frozenset({"decode", "parse", "warning"})

@@ -262,9 +262,8 @@ class FileLinter:
         from ckptlint.rules import ALL_RULES, RuleContext
 
         found: list[Diagnostic] = []
-        latent: list[Diagnostic] = []  # findings of code that cannot run in its project: for noqa only
         failed: set[str] = set()
-        ctx = RuleContext(analysis, self.project, found.append, latent.append)
+        ctx = RuleContext(analysis, self.project, found.append)
         for code in sorted(enabled):
             rule = ALL_RULES[code]
             ctx.code = code
@@ -285,7 +284,6 @@ class FileLinter:
                 )
         noqa: dict[str, NoqaIndex] = {}
         kept = self._filter(found, source, settings, enabled, analysis, noqa)
-        self._filter(latent, source, settings, enabled, analysis, noqa)  # marks the directives they meet as used
         if may_have_invalid(source.text):  # ruff warns about a noqa directive with a colon and no codes, and ignores it
             index = noqa.get(source.path) or noqa.setdefault(source.path, parse_noqa(source))
             problems += [Problem(source.path, f"{row}: {INVALID_NOQA}", "warning") for row in index.invalid]

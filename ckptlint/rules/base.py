@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from ckptlint.checkpoint.call_errors import always_raises
-from ckptlint.checkpoint.definition_use import definition_named, module_imported
 from ckptlint.checkpoint.sites import site_index
-from ckptlint.checkpoint.switch_use import constructor_switches, switch_turned_on
+from ckptlint.checkpoint.guards import condition_text, constructor_switches
 from ckptlint.registry import RULES, FixAvailability, Severity
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 
@@ -106,16 +105,14 @@ class RuleContext:
         analysis: ModuleAnalysis,
         project: Project | None,
         sink: Callable[[Diagnostic], None],
-        latent_sink: Callable[[Diagnostic], None] | None = None,
     ) -> None:
         self.analysis = analysis
         self.project = project
         if analysis.project is None:
             analysis.project = project  # sites follow imports into the linted tree
         self._sink = sink
-        self._latent_sink = latent_sink
         self._reported: set[tuple[str, int]] = set()
-        self._live: dict[int, bool] = {}
+        self._conditions: dict[int, str] = {}
         self.code = ""
 
     def site_regions(self) -> Iterator[tuple[CheckpointSite, Region]]:
@@ -135,24 +132,15 @@ class RuleContext:
         ask; CKP002 reports the call itself."""
         return always_raises(site, self.analysis.model)
 
-    def in_live_code(self, site: CheckpointSite) -> bool:
-        """Whether ``site`` can run in its project. A module that no other file of the
-        project imports (a script, an example, a test) is judged whole; in one that is
-        imported, the top-level class or function around the site must be named elsewhere in
-        the project (:func:`~ckptlint.checkpoint.definition_use.definition_named`) and every
-        constructor switch guarding it (``if self.with_cp:``) turned on somewhere
-        (:func:`~ckptlint.checkpoint.switch_use.switch_turned_on`). ``True`` when it cannot be
-        told. Region rules ask it just before reporting; answered once per site."""
+    def condition(self, site: CheckpointSite) -> str:
+        """The condition under which ``site`` runs, as a message suffix (``"; this code runs
+        only when `self.with_cp` is true (it defaults to `False`)"``), read from the site's own
+        class (:func:`~ckptlint.checkpoint.guards.constructor_switches`); ``""`` when the site is
+        not guarded by a constructor switch. Answered once per site."""
         key = id(site.call)
-        if key not in self._live:
-            live = True
-            if module_imported(self.analysis, self.project):
-                row = self.analysis.range(site.call)[0][0]
-                live = definition_named(self.analysis, self.project, row) and all(
-                    switch_turned_on(self.analysis, self.project, names) for names in constructor_switches(self.analysis, site)
-                )
-            self._live[key] = live
-        return self._live[key]
+        if key not in self._conditions:
+            self._conditions[key] = condition_text(constructor_switches(self.analysis, site))
+        return self._conditions[key]
 
     @cached_property
     def regions(self) -> RegionBuilder:
@@ -176,10 +164,11 @@ class RuleContext:
 
         With ``once``, a node already reported by this rule is skipped (a statement reached
         from several checkpoint sites is reported for the first). With ``site`` (the region
-        rules), a finding of a site that cannot run in its project (:meth:`in_live_code`) is
-        not reported; it still counts for ``# noqa`` directives (handed to the latent sink), so
-        that CKP901 does not call a directive unused that a use elsewhere makes needed again."""
+        rules), the message ends with the condition under which the site runs
+        (:meth:`condition`) when a constructor switch guards it."""
         where = analysis or self.analysis
+        if site is not None:
+            message += self.condition(site)
         start, end = where.range(node)
         diagnostic = Diagnostic(
             code=code or self.code,
@@ -190,10 +179,6 @@ class RuleContext:
             fix=fix,
             noqa_row=start[0],
         )
-        if site is not None and not self.in_live_code(site):
-            if self._latent_sink is not None:
-                self._latent_sink(diagnostic)
-            return
         if once:
             key = (code or self.code, id(node))
             if key in self._reported:

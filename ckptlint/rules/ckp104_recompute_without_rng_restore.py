@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ckptlint.checkpoint.homemade import home_made
-from ckptlint.checkpoint.implementation_use import implementation_used
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 
@@ -75,7 +74,7 @@ class RecomputeWithoutRngRestore(Rule):
     def check(self, ctx: RuleContext) -> None:
         found = home_made(ctx.analysis.model)
         for implementation in found.implementations.values():
-            if implementation.restores_rng or not implementation_used(ctx.analysis, ctx.project, found, implementation):
+            if implementation.restores_rng:
                 continue
             for call in implementation.reruns:
                 ctx.report(

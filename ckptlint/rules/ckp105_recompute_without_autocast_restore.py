@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.autocast_reach import autocast_may_run
 from ckptlint.checkpoint.homemade import home_made
-from ckptlint.checkpoint.implementation_use import implementation_used
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 
@@ -26,9 +24,9 @@ class RecomputeWithoutAutocastRestore(Rule):
     ``device_autocast_ctx``/``cpu_autocast_ctx`` in both variants); under AMP a recompute in
     another precision produces other activations, and the gradients belong to another graph.
 
-    Reported only where autocast can be on: the module or its package mentions it
-    (:mod:`ckptlint.checkpoint.autocast_reach`); a code base that gets half precision by
-    converting its weights recomputes in the precision forward used.
+    Reported whether or not the project enters autocast today (only the module's own text is
+    read): the implementation is wrong whenever its forward runs under ``torch.autocast``, and
+    the message says so; a code base that never uses autocast silences it with ``# noqa``.
     """
 
     code = "CKP105"
@@ -54,21 +52,16 @@ class RecomputeWithoutAutocastRestore(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        autocast: bool | None = None
         found = home_made(ctx.analysis.model)
         for implementation in found.implementations.values():
-            if implementation.restores_autocast or not implementation_used(ctx.analysis, ctx.project, found, implementation):
+            if implementation.restores_autocast:
                 continue
-            if autocast is None:
-                autocast = autocast_may_run(ctx.analysis, ctx.project)
-            if not autocast:
-                continue  # a code base that never enters autocast: the re-run computes as forward did
             for call in implementation.reruns:
                 ctx.report(
                     call,
                     f"`{implementation.node.name.value}.backward` re-runs the stored callable outside the "
-                    "autocast state of forward: under `torch.autocast` the recompute runs in float32 and "
-                    "produces other activations than forward; capture `torch.is_autocast_enabled()` / "
+                    "autocast state of forward: when forward runs under `torch.autocast` (mixed precision), "
+                    "the recompute runs in float32 and produces other activations than forward; capture `torch.is_autocast_enabled()` / "
                     "`torch.get_autocast_dtype()` in forward and re-enter `torch.autocast(...)` around the "
                     "re-run (or use `torch.amp.custom_fwd`/`custom_bwd`)",
                 )

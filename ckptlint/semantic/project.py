@@ -194,17 +194,6 @@ class Project:
         """Every import root known, sorted."""
         return sorted(r for roots in self._roots.values() for r in roots)
 
-    def record_read(self, path: Path) -> None:
-        """Record that the linted file's result depends on the bytes of ``path``, read without
-        this project (CKP105's search of the code base for autocast), for cache invalidation."""
-        if self._accessed is not None:
-            self._accessed.add(path if path.is_absolute() else Path(os.path.abspath(path)))
-
-    def record_reads(self, paths: list[Path]) -> None:
-        """:meth:`record_read` for many absolute paths (a search of the whole project)."""
-        if self._accessed is not None:
-            self._accessed.update(paths)
-
     def add_root(self, root: Path) -> None:
         """Search ``root`` for absolute imports of the files of its project (the roots of
         a project are kept sorted, so the order of a lookup does not depend on the order in

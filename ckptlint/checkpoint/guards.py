@@ -1,0 +1,144 @@
+"""The constructor switches that guard a checkpoint site, read from the site's own class.
+
+mm-style backbones checkpoint only ``if self.with_cp``, ``self.with_cp`` being a constructor
+parameter that defaults to ``False``. The code is wrong whenever the switch is on (users turn
+such switches on from configs and command lines exactly when memory runs short), so region
+rules report it and say the condition in the message (:func:`condition_text`). Only the
+linted module is read: whether any file turns the switch on is not asked (a file's findings
+depend on its own text and the modules it imports, never on other text of the project).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ckptlint.checkpoint.class_summary import self_attribute
+
+if TYPE_CHECKING:
+    from ckptlint.checkpoint.site import CheckpointSite
+    from ckptlint.semantic.analysis import ModuleAnalysis
+
+__all__ = ["ConstructorSwitch", "condition_text", "constructor_switches"]
+
+
+@dataclass(frozen=True)
+class ConstructorSwitch:
+    """A switch a site needs on: ``self.<attribute>`` set once in ``__init__`` from
+    ``<parameter>``, whose default is ``default`` (its source text: ``False``, ``None``, ``0``)."""
+
+    attribute: str
+    parameter: str
+    default: str
+
+
+def constructor_switches(analysis: ModuleAnalysis, site: CheckpointSite) -> list[ConstructorSwitch]:
+    """The switches that must be on for ``site`` to run: ``self.X`` read in a conjunct of the
+    test of an ``if`` (statement or expression) whose branch holds the site (``not self.X`` for
+    the ``else`` branch), where the class's ``__init__`` assigns ``self.X`` once, from a
+    parameter whose default is ``False``, ``None`` or ``0``, and no other method of the class
+    assigns it. ``[]`` when the site is not guarded so."""
+    model = analysis.model
+    function = cls = None
+    below: cst.CSTNode = site.call
+    tests: list[tuple[cst.BaseExpression, bool]] = []
+    for ancestor in model.ancestors(site.call):
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test and function is None:
+            tests.append((ancestor.test, below is ancestor.body))
+        elif isinstance(ancestor, (cst.FunctionDef, cst.Lambda)) and function is None:
+            function = ancestor
+        elif isinstance(ancestor, cst.ClassDef):
+            cls = ancestor
+            break
+        below = ancestor
+    if not tests or not isinstance(function, cst.FunctionDef) or cls is None or not function.params.params:
+        return []
+    self_name = function.params.params[0].name.value
+    switches = []
+    for test, in_body in tests:
+        for attr in _guard_attributes(test, self_name, in_body):
+            switch = _constructor_parameter(cls, attr)
+            if switch is not None and switch not in switches:
+                switches.append(switch)
+    return switches
+
+
+def condition_text(switches: list[ConstructorSwitch]) -> str:
+    """The condition under which a finding at a site guarded by ``switches`` holds, as a
+    message suffix: ``"; this code runs only when `self.with_cp` is true (it defaults to
+    `False`)"``; ``""`` without switches."""
+    if not switches:
+        return ""
+    parts = [f"`self.{s.attribute}` is true (it defaults to `{s.default}`)" for s in switches]
+    return "; this code runs only when " + " and ".join(parts)
+
+
+def _guard_attributes(test: cst.BaseExpression, self_name: str, in_body: bool) -> list[str]:
+    if in_body and isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _guard_attributes(test.left, self_name, True) + _guard_attributes(test.right, self_name, True)
+    if not in_body:
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return _guard_attributes(test.expression, self_name, True)
+        return []
+    if isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == self_name:
+        return [test.attr.value]
+    return []
+
+
+def _constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | None:
+    assigned: list[tuple[cst.FunctionDef, cst.BaseExpression]] = []
+    init = None
+    for statement in cls.body.body:
+        if not isinstance(statement, cst.FunctionDef):
+            continue
+        if statement.name.value == "__init__":
+            init = statement
+        for node in _self_assignments(statement, attr):
+            assigned.append((statement, node))
+    if init is None or len(assigned) != 1 or assigned[0][0] is not init or not isinstance(assigned[0][1], cst.Name):
+        return None
+    parameter = assigned[0][1].value
+    for param in (*init.params.params, *init.params.kwonly_params):
+        if param.name.value == parameter:
+            default = param.default
+            if isinstance(default, cst.Name) and default.value in ("False", "None"):
+                return ConstructorSwitch(attr, parameter, default.value)
+            if isinstance(default, cst.Integer) and default.value == "0":
+                return ConstructorSwitch(attr, parameter, "0")
+            return None
+    return None
+
+
+def _self_assignments(function: cst.FunctionDef, attr: str) -> list[cst.BaseExpression]:
+    """The values assigned to ``<first parameter>.attr`` in ``function`` (an augmented or
+    annotated-only assignment counts, its value being ``None``-like: it is not a plain copy)."""
+    if not function.params.params:
+        return []
+    self_name = function.params.params[0].name.value
+    found: list[cst.BaseExpression] = []
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                for element in _elements(target.target):
+                    if self_attribute(element, self_name) == attr:
+                        found.append(node.value if element is target.target else cst.Ellipsis())
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if self_attribute(node.target, self_name) == attr:
+                found.append(cst.Ellipsis())
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            if self_attribute(node.target, self_name) == attr:
+                found.append(node.value if node.value is not None else cst.Ellipsis())
+
+    function.body.visit(_Visitor())
+    return found
+
+
+def _elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [e.value for e in target.elements]
+    return [target]
