@@ -23,12 +23,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from ckptlint.checkpoint.sites import site_index
+from ckptlint.lint.collection import collected_after
 from ckptlint.lint.gate import may_have_findings
 from ckptlint.text.source import location_label
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.project import Project
 
 __all__ = ["collect_site_records", "format_table", "show_sites"]
 
@@ -49,11 +54,7 @@ def _variant(site) -> object:  # noqa: ANN001 - a CheckpointSite
 def collect_site_records(files: list[Path]) -> list[dict]:
     """The site records of ``files`` (absolute or relative paths; read, gated, parsed),
     sorted by file and position. Unreadable or unparsable files are skipped."""
-    from ckptlint.checkpoint.region import MAX_DEPTH
-    from ckptlint.checkpoint.regions import RegionBuilder
-    from ckptlint.semantic.parse import parse_source
     from ckptlint.semantic.project import Project, module_name_for
-    from ckptlint.text.source import decode_source
 
     project = Project()
     records: list[dict] = []
@@ -66,47 +67,60 @@ def collect_site_records(files: list[Path]) -> list[dict]:
             continue
         absolute = Path(os.path.abspath(path))
         name, is_package, root = module_name_for(absolute)
-        project.add_root(root)
-        try:
-            analysis = parse_source(decode_source(raw, str(absolute)), name, is_package)
-        except Exception:  # noqa: BLE001 - syntax errors, undecodable files: nothing to list
-            continue
-        analysis.project = project
-        project.remember(absolute, analysis)
-        builder = RegionBuilder(project)
-        try:
-            sites = site_index(analysis).sites
-        except RecursionError:
-            continue
-        for site in sites:
-            start = analysis.range(site.call)[0]
-            options = {
-                name: _option_value(value) for name, value in sorted(site.options.items()) if not value.is_absent
-            }
-            options["use_reentrant"] = _variant(site)
-            region = {"status": "unknown", "frames": []}
-            if site.function is not None:
-                try:
-                    found = builder.region(site, analysis)
-                except RecursionError:
-                    found = None
-                if found is not None and found.resolved and (found.frames or found.layers):
-                    cut = any(
-                        frame.depth >= MAX_DEPTH and any(isinstance(n, cst.Call) for n in frame.nodes())
-                        for frame in found.frames
-                    )
-                    region["status"] = "partial" if cut else "resolved"
-                    region["frames"] = [_frame(frame) for frame in found.frames]
-            records.append(
-                {
-                    "filename": str(absolute),
-                    "location": {"row": start[0], "column": start[1]},
-                    "api": site.api.name,
-                    "options": options,
-                    "region": region,
-                }
-            )
+        project.track(root)  # drops analyses beyond the project's bounds, as linting does
+        with collected_after():
+            records += _file_records(project, raw, absolute, name, is_package)
     records.sort(key=lambda r: (r["filename"], r["location"]["row"], r["location"]["column"]))
+    return records
+
+
+def _file_records(project: Project, raw: bytes, absolute: Path, name: str, is_package: bool) -> list[dict]:
+    """The site records of one gated file (``[]`` when it does not parse)."""
+    from ckptlint.checkpoint.region import MAX_DEPTH
+    from ckptlint.checkpoint.regions import RegionBuilder
+    from ckptlint.semantic.parse import parse_source
+    from ckptlint.text.source import decode_source
+
+    try:
+        analysis = parse_source(decode_source(raw, str(absolute)), name, is_package)
+    except Exception:  # noqa: BLE001 - syntax errors, undecodable files: nothing to list
+        return []
+    analysis.project = project
+    project.remember(absolute, analysis)
+    builder = RegionBuilder(project)
+    try:
+        sites = site_index(analysis).sites
+    except RecursionError:
+        return []
+    records: list[dict] = []
+    for site in sites:
+        start = analysis.range(site.call)[0]
+        options = {
+            name: _option_value(value) for name, value in sorted(site.options.items()) if not value.is_absent
+        }
+        options["use_reentrant"] = _variant(site)
+        region = {"status": "unknown", "frames": []}
+        if site.function is not None:
+            try:
+                found = builder.region(site, analysis)
+            except RecursionError:
+                found = None
+            if found is not None and found.resolved and (found.frames or found.layers):
+                cut = any(
+                    frame.depth >= MAX_DEPTH and any(isinstance(n, cst.Call) for n in frame.nodes())
+                    for frame in found.frames
+                )
+                region["status"] = "partial" if cut else "resolved"
+                region["frames"] = [_frame(frame) for frame in found.frames]
+        records.append(
+            {
+                "filename": str(absolute),
+                "location": {"row": start[0], "column": start[1]},
+                "api": site.api.name,
+                "options": options,
+                "region": region,
+            }
+        )
     return records
 
 
