@@ -8,8 +8,9 @@ Usage::
     python benchmarks/run.py                      # a generated 10,000-file tree
     python benchmarks/run.py --files 2000         # a smaller generated tree
 
-Inputs. ``--tree`` (repeatable) and ``--corpus FILE`` (one folder a line, ``#`` comments,
-paths relative to FILE's folder; a line naming a ``.py`` file adds it to the one-file cases)
+Inputs. ``--tree`` (repeatable) and ``--corpus FILE`` (one ``owner/name@commit`` a line,
+``#`` comments, each repository in the folder ``name`` below ``--corpus-root`` or
+``$CKPTLINT_BENCH_CORPUS``; ``owner/name@commit path/in/repo.py`` adds a one-file case)
 name real trees; they are copied (``.git`` and caches left out) into one scratch folder
 under ``--work`` and every tool lints the copies, given as one argument each, so nothing is
 ever written into the originals. Without either, a generated tree (``generate.py``) is used.
@@ -266,24 +267,40 @@ def _git_commit(folder: Path) -> str:
         return "?"
 
 
-def read_corpus(path: Path) -> tuple[list[Path], list[Path]]:
+#: The environment variable naming the corpus root (the folder holding one folder per repository).
+CORPUS_ROOT_ENV = "CKPTLINT_BENCH_CORPUS"
+
+
+def read_corpus(path: Path, root: Path | None, *, missing_ok: bool = False) -> tuple[list[Path], list[Path]]:
     """The folders and the one-file cases a corpus file names.
 
-    One path a line, relative to the corpus file's folder unless absolute (``~`` expanded);
-    ``#`` starts a comment; a path ending in ``.py`` is a one-file case, anything else a
-    folder. Raises ``FileNotFoundError`` for a path that does not exist."""
+    One ``owner/name@commit`` a line (the repository's folder is ``root / name``), or
+    ``owner/name@commit path/in/repo.py`` for a one-file case; ``#`` starts a comment.
+    ``root`` defaults to the environment variable :data:`CORPUS_ROOT_ENV`. Raises
+    ``ValueError`` for a malformed line or when no root is given, ``FileNotFoundError`` for
+    a folder or file that does not exist (skipped instead with ``missing_ok``)."""
+    if root is None:
+        named = os.environ.get(CORPUS_ROOT_ENV)
+        if not named:
+            raise ValueError(f"{path}: give the corpus root with --corpus-root or {CORPUS_ROOT_ENV}")
+        root = Path(named)
     folders: list[Path] = []
     files: list[Path] = []
-    for raw in path.read_text(encoding="utf-8").splitlines():
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        entry = Path(line).expanduser()
-        if not entry.is_absolute():
-            entry = path.parent / entry
+        spec, _, inner = line.partition(" ")
+        repository, at, commit = spec.partition("@")
+        if not at or repository.count("/") != 1 or not commit:
+            raise ValueError(f"{path}:{number}: expected owner/name@commit, got {line!r}")
+        folder = root.expanduser() / repository.split("/")[1]
+        entry = folder / inner.strip() if inner.strip() else folder
         if not entry.exists():
-            raise FileNotFoundError(f"{path}: {line} does not exist")
-        (files if entry.suffix == ".py" else folders).append(entry.resolve())
+            if missing_ok:
+                continue
+            raise FileNotFoundError(f"{path}:{number}: {entry} does not exist")
+        (files if inner.strip() else folders).append(entry.resolve())
     return folders, files
 
 
@@ -417,7 +434,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=10_000, help="files of the generated tree [10000]")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated tree, the edits and subsets [0]")
     parser.add_argument("--tree", type=Path, action="append", default=[], help="a real tree (repeatable; a scratch copy is linted)")
-    parser.add_argument("--corpus", type=Path, help="a file listing tree folders (and one-file cases), one a line")
+    parser.add_argument("--corpus", type=Path, help="a file listing owner/name@commit trees (and one-file cases), one a line")
+    parser.add_argument("--corpus-root", type=Path, help=f"the folder holding the corpus trees [${CORPUS_ROOT_ENV}]")
+    parser.add_argument("--missing-ok", action="store_true", help="skip corpus trees that are not there")
     parser.add_argument("--one-file", type=Path, action="append", default=[], help="a file for the pre-commit case (repeatable)")
     parser.add_argument("--one-file-repeat", type=int, default=10, help="runs per one-file case (median) [10]")
     parser.add_argument("--work", type=Path, default=Path("/tmp/ckptlint-bench"), help="scratch folder")
@@ -447,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     trees = [t.resolve() for t in args.tree]
     one_files = [f.resolve() for f in args.one_file]
     if args.corpus:
-        folders, listed = read_corpus(args.corpus.resolve())
+        folders, listed = read_corpus(args.corpus.resolve(), args.corpus_root, missing_ok=args.missing_ok)
         trees += folders
         one_files += listed if not args.one_file else []
     report: dict = {

@@ -60,17 +60,26 @@ def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_read_corpus(tmp_path: Path) -> None:
+def test_read_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = _load_run()
-    tree = _tree(tmp_path)
+    tree = _tree(tmp_path)  # the folder "tree" below tmp_path: the corpus root
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text(f"# a comment\ntree   # the tree\n\n{tree / 'pkg' / 'model.py'}\n")
-    folders, files = run.read_corpus(corpus)
+    corpus.write_text("# a comment\nowner/tree@abc123   # the tree\n\nowner/tree@abc123 pkg/model.py\n")
+    folders, files = run.read_corpus(corpus, tmp_path)
     assert folders == [tree.resolve()]
     assert files == [(tree / "pkg" / "model.py").resolve()]
-    corpus.write_text("missing-folder\n")
+    monkeypatch.setenv(run.CORPUS_ROOT_ENV, str(tmp_path))
+    assert run.read_corpus(corpus, None) == (folders, files)
+    monkeypatch.delenv(run.CORPUS_ROOT_ENV)
+    with pytest.raises(ValueError, match="corpus root"):
+        run.read_corpus(corpus, None)
+    corpus.write_text("owner/missing-folder@abc123\n")
     with pytest.raises(FileNotFoundError):
-        run.read_corpus(corpus)
+        run.read_corpus(corpus, tmp_path)
+    assert run.read_corpus(corpus, tmp_path, missing_ok=True) == ([], [])
+    corpus.write_text("/an/absolute/folder\n")
+    with pytest.raises(ValueError, match="owner/name@commit"):
+        run.read_corpus(corpus, tmp_path)
 
 
 def test_one_file_mode(tmp_path: Path) -> None:
