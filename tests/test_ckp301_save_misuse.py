@@ -12,7 +12,7 @@ from ckptlint.testing import findings
 from ckptlint.text.diagnostics import Applicability, Diagnostic
 
 IMPORT = "import os\nimport torch\nfrom torch.utils.checkpoint import checkpoint\n"
-SHARED_CASES = Path("/work/shared/cases")
+SHARED_CASES = Path(__file__).resolve().parent.parent.parent / "shared" / "cases"
 
 
 def shown_fix(d: Diagnostic) -> str | None:

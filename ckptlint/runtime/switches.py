@@ -24,7 +24,7 @@ Verified against the installed sources:
   ``torch.utils.checkpoint.checkpoint(module.__call__, *args, use_reentrant=False)`` and
   ``_set_gradient_checkpointing`` stores it on every module with ``gradient_checkpointing``;
   ``disable_gradient_checkpointing()`` turns the flags off.
-* timm 1.0 (``/work/repos/pytorch-image-models``, ``VisionTransformer.set_grad_checkpointing(
+* timm 1.0 (``VisionTransformer.set_grad_checkpointing(
   enable=True)``): sets ``self.grad_checkpointing``; ``forward_features`` then runs the blocks
   through ``checkpoint_seq`` in training.
 * torch 2.13 ``torch.distributed.algorithms._checkpoint.checkpoint_wrapper``:
