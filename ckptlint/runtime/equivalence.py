@@ -14,7 +14,8 @@ from torch.utils.checkpoint import checkpoint
 
 from .compare import Difference, compare_tensors, compare_values, flatten, short_repr
 from .inputs import clone_inputs
-from .pyglobals import WatchedState, watch_state
+from .call_options import LossTypeError, check_loss
+from .process_state import ProcessState, watch_process
 from .report import (
     CheckpointingWarning,
     CheckpointMismatch,
@@ -25,7 +26,8 @@ from .report import (
     variant_label,
 )
 from .rng_audit import RngRecord, audit_rng
-from .states import RngSnapshot, capture_rng, restore_rng, rng_differences
+from .step_code import code_names, step_functions
+from .states import RngSnapshot, capture_rng, rng_differences
 from .targets import Isolated, find_modules, plain_attributes
 from .warning_keys import classify_warning
 
@@ -64,6 +66,9 @@ class _Step:
     warnings: list[str] = field(default_factory=list)
     other_warnings: list[str] = field(default_factory=list)
     error: BaseException | None = None
+    checkpoint_calls: list[Any] = field(default_factory=list)
+    rng_not_restored: list[str] = field(default_factory=list)
+    autocast_lost: list[str] = field(default_factory=list)
 
 
 def default_loss(output: Any, ignore: Callable[[str], bool] | None = None) -> torch.Tensor | None:
@@ -161,14 +166,11 @@ def _run_step(
     kwargs: dict[str, Any],
     ckpt_options: dict[str, Any] | None,
     loss_fn: Callable[[Any], torch.Tensor | None],
-    watched: WatchedState,
-    start_globals: dict[str, Any],
-    start_rng: RngSnapshot,
+    process: ProcessState,
     *,
     reraise: bool,
 ) -> _Step:
-    restore_rng(start_rng)
-    watched.restore(start_globals)
+    process.restore()
     target, modules = isolated.fresh()
     step = _Step()
 
@@ -189,6 +191,7 @@ def _run_step(
             step.output_type = type(out).__name__
             step.nested_output_tensors = _nested_tensors(out)
             loss = loss_fn(out)
+            check_loss(loss)
             if loss is not None and loss.requires_grad:
                 if ckpt_options is None:
                     known = {id(p) for m in modules.values() for p in m.parameters()}
@@ -197,6 +200,8 @@ def _run_step(
                         tuple(t.shape) for t in _graph_leaves(loss) if id(t) not in known
                     ]
                 loss.backward()
+        except LossTypeError:
+            raise
         except Exception as exc:
             if reraise:
                 raise
@@ -220,7 +225,7 @@ def _run_step(
             for k, v in plain_attributes(sub).items():
                 step.attrs[f"attribute {where}.{k}"] = v
     step.rng = capture_rng()
-    step.python_state = watched.snapshot()
+    step.python_state = process.capture()
     step.input_state = _keep_tree(tuple(args), "input") + _keep_tree(kw, "kwargs")
     step.generators = {f"generator {k}": g.get_state() for k, g in isolated.generators.items()}
     return step
@@ -291,7 +296,13 @@ def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[
 
 
 def _ignore_matcher(patterns: Iterable[str]) -> Callable[[str], bool] | None:
-    pats = list(patterns)
+    """Match output names against ``patterns``; a pattern that does not start with ``output``
+    (``"past_key_values"``) also matches ``output['past_key_values']`` and ``output.past_key_values``."""
+    pats = []
+    for p in patterns:
+        pats.append(p)
+        if not p.startswith("output"):
+            pats += [f"output[{p!r}]", f"output.{p}"]
     if not pats:
         return None
 
@@ -343,22 +354,24 @@ def check_checkpoint_equivalent(
     ignored = set(ignore_warnings)
     ignore = _ignore_matcher(ignore_outputs)
     loss = functools.partial(default_loss, ignore=ignore) if loss_fn is None else loss_fn
-    watched = watch_state(module_or_fn)
-    start_globals = watched.snapshot()
-    start_rng = capture_rng()
+    found = dict(modules or {}) or find_modules(module_or_fn)
+    process = watch_process(list(found.values()), [module_or_fn, loss_fn])
     positional_grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in inputs)
     results: list[VariantResult] = []
     audit: list[RngRecord] | None = None
+    unstable: list[str] = []
     notes: list[str] = []
     try:
         with Isolated(module_or_fn, modules=modules) as isolated:
             try:
-                ref = _run_step(isolated, inputs, kwargs, None, loss, watched, start_globals, start_rng, reraise=True)
+                ref = _run_step(isolated, inputs, kwargs, None, loss, process, reraise=True)
+            except LossTypeError:
+                raise
             except Exception as exc:
                 raise RuntimeError(
                     f"the reference step (no checkpoint) failed: {type(exc).__name__}: {exc}"
                 ) from exc
-            ref_changes = watched.changes(start_globals)
+            ref_changes = _changes(process.initial(), ref.python_state)
             if ref.unknown_leaves:
                 shapes = ", ".join(str(s) for s in ref.unknown_leaves[:4])
                 warnings.warn(
@@ -379,7 +392,7 @@ def check_checkpoint_equivalent(
                         )
                     )
                     continue
-                var = _run_step(isolated, inputs, kwargs, variant, loss, watched, start_globals, start_rng, reraise=False)
+                var = _run_step(isolated, inputs, kwargs, variant, loss, process, reraise=False)
                 diffs = _compare(ref, var, rtol, atol, ignore)
                 for key in var.warnings:
                     if key not in ref.warnings and key not in ignored:
@@ -394,6 +407,10 @@ def check_checkpoint_equivalent(
                             audit = audit_rng(module_or_fn, *inputs, kwargs=kwargs)
                         except Exception:
                             audit = []
+                        finally:
+                            process.restore()
+                        again = _run_step(isolated, inputs, kwargs, None, loss, process, reraise=False)
+                        unstable = sorted({d.name for d in _compare(ref, again, rtol, atol, ignore)})
                     result.audit = audit
                     evidence = Evidence(
                         reentrant=reentrant,
@@ -407,34 +424,51 @@ def check_checkpoint_equivalent(
                         audit=audit,
                         error=var.error,
                         nested_outputs=var.nested_output_tensors,
+                        recomputed=var.calls > ref.calls,
+                        unstable=unstable,
+                        grad_mode_branch=reentrant and "is_grad_enabled" in _names_used(found, module_or_fn),
                     )
                     result.suggestions = diagnose(diffs, evidence)
                 results.append(result)
             notes = _vacuity_notes(
                 isolated_modules=list(find_modules(module_or_fn).values()) if isolated.copyable else list(isolated._shared.values()),
-                start_rng=start_rng,
+                start_rng=process.rng,
                 ref=ref,
                 results=results,
             )
     finally:
-        restore_rng(start_rng)
-        watched.restore(start_globals)
+        process.restore()
     report = EquivalenceReport(results, rtol, atol, notes=notes)
     _warn_vacuous(report)
     return report
 
 
+def _changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """``{label: (before, after)}`` for the watched values a step changed."""
+    return {
+        k: (before.get(k), v) for k, v in after.items()
+        if compare_values("python_state", k, before.get(k), v, rtol=0, atol=0)
+    }
+
+
+def _names_used(modules: dict[str, nn.Module], fn: Any) -> set[str]:
+    """Names looked up by the code a step of ``fn`` and ``modules`` runs."""
+    return {n for f in step_functions(list(modules.values()), [fn]) for n in code_names(f.__code__)}
+
+
 def _vacuity_notes(
     *, isolated_modules: list[nn.Module], start_rng: RngSnapshot, ref: _Step, results: list[VariantResult],
-    recomputed: bool | None = None,
+    recomputed: bool | None = None, library: str | None = None,
 ) -> list[str]:
-    """Say what a passing check could not prove (see :class:`EquivalenceReport` ``notes``)."""
+    """Say what a passing check could not prove (see :class:`EquivalenceReport` ``notes``);
+    ``library``: the library whose switch was used, for the eval-mode note
+    (:data:`EVAL_MODE_CHECKPOINTING`)."""
     notes = []
     if isolated_modules and not any(m.training for m in isolated_modules):
         notes.append(
-            "eval mode: every module ran with training=False, so dropout, BatchNorm updates and "
-            "library switches that checkpoint only in training (transformers, diffusers, timm) "
-            "were not exercised; call model.train() to test a training step"
+            "eval mode: every module ran with training=False, so dropout and BatchNorm updates were "
+            "not exercised" + EVAL_MODE_CHECKPOINTING.get(library or "", "")
+            + "; call model.train() to test a training step"
         )
     assert ref.rng is not None
     if not rng_differences(start_rng, ref.rng) and not any(n.startswith("generator ") for n, _ in ref.input_state) and not ref.generators:
@@ -461,6 +495,18 @@ def _warn_vacuous(report: EquivalenceReport) -> None:
         if note.startswith(("eval mode", "the checkpointed step never recomputed")):
             warnings.warn(f"the checkpoint check passed but proves little: {note}", CheckpointingWarning, stacklevel=4)
 
+
+#: what each library's switch does in eval mode, read in its source
+EVAL_MODE_CHECKPOINTING = {
+    # transformers 5.24.0 modeling_layers.py GradientCheckpointingLayer: checkpoints only when
+    # `self.gradient_checkpointing and self.training and torch.is_grad_enabled()`
+    "transformers": "; transformers checkpoints only in training (GradientCheckpointingLayer checks self.training), so nothing was recomputed",
+    # diffusers 0.42.1 unets/unet_2d_blocks.py: `if torch.is_grad_enabled() and self.gradient_checkpointing:`
+    "diffusers": "; diffusers checkpoints in eval mode too (its blocks check torch.is_grad_enabled() and the flag)",
+    # timm 1.0.31 models/vision_transformer.py, resnet.py, convnext.py:
+    # `if self.grad_checkpointing and not torch.jit.is_scripting():`
+    "timm": "; timm checkpoints in eval mode too (its models check only grad_checkpointing)",
+}
 
 _WARNING_TEXT = {
     "use_reentrant_omitted": "use_reentrant was not passed (torch then uses the reentrant variant)",
