@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import warnings
 from dataclasses import dataclass, field
@@ -15,6 +14,8 @@ from torch.utils.checkpoint import checkpoint
 from .compare import Difference, compare_tensors, compare_values, flatten, short_repr
 from .inputs import clone_inputs
 from .call_options import LossTypeError, check_loss
+from .notes import _vacuity_notes, _warn_vacuous
+from .outputs import _ignore_matcher, default_loss
 from .process_state import ProcessState, watch_process
 from .report import (
     CheckpointingWarning,
@@ -45,8 +46,6 @@ REENTRANT_KWARGS_REASON = (
 #: The variants checked when ``variants`` is None: both implementations, default options.
 DEFAULT_VARIANTS: tuple[dict[str, Any], ...] = ({"use_reentrant": False}, {"use_reentrant": True})
 
-_COTANGENT_SEED = 20240
-
 
 @dataclass
 class _Step:
@@ -69,34 +68,6 @@ class _Step:
     checkpoint_calls: list[Any] = field(default_factory=list)
     rng_not_restored: list[str] = field(default_factory=list)
     autocast_lost: list[str] = field(default_factory=list)
-
-
-def default_loss(output: Any, ignore: Callable[[str], bool] | None = None) -> torch.Tensor | None:
-    """Reduce ``output`` to a scalar: ``sum_i (leaf_i * w_i).sum()`` over grad-requiring leaves.
-
-    Each ``w_i`` is a fixed pseudo-random tensor of the leaf's shape drawn from a private
-    ``torch.Generator`` (seeded per leaf index), so the global RNG is not touched and every
-    element gets a distinct weight (a plain ``sum`` would give BatchNorm outputs a zero
-    gradient). ``ignore(name)``: leaves left out (the ``ignore_outputs`` of the checks, so an
-    output present in only one run, such as a KV cache, does not change the loss); they are
-    not counted in the index either. Returns None when no floating-point leaf requires grad.
-    """
-    total = None
-    leaves = flatten(output, "output")
-    if ignore is not None:
-        leaves = [(name, leaf) for name, leaf in leaves if not ignore(name)]
-    for i, (_, leaf) in enumerate(leaves):
-        if not isinstance(leaf, torch.Tensor) or not leaf.requires_grad:
-            continue
-        if not (leaf.is_floating_point() or leaf.is_complex()):
-            continue
-        gen = torch.Generator().manual_seed(_COTANGENT_SEED + i)
-        w = torch.randn(tuple(leaf.shape), generator=gen, dtype=torch.float32)
-        w = w.to(device=leaf.device, dtype=leaf.real.dtype if leaf.is_complex() else leaf.dtype)
-        term = (leaf * w).sum()
-        term = term.real if term.is_complex() else term
-        total = term if total is None else total + term
-    return total
 
 
 def _record_input_grads(step: _Step, args: Any, kw: dict[str, Any]) -> None:
@@ -281,44 +252,21 @@ def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[
             if not torch.equal(ref.generators[name], var.generators.get(name, ref.generators[name])):
                 diffs.append(Difference("rng", name, "state after the step differs from the reference"))
     for kind, a, b in (("module_attr", ref.attrs, var.attrs), ("python_state", ref.python_state, var.python_state)):
-        for name in a:
-            if compare_values(kind, name, a[name], b.get(name), rtol=0, atol=0):
+        for name in list(a) + [k for k in b if k not in a]:
+            leaves = compare_values(kind, name, a.get(name), b.get(name), rtol=0, atol=0)
+            if len(leaves) == 1 and leaves[0].name == name and leaves[0].max_abs is not None:
+                diffs.append(leaves[0])  # one tensor: max abs / rel difference
+            elif leaves:
                 diffs.append(
                     Difference(
                         kind, name,
-                        f"{short_repr(a[name])} after the reference step, {short_repr(b.get(name))} after the checkpointed step",
+                        f"{short_repr(a.get(name))} after the reference step, {short_repr(b.get(name))} after the checkpointed step",
                     )
                 )
     assert ref.rng is not None and var.rng is not None
     for name in rng_differences(ref.rng, var.rng):
         diffs.append(Difference("rng", name, "state after the step differs from the reference"))
     return diffs
-
-
-def _ignore_matcher(patterns: Iterable[str]) -> Callable[[str], bool] | None:
-    """Match output names against ``patterns``; a pattern that does not start with ``output``
-    (``"past_key_values"``) also matches ``output['past_key_values']`` and ``output.past_key_values``."""
-    pats = []
-    for p in patterns:
-        pats.append(p)
-        if not p.startswith("output"):
-            pats += [f"output[{p!r}]", f"output.{p}"]
-    if not pats:
-        return None
-
-    def ignore(name: str) -> bool:
-        # fnmatch reads `[...]` as a character class: `output['cache']*` is also tried with
-        # its brackets taken literally
-        return any(
-            name == p
-            or name.startswith(p + "[")
-            or name.startswith(p + ".")
-            or fnmatch.fnmatchcase(name, p)
-            or fnmatch.fnmatchcase(name, p.replace("[", "[[]"))
-            for p in pats
-        )
-
-    return ignore
 
 
 def _normalise_variants(variants: Iterable[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -455,58 +403,6 @@ def _names_used(modules: dict[str, nn.Module], fn: Any) -> set[str]:
     """Names looked up by the code a step of ``fn`` and ``modules`` runs."""
     return {n for f in step_functions(list(modules.values()), [fn]) for n in code_names(f.__code__)}
 
-
-def _vacuity_notes(
-    *, isolated_modules: list[nn.Module], start_rng: RngSnapshot, ref: _Step, results: list[VariantResult],
-    recomputed: bool | None = None, library: str | None = None,
-) -> list[str]:
-    """Say what a passing check could not prove (see :class:`EquivalenceReport` ``notes``);
-    ``library``: the library whose switch was used, for the eval-mode note
-    (:data:`EVAL_MODE_CHECKPOINTING`)."""
-    notes = []
-    if isolated_modules and not any(m.training for m in isolated_modules):
-        notes.append(
-            "eval mode: every module ran with training=False, so dropout and BatchNorm updates were "
-            "not exercised" + EVAL_MODE_CHECKPOINTING.get(library or "", "")
-            + "; call model.train() to test a training step"
-        )
-    assert ref.rng is not None
-    if not rng_differences(start_rng, ref.rng) and not any(n.startswith("generator ") for n, _ in ref.input_state) and not ref.generators:
-        notes.append(
-            "no random op drew from a global generator in the reference step (torch CPU/device, "
-            "Python random, NumPy): the RNG handling of checkpoint was not tested"
-        )
-    ran = [r for r in results if r.not_applicable is None and r.error is None]
-    never = recomputed is False if recomputed is not None else bool(ran) and all(r.calls <= r.reference_calls for r in ran)
-    if never:
-        notes.append(
-            "the checkpointed step never recomputed (no backward reached a checkpointed region): "
-            "the comparison shows nothing about recomputation; check that the loss depends on the "
-            "region's output and that the model is in training mode"
-        )
-    return notes
-
-
-def _warn_vacuous(report: EquivalenceReport) -> None:
-    """Warn (:class:`CheckpointingWarning`) when a passing check proves nothing."""
-    if not report.ok:
-        return
-    for note in report.notes:
-        if note.startswith(("eval mode", "the checkpointed step never recomputed")):
-            warnings.warn(f"the checkpoint check passed but proves little: {note}", CheckpointingWarning, stacklevel=4)
-
-
-#: what each library's switch does in eval mode, read in its source
-EVAL_MODE_CHECKPOINTING = {
-    # transformers 5.24.0 modeling_layers.py GradientCheckpointingLayer: checkpoints only when
-    # `self.gradient_checkpointing and self.training and torch.is_grad_enabled()`
-    "transformers": "; transformers checkpoints only in training (GradientCheckpointingLayer checks self.training), so nothing was recomputed",
-    # diffusers 0.42.1 unets/unet_2d_blocks.py: `if torch.is_grad_enabled() and self.gradient_checkpointing:`
-    "diffusers": "; diffusers checkpoints in eval mode too (its blocks check torch.is_grad_enabled() and the flag)",
-    # timm 1.0.31 models/vision_transformer.py, resnet.py, convnext.py:
-    # `if self.grad_checkpointing and not torch.jit.is_scripting():`
-    "timm": "; timm checkpoints in eval mode too (its models check only grad_checkpointing)",
-}
 
 _WARNING_TEXT = {
     "use_reentrant_omitted": "use_reentrant was not passed (torch then uses the reentrant variant)",

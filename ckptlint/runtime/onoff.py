@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
@@ -205,7 +206,9 @@ def _one_run_only(ref: _Step, var: _Step, ignore: Callable[[str], bool] | None) 
     a, b = dict(ref.outputs), dict(var.outputs)
     out = {n: "the reference" for n in a if n not in b}
     out.update({n: "the checkpointed" for n in b if n not in a})
-    return {n: w for n, w in out.items() if ignore is None or not ignore(n)}
+    # name the top-level entry (output['cache']), not each of its leaves
+    top = {re.match(r"output(\[[^\]]*\]|\.\w+)?", n).group(0): w for n, w in out.items()}
+    return {n: w for n, w in top.items() if ignore is None or not ignore(n)}
 
 
 def _region_names(model: nn.Module, regions: dict[str, int]) -> set[str]:

@@ -386,7 +386,7 @@ def test_loss_fn_returning_a_float_is_a_type_error():
 
 
 def test_eval_mode_note_names_what_the_library_does():
-    from ckptlint.runtime.equivalence import EVAL_MODE_CHECKPOINTING
+    from ckptlint.runtime.notes import EVAL_MODE_CHECKPOINTING
 
     with pytest.warns(UserWarning):
         report = check_checkpointing_equivalent(Flagged(nn.Linear(8, 8)).eval(), x_in())
