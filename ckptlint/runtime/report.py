@@ -269,7 +269,7 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
         rng_explained = True
     device_rng = [n for n in torch_rng if n != "torch CPU RNG"]
     not_stashed = [r for r in audit if r.rule == "CKP102"]
-    if (ev.preserve_rng_state and (device_rng or not_stashed)) or "multiple_device_types" in ev.warnings:
+    if not ev.home_made and ((ev.preserve_rng_state and (device_rng or not_stashed)) or "multiple_device_types" in ev.warnings):
         where = ", ".join(sorted({f"{r.op} on {r.device}" for r in not_stashed})) or ", ".join(device_rng)
         out.append(
             Suggestion(

@@ -412,3 +412,8 @@ def test_non_determinism_is_not_blamed_on_checkpointing():
     (result,) = report.results
     assert result.suggestions and all(s.code is None for s in result.suggestions)
     assert "not repeatable" in result.suggestions[0].cause
+
+
+def test_plugin_fixture_moves_forward_kwargs(ckpt_model_equivalence):
+    report = ckpt_model_equivalence(Toleranced().train(), x_in(), forward_kwargs={"atol": torch.tensor(0.5)})
+    assert report.ok and report.results[0].recomputations == {"lin": 1}
