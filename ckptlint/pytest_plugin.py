@@ -213,7 +213,8 @@ class ModelEquivalenceChecker:
     """Callable returned by the ``ckpt_model_equivalence`` fixture.
 
     ``ckpt_model_equivalence(model, *inputs, enable="auto", **options_and_forward_kwargs)``
-    moves a copy of the model, the tensor inputs and tensor keyword arguments to ``device``
+    moves a copy of the model, the tensor inputs and tensor keyword arguments (those in
+    ``forward_kwargs={...}`` too) to ``device``
     (unless ``to_device=False``) and calls
     :func:`ckptlint.runtime.assert_checkpointing_equivalent`; raises
     :class:`ckptlint.runtime.CheckpointMismatch` on a difference and returns the report.
@@ -230,6 +231,8 @@ class ModelEquivalenceChecker:
         if not to_device:
             return model, inputs, options
         moved = {k: (v if k in _OPTION_NAMES else _to_device(v, self.device)) for k, v in options.items()}
+        if isinstance(options.get("forward_kwargs"), dict):
+            moved["forward_kwargs"] = {k: _to_device(v, self.device) for k, v in options["forward_kwargs"].items()}
         return _to_device(model, self.device), _to_device(inputs, self.device), moved
 
     def __call__(self, model: Any, *inputs: Any, to_device: bool = True, **options: Any) -> Any:

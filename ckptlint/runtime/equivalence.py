@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import warnings
 from dataclasses import dataclass, field
@@ -14,7 +13,10 @@ from torch.utils.checkpoint import checkpoint
 
 from .compare import Difference, compare_tensors, compare_values, flatten, short_repr
 from .inputs import clone_inputs
-from .pyglobals import WatchedState, watch_state
+from .call_options import LossTypeError, check_loss
+from .notes import _vacuity_notes, _warn_vacuous
+from .outputs import _ignore_matcher, default_loss
+from .process_state import ProcessState, watch_process
 from .report import (
     CheckpointingWarning,
     CheckpointMismatch,
@@ -25,7 +27,8 @@ from .report import (
     variant_label,
 )
 from .rng_audit import RngRecord, audit_rng
-from .states import RngSnapshot, capture_rng, restore_rng, rng_differences
+from .step_code import code_names, step_functions
+from .states import RngSnapshot, capture_rng, rng_differences
 from .targets import Isolated, find_modules, plain_attributes
 from .warning_keys import classify_warning
 
@@ -42,8 +45,6 @@ REENTRANT_KWARGS_REASON = (
 
 #: The variants checked when ``variants`` is None: both implementations, default options.
 DEFAULT_VARIANTS: tuple[dict[str, Any], ...] = ({"use_reentrant": False}, {"use_reentrant": True})
-
-_COTANGENT_SEED = 20240
 
 
 @dataclass
@@ -64,34 +65,9 @@ class _Step:
     warnings: list[str] = field(default_factory=list)
     other_warnings: list[str] = field(default_factory=list)
     error: BaseException | None = None
-
-
-def default_loss(output: Any, ignore: Callable[[str], bool] | None = None) -> torch.Tensor | None:
-    """Reduce ``output`` to a scalar: ``sum_i (leaf_i * w_i).sum()`` over grad-requiring leaves.
-
-    Each ``w_i`` is a fixed pseudo-random tensor of the leaf's shape drawn from a private
-    ``torch.Generator`` (seeded per leaf index), so the global RNG is not touched and every
-    element gets a distinct weight (a plain ``sum`` would give BatchNorm outputs a zero
-    gradient). ``ignore(name)``: leaves left out (the ``ignore_outputs`` of the checks, so an
-    output present in only one run, such as a KV cache, does not change the loss); they are
-    not counted in the index either. Returns None when no floating-point leaf requires grad.
-    """
-    total = None
-    leaves = flatten(output, "output")
-    if ignore is not None:
-        leaves = [(name, leaf) for name, leaf in leaves if not ignore(name)]
-    for i, (_, leaf) in enumerate(leaves):
-        if not isinstance(leaf, torch.Tensor) or not leaf.requires_grad:
-            continue
-        if not (leaf.is_floating_point() or leaf.is_complex()):
-            continue
-        gen = torch.Generator().manual_seed(_COTANGENT_SEED + i)
-        w = torch.randn(tuple(leaf.shape), generator=gen, dtype=torch.float32)
-        w = w.to(device=leaf.device, dtype=leaf.real.dtype if leaf.is_complex() else leaf.dtype)
-        term = (leaf * w).sum()
-        term = term.real if term.is_complex() else term
-        total = term if total is None else total + term
-    return total
+    checkpoint_calls: list[Any] = field(default_factory=list)
+    rng_not_restored: list[str] = field(default_factory=list)
+    autocast_lost: list[str] = field(default_factory=list)
 
 
 def _record_input_grads(step: _Step, args: Any, kw: dict[str, Any]) -> None:
@@ -161,14 +137,11 @@ def _run_step(
     kwargs: dict[str, Any],
     ckpt_options: dict[str, Any] | None,
     loss_fn: Callable[[Any], torch.Tensor | None],
-    watched: WatchedState,
-    start_globals: dict[str, Any],
-    start_rng: RngSnapshot,
+    process: ProcessState,
     *,
     reraise: bool,
 ) -> _Step:
-    restore_rng(start_rng)
-    watched.restore(start_globals)
+    process.restore()
     target, modules = isolated.fresh()
     step = _Step()
 
@@ -189,6 +162,7 @@ def _run_step(
             step.output_type = type(out).__name__
             step.nested_output_tensors = _nested_tensors(out)
             loss = loss_fn(out)
+            check_loss(loss)
             if loss is not None and loss.requires_grad:
                 if ckpt_options is None:
                     known = {id(p) for m in modules.values() for p in m.parameters()}
@@ -197,6 +171,8 @@ def _run_step(
                         tuple(t.shape) for t in _graph_leaves(loss) if id(t) not in known
                     ]
                 loss.backward()
+        except LossTypeError:
+            raise
         except Exception as exc:
             if reraise:
                 raise
@@ -220,7 +196,7 @@ def _run_step(
             for k, v in plain_attributes(sub).items():
                 step.attrs[f"attribute {where}.{k}"] = v
     step.rng = capture_rng()
-    step.python_state = watched.snapshot()
+    step.python_state = process.capture()
     step.input_state = _keep_tree(tuple(args), "input") + _keep_tree(kw, "kwargs")
     step.generators = {f"generator {k}": g.get_state() for k, g in isolated.generators.items()}
     return step
@@ -276,38 +252,21 @@ def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[
             if not torch.equal(ref.generators[name], var.generators.get(name, ref.generators[name])):
                 diffs.append(Difference("rng", name, "state after the step differs from the reference"))
     for kind, a, b in (("module_attr", ref.attrs, var.attrs), ("python_state", ref.python_state, var.python_state)):
-        for name in a:
-            if compare_values(kind, name, a[name], b.get(name), rtol=0, atol=0):
+        for name in list(a) + [k for k in b if k not in a]:
+            leaves = compare_values(kind, name, a.get(name), b.get(name), rtol=0, atol=0)
+            if len(leaves) == 1 and leaves[0].name == name and leaves[0].max_abs is not None:
+                diffs.append(leaves[0])  # one tensor: max abs / rel difference
+            elif leaves:
                 diffs.append(
                     Difference(
                         kind, name,
-                        f"{short_repr(a[name])} after the reference step, {short_repr(b.get(name))} after the checkpointed step",
+                        f"{short_repr(a.get(name))} after the reference step, {short_repr(b.get(name))} after the checkpointed step",
                     )
                 )
     assert ref.rng is not None and var.rng is not None
     for name in rng_differences(ref.rng, var.rng):
         diffs.append(Difference("rng", name, "state after the step differs from the reference"))
     return diffs
-
-
-def _ignore_matcher(patterns: Iterable[str]) -> Callable[[str], bool] | None:
-    pats = list(patterns)
-    if not pats:
-        return None
-
-    def ignore(name: str) -> bool:
-        # fnmatch reads `[...]` as a character class: `output['cache']*` is also tried with
-        # its brackets taken literally
-        return any(
-            name == p
-            or name.startswith(p + "[")
-            or name.startswith(p + ".")
-            or fnmatch.fnmatchcase(name, p)
-            or fnmatch.fnmatchcase(name, p.replace("[", "[[]"))
-            for p in pats
-        )
-
-    return ignore
 
 
 def _normalise_variants(variants: Iterable[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -343,22 +302,24 @@ def check_checkpoint_equivalent(
     ignored = set(ignore_warnings)
     ignore = _ignore_matcher(ignore_outputs)
     loss = functools.partial(default_loss, ignore=ignore) if loss_fn is None else loss_fn
-    watched = watch_state(module_or_fn)
-    start_globals = watched.snapshot()
-    start_rng = capture_rng()
+    found = dict(modules or {}) or find_modules(module_or_fn)
+    process = watch_process(list(found.values()), [module_or_fn, loss_fn])
     positional_grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in inputs)
     results: list[VariantResult] = []
     audit: list[RngRecord] | None = None
+    unstable: list[str] = []
     notes: list[str] = []
     try:
         with Isolated(module_or_fn, modules=modules) as isolated:
             try:
-                ref = _run_step(isolated, inputs, kwargs, None, loss, watched, start_globals, start_rng, reraise=True)
+                ref = _run_step(isolated, inputs, kwargs, None, loss, process, reraise=True)
+            except LossTypeError:
+                raise
             except Exception as exc:
                 raise RuntimeError(
                     f"the reference step (no checkpoint) failed: {type(exc).__name__}: {exc}"
                 ) from exc
-            ref_changes = watched.changes(start_globals)
+            ref_changes = _changes(process.initial(), ref.python_state)
             if ref.unknown_leaves:
                 shapes = ", ".join(str(s) for s in ref.unknown_leaves[:4])
                 warnings.warn(
@@ -379,7 +340,7 @@ def check_checkpoint_equivalent(
                         )
                     )
                     continue
-                var = _run_step(isolated, inputs, kwargs, variant, loss, watched, start_globals, start_rng, reraise=False)
+                var = _run_step(isolated, inputs, kwargs, variant, loss, process, reraise=False)
                 diffs = _compare(ref, var, rtol, atol, ignore)
                 for key in var.warnings:
                     if key not in ref.warnings and key not in ignored:
@@ -394,6 +355,10 @@ def check_checkpoint_equivalent(
                             audit = audit_rng(module_or_fn, *inputs, kwargs=kwargs)
                         except Exception:
                             audit = []
+                        finally:
+                            process.restore()
+                        again = _run_step(isolated, inputs, kwargs, None, loss, process, reraise=False)
+                        unstable = sorted({d.name for d in _compare(ref, again, rtol, atol, ignore)})
                     result.audit = audit
                     evidence = Evidence(
                         reentrant=reentrant,
@@ -407,59 +372,36 @@ def check_checkpoint_equivalent(
                         audit=audit,
                         error=var.error,
                         nested_outputs=var.nested_output_tensors,
+                        recomputed=var.calls > ref.calls,
+                        unstable=unstable,
+                        grad_mode_branch=reentrant and "is_grad_enabled" in _names_used(found, module_or_fn),
                     )
                     result.suggestions = diagnose(diffs, evidence)
                 results.append(result)
             notes = _vacuity_notes(
                 isolated_modules=list(find_modules(module_or_fn).values()) if isolated.copyable else list(isolated._shared.values()),
-                start_rng=start_rng,
+                start_rng=process.rng,
                 ref=ref,
                 results=results,
             )
     finally:
-        restore_rng(start_rng)
-        watched.restore(start_globals)
+        process.restore()
     report = EquivalenceReport(results, rtol, atol, notes=notes)
     _warn_vacuous(report)
     return report
 
 
-def _vacuity_notes(
-    *, isolated_modules: list[nn.Module], start_rng: RngSnapshot, ref: _Step, results: list[VariantResult],
-    recomputed: bool | None = None,
-) -> list[str]:
-    """Say what a passing check could not prove (see :class:`EquivalenceReport` ``notes``)."""
-    notes = []
-    if isolated_modules and not any(m.training for m in isolated_modules):
-        notes.append(
-            "eval mode: every module ran with training=False, so dropout, BatchNorm updates and "
-            "library switches that checkpoint only in training (transformers, diffusers, timm) "
-            "were not exercised; call model.train() to test a training step"
-        )
-    assert ref.rng is not None
-    if not rng_differences(start_rng, ref.rng) and not any(n.startswith("generator ") for n, _ in ref.input_state) and not ref.generators:
-        notes.append(
-            "no random op drew from a global generator in the reference step (torch CPU/device, "
-            "Python random, NumPy): the RNG handling of checkpoint was not tested"
-        )
-    ran = [r for r in results if r.not_applicable is None and r.error is None]
-    never = recomputed is False if recomputed is not None else bool(ran) and all(r.calls <= r.reference_calls for r in ran)
-    if never:
-        notes.append(
-            "the checkpointed step never recomputed (no backward reached a checkpointed region): "
-            "the comparison shows nothing about recomputation; check that the loss depends on the "
-            "region's output and that the model is in training mode"
-        )
-    return notes
+def _changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """``{label: (before, after)}`` for the watched values a step changed."""
+    return {
+        k: (before.get(k), v) for k, v in after.items()
+        if compare_values("python_state", k, before.get(k), v, rtol=0, atol=0)
+    }
 
 
-def _warn_vacuous(report: EquivalenceReport) -> None:
-    """Warn (:class:`CheckpointingWarning`) when a passing check proves nothing."""
-    if not report.ok:
-        return
-    for note in report.notes:
-        if note.startswith(("eval mode", "the checkpointed step never recomputed")):
-            warnings.warn(f"the checkpoint check passed but proves little: {note}", CheckpointingWarning, stacklevel=4)
+def _names_used(modules: dict[str, nn.Module], fn: Any) -> set[str]:
+    """Names looked up by the code a step of ``fn`` and ``modules`` runs."""
+    return {n for f in step_functions(list(modules.values()), [fn]) for n in code_names(f.__code__)}
 
 
 _WARNING_TEXT = {

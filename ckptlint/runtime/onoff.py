@@ -12,13 +12,16 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import re
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import torch
 from torch import nn
 
-from .compare import Difference, flatten
+from .call_options import LossTypeError, check_loss, forward_arguments
+from .compare import Difference, compare_values, flatten
 from .equivalence import (
     _WARNING_TEXT,
     _compare,
@@ -33,7 +36,9 @@ from .equivalence import (
 )
 from .inputs import clone_inputs
 from .memory import MemoryReport, compare_memory
-from .pyglobals import watch_state
+from .module_state import capture_module_state
+from .process_state import ProcessState, watch_process
+from .recompute import RecomputeCounter, record_checkpoint_calls
 from .report import (
     CheckpointMismatch,
     EquivalenceReport,
@@ -43,7 +48,8 @@ from .report import (
     variant_label,
 )
 from .rng_audit import audit_rng
-from .states import capture_rng, restore_rng
+from .states import capture_rng
+from .step_code import code_names, step_functions
 from .switches import (
     find_switch,
     is_checkpointing_on,
@@ -51,7 +57,6 @@ from .switches import (
     turn_off,
     unwrap_name,
 )
-from .targets import plain_attributes
 from .warning_keys import classify_warning
 
 __all__ = ["assert_checkpointing_equivalent", "check_checkpointing_equivalent", "compare_checkpointing_memory"]
@@ -77,93 +82,52 @@ def _checkpoint_options(model: nn.Module) -> dict[str, Any]:
     return options
 
 
-class _RecomputeCounter:
-    """Forward pre-hooks on every submodule counting calls made while backward runs.
+@dataclass
+class _Copies:
+    """Fresh copies of the model, checkpointing off (``plain()``) or on (``checkpointed()``)."""
 
-    A call counts as a recomputation when ``torch._C._current_graph_task_id() != -1``: the
-    autograd engine is running (both checkpoint implementations recompute inside backward;
-    torch.utils.checkpoint uses the same call, torch 2.13).
-    """
+    original: nn.Module
+    enable_fn: Callable[[nn.Module], Any]
+    root: str
 
-    def __init__(self, model: nn.Module):
-        self.backward_calls: dict[str, int] = {}
-        self.forward_calls: dict[str, int] = {}
-        self.parents: dict[str, str] = {}
-        self.wrapped: set[str] = set()  # modules a CheckpointWrapper wraps, by their clean name
-        self.handles = []
-        for name, module in model.named_modules():
-            clean = unwrap_name(name)
-            if name.endswith("_checkpoint_wrapped_module"):
-                self.wrapped.add(clean)
-            else:
-                self.parents[clean] = clean.rsplit(".", 1)[0] if "." in clean else ""
-            self.handles.append(module.register_forward_pre_hook(functools.partial(self._hook, clean)))
+    def plain(self) -> nn.Module:
+        model = copy.deepcopy(self.original)
+        if is_checkpointing_on(model):
+            turn_off(model)
+        return model
 
-    def _hook(self, name: str, module: nn.Module, args: Any) -> None:
-        task = getattr(torch._C, "_current_graph_task_id", None)
-        calls = self.backward_calls if task is not None and task() != -1 else self.forward_calls
-        calls[name] = calls.get(name, 0) + 1
-
-    def remove(self) -> None:
-        for h in self.handles:
-            h.remove()
-
-    def _ancestors(self, name: str) -> list[str]:
-        out = []
-        while name:
-            name = self.parents.get(name, "")
-            out.append(name)
-        return out
-
-    def regions(self) -> dict[str, int]:
-        """``{region: recomputations}`` over the outermost modules that ran during backward.
-
-        Such a module is its own region (diffusers checkpoints ``resnet.__call__``; a
-        ``CheckpointWrapper`` its wrapped module), except when its parent ran in the forward
-        and every child of the parent that ran was recomputed: then the parent is the region
-        (transformers checkpoints a layer's ``forward``, so the layer's own hooks run outside
-        the region and only its children run again).
-        """
-        recomputed = set(self.backward_calls)
-        out: dict[str, int] = {}
-        for name in sorted(recomputed):
-            if any(a in recomputed for a in self._ancestors(name)):
-                continue
-            region = name
-            parent = self.parents.get(name, "")
-            if name and name not in self.wrapped and self.forward_calls.get(parent, 0) and parent not in self.wrapped:
-                ran = [c for c, p in self.parents.items() if p == parent and c != parent and self.forward_calls.get(c, 0)]
-                if ran and all(c in recomputed for c in ran):
-                    region = parent
-            out[region] = max(out.get(region, 0), self.backward_calls[name])
-        return out
+    def checkpointed(self) -> nn.Module:
+        model = self.plain()
+        returned = self.enable_fn(model)
+        return returned if isinstance(returned, nn.Module) else model
 
 
 def _run(
     model: nn.Module,
+    root: str,
     inputs: tuple,
     kwargs: dict[str, Any],
     loss_fn: Callable[[Any], torch.Tensor | None],
-    start_rng: Any,
-    watched: Any,
-    start_globals: dict[str, Any],
+    process: ProcessState,
     *,
     reraise: bool,
 ) -> tuple[_Step, dict[str, int]]:
-    restore_rng(start_rng)
-    watched.restore(start_globals)
+    process.restore()
     step = _Step()
-    counter = _RecomputeCounter(model)
+    counter = RecomputeCounter(model)
     args = clone_inputs(inputs)
     kw = clone_inputs(kwargs)
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, record_checkpoint_calls() as ckpt_calls:
         warnings.simplefilter("always")
         try:
             out = model(*args, **kw)
             step.outputs = [(n, _keep(v)) for n, v in flatten(out, "output")]
             loss = loss_fn(out)
+            check_loss(loss)
             if loss is not None and loss.requires_grad:
                 loss.backward()
+        except LossTypeError:
+            raise
         except Exception as exc:
             if reraise:
                 raise
@@ -180,59 +144,37 @@ def _run(
             step.param_grads[f"grad of {unwrap_name(name)}"] = _keep(p.grad)
     for name, b in model.named_buffers():
         step.buffers[f"buffer {unwrap_name(name)}"] = _keep(b)
-    step.attrs = _attributes(model)
+    step.attrs = capture_module_state(model, root)
     step.rng = capture_rng()
-    step.python_state = watched.snapshot()
+    step.python_state = process.capture()
     step.input_state = _keep_tree(tuple(args), "input") + _keep_tree(kw, "kwargs")
     regions = counter.regions()
     step.calls = 1 + max(regions.values(), default=0)
+    step.checkpoint_calls = list(ckpt_calls)
+    step.rng_not_restored = counter.rng_not_restored()
+    step.autocast_lost = counter.autocast_lost()
     return step, regions
 
 
-def _attributes(model: nn.Module) -> dict[str, Any]:
-    """The plain attributes of ``model``'s modules, ``{"attribute <module>.<name>": value}``,
-    named as in the plain model, without the library switches themselves."""
-    attrs: dict[str, Any] = {}
-    for sub_name, sub in model.named_modules():
-        if hasattr(sub, "_checkpoint_wrapped_module"):
-            continue  # the wrapper's own attributes (checkpoint_impl) exist only in one model
-        where = unwrap_name(sub_name) or type(model).__name__
-        for k, v in plain_attributes(sub).items():
-            if k in ("gradient_checkpointing", "grad_checkpointing"):
-                continue  # the switch itself
-            attrs[f"attribute {where}.{k}"] = v
-    return attrs
+def _switched_attributes(plain: nn.Module, checkpointed: nn.Module, root: str) -> set[str]:
+    """The module state in which the two copies differ before any step: what ``enable`` set
+    (a user's own flag such as ``model.use_checkpoint = True``); it is not compared."""
+    before, after = capture_module_state(plain, root), capture_module_state(checkpointed, root)
+    return {
+        key
+        for key in before.keys() | after.keys()
+        if key not in before or key not in after or compare_values("module_attr", key, before[key], after[key], rtol=0, atol=0)
+    }
 
 
-def _switched_attributes(plain: nn.Module, checkpointed: nn.Module) -> set[str]:
-    """The attributes in which the two copies differ before any step: those ``enable`` set
-    (a user's own flag such as ``model.use_checkpoint = True``); they are not compared."""
-    missing = object()
-    before, after = _attributes(plain), _attributes(checkpointed)
-    switched = set()
-    for key in before.keys() | after.keys():
-        try:
-            same = bool(before.get(key, missing) == after.get(key, missing))
-        except Exception:  # noqa: BLE001 - values whose == is not a bool
-            same = False
-        if not same:
-            switched.add(key)
-    return switched
-
-
-def _prepare(model: nn.Module, enable: Any, forward_kwargs: dict[str, Any]) -> tuple[nn.Module, nn.Module, str, dict[str, Any], list[str]]:
+def _prepare(model: nn.Module, enable: Any, forward_kwargs: dict[str, Any]) -> tuple[_Copies, str, dict[str, Any], list[str], str | None]:
     if not isinstance(model, nn.Module):
         raise TypeError(f"expected an nn.Module, got {type(model).__name__}")
     enable_fn, label, _ = resolve_enable(model, enable)
     notes: list[str] = []
-    plain = copy.deepcopy(model)
-    if is_checkpointing_on(plain):
-        turn_off(plain)
+    copies = _Copies(model, enable_fn, type(model).__name__)
+    if is_checkpointing_on(model):
         notes.append("checkpointing was already on in the model passed; the reference copy has it turned off")
-    checkpointed = copy.deepcopy(plain)
-    returned = enable_fn(checkpointed)
-    if isinstance(returned, nn.Module):
-        checkpointed = returned
     kwargs = dict(forward_kwargs)
     offered = find_switch(model)
     if offered is not None and offered.library == "transformers" and "use_cache" not in kwargs:
@@ -246,38 +188,71 @@ def _prepare(model: nn.Module, enable: Any, forward_kwargs: dict[str, Any]) -> t
                 "use_cache=False was passed to both steps: transformers turns the cache off under "
                 "checkpointing in training (utils/generic.py, 5.24), so only the plain step would return one"
             )
-    return plain, checkpointed, label, kwargs, notes
+    return copies, label, kwargs, notes, None if offered is None else offered.library
+
+
+def _given(**options: Any) -> list[str]:
+    """Names of the options whose value is not the default object (see call_options)."""
+    return [k for k, v in options.items() if v is not _DEFAULTS[k]]
+
+
+_DEFAULTS: dict[str, Any] = {"enable": "auto", "loss_fn": None, "rtol": 1e-5, "atol": 1e-6, "ignore_outputs": (), "ignore_warnings": ()}
+
+
+def _one_run_only(ref: _Step, var: _Step, ignore: Callable[[str], bool] | None) -> dict[str, str]:
+    """``{output name: "the reference" | "the checkpointed"}`` for outputs of one run only."""
+    if var.error is not None:
+        return {}
+    a, b = dict(ref.outputs), dict(var.outputs)
+    out = {n: "the reference" for n in a if n not in b}
+    out.update({n: "the checkpointed" for n in b if n not in a})
+    # name the top-level entry (output['cache']), not each of its leaves
+    top = {re.match(r"output(\[[^\]]*\]|\.\w+)?", n).group(0): w for n, w in out.items()}
+    return {n: w for n, w in top.items() if ignore is None or not ignore(n)}
+
+
+def _region_names(model: nn.Module, regions: dict[str, int]) -> set[str]:
+    """Names the code of the recomputed regions looks up (``is_grad_enabled`` ...)."""
+    modules = {unwrap_name(n): m for n, m in model.named_modules()}
+    chosen = [modules[r] for r in regions if r in modules]
+    return {name for fn in step_functions(chosen, []) for name in code_names(fn.__code__)}
 
 
 def check_checkpointing_equivalent(
     model: nn.Module,
     *inputs: Any,
-    enable: Any = "auto",
-    loss_fn: Callable[[Any], torch.Tensor | None] | None = None,
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
-    ignore_outputs: Iterable[str] = (),
-    ignore_warnings: Iterable[str] = (),
-    **forward_kwargs: Any,
+    enable: Any = _DEFAULTS["enable"],
+    loss_fn: Callable[[Any], torch.Tensor | None] | None = _DEFAULTS["loss_fn"],
+    rtol: float = _DEFAULTS["rtol"],
+    atol: float = _DEFAULTS["atol"],
+    ignore_outputs: Iterable[str] = _DEFAULTS["ignore_outputs"],
+    ignore_warnings: Iterable[str] = _DEFAULTS["ignore_warnings"],
+    forward_kwargs: dict[str, Any] | None = None,
+    **kwargs: Any,
 ) -> EquivalenceReport:
     """Like :func:`assert_checkpointing_equivalent` but return the report instead of raising."""
-    plain, checkpointed, label, kwargs, notes = _prepare(model, enable, forward_kwargs)
-    switched = _switched_attributes(plain, checkpointed)
+    given = _given(enable=enable, loss_fn=loss_fn, rtol=rtol, atol=atol, ignore_outputs=ignore_outputs, ignore_warnings=ignore_warnings)
+    merged = forward_arguments(model, forward_kwargs, kwargs, given)
+    copies, label, fkw, notes, library = _prepare(model, enable, merged)
+    root = copies.root
+    plain, checkpointed = copies.plain(), copies.checkpointed()
+    switched = _switched_attributes(plain, checkpointed, root)
     if switched:
         notes.append(
             "not compared, set by enable: "
             + ", ".join(sorted(k.removeprefix("attribute ") for k in switched))
         )
     options = _checkpoint_options(checkpointed)
-    ignore = _ignore_matcher(ignore_outputs)
+    patterns = list(ignore_outputs)
+    ignore = _ignore_matcher(patterns)
     loss = functools.partial(default_loss, ignore=ignore) if loss_fn is None else loss_fn
     ignored = set(ignore_warnings)
-    watched = watch_state(model)
-    start_globals = watched.snapshot()
-    start_rng = capture_rng()
+    process = watch_process([plain, checkpointed], [loss_fn])
     try:
         try:
-            ref, ref_regions = _run(plain, inputs, kwargs, loss, start_rng, watched, start_globals, reraise=True)
+            ref, ref_regions = _run(plain, root, inputs, fkw, loss, process, reraise=True)
+        except LossTypeError:
+            raise
         except Exception as exc:
             raise RuntimeError(f"the reference step (checkpointing off) failed: {type(exc).__name__}: {exc}") from exc
         if ref_regions:
@@ -285,10 +260,20 @@ def check_checkpointing_equivalent(
                 "the reference copy still recomputes " + ", ".join(ref_regions)
                 + ": checkpointing could not be turned off; pass a model with checkpointing off"
             )
-        ref_changes = watched.changes(start_globals)
-        var, regions = _run(checkpointed, inputs, kwargs, loss, start_rng, watched, start_globals, reraise=False)
-        var.calls = 1 + max(regions.values(), default=0)
-        ref.calls = 1
+        var, regions = _run(checkpointed, root, inputs, fkw, loss, process, reraise=False)
+        only = _one_run_only(ref, var, ignore)
+        if only:
+            patterns += list(only)
+            ignore = _ignore_matcher(patterns)
+            notes.append(
+                "left out of the default loss and not compared, present in one run only: "
+                + ", ".join(f"{n} ({w} run)" for n, w in sorted(only.items()))
+                + ("; transformers returns no cache under checkpointing in training" if library == "transformers" else "")
+            )
+            if loss_fn is None:  # the first two steps summed them into the loss: run both again
+                loss = functools.partial(default_loss, ignore=ignore)
+                ref, _ = _run(copies.plain(), root, inputs, fkw, loss, process, reraise=True)
+                var, regions = _run(copies.checkpointed(), root, inputs, fkw, loss, process, reraise=False)
         for key in switched:  # set by `enable` itself, not by the step
             ref.attrs.pop(key, None)
             var.attrs.pop(key, None)
@@ -300,59 +285,94 @@ def check_checkpointing_equivalent(
         result = VariantResult(options, full_label, diffs, [], var.calls, ref.calls, var.warnings, [], var.error)
         result.recomputations = regions
         if diffs:
-            rng_changed = [d.name for d in diffs if d.kind == "rng"]
-            preserve = options.get("preserve_rng_state")
-            audited = bool(preserve) if preserve is not None else True
-            try:
-                audit = audit_rng(plain, *inputs, kwargs=kwargs, preserve_rng_state=audited)
-            except Exception:
-                audit = []
-            result.audit_preserve_rng_state = audited
-            if preserve is None:
-                # not readable from the switch: the CPU RNG ends elsewhere only when the
-                # recomputation drew from it unrestored
-                preserve = not ("torch CPU RNG" in rng_changed and any(r.source == "default generator" for r in audit))
-            result.audit = audit
-            evidence = Evidence(
-                reentrant=options.get("use_reentrant", False) in (True, None),
-                preserve_rng_state=bool(preserve),
-                calls=var.calls,
-                reference_calls=ref.calls,
-                warnings=var.warnings,
-                rng_changed=rng_changed,
-                positional_grad_input=True,
-                reference_state_changes=ref_changes,
-                audit=audit,
-                error=var.error,
+            again, _ = _run(copies.plain(), root, inputs, fkw, loss, process, reraise=False)
+            unstable = sorted({d.name for d in _compare(ref, again, rtol, atol, ignore)})
+            result.suggestions, result.audit = _diagnose(
+                diffs, ref, var, regions, options, copies, inputs, fkw, process, unstable, checkpointed
             )
-            result.suggestions = diagnose(diffs, evidence)
+            result.audit_preserve_rng_state = _preserve(options, var) is not False
         notes += _vacuity_notes(
-            isolated_modules=[plain], start_rng=start_rng, ref=ref, results=[result], recomputed=bool(regions)
+            isolated_modules=[plain], start_rng=process.rng, ref=ref, results=[result], recomputed=bool(regions),
+            library=library,
         )
     finally:
-        restore_rng(start_rng)
-        watched.restore(start_globals)
+        process.restore()
     report = EquivalenceReport([result], rtol, atol, notes=notes)
     _warn_vacuous(report)
     return report
 
 
+def _preserve(options: dict[str, Any], var: _Step) -> bool | None:
+    """``preserve_rng_state`` of the checkpointed step: read from the switch's partial, else
+    from the torch.utils.checkpoint calls seen; None when no torch checkpoint call was seen."""
+    if "preserve_rng_state" in options:
+        return bool(options["preserve_rng_state"])
+    if var.checkpoint_calls:
+        return all(c.preserve_rng_state for c in var.checkpoint_calls)
+    return None
+
+
+def _diagnose(
+    diffs: list[Difference], ref: _Step, var: _Step, regions: dict[str, int], options: dict[str, Any],
+    copies: _Copies, inputs: tuple, fkw: dict[str, Any], process: ProcessState, unstable: list[str],
+    checkpointed: nn.Module,
+) -> tuple[list, list | None]:
+    """The likely causes of ``diffs`` and the RNG audit to show (None when it would mislead)."""
+    preserve = _preserve(options, var)
+    home_made = bool(regions) and not var.checkpoint_calls
+    try:
+        audit = audit_rng(copies.plain(), *inputs, kwargs=fkw, preserve_rng_state=preserve is not False)
+    except Exception:  # noqa: BLE001 - the audit only explains
+        audit = []
+    finally:
+        process.restore()
+    if "use_reentrant" in options:
+        reentrant = options["use_reentrant"] in (True, None)
+    else:
+        reentrant = any(c.reentrant for c in var.checkpoint_calls)
+    initial = process.initial()
+    changed = {
+        k: (initial.get(k), v) for k, v in ref.python_state.items()
+        if compare_values("python_state", k, initial.get(k), v, rtol=0, atol=0)
+    }
+    evidence = Evidence(
+        reentrant=reentrant,
+        preserve_rng_state=preserve is not False,
+        calls=var.calls,
+        reference_calls=ref.calls,
+        warnings=var.warnings,
+        rng_changed=[d.name for d in diffs if d.kind == "rng"],
+        positional_grad_input=True,
+        reference_state_changes=changed,
+        audit=audit,
+        error=var.error,
+        recomputed=bool(regions),
+        unstable=unstable,
+        home_made=home_made,
+        rng_not_restored=var.rng_not_restored,
+        autocast_lost=var.autocast_lost,
+        grad_mode_branch=reentrant and "is_grad_enabled" in _region_names(checkpointed, regions),
+    )
+    return diagnose(diffs, evidence), (None if home_made else audit)
+
+
 def assert_checkpointing_equivalent(
     model: nn.Module,
     *inputs: Any,
-    enable: Any = "auto",
-    loss_fn: Callable[[Any], torch.Tensor | None] | None = None,
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
-    ignore_outputs: Iterable[str] = (),
-    ignore_warnings: Iterable[str] = (),
-    **forward_kwargs: Any,
+    enable: Any = _DEFAULTS["enable"],
+    loss_fn: Callable[[Any], torch.Tensor | None] | None = _DEFAULTS["loss_fn"],
+    rtol: float = _DEFAULTS["rtol"],
+    atol: float = _DEFAULTS["atol"],
+    ignore_outputs: Iterable[str] = _DEFAULTS["ignore_outputs"],
+    ignore_warnings: Iterable[str] = _DEFAULTS["ignore_warnings"],
+    forward_kwargs: dict[str, Any] | None = None,
+    **kwargs: Any,
 ) -> EquivalenceReport:
     """Assert that turning checkpointing on leaves one training step of ``model`` unchanged.
 
-    Deep-copies ``model`` twice. On one copy checkpointing is off (if the model passed has it
-    on -- a ``gradient_checkpointing``/``grad_checkpointing`` flag or a ``CheckpointWrapper`` --
-    it is turned off there); on the other it is turned on with ``enable``:
+    Deep-copies ``model``. On the reference copy checkpointing is off (if the model passed has
+    it on -- a ``gradient_checkpointing``/``grad_checkpointing`` flag or a ``CheckpointWrapper``
+    -- it is turned off there); on the other it is turned on with ``enable``:
 
     * ``"auto"``: the first switch the model offers, in the order of
       :data:`ckptlint.runtime.switches.SWITCHES`: transformers
@@ -363,15 +383,26 @@ def assert_checkpointing_equivalent(
       e.g. ``lambda m: m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={...})``
       or ``lambda m: apply_activation_checkpointing(m, check_fn=...)``.
 
-    Then ``loss_fn(model(*inputs, **forward_kwargs)).backward()`` runs on each copy from the
-    same global RNG states, plain globals the model's ``forward`` names and fresh copies of
-    the inputs, and the two steps are compared by value: flattened outputs, gradients of
-    grad-requiring inputs, parameter gradients, buffers, plain module attributes, global RNG
-    states after the step, inputs after the step, and warnings from torch.utils.checkpoint.
-    Parameter, buffer and module names are compared without ``_checkpoint_wrapped_module.``.
+    Then ``loss_fn(model(*inputs, **forward_kwargs)).backward()`` runs on each copy from the same
+    state: every global RNG (torch CPU and devices, Python, NumPy), fresh copies of the inputs,
+    and the globals and closure cells named by the ``forward`` of every submodule class, by
+    every registered hook and by ``loss_fn`` that hold state (numbers, strings, tensors and
+    containers of them; :mod:`ckptlint.runtime.process_state`), put back before each step and
+    at the end. The steps are compared by value: flattened outputs, gradients of grad-requiring
+    inputs, parameter gradients, buffers, the state of every submodule (attributes of every
+    kind: numbers, lists, dicts, tensors that are not buffers; hook-held state;
+    :mod:`ckptlint.runtime.module_state`), the watched globals and closure cells, global RNG
+    states, inputs after the step, and warnings from torch.utils.checkpoint. Names are the
+    plain model's (no ``_checkpoint_wrapped_module.``; the root is the model's class name).
+
     Forward pre-hooks count how often each region ran again while backward ran
-    (``VariantResult.recomputations``, ``{region: count}``; a region is the parent of the
-    outermost submodules that re-ran: a transformers decoder layer, a ``CheckpointWrapper``).
+    (``VariantResult.recomputations``, ``{region: count}``, per forward call of the module; a
+    region is the outermost submodule that re-ran, or the layer whose children all re-ran: a
+    transformers decoder layer). An output present in one run only (a transformers cache) is
+    left out of the default loss and of the comparison, and named in ``report.notes``. When the
+    steps differ, the reference runs a second time: what differs between two reference runs is
+    reported as non-determinism or state the check does not isolate, and a difference when
+    nothing was recomputed is not blamed on checkpointing.
 
     For a transformers model, ``use_cache=False`` is passed to both steps unless given:
     transformers turns the cache off under checkpointing in training (see
@@ -379,12 +410,15 @@ def assert_checkpointing_equivalent(
 
     Args:
         model: the ``nn.Module`` (never modified; put it in ``train()`` mode to test training).
-        *inputs, **forward_kwargs: the model's inputs (tensors keep ``requires_grad``).
+        *inputs: the model's positional inputs (tensors keep ``requires_grad``).
         enable: ``"auto"`` or a callable, see above.
-        loss_fn: maps the output to a scalar; default :func:`ckptlint.runtime.default_loss`.
+        loss_fn: maps the output to a scalar tensor; default :func:`ckptlint.runtime.default_loss`.
         rtol, atol: tolerances for floating-point tensors (``torch.allclose`` semantics).
-        ignore_outputs: output names or ``fnmatch`` patterns not to compare.
+        ignore_outputs: output names (``"output['past_key_values']"`` or just
+            ``"past_key_values"``) or ``fnmatch`` patterns not to compare (nor sum into the loss).
         ignore_warnings: warning keys not to report.
+        forward_kwargs: keyword arguments for ``model.forward``; other keyword arguments are
+            taken as forward arguments too.
 
     Returns:
         The :class:`EquivalenceReport` (one result, labelled with the switch and the checkpoint
@@ -392,11 +426,14 @@ def assert_checkpointing_equivalent(
 
     Raises:
         CheckpointMismatch: (an ``AssertionError``) when the steps differ, with the likely
-            cause and rule code (CKP101 ``preserve_rng_state=False`` with dropout, CKP203
-            BatchNorm in a region ...).
+            cause and rule code (CKP101 ``preserve_rng_state=False`` with dropout, CKP104/CKP105
+            a home-made recompute that restores no RNG / no autocast, CKP202 a side effect,
+            CKP203 BatchNorm in a region ...).
         RuntimeError: the reference step fails.
         ValueError: ``enable="auto"`` and no known switch; the reference copy still recomputes.
-        TypeError: ``model`` is not a module, or ``enable`` is neither "auto" nor callable.
+        TypeError: ``model`` is not a module; ``enable`` is neither "auto" nor callable;
+            ``loss_fn`` returns no tensor; a keyword argument is both an option given here and
+            a parameter of ``model.forward`` (pass it in ``forward_kwargs``), or is given twice.
 
     A passing check that proved little (eval mode, nothing recomputed) warns with
     :class:`ckptlint.runtime.CheckpointingWarning`; ``report.notes`` says why.
@@ -404,7 +441,7 @@ def assert_checkpointing_equivalent(
     __tracebackhide__ = True
     report = check_checkpointing_equivalent(
         model, *inputs, enable=enable, loss_fn=loss_fn, rtol=rtol, atol=atol,
-        ignore_outputs=ignore_outputs, ignore_warnings=ignore_warnings, **forward_kwargs,
+        ignore_outputs=ignore_outputs, ignore_warnings=ignore_warnings, forward_kwargs=forward_kwargs, **kwargs,
     )
     if not report.ok:
         raise CheckpointMismatch(report)
@@ -419,23 +456,27 @@ def compare_checkpointing_memory(
     device: str | torch.device | None = None,
     warmup: int = 1,
     iters: int = 5,
-    **forward_kwargs: Any,
+    forward_kwargs: dict[str, Any] | None = None,
+    **kwargs: Any,
 ) -> MemoryReport:
     """:func:`ckptlint.runtime.compare_memory` for a model with checkpointing off and on.
 
-    Copies the model as :func:`assert_checkpointing_equivalent` does (``enable`` the same) and
-    measures ``loss_fn(model(*inputs, **forward_kwargs)).backward()`` on each copy (gradients
-    set to None before every step). Inputs are used as given (move model and inputs to
-    ``device`` first). Returns the :class:`MemoryReport`: saved-activation, op-peak and (CUDA)
-    peak-memory figures in bytes, step times in seconds, and their ratios.
+    Copies the model as :func:`assert_checkpointing_equivalent` does (``enable`` and
+    ``forward_kwargs`` the same) and measures ``loss_fn(model(*inputs, **forward_kwargs)).backward()``
+    on each copy (gradients set to None before every step). Inputs are used as given (move model
+    and inputs to ``device`` first). Returns the :class:`MemoryReport`: saved-activation, op-peak
+    and (CUDA) peak-memory figures in bytes, step times in seconds, and their ratios.
     """
     loss = default_loss if loss_fn is None else loss_fn
-    plain, checkpointed, _, kwargs, _ = _prepare(model, enable, forward_kwargs)
+    merged = forward_arguments(model, forward_kwargs, kwargs, _given(enable=enable, loss_fn=loss_fn))
+    copies, _, fkw, _, _ = _prepare(model, enable, merged)
+    plain, checkpointed = copies.plain(), copies.checkpointed()
 
     def step(m: nn.Module) -> Callable[[], None]:
         def run() -> None:
             m.zero_grad(set_to_none=True)
-            value = loss(m(*inputs, **kwargs))
+            value = loss(m(*inputs, **fkw))
+            check_loss(value)
             if value is not None and value.requires_grad:
                 value.backward()
 

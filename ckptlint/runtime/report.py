@@ -68,6 +68,17 @@ class Evidence:
         error: the exception the checkpointed step raised, if any.
         nested_outputs: output tensors nested in containers (dict values, list items,
             dataclass fields), which a reentrant checkpoint returns without autograd history.
+        recomputed: something ran again during backward; when False, no difference is blamed
+            on checkpointing's recomputation.
+        unstable: names that also differ between two reference runs (checkpointing off) from
+            the same state: non-determinism or state the check does not isolate.
+        home_made: regions were recomputed but no torch.utils.checkpoint call ran (a
+            ``torch.autograd.Function`` of the user's that re-runs the forward in backward).
+        rng_not_restored: recomputed modules whose recomputation started from another CPU RNG
+            state than their forward.
+        autocast_lost: recomputed modules that ran under autocast in the forward only.
+        grad_mode_branch: the reentrant variant ran and the region's code reads
+            ``torch.is_grad_enabled()``.
     """
 
     reentrant: bool
@@ -81,6 +92,12 @@ class Evidence:
     audit: list[RngRecord] | None = None
     error: BaseException | None = None
     nested_outputs: list[str] = field(default_factory=list)
+    recomputed: bool = True
+    unstable: list[str] = field(default_factory=list)
+    home_made: bool = False
+    rng_not_restored: list[str] = field(default_factory=list)
+    autocast_lost: list[str] = field(default_factory=list)
+    grad_mode_branch: bool = False
 
 
 def _times(n: int) -> str:
@@ -119,6 +136,21 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
       recomputation read the changed state (CKP201).
     """
     out: list[Suggestion] = []
+    unstable = [d for d in differences if d.name in set(ev.unstable)]
+    if unstable:
+        out.append(
+            Suggestion(
+                None,
+                "the step is not repeatable: two runs with checkpointing off, from the same state, also differ in "
+                + ", ".join(d.name for d in unstable[:3])
+                + ": non-determinism (a non-deterministic kernel, time, an unseeded generator) or state "
+                "this check does not isolate (a global object that is not plain data, a file), not checkpointing",
+                "make the step deterministic (torch.use_deterministic_algorithms(True), seeded generators) "
+                "or pass the state in as an argument; ignore_outputs= leaves an output out",
+            )
+        )
+        differences = [d for d in differences if d not in unstable]
+    repeatable = bool(differences)
     values = [d for d in differences if d.kind in ("output", "input_grad", "param_grad")]
     rejected = ev.error is not None and ev.calls == 0
     wrong = bool(values) or (ev.error is not None and not rejected)
@@ -209,7 +241,21 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
     torch_rng = [n for n in ev.rng_changed if n.startswith("torch ")]
     aten_default = [r for r in audit if r.source == "default generator"]
     rng_explained = False
-    if not ev.preserve_rng_state and (torch_rng or aten_default):
+    if ev.home_made and (ev.rng_not_restored or (torch_rng and aten_default)):
+        ops = ", ".join(sorted({f"{r.op} on {r.device}" for r in aten_default})) or "random ops"
+        where = ", ".join(ev.rng_not_restored[:3]) or "the region"
+        out.append(
+            Suggestion(
+                "CKP104",
+                f"a home-made recompute (no torch.utils.checkpoint call ran) re-ran {where} from another "
+                f"RNG state than the forward ({ops}): the recomputation draws other random numbers "
+                "(another dropout mask)",
+                "save the RNG state in forward and restore it around the re-run in backward "
+                "(torch.random.fork_rng + torch.set_rng_state), or use torch.utils.checkpoint",
+            )
+        )
+        rng_explained = True
+    elif not ev.preserve_rng_state and (torch_rng or aten_default):
         ops = ", ".join(sorted({f"{r.op} on {r.device}" for r in aten_default})) or "random ops"
         out.append(
             Suggestion(
@@ -223,7 +269,7 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
         rng_explained = True
     device_rng = [n for n in torch_rng if n != "torch CPU RNG"]
     not_stashed = [r for r in audit if r.rule == "CKP102"]
-    if (ev.preserve_rng_state and (device_rng or not_stashed)) or "multiple_device_types" in ev.warnings:
+    if not ev.home_made and ((ev.preserve_rng_state and (device_rng or not_stashed)) or "multiple_device_types" in ev.warnings):
         where = ", ".join(sorted({f"{r.op} on {r.device}" for r in not_stashed})) or ", ".join(device_rng)
         out.append(
             Suggestion(
@@ -254,6 +300,29 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
         )
         rng_explained = True
 
+    if ev.autocast_lost:
+        out.append(
+            Suggestion(
+                "CKP105",
+                "the recomputation of " + ", ".join(ev.autocast_lost[:3]) + " ran without the autocast "
+                "of the forward (a home-made recompute in backward, outside the torch.autocast block): "
+                "it computed in another dtype than the forward",
+                "re-enter the forward's autocast state around the re-run (save torch.is_autocast_enabled() "
+                "and torch.get_autocast_dtype() in forward), or use torch.utils.checkpoint",
+            )
+        )
+        rng_explained = True
+    if ev.reentrant and ev.grad_mode_branch and (values or ev.error is not None):
+        out.append(
+            Suggestion(
+                None,
+                "the reentrant variant runs the region's forward under no_grad and only the "
+                "recomputation with grad enabled, and the region branches on torch.is_grad_enabled(): "
+                "forward and recomputation take different paths",
+                "use use_reentrant=False",
+            )
+        )
+        rng_explained = True
     state = [d for d in differences if d.kind in ("python_state", "module_attr", "input_state")]
     if state:
         out.append(
@@ -295,6 +364,20 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
                 "rerun that variant with debug=True for an op-by-op comparison",
             )
         )
+    if not ev.recomputed and ev.error is None:
+        # nothing ran again: keep the causes that need no recomputation (the reentrant traps)
+        out = [s for s in out if s.code is None]
+        general = ("use_reentrant was not passed", "the step is not repeatable")
+        if repeatable and all(s.cause.startswith(general) for s in out):
+            out.append(
+                Suggestion(
+                    None,
+                    "nothing was recomputed (no checkpointed region ran again during backward), so "
+                    "checkpointing's recomputation did not cause this: the checkpointed run differs in "
+                    "something else (what enable changed, or state this check does not isolate)",
+                    "check what enable changes besides turning checkpointing on",
+                )
+            )
     seen: set[tuple[str | None, str]] = set()
     unique = []
     for s in out:

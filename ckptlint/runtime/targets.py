@@ -20,21 +20,17 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from .pyglobals import _code_of, _is_plain, _names
+from .module_state import module_attributes
+from .pyglobals import _code_of, _names
+from .state_values import restore, save, state_copy
 
 __all__ = ["Isolated", "find_modules", "find_reachable", "plain_attributes"]
 
 
 def plain_attributes(module: nn.Module) -> dict[str, Any]:
-    """Deep copies of a module's public plain-data attributes (``self.calls``, ``self.p`` ...).
-
-    ``training`` and names starting with ``_`` (PyTorch's own bookkeeping) are left out.
-    """
-    return {
-        k: copy.deepcopy(v)
-        for k, v in vars(module).items()
-        if not k.startswith("_") and k != "training" and _is_plain(v)
-    }
+    """Copies of a module's attributes that are state (``self.calls``, ``self.cache``, a tensor
+    that is not a buffer ...; see :func:`ckptlint.runtime.module_state.module_attributes`)."""
+    return {k: state_copy(v) for k, v in module_attributes(module).items()}
 
 
 #: how many containers or plain objects deep :func:`find_modules` looks below a name
@@ -149,7 +145,9 @@ class _SavedState:
                 self.params.append((p, p.detach().clone(), None if p.grad is None else p.grad.clone(), p.requires_grad))
             for b in m.buffers():
                 self.buffers.append((b, b.detach().clone()))
-        self.attrs = [(sub, plain_attributes(sub)) for m in modules.values() for sub in m.modules()]
+        self.attrs = [
+            (sub, {k: save(v) for k, v in module_attributes(sub).items()}) for m in modules.values() for sub in m.modules()
+        ]
 
     def restore(self, *, keep_grads: bool) -> None:
         with torch.no_grad():
@@ -160,8 +158,8 @@ class _SavedState:
             for b, data in self.buffers:
                 b.copy_(data)
         for sub, attrs in self.attrs:
-            for k, v in attrs.items():
-                setattr(sub, k, copy.deepcopy(v))
+            for k, saved in attrs.items():
+                setattr(sub, k, restore(saved))
         for g, state in self.generators:
             g.set_state(state)
 

@@ -86,3 +86,44 @@ def test_cuda_transformers_gpt2_on_off():
     ids = torch.randint(0, 128, (2, 16), device="cuda")
     report = assert_checkpointing_equivalent(model, ids)
     assert set(report.results[0].recomputations) == {"transformer.h.0", "transformer.h.1"}
+
+
+class Recompute(torch.autograd.Function):
+    """A home-made recompute without RNG restore (CKP104 when dropout draws from the CUDA RNG)."""
+
+    @staticmethod
+    def forward(ctx, fn, x):
+        ctx.fn = fn
+        ctx.save_for_backward(x)
+        with torch.no_grad():
+            return fn(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        x = x.detach().requires_grad_(True)
+        with torch.enable_grad():
+            out = ctx.fn(x)
+        torch.autograd.backward(out, grad)
+        return None, x.grad
+
+
+class HomeMade(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        self.on = False
+
+    def forward(self, x):
+        return Recompute.apply(self.block, x) if self.on else self.block(x)
+
+
+def test_cuda_rng_is_restored_after_the_check_and_home_made_recompute_is_ckp104():
+    torch.manual_seed(0)
+    model = HomeMade().cuda().train()
+    x = torch.randn(8, 64, device="cuda", requires_grad=True)
+    before = torch.cuda.get_rng_state()
+    with pytest.raises(CheckpointMismatch) as info:
+        assert_checkpointing_equivalent(model, x, enable=lambda m: setattr(m, "on", True))
+    assert torch.equal(torch.cuda.get_rng_state(), before)
+    assert "CKP104" in info.value.rule_codes
