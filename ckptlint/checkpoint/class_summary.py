@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from ckptlint.checkpoint.denotations import AttributeValue, ClassInfo
-from ckptlint.checkpoint.options import literal_value
+from ckptlint.checkpoint.options import literal_string, literal_value
 from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name, candidate_values
 from ckptlint.semantic.bindings import EACH, Assigned, BindingKind
 from ckptlint.semantic.walk import child_nodes, node_types
@@ -99,7 +100,7 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
         _record_registration(info, node, node.func, self_name, method)
         return
     model = info.analysis.model
-    for assigned in assignments(node, lambda expr: _string(literal_value(expr, model))):
+    for assigned in assignments(node, partial(literal_string, model=model)):
         attr = attribute_name(assigned, self_name)
         if attr is not None:
             _record(info, attr, assigned, method)
@@ -109,10 +110,6 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
             outer = self_attribute(assigned.owner, self_name)
             if outer is not None:
                 _record(info, f"{outer}.{assigned.attr}", assigned, method)
-
-
-def _string(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _record_registration(
