@@ -131,6 +131,22 @@ def _params(function: cst.FunctionDef) -> list[str]:
     return [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
 
 
+def _parameter_named(value: cst.BaseExpression, parameters: list[str], model: SemanticModel) -> str | None:
+    """The parameter among ``parameters`` that ``value`` names, itself or through a local
+    name bound to it (``if (fn := run_function): ctx.fn = fn``)."""
+    if not isinstance(value, cst.Name):
+        return None
+    if value.value in parameters:
+        return value.value
+    if value not in model.scopes:
+        return None
+    for binding in model.bindings_of(value):
+        if binding.kind is not BindingKind.PARAMETER and isinstance(binding.value, cst.Name):
+            if binding.value.value in parameters:
+                return binding.value.value
+    return None
+
+
 def _assignments(function: cst.FunctionDef, model: SemanticModel) -> list[Assigned]:
     """Every target ``function``'s own code binds (:func:`ckptlint.semantic.assignments.assignments`)."""
     key = partial(literal_string, model=model)  # setattr(ctx, NAME, fn)
@@ -176,8 +192,9 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
     for assigned in _assignments(forward, model):  # ctx.run_function = run_function, in any form
         attr = attribute_name(assigned, ctx_name)
         for value in candidate_values(assigned, model.qualified_names) or () if attr is not None else ():
-            if isinstance(value, cst.Name) and value.value in rest:
-                stored[attr] = rest.index(value.value)  # type: ignore[index]
+            parameter = _parameter_named(value, rest, model)
+            if parameter is not None:
+                stored[attr] = rest.index(parameter)  # type: ignore[index]
     # Only a callable forward runs itself is re-run by backward (not, say, a backward_op
     # that forward stores for backward's own use: diffusers' ring attention).
     parameter_of = {attr: rest[index] for attr, index in stored.items()}
@@ -214,7 +231,7 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
     attribute = None
     backward_calls = [n for n in _nodes(backward) if isinstance(n, cst.Call)]
     for call in backward_calls:
-        func = call.func
+        func = call.func.value if isinstance(call.func, cst.NamedExpr) else call.func  # `(run := ctx.fn)(*x)`
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == bctx:
             if func.attr.value in stored:
                 reruns.append(call)
