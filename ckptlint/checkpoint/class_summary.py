@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.denotations import ClassInfo
-from ckptlint.checkpoint.options import literal_value
+from ckptlint.checkpoint.denotations import AttributeValue, ClassInfo
+from ckptlint.checkpoint.options import literal_string, literal_value
+from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name, candidate_values
+from ckptlint.semantic.bindings import EACH, Assigned, BindingKind
 from ckptlint.semantic.walk import child_nodes, node_types
 
 if TYPE_CHECKING:
@@ -49,12 +53,10 @@ def _summarise(analysis: ModuleAnalysis, node: cst.ClassDef) -> ClassInfo:
             info.methods[statement.name.value] = statement
         elif isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
-                if isinstance(small, cst.Assign):
-                    for target in small.targets:
-                        if isinstance(target.target, cst.Name):
-                            info.attributes.setdefault(target.target.value, []).append((small.value, None))
-                elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
-                    info.attributes.setdefault(small.target.value, []).append((small.value, None))
+                if isinstance(small, (cst.Assign, cst.AnnAssign)):  # class-level attributes
+                    for assigned in assignments(small):
+                        if isinstance(assigned.target, cst.Name):
+                            _record(info, assigned.target.value, assigned, None)
     for method in info.methods.values():
         self_name = self_parameter(method)
         if self_name is None:
@@ -69,53 +71,69 @@ def self_attribute(expr: cst.BaseExpression, self_name: str) -> str | None:
         return expr.attr.value
     return None
 
-_RECORDED = node_types(cst.Assign, cst.AnnAssign, cst.Call)
 _NOT_ENTERED = node_types(cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)
 _BRANCHES = node_types(cst.If, cst.IfExp)
 
 
+def _record(info: ClassInfo, name: str, assigned: Assigned, method: cst.FunctionDef | None) -> None:
+    """Record what ``assigned`` gives attribute ``name``: the expressions the text shows (a
+    display's element, ``nullcontext``'s argument), else the value with its path; ``x +=
+    [...]`` adds the display's elements to the container like ``extend``; an unknown value
+    is not recorded."""
+    if assigned.kind is BindingKind.AUGMENTED:
+        node = assigned.node
+        if method is not None and isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
+            items = candidate_values(replace(assigned, kind=BindingKind.LOOP, path=(EACH,)))
+            info.appended.setdefault(name, []).extend((item, method) for item in items or ())
+        return
+    texts = candidate_values(assigned, info.analysis.model.qualified_names)
+    if texts is not None:
+        info.attributes.setdefault(name, []).extend(AttributeValue(t, method) for t in texts)
+    elif assigned.value is not None:
+        info.attributes.setdefault(name, []).append(AttributeValue(assigned.value, method, assigned.path))
+
+
 def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, method: cst.FunctionDef) -> None:
-    if type(node) not in _RECORDED:
-        return  # most nodes: one set lookup instead of four ABC isinstance checks
-    if isinstance(node, cst.Assign):
-        for target in node.targets:
-            attr = self_attribute(target.target, self_name)
-            if attr is not None:
-                info.attributes.setdefault(attr, []).append((node.value, method))
-            elif isinstance(target.target, cst.Attribute):
-                # `self.mid = nn.Module(); self.mid.block_1 = Block(...)` (diffusers' KVAE,
-                # ldm-style VAEs): recorded under "mid.block_1"
-                outer = self_attribute(target.target.value, self_name)
-                if outer is not None:
-                    info.attributes.setdefault(f"{outer}.{target.target.attr.value}", []).append((node.value, method))
-    elif isinstance(node, cst.AnnAssign) and node.value is not None:
-        attr = self_attribute(node.target, self_name)
+    if type(node) not in BINDING_NODES:
+        return  # most nodes: one set lookup instead of several isinstance checks
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        _record_registration(info, node, node.func, self_name, method)
+        return
+    model = info.analysis.model
+    for assigned in assignments(node, partial(literal_string, model=model)):
+        attr = attribute_name(assigned, self_name)
         if attr is not None:
-            info.attributes.setdefault(attr, []).append((node.value, method))
-    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-        method_name = node.func.attr.value
-        owner = node.func.value
-        if method_name in ("register_buffer", "register_parameter", "add_module", "register_module") and (
-            isinstance(owner, cst.Name) and owner.value == self_name
-        ):
-            if len(node.args) >= 1:
-                key = literal_value(node.args[0].value, info.analysis.model)
-                if not isinstance(key, str) and method_name in ("add_module", "register_module"):
-                    key = dynamic_key(info.analysis, node.args[0].value)
-                if isinstance(key, str):
-                    if method_name == "register_buffer":
-                        info.buffers.add(key)
-                    elif len(node.args) >= 2 and method_name != "register_parameter":
-                        info.attributes.setdefault(key, []).append((node.args[1].value, method))
-        attr = self_attribute(owner, self_name)
-        if attr is not None and method_name in ("append", "extend", "insert", "add_module", "update"):
-            for arg in node.args:
-                info.appended.setdefault(attr, []).append((arg.value, method))
-    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "setattr":
-        if len(node.args) >= 3 and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == self_name:
-            key = literal_value(node.args[1].value, info.analysis.model)
+            _record(info, attr, assigned, method)
+        elif isinstance(assigned.target, cst.Attribute) and assigned.owner is not None:
+            # `self.mid = nn.Module(); self.mid.block_1 = Block(...)` (diffusers' KVAE,
+            # ldm-style VAEs): recorded under "mid.block_1"
+            outer = self_attribute(assigned.owner, self_name)
+            if outer is not None:
+                _record(info, f"{outer}.{assigned.attr}", assigned, method)
+
+
+def _record_registration(
+    info: ClassInfo, node: cst.Call, func: cst.Attribute, self_name: str, method: cst.FunctionDef
+) -> None:
+    """``self.register_buffer(...)``, ``self.add_module(name, m)``, ``self.blocks.append(m)``..."""
+    method_name = func.attr.value
+    owner = func.value
+    if method_name in ("register_buffer", "register_parameter", "add_module", "register_module") and (
+        isinstance(owner, cst.Name) and owner.value == self_name
+    ):
+        if len(node.args) >= 1:
+            key = literal_value(node.args[0].value, info.analysis.model)
+            if not isinstance(key, str) and method_name in ("add_module", "register_module"):
+                key = dynamic_key(info.analysis, node.args[0].value)
             if isinstance(key, str):
-                info.attributes.setdefault(key, []).append((node.args[2].value, method))
+                if method_name == "register_buffer":
+                    info.buffers.add(key)
+                elif len(node.args) >= 2 and method_name != "register_parameter":
+                    info.attributes.setdefault(key, []).append(AttributeValue(node.args[1].value, method))
+    attr = self_attribute(owner, self_name)
+    if attr is not None and method_name in ("append", "extend", "insert", "add_module", "update"):
+        for arg in node.args:
+            info.appended.setdefault(attr, []).append((arg.value, method))
 
 def dynamic_key(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> str:
     """An attribute name known only at run time, keyed by the code that computes it

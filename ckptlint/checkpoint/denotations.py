@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import libcst as cst
 
@@ -16,7 +16,7 @@ from ckptlint.semantic.bindings import Binding
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["ClassInfo", "ConstructorEnv", "Context", "LayerUse"]
+__all__ = ["AttributeValue", "ClassInfo", "ConstructorEnv", "Context", "LayerUse"]
 
 
 MAX_EVAL_DEPTH = 12
@@ -185,6 +185,17 @@ def call_argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None
     return positional[position] if len(positional) > position else None
 
 
+class AttributeValue(NamedTuple):
+    """One value a class gives an attribute: ``value`` assigned in ``method`` (``None`` for the
+    class body); ``path`` as :attr:`ckptlint.semantic.bindings.Assigned.path` when the
+    attribute gets a position of ``value`` that the text does not show (``self.name,
+    self.norm = build_norm_layer(cfg, c)``)."""
+
+    value: cst.BaseExpression
+    method: cst.FunctionDef | None
+    path: tuple[int | str, ...] = ()
+
+
 @dataclass(eq=False, repr=False)
 class ClassInfo:
     """The per-class summary regions need: methods, attribute assignments, buffers."""
@@ -193,7 +204,7 @@ class ClassInfo:
     node: cst.ClassDef
     qualname: str
     methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
-    attributes: dict[str, list[tuple[cst.BaseExpression, cst.FunctionDef | None]]] = field(default_factory=dict)
+    attributes: dict[str, list[AttributeValue]] = field(default_factory=dict)
     appended: dict[str, list[tuple[cst.BaseExpression, cst.FunctionDef]]] = field(default_factory=dict)
     buffers: set[str] = field(default_factory=set)
     bases: list[Value] = field(default_factory=list)
@@ -225,14 +236,3 @@ def describe_value(value: Value) -> str:
     if isinstance(value, ContainerValue):
         return "nn.Sequential"
     return "?"
-
-
-def target_path(target: cst.BaseExpression, name: str) -> list[int] | None:
-    if isinstance(target, cst.Name):
-        return [] if target.value == name else None
-    if isinstance(target, (cst.Tuple, cst.List)):
-        for index, element in enumerate(target.elements):
-            inner = target_path(element.value, name)
-            if inner is not None:
-                return [index] + inner
-    return None

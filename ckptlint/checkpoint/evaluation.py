@@ -29,7 +29,6 @@ from ckptlint.checkpoint.denotations import (
     Value,
     call_argument,
     partially_applied,
-    target_path,
 )
 from ckptlint.checkpoint.literals import skip_self_copies
 from ckptlint.checkpoint.options import NOT_LITERAL
@@ -44,7 +43,8 @@ from ckptlint.facts.torch_facts import (
     NormFactory,
     layer_fact,
 )
-from ckptlint.semantic.bindings import Binding, BindingKind, MutationKind, ScopeKind
+from ckptlint.semantic.assignments import candidate_values
+from ckptlint.semantic.bindings import EACH, Binding, BindingKind, MutationKind, ScopeKind
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
@@ -158,8 +158,8 @@ class ExpressionEvaluation:
         out: list[Value] = []
         for info in self._mro(ctx.self_class):
             owner_ctx = Context(info.analysis, ctx.self_class, ctx.self_env, self_env=ctx.self_env)
-            for value, _ in info.attributes.get(key, ()):
-                out += self._values(value, owner_ctx, depth + 1)
+            for entry in info.attributes.get(key, ()):
+                out += self._at_path(entry.value, entry.path, owner_ctx, depth)
         return out
 
     def _container(self, items: list[tuple[cst.BaseExpression, bool]], ctx: Context, depth: int) -> ContainerValue:
@@ -222,13 +222,19 @@ class ExpressionEvaluation:
             return [ClassValue(self.class_info(analysis, binding.node))]
         if kind is BindingKind.IMPORT and binding.target:
             return self._imported(binding.target, depth, analysis)
-        if kind is BindingKind.ASSIGNMENT and binding.value is not None:
+        if kind in (BindingKind.ASSIGNMENT, BindingKind.WALRUS) and binding.value is not None:
             values = self._values(binding.value, ctx, depth + 1)
             return self._with_appends(values, binding, ctx, depth)
-        if kind is BindingKind.ASSIGNMENT and isinstance(binding.node, cst.Assign):
-            return self._unpacked(binding, ctx, depth)
-        if kind is BindingKind.LOOP:
-            return self._loop_element(binding, ctx, depth)
+        assigned = binding.assigned
+        if assigned is not None and assigned.value is not None and kind is not BindingKind.AUGMENTED:
+            # what the text shows (`for drop in (self.drop1, self.drop2)`, `with nullcontext(m) as x`), else
+            # a loop element (`enumerate(zip(...))`) or a position (`name, layer = build_norm_layer(...)`)
+            texts = candidate_values(assigned, analysis.model.qualified_names)
+            if texts is not None:
+                return [v for text in texts for v in self._values(text, ctx, depth + 1)]
+            if kind is BindingKind.LOOP:
+                return self._loop_element(assigned.value, assigned.path[1:], ctx, depth)
+            return self._at_path(assigned.value, assigned.path, ctx, depth)
         if kind is BindingKind.PARAMETER and isinstance(binding.scope.node, cst.FunctionDef):
             function = binding.scope.node
             if self_parameter(function) == binding.name and binding.scope.parent is not None:
@@ -282,34 +288,29 @@ class ExpressionEvaluation:
             for v in values
         ]
 
-    def _unpacked(self, binding: Binding, ctx: Context, depth: int) -> list[Value]:
-        """``name, layer = build_norm_layer(...)``: the element of an exactly known tuple
-        (a function's ``return a, b``, a tuple literal) at the name's position."""
-        node = binding.node
-        assert isinstance(node, cst.Assign)
-        out: list[Value] = []
-        for target in node.targets:
-            path = target_path(target.target, binding.name)
-            if not path:
-                continue
-            values = self._values(node.value, ctx, depth + 1)
-            for index in path:
+    def _at_path(self, expr: cst.BaseExpression, path: tuple[int | str, ...], ctx: Context, depth: int) -> list[Value]:
+        """``expr``'s values along ``path`` (:attr:`Assigned.path`): a position of an exact tuple
+        (``name, layer = build_norm_layer(...)``), every element for :data:`EACH`; nothing
+        for what ``__enter__`` returns (``candidate_values`` reads ``nullcontext``)."""
+        values = self._values(expr, ctx, depth + 1)
+        for step in path:
+            if step == EACH:
+                values = [e for v in values if isinstance(v, ContainerValue) for e in v.elements]
+            elif isinstance(step, int):
                 values = [
-                    v.elements[index]
+                    v.elements[step]
                     for v in values
-                    if isinstance(v, ContainerValue) and v.exact and index < len(v.elements)
+                    if isinstance(v, ContainerValue) and v.exact and -len(v.elements) <= step < len(v.elements)
                 ]
-            out += values
-        return out
+            else:
+                return []
+        return values
 
-    def _loop_element(self, binding: Binding, ctx: Context, depth: int) -> list[Value]:
-        loop = binding.node
-        if not isinstance(loop, (cst.For, cst.CompFor)):
+    def _loop_element(self, iterable: cst.BaseExpression, steps: tuple[int | str, ...], ctx: Context, depth: int) -> list[Value]:
+        """An element of ``iterable`` (a ``for`` target), at ``steps`` into it."""
+        path = [step for step in steps if isinstance(step, int)]
+        if len(path) != len(steps):
             return []
-        path = target_path(loop.target, binding.name)
-        if path is None:
-            return []
-        iterable = loop.iter
         model = ctx.analysis.model
         for _ in range(4):
             if not path:
@@ -375,8 +376,8 @@ class ExpressionEvaluation:
             extra: list[Value] = []
             for info in self._mro(base.info):
                 owner_ctx = Context(info.analysis, base.info, base.env, self_env=base.env)
-                for expr, _ in info.attributes.get(name, ()):
-                    out += self._values(expr, owner_ctx, depth + 1)
+                for entry in info.attributes.get(name, ()):
+                    out += self._at_path(entry.value, entry.path, owner_ctx, depth)
                 for expr, _ in info.appended.get(name, ()):
                     extra += self._values(expr, owner_ctx, depth + 1)
             if extra:

@@ -330,8 +330,8 @@ def _flag_default(builder: RegionBuilder, cls: ClassInfo, flag: str) -> object:
     order = builder.mro(cls)
     params: set[str] = set()
     for info in order:
-        for value, method in info.attributes.get(flag, ()):
-            if method is None or method.name.value != "__init__" or not isinstance(value, cst.Name):
+        for value, method, path in info.attributes.get(flag, ()):
+            if method is None or method.name.value != "__init__" or not isinstance(value, cst.Name) or path:
                 return NOT_LITERAL
             if builder.assigned_outside(info.analysis, flag, method):
                 return NOT_LITERAL

@@ -26,13 +26,16 @@ parameters as the stored callable are checkpoint sites (see :mod:`ckptlint.check
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from ckptlint.facts.apis import AUTOGRAD_FUNCTION_BASES, HOME_MADE, CheckpointApi
 from ckptlint.facts.home_made import known_implementation
-from ckptlint.semantic.bindings import BindingKind
+from ckptlint.checkpoint.options import literal_string
+from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name, candidate_values
+from ckptlint.semantic.bindings import Assigned, BindingKind
 from ckptlint.semantic.model import SemanticModel
 from ckptlint.semantic.walk import child_nodes
 
@@ -128,6 +131,28 @@ def _params(function: cst.FunctionDef) -> list[str]:
     return [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
 
 
+def _parameter_named(value: cst.BaseExpression, parameters: list[str], model: SemanticModel) -> str | None:
+    """The parameter among ``parameters`` that ``value`` names, itself or through a local
+    name bound to it (``if (fn := run_function): ctx.fn = fn``)."""
+    if not isinstance(value, cst.Name):
+        return None
+    if value.value in parameters:
+        return value.value
+    if value not in model.scopes:
+        return None
+    for binding in model.bindings_of(value):
+        if binding.kind is not BindingKind.PARAMETER and isinstance(binding.value, cst.Name):
+            if binding.value.value in parameters:
+                return binding.value.value
+    return None
+
+
+def _assignments(function: cst.FunctionDef, model: SemanticModel) -> list[Assigned]:
+    """Every target ``function``'s own code binds (:func:`ckptlint.semantic.assignments.assignments`)."""
+    key = partial(literal_string, model=model)  # setattr(ctx, NAME, fn)
+    return [a for node in _nodes(function) if type(node) in BINDING_NODES for a in assignments(node, key)]
+
+
 def _nodes(function: cst.FunctionDef):  # noqa: ANN202 - an iterator of nodes
     stack: list[cst.CSTNode] = [function.body]
     while stack:
@@ -164,12 +189,12 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
         return None
     ctx_name, rest = params[0], params[1:]
     stored: dict[str, int] = {}
-    for inner in _nodes(forward):
-        if isinstance(inner, cst.Assign) and isinstance(inner.value, cst.Name) and inner.value.value in rest:
-            for target in inner.targets:
-                t = target.target
-                if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == ctx_name:
-                    stored[t.attr.value] = rest.index(inner.value.value)
+    for assigned in _assignments(forward, model):  # ctx.run_function = run_function, in any form
+        attr = attribute_name(assigned, ctx_name)
+        for value in candidate_values(assigned, model.qualified_names) or () if attr is not None else ():
+            parameter = _parameter_named(value, rest, model)
+            if parameter is not None:
+                stored[attr] = rest.index(parameter)  # type: ignore[index]
     # Only a callable forward runs itself is re-run by backward (not, say, a backward_op
     # that forward stores for backward's own use: diffusers' ring attention).
     parameter_of = {attr: rest[index] for attr, index in stored.items()}
@@ -195,18 +220,18 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
         return None
     bctx = backward_params[0]
     aliases: dict[str, str] = {}
-    for inner in _nodes(backward):
-        if isinstance(inner, cst.Assign) and isinstance(inner.value, cst.Attribute):
-            value = inner.value
-            if isinstance(value.value, cst.Name) and value.value.value == bctx and value.attr.value in stored:
-                for target in inner.targets:
-                    if isinstance(target.target, cst.Name):
-                        aliases[target.target.value] = value.attr.value
+    for assigned in _assignments(backward, model):  # run = ctx.run_function, in any form
+        if not isinstance(assigned.target, cst.Name):
+            continue
+        for value in candidate_values(assigned, model.qualified_names) or ():
+            if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == bctx:
+                if value.attr.value in stored:
+                    aliases[assigned.target.value] = value.attr.value
     reruns: list[cst.Call] = []
     attribute = None
     backward_calls = [n for n in _nodes(backward) if isinstance(n, cst.Call)]
     for call in backward_calls:
-        func = call.func
+        func = call.func.value if isinstance(call.func, cst.NamedExpr) else call.func  # `(run := ctx.fn)(*x)`
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == bctx:
             if func.attr.value in stored:
                 reruns.append(call)

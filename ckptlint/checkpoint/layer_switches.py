@@ -123,11 +123,11 @@ def _self_attribute(expr: cst.Attribute, ctx: Context, builder: RegionBuilder | 
     if not isinstance(function, cst.FunctionDef) or self_parameter(function) != expr.value.value:
         return NOT_LITERAL
     name = expr.attr.value
-    assigned = [(value, owner, method) for owner in builder.mro(info) for value, method in owner.attributes.get(name, ())]
+    assigned = [(entry, owner) for owner in builder.mro(info) for entry in owner.attributes.get(name, ())]
     if len(assigned) != 1:
         return NOT_LITERAL
-    value, owner, method = assigned[0]
-    if method is None or method.name.value != "__init__" or builder.assigned_outside(owner.analysis, name, method):
+    (value, method, path), owner = assigned[0]
+    if path or method is None or method.name.value != "__init__" or builder.assigned_outside(owner.analysis, name, method):
         return NOT_LITERAL
     owner_ctx = Context(owner.analysis, info, ctx.self_env, self_env=ctx.self_env)
     return argument_value(value, owner_ctx, builder, depth + 1)

@@ -165,16 +165,17 @@ class LiteralDecisions:
                 function = model.enclosing(expr, cst.FunctionDef)
                 if isinstance(function, cst.FunctionDef) and self_parameter(function) == expr.value.value:
                     assigned = [
-                        (value, info, method)
+                        (value, info, method, path)
                         for info in self._mro(ctx.self_class)
-                        for value, method in info.attributes.get(expr.attr.value, ())
+                        for value, method, path in info.attributes.get(expr.attr.value, ())
                     ]
                     if (
                         len(assigned) == 1
+                        and not assigned[0][3]  # a position of a call's result: not a literal
                         and _constructor_setting(assigned[0][0], assigned[0][2])
                         and not self._assigned_outside(assigned[0][1].analysis, expr.attr.value, assigned[0][2])
                     ):
-                        value, info, _ = assigned[0]
+                        value, info, _, _ = assigned[0]
                         owner_ctx = Context(info.analysis, ctx.self_class, ctx.self_env, self_env=ctx.self_env)
                         return self.literal(value, owner_ctx, depth + 1)
             return NOT_LITERAL

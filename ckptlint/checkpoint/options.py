@@ -108,6 +108,12 @@ ABSENT = OptionValue(OptionState.ABSENT)
 UNKNOWN = OptionValue(OptionState.UNKNOWN)
 
 
+def literal_string(expr: cst.CSTNode | None, model: SemanticModel) -> str | None:
+    """:func:`literal_value` when it is a string (``setattr(self, NAME, m)``), else ``None``."""
+    value = literal_value(expr, model)
+    return value if isinstance(value, str) else None
+
+
 def literal_value(expr: cst.CSTNode | None, model: SemanticModel, _depth: int = 0) -> object:
     """The Python value of a literal expression, or :data:`NOT_LITERAL`.
 

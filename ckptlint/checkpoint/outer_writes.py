@@ -40,6 +40,7 @@ from ckptlint.checkpoint.write_exemptions import (
     shape_bookkeeping,
     written_once,
 )
+from ckptlint.semantic.assignments import assignments
 from ckptlint.semantic.bindings import (
     MUTATING_METHODS,
     Scope,
@@ -101,13 +102,9 @@ def _all_fresh(write: OuterWrite, fresh: set[tuple]) -> bool:
 def _plain_targets(node: cst.CSTNode) -> list[cst.BaseExpression] | None:
     """The attribute or name targets of a plain assignment (tuple targets unpacked), or
     ``None`` when it is not one or a target is something else (an item)."""
-    if isinstance(node, cst.Assign) and len(node.targets) == 1:
-        target = node.targets[0].target
-    elif isinstance(node, cst.AnnAssign) and node.value is not None:
-        target = node.target
-    else:
+    if not ((isinstance(node, cst.Assign) and len(node.targets) == 1) or (isinstance(node, cst.AnnAssign) and node.value is not None)):
         return None
-    targets = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+    targets = [assigned.target for assigned in assignments(node)]
     if not all(isinstance(t, (cst.Attribute, cst.Name)) for t in targets):
         return None
     return targets
@@ -170,13 +167,12 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
     self_name = frame_self_name(frame)
     for node in frame.nodes():
         if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             if isinstance(node, cst.AnnAssign) and node.value is None:
                 continue
-            if isinstance(node, cst.Assign) and len(targets) == 1 and isinstance(targets[0], (cst.Tuple, cst.List)):
-                # `(h, probs, self.mapping, self.tokens) = permute(h, tokens=self.tokens)`: each
-                # element is judged on its own (the local `h` read in the value carries nothing)
-                targets = [e.value for e in targets[0].elements]
+            # every elementary target, in any form: `(h, probs, self.mapping, self.tokens) =
+            # permute(h, tokens=self.tokens)` judges each element on its own (the local `h`
+            # read in the value carries nothing)
+            targets = [assigned.target for assigned in assignments(node)]
             for target in targets:
                 what = _target_write(frame, scope, target, node)  # first: most targets are locals
                 if what is None or written_once(frame, node, target):

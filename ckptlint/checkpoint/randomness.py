@@ -332,8 +332,8 @@ def _is_generator_attribute(expr: cst.BaseExpression, frame: Frame) -> bool:
         return False
     if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == self_name):
         return False
-    for value, _ in info.attributes.get(expr.attr.value, ()):
-        if isinstance(value, cst.Call):
+    for value, _, path in info.attributes.get(expr.attr.value, ()):
+        if isinstance(value, cst.Call) and not path:
             names = info.analysis.model.qualified_names(value.func)
             if names & GENERATOR_CLASSES or any(n.startswith(PYTHON_RANDOM_PREFIXES) for n in names):
                 return True

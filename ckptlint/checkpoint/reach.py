@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import os
 import re
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.class_summary import returns_of
 from ckptlint.checkpoint.homemade import home_made, implementation_of_apply
-from ckptlint.checkpoint.options import OptionState, OptionValue
+from ckptlint.checkpoint.options import OptionState, OptionValue, literal_string
 from ckptlint.checkpoint.site import Reentrancy
 from ckptlint.facts.apis import (
     API_BY_QUALIFIED_NAME,
@@ -43,6 +45,7 @@ from ckptlint.facts.apis import (
     CheckpointApi,
     api_for,
 )
+from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name, candidate_values
 from ckptlint.semantic.bindings import BindingKind
 from ckptlint.semantic.model import SemanticModel
 
@@ -169,11 +172,13 @@ class Recogniser:
         return None
 
     def self_partial(self, func: cst.Attribute) -> cst.Call | None:
-        """The ``functools.partial(API, ...)`` call the class stores in ``self.attr``, for a
-        call ``self.attr(...)`` (its site gives the options)."""
+        """The ``functools.partial(API, ...)`` call the class stores in ``self.attr``, itself or
+        returned by a helper (``self.ckpt = make_ckpt()``), for a call ``self.attr(...)`` (its
+        site gives the options)."""
         for value in self._self_values(func):
-            if isinstance(value, cst.Call) and value.args and self.model.qualified_names(value.func) & PARTIAL_QUALIFIED_NAMES:
-                return value
+            found = _returned_partial(self.model, value)
+            if found is not None:
+                return found
         return None
 
     def _namespace_root(self, qualified: str) -> None:
@@ -350,30 +355,67 @@ def _enclosing_class(model: SemanticModel, node: cst.CSTNode) -> cst.ClassDef | 
 
 
 def _self_assignments(model: SemanticModel, owner: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
-    """Values assigned to ``self.attr`` in the methods of ``owner`` (one walk per class,
-    kept in the model's memo)."""
+    """Values assigned to ``self.attr`` in the methods of ``owner``, in any binding form
+    (:func:`ckptlint.semantic.assignments.assignments`; one walk per class, kept in the
+    model's memo)."""
     memo: dict[int, tuple[cst.ClassDef, dict[str, list[cst.BaseExpression]]]] = model.memo.setdefault("self_assignments", {})  # type: ignore[assignment]
     cached = memo.get(id(owner))
     if cached is None or cached[0] is not owner:
         from ckptlint.semantic.walk import child_nodes
 
         found: dict[str, list[cst.BaseExpression]] = {}
+        key = partial(literal_string, model=model)
         stack: list[cst.CSTNode] = [owner.body]
         while stack:
             node = stack.pop()
             if isinstance(node, cst.ClassDef):
                 continue
-            if isinstance(node, cst.Assign):
-                for target in node.targets:
-                    t = target.target
-                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                        found.setdefault(t.attr.value, []).append(node.value)
-            if isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement)) and not isinstance(node, cst.Assign):
+            if type(node) in BINDING_NODES:
+                for assigned in assignments(node, key):
+                    name = attribute_name(assigned, "self")
+                    if name is not None:
+                        found.setdefault(name, []).extend(candidate_values(assigned, model.qualified_names) or ())
+            if isinstance(node, cst.Expr):
+                stack.append(node.value)  # `setattr(self, "name", value)`
+                continue
+            if isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement)):
                 continue  # assignments are statements: no need to look inside expressions
             stack.extend(child for _, child in child_nodes(node))
         cached = (owner, found)
         memo[id(owner)] = cached
     return cached[1].get(attr, [])
+
+
+def _returned_partial(model: SemanticModel, value: cst.BaseExpression, hops: int = 0) -> cst.Call | None:
+    """The ``functools.partial(API, ...)`` call ``value`` is, or that the function it calls
+    returns (``self.ckpt = make_ckpt()``, ``self._make_ckpt()``; followed through a local
+    name and up to two helpers deep); ``None`` when there is none."""
+    if hops > 2:
+        return None
+    if isinstance(value, cst.Name) and value in model.scopes:
+        for binding in model.bindings_of(value):
+            if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
+                found = _returned_partial(model, binding.value, hops + 1)
+                if found is not None:
+                    return found
+        return None
+    if not isinstance(value, cst.Call) or value.func not in model.scopes:
+        return None
+    if value.args and model.qualified_names(value.func) & PARTIAL_QUALIFIED_NAMES:
+        return value
+    functions: list[cst.FunctionDef] = []
+    if isinstance(value.func, cst.Name):
+        functions = [b.node for b in model.bindings_of(value.func) if isinstance(b.node, cst.FunctionDef)]
+    elif isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Name) and value.func.value.value == "self":
+        owner = _enclosing_class(model, value)
+        body = owner.body.body if owner is not None and isinstance(owner.body, cst.IndentedBlock) else ()
+        functions = [s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == value.func.attr.value]
+    for function in functions:
+        for ret in returns_of(function):
+            found = _returned_partial(model, ret.value, hops + 1) if ret.value is not None else None
+            if found is not None:
+                return found
+    return None
 
 
 # -------------------------------------------------------------------- policies

@@ -8,7 +8,7 @@ from enum import Enum
 
 import libcst as cst
 
-__all__ = ["Binding", "BindingKind", "Mutation", "MutationKind", "Scope", "ScopeKind"]
+__all__ = ["EACH", "ENTER", "Assigned", "Binding", "BindingKind", "Mutation", "MutationKind", "Scope", "ScopeKind"]
 
 
 #: Method names that mutate the object they are called on (lists, dicts, sets, deques).
@@ -53,6 +53,48 @@ class BindingKind(str, Enum):
     EXCEPT = "except-target"
     WALRUS = "walrus"
 
+#: An :attr:`Assigned.path` step: an element of the iterable (``for`` targets).
+EACH = "each"
+#: An :attr:`Assigned.path` step: what entering the context manager returns (``with ... as``).
+ENTER = "enter"
+
+@dataclass(frozen=True, eq=False)
+class Assigned:
+    """One elementary target of a binding and where its value comes from.
+
+    Attributes:
+        node: the binding node (``Assign``, ``AnnAssign``, ``AugAssign``, ``NamedExpr``,
+            ``For``, ``CompFor``, ``WithItem``, or the ``setattr`` ``Call``).
+        kind: ``ASSIGNMENT`` (plain, chained, annotated, unpacked, ``setattr``), ``AUGMENTED``,
+            ``WALRUS``, ``LOOP`` or ``WITH``.
+        target: the bound ``Name``, ``Attribute`` or ``Subscript`` (for ``setattr``: its object).
+        value: the expression the value is taken from; ``None`` when the text does not say
+            (a starred target, an annotation without value, unpacking of a display of
+            another length).
+        path: steps from ``value`` to the target's value, in order: an ``int`` position
+            (negative after a starred target), :data:`EACH`, :data:`ENTER`; empty when the
+            target gets ``value`` itself.
+        owner: for an attribute target, the object written (``self`` of ``self.x = v``,
+            ``setattr``'s first argument); else ``None``.
+        attr: for an attribute target, the attribute name; else ``None``.
+    """
+
+    node: cst.CSTNode
+    kind: BindingKind
+    target: cst.BaseExpression
+    value: cst.BaseExpression | None
+    path: tuple[int | str, ...] = ()
+    owner: cst.BaseExpression | None = None
+    attr: str | None = None
+
+    @property
+    def whole(self) -> cst.BaseExpression | None:
+        """``value`` when the target gets all of it (no path, not augmented), else ``None``."""
+        if self.path or self.kind is BindingKind.AUGMENTED:
+            return None
+        return self.value
+
+
 @dataclass(eq=False)
 class Binding:
     """One place where a name gets a value.
@@ -62,12 +104,15 @@ class Binding:
         kind: what kind of statement binds it.
         node: the binding node (``ImportAlias``, ``Assign``, ``FunctionDef``, ``Param``,
             ``For``, ...).
-        value: for ``name = expr`` (a single Name target), the expression; else ``None``.
+        value: the expression the name gets whole (``x = v``, each of ``a = b = v``, ``a, b = v, w``
+            element-wise, ``x: T = v``, ``(x := v)``); else ``None``.
         target: for imports, the imported qualified name (``"torch.utils.checkpoint"``);
             for ``def``/``class``, the qualified name of the definition.
         scope: the scope the name lives in.
         declared_in: for a ``global``/``nonlocal`` rebinding, the scope whose code rebinds
             it (different from ``scope``); otherwise ``None``.
+        assigned: for a name bound by an assignment, loop, ``with`` or walrus, where its
+            value comes from (:func:`ckptlint.semantic.assignments.assignments`).
     """
 
     name: str
@@ -77,6 +122,7 @@ class Binding:
     value: cst.BaseExpression | None = None
     target: str | None = None
     declared_in: Scope | None = None
+    assigned: Assigned | None = None
 
 class MutationKind(str, Enum):
     """How a :class:`Mutation` writes into its object."""

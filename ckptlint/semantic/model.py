@@ -18,8 +18,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ckptlint.facts.apis import MODULE_EXPORTS
+from ckptlint.semantic.assignments import assignments
 from ckptlint.semantic.bindings import (
     MUTATING_METHODS,
+    Assigned,
     Binding,
     BindingKind,
     Mutation,
@@ -63,6 +65,9 @@ _ENTERED = frozenset(
         cst.Del,
     }
 )
+
+#: The nodes whose targets :func:`assignments` reads.
+_ASSIGNING = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.WithItem})
 
 class SemanticModel:
     """Scopes, bindings, parents and calls of one parsed module.
@@ -149,8 +154,10 @@ class SemanticModel:
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             inner = self._new_scope(ScopeKind.COMPREHENSION, node, scope, "<comprehension>")
             return [(child, inner) for _, child in child_nodes(node)]
-        if isinstance(node, cst.CompFor):
-            self._bind_target(node.target, BindingKind.LOOP, node, scope)
+        if type(node) in _ASSIGNING:
+            owner = scope.function_scope if isinstance(node, cst.NamedExpr) else scope
+            for assigned in assignments(node):
+                self._bind_assigned(assigned, owner)
             return None
         if isinstance(node, cst.Import):
             for alias in node.names:
@@ -159,36 +166,11 @@ class SemanticModel:
         if isinstance(node, cst.ImportFrom):
             self._bind_import_from(node, scope)
             return []
-        if isinstance(node, cst.Assign):
-            single = len(node.targets) == 1
-            for target in node.targets:
-                self._bind_target(
-                    target.target,
-                    BindingKind.ASSIGNMENT,
-                    node,
-                    scope,
-                    value=node.value if single else None,
-                )
-            return None
-        if isinstance(node, cst.AnnAssign):
-            self._bind_target(node.target, BindingKind.ASSIGNMENT, node, scope, value=node.value)
-            return None
-        if isinstance(node, cst.AugAssign):
-            self._bind_target(node.target, BindingKind.AUGMENTED, node, scope, augmented=True)
-            return None
-        if isinstance(node, cst.NamedExpr):
-            self._bind_target(node.target, BindingKind.WALRUS, node, scope.function_scope, value=node.value)
-            return None
-        if isinstance(node, cst.For):
-            self._bind_target(node.target, BindingKind.LOOP, node, scope)
-            return None
-        if isinstance(node, cst.WithItem):
-            if node.asname is not None:
-                self._bind_target(node.asname.name, BindingKind.WITH, node, scope)
-            return None
         if isinstance(node, cst.ExceptHandler):
             if node.name is not None:
-                self._bind_target(node.name.name, BindingKind.EXCEPT, node, scope)
+                name = node.name.name
+                if isinstance(name, cst.Name):
+                    self._bind_name(name.value, Binding(name.value, BindingKind.EXCEPT, node, scope), scope)
             return None
         if isinstance(node, cst.Global):
             scope.globals.update(item.name.value for item in node.names)
@@ -283,29 +265,20 @@ class SemanticModel:
             parent = parent.parent
         return None
 
-    def _bind_target(
-        self,
-        target: cst.BaseExpression,
-        kind: BindingKind,
-        node: cst.CSTNode,
-        scope: Scope,
-        value: cst.BaseExpression | None = None,
-        augmented: bool = False,
-    ) -> None:
+    def _bind_assigned(self, assigned: Assigned, scope: Scope) -> None:
+        """Bind the name ``assigned`` targets, or record the mutation of an attribute or
+        subscript target (``self.x = v``, ``cache[k] += v``)."""
+        target = assigned.target
         if isinstance(target, cst.Name):
-            self._bind_name(target.value, Binding(target.value, kind, node, scope, value=value), scope)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._bind_target(element.value, kind, node, scope)
-        elif isinstance(target, cst.StarredElement):
-            self._bind_target(target.value, kind, node, scope)
+            binding = Binding(target.value, assigned.kind, assigned.node, scope, value=assigned.whole, assigned=assigned)
+            self._bind_name(target.value, binding, scope)
         elif isinstance(target, (cst.Attribute, cst.Subscript)):
             base = _base_name(target)
             if base is not None:
-                how = MutationKind.AUGMENTED if augmented else (
+                how = MutationKind.AUGMENTED if assigned.kind is BindingKind.AUGMENTED else (
                     MutationKind.ATTRIBUTE if isinstance(target, cst.Attribute) else MutationKind.SUBSCRIPT
                 )
-                self.mutations.append(Mutation(base, node, scope, how))
+                self.mutations.append(Mutation(base, assigned.node, scope, how))
 
     def _record_delete(self, target: cst.BaseExpression, node: cst.CSTNode, scope: Scope) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
