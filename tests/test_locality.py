@@ -116,3 +116,11 @@ def test_a_class_that_nothing_names_is_judged(tmp_path: Path, run_cli, write) ->
     write("pkg/model.py", textwrap.dedent(MODEL).replace("    if self.with_cp and x.requires_grad:\n    ", "").replace("    return self.block(x)\n", ""))
     write("pkg/blocks.py", textwrap.dedent(BLOCKS).replace("{norm}", "BatchNorm1d"))
     assert [code for _, _, code, _ in _findings(run_cli, "--no-cache", ".")] == ["CKP203"]
+
+
+def test_a_switch_bound_by_tuple_assignment_is_read_the_same(tmp_path: Path, run_cli, write) -> None:
+    write("pkg/__init__.py", "")
+    write("pkg/model.py", textwrap.dedent(MODEL).replace("self.with_cp = with_cp", "self.dim, self.with_cp = dim, with_cp"))
+    write("pkg/blocks.py", textwrap.dedent(BLOCKS).replace("{norm}", "BatchNorm1d"))
+    (found,) = _findings(run_cli, "--no-cache", ".")
+    assert found[3].endswith("only when `self.with_cp` is true (it defaults to `False`)")

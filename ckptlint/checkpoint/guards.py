@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.class_summary import self_attribute
+from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint.site import CheckpointSite
@@ -112,33 +112,21 @@ def _constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | 
 
 
 def _self_assignments(function: cst.FunctionDef, attr: str) -> list[cst.BaseExpression]:
-    """The values assigned to ``<first parameter>.attr`` in ``function`` (an augmented or
-    annotated-only assignment counts, its value being ``None``-like: it is not a plain copy)."""
+    """The values assigned to ``<first parameter>.attr`` in ``function``, in every binding form
+    (:func:`~ckptlint.semantic.assignments.assignments`); a target that does not get a whole
+    value (augmented, unpacked from a call) counts as ``...``: it is not a plain copy."""
     if not function.params.params:
         return []
     self_name = function.params.params[0].name.value
     found: list[cst.BaseExpression] = []
 
     class _Visitor(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                for element in _elements(target.target):
-                    if self_attribute(element, self_name) == attr:
-                        found.append(node.value if element is target.target else cst.Ellipsis())
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            if self_attribute(node.target, self_name) == attr:
-                found.append(cst.Ellipsis())
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            if self_attribute(node.target, self_name) == attr:
-                found.append(node.value if node.value is not None else cst.Ellipsis())
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if type(node) in BINDING_NODES:
+                for assigned in assignments(node):
+                    if attribute_name(assigned, self_name) == attr:
+                        found.append(assigned.whole or cst.Ellipsis())
+            return True
 
     function.body.visit(_Visitor())
     return found
-
-
-def _elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [e.value for e in target.elements]
-    return [target]
