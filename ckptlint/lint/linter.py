@@ -264,7 +264,7 @@ class FileLinter:
         found: list[Diagnostic] = []
         latent: list[Diagnostic] = []  # findings of code that cannot run in its project: for noqa only
         failed: set[str] = set()
-        ctx = RuleContext(analysis, self.project, found.append, latent.append)
+        ctx = RuleContext(analysis, self.project, found.append, latent.append, settings.target_versions)
         for code in sorted(enabled):
             rule = ALL_RULES[code]
             ctx.code = code
