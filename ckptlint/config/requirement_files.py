@@ -70,7 +70,8 @@ class RequirementList:
         specifier = SpecifierSet(str(specifier))
         current = self.specifiers.get(library)
         self.specifiers[library] = specifier if current is None else current & specifier
-        self.lines.setdefault(library, line)
+        if not self.lines.get(library):
+            self.lines[library] = line  # the list's own file rather than an included one (0)
 
     def add_requirement(self, text: str, line: int, *, where: str) -> None:
         """Parse a PEP 508 requirement; one that ``packaging`` refuses raises
