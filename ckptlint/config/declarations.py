@@ -7,8 +7,10 @@ dependencies and optional dependencies, ``[dependency-groups]``, Poetry's tables
 ``requirements*.txt`` and ``requirements/*.txt`` (with ``-r``/``-c`` includes), ``setup.cfg``
 ``install_requires``/``extras_require``, literal ``install_requires`` in ``setup.py`` and
 conda's ``environment.yml``. Requirements installed together are intersected; separate lists
-(an extra, a group, another requirements file) are alternatives, so the project allows their
-union (:class:`~ckptlint.facts.versions.TargetVersion`).
+(another requirements file, a Poetry alternative) are alternatives, so the project allows their
+union (:class:`~ckptlint.facts.versions.TargetVersion`). An extra or dependency group installs on
+top of its file's main dependencies, so it narrows nothing and widens nothing for a library those
+name; for one they do not name, its range is an alternative.
 
 Overrides (``[tool.ckptlint] target-versions``, ``--target-version``) replace what is declared
 for their library; ``--isolated`` reads no declaration. A declaration file that cannot be read
@@ -149,12 +151,17 @@ def _declaration_files(folder: Path) -> list[Path]:
 
 
 def _combined(lists: Iterable[RequirementList]) -> dict[str, TargetVersion]:
-    """Per library, the union of the lists that name it (their specifier sets as alternatives)."""
+    """Per library, the union of the lists that name it (their specifier sets as alternatives);
+    an extra or dependency group counts only for a library its file's main list leaves out."""
+    lists = list(lists)
+    in_main = {(found.path, library) for found in lists if not found.additive for library in found.specifiers}
     alternatives: dict[str, list[str]] = {}
     sources: dict[str, list[str]] = {}
     lines: dict[str, int] = {}
     for found in lists:
         for library, specifier in found.specifiers.items():
+            if found.additive and (found.path, library) in in_main:
+                continue  # an extra or group installs on top of the main list: within its range
             text = str(specifier)
             if text not in alternatives.setdefault(library, []):
                 alternatives[library].append(text)

@@ -55,10 +55,13 @@ class RequirementList:
         label: which list of the file (``"[project] dependencies"``, ``"extra train"``).
         specifiers: library -> the specifier set all its requirements of the list allow.
         lines: library -> 1-based line of its first requirement (0: unknown).
+        additive: installed on top of the file's main list (an extra, a dependency group):
+            for a library the main list names, it adds no version the main list does not allow.
     """
 
     path: Path
     label: str
+    additive: bool = False
     specifiers: dict[str, SpecifierSet] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
 
@@ -108,8 +111,8 @@ def _line_of(text: str, name: str) -> int:
     return text.count("\n", 0, match.start()) + 1 if match else 0
 
 
-def _list_from_strings(path: Path, label: str, items: Any, text: str) -> RequirementList:
-    found = RequirementList(path, label)
+def _list_from_strings(path: Path, label: str, items: Any, text: str, *, additive: bool = False) -> RequirementList:
+    found = RequirementList(path, label, additive=additive)
     if not isinstance(items, list):
         raise DeclarationError(f"{path}: {label} must be a list of requirement strings")
     for item in items:
@@ -135,21 +138,23 @@ def _pyproject(path: Path) -> list[RequirementList]:
     extras = project.get("optional-dependencies", {})
     if isinstance(extras, dict):
         for extra, items in extras.items():
-            lists.append(_list_from_strings(path, f"[project.optional-dependencies] {extra}", items, text))
+            lists.append(_list_from_strings(path, f"[project.optional-dependencies] {extra}", items, text, additive=True))
     groups = data.get("dependency-groups", {})
     if isinstance(groups, dict):
         for group in groups:
             items = _group_items(groups, group, path, set())
-            lists.append(_list_from_strings(path, f"[dependency-groups] {group}", items, text))
+            lists.append(_list_from_strings(path, f"[dependency-groups] {group}", items, text, additive=True))
     poetry = data.get("tool", {}).get("poetry", {}) if isinstance(data.get("tool"), dict) else {}
     if isinstance(poetry, dict):
-        tables = [("[tool.poetry.dependencies]", poetry.get("dependencies"))]
-        tables.append(("[tool.poetry.dev-dependencies]", poetry.get("dev-dependencies")))
+        tables = [("[tool.poetry.dependencies]", poetry.get("dependencies"), False)]
+        tables.append(("[tool.poetry.dev-dependencies]", poetry.get("dev-dependencies"), True))
         for group, body in (poetry.get("group") or {}).items():
-            tables.append((f"[tool.poetry.group.{group}.dependencies]", (body or {}).get("dependencies")))
-        for label, table in tables:
+            tables.append((f"[tool.poetry.group.{group}.dependencies]", (body or {}).get("dependencies"), True))
+        for label, table, additive in tables:
             if isinstance(table, dict):
-                lists.extend(_poetry_table(path, label, table, text))
+                for found in _poetry_table(path, label, table, text):
+                    found.additive = additive
+                    lists.append(found)
     return lists
 
 
@@ -281,7 +286,7 @@ def _setup_cfg(path: Path) -> list[RequirementList]:
     if parser.has_section("options.extras_require"):
         for extra, value in parser.items("options.extras_require"):
             items = [line for line in value.splitlines() if line.strip()]
-            lists.append(_list_from_strings(path, f"[options.extras_require] {extra}", items, text))
+            lists.append(_list_from_strings(path, f"[options.extras_require] {extra}", items, text, additive=True))
     return lists
 
 
@@ -311,7 +316,8 @@ def _setup_py(path: Path) -> list[RequirementList]:
             elif keyword.arg == "extras_require" and isinstance(value, dict):
                 for extra, items in value.items():
                     if isinstance(items, (list, tuple)):
-                        lists.append(_list_from_strings(path, f"setup(extras_require) {extra}", list(items), text))
+                        label = f"setup(extras_require) {extra}"
+                        lists.append(_list_from_strings(path, label, list(items), text, additive=True))
     return lists
 
 

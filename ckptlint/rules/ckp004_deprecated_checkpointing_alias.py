@@ -28,7 +28,8 @@ class DeprecatedCheckpointingAlias(Rule):
     ``gradient_checkpointing`` / ``gradient_checkpointing_kwargs`` are aliases of
     ``activation_checkpointing`` / ``activation_checkpointing_kwargs``
     (:data:`~ckptlint.facts.version_facts.HF_ACTIVATION_CHECKPOINTING_API`). Reported only when
-    the project declares transformers and some declared version is at least 5.24.
+    the project declares transformers and every declared version is at least 5.24 (a project
+    that also allows earlier versions needs the old names, which work everywhere).
     """
 
     code = "CKP004"
@@ -87,8 +88,8 @@ class DeprecatedCheckpointingAlias(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         decision = ctx.decide(HF_ACTIVATION_CHECKPOINTING_API)
-        if decision.placement in (Placement.OUTSIDE, Placement.UNDECLARED):
-            return
+        if decision.placement is not Placement.INSIDE:
+            return  # some declared version may lack the new names: the old ones are the portable spelling
         for site in site_index(ctx.analysis).sites:
             if site.api is HF_GRADIENT_CHECKPOINTING_ENABLE:
                 if _own_method(ctx, site):
@@ -100,7 +101,7 @@ class DeprecatedCheckpointingAlias(Rule):
                 continue
             if not renames:
                 continue
-            ctx.report(site.call, _message(renames, decision), fix=_fix(ctx, site, renames, decision))
+            ctx.report(site.call, _message(renames, decision), fix=_fix(ctx, site, renames))
 
 
 def _renames(call: cst.Call, *, method: bool) -> list[cst.Name]:
@@ -132,21 +133,15 @@ def _message(renames: list[cst.Name], decision: Decision) -> str:
     new = _spelled(HF_NEW_NAMES[first])
     pairs = ", ".join(f"{_spelled(n.value)} of {_spelled(HF_NEW_NAMES[n.value])}" for n in renames[1:])
     also = f" (and {pairs})" if pairs else ""
-    advice = f"use {new}"
-    if decision.placement is Placement.PARTLY:
-        advice = f"the earlier versions it allows may lack {new}: raise its lower bound to 5.24, then {advice}"
     return (
         f"{_spelled(first)} is a deprecated alias of {new}{also} with {decision.which('transformers')}: "
-        f"transformers warns (FutureWarning) and removes it in v6; {advice}"
+        f"transformers warns (FutureWarning) and removes it in v6; use {new}"
     )
 
 
-def _fix(ctx: RuleContext, site: CheckpointSite, renames: list[cst.Name], decision: Decision) -> Fix | None:
-    """The rename, where it is exact: every declared version has the new names (inside the
-    row's range), the call is transformers' own (``TrainingArguments`` itself, or a model
+def _fix(ctx: RuleContext, site: CheckpointSite, renames: list[cst.Name]) -> Fix | None:
+    """The rename, where it is exact: the call is transformers' own (``TrainingArguments`` itself, or a model
     method the receiver does not define), and no new name is passed already."""
-    if decision.placement is not Placement.INSIDE:
-        return None
     if site.api.kind is ApiKind.HF_TRAINING_ARGS:
         names = ctx.analysis.model.qualified_names(site.call.func)
         if not names & set(HF_TRAINING_ARGUMENTS.qualified_names):
