@@ -117,9 +117,18 @@ def _list_from_strings(path: Path, label: str, items: Any, text: str, *, additiv
         raise DeclarationError(f"{path}: {label} must be a list of requirement strings")
     for item in items:
         if isinstance(item, str):
-            name = re.match(r"\s*([\w.-]*)", item).group(1)  # type: ignore[union-attr]
-            found.add_requirement(item, _line_of(text, name) if name else 0, where=f"{path}: {label}")
+            found.add_requirement(item, _line_of_item(text, item), where=f"{path}: {label}")
     return found
+
+
+def _line_of_item(text: str, item: str) -> int:
+    """The line of a requirement string in its file: where the string itself is written, else
+    where its name first appears as a word."""
+    at = text.find(item.strip()) if item.strip() else -1
+    if at >= 0:
+        return text.count("\n", 0, at) + 1
+    name = re.match(r"\s*([\w.-]*)", item).group(1)  # type: ignore[union-attr]
+    return _line_of(text, name) if name else 0
 
 
 # ---------------------------------------------------------------- pyproject.toml
@@ -363,8 +372,7 @@ def _environment(path: Path) -> list[RequirementList]:
         elif isinstance(item, dict) and isinstance(item.get("pip"), list):
             for requirement in item["pip"]:
                 if isinstance(requirement, str) and not requirement.startswith("-"):
-                    name = re.match(r"\s*([\w.-]*)", requirement).group(1)  # type: ignore[union-attr]
-                    found.add_requirement(requirement, _line_of(text, name) if name else 0, where=f"{path}: pip")
+                    found.add_requirement(requirement, _line_of_item(text, requirement), where=f"{path}: pip")
     return [found]
 
 

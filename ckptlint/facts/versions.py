@@ -237,8 +237,10 @@ class TargetVersion:
         """``requirements.txt:3`` (the file name and line) or the override's name."""
         from pathlib import PurePath
 
-        names = ", ".join(PurePath(part).name for part in self.source.split("; "))
-        return f"{names}:{self.line}" if self.line else names
+        names = [PurePath(part).name for part in self.source.split("; ")]
+        if self.line:
+            names[0] = f"{names[0]}:{self.line}"  # the line is the first file's
+        return ", ".join(names)
 
     def __str__(self) -> str:
         """``transformers >=5.4 (transformers>=5.4 in /project/requirements.txt:3)``."""
