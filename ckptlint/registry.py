@@ -101,6 +101,13 @@ _INFOS: tuple[RuleInfo, ...] = (
         _SOMETIMES,
     ),
     RuleInfo(
+        "CKP004",
+        "deprecated-checkpointing-alias",
+        "transformers' deprecated `gradient_checkpointing*` names where the project's transformers has `activation_checkpointing*`",
+        _W,
+        _SOMETIMES,
+    ),
+    RuleInfo(
         "CKP101",
         "rng-state-not-preserved",
         "`preserve_rng_state=False` while the recomputed region draws random numbers",

@@ -29,7 +29,7 @@ parametrizes it over the registry.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ckptlint.registry import FixAvailability
@@ -47,6 +47,7 @@ __all__ = [
     "check_valid",
     "codes",
     "example_select",
+    "example_versions",
     "examples",
     "findings",
     "fix",
@@ -72,12 +73,14 @@ def _select(select: str | Iterable[str] | None, code: str | None = None) -> list
     return list(select)
 
 
-def lint(source: str, select: str | Iterable[str] | None = None) -> list[Diagnostic]:
+def lint(
+    source: str, select: str | Iterable[str] | None = None, *, versions: Mapping[str, str] | None = None
+) -> list[Diagnostic]:
     """The diagnostics of ``source`` (dedented) with the rules ``select`` (a code, a prefix,
     ``"ALL"`` (the default) or several of them), sorted by position."""
     from ckptlint.api import lint_source
 
-    return lint_source(textwrap.dedent(source), select=_select(select))
+    return lint_source(textwrap.dedent(source), select=_select(select), target_versions=versions)
 
 
 def located(source: str, select: str | Iterable[str] | None = None, *, messages: bool = False) -> list[tuple]:
@@ -99,12 +102,18 @@ def findings(source: str, code: str, select: str | Iterable[str] | None = None) 
     return [d for d in lint(source, _select(select, code)) if d.code == code]
 
 
-def fix(source: str, select: str | Iterable[str] | None = None, *, unsafe: bool = True) -> str:
+def fix(
+    source: str,
+    select: str | Iterable[str] | None = None,
+    *,
+    unsafe: bool = True,
+    versions: Mapping[str, str] | None = None,
+) -> str:
     """``source`` (dedented) after ``--fix`` (with ``--unsafe-fixes`` unless ``unsafe`` is
     false) with the rules ``select`` (default ``"ALL"``)."""
     from ckptlint.api import fix_source
 
-    return fix_source(textwrap.dedent(source), unsafe=unsafe, select=_select(select))
+    return fix_source(textwrap.dedent(source), unsafe=unsafe, select=_select(select), target_versions=versions)
 
 
 def assert_lints(
@@ -116,6 +125,7 @@ def assert_lints(
     fixed: str | None = UNCHECKED,
     count: int | None = 1,
     select: str | Iterable[str] | None = None,
+    versions: Mapping[str, str] | None = None,
 ) -> list[Diagnostic]:
     """Assert that rule ``code`` reports ``source`` (dedented); returns its diagnostics.
 
@@ -129,12 +139,14 @@ def assert_lints(
             checked.
         count: how many findings (``None``: at least one).
         select: the rules to run (default: ``code`` alone).
+        versions: the library versions to judge for (``{"transformers": ">=5.24"}``;
+            default: nothing declared).
 
     Raises:
         AssertionError: with the findings, when one of the expectations fails.
     """
     rules = _select(select, code)
-    found = [d for d in lint(source, rules) if d.code == code]
+    found = [d for d in lint(source, rules, versions=versions) if d.code == code]
     shown = [(d.start, d.message) for d in found]
     if count is None:
         _check(found, f"{code} not reported")
@@ -149,16 +161,22 @@ def assert_lints(
         _check(all(d.fix is None for d in found), f"{code}: a fix is offered: {[d.fix for d in found]}")
     elif fixed is not UNCHECKED:
         expected = textwrap.dedent(fixed)
-        got = fix(source, rules)
+        got = fix(source, rules, versions=versions)
         _check(got == expected, f"{code}: the fixed source differs:\n{_diff(expected, got)}")
-        _check(fix(expected, rules) == expected, f"{code}: the fix is not idempotent")
+        _check(fix(expected, rules, versions=versions) == expected, f"{code}: the fix is not idempotent")
     return found
 
 
-def assert_clean(source: str, code: str | None = None, *, select: str | Iterable[str] | None = None) -> None:
+def assert_clean(
+    source: str,
+    code: str | None = None,
+    *,
+    select: str | Iterable[str] | None = None,
+    versions: Mapping[str, str] | None = None,
+) -> None:
     """Assert that ``source`` (dedented) has no finding of rule ``code`` (of any selected rule
     when ``code`` is ``None``) with the rules ``select`` (default: ``code``, else ``"ALL"``)."""
-    everything = lint(source, _select(select, code))
+    everything = lint(source, _select(select, code), versions=versions)
     broken = [d.message for d in everything if d.code == "CKP999"]
     _check(not broken, f"the source does not parse: {broken}")
     found = [d for d in everything if code is None or d.code == code]
@@ -174,9 +192,15 @@ def example_select(rule: type[Rule]) -> list[str]:
     return [rule.code, *getattr(rule, "EXAMPLE_SELECT", ())]
 
 
+def example_versions(rule: type[Rule]) -> dict[str, str] | None:
+    """The library versions the rule's examples (and its page's) are judged for
+    (``EXAMPLE_VERSIONS``: a rule that only speaks about projects on some versions)."""
+    return getattr(rule, "EXAMPLE_VERSIONS", None)
+
+
 def check_valid(rule: type[Rule], source: str) -> None:
     """A ``VALID`` example: the rule reports nothing."""
-    assert_clean(source, rule.code, select=example_select(rule))
+    assert_clean(source, rule.code, select=example_select(rule), versions=example_versions(rule))
 
 
 def check_invalid(rule: type[Rule], example: Invalid) -> None:
@@ -192,6 +216,7 @@ def check_invalid(rule: type[Rule], example: Invalid) -> None:
         fixed=example.fixed,
         count=example.count,
         select=example_select(rule),
+        versions=example_versions(rule),
     )
 
 

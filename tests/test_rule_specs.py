@@ -18,6 +18,7 @@ from ckptlint.testing import (
     check_invalid,
     check_valid,
     example_select,
+    example_versions,
     examples,
 )
 
@@ -55,11 +56,13 @@ def test_page_examples(code: str) -> None:
     block after ``--fix --unsafe-fixes``, and so on); its ``good`` blocks are not."""
     blocks = _blocks(code)
     select = _select(code)
+    versions = example_versions(ALL_RULES[code])
     fixed = blocks.get("fixed", [])
     for index, bad in enumerate(blocks.get("bad", [])):
-        assert_lints(bad, code, count=None, select=select, fixed=fixed[index] if index < len(fixed) else UNCHECKED)
+        expected = fixed[index] if index < len(fixed) else UNCHECKED
+        assert_lints(bad, code, count=None, select=select, fixed=expected, versions=versions)
     for good in blocks.get("good", []):
-        assert_clean(good, code, select=select)
+        assert_clean(good, code, select=select, versions=versions)
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from ckptlint.facts.apis import (
     ApiKind,
     CheckpointApi,
 )
+from ckptlint.facts.hf_formats import HF_KWARGS_OPTIONS
 from ckptlint.semantic.model import SemanticModel
 
 if TYPE_CHECKING:
@@ -205,42 +206,43 @@ def _hf_use_reentrant(kwargs: OptionValue, model: SemanticModel) -> OptionValue:
         return UNKNOWN
     return option_from_mappings("use_reentrant", mapping_alternatives(kwargs.node, model), model)
 
+def _hf_reentrancy(use_reentrant: OptionValue, default_reentrant: bool) -> Reentrancy:
+    """A kwargs dict passed without ``use_reentrant`` (or with ``None``) leaves the choice to
+    torch, which runs reentrant (2.9-2.13); only absent kwargs take transformers' default."""
+    return _reentrancy_from(use_reentrant, default_reentrant or use_reentrant.origin is not OptionOrigin.DEFAULT)
+
 def _build_hf_enable(api, form, call, arguments, model) -> CheckpointSite:
-    kwargs = arguments.option("gradient_checkpointing_kwargs", model, position=0)
-    use_reentrant = _hf_use_reentrant(kwargs, model)
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=None,
-        inputs=(),
-        keywords=(),
-        options={"gradient_checkpointing_kwargs": kwargs, "use_reentrant": use_reentrant},
+    """``gradient_checkpointing_enable(gradient_checkpointing_kwargs)``, or transformers 5.24's
+    ``activation_checkpointing_enable(activation_checkpointing_kwargs, every_n_layers, offload)``:
+    the kwargs are the first parameter of either."""
+    options = {name: arguments.option(name, model, position=index) for index, name in enumerate(api.positional)}
+    options["use_reentrant"] = use_reentrant = _hf_use_reentrant(options[api.positional[0]], model)
+    reentrancy = _hf_reentrancy(use_reentrant, api.reentrant_when_omitted)
+    site = _site(
+        api, form, call, arguments, model, function=None, inputs=(), keywords=(), options=options, reentrancy=reentrancy
     )
+    site.extra["kwargs_option"] = api.positional[0]
+    return site
 
 def _build_hf_training_args(api, form, call, arguments, model) -> CheckpointSite | None:
-    enabled = arguments.option("gradient_checkpointing", model)
+    """``TrainingArguments(gradient_checkpointing=True, ...)`` or 5.24's
+    ``activation_checkpointing=True`` (the new name wins when both are passed, as in
+    ``__post_init__``); with the new name unset kwargs run non-reentrant (only 5.24 has it)."""
+    options = {name: arguments.option(name, model) for name in api.options}
+    switch = "activation_checkpointing" if options["activation_checkpointing"].is_passed else "gradient_checkpointing"
+    enabled = options[switch]
     if not enabled.is_true and not (api.enabled_by_default and enabled.is_absent):
         return None
-    kwargs = arguments.option("gradient_checkpointing_kwargs", model)
-    use_reentrant = _hf_use_reentrant(kwargs, model)
-    return _site(
-        api,
-        form,
-        call,
-        arguments,
-        model,
-        function=None,
-        inputs=(),
-        keywords=(),
-        options={
-            "gradient_checkpointing": enabled,
-            "gradient_checkpointing_kwargs": kwargs,
-            "use_reentrant": use_reentrant,
-        },
+    own = HF_KWARGS_OPTIONS[switch]  # its kwargs; the other name is an alias of it in 5.24
+    kwargs_name = next((n for n in (own, *HF_KWARGS_OPTIONS.values()) if options[n].is_passed), own)
+    options["use_reentrant"] = use_reentrant = _hf_use_reentrant(options[kwargs_name], model)
+    new_name = switch == "activation_checkpointing"
+    reentrancy = _hf_reentrancy(use_reentrant, api.reentrant_when_omitted and not new_name)
+    site = _site(
+        api, form, call, arguments, model, function=None, inputs=(), keywords=(), options=options, reentrancy=reentrancy
     )
+    site.extra["kwargs_option"] = kwargs_name
+    return site
 
 def build_bound_call(bound: CheckpointSite, call: cst.Call, model: SemanticModel) -> CheckpointSite | None:
     """A call through ``name = partial(API, ...)``: the binding's options, overridden by the

@@ -68,6 +68,7 @@ _CHECKPOINT_LIKE = re.compile(r"(?i)checkpoint|ckpt|recompute|^apply$")
 def _api_identifiers() -> frozenset[str]:
     """Identifiers that make a statement a candidate wherever they appear."""
     words: set[str] = {"checkpoint", "gradient_checkpointing", "TrainingArguments", "Seq2SeqTrainingArguments"}
+    words.add("activation_checkpointing")  # transformers 5.24's TrainingArguments switch
     words |= set(METHOD_APIS) | set(HF_ENABLE_METHODS)
     for qualified in [*API_BY_QUALIFIED_NAME, *TRAINING_ARGUMENTS_BASES, *INSTANCE_METHOD_APIS, UTILS_CHECKPOINT_MODULE]:
         parts = qualified.split(".")

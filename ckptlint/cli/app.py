@@ -59,7 +59,14 @@ class _Command(click.Command):
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if nothing remains.")
-@click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option("--isolated", is_flag=True, help="Ignore every configuration file and every declared library version.")
+@click.option(
+    "--target-version",
+    multiple=True,
+    metavar="LIBRARY=VERSION",
+    help="The library version to judge for (`transformers=5.5`, or a requirement such as `transformers>=5.4`); "
+    "replaces what the project declares for that library. Repeatable.",
+)
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False), help="Use this configuration file.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
 @click.option(

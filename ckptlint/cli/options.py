@@ -49,6 +49,7 @@ class Options:
     show_files: bool
     show_settings: bool
     show_sites: bool
+    target_version: tuple[str, ...]
     explain: str | None
     list_rules: bool
     jobs: int | None
@@ -81,6 +82,7 @@ class Invocation:
 def prepare(options: Options) -> Invocation:
     """Check that the options fit together and build the settings resolver. Exits with
     status 2 (usage error) when they do not."""
+    from ckptlint.config.declarations import InvalidTargetVersion, parse_target_version_option
     from ckptlint.config.files import CliOverrides, SettingsResolver
     from ckptlint.config.settings import UnknownRuleSelector, normalise_selectors
     from ckptlint.lint.results import FixMode
@@ -115,8 +117,9 @@ def prepare(options: Options) -> Invocation:
             respect_gitignore=options.respect_gitignore,
             force_exclude=options.force_exclude,
             cache_dir=os.path.abspath(options.cache_dir) if options.cache_dir else None,
+            target_versions=tuple(parse_target_version_option(text) for text in options.target_version),
         )
-    except UnknownRuleSelector as exc:
+    except (UnknownRuleSelector, InvalidTargetVersion) as exc:
         error(str(exc))
         sys.exit(EXIT_ERROR)
     if options.config_file is not None and not options.config_file.is_file():

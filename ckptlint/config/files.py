@@ -20,6 +20,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
+from ckptlint.config.declarations import DeclaredVersions, InvalidTargetVersion, parse_target_version
 from ckptlint.config.settings import (
     DEFAULT_EXCLUDES,
     OUTPUT_FORMATS,
@@ -30,6 +31,7 @@ from ckptlint.config.settings import (
     default_enabled,
     normalise_selectors,
 )
+from ckptlint.facts.versions import TargetVersion
 
 __all__ = ["CliOverrides", "ConfigError", "SettingsResolver", "find_config", "load_config"]
 
@@ -47,7 +49,8 @@ _LIST_KEYS = {
 _BOOL_KEYS = {"unsafe-fixes", "respect-gitignore", "force-exclude", "notebooks"}
 _STR_KEYS = {"cache-dir", "output-format"}
 _TABLE_KEYS = {"per-file-ignores", "extend-per-file-ignores"}
-KNOWN_KEYS = frozenset(_LIST_KEYS | _BOOL_KEYS | _STR_KEYS | _TABLE_KEYS)
+_VERSION_KEYS = {"target-versions"}
+KNOWN_KEYS = frozenset(_LIST_KEYS | _BOOL_KEYS | _STR_KEYS | _TABLE_KEYS | _VERSION_KEYS)
 
 
 class ConfigError(Exception):
@@ -68,6 +71,7 @@ class CliOverrides:
     respect_gitignore: bool | None = None
     force_exclude: bool | None = None
     cache_dir: str | None = None
+    target_versions: tuple[TargetVersion, ...] = ()
 
 
 @dataclass
@@ -148,6 +152,14 @@ def load_config(path: Path) -> RawConfig:
                 isinstance(v, list) and all(isinstance(c, str) for c in v) for v in value.values()
             ):
                 raise ConfigError(f"{where} must be a table of lists of rule codes")
+        elif key in _VERSION_KEYS:
+            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+                raise ConfigError(f'{where} must be a table of version strings (`{{ transformers = "5.5" }}`)')
+            try:
+                table = f"[{prefix.rstrip('.')}] {key}" if prefix else key
+                value = tuple(parse_target_version(lib, spec, f"{path} {table}") for lib, spec in value.items())
+            except InvalidTargetVersion as exc:
+                raise ConfigError(f"{path}: {exc}") from None
         values[key] = value
     try:
         for key in ("select", "extend-select", "ignore", "extend-safe-fixes", "extend-unsafe-fixes"):
@@ -197,6 +209,7 @@ def build_settings(raw: RawConfig | None, cli: CliOverrides, cwd: Path) -> Setti
         cache_dir=values.get("cache-dir", ".ckptlint_cache"),
         output_format=values.get("output-format"),
         notebooks=values.get("notebooks", True),
+        target_versions=_overridden(values.get("target-versions", ()), cli.target_versions),
     )
     overrides: dict[str, Any] = {}
     if cli.exclude is not None:
@@ -214,10 +227,20 @@ def build_settings(raw: RawConfig | None, cli: CliOverrides, cwd: Path) -> Setti
     return replace(settings, **overrides) if overrides else settings
 
 
+def _overridden(*layers: tuple[TargetVersion, ...]) -> tuple[TargetVersion, ...]:
+    """Target versions, a later layer's library replacing an earlier one's, sorted by library."""
+    merged: dict[str, TargetVersion] = {}
+    for layer in layers:
+        merged.update((target.library, target) for target in layer)
+    return tuple(sorted(merged.values(), key=lambda target: target.library))
+
+
 class SettingsResolver:
     """The settings for any path: hierarchical lookup of the closest configuration file,
-    cached per folder. With ``isolated`` no file is read; with ``config`` that one file
-    applies everywhere."""
+    cached per folder. With ``isolated`` no file is read (neither configuration nor
+    declared library versions); with ``config`` that one file applies everywhere. The
+    versions the project declares (:class:`~ckptlint.config.declarations.DeclaredVersions`)
+    join the settings of each file, under the overrides."""
 
     def __init__(self, cli: CliOverrides, *, cwd: Path, isolated: bool = False, config: Path | None = None):
         self.cli = cli
@@ -226,15 +249,27 @@ class SettingsResolver:
         self.config = config
         self._by_config: dict[Path | None, Settings] = {}
         self._config_of_dir: dict[Path, Path | None] = {}
+        self.declared = DeclaredVersions()
+        self._with_versions: dict[tuple[Settings, tuple[TargetVersion, ...]], Settings] = {}
 
     def for_path(self, path: Path) -> Settings:
         """Settings for ``path`` (a file or folder). Raises :class:`ConfigError`."""
         if self.isolated:
             return self._settings(None)
         if self.config is not None:
-            return self._settings(self.config)
-        directory = path if path.is_dir() else path.parent
-        return self._settings(self._config_for_dir(Path(os.path.abspath(directory))))
+            settings = self._settings(self.config)
+        else:
+            directory = path if path.is_dir() else path.parent
+            settings = self._settings(self._config_for_dir(Path(os.path.abspath(directory))))
+        declared = self.declared.for_path(path)
+        if not declared:
+            return settings
+        key = (settings, declared)
+        found = self._with_versions.get(key)
+        if found is None:
+            versions = _overridden(declared, settings.target_versions)
+            found = self._with_versions[key] = replace(settings, target_versions=versions)
+        return found
 
     def _config_for_dir(self, directory: Path) -> Path | None:
         if directory in self._config_of_dir:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ckptlint.facts.versions import TargetVersion
 from ckptlint.rule_codes import OFF_BY_DEFAULT, RULE_CODES
 from ckptlint.text.diagnostics import Applicability
 
@@ -141,6 +142,9 @@ class Settings:
         cache_dir: where the cache lives (relative paths are relative to ``root``).
         notebooks: lint Jupyter notebooks (``.ipynb``) found in folders and named on the
             command line (``notebooks = false`` turns them off).
+        target_versions: the library versions the file's project allows, one per library
+            (declared, or overridden by ``target-versions`` / ``--target-version``; see
+            :mod:`ckptlint.config.declarations`); rules decide version-dependent facts from them.
     """
 
     root: Path
@@ -157,6 +161,7 @@ class Settings:
     cache_dir: str = ".ckptlint_cache"
     output_format: str | None = None
     notebooks: bool = True
+    target_versions: tuple[TargetVersion, ...] = ()
 
     @property
     def all_excludes(self) -> tuple[str, ...]:

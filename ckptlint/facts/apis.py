@@ -4,7 +4,7 @@ Every rule asks the semantic model, which asks this table; nothing else in the c
 matches API names. Facts are from PyTorch's sources (torch/utils/checkpoint.py,
 torch/distributed/algorithms/_checkpoint/checkpoint_wrapper.py,
 torch/distributed/_composable/checkpoint_activation.py, 2.9; unchanged in 2.13) and from
-transformers' modeling_utils.py / training_args.py (4.57; the default flipped in 5.0).
+transformers' modeling_utils.py / training_args.py (4.57, 5.0, 5.24; the default flipped in 5.0).
 """
 
 from __future__ import annotations
@@ -13,21 +13,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 __all__ = [
-    "ALL_APIS",
-    "API_BY_QUALIFIED_NAME",
-    "AUTOGRAD_FUNCTION_BASES",
-    "HOME_MADE",
-    "INSTANCE_METHOD_APIS",
-    "METHOD_APIS",
-    "TRAINING_ARGUMENTS_BASES",
-    "gate_names",
-    "ApiKind",
-    "CheckpointApi",
-    "CHECKPOINT_OPTIONS",
-    "HF_ENABLE_METHODS",
-    "MODULE_EXPORTS",
-    "PARTIAL_QUALIFIED_NAMES",
-    "UTILS_CHECKPOINT_MODULE",
+    "ALL_APIS", "API_BY_QUALIFIED_NAME", "AUTOGRAD_FUNCTION_BASES", "HOME_MADE", "INSTANCE_METHOD_APIS",
+    "METHOD_APIS", "TRAINING_ARGUMENTS_BASES", "gate_names", "ApiKind", "CheckpointApi", "CHECKPOINT_OPTIONS",
+    "HF_ENABLE_METHODS", "MODULE_EXPORTS", "PARTIAL_QUALIFIED_NAMES", "UTILS_CHECKPOINT_MODULE",
     "api_for",
 ]
 
@@ -74,8 +62,8 @@ class CheckpointApi:
             (only the non-reentrant variant accepts them).
         fixed_reentrancy: for libraries' own implementations, the variant that always runs
             (``"reentrant"``: an ``autograd.Function`` re-running in ``backward``;
-            ``"non-reentrant"``; ``"unknown"``: chosen by a run-time setting such as timm's
-            ``set_reentrant_ckpt``); ``None``: decided by ``use_reentrant`` as for torch.
+            ``"non-reentrant"``; ``"unknown"``: set at run time, timm's ``set_reentrant_ckpt``);
+            ``None``: decided by ``use_reentrant`` as for torch.
         rng_restored: the RNG states restored before the recompute (``"cpu"``, ``"cuda"``:
             the device's default generator, ``"tracker"``: a model-parallel RNG tracker's
             states), ``("unknown",)`` when a run-time setting decides.
@@ -163,6 +151,17 @@ HF_GRADIENT_CHECKPOINTING_ENABLE = CheckpointApi(
     reentrant_when_omitted=True,
 )
 
+#: transformers 5.24: ``gradient_checkpointing_enable``'s new name (:mod:`ckptlint.facts.version_facts`).
+HF_ACTIVATION_CHECKPOINTING_ENABLE = CheckpointApi(
+    name="activation_checkpointing_enable",
+    kind=ApiKind.HF_ENABLE,
+    qualified_names=(),
+    positional=("activation_checkpointing_kwargs", "every_n_layers", "offload"),
+    options=("activation_checkpointing_kwargs", "every_n_layers", "offload"),
+    reentrant_when_omitted=False,
+    source="transformers 5.24.0 modeling_utils.py:3119-3158 (kwargs None -> {'use_reentrant': False})",
+)
+
 HF_TRAINING_ARGUMENTS = CheckpointApi(
     name="TrainingArguments",
     kind=ApiKind.HF_TRAINING_ARGS,
@@ -173,7 +172,7 @@ HF_TRAINING_ARGUMENTS = CheckpointApi(
         "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
     ),
     positional=(),
-    options=("gradient_checkpointing", "gradient_checkpointing_kwargs"),
+    options=("gradient_checkpointing", "gradient_checkpointing_kwargs", "activation_checkpointing", "activation_checkpointing_kwargs"),
     reentrant_when_omitted=True,
 )
 
@@ -475,7 +474,7 @@ TRL_CONFIGS = CheckpointApi(
     )
     + ("trl.trainer.base_config._BaseConfig",),
     positional=(),
-    options=("gradient_checkpointing", "gradient_checkpointing_kwargs"),
+    options=("gradient_checkpointing", "gradient_checkpointing_kwargs", "activation_checkpointing", "activation_checkpointing_kwargs"),
     reentrant_when_omitted=False,
     enabled_by_default=True,
     source=(
@@ -491,6 +490,7 @@ ALL_APIS = (
     CHECKPOINT_WRAPPER,
     COMPOSABLE_CHECKPOINT,
     HF_GRADIENT_CHECKPOINTING_ENABLE,
+    HF_ACTIVATION_CHECKPOINTING_ENABLE,
     HF_TRAINING_ARGUMENTS,
     HF_GRADIENT_CHECKPOINTING_FUNC,
     TIMM_CHECKPOINT_SEQ,
@@ -545,6 +545,7 @@ API_BY_QUALIFIED_NAME: dict[str, CheckpointApi] = {
 #: called on (the receiver's type is not known statically).
 HF_ENABLE_METHODS: dict[str, CheckpointApi] = {
     "gradient_checkpointing_enable": HF_GRADIENT_CHECKPOINTING_ENABLE,
+    "activation_checkpointing_enable": HF_ACTIVATION_CHECKPOINTING_ENABLE,
 }
 
 #: Method names that are a checkpoint API whatever they are called on (from the rows'

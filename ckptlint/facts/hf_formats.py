@@ -28,7 +28,7 @@ a model changes nothing or raises.
 
 from __future__ import annotations
 
-__all__ = ["CLASS_CONSTRUCTORS", "OLD_FORMAT_PARAMETER", "OLD_FORMAT_SETTER"]
+__all__ = ["CLASS_CONSTRUCTORS", "HF_KWARGS_OPTIONS", "HF_NEW_NAMES", "OLD_FORMAT_PARAMETER", "OLD_FORMAT_SETTER"]
 
 #: The method an old-format model class overrides.
 OLD_FORMAT_SETTER = "_set_gradient_checkpointing"
@@ -44,3 +44,19 @@ OLD_FORMAT_PARAMETER = "value"
 #: ``configuration_utils.py`` ``ConfigMixin.from_config(cls, ...) -> Self`` (0.36). A class of
 #: the tree that defines the method itself is not assumed to follow this.
 CLASS_CONSTRUCTORS = frozenset({"from_pretrained", "from_config", "_from_config"})
+
+#: ``TrainingArguments``' checkpointing switches -> their kwargs keyword: transformers 5.24.0
+#: ``training_args.py`` 908-937 (``activation_checkpointing*``; ``gradient_checkpointing*`` their
+#: deprecated aliases, the only names before 5.24).
+HF_KWARGS_OPTIONS = {
+    "gradient_checkpointing": "gradient_checkpointing_kwargs",
+    "activation_checkpointing": "activation_checkpointing_kwargs",
+}
+
+#: The deprecated names of transformers 5.24 -> their new names (``modeling_utils.py`` 3200-3216,
+#: ``training_args.py`` 1533-1545).
+HF_NEW_NAMES = {
+    "gradient_checkpointing_enable": "activation_checkpointing_enable",
+    "gradient_checkpointing": "activation_checkpointing",
+    "gradient_checkpointing_kwargs": "activation_checkpointing_kwargs",
+}

@@ -180,6 +180,7 @@ _ALIAS_ASSIGNMENT = re.compile(rb"^[ \t]*\w+[ \t]*=[ \t]*[\w.]+\.checkpoint[ \t]
 _GC_KEYWORD = re.compile(rb"\bgradient_checkpointing[ \t]*=")
 _alias_assignment = AliasLineSearch().search
 _gc_keyword = KeywordSearch("gradient_checkpointing").search
+_ac_keyword = KeywordSearch("activation_checkpointing").search  # transformers 5.24's name of the switch
 
 
 def _home_made(raw: bytes) -> bool:
@@ -215,7 +216,7 @@ def may_have_findings(raw: bytes) -> bool:
         return b"CKP" in raw and _CKP_CODE.search(raw) is not None
     if _words(raw) or _owner_call(raw):
         return True
-    if _alias_assignment(raw) or _gc_keyword(raw):
+    if _alias_assignment(raw) or _gc_keyword(raw) or _ac_keyword(raw):
         return True
     if b"gradient_checkpointing_enable" in raw or b"_composable" in raw:
         return True

@@ -263,7 +263,7 @@ class FileLinter:
 
         found: list[Diagnostic] = []
         failed: set[str] = set()
-        ctx = RuleContext(analysis, self.project, found.append)
+        ctx = RuleContext(analysis, self.project, found.append, settings.target_versions)
         for code in sorted(enabled):
             rule = ALL_RULES[code]
             ctx.code = code

@@ -17,6 +17,7 @@ from ckptlint.rules.ckp002_reentrant_incompatible_argument import (
 from ckptlint.rules.ckp003_misspelled_checkpoint_option import (
     MisspelledCheckpointOption,
 )
+from ckptlint.rules.ckp004_deprecated_checkpointing_alias import DeprecatedCheckpointingAlias
 from ckptlint.rules.ckp101_rng_state_not_preserved import RngStateNotPreserved
 from ckptlint.rules.ckp102_random_op_on_unpreserved_device import (
     RandomOpOnUnpreservedDevice,
@@ -60,6 +61,7 @@ _RULE_CLASSES: tuple[type[Rule], ...] = (
     CheckpointWithoutUseReentrant,
     ReentrantIncompatibleArgument,
     MisspelledCheckpointOption,
+    DeprecatedCheckpointingAlias,
     CheckpointUsedAsSave,
     CheckpointModuleCalled,
     DistributedCheckpointMisuse,

@@ -20,6 +20,8 @@ import libcst as cst
 from ckptlint.checkpoint.call_errors import always_raises
 from ckptlint.checkpoint.sites import site_index
 from ckptlint.checkpoint.guards import condition_text, constructor_switches
+from ckptlint.facts.version_facts import VersionFact
+from ckptlint.facts.versions import Decision, TargetVersion, decide
 from ckptlint.registry import RULES, FixAvailability, Severity
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 
@@ -98,6 +100,8 @@ class RuleContext:
         analysis: the module being linted.
         project: the linted tree, for resolving code in other files (may be ``None``).
         code: the code of the rule being run (set by the engine).
+        target_versions: library -> the versions the project allows (absent: undeclared);
+            see :meth:`decide`.
     """
 
     def __init__(
@@ -105,8 +109,10 @@ class RuleContext:
         analysis: ModuleAnalysis,
         project: Project | None,
         sink: Callable[[Diagnostic], None],
+        target_versions: tuple[TargetVersion, ...] = (),
     ) -> None:
         self.analysis = analysis
+        self.target_versions = {target.library: target for target in target_versions}
         self.project = project
         if analysis.project is None:
             analysis.project = project  # sites follow imports into the linted tree
@@ -114,6 +120,11 @@ class RuleContext:
         self._reported: set[tuple[str, int]] = set()
         self._conditions: dict[int, str] = {}
         self.code = ""
+
+    def decide(self, fact: VersionFact) -> Decision:
+        """Where the project's declared versions of ``fact.library`` lie against the versions
+        ``fact`` holds in (:func:`ckptlint.facts.versions.decide`)."""
+        return decide(self.target_versions.get(fact.library), fact.range)
 
     def site_regions(self) -> Iterator[tuple[CheckpointSite, Region]]:
         """Every site of the module that names the callable it checkpoints, with its region

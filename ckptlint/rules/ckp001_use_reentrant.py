@@ -10,6 +10,8 @@ from ckptlint.checkpoint.site import Reentrancy
 from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.facts.apis import ApiKind
 from ckptlint.facts.hf_formats import OLD_FORMAT_PARAMETER, OLD_FORMAT_SETTER
+from ckptlint.facts.version_facts import HF_DEFAULT_REENTRANT
+from ckptlint.facts.versions import Placement
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_node
 from ckptlint.semantic.callables import signature_of
@@ -19,6 +21,7 @@ _KEYWORD = "use_reentrant=False"
 _RECEIVER_STEPS = 100
 _HF_DICT = '{"use_reentrant": False}'
 _HF_ENTRY = '"use_reentrant": False'
+_HF_KINDS = (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS)
 
 
 class CheckpointWithoutUseReentrant(Rule):
@@ -27,7 +30,12 @@ class CheckpointWithoutUseReentrant(Rule):
     torch.utils.checkpoint (2.9, still so in 2.13) warns when ``use_reentrant`` is omitted
     and then runs the legacy reentrant variant; transformers before 5.0 does the same for
     ``gradient_checkpointing_enable()`` / ``TrainingArguments(gradient_checkpointing=True)``
-    without ``gradient_checkpointing_kwargs={"use_reentrant": ...}``.
+    without ``gradient_checkpointing_kwargs={"use_reentrant": ...}``. Those two are decided
+    from the project's declared transformers versions
+    (:data:`~ckptlint.facts.version_facts.HF_DEFAULT_REENTRANT`): no finding when every declared
+    version is 5.0 or later, the versions named when some are. 5.24's
+    ``activation_checkpointing_enable()`` / ``activation_checkpointing=True`` default to
+    non-reentrant; a kwargs dictionary without ``"use_reentrant"`` leaves torch's default.
     """
 
     code = "CKP001"
@@ -185,7 +193,26 @@ class CheckpointWithoutUseReentrant(Rule):
                 continue  # the receiver's own method, or an old-format model that ignores the kwargs
             if reentrant_call_refuses_keywords(ctx.regions, ctx.analysis, site):
                 continue  # CKP002 reports it: use_reentrant=False would only trade ValueError for TypeError
-            ctx.report(site.call, _message(site), fix=_fix(ctx, site))
+            versions = None
+            if _transformers_default_decides(site):
+                decision = ctx.decide(HF_DEFAULT_REENTRANT)
+                if decision.placement is Placement.OUTSIDE:
+                    continue  # every declared transformers defaults to use_reentrant=False
+                if decision.placement is not Placement.UNDECLARED:
+                    versions = decision.which("transformers")
+            ctx.report(site.call, _message(site, versions), fix=_fix(ctx, site))
+
+
+def _transformers_default_decides(site: CheckpointSite) -> bool:
+    """A Hugging Face switch without kwargs: transformers' default decides the variant
+    (reentrant before 5.0, not from 5.0 on: :data:`~ckptlint.facts.version_facts.HF_DEFAULT_REENTRANT`)."""
+    return site.api.kind in _HF_KINDS and site.use_reentrant.origin is OptionOrigin.DEFAULT
+
+
+def _kwargs_name(site: CheckpointSite) -> str:
+    """The kwargs keyword of a Hugging Face site (``gradient_checkpointing_kwargs``, or 5.24's
+    ``activation_checkpointing_kwargs``)."""
+    return str(site.extra.get("kwargs_option", "gradient_checkpointing_kwargs"))
 
 
 def _receiver_decides(ctx: RuleContext, site: CheckpointSite) -> bool:
@@ -202,6 +229,7 @@ def _receiver_decides(ctx: RuleContext, site: CheckpointSite) -> bool:
     func = site.call.func
     if not isinstance(func, cst.Attribute):
         return False
+    kwargs_name = _kwargs_name(site)
     # a receiver built by a class of the tree is a few steps away (`model = Model()`, `self`);
     # a small budget keeps this question from following long call chains into other files
     values = ctx.regions.values(func.value, ctx.analysis, budget=_RECEIVER_STEPS, classes_only=True)
@@ -209,7 +237,7 @@ def _receiver_decides(ctx: RuleContext, site: CheckpointSite) -> bool:
         return False
     for value in values:
         signature = ctx.regions.method_signature(value, func.attr.value)
-        if signature is not None and not signature.accepts("gradient_checkpointing_kwargs"):
+        if signature is not None and not signature.accepts(kwargs_name):
             continue
         setter = ctx.regions.method_signature(value, OLD_FORMAT_SETTER)
         if signature is None and setter is not None and OLD_FORMAT_PARAMETER in setter.keywords:
@@ -234,9 +262,10 @@ def _bindings_chosen_by_every_call(sites: list[CheckpointSite]) -> set[int]:
 def _what(site: CheckpointSite) -> str:
     api = site.api
     if api.kind is ApiKind.HF_ENABLE:
-        return "`gradient_checkpointing_enable()`"
+        return f"`{api.name}()`"
     if api.kind is ApiKind.HF_TRAINING_ARGS:
-        return "`TrainingArguments(gradient_checkpointing=True)`"
+        switch = "activation_checkpointing" if site.option("activation_checkpointing").is_passed else "gradient_checkpointing"
+        return f"`TrainingArguments({switch}=True)`"
     short = api.name.rsplit(".", 1)[-1]
     if site.form is SiteForm.PARTIAL:
         return f"`functools.partial({short}, ...)`"
@@ -245,30 +274,32 @@ def _what(site: CheckpointSite) -> str:
     return f"`{short}()`"
 
 
-def _message(site: CheckpointSite) -> str:
+def _message(site: CheckpointSite, versions: str | None = None) -> str:
+    """The finding's text; ``versions``: for a switch without kwargs, the declared transformers
+    versions that default to reentrant (``None``: nothing declared, "before 5.0")."""
     what = _what(site)
     typo = site.misspelling_of("use_reentrant")
-    if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
+    if site.api.kind in _HF_KINDS:
+        kwargs = _kwargs_name(site)
         if typo is not None:
             return (
-                f"{what}: `gradient_checkpointing_kwargs` has no \"use_reentrant\" key (\"{typo.written}\" looks "
-                "like a misspelling of it, see CKP003), so transformers before 5.0 runs the legacy reentrant "
+                f"{what}: `{kwargs}` has no \"use_reentrant\" key (\"{typo.written}\" looks "
+                "like a misspelling of it, see CKP003), so torch runs the legacy reentrant "
                 f"checkpoint; rename \"{typo.written}\" to \"use_reentrant\""
             )
         if _passed_none(site) is not None:
             return (
-                f"{what}: `gradient_checkpointing_kwargs` sets \"use_reentrant\" to None, so the legacy "
+                f"{what}: `{kwargs}` sets \"use_reentrant\" to None, so the legacy "
                 "reentrant checkpoint runs; use `\"use_reentrant\": False`"
             )
         if site.use_reentrant.origin is OptionOrigin.DICT:
             return (
-                f"{what}: `gradient_checkpointing_kwargs` has no \"use_reentrant\" key, so "
-                "transformers before 5.0 runs the legacy reentrant checkpoint; add "
-                "`\"use_reentrant\": False`"
+                f"{what}: `{kwargs}` has no \"use_reentrant\" key, so torch runs the legacy reentrant "
+                "checkpoint (transformers passes the dictionary on as it is); add `\"use_reentrant\": False`"
             )
+        when = f"with {versions}, transformers" if versions else "transformers before 5.0"
         return (
-            f"{what} without `gradient_checkpointing_kwargs`: transformers before 5.0 runs the "
-            "legacy reentrant checkpoint; pass `gradient_checkpointing_kwargs="
+            f"{what} without `{kwargs}`: {when} runs the legacy reentrant checkpoint; pass `{kwargs}="
             '{"use_reentrant": False}`'
         )
     via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin is OptionOrigin.DICT else ""
@@ -310,7 +341,7 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
     analysis = ctx.analysis
     if site.misspelling_of("use_reentrant") is not None:
         return None  # CKP003 renames the misspelled keyword/key; adding one would pass it twice
-    if site.api.kind in (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS):
+    if site.api.kind in _HF_KINDS:
         return _hf_fix(ctx, site)
     signature = None
     if site.function_keywords:
@@ -330,12 +361,13 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
 
 def _hf_fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
     analysis = ctx.analysis
-    kwargs = site.option("gradient_checkpointing_kwargs")
-    message = 'Pass `gradient_checkpointing_kwargs={"use_reentrant": False}`'
+    name = _kwargs_name(site)
+    kwargs = site.option(name)
+    message = f'Pass `{name}={{"use_reentrant": False}}`'
     if kwargs.is_absent:
         if site.arguments.double_starred:
             return None
-        edits = add_keyword_argument(analysis, site.call, f"gradient_checkpointing_kwargs={_HF_DICT}")
+        edits = add_keyword_argument(analysis, site.call, f"{name}={_HF_DICT}")
         return ctx.fix(Applicability.UNSAFE, message, *edits)
     if kwargs.state is OptionState.LITERAL and kwargs.value is None and kwargs.arg is not None:
         return ctx.fix(Applicability.UNSAFE, message, replace_node(analysis, kwargs.arg.value, _HF_DICT))
@@ -350,7 +382,7 @@ def _hf_fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
     if kwargs.arg is not None and isinstance(kwargs.arg.value, cst.Dict):
         return ctx.fix(
             Applicability.UNSAFE,
-            'Add `"use_reentrant": False` to `gradient_checkpointing_kwargs`',
+            f'Add `"use_reentrant": False` to `{name}`',
             *add_dict_entry(analysis, kwargs.arg.value, _HF_ENTRY),
         )
     return None

@@ -1,0 +1,174 @@
+"""The library versions a linted file's project declares (its target versions).
+
+For each tracked library (:data:`ckptlint.facts.version_facts.TRACKED_LIBRARIES`) the nearest
+folder above the linted file whose declaration files name the library wins, as the nearest
+configuration file does. A folder's declaration files are ``pyproject.toml`` (``[project]``
+dependencies and optional dependencies, ``[dependency-groups]``, Poetry's tables),
+``requirements*.txt`` and ``requirements/*.txt`` (with ``-r``/``-c`` includes), ``setup.cfg``
+``install_requires``/``extras_require``, literal ``install_requires`` in ``setup.py`` and
+conda's ``environment.yml``. Requirements installed together are intersected; separate lists
+(another requirements file, a Poetry alternative) are alternatives, so the project allows their
+union (:class:`~ckptlint.facts.versions.TargetVersion`). An extra or dependency group installs on
+top of its file's main dependencies, so it narrows nothing and widens nothing for a library those
+name; for one they do not name, its range is an alternative.
+
+Overrides (``[tool.ckptlint] target-versions``, ``--target-version``) replace what is declared
+for their library; ``--isolated`` reads no declaration. A declaration file that cannot be read
+gives one ``warning:`` line (on stderr) and declares nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from ckptlint.config.requirement_files import DeclarationError, RequirementList, read_declarations
+from ckptlint.facts.version_facts import TRACKED_LIBRARIES
+from ckptlint.facts.versions import TargetVersion
+
+__all__ = [
+    "DeclaredVersions",
+    "InvalidTargetVersion",
+    "parse_target_version",
+    "parse_target_version_option",
+    "stderr_warning",
+]
+
+_FIXED_NAMES = ("pyproject.toml", "setup.cfg", "setup.py", "environment.yml", "environment.yaml")
+
+
+class InvalidTargetVersion(ValueError):
+    """A ``target-versions`` value or ``--target-version`` that is not a tracked library with
+    a version or specifier set."""
+
+
+def parse_target_version(library: str, value: str, source: str) -> TargetVersion:
+    """An override: ``value`` is a version (``"5.5"``: every ``5.5.*`` release) or a PEP 440
+    specifier set (``">=5.4,<6"``).
+
+    Raises:
+        InvalidTargetVersion: an untracked library or a value ``packaging`` refuses.
+    """
+    name = canonicalize_name(library)
+    if name not in TRACKED_LIBRARIES:
+        known = ", ".join(TRACKED_LIBRARIES)
+        raise InvalidTargetVersion(f"{source}: `{library}` is not a library ckptlint reads versions of ({known})")
+    text = value.strip()
+    try:
+        Version(text)
+        specifier = f"=={text}" if text.count(".") >= 2 else f"=={text}.*"
+    except InvalidVersion:
+        specifier = text
+    try:
+        SpecifierSet(specifier)
+    except InvalidSpecifier:
+        raise InvalidTargetVersion(f"{source}: `{value}` is neither a version nor a specifier set") from None
+    return TargetVersion(name, (str(SpecifierSet(specifier)),), source)
+
+
+def parse_target_version_option(text: str) -> TargetVersion:
+    """``--target-version transformers=5.5`` or ``--target-version "transformers>=5.4"``.
+
+    Raises:
+        InvalidTargetVersion: as :func:`parse_target_version`, or text that is neither form.
+    """
+    match = re.match(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*=(?![=])\s*(.+)$", text)
+    if match:
+        return parse_target_version(match.group(1), match.group(2), "--target-version")
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        raise InvalidTargetVersion(f"--target-version: `{text}` is not `LIBRARY=VERSION` or a requirement") from None
+    return parse_target_version(requirement.name, str(requirement.specifier), "--target-version")
+
+
+def stderr_warning(message: str) -> None:
+    """Print ``warning: message`` on stderr."""
+    sys.stderr.write(f"warning: {message}\n")
+
+
+class DeclaredVersions:
+    """Target versions per linted file, read from declaration files (cached per folder; each
+    unreadable file is warned about once)."""
+
+    def __init__(self, warn: Callable[[str], None] = stderr_warning) -> None:
+        self.warn = warn
+        self._folders: dict[Path, dict[str, TargetVersion]] = {}
+        self._nearest: dict[Path, tuple[TargetVersion, ...]] = {}
+
+    def for_path(self, path: Path) -> tuple[TargetVersion, ...]:
+        """The declared versions that apply to ``path`` (a file or folder), sorted by library."""
+        directory = Path(os.path.abspath(path if path.is_dir() else path.parent))
+        found = self._nearest.get(directory)
+        if found is None:
+            here = self.in_folder(directory)
+            above = {t.library: t for t in self.for_path(directory.parent)} if directory.parent != directory else {}
+            found = tuple(sorted({**above, **here}.values(), key=lambda t: t.library))
+            self._nearest[directory] = found
+        return found
+
+    def in_folder(self, folder: Path) -> dict[str, TargetVersion]:
+        """The libraries the declaration files of ``folder`` itself name."""
+        found = self._folders.get(folder)
+        if found is None:
+            found = self._folders[folder] = _combined(self._lists(folder))
+        return found
+
+    def _lists(self, folder: Path) -> list[RequirementList]:
+        lists: list[RequirementList] = []
+        for path in _declaration_files(folder):
+            try:
+                lists += read_declarations(path)
+            except DeclarationError as exc:
+                self.warn(f"{exc}; its declared library versions are ignored")
+            except (RecursionError, MemoryError, UnicodeError, ValueError) as exc:
+                self.warn(f"{path}: cannot read declared library versions ({type(exc).__name__}); ignored")
+        return lists
+
+
+def _declaration_files(folder: Path) -> list[Path]:
+    try:
+        names = set(os.listdir(folder))
+    except OSError:
+        return []
+    files = [folder / name for name in _FIXED_NAMES if name in names]
+    files += [folder / name for name in sorted(names) if re.fullmatch(r"requirements.*\.(?:txt|in)", name)]
+    if "requirements" in names and (folder / "requirements").is_dir():
+        try:
+            inner = sorted(os.listdir(folder / "requirements"))
+        except OSError:
+            inner = []
+        files += [folder / "requirements" / name for name in inner if name.endswith((".txt", ".in"))]
+    return [path for path in files if path.is_file()]
+
+
+def _combined(lists: Iterable[RequirementList]) -> dict[str, TargetVersion]:
+    """Per library, the union of the lists that name it (their specifier sets as alternatives);
+    an extra or dependency group counts only for a library its file's main list leaves out."""
+    lists = list(lists)
+    in_main = {(found.path, library) for found in lists if not found.additive for library in found.specifiers}
+    alternatives: dict[str, list[str]] = {}
+    sources: dict[str, list[str]] = {}
+    lines: dict[str, int] = {}
+    for found in lists:
+        for library, specifier in found.specifiers.items():
+            if found.additive and (found.path, library) in in_main:
+                continue  # an extra or group installs on top of the main list: within its range
+            text = str(specifier)
+            if text not in alternatives.setdefault(library, []):
+                alternatives[library].append(text)
+            if str(found.path) not in sources.setdefault(library, []):
+                sources[library].append(str(found.path))
+            lines.setdefault(library, found.lines.get(library, 0))
+    return {
+        library: TargetVersion(library, tuple(specs), "; ".join(sources[library]), lines[library])
+        for library, specs in alternatives.items()
+    }

@@ -1,0 +1,252 @@
+"""Declared library versions: each declaration format, includes, markers, extras, the nearest
+declaring folder, overrides, and unreadable files (a warning, nothing declared)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ckptlint.cli.app import main
+from ckptlint.config.declarations import DeclaredVersions, InvalidTargetVersion, parse_target_version_option
+from ckptlint.config.files import CliOverrides, ConfigError, SettingsResolver
+from ckptlint.facts.versions import Placement, TargetVersion, decide, specifier_range
+
+
+def _write(root: Path, name: str, text: str) -> Path:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def _declared(root: Path, warnings: list[str] | None = None) -> dict[str, TargetVersion]:
+    target = _write(root, "pkg/train.py", "x = 1\n")
+    reader = DeclaredVersions(warn=(warnings.append if warnings is not None else DeclaredVersions().warn))
+    return {t.library: t for t in reader.for_path(target)}
+
+
+def _range(target: TargetVersion) -> str:
+    return str(target.range)
+
+
+# ---------------------------------------------------------------- formats
+
+
+def test_requirements_txt_with_includes_and_constraints(tmp_path: Path) -> None:
+    _write(tmp_path, "requirements.txt", """\
+        # training
+        -r reqs/base.txt
+        -c constraints.txt
+        transformers[torch]>=4.40 ; python_version >= "3.10"  # markers and extras are read past
+        -e .
+        git+https://example.org/repo.git
+        --index-url https://example.org/simple
+        """)
+    _write(tmp_path, "reqs/base.txt", "torch>=2.1\n")
+    _write(tmp_path, "constraints.txt", "transformers<5\ntorch<2.14\n")
+    found = _declared(tmp_path)
+    assert _range(found["transformers"]) == ">=4.40,<5"
+    assert found["transformers"].line == 4
+    assert _range(found["torch"]) == ">=2.1,<2.14"
+
+
+def test_two_requirements_files_are_alternatives(tmp_path: Path) -> None:
+    _write(tmp_path, "requirements.txt", "transformers==4.57.1\n")
+    _write(tmp_path, "requirements-new.txt", "transformers>=5.4\n")
+    found = _declared(tmp_path)
+    assert _range(found["transformers"]) == "==4.57.1 or >=5.4"
+
+
+def test_pyproject_dependencies_extras_and_groups(tmp_path: Path) -> None:
+    _write(tmp_path, "pyproject.toml", """\
+        [project]
+        name = "demo"
+        dependencies = ["torch>=2.4", "transformers>=5.4.0"]
+
+        [project.optional-dependencies]
+        old = ["transformers[torch]>=4.45,<5; python_version < '3.12'"]
+
+        [dependency-groups]
+        base = ["diffusers>=0.30"]
+        dev = [{include-group = "base"}, "diffusers<0.40"]
+        """)
+    found = _declared(tmp_path)
+    # the extra installs on top of the main list: it adds no version (here it cannot install at all)
+    assert _range(found["transformers"]) == ">=5.4.0"
+    assert found["transformers"].line == 3
+    assert _range(found["torch"]) == ">=2.4"
+    # only groups name diffusers: `dev` includes `base` (intersected), `base` alone is an alternative
+    assert _range(found["diffusers"]) == ">=0.30"
+
+
+def test_poetry_caret_tilde_and_alternatives(tmp_path: Path) -> None:
+    _write(tmp_path, "pyproject.toml", """\
+        [tool.poetry.dependencies]
+        python = "^3.10"
+        transformers = "^4.40"
+        torch = {version = "~2.4", source = "pytorch"}
+        peft = [{version = "0.12.0", python = "<3.11"}, {version = ">=0.13", python = ">=3.11"}]
+        """)
+    found = _declared(tmp_path)
+    assert _range(found["transformers"]) == ">=4.40,<5"
+    assert _range(found["torch"]) == ">=2.4,<2.5"
+    assert _range(found["peft"]) == "==0.12.0 or >=0.13"
+
+
+def test_setup_cfg(tmp_path: Path) -> None:
+    _write(tmp_path, "setup.cfg", """\
+        [metadata]
+        name = demo
+
+        [options]
+        install_requires =
+            torch>=2.1
+            transformers>=5.0
+
+        [options.extras_require]
+        legacy = transformers<5
+        """)
+    found = _declared(tmp_path)
+    assert _range(found["transformers"]) == ">=5.0"  # the extra installs on top of install_requires
+    assert _range(found["torch"]) == ">=2.1"
+
+
+def test_setup_py_literal_and_named_list(tmp_path: Path) -> None:
+    _write(tmp_path, "setup.py", """\
+        from setuptools import setup
+
+        REQUIRED = ["transformers==5.5.3", "accelerate>=1.0"]
+        setup(name="demo", install_requires=REQUIRED, extras_require={"deep": ["deepspeed>=0.15"]})
+        """)
+    found = _declared(tmp_path)
+    assert _range(found["transformers"]) == "==5.5.3"
+    assert found["transformers"].line == 3
+    assert _range(found["deepspeed"]) == ">=0.15"
+
+
+def test_setup_py_that_builds_its_list_declares_nothing(tmp_path: Path) -> None:
+    _write(tmp_path, "setup.py", """\
+        from setuptools import setup
+        setup(name="demo", install_requires=open("requirements.in").read().split())
+        """)
+    assert _declared(tmp_path) == {}
+
+
+def test_conda_environment_with_pip_section(tmp_path: Path) -> None:
+    _write(tmp_path, "environment.yml", """\
+        name: demo
+        channels: [pytorch, conda-forge]
+        dependencies:
+          - python=3.11
+          - pytorch::pytorch=2.4
+          - timm 1.0.*
+          - pip
+          - pip:
+              - transformers>=4.46,<5
+        """)
+    found = _declared(tmp_path)
+    assert _range(found["torch"]) == ">=2.4,<2.5"
+    assert _range(found["timm"]) == ">=1.0,<1.1"
+    assert _range(found["transformers"]) == ">=4.46,<5"
+    assert found["transformers"].line == 9
+
+
+# ---------------------------------------------------------------- nearest folder, unreadable files
+
+
+def test_nearest_declaring_folder_wins_per_library(tmp_path: Path) -> None:
+    _write(tmp_path, "requirements.txt", "transformers>=5.4\ntorch==2.13.*\n")
+    _write(tmp_path, "pkg/requirements.txt", "transformers<5\n")
+    found = _declared(tmp_path)
+    assert _range(found["transformers"]) == "<5"
+    assert found["transformers"].source.endswith(str(Path("pkg") / "requirements.txt"))
+    assert _range(found["torch"]) == ">=2.13,<2.14"  # from the folder above
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "reason"),
+    [
+        ("pyproject.toml", "[project\ndependencies = [", "invalid TOML"),
+        ("requirements.txt", "transformers>=>5\n", "cannot parse requirement"),
+        ("requirements.txt", "-r missing.txt\n", "not found"),
+        ("setup.py", "setup(install_requires=[\n", "cannot parse setup.py"),
+        ("setup.cfg", "[options\ninstall_requires = torch\n", "invalid setup.cfg"),
+        ("environment.yml", "dependencies: [a\n", "invalid YAML"),
+        ("pyproject.toml", '[tool.poetry.dependencies]\ntransformers = "^^4"\n', "cannot parse the constraint"),
+    ],
+)
+def test_unreadable_file_warns_and_declares_nothing(tmp_path: Path, name: str, text: str, reason: str) -> None:
+    _write(tmp_path, name, text)
+    warnings: list[str] = []
+    assert _declared(tmp_path, warnings) == {}
+    assert len(warnings) == 1 and reason in warnings[0] and name in warnings[0]
+
+
+def test_unreadable_file_cli_warning_and_todays_behaviour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write(tmp_path, "requirements.txt", "transformers>=>5\n")
+    _write(tmp_path, "train.py", "model.gradient_checkpointing_enable()\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["--no-cache", "train.py"])
+    assert result.exit_code == 1
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "requirements.txt" in warnings[0]
+    assert "transformers before 5.0 runs the legacy reentrant checkpoint" in result.stdout
+
+
+# ---------------------------------------------------------------- overrides
+
+
+def test_config_override_and_cli_override(tmp_path: Path) -> None:
+    _write(tmp_path, "requirements.txt", "transformers>=4.40\ntorch>=2.1\n")
+    _write(tmp_path, "pyproject.toml", """\
+        [tool.ckptlint]
+        target-versions = { transformers = "5.5" }
+        """)
+    target = _write(tmp_path, "train.py", "x = 1\n")
+
+    def versions(cli: CliOverrides, isolated: bool = False) -> dict[str, str]:
+        settings = SettingsResolver(cli, cwd=tmp_path, isolated=isolated).for_path(target)
+        return {t.library: str(t.range) for t in settings.target_versions}
+
+    assert versions(CliOverrides()) == {"torch": ">=2.1", "transformers": ">=5.5,<5.6"}
+    cli = CliOverrides(target_versions=(parse_target_version_option("transformers>=5.24"),))
+    assert versions(cli) == {"torch": ">=2.1", "transformers": ">=5.24"}
+    assert versions(CliOverrides(), isolated=True) == {}
+    assert versions(cli, isolated=True) == {"transformers": ">=5.24"}
+
+
+def test_override_errors(tmp_path: Path) -> None:
+    with pytest.raises(InvalidTargetVersion, match="numpy"):
+        parse_target_version_option("numpy=2.0")
+    with pytest.raises(InvalidTargetVersion):
+        parse_target_version_option("transformers=five")
+    _write(tmp_path, "pyproject.toml", '[tool.ckptlint]\ntarget-versions = { transformers = 5 }\n')
+    with pytest.raises(ConfigError, match="target-versions"):
+        SettingsResolver(CliOverrides(), cwd=tmp_path).for_path(_write(tmp_path, "a.py", "\n"))
+
+
+def test_show_settings_prints_each_range_and_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write(tmp_path, "requirements.txt", "transformers>=5.4\n")
+    _write(tmp_path, "train.py", "x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["--show-settings", "--target-version", "torch=2.13", "train.py"])
+    assert result.exit_code == 0
+    assert f'"transformers >=5.4 (transformers>=5.4 in {tmp_path / "requirements.txt"}:1)"' in result.stdout
+    assert '"torch >=2.13,<2.14 (torch==2.13.* in --target-version)"' in result.stdout
+
+
+# ---------------------------------------------------------------- ranges
+
+
+@pytest.mark.parametrize(
+    ("declared", "placement"),
+    [(">=5.4", Placement.INSIDE), ("==5.5.3", Placement.INSIDE), (">=4.40", Placement.PARTLY),
+     ("~=4.57", Placement.OUTSIDE), ("<5", Placement.OUTSIDE), (">=5,<4", Placement.UNDECLARED)],
+)
+def test_decide(declared: str, placement: Placement) -> None:
+    target = TargetVersion("transformers", (declared,), "requirements.txt", 1)
+    assert decide(target, specifier_range(">=5.0")).placement is placement
+    assert decide(None, specifier_range(">=5.0")).placement is Placement.UNDECLARED
