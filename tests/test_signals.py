@@ -229,13 +229,14 @@ def test_a_file_that_takes_too_long_is_reported_and_the_run_goes_on(tmp_path: Pa
     monkeypatch.setattr(linter.FileLinter, "lint", _stuck_on("stuck.py"))
     monkeypatch.setattr(lint_run, "_BYTES_PER_WORKER", 1)
     started = time.monotonic()
-    run = lint_run.lint_files(paths, lambda p: settings_for(), jobs=jobs, file_timeout=1.0)
-    assert time.monotonic() - started < 10
+    # 3 s: a worker's first file imports libcst, which on a loaded machine can take over 1 s
+    run = lint_run.lint_files(paths, lambda p: settings_for(), jobs=jobs, file_timeout=3.0)
+    assert time.monotonic() - started < 20
     assert not run.interrupted and run.problems == []
     found = [(Path(d.path).name, d.code) for d in run.diagnostics]
     assert found == [("a.py", "CKP001"), ("c.py", "CKP001"), ("d.py", "CKP001"), ("stuck.py", "CKP902")]
     [stuck] = [d for d in run.diagnostics if d.code == "CKP902"]
-    assert stuck.message == "not checked: linting took longer than 1 s (--file-timeout); file skipped"
+    assert stuck.message == "not checked: linting took longer than 3 s (--file-timeout); file skipped"
 
 
 def test_file_timeout_option(run_cli, write, monkeypatch) -> None:
