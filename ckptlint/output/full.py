@@ -29,7 +29,7 @@ from ckptlint.output.base import OutputContext, display_path
 from ckptlint.output.concise import summary
 from ckptlint.text.diagnostics import Applicability, Diagnostic
 from ckptlint.text.fixer import apply_edits
-from ckptlint.text.source import SourceFile, location_label
+from ckptlint.text.source import SourceFile, location_label, split_lines
 
 __all__ = ["render"]
 
@@ -119,8 +119,8 @@ def _fix_diff(source: SourceFile, d: Diagnostic) -> list[str]:
         fixed = apply_edits(source.text, edits)
     except ValueError:
         return out
-    old = [line.rstrip("\r\n") for line in source.text.splitlines(keepends=True)]
-    new = [line.rstrip("\r\n") for line in fixed.splitlines(keepends=True)]
+    old = split_lines(source.text)
+    new = split_lines(fixed)
     groups = list(difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(DIFF_CONTEXT))
     if groups:
         width = len(str(max(j2 for group in groups for _, _, _, _, j2 in group)))

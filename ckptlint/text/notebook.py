@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ckptlint.text.source import SourceDecodeError, SourceFile, location_label
+from ckptlint.text.source import SourceDecodeError, SourceFile, location_label, split_lines
 
 if TYPE_CHECKING:
     from ckptlint.text.diagnostics import Diagnostic
@@ -370,8 +370,8 @@ class NotebookSource(SourceFile):
             if old == new:
                 continue
             diff = difflib.unified_diff(
-                old.splitlines(keepends=True),
-                new.splitlines(keepends=True),
+                split_lines(old, keepends=True),
+                split_lines(new, keepends=True),
                 fromfile=f"a/{shown}:cell {number}",
                 tofile=f"b/{shown}:cell {number}",
             )
