@@ -8,7 +8,9 @@ lsprotocol 2025.x; LSP 3.17).
   (a region reaching a function defined here) is published here too.
 - ``textDocument/codeAction`` offers, for each finding in the requested range, its fix
   (``quickfix``; unsafe fixes only when the file's configuration sets
-  ``unsafe-fixes = true``, as ruff's server does; display-only fixes never) and
+  ``unsafe-fixes = true``, as ruff's server does; display-only fixes never), its safe
+  fallback as well (CKP001: ``use_reentrant=True``, the preferred action, beside the
+  recommended but unsafe ``use_reentrant=False``), and
   "Disable CODE for this line" (adds or extends ``# noqa: CODE``), plus
   ``source.fixAll.ckptlint``: every applicable fix at once.
 - A document that could not be checked (over the size limit, too deeply nested, a lone
@@ -304,18 +306,21 @@ class CkptlintLanguageServer(LanguageServer):
             if not wants_quickfix or d.path != os.path.abspath(path or "") or not (d.start[0] <= last and d.end[0] >= first):
                 continue
             lsp_diagnostic = self.to_lsp(d, lines)
-            if d.fix is not None and d.fix.applies(unsafe):
-                title = f"{d.fix.message} ({d.code})"
-                if d.fix.applicability is Applicability.UNSAFE:
+            # the fix and its safe fallback (CKP001: use_reentrant=False, unsafe, and =True)
+            for fix in d.fix.alternatives() if d.fix is not None else ():
+                if not fix.applies(unsafe):
+                    continue
+                title = f"{fix.message} ({d.code})"
+                if fix.applicability is Applicability.UNSAFE:
                     title += " (unsafe fix)"
-                edits = [lsp.TextEdit(range=lines.range(e.start, e.end), new_text=e.content) for e in d.fix.edits]
+                edits = [lsp.TextEdit(range=lines.range(e.start, e.end), new_text=e.content) for e in fix.edits]
                 actions.append(
                     lsp.CodeAction(
                         title=title,
                         kind=lsp.CodeActionKind.QuickFix,
                         diagnostics=[lsp_diagnostic],
                         edit=lsp.WorkspaceEdit(changes={uri: edits}),
-                        is_preferred=d.fix.applicability is Applicability.SAFE,
+                        is_preferred=fix.applicability is Applicability.SAFE,
                     )
                 )
             noqa = self._noqa_edit(d, linted.text, lines)
