@@ -26,10 +26,11 @@ __all__ = [
     "PARSE_ERROR",
     "Connection",
     "Frame",
+    "encode_message",
     "error_response",
     "parse_message",
     "read_frame",
-    "write_message",
+    "valid_id",
 ]
 
 PARSE_ERROR = -32700
@@ -144,12 +145,6 @@ def encode_message(message: dict[str, Any]) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-def write_message(stream: BinaryIO, message: dict[str, Any]) -> None:
-    """Send ``message`` (framed, flushed)."""
-    stream.write(encode_message(message))
-    stream.flush()
-
-
 class Connection:
     """The server's side of standard output: one whole message per ``write`` (a lock keeps
     messages written from the reading thread and from the server whole), and a ``close``
@@ -175,6 +170,7 @@ class Connection:
         self.write(encode_message(message))
 
     def flush(self) -> None:
+        """Flush standard output (nothing once closed)."""
         with self._lock:
             if not self.closed:
                 self._stream.flush()
