@@ -255,4 +255,6 @@ def _check(condition: bool, message: str) -> None:
 def _diff(expected: str, got: str) -> str:
     import difflib
 
-    return "".join(difflib.unified_diff(expected.splitlines(True), got.splitlines(True), "expected", "got"))
+    from ckptlint.text.source import split_lines
+
+    return "".join(difflib.unified_diff(split_lines(expected, True), split_lines(got, True), "expected", "got"))

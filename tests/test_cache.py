@@ -261,12 +261,27 @@ def test_fix_does_not_trust_cached_results(tmp_path: Path, run_cli, counted) -> 
     assert (found, hits, misses) == ([], 1, 0)  # nothing to fix: the cached result is used
 
 
+UNSAFE_ONLY = """\
+    def run(model):
+        model.gradient_checkpointing_enable()
+"""
+
+
 def test_fix_uses_cached_results_whose_fixes_do_not_apply(tmp_path: Path, run_cli, counted) -> None:
-    (tmp_path / "train.py").write_text(textwrap.dedent(FIXABLE))
+    (tmp_path / "train.py").write_text(textwrap.dedent(UNSAFE_ONLY))
     _run(run_cli)
     found, hits, misses = _lint_and_count(run_cli, counted, "--fix")  # the fix is unsafe: not applied
-    assert (found, hits, misses) == ([("train.py", 5, "CKP001")], 1, 0)
+    assert (found, hits, misses) == ([("train.py", 2, "CKP001")], 1, 0)
     assert "use_reentrant" not in (tmp_path / "train.py").read_text()
+
+
+def test_fix_does_not_use_a_cached_result_whose_safe_fallback_applies(tmp_path: Path, run_cli, counted) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(FIXABLE))
+    _run(run_cli)
+    found, hits, misses = _lint_and_count(run_cli, counted, "--fix")  # use_reentrant=True is safe: applied
+    assert (found, hits, misses) == ([], 0, 1)
+    assert "return checkpoint(f, x, use_reentrant=True)" in path.read_text()
 
 
 def test_diff_uses_cache_only_without_applicable_fixes(tmp_path: Path, run_cli, counted) -> None:

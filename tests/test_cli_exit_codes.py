@@ -140,11 +140,22 @@ def test_fix_without_exit_non_zero_on_fix_exits_0_when_all_fixed(run_cli, write)
     assert run_cli("--fix", "m.py").exit_code == 0
 
 
+#: a finding whose only fix is unsafe (transformers' default variant differs between releases)
+UNSAFE_ONLY = "def run(model):\n    model.gradient_checkpointing_enable()\n"
+
+
 def test_fix_leaves_unsafe_findings_exit_1(run_cli, write) -> None:  # noqa: ANN001
-    path = write("m.py", BAD)
+    path = write("m.py", UNSAFE_ONLY)
     result = run_cli("--fix", "m.py")
     assert result.exit_code == 1
-    assert path.read_text() == BAD
+    assert path.read_text() == UNSAFE_ONLY
+
+
+def test_fix_passes_use_reentrant_true_by_default(run_cli, write) -> None:  # noqa: ANN001
+    path = write("m.py", BAD)  # torch runs the reentrant variant when use_reentrant is omitted: True keeps it
+    result = run_cli("--fix", "m.py")
+    assert result.exit_code == 0
+    assert path.read_text() == IMPORT + "y = checkpoint(f, x, use_reentrant=True)\n"
 
 
 def test_diff_prints_writes_nothing_exits_1(run_cli, write) -> None:  # noqa: ANN001
@@ -163,13 +174,13 @@ def test_diff_prints_writes_nothing_exits_1(run_cli, write) -> None:  # noqa: AN
 
 
 def test_diff_without_applicable_fix_exits_0(run_cli, write) -> None:  # noqa: ANN001
-    path = write("m.py", BAD)  # only an unsafe fix: --diff shows no diff without --unsafe-fixes, and says so (ruff)
+    path = write("m.py", UNSAFE_ONLY)  # only an unsafe fix: no diff without --unsafe-fixes, and says so (ruff)
     result = run_cli("--diff", "m.py")
     assert (result.exit_code, result.stdout) == (0, "No errors would be fixed (1 fix available with `--unsafe-fixes`).\n")
     result = run_cli("--diff", "--unsafe-fixes", "m.py")
     assert result.exit_code == 1
-    assert "+y = checkpoint(f, x, use_reentrant=False)\n" in result.stdout
-    assert path.read_text() == BAD
+    assert '+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})\n' in result.stdout
+    assert path.read_text() == UNSAFE_ONLY
 
 
 def test_unsafe_fixes_from_config(run_cli, write) -> None:  # noqa: ANN001
@@ -193,9 +204,9 @@ def test_statistics(run_cli, write) -> None:  # noqa: ANN001
     result = run_cli("--statistics", "--select", "CKP001", "a.py")
     assert result.exit_code == 1
     assert result.stdout == (
-        "2\tCKP001\t[-] checkpoint-without-use-reentrant\n"
+        "2\tCKP001\t[*] checkpoint-without-use-reentrant\n"
         "Found 2 errors.\n"
-        "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
+        "[*] 2 fixable with the `--fix` option.\n"
     )
 
 

@@ -278,11 +278,17 @@ def test_hf_use_reentrant_none_in_dict_is_replaced() -> None:
     ],
 )
 def test_applicability(call: str, safe: bool) -> None:
+    """``use_reentrant=False`` is safe where the reentrant variant raises; elsewhere it is
+    unsafe and ``--fix`` applies its safe fallback ``use_reentrant=True`` (torch 2.9-2.13 run
+    the reentrant variant when the keyword is omitted)."""
     (found,) = lint_source(IMPORT + call + "\n", select=["CKP001"])
     assert found.fix is not None
     assert found.fix.applicability.value == ("safe" if safe else "unsafe")
+    fallback = found.fix.fallback
+    assert (fallback is None) if safe else (fallback is not None and fallback.applicability.value == "safe")
     after = IMPORT + call[:-1] + ", use_reentrant=False)\n"
-    assert fix(IMPORT + dedent(call + "\n"), "CKP001", unsafe=False) == (after if safe else IMPORT + call + "\n")
+    kept = IMPORT + call[:-1] + ", use_reentrant=True)\n"
+    assert fix(IMPORT + dedent(call + "\n"), "CKP001", unsafe=False) == (after if safe else kept)
     assert fix(IMPORT + dedent(call + "\n"), "CKP001", unsafe=True) == after
 
 
@@ -298,10 +304,10 @@ def test_concise_output_marks_fixable_and_summarises(run_cli, write) -> None:  #
     result = run_cli("--select", "CKP001", "m.py")
     assert result.exit_code == 1
     assert result.stdout == (
-        f"m.py:2:5: {MESSAGE.format(marker='')}\n"
+        f"m.py:2:5: {MESSAGE.format(marker=' [*]')}\n"  # use_reentrant=True, safe
         f"m.py:3:5: {MESSAGE.format(marker=' [*]')}\n"
         "Found 2 errors.\n"
-        "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
+        "[*] 2 fixable with the `--fix` option.\n"
     )
     result = run_cli("--unsafe-fixes", "--select", "CKP001", "m.py")
     assert result.stdout.splitlines()[-2:] == ["Found 2 errors.", "[*] 2 fixable with the `--fix` option."]
@@ -309,13 +315,17 @@ def test_concise_output_marks_fixable_and_summarises(run_cli, write) -> None:  #
 
 
 def test_plain_fix_applies_safe_fixes_only(run_cli, write) -> None:  # noqa: ANN001
-    path = write("m.py", MIXED)
+    path = write("m.py", MIXED + "model.gradient_checkpointing_enable()\n")  # the last: an unsafe fix only
     result = run_cli("--fix", "m.py")
     assert result.exit_code == 1
-    assert path.read_text() == IMPORT + "a = checkpoint(f, x)\nb = checkpoint(f, x, mask=m, use_reentrant=False)\n"
-    assert result.stdout == (
-        f"m.py:2:5: {MESSAGE.format(marker='')}\n"
-        "Found 2 errors (1 fixed, 1 remaining).\n"
+    assert path.read_text() == (
+        IMPORT
+        + "a = checkpoint(f, x, use_reentrant=True)\nb = checkpoint(f, x, mask=m, use_reentrant=False)\n"
+        + "model.gradient_checkpointing_enable()\n"
+    )
+    assert result.stdout.startswith("m.py:4:1: CKP001 `gradient_checkpointing_enable()` without")
+    assert result.stdout.endswith(
+        "Found 3 errors (2 fixed, 1 remaining).\n"
         "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
     )
 
@@ -392,3 +402,25 @@ def test_no_fix_when_the_function_refuses_the_keyword_too() -> None:
     assert set(found) == {"CKP002"}
     assert found["CKP002"].fix is None
     assert "pass the value positionally or bind it inside the function" in found["CKP002"].message
+
+
+# ------------------------------------------------------------ CKP001's safe fallback
+def test_ckp001_fallback_round_trips_through_the_cache_record() -> None:
+    from ckptlint.text.diagnostics import Diagnostic
+
+    (found,) = lint_source(IMPORT + "checkpoint(f, x)\n", select=["CKP001"])
+    again = Diagnostic.from_dict(found.to_dict())
+    assert again == found and again.fix is not None and again.fix.fallback == found.fix.fallback  # type: ignore[union-attr]
+
+
+def test_ckp001_fallback_replaces_an_explicit_none() -> None:
+    source = IMPORT.replace("checkpoint\n", "checkpoint_sequential\n") + "checkpoint_sequential(m, 2, x, None)\n"
+    assert fix(source, "CKP001", unsafe=False) == source.replace("None)", "True)")
+    assert fix(source, "CKP001", unsafe=True) == source.replace("None)", "False)")
+
+
+def test_extend_unsafe_fixes_demotes_the_fallback_too(run_cli, write) -> None:  # noqa: ANN001
+    path = write("m.py", IMPORT + "y = checkpoint(f, x)\n")
+    write("pyproject.toml", '[tool.ckptlint]\nextend-unsafe-fixes = ["CKP001"]\n')
+    result = run_cli("--fix", "m.py")
+    assert result.exit_code == 1 and path.read_text() == IMPORT + "y = checkpoint(f, x)\n"

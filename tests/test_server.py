@@ -13,6 +13,10 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from ckptlint.text.source import split_lines
+
+#: CKP001's safe fix (torch 2.9-2.13 run the reentrant variant when use_reentrant is omitted)
+KEEP = "Pass `use_reentrant=True` (keeps the reentrant variant PyTorch runs now)"
 SOURCE = "from torch.utils.checkpoint import checkpoint\n\n\ndef forward(block, x):\n    return checkpoint(block, x)\n"
 
 
@@ -24,6 +28,12 @@ async def client(lsp_client: LanguageClient, tmp_path: Path):  # noqa: ANN201
     params = lsp.InitializeParams(
         capabilities=pytest_lsp.client_capabilities("visual-studio-code"), root_uri=tmp_path.as_uri()
     )
+    lsp_client.registrations = []  # type: ignore[attr-defined]
+
+    @lsp_client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+    def register(params: lsp.RegistrationParams) -> None:  # the server asks for a watcher of its configuration
+        lsp_client.registrations.extend(params.registrations)  # type: ignore[attr-defined]
+
     await lsp_client.initialize_session(params)
     yield
     await lsp_client.shutdown_session()
@@ -81,8 +91,9 @@ async def _change(client: LanguageClient, path: Path, text: str, version: int) -
 
 
 def _apply(text: str, edits: list[lsp.TextEdit]) -> str:
-    """Apply LSP edits (ASCII text: UTF-16 units are characters) from the last to the first."""
-    lines = text.splitlines(keepends=True)
+    """Apply LSP edits (text of the Basic Multilingual Plane: UTF-16 units are characters)
+    from the last to the first; lines end at \\n, \\r\\n and \\r only (LSP 3.17)."""
+    lines = split_lines(text, keepends=True)
 
     def offset(position: lsp.Position) -> int:
         return sum(len(line) for line in lines[: position.line]) + position.character
@@ -116,7 +127,13 @@ async def test_diagnostic_quick_fix_and_clean_after_the_edit(client: LanguageCli
 
     actions = await _actions(client, path.as_uri(), d)
     titles = [a.title for a in actions]
-    assert titles == ["Pass `use_reentrant=False` (CKP001) (unsafe fix)", "Disable CKP001 for this line", "ckptlint: fix all auto-fixable problems"]
+    assert titles == [
+        "Pass `use_reentrant=False` (CKP001) (unsafe fix)",
+        f"{KEEP} (CKP001)",
+        "Disable CKP001 for this line",
+        "ckptlint: fix all auto-fixable problems",
+    ]
+    assert [a.is_preferred for a in actions[:2]] == [False, True]  # the safe one
     fix = actions[0]
     assert fix.kind == lsp.CodeActionKind.QuickFix and fix.edit is not None and fix.edit.changes is not None
     fixed = _apply(SOURCE, list(fix.edit.changes[path.as_uri()]))
@@ -130,8 +147,13 @@ async def test_unsafe_fix_needs_the_configuration_and_noqa_action_works(client: 
     path = tmp_path / "strict" / "model.py"
     (d,) = await _open(client, path, SOURCE)
     actions = await _actions(client, path.as_uri(), d)
-    assert [a.title for a in actions] == ["Disable CKP001 for this line"]  # unsafe-fixes not set there
-    edit = actions[0].edit
+    titles = [a.title for a in actions]  # unsafe-fixes not set there: the safe use_reentrant=True only
+    assert titles == [f"{KEEP} (CKP001)", "Disable CKP001 for this line", "ckptlint: fix all auto-fixable problems"]
+    keep = actions[0].edit
+    assert keep is not None and keep.changes is not None
+    kept = _apply(SOURCE, list(keep.changes[path.as_uri()]))
+    assert kept.splitlines()[4] == "    return checkpoint(block, x, use_reentrant=True)"
+    edit = actions[1].edit
     assert edit is not None and edit.changes is not None
     silenced = _apply(SOURCE, list(edit.changes[path.as_uri()]))
     assert silenced.splitlines()[4] == "    return checkpoint(block, x)  # noqa: CKP001"
@@ -143,7 +165,11 @@ async def test_unsafe_fix_needs_the_configuration_and_noqa_action_works(client: 
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=path.as_uri())))
     (d,) = await _published(client, path.as_uri())
     actions = await _actions(client, path.as_uri(), d)
-    assert [a.title for a in actions][:2] == ["Pass `use_reentrant=False` (CKP001) (unsafe fix)", "Disable CKP001 for this line"]
+    assert [a.title for a in actions][:3] == [
+        "Pass `use_reentrant=False` (CKP001) (unsafe fix)",
+        f"{KEEP} (CKP001)",
+        "Disable CKP001 for this line",
+    ]
 
 
 @pytest.mark.asyncio
@@ -269,3 +295,85 @@ def test_fast_start_answers_as_pygls_does(encodings: list[str] | None) -> None:
     assert fast[1] == plain[1]  # the same first diagnostics
     assert fast[1]["params"]["diagnostics"][0]["code"] == "CKP001"
     assert fast[2] == [plain[1]]  # pygls publishes them again after the hand-over, nothing else
+
+
+# a form feed or U+2028 inside a line is no line break for LSP (str.splitlines says it is)
+PAGED = "from torch.utils.checkpoint import checkpoint\n\x0c\n# see \u2028 below\ndef forward(fn, x):\n    return checkpoint(fn, x)\n"
+
+
+@pytest.mark.asyncio
+async def test_positions_quick_fix_and_noqa_with_form_feed_and_u2028(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "paged.py"
+    (d,) = await _open(client, path, PAGED)
+    assert d.range == lsp.Range(start=lsp.Position(line=4, character=11), end=lsp.Position(line=4, character=28))
+    actions = {a.title: a for a in await _actions(client, path.as_uri(), d)}
+    fix = actions["Pass `use_reentrant=False` (CKP001) (unsafe fix)"]
+    assert fix.edit is not None and fix.edit.changes is not None
+    fixed = _apply(PAGED, list(fix.edit.changes[path.as_uri()]))
+    assert fixed == PAGED.replace("checkpoint(fn, x)\n", "checkpoint(fn, x, use_reentrant=False)\n")
+    silence = actions["Disable CKP001 for this line"]
+    assert silence.edit is not None and silence.edit.changes is not None
+    silenced = _apply(PAGED, list(silence.edit.changes[path.as_uri()]))
+    assert silenced == PAGED.replace("checkpoint(fn, x)\n", "checkpoint(fn, x)  # noqa: CKP001\n")
+    assert await _change(client, path, silenced, 2) == []
+
+
+@pytest.mark.asyncio
+async def test_incremental_change_after_a_form_feed_lands_on_its_line(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "paged.py"
+    (d,) = await _open(client, path, PAGED)
+    uri = path.as_uri()
+    client.diagnostics.pop(uri, None)
+    at = lsp.Position(line=4, character=d.range.end.character - 1)  # before the call's closing parenthesis
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[lsp.TextDocumentContentChangePartial(range=lsp.Range(start=at, end=at), text=", use_reentrant=False")],
+        )
+    )
+    await _barrier(client, uri)
+    assert await _published(client, uri) == []  # the edit made the call explicit: it landed on line 5
+
+
+@pytest.mark.asyncio
+async def test_a_document_over_the_size_limit_says_it_was_not_linted(client: LanguageClient, tmp_path: Path) -> None:
+    big = SOURCE + "x = 1  # " + "a" * 70 + "\n" * 1 + ("y = 2  # " + "b" * 70 + "\n") * 44_000  # 3.4 MiB
+    (d,) = await _open(client, tmp_path / "big.py", big)
+    assert d.code == "CKP902" and d.message.startswith("too large to lint (3.")
+    assert d.range.start == lsp.Position(line=0, character=0)
+
+
+@pytest.mark.asyncio
+async def test_code_action_on_a_document_never_opened_is_empty(client: LanguageClient, tmp_path: Path) -> None:
+    zero = lsp.Position(line=0, character=0)
+    result = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=(tmp_path / "never.py").as_uri()),
+            range=lsp.Range(start=zero, end=zero),
+            context=lsp.CodeActionContext(diagnostics=[]),
+        )
+    )
+    assert result is not None and len(result) == 0  # an answer, not an error
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("how", ["didSave", "didChangeWatchedFiles"])
+async def test_a_changed_pyproject_lints_open_documents_again(client: LanguageClient, tmp_path: Path, how: str) -> None:
+    path = tmp_path / "strict" / "model.py"
+    assert len(await _open(client, path, SOURCE)) == 1
+    config = tmp_path / "strict" / "pyproject.toml"
+    config.write_text('[tool.ckptlint]\nignore = ["CKP001"]\n')
+    client.diagnostics.pop(path.as_uri(), None)
+    if how == "didSave":
+        client.text_document_did_open(
+            lsp.DidOpenTextDocumentParams(
+                text_document=lsp.TextDocumentItem(uri=config.as_uri(), language_id="toml", version=1, text=config.read_text())
+            )
+        )
+        client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=config.as_uri())))
+    else:
+        event = lsp.FileEvent(uri=config.as_uri(), type=lsp.FileChangeType.Changed)
+        client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(changes=[event]))
+    await _barrier(client, path.as_uri())
+    assert await _published(client, path.as_uri()) == []
+    assert [r.method for r in client.registrations] == ["workspace/didChangeWatchedFiles"]  # type: ignore[attr-defined]

@@ -58,7 +58,7 @@ def test_valid_python_libcst_cannot_parse_is_not_a_syntax_error(run_cli, write) 
 def test_statistics_prints_no_marker_when_nothing_is_fixable(run_cli, write) -> None:  # noqa: ANN001
     # ruff 0.17: `2\tF841\tunused-variable` without --unsafe-fixes (no marker column at all),
     # `[ ]` only beside rows of a table where some other rule is fixable
-    write("m.py", IMPORT + "a = checkpoint(f, x)\nb = checkpoint(f, x)\n")
+    write("m.py", "a = model.gradient_checkpointing_enable()\nb = model.gradient_checkpointing_enable()\n")  # unsafe fixes only
     plain = run_cli("--isolated", "--no-cache", "--statistics", "m.py")
     assert plain.stdout.splitlines()[0] == "2\tCKP001\tcheckpoint-without-use-reentrant"
     unsafe = run_cli("--isolated", "--no-cache", "--statistics", "--unsafe-fixes", "m.py")
@@ -154,7 +154,7 @@ def test_add_noqa_never_writes_through_a_link_out_of_the_tree(run_cli, tmp_path)
 @pytest.mark.parametrize("fix", [(), ("--fix",)])
 def test_full_output_shows_ipython_lines_as_written(run_cli, write, fix) -> None:  # noqa: ANN001
     # README: `full` shows the cell's own lines; it showed the mask `pass  # ckptlint-ipython: 0`
-    cell = "%%time\nw = checkpoint(f, 2)\nz = checkpoint(f, 1, debug=True)\n"
+    cell = "%%time\nw = model.gradient_checkpointing_enable()\nz = checkpoint(f, 1, debug=True)\n"  # w: an unsafe fix only
     write("nb.ipynb", _nb(IMPORT, cell))
     result = run_cli("--isolated", "--no-cache", "--output-format", "full", *fix, "nb.ipynb")
     assert result.exit_code == 1

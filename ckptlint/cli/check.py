@@ -200,6 +200,8 @@ def _hint_hidden_fixes(diagnostics, unsafe: bool) -> None:  # noqa: ANN001
     ``No errors would be fixed (1 fix available with `--unsafe-fixes`).``"""
     from ckptlint.text.diagnostics import Applicability
 
-    hidden = 0 if unsafe else sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability is Applicability.UNSAFE)
+    hidden = 0 if unsafe else sum(
+        1 for d in diagnostics if d.fix is not None and d.fix.applicability is Applicability.UNSAFE and d.fix.chosen(False) is None
+    )
     if hidden:
         click.echo(f"No errors would be fixed ({hidden} fix{'es' if hidden != 1 else ''} available with `--unsafe-fixes`).")

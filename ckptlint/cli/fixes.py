@@ -29,6 +29,7 @@ def handle_fixes(  # noqa: ANN001
     from ckptlint.lint.results import io_error
     from ckptlint.output.base import display_path
     from ckptlint.text.fixer import FileChangedError, write_atomically
+    from ckptlint.text.source import split_lines
 
     unwritten = []
     fixed = 0
@@ -55,8 +56,8 @@ def handle_fixes(  # noqa: ANN001
         if mode.value == "diff":
             shown = display_path(result.path, cwd)
             diff = difflib.unified_diff(
-                source.text.splitlines(keepends=True),
-                result.fixed_text.splitlines(keepends=True),
+                split_lines(source.text, keepends=True),
+                split_lines(result.fixed_text, keepends=True),
                 fromfile=f"a/{shown}",
                 tofile=f"b/{shown}",
             )

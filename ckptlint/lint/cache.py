@@ -321,7 +321,7 @@ class ResultCache:
             noqa_used = {(str(other), int(row)) for other, row in entry.get("noqa_used", ())}
         except (KeyError, TypeError, ValueError, AttributeError):
             return None  # a damaged entry: lint again and overwrite it
-        if fixing and any(d.path == path and d.fix is not None and d.fix.applies(unsafe) for d in diagnostics):
+        if fixing and any(d.path == path and d.fix is not None and d.fix.chosen(unsafe) is not None for d in diagnostics):
             return None
         return FileResult(
             path, diagnostics=diagnostics, problems=problems, dependencies=dependencies, noqa_used_elsewhere=noqa_used

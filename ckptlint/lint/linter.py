@@ -22,7 +22,7 @@ from ckptlint.lint.limits import (
 from ckptlint.lint.results import FileResult, FixMode, Problem
 from ckptlint.rule_codes import SYNTAX_ERROR, UNUSED_NOQA
 from ckptlint.semantic.project import Project, module_name_for
-from ckptlint.text.diagnostics import Applicability, Diagnostic
+from ckptlint.text.diagnostics import Applicability, Diagnostic, Fix
 from ckptlint.text.fixer import MAX_PASSES, apply_edits, select_fixes
 from ckptlint.text.noqa import INVALID_MESSAGE as INVALID_NOQA
 from ckptlint.text.noqa import (
@@ -385,12 +385,14 @@ class FileLinter:
         result.fixed_text = current.text
 
     def _applicable(self, diagnostics: list[Diagnostic], path: str, unsafe: bool) -> list[Diagnostic]:
+        """The findings of ``path`` with a fix to apply, each holding that fix (its own, or its
+        safe fallback without ``--unsafe-fixes``)."""
         return [
-            d
+            replace(d, fix=chosen)
             for d in diagnostics
             if d.path == path
             and d.fix is not None
-            and d.fix.applies(unsafe)
+            and (chosen := d.fix.chosen(unsafe)) is not None
             and not (self.defer_unused_noqa_fixes and d.code == UNUSED_NOQA)
         ]
 
@@ -454,15 +456,21 @@ def _compile_error(text: str) -> str | None:
 
 
 def _adjust_applicability(diagnostic: Diagnostic, settings: Settings) -> Diagnostic:
-    fix = diagnostic.fix
-    if fix is None or fix.applicability is Applicability.DISPLAY_ONLY:
+    """``extend-safe-fixes`` / ``extend-unsafe-fixes`` applied to the finding's fix and its
+    fallback."""
+    if diagnostic.fix is None:
         return diagnostic
     override = settings.promote(diagnostic.code)
-    if override is Applicability.SAFE and fix.applicability is Applicability.UNSAFE:
-        return replace(diagnostic, fix=replace(fix, applicability=Applicability.SAFE))
-    if override is Applicability.UNSAFE and fix.applicability is Applicability.SAFE:
-        return replace(diagnostic, fix=replace(fix, applicability=Applicability.UNSAFE))
-    return diagnostic
+    if override is None:
+        return diagnostic
+    return replace(diagnostic, fix=_overridden(diagnostic.fix, override))
+
+
+def _overridden(fix: Fix, override: Applicability) -> Fix:
+    fallback = _overridden(fix.fallback, override) if fix.fallback is not None else None
+    if fix.applicability is not Applicability.DISPLAY_ONLY:
+        fix = replace(fix, applicability=override)
+    return replace(fix, fallback=fallback)
 
 
 def _syntax_error(source: SourceFile, exc: cst.ParserSyntaxError) -> Diagnostic:

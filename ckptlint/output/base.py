@@ -67,7 +67,7 @@ class OutputContext:
     _read: dict[str, SourceFile | None] = field(default_factory=dict, repr=False)
 
     def is_fixable(self, diagnostic: Diagnostic) -> bool:
-        return diagnostic.fix is not None and diagnostic.fix.applies(self.unsafe_fixes)
+        return diagnostic.fix is not None and diagnostic.fix.chosen(self.unsafe_fixes) is not None
 
     def source(self, path: str, cell: int | None = None) -> SourceFile | None:
         """The text of ``path`` as linted (from :attr:`sources`, else read from disk), or

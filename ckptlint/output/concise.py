@@ -68,7 +68,7 @@ def _counts(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
     hidden = sum(
         1
         for d in diagnostics
-        if d.fix is not None and d.fix.applicability is Applicability.UNSAFE and not ctx.unsafe_fixes
+        if d.fix is not None and d.fix.applicability is Applicability.UNSAFE and d.fix.chosen(ctx.unsafe_fixes) is None
     )
     if fixable and not ctx.fix_applied:
         line = f"[*] {fixable} fixable with the `--fix` option"

@@ -27,9 +27,9 @@ from collections.abc import Sequence
 
 from ckptlint.output.base import OutputContext, display_path
 from ckptlint.output.concise import summary
-from ckptlint.text.diagnostics import Applicability, Diagnostic
+from ckptlint.text.diagnostics import Applicability, Diagnostic, Fix
 from ckptlint.text.fixer import apply_edits
-from ckptlint.text.source import SourceFile, location_label
+from ckptlint.text.source import SourceFile, location_label, split_lines
 
 __all__ = ["render"]
 
@@ -56,7 +56,8 @@ def _finding(d: Diagnostic, ctx: OutputContext) -> str:
         return "\n".join([*lines, f" --> {location}"])
     lines += _snippet(source, d, location)
     if d.fix is not None:
-        lines += _fix_diff(source, d)
+        # the fix --fix applies in this run (CKP001's safe fallback without --unsafe-fixes)
+        lines += _fix_diff(source, d.fix.chosen(ctx.unsafe_fixes) or d.fix)
     return "\n".join(lines)
 
 
@@ -111,16 +112,15 @@ def _snippet(source: SourceFile, d: Diagnostic, location: str) -> list[str]:
     return out
 
 
-def _fix_diff(source: SourceFile, d: Diagnostic) -> list[str]:
-    assert d.fix is not None
-    out = [f"help: {d.fix.message}"]
+def _fix_diff(source: SourceFile, fix: Fix) -> list[str]:
+    out = [f"help: {fix.message}"]
     try:
-        edits = [(source.offset(e.start), source.offset(e.end), e.content) for e in d.fix.edits]
+        edits = [(source.offset(e.start), source.offset(e.end), e.content) for e in fix.edits]
         fixed = apply_edits(source.text, edits)
     except ValueError:
         return out
-    old = [line.rstrip("\r\n") for line in source.text.splitlines(keepends=True)]
-    new = [line.rstrip("\r\n") for line in fixed.splitlines(keepends=True)]
+    old = split_lines(source.text)
+    new = split_lines(fixed)
     groups = list(difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(DIFF_CONTEXT))
     if groups:
         width = len(str(max(j2 for group in groups for _, _, _, _, j2 in group)))
@@ -136,7 +136,7 @@ def _fix_diff(source: SourceFile, d: Diagnostic) -> list[str]:
                 out += [f"{' ' * width} - {_show(old[i])}".rstrip() for i in range(i1, i2)]
                 out += [f"{j + 1:<{width}} + {_show(new[j])}".rstrip() for j in range(j1, j2)]
         out.append(gutter)
-    note = _NOTES.get(d.fix.applicability)
+    note = _NOTES.get(fix.applicability)
     if note:
         out.append(note)
     return out

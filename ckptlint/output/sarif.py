@@ -115,7 +115,7 @@ def sarif_log(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> dict[str
             result["message"] = {"text": f"cell {d.cell}, line {d.start[0]}, column {d.start[1]}: {d.message}"}
             result["properties"] = {"cell": d.cell, "cellStart": list(d.start), "cellEnd": list(d.end)}
         elif d.fix is not None:
-            result["fixes"] = [_fix(d.fix, d.path, ctx)]
+            result["fixes"] = [_fix(fix, d.path, ctx) for fix in d.fix.alternatives()]
         results.append(result)
     root_uri = ctx.repository_root.resolve().as_uri().rstrip("/") + "/"
     return {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from ckptlint.checkpoint.function_keywords import reentrant_call_refuses_keywords
@@ -18,6 +20,8 @@ from ckptlint.semantic.callables import signature_of
 from ckptlint.text.diagnostics import Applicability, Fix
 
 _KEYWORD = "use_reentrant=False"
+_KEEP_KEYWORD = "use_reentrant=True"
+_KEEP_MESSAGE = "Pass `use_reentrant=True` (keeps the reentrant variant PyTorch runs now)"
 _RECEIVER_STEPS = 100
 _HF_DICT = '{"use_reentrant": False}'
 _HF_ENTRY = '"use_reentrant": False'
@@ -348,15 +352,24 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
         signature = ctx.regions.signature(site.function, analysis) or signature_of(site.function, analysis.model)
     if signature is not None and any(not signature.accepts(a.keyword.value) for a in site.function_keywords):
         return None  # the function refuses the keyword too: the fix would trade ValueError for TypeError
-    applicability = Applicability.SAFE if _raises_when_reentrant(site) else Applicability.UNSAFE
+    raises = _raises_when_reentrant(site)
+    applicability = Applicability.SAFE if raises else Applicability.UNSAFE
     passed = site.use_reentrant.arg
     if _passed_none(site) is not None and passed is not None:
         # use_reentrant=None (keyword, or checkpoint_sequential's 4th positional): replace
         # the value; adding the keyword would repeat it.
-        return ctx.fix(applicability, "Pass `use_reentrant=False`", replace_node(analysis, passed.value, "False"))
-    if site.use_reentrant.origin is OptionOrigin.DICT or site.arguments.double_starred:
+        fix = ctx.fix(applicability, "Pass `use_reentrant=False`", replace_node(analysis, passed.value, "False"))
+        keep = ctx.fix(Applicability.SAFE, _KEEP_MESSAGE, replace_node(analysis, passed.value, "True"))
+    elif site.use_reentrant.origin is OptionOrigin.DICT or site.arguments.double_starred:
         return None
-    return ctx.fix(applicability, "Pass `use_reentrant=False`", *add_keyword_argument(analysis, site.call, _KEYWORD))
+    else:
+        fix = ctx.fix(applicability, "Pass `use_reentrant=False`", *add_keyword_argument(analysis, site.call, _KEYWORD))
+        keep = ctx.fix(Applicability.SAFE, _KEEP_MESSAGE, *add_keyword_argument(analysis, site.call, _KEEP_KEYWORD))
+    # torch.utils.checkpoint 2.9-2.13: an omitted (or None) use_reentrant warns, then
+    # `use_reentrant = True`; passing True runs the same code without the warning, so it is
+    # the safe fix --fix applies, and False (recommended, another variant) needs --unsafe-fixes.
+    # Where the reentrant variant raises, False is safe and True would keep the error.
+    return fix if raises else replace(fix, fallback=keep)
 
 
 def _hf_fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:

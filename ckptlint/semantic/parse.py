@@ -18,7 +18,7 @@ from ckptlint.semantic.nesting import (
     nesting_depth,
     too_deep_message,
 )
-from ckptlint.text.source import SourceFile
+from ckptlint.text.source import SourceFile, split_lines
 
 if TYPE_CHECKING:
     from ckptlint.semantic.index import ModuleIndex
@@ -122,7 +122,7 @@ def _vet(source: SourceFile) -> int:
     return depth
 
 def _as_libcst_error(source: SourceFile, exc: SyntaxError) -> cst.ParserSyntaxError:
-    lines = source.text.splitlines(keepends=True) or [""]
+    lines = split_lines(source.text, keepends=True) or [""]
     row = min(max(1, exc.lineno or 1), len(source.line_starts))
     column = min(max(1, exc.offset or 1), len(source.line(row)) + 1)
     return cst.ParserSyntaxError(exc.msg or "invalid syntax", lines=lines, raw_line=row, raw_column=column - 1)

@@ -29,7 +29,9 @@ USAGE = """Usage: ckptlint server [--stdio]
 def main(argv: list[str] | None = None) -> int:
     """Run the server on stdin/stdout until the client exits it. ``argv``: ``--stdio``
     (the default and only transport, accepted for clients that pass it). Returns the exit
-    code (2 when pygls is missing or an argument is unknown)."""
+    code: 0 after ``shutdown`` (then ``exit``, or the end of input), 1 without it (LSP 3.17),
+    2 when pygls is missing or an argument is unknown. Malformed messages never end it
+    (:mod:`ckptlint.server.framing`, :mod:`ckptlint.server.gate`)."""
     args = list(argv or [])
     if "-h" in args or "--help" in args:
         print(USAGE)
@@ -43,25 +45,32 @@ def main(argv: list[str] | None = None) -> int:
     if importlib.util.find_spec("pygls") is None or importlib.util.find_spec("lsprotocol") is None:
         print(MISSING, file=sys.stderr)
         return 2
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    from ckptlint.server.framing import Connection
+
+    stdin = sys.stdin.buffer
+    connection = Connection(sys.stdout.buffer)  # pygls closes it at `exit`; stdout stays open
+    fallback = None
     if os.environ.get("CKPTLINT_SERVER_FAST_START", "1") == "0":
-        reader, writer = stdin, stdout
+        reader, writer = stdin, connection
     else:
         # answer `initialize` and lint the first document before importing pygls (~0.5 s)
         from ckptlint.server.fast_start import DropResponse, FastStart, ReplayReader
 
-        start = FastStart(stdin, stdout)
+        start = FastStart(stdin, connection)
         start.run()
-        reader, writer = ReplayReader(start.recorded, stdin), DropResponse(stdout, start.initialize_id)
+        reader, writer = ReplayReader(start.recorded, stdin), DropResponse(connection, start.initialize_id)
+        fallback = start.fallback_initialize()
     try:
+        from ckptlint.server.gate import CheckedReader
         from ckptlint.server.lsp import create_server
     except ImportError as exc:
         if getattr(exc, "name", "") and str(exc.name).split(".")[0] in ("pygls", "lsprotocol"):
             print(MISSING, file=sys.stderr)
             return 2
         raise
-    create_server().start_io(reader, writer)
-    return 0
+    server = create_server()
+    server.start_io(CheckedReader(reader, connection, initialize_fallback=fallback), writer)
+    return 0 if server.shut_down else 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,6 +24,8 @@ from typing import Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from ckptlint import __version__
+from ckptlint.server.framing import PARSE_ERROR, Connection, error_response, parse_message, read_frame, valid_id
+from ckptlint.text.source import split_lines
 
 __all__ = ["FastStart", "ReplayReader", "DropResponse", "capabilities"]
 
@@ -52,45 +54,30 @@ def _choose_encoding(params: dict[str, Any]) -> str:
     return "utf-16"
 
 
-def _read_message(stream: BinaryIO) -> tuple[bytes, dict[str, Any]] | None:
-    """One framed message: (its raw bytes, the decoded body), or ``None`` at end of input."""
-    raw = b""
-    length = None
-    while True:
-        line = stream.readline()
-        if not line:
-            return None
-        raw += line
-        if line in (b"\r\n", b"\n"):
-            if length is not None:
-                break
-            continue
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip())
-    body = stream.read(length)
-    return raw + body, json.loads(body)
-
-
-def _write(stream: BinaryIO, message: dict[str, Any]) -> None:
-    body = json.dumps(message).encode("utf-8")
-    stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    stream.flush()
-
-
-def _path_of(uri: str) -> str | None:
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
+def _path_of(uri: Any) -> str | None:
+    if not isinstance(uri, str):
         return None
-    return os.path.abspath(unquote(parsed.path))
+    try:
+        parsed = urlparse(uri)
+        path = unquote(parsed.path, errors="strict")
+    except ValueError:  # an invalid IPv6 host, bytes that are not UTF-8...
+        return None
+    if parsed.scheme != "file" or "\x00" in path:
+        return None
+    return os.path.abspath(path)
 
 
 class FastStart:
-    """Serve ``initialize`` and the first ``didOpen`` without pygls (see the module docs)."""
+    """Serve ``initialize`` and the first ``didOpen`` without pygls (see the module docs).
 
-    def __init__(self, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    A message that cannot be read (no valid ``Content-Length``, a body that is not one JSON
+    object) is answered with its JSON-RPC error here and not handed on; anything this
+    class does not serve itself (a request, ``exit``, a ``didOpen`` whose fields have the
+    wrong types) ends the fast start, and pygls answers it."""
+
+    def __init__(self, stdin: BinaryIO, stdout: BinaryIO | Connection) -> None:
         self.stdin = stdin
-        self.stdout = stdout
+        self.stdout = stdout if isinstance(stdout, Connection) else Connection(stdout)
         self.recorded: list[bytes] = []
         self.initialize_id: Any = None
         self.root: str | None = None
@@ -99,15 +86,16 @@ class FastStart:
     def run(self) -> None:
         """Read until the first document is linted, or anything else needs pygls."""
         message = self._next()
-        if message is None or message.get("method") != "initialize" or "id" not in message:
+        if message is None or message.get("method") != "initialize" or not valid_id(message.get("id")):
             return  # not the usual start: pygls answers it
-        params = message.get("params") or {}
+        params = message.get("params")
+        if not isinstance(params, dict) or not _initialize_params_valid(params):
+            return  # pygls answers with its error
         self.initialize_id = message["id"]
         self.encoding = _choose_encoding(params)
         root = params.get("rootUri")
         self.root = _path_of(root) if root else params.get("rootPath")
-        _write(
-            self.stdout,
+        self.stdout.send(
             {
                 "jsonrpc": "2.0",
                 "id": self.initialize_id,
@@ -116,46 +104,86 @@ class FastStart:
         )
         while True:
             message = self._next()
-            if message is None or "id" in message:  # a request (or the end): pygls answers
-                return
+            if message is None or "id" in message or message.get("method") == "exit":
+                return  # a request, exit (or the end): pygls answers
             if message.get("method") == "textDocument/didOpen":
-                self._lint_and_publish(message.get("params") or {})
+                self._lint_and_publish(message.get("params"))
                 return
+
+    def fallback_initialize(self) -> dict[str, Any] | None:
+        """When ``initialize`` was answered here: the ``initialize`` params pygls gets instead
+        of the client's if those do not pass its checks (the position encoding and root
+        answered here; pygls must be initialized, and its answer is dropped); else ``None``."""
+        if self.initialize_id is None:
+            return None
+        root = Path(self.root).as_uri() if self.root and os.path.isabs(self.root) else None
+        return {
+            "processId": None,
+            "rootUri": root,
+            "capabilities": {"general": {"positionEncodings": [self.encoding]}},
+        }
 
     def _next(self) -> dict[str, Any] | None:
-        read = _read_message(self.stdin)
-        if read is None:
-            return None
-        raw, message = read
-        self.recorded.append(raw)
-        return message
+        """The next message that reads as one JSON-RPC object (recorded for pygls); those that
+        do not are answered here."""
+        while True:
+            frame = read_frame(self.stdin)
+            if frame is None:
+                return None
+            if frame.body is None:
+                self.stdout.send(error_response(None, PARSE_ERROR, f"Parse error: {frame.error}"))
+                continue
+            message, error = parse_message(frame.body)
+            if error is not None:
+                self.stdout.send(error)
+                continue
+            self.recorded.append(frame.raw)
+            return message
 
-    def _lint_and_publish(self, params: dict[str, Any]) -> None:
-        from ckptlint.config.files import ConfigError
-
-        document = params.get("textDocument") or {}
-        uri, text = document.get("uri", ""), document.get("text", "")
+    def _lint_and_publish(self, params: Any) -> None:
+        document = params.get("textDocument") if isinstance(params, dict) else None
+        if not isinstance(document, dict):
+            return
+        uri, text, version = document.get("uri"), document.get("text"), document.get("version")
         path = _path_of(uri)
-        if path is None or not path.endswith((".py", ".pyi")):
+        if path is None or not isinstance(text, str) or not valid_id(version) or isinstance(version, str):
+            return  # pygls refuses it, or publishes nothing
+        if not path.endswith((".py", ".pyi")):
             return
         from ckptlint.config.files import CliOverrides, SettingsResolver
         from ckptlint.lint.linter import FileLinter
+        from ckptlint.server.documents import lint_buffer
 
         try:
             settings = SettingsResolver(CliOverrides(), cwd=Path(self.root or os.path.dirname(path))).for_path(Path(path))
-        except ConfigError:
-            return  # pygls shows the message
+        except Exception:  # noqa: BLE001 - a configuration that cannot be read: pygls shows the message
+            return
         from ckptlint.config.discovery import _excluded_anywhere
 
         if _excluded_anywhere(Path(path), settings):
             return  # pygls publishes the empty list
-        result = FileLinter().lint(path, text.encode("utf-8"), settings)
-        lines = text.splitlines() or [""]
+        result = lint_buffer(FileLinter(), path, text, settings)
+        lines = split_lines(text) or [""]
         found = [_diagnostic(d, lines, self.encoding) for d in result.diagnostics if d.path == path]
-        published = {"uri": uri, "diagnostics": found}
-        if isinstance(document.get("version"), int):
-            published["version"] = document["version"]
-        _write(self.stdout, {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": published})
+        published = {"uri": uri, "diagnostics": found, "version": version}
+        self.stdout.send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": published})
+
+
+def _initialize_params_valid(params: dict[str, Any]) -> bool:
+    """Whether the ``initialize`` fields read here have their LSP types."""
+    capabilities = params.get("capabilities")
+    if not isinstance(capabilities, dict):
+        return False
+    general = capabilities.get("general")
+    if general is not None and not isinstance(general, dict):
+        return False
+    encodings = (general or {}).get("positionEncodings")
+    if encodings is not None and not (isinstance(encodings, list) and all(isinstance(e, str) for e in encodings)):
+        return False
+    root_uri, root_path = params.get("rootUri"), params.get("rootPath")
+    if root_uri is not None and _path_of(root_uri) is None:
+        return False
+    return root_path is None or (isinstance(root_path, str) and "\x00" not in root_path)
 
 
 def _diagnostic(d, lines: list[str], encoding: str) -> dict[str, Any]:  # noqa: ANN001 - a Diagnostic
@@ -202,7 +230,7 @@ class ReplayReader:
 class DropResponse:
     """Writes to ``stream``, dropping pygls's response to the replayed ``initialize``."""
 
-    def __init__(self, stream: BinaryIO, response_id: Any) -> None:
+    def __init__(self, stream: BinaryIO | Connection, response_id: Any) -> None:
         self._stream = stream
         self._id = response_id
 

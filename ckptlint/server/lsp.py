@@ -8,18 +8,29 @@ lsprotocol 2025.x; LSP 3.17).
   (a region reaching a function defined here) is published here too.
 - ``textDocument/codeAction`` offers, for each finding in the requested range, its fix
   (``quickfix``; unsafe fixes only when the file's configuration sets
-  ``unsafe-fixes = true``, as ruff's server does; display-only fixes never) and
+  ``unsafe-fixes = true``, as ruff's server does; display-only fixes never), its safe
+  fallback as well (CKP001: ``use_reentrant=True``, the preferred action, beside the
+  recommended but unsafe ``use_reentrant=False``), and
   "Disable CODE for this line" (adds or extends ``# noqa: CODE``), plus
   ``source.fixAll.ckptlint``: every applicable fix at once.
+- A document that could not be checked (over the size limit, too deeply nested, a lone
+  surrogate in its text) gets the command line's CKP902 diagnostic, never a silent empty list.
 - Files the configuration excludes (``exclude``, ``extend-exclude``) get no diagnostics.
 - Configuration comes from the closest ``.ckptlint.toml``/``ckptlint.toml``/``pyproject.toml``
-  of each file, read again at every lint (saving the file takes effect at once).
+  of each file, read again at every lint: saving one (``didSave``) or a change the client's
+  file watcher reports (``workspace/didChangeWatchedFiles``; the server asks for a watcher of
+  those names when the client can register one dynamically) lints the open documents again.
+- ``shutdown`` then ``exit`` ends the server with status 0; ``exit`` alone, or the end of
+  input without ``shutdown``, with status 1 (LSP 3.17, "exit").
 - Regions that reach other modules read them from the open documents first (unsaved
   buffers take precedence over the files on disk), else from disk.
 
 Positions: ckptlint counts columns in characters (code points); LSP columns count code
 units of the position encoding pygls negotiated with the client (``utf-16`` by default,
-``utf-8`` or ``utf-32`` when the client prefers them), converted per line here.
+``utf-8`` or ``utf-32`` when the client prefers them), converted per line here. Lines end
+at ``\\n``, ``\\r\\n`` and ``\\r`` only (LSP's rule, and Python's), also in the documents
+pygls keeps and edits incrementally (pygls 2.1's ``TextDocument.lines`` uses
+``str.splitlines``, which also ends a line at a form feed or U+2028).
 """
 
 from __future__ import annotations
@@ -31,13 +42,14 @@ from pathlib import Path
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument, Workspace
 
 from ckptlint import __version__
 from ckptlint.config.settings import Settings
 from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.server.lsp_positions import units
 from ckptlint.text.diagnostics import Applicability, Diagnostic
-from ckptlint.text.source import SourceFile
+from ckptlint.text.source import SourceFile, split_lines
 
 __all__ = ["CkptlintLanguageServer", "create_server"]
 
@@ -98,9 +110,32 @@ def _excluded(path: Path, settings: Settings) -> bool:
     return _excluded_anywhere(path, settings)
 
 
+class LineRulesDocument(TextDocument):
+    """pygls's document with LSP's line rules (see the module docs): incremental changes
+    land where the client meant them."""
+
+    @property
+    def lines(self) -> list[str]:  # type: ignore[override]
+        return split_lines(self.source, keepends=True)
+
+
+class LineRulesWorkspace(Workspace):
+    """pygls's workspace whose documents are :class:`LineRulesDocument`."""
+
+    def _create_text_document(self, doc_uri, source=None, version=None, language_id=None):  # noqa: ANN001, ANN202
+        return LineRulesDocument(
+            doc_uri,
+            source=source,
+            version=version,
+            language_id=language_id,
+            sync_kind=self._sync_kind,  # as pygls 2.1's own Workspace._create_text_document
+            position_codec=self.position_codec,
+        )
+
+
 class _Lines:
     def __init__(self, text: str, encoding: str = "utf-16") -> None:
-        self.lines = text.splitlines() or [""]
+        self.lines = split_lines(text) or [""]
         self.encoding = encoding
 
     def position(self, position: tuple[int, int]) -> lsp.Position:
@@ -121,6 +156,10 @@ class CkptlintLanguageServer(LanguageServer):
         self.linted: dict[str, Linted] = {}
         #: uri of a linted document -> uri of a document -> findings the first puts there
         self.placed: dict[str, dict[str, list[lsp.Diagnostic]]] = {}
+        #: whether the client sent ``shutdown``; the process's exit status follows from it
+        self.shut_down = False
+        #: whether to ask the client for a watcher of configuration files (after ``initialized``)
+        self.watch_configuration = False
 
     # -------------------------------------------------------------- documents
     def _lines(self, text: str) -> _Lines:
@@ -142,17 +181,19 @@ class CkptlintLanguageServer(LanguageServer):
         """Lint the open document ``uri`` and publish what it finds; ``None`` for a
         document that is not a Python file on disk's namespace (``untitled:``) or whose
         configuration is broken (shown as a message)."""
-        from ckptlint.config.files import ConfigError
         from ckptlint.lint.linter import FileLinter
+        from ckptlint.server.documents import lint_buffer
 
         path_text = to_fs_path(uri)
-        if not path_text or not path_text.endswith(PYTHON_SUFFIXES):
+        if not path_text or not path_text.endswith(PYTHON_SUFFIXES) or "\x00" in path_text:
             return None
+        document = self.workspace.text_documents.get(uri)
+        if document is None:
+            return None  # not open: the server lints the editor's buffers only
         path = Path(os.path.abspath(path_text))
-        document = self.workspace.get_text_document(uri)
         try:
             settings = self.settings_for(path)
-        except ConfigError as exc:
+        except Exception as exc:  # noqa: BLE001 - a configuration that cannot be read (ConfigError, not UTF-8...)
             self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"ckptlint: {exc}"))
             return None
         self.project.forget(path)
@@ -161,7 +202,7 @@ class CkptlintLanguageServer(LanguageServer):
 
             result = FileResult(str(path))
         else:
-            result = FileLinter(self.project).lint(str(path), document.source.encode("utf-8"), settings)
+            result = lint_buffer(FileLinter(self.project), str(path), document.source, settings)
         linted = Linted(document.version, document.source, settings, result.diagnostics)
         self.linted[uri] = linted
         placed: dict[str, list[lsp.Diagnostic]] = {uri: []}
@@ -176,6 +217,24 @@ class CkptlintLanguageServer(LanguageServer):
         for target in sorted(touched, key=lambda t: (t != uri, t)):  # this document first
             self.publish(target)
         return linted
+
+    def lint_open_documents(self) -> None:
+        """Lint every open document again (a configuration file or a module they may reach
+        changed)."""
+        for uri in list(self.linted):
+            self.lint(uri)
+
+    def register_configuration_watcher(self) -> None:
+        """Ask the client to report changes of configuration files and Python modules
+        (``workspace/didChangeWatchedFiles``, registered dynamically)."""
+        watchers = [lsp.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_NAMES]
+        watchers.append(lsp.FileSystemWatcher(glob_pattern="**/*.py"))
+        registration = lsp.Registration(
+            id="ckptlint-watched-files",
+            method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
+        )
+        self.client_register_capability(lsp.RegistrationParams(registrations=[registration]))
 
     def _text_of(self, path: Path) -> str:
         text = self._buffer_text(path)
@@ -227,7 +286,9 @@ class CkptlintLanguageServer(LanguageServer):
     # ---------------------------------------------------------- code actions
     def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         uri = params.text_document.uri
-        document = self.workspace.get_text_document(uri)
+        document = self.workspace.text_documents.get(uri)
+        if document is None:
+            return []  # never opened (or closed): nothing linted, nothing to offer
         linted = self.linted.get(uri)
         if linted is None or linted.version != document.version or linted.text != document.source:
             linted = self.lint(uri)
@@ -245,18 +306,21 @@ class CkptlintLanguageServer(LanguageServer):
             if not wants_quickfix or d.path != os.path.abspath(path or "") or not (d.start[0] <= last and d.end[0] >= first):
                 continue
             lsp_diagnostic = self.to_lsp(d, lines)
-            if d.fix is not None and d.fix.applies(unsafe):
-                title = f"{d.fix.message} ({d.code})"
-                if d.fix.applicability is Applicability.UNSAFE:
+            # the fix and its safe fallback (CKP001: use_reentrant=False, unsafe, and =True)
+            for fix in d.fix.alternatives() if d.fix is not None else ():
+                if not fix.applies(unsafe):
+                    continue
+                title = f"{fix.message} ({d.code})"
+                if fix.applicability is Applicability.UNSAFE:
                     title += " (unsafe fix)"
-                edits = [lsp.TextEdit(range=lines.range(e.start, e.end), new_text=e.content) for e in d.fix.edits]
+                edits = [lsp.TextEdit(range=lines.range(e.start, e.end), new_text=e.content) for e in fix.edits]
                 actions.append(
                     lsp.CodeAction(
                         title=title,
                         kind=lsp.CodeActionKind.QuickFix,
                         diagnostics=[lsp_diagnostic],
                         edit=lsp.WorkspaceEdit(changes={uri: edits}),
-                        is_preferred=d.fix.applicability is Applicability.SAFE,
+                        is_preferred=fix.applicability is Applicability.SAFE,
                     )
                 )
             noqa = self._noqa_edit(d, linted.text, lines)
@@ -283,7 +347,7 @@ class CkptlintLanguageServer(LanguageServer):
         edit = add_noqa(SourceFile(d.path, text), [d])
         if not edit.added:
             return None
-        new_lines = edit.text.splitlines()
+        new_lines = split_lines(edit.text)
         # the row add_noqa wrote: the finding's noqa row, or where the triple-quoted string
         # or backslash continuation that row ends in ends (ruff's noqa line mapping)
         changed = [i + 1 for i, (a, b) in enumerate(zip(lines.lines, new_lines)) if a != b]
@@ -298,8 +362,12 @@ class CkptlintLanguageServer(LanguageServer):
         from ckptlint.lint.results import FixMode
 
         path = os.path.abspath(to_fs_path(uri) or "")
+        try:
+            raw = linted.text.encode("utf-8")
+        except UnicodeEncodeError:
+            return None  # not linted (a lone surrogate): nothing to fix
         result = FileLinter(self.project).lint(
-            path, linted.text.encode("utf-8"), linted.settings, fix=FixMode.APPLY, unsafe=bool(linted.settings.unsafe_fixes)
+            path, raw, linted.settings, fix=FixMode.APPLY, unsafe=bool(linted.settings.unsafe_fixes)
         )
         self.project.forget(Path(path))  # the fixed text is no buffer
         if not result.changed or result.fixed_text is None:
@@ -317,6 +385,20 @@ class CkptlintLanguageServer(LanguageServer):
         )
 
 
+def _is_config(uri: str) -> bool:
+    return (to_fs_path(uri) or "").endswith(CONFIG_NAMES)
+
+
+def _is_python(uri: str) -> bool:
+    return (to_fs_path(uri) or "").endswith(PYTHON_SUFFIXES)
+
+
+def _can_register_watchers(capabilities: lsp.ClientCapabilities) -> bool:
+    workspace = capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace is not None else None
+    return bool(watched is not None and watched.dynamic_registration)
+
+
 def create_server() -> CkptlintLanguageServer:
     """A server with its features registered (not started: call ``start_io()``)."""
     server = CkptlintLanguageServer()
@@ -332,14 +414,28 @@ def create_server() -> CkptlintLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: CkptlintLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
-        if (to_fs_path(uri) or "").endswith(CONFIG_NAMES):  # configuration changed: lint all again
-            for open_uri in list(ls.linted):
-                ls.lint(open_uri)
-            return
-        for open_uri in list(ls.linted):  # other documents may reach the saved one
-            ls.lint(open_uri)
+        ls.lint_open_documents()  # other documents may reach the saved one; a configuration applies to all
         if uri not in ls.linted:
             ls.lint(uri)
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: CkptlintLanguageServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+        if any(_is_config(change.uri) or _is_python(change.uri) for change in params.changes):
+            ls.lint_open_documents()
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: CkptlintLanguageServer, params: lsp.InitializeParams) -> None:
+        ls.protocol.workspace.__class__ = LineRulesWorkspace  # pygls built it; no document yet
+        ls.watch_configuration = _can_register_watchers(params.capabilities)
+
+    @server.feature(lsp.INITIALIZED)
+    def initialized(ls: CkptlintLanguageServer, params: lsp.InitializedParams) -> None:
+        if ls.watch_configuration:
+            ls.register_configuration_watcher()
+
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: CkptlintLanguageServer, params: None) -> None:
+        ls.shut_down = True
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: CkptlintLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:

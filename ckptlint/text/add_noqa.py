@@ -12,18 +12,15 @@ gets its directive where that string or continuation ends, the line whose ``# no
 from __future__ import annotations
 
 import io
-import re
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.text.noqa import parse_noqa
-from ckptlint.text.source import SourceFile
+from ckptlint.text.source import SourceFile, split_lines
 
 __all__ = ["NoqaEdit", "add_noqa", "parses"]
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 @dataclass
@@ -44,7 +41,7 @@ def _rows_without_room(text: str) -> set[int]:
     fstring_end = getattr(tokenize, "FSTRING_END", None)
     open_fstrings: list[int] = []
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
             if token.type == tokenize.STRING and token.end[0] > token.start[0]:
                 rows.update(range(token.start[0], token.end[0]))
             elif fstring_start is not None and token.type == fstring_start:
@@ -62,7 +59,7 @@ def _rows_without_room(text: str) -> set[int]:
 def _lines(text: str) -> list[str]:
     """The lines of ``text`` with their endings (``\\r\\n``, ``\\r`` or ``\\n`` only, as
     :class:`~ckptlint.text.source.SourceFile` counts them)."""
-    return [line for line in _LINE.findall(text) if line]
+    return split_lines(text, keepends=True)
 
 
 def add_noqa(source: SourceFile, diagnostics: Iterable[Diagnostic]) -> NoqaEdit:

@@ -7,7 +7,7 @@ they cross process boundaries and live in the cache unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -56,31 +56,59 @@ class Edit:
 
 @dataclass(frozen=True)
 class Fix:
-    """A set of edits that together repair one diagnostic."""
+    """A set of edits that together repair one diagnostic.
+
+    ``fallback``: another fix of the same finding, applied instead of this one when this one
+    may not be (an unsafe fix without ``--unsafe-fixes``): CKP001's safe
+    ``use_reentrant=True``, which keeps the variant PyTorch runs, beside the recommended but
+    unsafe ``use_reentrant=False``. ``None`` for most fixes.
+    """
 
     applicability: Applicability
     message: str
     edits: tuple[Edit, ...]
+    fallback: Fix | None = None
 
     def applies(self, unsafe: bool) -> bool:
-        """Whether this fix runs under ``--fix`` (and ``--unsafe-fixes`` when ``unsafe``)."""
+        """Whether this fix itself runs under ``--fix`` (and ``--unsafe-fixes`` when
+        ``unsafe``); see :meth:`chosen` for the fix that runs."""
         if self.applicability is Applicability.SAFE:
             return True
         return unsafe and self.applicability is Applicability.UNSAFE
 
+    def chosen(self, unsafe: bool) -> Fix | None:
+        """The fix ``--fix`` applies (with ``--unsafe-fixes`` when ``unsafe``): this one, else
+        its :attr:`fallback` when that applies, else ``None``."""
+        if self.applies(unsafe):
+            return self
+        if self.fallback is not None and self.fallback.applies(unsafe):
+            return self.fallback
+        return None
+
+    def alternatives(self) -> tuple[Fix, ...]:
+        """This fix and its fallback (without their fallbacks), in that order."""
+        first = replace(self, fallback=None)
+        return (first,) if self.fallback is None else (first, replace(self.fallback, fallback=None))
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """Ruff's fix record; a ``fallback`` key only when there is one."""
+        data: dict[str, Any] = {
             "applicability": self.applicability.value,
             "message": self.message,
             "edits": [edit.to_dict() for edit in sorted(self.edits, key=lambda e: (e.start, e.end))],
         }
+        if self.fallback is not None:
+            data["fallback"] = self.fallback.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Fix:
+        fallback = data.get("fallback")
         return cls(
             Applicability(data["applicability"]),
             data["message"],
             tuple(Edit.from_dict(e) for e in data["edits"]),
+            cls.from_dict(fallback) if fallback else None,
         )
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ckptlint.rule_codes import UNUSED_NOQA
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
-from ckptlint.text.source import SourceFile
+from ckptlint.text.source import SourceFile, split_lines
 
 __all__ = ["INVALID_MESSAGE", "NoqaDirective", "NoqaIndex", "may_have_invalid", "noqa_line_map", "parse_noqa"]
 
@@ -101,7 +101,7 @@ def parse_noqa(source: SourceFile) -> NoqaIndex:
     """Find the noqa comments of ``source``."""
     comments, line_map = _scan(source.text)
     index = NoqaIndex({}, line_map=line_map)
-    lines = source.text.splitlines()
+    lines = split_lines(source.text)
     for row, col, text in comments:
         own_line = row <= len(lines) and lines[row - 1][:col].strip() == ""
         file_match = _FILE_NOQA.match(text.strip()) if own_line else None
@@ -159,7 +159,8 @@ def _scan(text: str) -> tuple[list[tuple[int, int, str]], dict[int, int]]:
     fstring_end = getattr(tokenize, "FSTRING_END", None)
     open_fstrings: list[int] = []
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        # newline="": lines end at \n, \r\n and \r, as split_lines counts them
+        for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
             if token.type == tokenize.COMMENT:
                 found.append((token.start[0], token.start[1], token.string))
             elif token.type == tokenize.STRING and token.end[0] > token.start[0]:
@@ -171,11 +172,11 @@ def _scan(text: str) -> tuple[list[tuple[int, int, str]], dict[int, int]]:
                 spans.update((row, token.end[0]) for row in range(start, token.end[0]))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         found, spans = [], {}
-        for row, line in enumerate(text.splitlines(), 1):
+        for row, line in enumerate(split_lines(text), 1):
             position = line.find("#")
             if position >= 0:
                 found.append((row, position, line[position:]))
-    lines = text.splitlines()
+    lines = split_lines(text)
     comment_ends = {row for row, _, comment in found if comment.rstrip().endswith("\\")}  # `# a \` continues nothing
     line_map: dict[int, int] = {}
     for row in range(len(lines), 0, -1):

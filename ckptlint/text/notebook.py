@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ckptlint.text.source import SourceDecodeError, SourceFile, location_label
+from ckptlint.text.source import SourceDecodeError, SourceFile, location_label, split_lines
 
 if TYPE_CHECKING:
     from ckptlint.text.diagnostics import Diagnostic
@@ -370,8 +370,8 @@ class NotebookSource(SourceFile):
             if old == new:
                 continue
             diff = difflib.unified_diff(
-                old.splitlines(keepends=True),
-                new.splitlines(keepends=True),
+                split_lines(old, keepends=True),
+                split_lines(new, keepends=True),
                 fromfile=f"a/{shown}:cell {number}",
                 tofile=f"b/{shown}:cell {number}",
             )
@@ -416,7 +416,7 @@ def localize(diagnostic: Diagnostic, source: NotebookSource) -> Diagnostic:
     start is not in a cell."""
     from dataclasses import replace
 
-    from ckptlint.text.diagnostics import Edit
+    from ckptlint.text.diagnostics import Edit, Fix
 
     where = source.cell_of(diagnostic.start[0])
     if where is None:
@@ -427,9 +427,13 @@ def localize(diagnostic: Diagnostic, source: NotebookSource) -> Diagnostic:
     def moved(position: tuple[int, int]) -> tuple[int, int]:
         return (max(1, position[0] - shift), position[1])
 
-    fix = diagnostic.fix
-    if fix is not None:
-        fix = replace(fix, edits=tuple(Edit(moved(e.start), moved(e.end), e.content) for e in fix.edits))
+    def moved_fix(fix: Fix | None) -> Fix | None:
+        if fix is None:
+            return None
+        edits = tuple(Edit(moved(e.start), moved(e.end), e.content) for e in fix.edits)
+        return replace(fix, edits=edits, fallback=moved_fix(fix.fallback))
+
+    fix = moved_fix(diagnostic.fix)
     noqa_row = diagnostic.noqa_row - shift if diagnostic.noqa_row is not None else None
     return replace(
         diagnostic,

@@ -16,7 +16,7 @@ import tokenize
 from dataclasses import dataclass
 from functools import cached_property
 
-__all__ = ["Position", "SourceDecodeError", "SourceFile", "decode_source", "location_label"]
+__all__ = ["Position", "SourceDecodeError", "SourceFile", "decode_source", "location_label", "split_lines"]
 
 Position = tuple[int, int]
 """A 1-based ``(row, column)`` pair; the column counts characters."""
@@ -31,6 +31,19 @@ def location_label(path: str, row: int, column: int | None = None, *, cell: int 
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    """The lines of ``text``, split where Python's tokenizer and the Language Server Protocol
+    end a line: at ``\\n``, ``\\r\\n`` and ``\\r`` only (LSP 3.17, "Text Documents").
+
+    ``str.splitlines`` also splits at form feed, ``\\v``, ``\\x1c``-``\\x1e``, ``\\x85``,
+    U+2028 and U+2029, which Python source may hold inside a line; every row ckptlint shows
+    is counted as here. Like ``splitlines``, an empty text has no line and a final line
+    ending starts no new line."""
+    lines = _LINE.findall(text)
+    return lines if keepends else [line.rstrip("\r\n") for line in lines]
 
 
 class SourceDecodeError(ValueError):
