@@ -221,3 +221,66 @@ def test_keyword_the_function_does_not_take_gets_no_fix() -> None:
     accepting = src.replace("def custom_forward(*inputs):", "def custom_forward(*inputs, mode=None):")
     (d,) = findings(accepting, "CKP002")
     assert d.fix is not None
+
+
+OPEN_DICTIONARY = IMPORT + """\
+
+
+class FlashAttention:
+    def forward(self, qkv, cu_seqlens, max_seqlen, **kwargs):
+        kwargs = {"cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen, **kwargs}
+        return checkpoint(self.inner_attn, qkv, **kwargs)
+"""
+
+
+def test_keys_a_dictionary_surely_passes_raise_under_the_omitted_variant() -> None:
+    # torch 2.13 checkpoint: `if kwargs and use_reentrant: raise ValueError("Unexpected keyword arguments: ...")`
+    (d,) = findings(OPEN_DICTIONARY, "CKP002")
+    assert d.start == (7, 16)
+    assert d.message == (
+        "`checkpoint()` passes `cu_seqlens`, `max_seqlen` through `**` without `use_reentrant`: unless the rest "
+        "of that dictionary carries `use_reentrant=False`, the legacy reentrant variant runs and raises "
+        "ValueError (Unexpected keyword arguments) for keyword arguments meant for the checkpointed function; "
+        "pass `use_reentrant=False`"
+    )
+    assert d.fix is None  # the unknown rest may hold `use_reentrant`: adding it could pass it twice
+
+
+def test_open_dictionaries_that_choose_the_variant_or_pass_only_options_are_not_reported() -> None:
+    for source in (
+        OPEN_DICTIONARY.replace("**kwargs)\n", "use_reentrant=False, **kwargs)\n"),
+        OPEN_DICTIONARY.replace('"max_seqlen": max_seqlen, **kwargs}', '"max_seqlen": max_seqlen, "use_reentrant": False, **kwargs}'),
+        OPEN_DICTIONARY.replace('{"cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen, **kwargs}', '{"preserve_rng_state": True, **kwargs}'),
+        OPEN_DICTIONARY.replace('{"cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen, **kwargs}', "dict(kwargs)"),
+    ):
+        assert findings(source, "CKP002") == [], source
+
+
+def test_a_keyword_call_of_dict_with_an_unknown_mapping_is_read_too() -> None:
+    source = OPEN_DICTIONARY.replace('{"cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen, **kwargs}', "dict(mask=m, **kwargs)")
+    (d,) = findings(source, "CKP002")
+    assert "passes `mask` through `**`" in d.message
+
+
+def test_a_dictionary_assigned_only_on_one_branch_is_not_surely_passed() -> None:
+    source = OPEN_DICTIONARY.replace(
+        '        kwargs = {"cu_seqlens"', '        if cu_seqlens is not None:\n            kwargs = {"cu_seqlens"'
+    )
+    assert findings(source, "CKP002") == []
+
+
+def test_each_branch_of_a_conditional_dictionary_passing_function_keywords_is_reported() -> None:
+    # flash-attn modules/mha.py MHA.forward: the branch taken depends on `use_flash_attn`, and
+    # both hand the function keywords to a checkpoint without `use_reentrant`
+    source = OPEN_DICTIONARY.replace(
+        '        kwargs = {"cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen, **kwargs}\n',
+        "        kwargs = (\n"
+        '            {"cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen, **kwargs}\n'
+        "            if self.use_flash_attn\n"
+        '            else {"key_padding_mask": key_padding_mask, **kwargs}\n'
+        "        )\n",
+    )
+    (d,) = findings(source, "CKP002")
+    assert d.message.startswith("`checkpoint()` passes `cu_seqlens`, `max_seqlen` or `key_padding_mask` through `**`")
+    one_branch_empty = source.replace('{"key_padding_mask": key_padding_mask, **kwargs}', "kwargs")
+    assert findings(one_branch_empty, "CKP002") == []

@@ -146,3 +146,37 @@ def test_calls_parents_and_enclosing() -> None:
     assert isinstance(model.enclosing(inner, cst.FunctionDef), cst.FunctionDef)
     assert model.enclosing(inner, cst.ClassDef) is None
     assert model.parent(model.module) is None
+
+
+def _reaching_kinds(model: SemanticModel, name: cst.Name) -> list[str]:
+    return [f"{b.kind.value}@{model.module.code_for_node(b.node).splitlines()[0].strip() if not isinstance(b.node, cst.Param) else 'param'}" for b in model.reaching(name)]
+
+
+def test_a_plain_assignment_kills_earlier_bindings_in_straight_line_code() -> None:
+    model = build(
+        """\
+        def f(kwargs, flag):
+            kwargs = {"a": 1, **kwargs}
+            use(kwargs)
+            if flag:
+                kwargs = {}
+            use(kwargs)
+        """
+    )
+    first_rhs, first_use, second_use = [n for n in names(model)["kwargs"] if isinstance(model.parent(n), (cst.StarredDictElement, cst.Arg))]
+    assert _reaching_kinds(model, first_rhs) == ["parameter@param"]  # its own `=` does not reach its value
+    assert _reaching_kinds(model, first_use) == ['assignment@kwargs = {"a": 1, **kwargs}']
+    assert _reaching_kinds(model, second_use) == ['assignment@kwargs = {"a": 1, **kwargs}', "assignment@kwargs = {}"]
+
+
+def test_reads_in_loops_and_nested_scopes_keep_every_binding() -> None:
+    model = build(
+        """\
+        def f(x):
+            for _ in range(3):
+                use(x)
+                x = g(x)
+        """
+    )
+    read = [n for n in names(model)["x"] if isinstance(model.parent(n), cst.Arg) and model.module.code_for_node(model.parent(model.parent(n))).startswith("use")][0]
+    assert sorted(_reaching_kinds(model, read)) == ["assignment@x = g(x)", "parameter@param"]

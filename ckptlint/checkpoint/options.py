@@ -171,12 +171,15 @@ class MappingAlternative:
 
     ``keys`` maps each known string key to its value expression (``None`` for a key whose
     value comes from JSON or a mutation); ``keys is None`` means the content is unknown.
-    ``node`` is the dictionary literal (or ``dict(...)`` call) it was read from.
+    ``node`` is the dictionary literal (or ``dict(...)`` call) it was read from. ``present``:
+    for a literal whose content is unknown only because it unpacks an unknown mapping
+    (``{"cu_seqlens": c, **kwargs}``), the keys it surely holds; else ``None``.
     """
 
     keys: dict[str, cst.BaseExpression | None] | None
     node: cst.CSTNode | None = None
     json_values: dict[str, object] = field(default_factory=dict)
+    present: dict[str, cst.BaseExpression | None] | None = None
 
     @property
     def known(self) -> bool:
@@ -213,7 +216,7 @@ def mapping_alternatives(
             return [_UNKNOWN_MAPPING]
         return mapping_alternatives(expr.body if chosen else expr.orelse, model, _depth + 1)
     if isinstance(expr, cst.Name):
-        bindings = model.lookup(expr.value, model.scope_of(expr))
+        bindings = model.reaching(expr)
         if not bindings:
             return [_UNKNOWN_MAPPING]
         alternatives: list[MappingAlternative] = []
@@ -269,6 +272,7 @@ def _decided_conjuncts(test: cst.BaseExpression, model: SemanticModel) -> list[b
 
 def _read_dict_literal(node: cst.Dict, model: SemanticModel, depth: int) -> MappingAlternative:
     keys: dict[str, cst.BaseExpression | None] = {}
+    open_ended = False  # an unpacked mapping of unknown content
     for element in node.elements:
         if isinstance(element, cst.DictElement):
             key = literal_value(element.key, model)
@@ -276,26 +280,73 @@ def _read_dict_literal(node: cst.Dict, model: SemanticModel, depth: int) -> Mapp
                 return _UNKNOWN_MAPPING
             keys[key] = element.value
         else:  # StarredDictElement: {**other, ...}
-            merged = _merge_known(mapping_alternatives(element.value, model, depth + 1))
+            alternatives = mapping_alternatives(element.value, model, depth + 1)
+            merged = _merge_known(alternatives)
             if merged is None:
-                return _UNKNOWN_MAPPING
-            keys.update(merged)
-    return MappingAlternative(keys, node)
+                open_ended = True
+                keys.update(_surely_present(alternatives))
+            else:
+                keys.update(merged)
+    return MappingAlternative(None, node, present=keys) if open_ended else MappingAlternative(keys, node)
 
 
 def _read_dict_call(node: cst.Call, model: SemanticModel, depth: int) -> MappingAlternative:
     keys: dict[str, cst.BaseExpression | None] = {}
+    open_ended = False
     for arg in node.args:
         if arg.keyword is not None:
             keys[arg.keyword.value] = arg.value
         elif arg.star == "**":
-            merged = _merge_known(mapping_alternatives(arg.value, model, depth + 1))
+            alternatives = mapping_alternatives(arg.value, model, depth + 1)
+            merged = _merge_known(alternatives)
             if merged is None:
-                return _UNKNOWN_MAPPING
-            keys.update(merged)
+                open_ended = True
+                keys.update(_surely_present(alternatives))
+            else:
+                keys.update(merged)
         else:
             return _UNKNOWN_MAPPING
-    return MappingAlternative(keys, node)
+    return MappingAlternative(None, node, present=keys) if open_ended else MappingAlternative(keys, node)
+
+
+def surely_present_keys(expr: cst.BaseExpression, model: SemanticModel, _depth: int = 0) -> list[frozenset[str]]:
+    """The keys a mapping expression used as ``**expr`` surely holds, one set per path that may
+    build it: both branches of ``a if cond else b`` (one branch when ``cond`` is diffusers'
+    torch-version test), each binding of a name that reaches the read
+    (:meth:`~ckptlint.semantic.model.SemanticModel.reaching`), and the known or surely present
+    keys of each content :func:`mapping_alternatives` reads (``{"cu_seqlens": c, **kwargs}``
+    holds ``cu_seqlens`` whatever ``kwargs`` is). A path of unknown content gives an empty set."""
+    if _depth > _MAX_DEPTH:
+        return [frozenset()]
+    if isinstance(expr, cst.IfExp):
+        chosen = torch_version_test(expr.test, model)
+        branches = [expr.body, expr.orelse] if chosen is None else [expr.body if chosen else expr.orelse]
+        return [keys for branch in branches for keys in surely_present_keys(branch, model, _depth + 1)]
+    if isinstance(expr, cst.Name) and not model.mutations_of(expr.value, model.scope_of(expr)):
+        bindings = model.reaching(expr)
+        paths: list[frozenset[str]] = []
+        for binding in bindings or [None]:
+            if binding is not None and binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
+                paths += surely_present_keys(binding.value, model, _depth + 1)
+            else:
+                paths.append(frozenset())
+        return paths
+    paths = []
+    for alt in mapping_alternatives(expr, model, _depth + 1):
+        held = alt.keys if alt.keys is not None else alt.present
+        paths.append(frozenset(held or ()))
+    return paths
+
+
+def _surely_present(alternatives: list[MappingAlternative]) -> dict[str, cst.BaseExpression | None]:
+    """The keys every alternative holds (known or surely present), with the first one's value."""
+    found: dict[str, cst.BaseExpression | None] | None = None
+    for alt in alternatives:
+        held = alt.keys if alt.keys is not None else alt.present
+        if held is None:
+            return {}
+        found = dict(held) if found is None else {k: v for k, v in found.items() if k in held}
+    return found or {}
 
 
 def _read_json_string(node: cst.SimpleString) -> MappingAlternative:
@@ -465,6 +516,11 @@ class CallArguments:
         if any(r.is_unknown for r in results):
             return UNKNOWN
         return results[0]
+
+    def passed_on_every_path(self, model: SemanticModel) -> list[list[frozenset[str]]]:
+        """For each ``**`` dictionary of the call, the keys it surely holds on each path that
+        may build it (:func:`surely_present_keys`); an empty set for a path of unknown content."""
+        return [surely_present_keys(splat.value, model) for splat in self.double_starred]
 
     def splat_keys(self, model: SemanticModel) -> tuple[set[str], bool]:
         """Keys known to be passed through ``**`` dictionaries, and whether any content is

@@ -187,6 +187,9 @@ class ReentrantIncompatibleArgument(Rule):
 
 
 def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
+    if site.runs_reentrant is None:
+        _check_open_dictionary(ctx, site)
+        return
     if site.runs_reentrant is not True:
         return
     ignored: list[str] = []
@@ -205,6 +208,40 @@ def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
     message = _function_message(ctx, site, raising, ignored, refused)
     # with refused keywords use_reentrant=False would only trade the ValueError for a TypeError
     ctx.report(site.call, message, fix=None if refused else _fix(ctx, site, bool(raising)))
+
+
+def _check_open_dictionary(ctx: RuleContext, site: CheckpointSite) -> None:
+    """A ``**`` dictionary that surely passes function keywords (``{"cu_seqlens": c, **kwargs}``)
+    to an API that runs the reentrant variant when ``use_reentrant`` is left out, and no
+    ``use_reentrant`` written anywhere: the reentrant variant raises ``ValueError: Unexpected
+    keyword arguments`` (torch 2.13 ``checkpoint``: ``if kwargs and use_reentrant: raise``) unless
+    the unknown rest of the dictionary happens to carry ``use_reentrant=False``."""
+    api = site.api
+    if not (api.reentrant_when_omitted and api.accepts_function_kwargs and api.fixed_reentrancy is None):
+        return
+    if not site.reported_here or not site.option("use_reentrant").is_unknown or "use_reentrant" in site.arguments.keywords:
+        return
+    options = set(api.options)
+    for paths in site.arguments.passed_on_every_path(ctx.analysis.model):
+        if any("use_reentrant" in keys for keys in paths):
+            return
+    groups: list[str] = []
+    for paths in site.arguments.passed_on_every_path(ctx.analysis.model):
+        meant = [sorted(keys - options) for keys in paths]
+        if meant and all(meant):
+            groups = sorted({", ".join(f"`{k}`" for k in keys) for keys in meant})
+            break
+    if not groups:
+        return
+    names = " or ".join(groups)
+    ctx.report(
+        site.call,
+        f"{_what(site)} passes {names} through `**` without `use_reentrant`: unless the rest of that "
+        "dictionary carries `use_reentrant=False`, the legacy reentrant variant runs and raises "
+        "ValueError (Unexpected keyword arguments) for keyword arguments meant for the checkpointed "
+        "function; pass `use_reentrant=False`",
+        site=site,
+    )
 
 
 def _what(site: CheckpointSite) -> str:
