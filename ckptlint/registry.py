@@ -7,8 +7,8 @@ descriptors and the language server read a rule's metadata without importing the
 rule classes in :mod:`ckptlint.rules` take theirs from here). After ruff's ``codes.rs``.
 
 Adding a rule: add its :class:`RuleInfo` to :data:`RULES`, write the class in
-``ckptlint/rules/ckpNNN_<name>.py`` with ``code = "CKPNNN"`` and list it in
-``ckptlint/rules/__init__.py``, and write ``rules/CKPNNN.md``.
+``ckptlint/rules/ckpNNN_<name>.py`` with ``code = "CKPNNN"`` (found there by
+:mod:`ckptlint.rules.discovery`), and write ``rules/CKPNNN.md``.
 """
 
 from __future__ import annotations
