@@ -68,7 +68,11 @@ class _Command(click.Command):
     envvar="CKPTLINT_CACHE_DIR",
     help="Where the cache lives [env: CKPTLINT_CACHE_DIR; default: .ckptlint_cache next to the configuration].",
 )
-@click.option("--clean", is_flag=True, help="Remove the cache folders under PATHS (and the configured one), then exit.")
+@click.option(
+    "--clean",
+    is_flag=True,
+    help="Remove the cache files ckptlint wrote under PATHS and in the configured cache folder (nothing else), then exit.",
+)
 @click.option("--force-exclude/--no-force-exclude", default=None, help="Apply excludes to files named explicitly too.")
 @click.option("--exclude", multiple=True, metavar="PATTERNS", help="Patterns to exclude (replaces the defaults).")
 @click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="Patterns to exclude as well.")
