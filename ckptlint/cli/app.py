@@ -35,7 +35,7 @@ class _Command(click.Command):
 
 
 @click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path, readable=False))
 @click.option("--fix/--no-fix", default=None, help="Apply fixes (safe ones; with --unsafe-fixes, unsafe ones too).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Include fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Print the diff the fixes would make; write nothing.")
@@ -49,10 +49,10 @@ class _Command(click.Command):
     default=None,
     help="How findings are printed [default: concise].",
 )
-@click.option("-o", "--output-file", type=click.Path(path_type=Path), help="Write the report to this file.")
+@click.option("-o", "--output-file", type=click.Path(path_type=Path, readable=False), help="Write the report to this file.")
 @click.option(
     "--stdin-filename",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, readable=False),
     help="Lint the source read from stdin (path `-`) as this file; with --fix, print the fixed source.",
 )
 @click.option("--since", metavar="REV", help="Lint only the Python files changed since this git revision.")

@@ -50,6 +50,8 @@ def collect_site_records(files: list[Path]) -> list[dict]:
     """The site records of ``files`` (absolute or relative paths; read, gated, parsed),
     sorted by file and position. Unreadable or unparsable files are skipped."""
     from ckptlint.checkpoint.region import MAX_DEPTH
+    from ckptlint.lint.limits import size_limit
+    from ckptlint.text.reading import read_regular
     from ckptlint.checkpoint.regions import RegionBuilder
     from ckptlint.semantic.parse import parse_source
     from ckptlint.semantic.project import Project, module_name_for
@@ -59,8 +61,10 @@ def collect_site_records(files: list[Path]) -> list[dict]:
     records: list[dict] = []
     for path in files:
         try:
-            raw = Path(path).read_bytes()
+            raw = read_regular(path, size_limit(str(path)))  # a FIFO or device: not read
         except OSError:
+            continue
+        if len(raw) > size_limit(str(path)):
             continue
         if not may_have_findings(raw):
             continue

@@ -23,6 +23,7 @@ from ckptlint.lint.stop import Interrupted, StopFlag
 from ckptlint.lint.task import Task, linter_for, run_task, timed_out
 from ckptlint.lint.unused_noqa import settle_unused_noqa
 from ckptlint.rule_codes import UNUSED_NOQA
+from ckptlint.text.reading import check_regular, read_regular
 
 if TYPE_CHECKING:
     from ckptlint.lint.cache import ResultCache
@@ -72,6 +73,7 @@ def lint_files(
         name = str(path)
         try:
             stat = path.stat()  # before reading: a write after it changes the time the cache keeps
+            check_regular(path, stat)  # a FIFO or /dev/zero named on the command line: not read
             size = stat.st_size
             if size > size_limit(name):  # not read whole: the gate's first test, streamed
                 if mentions(path, (b"checkpoint", b"CKP")):
@@ -84,7 +86,10 @@ def lint_files(
                 if known:
                     results.append(known)  # type: ignore[arg-type]
                     continue
-            raw = path.read_bytes()
+            raw = read_regular(path, size_limit(name))
+            if len(raw) > size_limit(name):  # it grew since the stat
+                results.append(FileResult(name, problems=[too_large(name, len(raw))]))
+                continue
         except OSError as exc:
             results.append(FileResult(name, problems=[Problem(name, read_error(exc), "io")]))
             continue

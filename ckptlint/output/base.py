@@ -80,7 +80,7 @@ class OutputContext:
 
                     source = source_from_text(path, self.sources[path])
                     try:  # the notebook on disk holds the IPython lines the text masks
-                        on_disk = load_source(Path(path).read_bytes(), path)
+                        on_disk = load_source(_read(path), path)
                     except (OSError, SourceDecodeError):
                         on_disk = None
                     if (
@@ -94,7 +94,7 @@ class OutputContext:
                     self._read[path] = SourceFile(path, self.sources[path])
             else:
                 try:
-                    self._read[path] = load_source(Path(path).read_bytes(), path)
+                    self._read[path] = load_source(_read(path), path)
                 except (OSError, SourceDecodeError):
                     self._read[path] = None
         source = self._read[path]
@@ -157,3 +157,19 @@ def relative_uri(path: str, root: Path) -> tuple[str, bool]:
     except ValueError:
         return absolute.as_uri(), False
     return quote(relative.as_posix(), safe="/"), True
+
+
+#: The most bytes of a file read to show its text in a report (the largest file linted is a
+#: 64 MiB notebook: ckptlint.lint.limits.MAX_NOTEBOOK_BYTES).
+_MAX_SHOWN_BYTES = 64 * 2**20
+
+
+def _read(path: str) -> bytes:
+    """The bytes of the regular file ``path`` to show in a report. Raises ``OSError`` for a
+    FIFO or device (never read) and a file over :data:`_MAX_SHOWN_BYTES`."""
+    from ckptlint.text.reading import read_regular
+
+    raw = read_regular(path, _MAX_SHOWN_BYTES)
+    if len(raw) > _MAX_SHOWN_BYTES:
+        raise OSError(f"{path}: too large to show")
+    return raw
