@@ -121,6 +121,12 @@ def main(**options) -> None:  # noqa: ANN003
             # A second signal, or one while nothing could be kept: stop at once.
             sys.stderr.write(f"ckptlint: {signal_name(stop.signal)}: stopped; nothing more was written\n")
             sys.exit(signal_exit(stop.signal))
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - every crash: one error line, exit 2
+            from ckptlint.cli.crash import report_crash
+
+            sys.exit(report_crash(exc, verbose=bool(options.get("verbose"))))
 
 
 def _main(stop, **values) -> None:  # noqa: ANN001, ANN003 - a StopFlag; the options

@@ -127,6 +127,7 @@ def _report(options: Options, invocation: Invocation, stop, run, found, files, f
         unwritten, fixed_total = handle_fixes(run, mode, cwd, may_write, to_stdout=invocation.use_stdin, stop=stop)
         unchecked += unwritten
     diagnostics = sorted(run.diagnostics + unchecked, key=lambda d: d.sort_key)
+    diagnostics = [_printable_message(d) for d in diagnostics]
     if mode is FixMode.DIFF:
         for d in diagnostics:
             if d.code == IO_ERROR:
@@ -203,3 +204,14 @@ def _hint_hidden_fixes(diagnostics, unsafe: bool) -> None:  # noqa: ANN001
     hidden = 0 if unsafe else sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability is Applicability.UNSAFE)
     if hidden:
         click.echo(f"No errors would be fixed ({hidden} fix{'es' if hidden != 1 else ''} available with `--unsafe-fixes`).")
+
+
+def _printable_message(d):  # noqa: ANN001, ANN202 - a Diagnostic
+    """``d`` with a message every format can write: a file name in it that is not UTF-8
+    (CKP902 "resolves to ...") escaped (:func:`ckptlint.output.base.printable`)."""
+    from dataclasses import replace
+
+    from ckptlint.output.base import printable
+
+    message = printable(d.message)
+    return d if message is d.message else replace(d, message=message)

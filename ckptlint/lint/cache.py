@@ -146,7 +146,9 @@ class _Bucket:
             return None
         valid = self._checked.get(path)
         if valid is None:
-            valid = self._checked[path] = valid_entry(path, entry)
+            ref = entry.get("depset") if isinstance(entry, dict) else None
+            shared = self.depsets.get(ref) if isinstance(ref, str) else None
+            valid = self._checked[path] = valid_entry(path, entry, shared)
         return entry if valid else None
 
     def dependencies(self, entry: dict[str, Any]) -> dict[str, Any] | None:

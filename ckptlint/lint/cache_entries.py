@@ -1,15 +1,15 @@
 """What a well-formed entry of the result cache looks like (:mod:`ckptlint.lint.cache`).
 
 A cache file is data that anything may have edited or damaged: an entry is used only when
-every field has the type and range that :meth:`ResultCache.store` writes, its findings name
-the linted file itself and known rule codes, and its dependencies are real paths. Anything
+every field has the type and range that :meth:`ResultCache.store` writes, its findings have
+known rule codes and lie in the linted file or in a file its result read (CKP202 reports a
+side effect where it is written), and its dependencies are real paths. Anything
 else is a cache miss (the file is linted again and the entry overwritten), never output.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ckptlint.registry import RULE_CODES
 
@@ -83,14 +83,14 @@ def _fix(value: object) -> bool:
     )
 
 
-def _diagnostic(value: object, path: str) -> bool:
+def _diagnostic(value: object, paths: set[str]) -> bool:
     if not isinstance(value, dict):
         return False
     noqa_row = value.get("noqa_row")
     return (
         value.get("code") in _CODES
         and isinstance(value.get("message"), str)
-        and value.get("path") == path
+        and value.get("path") in paths
         and _position(value.get("start"))
         and _position(value.get("end"))
         and _fix(value.get("fix"))
@@ -99,11 +99,11 @@ def _diagnostic(value: object, path: str) -> bool:
     )
 
 
-def valid_entry(path: str, entry: object) -> bool:
+def valid_entry(path: str, entry: object, shared: object = None) -> bool:
     """Whether ``entry`` is a well-formed cached result of linting ``path``: the gate's
     ``{"rejected": [size, mtime_ns]}``, or a linted file's hash, stat, module, dependencies
-    (its own, or the name of a shared set), findings, problems and the ``# noqa`` lines of
-    other files it used. Does not check that the result is still current."""
+    (its own, or the name of a shared set: ``shared``, that set), findings, problems and the
+    ``# noqa`` lines of other files it used. Does not check that the result is still current."""
     if not isinstance(entry, dict):
         return False
     if "rejected" in entry:
@@ -114,6 +114,10 @@ def valid_entry(path: str, entry: object) -> bool:
     diagnostics = entry.get("diagnostics")
     problems = entry.get("problems")
     noqa_used = entry.get("noqa_used", [])
+    deps = entry.get("deps")
+    if not valid_dependencies(deps) or (depset is not None and not valid_dependencies(shared)):
+        return False
+    places = {path, *deps, *(shared if depset is not None else ())}  # type: ignore[misc]
     return (
         isinstance(entry.get("hash"), str)
         and _DIGEST.fullmatch(entry["hash"]) is not None
@@ -122,10 +126,9 @@ def valid_entry(path: str, entry: object) -> bool:
         and len(module) == 2
         and isinstance(module[0], str)
         and isinstance(module[1], bool)
-        and valid_dependencies(entry.get("deps"))
         and (depset is None or isinstance(depset, str))
         and isinstance(diagnostics, list)
-        and all(_diagnostic(d, path) for d in diagnostics)
+        and all(_diagnostic(d, places) for d in diagnostics)
         and isinstance(problems, list)
         and all(
             isinstance(p, list) and len(p) == 2 and p[0] in _PROBLEM_KINDS and isinstance(p[1], str) for p in problems

@@ -21,6 +21,8 @@ __all__ = [
     "Renderer",
     "display_path",
     "find_repository_root",
+    "printable",
+    "raw_bytes",
     "relative_uri",
     "rule_name",
     "severity_of",
@@ -127,14 +129,37 @@ Renderer = Callable[[Sequence[Diagnostic], OutputContext], str]
 
 
 def display_path(path: str, cwd: Path) -> str:
-    """``path`` relative to ``cwd`` with ``/`` separators when below it, else as given."""
+    """``path`` relative to ``cwd`` with ``/`` separators when below it, else as given; a byte
+    of the name that is not UTF-8 is shown escaped (:func:`printable`)."""
     try:
         relative = os.path.relpath(path, cwd)
     except ValueError:
-        return Path(path).as_posix()
+        return printable(Path(path).as_posix())
     if relative.startswith(".."):
-        return Path(path).as_posix()
-    return Path(relative).as_posix()
+        return printable(Path(path).as_posix())
+    return printable(Path(relative).as_posix())
+
+
+def raw_bytes(text: str) -> bytes:
+    """The bytes ``text`` stands for: a file name read from the system holds each byte that
+    is not UTF-8 as a lone surrogate (PEP 383, ``surrogateescape``); other lone surrogates
+    (never in a file name) become ``\\uXXXX`` text."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")
+
+
+def printable(text: str) -> str:
+    """``text`` with every lone surrogate written as an escape, so that it can be written as
+    UTF-8 and stays valid in every format: a file name's byte that is not UTF-8 (``bad\\xffname.py``
+    holds ``\\udcff``) becomes the four characters ``\\xff``, as Python's ``backslashreplace``
+    writes it. Text without surrogates is returned unchanged."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return raw_bytes(text).decode("utf-8", "backslashreplace")
+    return text
 
 
 def find_repository_root(start: Path) -> Path:
@@ -155,8 +180,8 @@ def relative_uri(path: str, root: Path) -> tuple[str, bool]:
     try:
         relative = absolute.relative_to(Path(os.path.abspath(root)))
     except ValueError:
-        return absolute.as_uri(), False
-    return quote(relative.as_posix(), safe="/"), True
+        return "file://" + quote(raw_bytes(absolute.as_posix()), safe="/"), False
+    return quote(raw_bytes(relative.as_posix()), safe="/"), True
 
 
 #: The most bytes of a file read to show its text in a report (the largest file linted is a
