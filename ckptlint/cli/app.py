@@ -110,6 +110,9 @@ def main(**options) -> None:  # noqa: ANN003
     """Lint PyTorch activation checkpointing in PATHS (default: the current folder).
 
     Use `-` as the path (with --stdin-filename) to lint source read from stdin.
+
+    `ckptlint server` starts the language server for editors (LSP over stdin/stdout; see
+    `ckptlint server --help`).
     """
     from ckptlint.lint.stop import Interrupted, StopFlag
 

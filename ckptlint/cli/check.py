@@ -69,18 +69,26 @@ def check(options: Options, invocation: Invocation, stop) -> int:  # noqa: ANN00
             if excluded:
                 return EXIT_OK
         else:
+            from ckptlint.cli.progress import progress_for
+
             timeout = options.file_timeout
-            run = lint_files(
-                files,
-                resolver.for_path,
-                fix=invocation.mode,
-                unsafe_for=invocation.unsafe,
-                jobs=options.jobs,
-                cache=cache,
-                keep_sources=options.add_noqa,
-                stop=stop,
-                file_timeout=DEFAULT_FILE_TIMEOUT if timeout is None else None if timeout == NO_TIME_LIMIT else timeout,
-            )
+            progress = progress_for(len(files), options.quiet)
+            try:
+                run = lint_files(
+                    files,
+                    resolver.for_path,
+                    fix=invocation.mode,
+                    unsafe_for=invocation.unsafe,
+                    jobs=options.jobs,
+                    cache=cache,
+                    keep_sources=options.add_noqa,
+                    stop=stop,
+                    file_timeout=DEFAULT_FILE_TIMEOUT if timeout is None else None if timeout == NO_TIME_LIMIT else timeout,
+                    progress=progress,
+                )
+            finally:  # erased before any report or error line
+                if progress is not None:
+                    progress.clear()
             if cache is not None:
                 cache.save()
     except (ConfigError, PathNotFound) as exc:

@@ -48,6 +48,7 @@ def lint_files(
     keep_sources: bool = False,
     stop: StopFlag | None = None,
     file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
     """Lint ``files``; read and gate them here, parse the survivors in worker processes.
 
@@ -61,15 +62,21 @@ def lint_files(
     ``file_timeout``: seconds one file may take (``None``: no limit); a file that takes
     longer is reported (CKP902) and the run goes on (see :func:`in_pool`; in this process
     the limit is kept with ``SIGALRM`` when no other alarm is pending).
+    ``progress``: called with (files done, findings so far) as files are done.
     """
     results: list[FileResult] = []
+    counted, findings = 0, 0  # results[:counted] hold `findings` diagnostics
     tasks: list[Task] = []
     # a file whose size and modification time are those the cache recorded is not read
     # (ruff's cache does the same); a fix or --add-noqa needs the text, so it reads every file
     by_stat = cache is not None and fix is FixMode.NONE and not keep_sources
-    for path in files:
+    for index, path in enumerate(files):
         if stop:
             return RunResult(sorted(results, key=lambda r: r.path), interrupted=True, files_done=files.index(path))
+        if progress is not None:
+            findings += sum(len(r.diagnostics) for r in results[counted:])
+            counted = len(results)
+            progress(index - len(tasks), findings)
         name = str(path)
         try:
             stat = path.stat()  # before reading: a write after it changes the time the cache keeps
@@ -107,11 +114,22 @@ def lint_files(
                 results.append(cached)
                 continue
         tasks.append(Task(name, raw, settings, fix, unsafe, keep_sources))
+    on_result = None
+    if progress is not None:
+        findings += sum(len(r.diagnostics) for r in results[counted:])
+        done = [len(files) - len(tasks), findings]
+        progress(*done)
+
+        def on_result(result: FileResult) -> None:
+            done[0] += 1
+            done[1] += len(result.diagnostics)
+            progress(*done)
+
     workers = _pool_size(tasks, jobs)
     if workers <= 1:
-        linted = in_process(tasks, stop, file_timeout)
+        linted = in_process(tasks, stop, file_timeout, on_result)
     else:
-        linted = in_pool(tasks, workers, stop=stop, timeout=file_timeout)
+        linted = in_pool(tasks, workers, stop=stop, timeout=file_timeout, on_result=on_result)
     if cache is not None:
         for task, result in zip(tasks, linted):
             if result is not None:
@@ -128,9 +146,15 @@ class _FileTimeout(BaseException):
     """Raised by ``SIGALRM`` in this process when one file took too long."""
 
 
-def in_process(tasks: list[Task], stop: StopFlag | None, timeout: float | None) -> list[FileResult | None]:
+def in_process(
+    tasks: list[Task],
+    stop: StopFlag | None,
+    timeout: float | None,
+    on_result: Callable[[FileResult], None] | None = None,
+) -> list[FileResult | None]:
     """Lint ``tasks`` in this process, in order; ``None`` for the tasks a stop request left.
-    While a file is linted, a stop signal interrupts it at once (nothing is written here)."""
+    While a file is linted, a stop signal interrupts it at once (nothing is written here).
+    ``on_result`` is called with each result (progress)."""
     import signal
     import threading
 
@@ -173,6 +197,8 @@ def in_process(tasks: list[Task], stop: StopFlag | None, timeout: float | None) 
                 # result may be half-built: it is not reported, like the file it interrupted.
                 done[i] = None
                 break
+            if on_result is not None and done[i] is not None:
+                on_result(done[i])  # type: ignore[arg-type]
             i += 1
     finally:
         if alarm:
