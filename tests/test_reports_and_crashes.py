@@ -182,6 +182,13 @@ def test_a_warning_line_names_the_file_escaped(bad_name_tree: Path, run_process)
     assert result.stderr.startswith("warning: bad\\xffname.py:3:"), result.stderr
 
 
+def test_show_sites_escapes_a_file_name_that_is_not_utf8(bad_name_tree: Path, run_process) -> None:
+    table = run_process("--show-sites", BAD_NAME, cwd=bad_name_tree)
+    assert table.stdout.startswith("bad\\xffname.py:3:5  torch.utils.checkpoint.checkpoint")
+    records = json.loads(run_process("--show-sites", "--output-format", "json", BAD_NAME, cwd=bad_name_tree).stdout)
+    assert records[0]["filename"] == str(bad_name_tree) + "/bad\\xffname.py"
+
+
 # ---------------------------------------------------------------------------- -o FILE whole
 def _no_larger_than(limit: int):  # noqa: ANN202
     def apply() -> None:  # pragma: no cover - runs in the child process

@@ -156,7 +156,20 @@ def format_table(records: list[dict]) -> str:
 def show_sites(files: list[Path], output_format: str) -> str:
     """The ``--show-sites`` report of ``files``: JSON (a list of records) for ``json``,
     the table otherwise."""
+    from ckptlint.output.base import printable
+
     records = collect_site_records(files)
-    if output_format == "json":
-        return json.dumps(records, indent=2)
-    return format_table(records)
+    if output_format == "json":  # a file name that is not UTF-8 escaped as in the findings' JSON
+        return json.dumps(_with_printable_names(records), indent=2)
+    return printable(format_table(records))
+
+
+def _with_printable_names(value):  # noqa: ANN001, ANN202 - JSON data
+    """``value`` with every ``filename`` made printable (:func:`ckptlint.output.base.printable`)."""
+    from ckptlint.output.base import printable
+
+    if isinstance(value, dict):
+        return {k: printable(v) if k == "filename" and isinstance(v, str) else _with_printable_names(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_printable_names(v) for v in value]
+    return value
