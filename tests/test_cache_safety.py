@@ -312,3 +312,44 @@ def test_clean_with_the_cache_in_the_project_folder_keeps_the_project(tmp_path: 
     assert result.exit_code == 0
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["data.json", "m.py", "sub", "sub/n.py"]
     assert (tmp_path / "m.py").read_text() == CALL
+
+
+def test_a_shared_dependency_set_is_checked_and_serves_its_entries(tmp_path: Path) -> None:
+    """A result that read more than 64 files keeps its dependencies in a set shared by name; a
+    finding may lie in one of them (CKP202 reports where a side effect is written)."""
+    from ckptlint.config.settings import Settings
+    from ckptlint.text.diagnostics import Diagnostic
+
+    settings = Settings(root=tmp_path, cache_dir=str(tmp_path / "cache"))
+    deps = []
+    for i in range(70):
+        dep = tmp_path / f"dep{i}.py"
+        dep.write_text(f"X{i} = {i}\n")
+        deps.append(str(dep))
+    source = tmp_path / "m.py"
+    source.write_bytes(CALL.encode())
+    elsewhere = Diagnostic("CKP202", "side effect", deps[3], (1, 1), (1, 3))
+    cache = ResultCache(build="0.0.0-000000000000")
+    cache.lookup(str(source), source.read_bytes(), settings)
+    cache.store(FileResult(str(source), diagnostics=[elsewhere], dependencies=deps), settings)
+    cache.save()
+    [cache_file] = (tmp_path / "cache").glob("*/*.json")
+    data = json.loads(cache_file.read_text())
+    [ref] = data["depsets"]
+    assert data["files"][str(source)]["depset"] == ref and len(data["depsets"][ref]) == 71
+
+    def lookup() -> FileResult | None:
+        return ResultCache(build="0.0.0-000000000000").lookup(str(source), source.read_bytes(), settings)
+
+    hit = lookup()
+    assert hit is not None and [d.path for d in hit.diagnostics] == [deps[3]]
+    data["depsets"][ref][deps[5]] = ["not a digest", 1, 2]
+    cache_file.write_text(json.dumps(data))
+    assert lookup() is None
+    del data["depsets"][ref][deps[5]]
+    data["depsets"][ref][deps[3]] = data["depsets"][ref].pop(deps[3])  # still there: a hit again
+    cache_file.write_text(json.dumps(data))
+    assert lookup() is not None
+    del data["depsets"][ref][deps[3]]  # the finding's file is no longer one the result read
+    cache_file.write_text(json.dumps(data))
+    assert lookup() is None

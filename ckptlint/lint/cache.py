@@ -138,6 +138,7 @@ class _Bucket:
         self.entries, self.depsets = _read_entries(path, key)
         self.updated: dict[str, dict[str, Any] | None] = {}  # path -> new entry, None: drop
         self._checked: dict[str, bool] = {}  # path -> whether its entry is well formed
+        self._sets_checked: dict[str, bool] = {}  # shared set name -> whether it is well formed
 
     def entry(self, path: str) -> dict[str, Any] | None:
         """The entry of ``path`` when there is one and it is well formed, else ``None``."""
@@ -146,23 +147,31 @@ class _Bucket:
             return None
         valid = self._checked.get(path)
         if valid is None:
-            ref = entry.get("depset") if isinstance(entry, dict) else None
-            shared = self.depsets.get(ref) if isinstance(ref, str) else None
+            ref = entry.get("depset")
+            shared = self._shared(ref) if isinstance(ref, str) else None
             valid = self._checked[path] = valid_entry(path, entry, shared)
         return entry if valid else None
+
+    def _shared(self, ref: str) -> dict[str, Any] | None:
+        """The shared dependency set ``ref`` when it is there and well formed (checked once:
+        one set may serve thousands of entries)."""
+        valid = self._sets_checked.get(ref)
+        if valid is None:
+            valid = self._sets_checked[ref] = valid_dependencies(self.depsets.get(ref))
+        return self.depsets[ref] if valid else None
 
     def dependencies(self, entry: dict[str, Any]) -> dict[str, Any] | None:
         """The dependencies of ``entry``: its own, or the shared set it names (``None`` when
         that set is missing or malformed: the entry is not used)."""
         ref = entry.get("depset")
-        deps = entry["deps"] if ref is None else self.depsets.get(ref)
-        return deps if ref is None or valid_dependencies(deps) else None
+        return entry["deps"] if ref is None else self._shared(ref)
 
     def share(self, deps: dict[str, Any]) -> str:
         """Keep ``deps`` (a large dependency set: a search of a whole project) once for every
         entry that has it; the name entries refer to it by."""
         ref = digest(json.dumps(deps, sort_keys=True, separators=(",", ":")).encode())[:24]
         self.depsets[ref] = deps
+        self._sets_checked.pop(ref, None)
         return ref
 
     def save(self) -> None:

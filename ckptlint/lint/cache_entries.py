@@ -83,14 +83,14 @@ def _fix(value: object) -> bool:
     )
 
 
-def _diagnostic(value: object, paths: set[str]) -> bool:
+def _diagnostic(value: object, path: str, deps: dict, shared: dict | None) -> bool:
     if not isinstance(value, dict):
         return False
     noqa_row = value.get("noqa_row")
     return (
         value.get("code") in _CODES
         and isinstance(value.get("message"), str)
-        and value.get("path") in paths
+        and _in_place(value.get("path"), path, deps, shared)
         and _position(value.get("start"))
         and _position(value.get("end"))
         and _fix(value.get("fix"))
@@ -99,11 +99,20 @@ def _diagnostic(value: object, paths: set[str]) -> bool:
     )
 
 
-def valid_entry(path: str, entry: object, shared: object = None) -> bool:
+def _in_place(where: object, path: str, deps: dict, shared: dict | None) -> bool:
+    """Whether a finding at ``where`` lies in the linted file or in a file its result read."""
+    if not isinstance(where, str):
+        return False
+    return where == path or where in deps or (shared is not None and where in shared)
+
+
+def valid_entry(path: str, entry: object, shared: dict | None = None) -> bool:
     """Whether ``entry`` is a well-formed cached result of linting ``path``: the gate's
     ``{"rejected": [size, mtime_ns]}``, or a linted file's hash, stat, module, dependencies
-    (its own, or the name of a shared set: ``shared``, that set), findings, problems and the
-    ``# noqa`` lines of other files it used. Does not check that the result is still current."""
+    (its own, or the name of a shared set: ``shared`` is that set, which the caller has
+    checked with :func:`valid_dependencies` once for all the entries naming it; ``None`` when
+    it is missing or malformed), findings, problems and the ``# noqa`` lines of other files it
+    used. Does not check that the result is still current."""
     if not isinstance(entry, dict):
         return False
     if "rejected" in entry:
@@ -115,9 +124,9 @@ def valid_entry(path: str, entry: object, shared: object = None) -> bool:
     problems = entry.get("problems")
     noqa_used = entry.get("noqa_used", [])
     deps = entry.get("deps")
-    if not valid_dependencies(deps) or (depset is not None and not valid_dependencies(shared)):
+    if not valid_dependencies(deps) or (depset is not None and shared is None):
         return False
-    places = {path, *deps, *(shared if depset is not None else ())}  # type: ignore[misc]
+    shared = shared if depset is not None else None
     return (
         isinstance(entry.get("hash"), str)
         and _DIGEST.fullmatch(entry["hash"]) is not None
@@ -128,7 +137,7 @@ def valid_entry(path: str, entry: object, shared: object = None) -> bool:
         and isinstance(module[1], bool)
         and (depset is None or isinstance(depset, str))
         and isinstance(diagnostics, list)
-        and all(_diagnostic(d, places) for d in diagnostics)
+        and all(_diagnostic(d, path, deps, shared) for d in diagnostics)  # type: ignore[arg-type]
         and isinstance(problems, list)
         and all(
             isinstance(p, list) and len(p) == 2 and p[0] in _PROBLEM_KINDS and isinstance(p[1], str) for p in problems
