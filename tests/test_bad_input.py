@@ -4,7 +4,6 @@ at 1:1 in the report, exit 1; a bad configuration or an internal error exits 2."
 
 from __future__ import annotations
 
-import os
 import time
 import tracemalloc
 from pathlib import Path
@@ -178,32 +177,21 @@ def test_deeply_nested_expressions(run_cli, write, expression):
     assert _linted_ok(result.stdout)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can read any file")
-def test_an_unreadable_file(run_cli, write):
-    write("ok.py", CALL)
-    bad = write("secret.py", CALL)
-    bad.chmod(0)
-    try:
-        result = run_cli(".")
-    finally:
-        bad.chmod(0o644)
-    assert result.exit_code == 1
-    assert _unchecked(result) == [f"{bad.name}: cannot read: permission denied"]
-    assert _linted_ok(result.stdout)
-
-
 def test_an_unreadable_file_simulated(run_cli, write, monkeypatch):
-    """The same path as above, also when the tests run as root (a read that fails with EACCES)."""
+    """A read that fails with EACCES, in this process (the same as a real unreadable file, run
+    as an ordinary user: tests/test_special_files_and_permissions.py)."""
+    from ckptlint.lint import run as run_module
+
     write("ok.py", CALL)
     bad = write("secret.py", CALL)
-    original = Path.read_bytes
+    original = run_module.read_regular
 
-    def read_bytes(self):  # noqa: ANN001, ANN202
-        if self.name == "secret.py":
-            raise PermissionError(13, "Permission denied", str(self))
-        return original(self)
+    def read_regular(path, limit):  # noqa: ANN001, ANN202
+        if Path(path).name == "secret.py":
+            raise PermissionError(13, "Permission denied", str(path))
+        return original(path, limit)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(run_module, "read_regular", read_regular)
     result = run_cli(".")
     assert result.exit_code == 1
     assert _unchecked(result) == [f"{bad.name}: cannot read: permission denied"]

@@ -11,6 +11,7 @@ escape, line and cell magics, and a ``# noqa`` in a cell.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -217,3 +218,33 @@ def test_pre_commit_hooks_take_notebooks() -> None:
 
     hooks = yaml.safe_load((Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text())
     assert all("jupyter" in hook["types_or"] for hook in hooks)
+
+
+LINE_CELLS = (
+    "import functools\n\nimport torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n",
+    "SCALE = 1.0\n\n\ndef block(x, *, scale=1.0):\n    return x * SCALE * scale\n\n\ndef noisy(x):\n    return F.dropout(x, 0.1)\n",
+    "ckpt = functools.partial(checkpoint)\n\n\ndef run(x):\n    return ckpt(block, x, scale=2.0)\n",
+    "def step(x):\n    global SCALE\n    y = checkpoint(block, x, use_reentrant=False)\n    SCALE = 2.0\n    return y\n",
+    "def rand(x):\n    return checkpoint(noisy, x, use_reentrant=False, preserve_rng_state=False)\n",
+)
+
+
+def test_messages_naming_a_line_name_the_cells_line(run_cli, write) -> None:  # noqa: ANN001
+    """CKP101, CKP002 and CKP201 name a line ("at line N") as CKP203 names a site: the row
+    within its cell, not of the cells joined."""
+    write("lines.ipynb", _notebook(*LINE_CELLS, md1="Blocks"))
+    result = run_cli("--isolated", "--no-cache", "--output-format", "json", "lines.ipynb")
+    messages = {(r["code"], r["cell"], r["location"]["row"]): r["message"] for r in json.loads(result.stdout)}
+    assert "(F.dropout at line 9 of cell 3)" in messages[("CKP101", 6, 2)]
+    assert "pass `use_reentrant=False` in the `functools.partial` at line 1 of cell 4" in messages[("CKP002", 4, 5)]
+    assert "(rebound through `global` at line 4 of cell 5, after the checkpoint call)" in messages[("CKP201", 3, 5)]
+    assert not any(re.search(r"line (1\d|[2-9]\d)\b", m) for m in messages.values())  # no joined rows left
+
+
+def test_a_cell_without_cell_type_is_not_a_valid_notebook(run_cli, write) -> None:  # noqa: ANN001
+    data = json.loads(_notebook(IMPORT + "y = checkpoint(f, x)\n"))
+    del data["cells"][0]["cell_type"]
+    write("typeless.ipynb", json.dumps(data))
+    result = run_cli("--isolated", "--no-cache", "typeless.ipynb")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0] == "typeless.ipynb:1:1: CKP902 is not a valid notebook (a cell has no `cell_type`)"

@@ -35,7 +35,7 @@ class _Command(click.Command):
 
 
 @click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path, readable=False))
 @click.option("--fix/--no-fix", default=None, help="Apply fixes (safe ones; with --unsafe-fixes, unsafe ones too).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Include fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Print the diff the fixes would make; write nothing.")
@@ -49,10 +49,10 @@ class _Command(click.Command):
     default=None,
     help="How findings are printed [default: concise].",
 )
-@click.option("-o", "--output-file", type=click.Path(path_type=Path), help="Write the report to this file.")
+@click.option("-o", "--output-file", type=click.Path(path_type=Path, readable=False), help="Write the report to this file.")
 @click.option(
     "--stdin-filename",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, readable=False),
     help="Lint the source read from stdin (path `-`) as this file; with --fix, print the fixed source.",
 )
 @click.option("--since", metavar="REV", help="Lint only the Python files changed since this git revision.")
@@ -75,7 +75,11 @@ class _Command(click.Command):
     envvar="CKPTLINT_CACHE_DIR",
     help="Where the cache lives [env: CKPTLINT_CACHE_DIR; default: .ckptlint_cache next to the configuration].",
 )
-@click.option("--clean", is_flag=True, help="Remove the cache folders under PATHS (and the configured one), then exit.")
+@click.option(
+    "--clean",
+    is_flag=True,
+    help="Remove the cache files ckptlint wrote under PATHS and in the configured cache folder (nothing else), then exit.",
+)
 @click.option("--force-exclude/--no-force-exclude", default=None, help="Apply excludes to files named explicitly too.")
 @click.option("--exclude", multiple=True, metavar="PATTERNS", help="Patterns to exclude (replaces the defaults).")
 @click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="Patterns to exclude as well.")
@@ -113,6 +117,9 @@ def main(**options) -> None:  # noqa: ANN003
     """Lint PyTorch activation checkpointing in PATHS (default: the current folder).
 
     Use `-` as the path (with --stdin-filename) to lint source read from stdin.
+
+    `ckptlint server` starts the language server for editors (LSP over stdin/stdout; see
+    `ckptlint server --help`).
     """
     from ckptlint.lint.stop import Interrupted, StopFlag
 
@@ -124,6 +131,12 @@ def main(**options) -> None:  # noqa: ANN003
             # A second signal, or one while nothing could be kept: stop at once.
             sys.stderr.write(f"ckptlint: {signal_name(stop.signal)}: stopped; nothing more was written\n")
             sys.exit(signal_exit(stop.signal))
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - every crash: one error line, exit 2
+            from ckptlint.cli.crash import report_crash
+
+            sys.exit(report_crash(exc, verbose=bool(options.get("verbose"))))
 
 
 def _main(stop, **values) -> None:  # noqa: ANN001, ANN003 - a StopFlag; the options

@@ -69,18 +69,26 @@ def check(options: Options, invocation: Invocation, stop) -> int:  # noqa: ANN00
             if excluded:
                 return EXIT_OK
         else:
+            from ckptlint.cli.progress import progress_for
+
             timeout = options.file_timeout
-            run = lint_files(
-                files,
-                resolver.for_path,
-                fix=invocation.mode,
-                unsafe_for=invocation.unsafe,
-                jobs=options.jobs,
-                cache=cache,
-                keep_sources=options.add_noqa,
-                stop=stop,
-                file_timeout=DEFAULT_FILE_TIMEOUT if timeout is None else None if timeout == NO_TIME_LIMIT else timeout,
-            )
+            progress = progress_for(len(files), options.quiet)
+            try:
+                run = lint_files(
+                    files,
+                    resolver.for_path,
+                    fix=invocation.mode,
+                    unsafe_for=invocation.unsafe,
+                    jobs=options.jobs,
+                    cache=cache,
+                    keep_sources=options.add_noqa,
+                    stop=stop,
+                    file_timeout=DEFAULT_FILE_TIMEOUT if timeout is None else None if timeout == NO_TIME_LIMIT else timeout,
+                    progress=progress,
+                )
+            finally:  # erased before any report or error line
+                if progress is not None:
+                    progress.clear()
             if cache is not None:
                 cache.save()
     except (ConfigError, PathNotFound) as exc:
@@ -127,6 +135,7 @@ def _report(options: Options, invocation: Invocation, stop, run, found, files, f
         unwritten, fixed_total = handle_fixes(run, mode, cwd, may_write, to_stdout=invocation.use_stdin, stop=stop)
         unchecked += unwritten
     diagnostics = sorted(run.diagnostics + unchecked, key=lambda d: d.sort_key)
+    diagnostics = [_printable_message(d) for d in diagnostics]
     if mode is FixMode.DIFF:
         for d in diagnostics:
             if d.code == IO_ERROR:
@@ -205,3 +214,14 @@ def _hint_hidden_fixes(diagnostics, unsafe: bool) -> None:  # noqa: ANN001
     )
     if hidden:
         click.echo(f"No errors would be fixed ({hidden} fix{'es' if hidden != 1 else ''} available with `--unsafe-fixes`).")
+
+
+def _printable_message(d):  # noqa: ANN001, ANN202 - a Diagnostic
+    """``d`` with a message every format can write: a file name in it that is not UTF-8
+    (CKP902 "resolves to ...") escaped (:func:`ckptlint.output.base.printable`)."""
+    from dataclasses import replace
+
+    from ckptlint.output.base import printable
+
+    message = printable(d.message)
+    return d if message is d.message else replace(d, message=message)

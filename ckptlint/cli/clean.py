@@ -12,7 +12,8 @@ __all__ = ["clean_caches"]
 
 
 def clean_caches(targets: list[Path], resolver, quiet: bool) -> int:
-    """``--clean``: remove ckptlint's cache folders below ``targets`` and the configured one."""
+    """``--clean``: remove what ckptlint wrote in its cache folders below ``targets`` and in the
+    configured one (:func:`ckptlint.lint.cache_folder.clean`); nothing else is removed."""
     from ckptlint.config.files import ConfigError
     from ckptlint.lint.cache import cache_dir_for, clean
 
@@ -21,7 +22,11 @@ def clean_caches(targets: list[Path], resolver, quiet: bool) -> int:
     except ConfigError as exc:
         error(str(exc))
         return EXIT_ERROR
-    for removed in clean(targets, configured):
-        if not quiet:
-            click.echo(f"Removed cache at: {removed}", err=True)
+    for folder in clean(targets, configured):
+        if quiet:
+            continue
+        if folder.exists():  # it holds files ckptlint did not write: they stay
+            click.echo(f"Removed ckptlint's cache files from: {folder} (the other files there are kept)", err=True)
+        else:
+            click.echo(f"Removed cache at: {folder}", err=True)
     return EXIT_OK

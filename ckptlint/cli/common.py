@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-__all__ = ["EXIT_ERROR", "EXIT_FINDINGS", "EXIT_OK", "binary", "emit", "error", "os_error"]
+__all__ = ["EXIT_ERROR", "EXIT_FINDINGS", "EXIT_OK", "binary", "emit", "error", "os_error", "stream_failed", "write_whole"]
 
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -18,15 +18,89 @@ def error(message: str) -> None:
 
 
 def emit(text: str, output_file: Path | None, to_stderr: bool = False) -> None:
+    """Write the report ``text`` to ``output_file``, or to stdout (stderr with ``to_stderr``).
+
+    A file is written whole or not at all: to a temporary file in its folder, renamed over
+    it once written (an existing report keeps its permissions; a crash or a full disk leaves
+    it as it was). Text that cannot be written as UTF-8 (a lone surrogate) is escaped first
+    (:func:`ckptlint.output.base.printable`). A write that fails is one ``error:`` line and
+    exit status 2 (``SystemExit``)."""
+    from ckptlint.output.base import printable
+
+    text = printable(text)
     if output_file is not None:
         try:
-            output_file.parent.mkdir(parents=True, exist_ok=True)
-            output_file.write_text(text, encoding="utf-8")
+            write_whole(output_file, text.encode("utf-8"))
         except OSError as exc:
-            error(f"{output_file}: cannot write the report: {exc.strerror or exc}")
+            error(f"{printable(str(output_file))}: cannot write the report: {exc.strerror or exc}")
             sys.exit(EXIT_ERROR)
         return
-    (sys.stderr if to_stderr else sys.stdout).write(text)
+    stream = sys.stderr if to_stderr else sys.stdout
+    try:
+        stream.write(text)
+        stream.flush()
+    except OSError as exc:  # a full disk, a closed pipe
+        stream_failed(stream)
+        error(f"cannot write the report to {'stderr' if to_stderr else 'stdout'}: {exc.strerror or exc}")
+        sys.exit(EXIT_ERROR)
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """Replace the file at ``path`` (a link: the file it points to) by ``data`` atomically:
+    a temporary file in the same folder, renamed over it. Creates missing folders. Something
+    that is not a regular file (``-o /dev/stdout``, a FIFO) is written to, never replaced.
+    Raises ``OSError``; the original file is then untouched and the temporary file removed."""
+    import os
+    import tempfile
+
+    import stat
+
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        status = None
+    if status is not None and not stat.S_ISREG(status.st_mode):  # -o /dev/stdout, a FIFO: written to
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = status.st_mode & 0o7777 if status is not None else None
+    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            else:  # what open() would have given: 0o666 less the umask
+                umask = os.umask(0)
+                os.umask(umask)
+                os.fchmod(handle.fileno(), 0o666 & ~umask)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def stream_failed(stream) -> None:  # noqa: ANN001
+    """After a write to ``stream`` (stdout or stderr) failed: point its descriptor at
+    ``/dev/null`` so that the text still buffered does not fail again when the process
+    flushes it at exit (which would turn the exit status into 120)."""
+    import os
+
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return  # not a real descriptor (a test's captured stream)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def binary(stream):  # noqa: ANN001, ANN202

@@ -54,14 +54,18 @@ def _variant(site) -> object:  # noqa: ANN001 - a CheckpointSite
 def collect_site_records(files: list[Path]) -> list[dict]:
     """The site records of ``files`` (absolute or relative paths; read, gated, parsed),
     sorted by file and position. Unreadable or unparsable files are skipped."""
+    from ckptlint.lint.limits import size_limit
+    from ckptlint.text.reading import read_regular
     from ckptlint.semantic.project import Project, module_name_for
 
     project = Project()
     records: list[dict] = []
     for path in files:
         try:
-            raw = Path(path).read_bytes()
+            raw = read_regular(path, size_limit(str(path)))  # a FIFO or device: not read
         except OSError:
+            continue
+        if len(raw) > size_limit(str(path)):
             continue
         if not may_have_findings(raw):
             continue
@@ -166,7 +170,20 @@ def format_table(records: list[dict]) -> str:
 def show_sites(files: list[Path], output_format: str) -> str:
     """The ``--show-sites`` report of ``files``: JSON (a list of records) for ``json``,
     the table otherwise."""
+    from ckptlint.output.base import printable
+
     records = collect_site_records(files)
-    if output_format == "json":
-        return json.dumps(records, indent=2)
-    return format_table(records)
+    if output_format == "json":  # a file name that is not UTF-8 escaped as in the findings' JSON
+        return json.dumps(_with_printable_names(records), indent=2)
+    return printable(format_table(records))
+
+
+def _with_printable_names(value):  # noqa: ANN001, ANN202 - JSON data
+    """``value`` with every ``filename`` made printable (:func:`ckptlint.output.base.printable`)."""
+    from ckptlint.output.base import printable
+
+    if isinstance(value, dict):
+        return {k: printable(v) if k == "filename" and isinstance(v, str) else _with_printable_names(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_printable_names(v) for v in value]
+    return value

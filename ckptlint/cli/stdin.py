@@ -5,9 +5,22 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ckptlint.cli.common import binary
+from ckptlint.cli.common import EXIT_ERROR, binary, error
 
-__all__ = ["lint_stdin"]
+__all__ = ["lint_stdin", "read_stdin"]
+
+
+def read_stdin() -> bytes:
+    """The bytes of stdin; a closed or unreadable stdin is one ``error:`` line and exit
+    status 2 (``SystemExit``)."""
+    if sys.stdin is None:  # the process was started with stdin closed
+        error("cannot read stdin: it is closed")
+        sys.exit(EXIT_ERROR)
+    try:
+        return binary(sys.stdin).read()
+    except (OSError, ValueError) as exc:  # ValueError: a closed file object
+        error(f"cannot read stdin: {getattr(exc, 'strerror', None) or exc}")
+        sys.exit(EXIT_ERROR)
 
 
 def lint_stdin(path: Path | None, resolver, mode, unsafe, force_exclude: bool | None):  # noqa: ANN001, ANN202
@@ -22,7 +35,7 @@ def lint_stdin(path: Path | None, resolver, mode, unsafe, force_exclude: bool | 
     from ckptlint.lint.linter import FileLinter
     from ckptlint.lint.results import FixMode, RunResult
 
-    raw = binary(sys.stdin).read()
+    raw = read_stdin()
     settings = resolver.for_path(path if path is not None else Path.cwd())
     if path is not None and (force_exclude or settings.force_exclude):
         ignored = settings.respect_gitignore and _GitIgnores().ignored(path, False, _repository_chain(path.parent))

@@ -30,8 +30,12 @@ rewritten; a cache folder that cannot be written is silently skipped (linting ne
 because of the cache). Writes go to a temporary file in the same folder, then
 ``os.replace`` it into place, so a reader never sees a partial file; a concurrent run's
 entries are merged in just before writing, and the last writer wins for a path both wrote.
-The cache folder holds a ``CACHEDIR.TAG`` (https://bford.info/cachedir/) and a
-``.gitignore``; :func:`clean` removes only folders carrying that tag.
+An entry is used only when it is well formed (:mod:`ckptlint.lint.cache_entries`: types,
+ranges, known rule codes, findings of the linted file itself, real paths); anything else is a
+miss. A dependency is a real path or nothing: a name built from an attribute known only at run
+time is never stored nor looked up.
+
+The cache folder, how it is marked and what ``--clean`` removes: :mod:`ckptlint.lint.cache_folder`.
 """
 
 from __future__ import annotations
@@ -40,11 +44,12 @@ import hashlib
 import json
 import os
 import secrets
-import shutil
-from collections.abc import Iterable
 from pathlib import Path
 from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
+
+from ckptlint.lint.cache_entries import is_real_path, valid_dependencies, valid_entry
+from ckptlint.lint.cache_folder import CACHEDIR_TAG, DEFAULT_CACHE_DIR, clean, make_cache_dir
 
 if TYPE_CHECKING:
     from ckptlint.config.settings import Settings
@@ -60,13 +65,6 @@ __all__ = [
     "results_fingerprint",
 ]
 
-DEFAULT_CACHE_DIR = ".ckptlint_cache"
-CACHEDIR_TAG = (
-    "Signature: 8a477f597d28d172789f06886806bc55\n"
-    "# This file is a cache directory tag created by ckptlint.\n"
-    "# For information about cache directory tags, see:\n"
-    "#\thttps://bford.info/cachedir/\n"
-)
 _FORMAT = 4
 
 #: Dependency lists longer than this (a result whose regions reach many modules,
@@ -139,25 +137,48 @@ class _Bucket:
         self.key = key
         self.entries, self.depsets = _read_entries(path, key)
         self.updated: dict[str, dict[str, Any] | None] = {}  # path -> new entry, None: drop
+        self._checked: dict[str, bool] = {}  # path -> whether its entry is well formed
+        self._sets_checked: dict[str, bool] = {}  # shared set name -> whether it is well formed
+
+    def entry(self, path: str) -> dict[str, Any] | None:
+        """The entry of ``path`` when there is one and it is well formed, else ``None``."""
+        entry = self.entries.get(path)
+        if entry is None:
+            return None
+        valid = self._checked.get(path)
+        if valid is None:
+            ref = entry.get("depset")
+            shared = self._shared(ref) if isinstance(ref, str) else None
+            valid = self._checked[path] = valid_entry(path, entry, shared)
+        return entry if valid else None
+
+    def _shared(self, ref: str) -> dict[str, Any] | None:
+        """The shared dependency set ``ref`` when it is there and well formed (checked once:
+        one set may serve thousands of entries)."""
+        valid = self._sets_checked.get(ref)
+        if valid is None:
+            valid = self._sets_checked[ref] = valid_dependencies(self.depsets.get(ref))
+        return self.depsets[ref] if valid else None
 
     def dependencies(self, entry: dict[str, Any]) -> dict[str, Any] | None:
         """The dependencies of ``entry``: its own, or the shared set it names (``None`` when
-        that set is missing: the entry is not used)."""
+        that set is missing or malformed: the entry is not used)."""
         ref = entry.get("depset")
-        return entry["deps"] if ref is None else self.depsets.get(ref)
+        return entry["deps"] if ref is None else self._shared(ref)
 
     def share(self, deps: dict[str, Any]) -> str:
         """Keep ``deps`` (a large dependency set: a search of a whole project) once for every
         entry that has it; the name entries refer to it by."""
         ref = digest(json.dumps(deps, sort_keys=True, separators=(",", ":")).encode())[:24]
         self.depsets[ref] = deps
+        self._sets_checked.pop(ref, None)
         return ref
 
     def save(self) -> None:
         if not self.updated:
             return
         folder = self.path.parent
-        _make_cache_dir(folder.parent)
+        make_cache_dir(folder.parent)
         folder.mkdir(parents=True, exist_ok=True)
         entries, depsets = _read_entries(self.path, self.key)  # merge what a concurrent run wrote
         depsets.update(self.depsets)
@@ -168,7 +189,7 @@ class _Bucket:
                 entries[name] = entry
         for name in [n for n in entries if n not in self.updated and not os.path.exists(n)]:
             del entries[name]  # the file is gone
-        used = {e["depset"] for e in entries.values() if isinstance(e, dict) and "depset" in e}
+        used = {e["depset"] for e in entries.values() if isinstance(e.get("depset"), str)}
         shared = {ref: deps for ref, deps in sorted(depsets.items()) if ref in used}
         data = {"format": _FORMAT, **self.key, "files": dict(sorted(entries.items())), "depsets": shared}
         temp = folder / f".tmp-{os.getpid()}-{secrets.token_hex(4)}.json"
@@ -198,18 +219,10 @@ def _read_entries(path: Path, key: dict[str, str]) -> tuple[dict[str, dict[str, 
         return {}, {}
     files = data.get("files")
     depsets = data.get("depsets")
-    return (files if isinstance(files, dict) else {}), (depsets if isinstance(depsets, dict) else {})
-
-
-def _make_cache_dir(folder: Path) -> None:
-    """Create ``folder`` with its ``CACHEDIR.TAG`` and ``.gitignore``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    tag = folder / "CACHEDIR.TAG"
-    if not tag.exists():
-        tag.write_text(CACHEDIR_TAG, encoding="utf-8")
-    ignore = folder / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# Automatically created by ckptlint.\n*\n", encoding="utf-8")
+    # the rest of an entry is checked when it is used (ResultCache entries: valid_entry)
+    files = {k: v for k, v in files.items() if is_real_path(k) and isinstance(v, dict)} if isinstance(files, dict) else {}
+    depsets = {k: v for k, v in depsets.items() if isinstance(v, dict)} if isinstance(depsets, dict) else {}
+    return files, depsets
 
 
 class ResultCache:
@@ -253,7 +266,7 @@ class ResultCache:
         (as :meth:`lookup`), else ``None`` (read it and call :meth:`lookup` or
         :meth:`rejected`). Not for ``--fix``/``--diff`` runs, which need the tree."""
         state = [stat.st_size, stat.st_mtime_ns]
-        entry = self._bucket(settings).entries.get(path)
+        entry = self._bucket(settings).entry(path)
         if entry is None:
             return None
         if entry.get("rejected") == state:
@@ -291,7 +304,7 @@ class ResultCache:
         self._digests[path] = key
         if stat is not None:
             self._stats[path] = [stat.st_size, stat.st_mtime_ns]
-        entry = self._bucket(settings).entries.get(path)
+        entry = self._bucket(settings).entry(path)
         if entry is None or entry.get("hash") != key:
             self.misses += 1
             return None
@@ -347,7 +360,7 @@ class ResultCache:
             try:
                 stat = os.stat(path)
                 self._dependency_stats[path] = (stat.st_size, stat.st_mtime_ns) if S_ISREG(stat.st_mode) else None
-            except OSError:
+            except (OSError, ValueError):  # ValueError: not a path (a NUL in it)
                 self._dependency_stats[path] = None
         return self._dependency_stats[path]
 
@@ -362,7 +375,7 @@ class ResultCache:
             try:
                 with open(path, "rb") as handle:
                     self._dependency_digests[path] = digest(handle.read())
-            except OSError:  # absent (or a folder, or unreadable): the loader saw no module
+            except (OSError, ValueError):  # absent (or a folder, or unreadable): the loader saw no module
                 self._dependency_digests[path] = None
         return self._dependency_digests[path]
 
@@ -377,7 +390,7 @@ class ResultCache:
             self._bucket(settings).updated[result.path] = None
             return
         bucket = self._bucket(settings)
-        deps = {dep: self._dependency_entry(dep) for dep in result.dependencies}
+        deps = {dep: self._dependency_entry(dep) for dep in result.dependencies if is_real_path(dep)}
         if len(deps) > _SHARED_DEPENDENCIES:
             # the file itself too, so that the modules of one project share one set (its own
             # bytes are checked by the entry's hash anyway)
@@ -413,35 +426,3 @@ def _module_of(path: str) -> list[Any]:
 
     name, is_package, _ = module_name_for(Path(path))
     return [name, is_package]
-
-
-def clean(paths: Iterable[Path], extra: Iterable[Path] = ()) -> list[Path]:
-    """Remove the ckptlint cache folders below ``paths`` (folders named
-    ``.ckptlint_cache``) and the folders in ``extra`` (configured cache folders), but only
-    those holding ckptlint's ``CACHEDIR.TAG``. Returns the folders removed."""
-    candidates: list[Path] = [Path(p) for p in extra]
-    for given in paths:
-        given = Path(given)
-        if not given.is_dir():
-            continue
-        for folder, dirs, _ in os.walk(given):
-            if DEFAULT_CACHE_DIR in dirs:
-                candidates.append(Path(folder) / DEFAULT_CACHE_DIR)
-            dirs[:] = [d for d in dirs if d not in (DEFAULT_CACHE_DIR, ".git")]
-    removed: list[Path] = []
-    for folder in candidates:
-        folder = Path(os.path.abspath(folder))
-        if folder in removed or not _is_ours(folder):
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-        removed.append(folder)
-    return removed
-
-
-def _is_ours(folder: Path) -> bool:
-    try:
-        return (folder / "CACHEDIR.TAG").read_text(encoding="utf-8").startswith(CACHEDIR_TAG.splitlines()[0]) and (
-            "ckptlint" in (folder / "CACHEDIR.TAG").read_text(encoding="utf-8")
-        )
-    except (OSError, UnicodeDecodeError):
-        return False

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ckptlint.lint.results import Problem
-from ckptlint.text.reading import load_source
+from ckptlint.text.reading import NotRegularFile, load_source
 from ckptlint.text.source import SourceDecodeError
 
 if TYPE_CHECKING:
@@ -66,4 +66,6 @@ def mentions(path: Path, markers: tuple[bytes, ...], block: int = 1 << 20) -> bo
 def read_error(exc: OSError) -> str:
     from ckptlint.config.discovery import os_reason
 
+    if isinstance(exc, NotRegularFile):
+        return str(exc)
     return f"cannot read: {os_reason(exc, missing='no such file (broken symbolic link?)')}"

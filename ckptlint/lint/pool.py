@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ckptlint.lint.limits import internal_error
@@ -16,7 +17,12 @@ if TYPE_CHECKING:
 
 
 def in_pool(
-    tasks: list[Task], workers: int, *, stop: StopFlag | None = None, timeout: float | None = None
+    tasks: list[Task],
+    workers: int,
+    *,
+    stop: StopFlag | None = None,
+    timeout: float | None = None,
+    on_result: Callable[[FileResult], None] | None = None,
 ) -> list[FileResult | None]:
     """Lint ``tasks`` in ``workers`` processes; results in the order of ``tasks`` (``None`` for
     a task not done because ``stop`` was raised).
@@ -29,12 +35,18 @@ def in_pool(
     killed, that file is reported (CKP902) and the run goes on. Nothing is linted in this
     process, so a file that kills the interpreter cannot kill the run. When ``stop`` is
     raised, no new file is started and every worker is killed at once (workers never write:
-    fixes are written by the caller).
+    fixes are written by the caller). ``on_result`` is called with each result as it comes
+    (progress).
     """
     from multiprocessing.connection import wait
 
     context = _fork_context()
     results: list[FileResult | None] = [None] * len(tasks)
+
+    def finish(index: int, result: FileResult) -> None:
+        results[index] = result
+        if on_result is not None:
+            on_result(result)
     # Contiguous slices, one a worker: files of one package share a worker's module cache;
     # a worker whose slice is done takes the last file of the longest slice left.
     size = -(-len(tasks) // workers)
@@ -62,7 +74,7 @@ def in_pool(
             live.pop(worker.connection, None)
             worker.close(kill=True)
             if index in requeued:  # a second worker died before starting it: give up on it
-                results[index] = died(tasks[index], _death(worker.process.exitcode))
+                finish(index, died(tasks[index], _death(worker.process.exitcode)))
             else:
                 requeued.add(index)
                 queues[worker.slot % len(queues)].append(index)  # the next worker of the slot takes it
@@ -91,7 +103,7 @@ def in_pool(
             for queue in queues:
                 while queue and not (stop and stop.signal):
                     index = queue.pop()
-                    results[index] = run_task(tasks[index], linter)
+                    finish(index, run_task(tasks[index], linter))
         while live:
             if stop is not None and stop.signal:
                 break
@@ -100,20 +112,21 @@ def in_pool(
                 worker = live[connection]
                 index = worker.index
                 try:
-                    results[index] = connection.recv()  # type: ignore[attr-defined]
+                    result = connection.recv()  # type: ignore[attr-defined]
                 except Exception:  # noqa: BLE001 - EOFError: the worker died (or died mid-message)
                     retire(worker, kill=True)
-                    results[index] = died(tasks[index], _death(worker.process.exitcode))
+                    finish(index, died(tasks[index], _death(worker.process.exitcode)))
                     if any(queues):
                         start(worker.slot)
                     continue
+                finish(index, result)
                 if not assign(worker):
                     retire(worker, kill=False)
             if timeout is not None:
                 now = time.monotonic()
                 for worker in [w for w in live.values() if now - w.started > timeout]:
                     retire(worker, kill=True)
-                    results[worker.index] = timed_out(tasks[worker.index], timeout)
+                    finish(worker.index, timed_out(tasks[worker.index], timeout))
                     if any(queues):
                         start(worker.slot)
     finally:

@@ -23,6 +23,7 @@ from ckptlint.lint.stop import Interrupted, StopFlag
 from ckptlint.lint.task import Task, linter_for, run_task, timed_out
 from ckptlint.lint.unused_noqa import settle_unused_noqa
 from ckptlint.rule_codes import UNUSED_NOQA
+from ckptlint.text.reading import check_regular, read_regular
 
 if TYPE_CHECKING:
     from ckptlint.lint.cache import ResultCache
@@ -47,6 +48,7 @@ def lint_files(
     keep_sources: bool = False,
     stop: StopFlag | None = None,
     file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
     """Lint ``files``; read and gate them here, parse the survivors in worker processes.
 
@@ -60,18 +62,25 @@ def lint_files(
     ``file_timeout``: seconds one file may take (``None``: no limit); a file that takes
     longer is reported (CKP902) and the run goes on (see :func:`in_pool`; in this process
     the limit is kept with ``SIGALRM`` when no other alarm is pending).
+    ``progress``: called with (files done, findings so far) as files are done.
     """
     results: list[FileResult] = []
+    counted, findings = 0, 0  # results[:counted] hold `findings` diagnostics
     tasks: list[Task] = []
     # a file whose size and modification time are those the cache recorded is not read
     # (ruff's cache does the same); a fix or --add-noqa needs the text, so it reads every file
     by_stat = cache is not None and fix is FixMode.NONE and not keep_sources
-    for path in files:
+    for index, path in enumerate(files):
         if stop:
             return RunResult(sorted(results, key=lambda r: r.path), interrupted=True, files_done=files.index(path))
+        if progress is not None:
+            findings += sum(len(r.diagnostics) for r in results[counted:])
+            counted = len(results)
+            progress(index - len(tasks), findings)
         name = str(path)
         try:
             stat = path.stat()  # before reading: a write after it changes the time the cache keeps
+            check_regular(path, stat)  # a FIFO or /dev/zero named on the command line: not read
             size = stat.st_size
             if size > size_limit(name):  # not read whole: the gate's first test, streamed
                 if mentions(path, (b"checkpoint", b"CKP")):
@@ -84,7 +93,10 @@ def lint_files(
                 if known:
                     results.append(known)  # type: ignore[arg-type]
                     continue
-            raw = path.read_bytes()
+            raw = read_regular(path, size_limit(name))
+            if len(raw) > size_limit(name):  # it grew since the stat
+                results.append(FileResult(name, problems=[too_large(name, len(raw))]))
+                continue
         except OSError as exc:
             results.append(FileResult(name, problems=[Problem(name, read_error(exc), "io")]))
             continue
@@ -102,11 +114,22 @@ def lint_files(
                 results.append(cached)
                 continue
         tasks.append(Task(name, raw, settings, fix, unsafe, keep_sources))
+    on_result = None
+    if progress is not None:
+        findings += sum(len(r.diagnostics) for r in results[counted:])
+        done = [len(files) - len(tasks), findings]
+        progress(*done)
+
+        def on_result(result: FileResult) -> None:
+            done[0] += 1
+            done[1] += len(result.diagnostics)
+            progress(*done)
+
     workers = _pool_size(tasks, jobs)
     if workers <= 1:
-        linted = in_process(tasks, stop, file_timeout)
+        linted = in_process(tasks, stop, file_timeout, on_result)
     else:
-        linted = in_pool(tasks, workers, stop=stop, timeout=file_timeout)
+        linted = in_pool(tasks, workers, stop=stop, timeout=file_timeout, on_result=on_result)
     if cache is not None:
         for task, result in zip(tasks, linted):
             if result is not None:
@@ -123,9 +146,15 @@ class _FileTimeout(BaseException):
     """Raised by ``SIGALRM`` in this process when one file took too long."""
 
 
-def in_process(tasks: list[Task], stop: StopFlag | None, timeout: float | None) -> list[FileResult | None]:
+def in_process(
+    tasks: list[Task],
+    stop: StopFlag | None,
+    timeout: float | None,
+    on_result: Callable[[FileResult], None] | None = None,
+) -> list[FileResult | None]:
     """Lint ``tasks`` in this process, in order; ``None`` for the tasks a stop request left.
-    While a file is linted, a stop signal interrupts it at once (nothing is written here)."""
+    While a file is linted, a stop signal interrupts it at once (nothing is written here).
+    ``on_result`` is called with each result (progress)."""
     import signal
     import threading
 
@@ -168,6 +197,8 @@ def in_process(tasks: list[Task], stop: StopFlag | None, timeout: float | None) 
                 # result may be half-built: it is not reported, like the file it interrupted.
                 done[i] = None
                 break
+            if on_result is not None and done[i] is not None:
+                on_result(done[i])  # type: ignore[arg-type]
             i += 1
     finally:
         if alarm:

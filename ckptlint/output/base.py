@@ -21,6 +21,8 @@ __all__ = [
     "Renderer",
     "display_path",
     "find_repository_root",
+    "printable",
+    "raw_bytes",
     "relative_uri",
     "rule_name",
     "severity_of",
@@ -80,7 +82,7 @@ class OutputContext:
 
                     source = source_from_text(path, self.sources[path])
                     try:  # the notebook on disk holds the IPython lines the text masks
-                        on_disk = load_source(Path(path).read_bytes(), path)
+                        on_disk = load_source(_read(path), path)
                     except (OSError, SourceDecodeError):
                         on_disk = None
                     if (
@@ -94,7 +96,7 @@ class OutputContext:
                     self._read[path] = SourceFile(path, self.sources[path])
             else:
                 try:
-                    self._read[path] = load_source(Path(path).read_bytes(), path)
+                    self._read[path] = load_source(_read(path), path)
                 except (OSError, SourceDecodeError):
                     self._read[path] = None
         source = self._read[path]
@@ -127,14 +129,37 @@ Renderer = Callable[[Sequence[Diagnostic], OutputContext], str]
 
 
 def display_path(path: str, cwd: Path) -> str:
-    """``path`` relative to ``cwd`` with ``/`` separators when below it, else as given."""
+    """``path`` relative to ``cwd`` with ``/`` separators when below it, else as given; a byte
+    of the name that is not UTF-8 is shown escaped (:func:`printable`)."""
     try:
         relative = os.path.relpath(path, cwd)
     except ValueError:
-        return Path(path).as_posix()
+        return printable(Path(path).as_posix())
     if relative.startswith(".."):
-        return Path(path).as_posix()
-    return Path(relative).as_posix()
+        return printable(Path(path).as_posix())
+    return printable(Path(relative).as_posix())
+
+
+def raw_bytes(text: str) -> bytes:
+    """The bytes ``text`` stands for: a file name read from the system holds each byte that
+    is not UTF-8 as a lone surrogate (PEP 383, ``surrogateescape``); other lone surrogates
+    (never in a file name) become ``\\uXXXX`` text."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")
+
+
+def printable(text: str) -> str:
+    """``text`` with every lone surrogate written as an escape, so that it can be written as
+    UTF-8 and stays valid in every format: a file name's byte that is not UTF-8 (``bad\\xffname.py``
+    holds ``\\udcff``) becomes the four characters ``\\xff``, as Python's ``backslashreplace``
+    writes it. Text without surrogates is returned unchanged."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return raw_bytes(text).decode("utf-8", "backslashreplace")
+    return text
 
 
 def find_repository_root(start: Path) -> Path:
@@ -155,5 +180,21 @@ def relative_uri(path: str, root: Path) -> tuple[str, bool]:
     try:
         relative = absolute.relative_to(Path(os.path.abspath(root)))
     except ValueError:
-        return absolute.as_uri(), False
-    return quote(relative.as_posix(), safe="/"), True
+        return "file://" + quote(raw_bytes(absolute.as_posix()), safe="/"), False
+    return quote(raw_bytes(relative.as_posix()), safe="/"), True
+
+
+#: The most bytes of a file read to show its text in a report (the largest file linted is a
+#: 64 MiB notebook: ckptlint.lint.limits.MAX_NOTEBOOK_BYTES).
+_MAX_SHOWN_BYTES = 64 * 2**20
+
+
+def _read(path: str) -> bytes:
+    """The bytes of the regular file ``path`` to show in a report. Raises ``OSError`` for a
+    FIFO or device (never read) and a file over :data:`_MAX_SHOWN_BYTES`."""
+    from ckptlint.text.reading import read_regular
+
+    raw = read_regular(path, _MAX_SHOWN_BYTES)
+    if len(raw) > _MAX_SHOWN_BYTES:
+        raise OSError(f"{path}: too large to show")
+    return raw

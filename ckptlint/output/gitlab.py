@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ckptlint.output.base import OutputContext, severity_of
+from ckptlint.output.base import OutputContext, printable, severity_of
 from ckptlint.output.fingerprints import fingerprints
 from ckptlint.text.diagnostics import Diagnostic
 
@@ -32,9 +32,9 @@ def _path(path: str, ctx: OutputContext) -> str:
     root = Path(ctx.env["CI_PROJECT_DIR"]) if ctx.env.get("CI_PROJECT_DIR") else ctx.repository_root
     absolute = Path(os.path.abspath(path))
     try:
-        return absolute.relative_to(Path(os.path.abspath(root))).as_posix()
+        return printable(absolute.relative_to(Path(os.path.abspath(root))).as_posix())
     except ValueError:
-        return absolute.as_posix()
+        return printable(absolute.as_posix())
 
 
 def issue(d: Diagnostic, fingerprint: str, ctx: OutputContext) -> dict[str, Any]:

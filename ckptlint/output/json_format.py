@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ckptlint.docs import rule_url
-from ckptlint.output.base import OutputContext
+from ckptlint.output.base import OutputContext, printable
 from ckptlint.registry import RULES
 from ckptlint.text.diagnostics import Diagnostic
 
@@ -22,7 +22,7 @@ def record(d: Diagnostic, ctx: OutputContext) -> dict[str, Any]:
         "cell": d.cell,  # notebooks: the 1-based cell; rows are relative to it (ruff)
         "code": d.code,
         "end_location": {"column": d.end[1], "row": d.end[0]},
-        "filename": os.path.abspath(d.path) if not d.path.startswith("-") else d.path,
+        "filename": printable(os.path.abspath(d.path) if not d.path.startswith("-") else d.path),
         "fix": d.fix.to_dict() if d.fix else None,
         "location": {"column": d.start[1], "row": d.start[0]},
         "message": d.message,

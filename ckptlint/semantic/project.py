@@ -207,8 +207,8 @@ class Project:
         per module name and set of roots: for the whole run, or while one file is linted
         when files are not :attr:`files_stable`; the candidates checked are recorded as
         accessed on every call, for cache invalidation)."""
-        if not module:
-            return None
+        if not module or not all(part.isidentifier() for part in module.split(".")):
+            return None  # not a module name: a name known only at run time (getattr(pkg, self.x))
         key = (module, self._home, len(self._scope()))
         found = self._module_files.get(key)
         if found is None:

@@ -80,13 +80,15 @@ def write_atomically(path: Path, data: bytes, expected: bytes | None = None) -> 
     compiled ``data`` first.
 
     When ``expected`` is given and the file's current bytes differ (it changed since it was
-    read), nothing is written and :class:`FileChangedError` is raised. ``OSError`` passes
-    through (an atomic write leaves the original file untouched).
+    read), nothing is written and :class:`FileChangedError` is raised. A file this process may
+    not write itself raises ``PermissionError``, even where the folder would allow a rename.
+    ``OSError`` passes through (an atomic write leaves the original file untouched).
     """
     if expected is not None and path.read_bytes() != expected:
         raise FileChangedError(f"{path}: changed on disk while ckptlint ran; not written")
     target = Path(os.path.realpath(path))
     status = os.stat(target)
+    _check_writable(target)
     if status.st_nlink > 1:
         _write_in_place(target, data)
         return
@@ -107,6 +109,18 @@ def write_atomically(path: Path, data: bytes, expected: bytes | None = None) -> 
         except OSError:
             pass
         raise
+
+
+def _check_writable(target: Path) -> None:
+    """Raise ``PermissionError`` (EACCES) unless this process may write the file ``target``
+    itself. A rename into place needs only the folder's permission: without this, a read-only
+    file (``0444``, or another user's) in a writable folder would be replaced, as ruff 0.17
+    (which writes the file itself) refuses with "Permission denied"."""
+    import errno
+
+    effective = os.access in os.supports_effective_ids
+    if not os.access(target, os.W_OK, effective_ids=effective):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(target))
 
 
 def _keep_owner(fd: int, status: os.stat_result) -> None:

@@ -185,6 +185,8 @@ class Notebook:
         for cell in data["cells"]:
             if not isinstance(cell, dict):
                 raise NotebookError("is not a valid notebook (a cell is not an object)")
+            if not isinstance(cell.get("cell_type"), str):  # nbformat 4 requires it of every cell
+                raise NotebookError("is not a valid notebook (a cell has no `cell_type`)")
         metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
         language = (metadata.get("language_info") or {}).get("name") or (metadata.get("kernelspec") or {}).get("language")
         lines = text.split("\n", 2)
@@ -447,19 +449,28 @@ def localize(diagnostic: Diagnostic, source: NotebookSource) -> Diagnostic:
 
 
 def _localize_message(message: str, source: NotebookSource) -> str:
-    """``nb.ipynb:81`` in a message (a site the rule names, see
-    :func:`ckptlint.checkpoint.regions.site_label`) -> ``nb.ipynb:cell 6:19``."""
+    """The rows a message names, made relative to their cell: ``nb.ipynb:81`` (a site the
+    rule names, see :func:`ckptlint.checkpoint.regions.site_label`) -> ``nb.ipynb:cell 6:19``,
+    and ``line 81`` (CKP101, CKP002, CKP201: "reassigned at line 81") -> ``line 19 of cell 6``."""
     import os
 
     name = os.path.basename(source.path)
-    if f"{name}:" not in message:
-        return message
 
     def cell_row(match: re.Match[str]) -> str:
         where = source.cell_of(int(match.group(1)))
         return match.group(0) if where is None else location_label(name, where[1], cell=where[0])
 
-    return re.sub(rf"(?<![\w./-]){re.escape(name)}:(\d+)", cell_row, message)
+    def cell_line(match: re.Match[str]) -> str:
+        where = source.cell_of(int(match.group(1)))
+        return match.group(0) if where is None else f"line {where[1]} of cell {where[0]}"
+
+    if f"{name}:" in message:
+        message = re.sub(rf"(?<![\w./-]){re.escape(name)}:(\d+)", cell_row, message)
+    return _LINE_MENTION.sub(cell_line, message)
+
+
+#: ``line 81`` in a message: a row of the linted file (the joined cells, for a notebook).
+_LINE_MENTION = re.compile(r"(?<![\w,])line (\d+)\b")
 
 
 def cell_label(diagnostic: Diagnostic) -> str:

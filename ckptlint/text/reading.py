@@ -1,4 +1,5 @@
-"""What is read from a path: a Python file's decoded text, or a Jupyter notebook's code cells.
+"""What is read from a path: a Python file's decoded text, or a Jupyter notebook's code cells;
+and how: only regular files, never more than a limit (:func:`read_regular`).
 
 Kept apart from :mod:`ckptlint.text.source` (which knows nothing of notebooks) so that the
 notebook module, which builds on ``SourceFile``, is imported only for ``.ipynb`` paths.
@@ -6,9 +7,13 @@ notebook module, which builds on ``SourceFile``, is imported only for ``.ipynb``
 
 from __future__ import annotations
 
+import os
+import stat as stat_module
+from pathlib import Path
+
 from ckptlint.text.source import SourceFile, decode_source
 
-__all__ = ["gate_bytes", "load_source"]
+__all__ = ["NotRegularFile", "check_regular", "file_kind", "gate_bytes", "load_source", "read_regular"]
 
 
 def load_source(raw: bytes, path: str) -> SourceFile:
@@ -29,3 +34,41 @@ def gate_bytes(raw: bytes, path: str) -> bytes:
 
         return code_bytes(raw)
     return raw
+
+
+class NotRegularFile(OSError):
+    """A path that is not a regular file (a FIFO, a device, a socket): never read, since
+    reading could block forever (a FIFO) or never end (``/dev/zero``)."""
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (``st_mode`` as :func:`os.stat` gives it)."""
+    kinds = (
+        (stat_module.S_ISFIFO, "a FIFO"),
+        (stat_module.S_ISCHR, "a character device"),
+        (stat_module.S_ISBLK, "a block device"),
+        (stat_module.S_ISSOCK, "a socket"),
+        (stat_module.S_ISDIR, "a directory"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def check_regular(path: Path | str, status: os.stat_result) -> None:
+    """Raise :class:`NotRegularFile` unless ``status`` (of ``path``) is a regular file's."""
+    if not stat_module.S_ISREG(status.st_mode):
+        raise NotRegularFile(f"not a regular file ({file_kind(status.st_mode)}); not read")
+
+
+def read_regular(path: Path | str, limit: int) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``limit + 1`` of them (one more
+    than allowed shows that the file is over the limit). The file is opened without blocking
+    and checked on the open descriptor, so a FIFO or device put in its place after a
+    ``stat`` is neither waited on nor read: :class:`NotRegularFile`. Other ``OSError`` pass
+    through."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        check_regular(path, os.fstat(fd))
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit + 1)
+    finally:
+        os.close(fd)
