@@ -15,7 +15,6 @@ from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_n
 from ckptlint.semantic.callables import signature_of
 from ckptlint.text.diagnostics import Applicability, Fix
 
-_KEYWORD = "use_reentrant=False"
 _RECEIVER_STEPS = 100
 _HF_DICT = '{"use_reentrant": False}'
 _HF_ENTRY = '"use_reentrant": False'
@@ -177,6 +176,8 @@ class CheckpointWithoutUseReentrant(Rule):
         for site in sites:
             if site.reentrancy is not Reentrancy.OMITTED_REENTRANT or not site.reported_here:
                 continue
+            if site.form is SiteForm.HELPER_CALL and "use_reentrant" not in site.caller_options:
+                continue  # the helper's own call leaves it out: reported there, once
             if id(site) in chosen_by_every_call:
                 continue
             if site.save_misuse is not None:
@@ -238,11 +239,24 @@ def _what(site: CheckpointSite) -> str:
     if api.kind is ApiKind.HF_TRAINING_ARGS:
         return "`TrainingArguments(gradient_checkpointing=True)`"
     short = api.name.rsplit(".", 1)[-1]
+    if site.form is SiteForm.HELPER_CALL and site.helper is not None:
+        helper = site.helper.qualname.rsplit(".", 1)[-1]
+        return f"`{helper}()` (which passes `{_keyword(site)}` on to `{short}()`)"
     if site.form is SiteForm.PARTIAL:
         return f"`functools.partial({short}, ...)`"
     if api.kind is ApiKind.WRAPPER:
         return "`checkpoint_wrapper(checkpoint_fn=checkpoint)`"
     return f"`{short}()`"
+
+
+def _keyword(site: CheckpointSite) -> str:
+    """The keyword that chooses ``use_reentrant`` at this call: ``use_reentrant``, or, for
+    a call of a helper that passes a parameter of its own, that parameter."""
+    for alternative in site.alternatives:
+        plan = alternative.plans.get("use_reentrant", ("fixed",))
+        if plan[0] == "parameter":
+            return plan[1]
+    return "use_reentrant"
 
 
 def _message(site: CheckpointSite) -> str:
@@ -274,6 +288,12 @@ def _message(site: CheckpointSite) -> str:
     via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin is OptionOrigin.DICT else ""
     if _passed_none(site) is not None:
         via = " (`use_reentrant=None` is the default)"
+    if site.form is SiteForm.HELPER_CALL:
+        keyword = _keyword(site)
+        return (
+            f"{what} called without `{keyword}`: PyTorch warns and silently runs the legacy reentrant "
+            f"variant; pass `{keyword}=False` (recommended)"
+        )
     if typo is not None:
         return (
             f"{what} without `use_reentrant` (`{typo.written}` looks like a misspelling of it, see "
@@ -325,7 +345,8 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
         return ctx.fix(applicability, "Pass `use_reentrant=False`", replace_node(analysis, passed.value, "False"))
     if site.use_reentrant.origin is OptionOrigin.DICT or site.arguments.double_starred:
         return None
-    return ctx.fix(applicability, "Pass `use_reentrant=False`", *add_keyword_argument(analysis, site.call, _KEYWORD))
+    keyword = _keyword(site)
+    return ctx.fix(applicability, f"Pass `{keyword}=False`", *add_keyword_argument(analysis, site.call, f"{keyword}=False"))
 
 
 def _hf_fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
