@@ -89,6 +89,10 @@ class Recogniser:
             helper = self._home.helpers.get(name)
             if helper is not None:
                 return helper.api
+            if name.endswith(".apply"):  # run = Impl.apply; run(f, x)
+                implementation = self._home.implementations.get(name[: -len(".apply")])
+                if implementation is not None:
+                    return implementation.api
         api = self._training_arguments(names, self.model, 0)
         if api is not None:
             return api

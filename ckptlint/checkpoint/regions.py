@@ -299,7 +299,9 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
                                 )
                             )
             elif isinstance(value, InstanceValue):
-                method = self._method(value.info, "forward")
+                # a reversible recompute re-runs each block through its own method (backward_pass)
+                entry = site.api.rerun_method if item.depth == 0 and site.api.rerun_method else "forward"
+                method = self._method(value.info, entry)
                 if method is not None:
                     node, owner = method
                     forward = FunctionValue(node, Context(owner.analysis, value.info, self_env=value.env), True)

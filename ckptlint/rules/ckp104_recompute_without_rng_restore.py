@@ -80,7 +80,7 @@ class RecomputeWithoutRngRestore(Rule):
             for call in implementation.reruns:
                 ctx.report(
                     call,
-                    f"`{implementation.node.name.value}.backward` re-runs the stored callable without "
+                    f"`{implementation.node.name.value}.backward` re-runs {implementation.rerun_label} without "
                     "restoring the RNG state of forward: whenever the recomputed code draws random numbers "
                     "in training (a dropout with p > 0, LoRA or attention dropout, `torch.rand*`), the "
                     "re-run draws other ones than forward did, so the gradients belong to another network; "
