@@ -19,11 +19,12 @@ Read from public implementations (the shapes recognised here):
   ``RevTransformerEncoderLayer.backward_pass`` re-runs ``self.ffn``/``self.attn`` under
   ``torch.enable_grad()`` after ``torch.manual_seed(self.seeds[...])`` (the seeds drawn in
   forward). It is called as ``executing_fn = RevBackProp.apply; executing_fn(x, self.layers, [])``.
-- megvii-research/RevCol ``models/revcol_function.py``: ``ReverseFunction.forward(ctx,
-  run_functions, alpha, *args)`` unpacks ``l0, l1, l2, l3 = run_functions`` and runs them;
-  ``backward`` unpacks ``ctx.run_functions`` the same way and re-runs ``l3(...)`` ... under
-  ``torch.enable_grad()``, ``fork_rng`` + ``set_device_states`` and the autocast state read
-  in forward (``torch.is_autocast_enabled()``).
+- megvii-research/RevCol ``models/revcol_function.py`` (commit 2c36531):
+  ``ReverseFunction.forward(ctx, run_functions, alpha, *args)`` unpacks ``l0, l1, l2, l3 =
+  run_functions`` and runs them; ``backward`` unpacks ``ctx.run_functions`` the same way and
+  re-runs ``l3(c2, None)`` ... ``l0(x, c1_left)`` under ``torch.enable_grad()``,
+  ``torch.random.fork_rng`` + ``set_device_states`` and the autocast state read in forward
+  (``torch.is_autocast_enabled()``, re-entered with ``torch.cuda.amp.autocast(**...)``).
 
 What is recognised: ``forward(ctx, ..., P, ...)`` stores its parameter ``P`` on ``ctx`` and
 runs ``P`` or its elements (a ``for`` loop over ``P``, ``enumerate``/``reversed``/slices of

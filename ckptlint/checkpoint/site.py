@@ -177,9 +177,9 @@ class HelperSummary:
         options = sorted(
             {f"{name}={_plan_text(call, name)}" for call in self.calls for name in call.plans if _plan_text(call, name)}
         )
-        if any(plan == ("keywords",) for call in self.calls for plan in call.plans.values()):
-            options.append("the others from the caller's keywords")
         shown = f" with options {', '.join(options)}" if options else ""
+        if any(plan == ("keywords",) for call in self.calls for plan in call.plans.values()):
+            shown += "; other options from the caller's keywords" if options else " with the caller's keywords as options"
         return f"{what} {self.qualname} passes its parameter {self.parameter} to checkpoint API {' or '.join(apis)}{shown}"
 
 
