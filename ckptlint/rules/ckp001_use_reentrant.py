@@ -64,6 +64,13 @@ class CheckpointWithoutUseReentrant(Rule):
         """\
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
         """,
+        # a helper that forwards its keywords: the call passes use_reentrant
+        """\
+        from torch.utils.checkpoint import checkpoint
+        def run(module, *args, **kwargs):
+            return checkpoint(module, *args, **kwargs)
+        run(block, x, use_reentrant=False)
+        """,
     )
     INVALID = (
         Invalid(
@@ -145,6 +152,23 @@ class CheckpointWithoutUseReentrant(Rule):
             """,
             at=(3, 1),
             message="`checkpoint()` without `use_reentrant` (its `**` dictionary has no `use_reentrant` key)",
+        ),
+        # a helper that forwards its keywords: reported at the call that gives none
+        Invalid(
+            """\
+            from torch.utils.checkpoint import checkpoint
+            def run(module, *args, **kwargs):
+                return checkpoint(module, *args, **kwargs)
+            run(block, x)
+            """,
+            at=(4, 1),
+            message="`run()` (which passes `use_reentrant` on to `checkpoint()`) called without `use_reentrant`",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            def run(module, *args, **kwargs):
+                return checkpoint(module, *args, **kwargs)
+            run(block, x, use_reentrant=False)
+            """,
         ),
         Invalid(
             """\

@@ -6,6 +6,7 @@ from ckptlint.checkpoint.homemade import home_made
 from ckptlint.checkpoint.implementation_use import implementation_used
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
+from ckptlint.rules.recompute_examples import REVERSIBLE_FUNCTION as _REVERSIBLE
 
 
 class RecomputeWithoutRngRestore(Rule):
@@ -32,6 +33,8 @@ class RecomputeWithoutRngRestore(Rule):
             "        with torch.random.fork_rng(), torch.enable_grad():\n"
             "            torch.set_rng_state(ctx.state)\n            out = ctx.fn(x)\n",
         ),
+        # a reversible network whose blocks reseed with the seed drawn in forward (RevViT)
+        _REVERSIBLE.format(restore="            torch.manual_seed(self.seed)\n"),
         # not a recompute: nothing stored is called again in backward
         """\
         import torch
@@ -69,6 +72,11 @@ class RecomputeWithoutRngRestore(Rule):
             ),
             at=(15, 19),
             message="`Recompute.backward` re-runs the stored callable without restoring the RNG state of forward",
+        ),
+        Invalid(
+            _REVERSIBLE.format(restore=""),
+            at=(31, 30),
+            message="`RevBackProp.backward` re-runs the stored blocks (their `backward_pass`) without restoring",
         ),
     )
 
