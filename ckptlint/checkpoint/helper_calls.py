@@ -13,6 +13,7 @@ helpers summarised once (kept with its analysis).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,12 +33,16 @@ if TYPE_CHECKING:
 __all__ = ["HelperResolver"]
 
 _WORDS = tuple(w.encode() for w in sorted(gate_names()[0] | {"checkpoint", "ckpt", "recompute"}))
-#: (path, size, mtime) -> whether the file's bytes mention a checkpoint API.
-_MENTIONS: dict[tuple[str, int, int], bool] = {}
+#: (path, size, mtime) -> the names the file defines with ``def`` when its bytes mention a
+#: checkpoint API, else none.
+_MENTIONS: dict[tuple[str, int, int], frozenset[str]] = {}
+_DEF = re.compile(rb"\bdef[ \t]+(\w+)[ \t]*\(")
 _MAX_BASES = 4
 
 
-def _mentions_checkpointing(path: Path) -> bool:
+def _may_define_helper(path: Path, name: str) -> bool:
+    """Whether the file at ``path`` mentions a checkpoint API and defines a function or
+    method ``name`` (``def name(``), from its bytes (kept per file version)."""
     try:
         stat = path.stat()
     except OSError:
@@ -49,8 +54,9 @@ def _mentions_checkpointing(path: Path) -> bool:
             raw = path.read_bytes() if path.is_file() else b""
         except OSError:
             raw = b""
-        found = _MENTIONS[key] = any(word in raw for word in _WORDS)
-    return found
+        defined = _DEF.findall(raw) if any(word in raw for word in _WORDS) else ()
+        found = _MENTIONS[key] = frozenset(d.decode("ascii", "replace") for d in defined)
+    return name in found
 
 
 class HelperResolver:
@@ -74,6 +80,8 @@ class HelperResolver:
 
     def helper_of(self, call: cst.Call) -> HelperSummary | None:
         func = call.func
+        if not call.args:
+            return None  # a helper takes the callable as an argument
         if isinstance(func, cst.Name):
             return self._name(func)
         if isinstance(func, cst.Attribute):
@@ -108,12 +116,14 @@ class HelperResolver:
         module = ".".join(parts[:-qualname_tail])
         if module == self.model.module_name:
             return self.own.get(".".join(parts[-qualname_tail:]))
-        analysis = self._module(module)
+        analysis = self._module(module, parts[-1])
         if analysis is None:
             return None
         return self.helpers_of(analysis).get(".".join(parts[-qualname_tail:]))
 
-    def _module(self, module: str) -> ModuleAnalysis | None:
+    def _module(self, module: str, defined: str) -> ModuleAnalysis | None:
+        """The analysis of ``module`` of the tree, when its text may define a helper named
+        ``defined`` (a cheap byte test first; the read is a dependency of the linted file)."""
         if self.project is None:
             return None
         if self.namespace_root is not None:
@@ -122,7 +132,7 @@ class HelperResolver:
         if path is None:
             return None
         self.project.record_read(Path(os.path.abspath(path)))
-        if not _mentions_checkpointing(Path(path)):
+        if not _may_define_helper(Path(path), defined):
             return None
         return self.project.analysis_for_module(module)
 
@@ -160,7 +170,7 @@ class HelperResolver:
                         if result is not None:
                             return result
                     continue
-                analysis = self._module(module)
+                analysis = self._module(module, method)
                 if analysis is None:
                     continue
                 other = _class_named(analysis.model, name)
