@@ -37,6 +37,9 @@ _WORDS = tuple(w.encode() for w in sorted(gate_names()[0] | {"checkpoint", "ckpt
 #: checkpoint API, else none.
 _MENTIONS: dict[tuple[str, int, int], frozenset[str]] = {}
 _DEF = re.compile(rb"\bdef[ \t]+(\w+)[ \t]*\(")
+_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
+_WORD = re.compile(rb"\w+")
+_MAX_HOPS = 3
 _MAX_BASES = 4
 
 
@@ -54,9 +57,11 @@ def _may_define_helper(path: Path, name: str) -> bool:
             raw = path.read_bytes() if path.is_file() else b""
         except OSError:
             raw = b""
-        defined = _DEF.findall(raw) if any(word in raw for word in _WORDS) else ()
+        defined: list[bytes] = _DEF.findall(raw) if any(word in raw for word in _WORDS) else []
+        for names in _FROM_IMPORT.findall(raw):  # re-exports: from .gradient import helper / *
+            defined += _WORD.findall(names) + ([b"*"] if b"*" in names else [])
         found = _MENTIONS[key] = frozenset(d.decode("ascii", "replace") for d in defined)
-    return name in found
+    return name in found or "*" in found
 
 
 class HelperResolver:
@@ -105,21 +110,30 @@ class HelperResolver:
                 return found if found is not None and not found.method else None
         return None
 
-    def _external(self, qualified: str, qualname_tail: int = 1) -> HelperSummary | None:
-        """The helper ``qualified`` names in another module of the tree (its last
-        ``qualname_tail`` parts name it in its module)."""
-        if self.project is None or qualified.startswith(("torch.", "builtins.")):
+    def _external(self, qualified: str, hops: int = 0) -> HelperSummary | None:
+        """The helper ``qualified`` names in another module of the tree, followed through
+        re-exports (``from .gradient import helper`` in a package's ``__init__``)."""
+        if self.project is None or qualified.startswith(("torch.", "builtins.")) or "." not in qualified:
             return None
-        parts = qualified.split(".")
-        if len(parts) <= qualname_tail:
-            return None
-        module = ".".join(parts[:-qualname_tail])
+        module, name = qualified.rsplit(".", 1)
         if module == self.model.module_name:
-            return self.own.get(".".join(parts[-qualname_tail:]))
-        analysis = self._module(module, parts[-1])
+            return self.own.get(name)
+        analysis = self._module(module, name)
         if analysis is None:
             return None
-        return self.helpers_of(analysis).get(".".join(parts[-qualname_tail:]))
+        found = self.helpers_of(analysis).get(name)
+        if found is not None or hops >= _MAX_HOPS:
+            return found
+        for binding in analysis.model.module_scope.bindings.get(name, ()):
+            if binding.kind is BindingKind.IMPORT and binding.target and binding.target != qualified:
+                return self._external(binding.target, hops + 1)
+        if name in analysis.model.module_scope.bindings:
+            return None
+        for star in _star_modules(analysis.model):  # from .gradient import *
+            found = self._external(f"{star}.{name}", hops + 1)
+            if found is not None:
+                return found
+        return None
 
     def _module(self, module: str, defined: str) -> ModuleAnalysis | None:
         """The analysis of ``module`` of the tree, when its text may define a helper named
@@ -180,6 +194,19 @@ class HelperResolver:
                 if result is not None:
                     return result
         return None
+
+
+def _star_modules(model: SemanticModel) -> list[str]:
+    """The modules ``from MODULE import *`` at the top of ``model``'s module reads."""
+    found: list[str] = []
+    for statement in model.module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+                    module = model.absolute_module(small)
+                    if module:
+                        found.append(module)
+    return found
 
 
 def _defines(node: cst.ClassDef, method: str) -> bool:

@@ -193,9 +193,10 @@ def _guards(call: cst.Call, function: cst.FunctionDef, named: set[str], model: S
             test = _flag(ancestor.test, named)
             if test is not None:
                 name, truth = test
+                conjunction = isinstance(ancestor.test, cst.BooleanOperation)
                 if child is ancestor.body:
                     guards.append((name, truth))
-                elif child is ancestor.orelse:
+                elif child is ancestor.orelse and not conjunction:
                     guards.append((name, not truth))
         child = ancestor
     return tuple(guards)
@@ -204,6 +205,10 @@ def _guards(call: cst.Call, function: cst.FunctionDef, named: set[str], model: S
 def _flag(test: cst.BaseExpression, named: set[str]) -> tuple[str, bool] | None:
     if isinstance(test, cst.Name) and test.value in named:
         return test.value, True
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        # `if use_gc and has_deepspeed:` runs only when use_gc is true
+        left = _flag(test.left, named)
+        return left if left is not None and left[1] else None
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _flag(test.expression, named)
         return (inner[0], not inner[1]) if inner is not None else None

@@ -110,6 +110,8 @@ def collect_site_records(files: list[Path]) -> list[dict]:
             }
             if site.helper is not None:
                 record["helper"] = _helper(site.helper)
+                names = sorted({c.site.api.name for c in site.alternatives})
+                record["api"] = " | ".join(names)  # the helper picks one of them by its flags
             records.append(record)
     records.sort(key=lambda r: (r["filename"], r["location"]["row"], r["location"]["column"]))
     return records
