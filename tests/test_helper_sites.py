@@ -120,6 +120,26 @@ def test_forwarded_kwargs_report_ckp001_at_callers_that_pass_no_use_reentrant() 
     assert "`run()` (which passes `use_reentrant` on to `checkpoint()`) called without `use_reentrant`" in found[0][2]
 
 
+def test_ckp001_has_no_fix_at_the_caller_when_the_helper_passes_its_keywords_elsewhere(run_cli, write) -> None:  # noqa: ANN001
+    """PixArt's ``auto_grad_checkpoint(module, *args, **kwargs)`` also runs
+    ``module(*args, **kwargs)`` when checkpointing is off: ``use_reentrant=False`` added at
+    the call would reach the module there."""
+    source = (
+        "from torch.utils.checkpoint import checkpoint\n\n\n"
+        "def auto_grad_checkpoint(module, *args, **kwargs):\n"
+        "    if getattr(module, 'grad_checkpointing', False):\n"
+        "        return checkpoint(module, *args, **kwargs)\n"
+        "    return module(*args, **kwargs)\n\n\n"
+        "def forward(block, x):\n"
+        "    return auto_grad_checkpoint(block, x)\n"
+    )
+    path = write("m.py", source)
+    result = run_cli("--isolated", "--no-cache", "--select", "CKP001", "--fix", "--unsafe-fixes", "--exit-zero", str(path))
+    assert path.read_text() == source
+    assert "m.py:11:12: CKP001" in result.stdout
+    assert "pass `use_reentrant=False` in `auto_grad_checkpoint()`'s own checkpoint call" in result.stdout
+
+
 def test_ckp001_fix_at_the_caller_uses_the_helpers_parameter(run_cli, write) -> None:  # noqa: ANN001
     path = write(
         "m.py",

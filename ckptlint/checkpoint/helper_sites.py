@@ -119,6 +119,11 @@ def _summary(
         )
         for site, _ in entries
     )
+    forwarded = {id(arg.value) for site, _ in entries for arg in site.arguments.double_starred}
+    elsewhere = var_keyword is not None and any(
+        name.value == var_keyword and id(name) not in forwarded and _is_parameter(name, function, model)
+        for name in _names(function.body)
+    )
     return HelperSummary(
         node=function,
         qualname=scope.qualname,
@@ -133,6 +138,7 @@ def _summary(
         var_keyword=var_keyword,
         calls=calls,
         level=level,
+        keywords_elsewhere=elsewhere,
     )
 
 
@@ -189,6 +195,12 @@ def _guards(call: cst.Call, function: cst.FunctionDef, named: set[str], model: S
     for ancestor in model.ancestors(call):
         if ancestor is function:
             break
+        if isinstance(ancestor, cst.IfExp):  # checkpoint(layer, *args) if flag else layer(*args)
+            test = _flag(ancestor.test, named)
+            if test is not None and child is ancestor.body:
+                guards.append(test)
+            elif test is not None and child is ancestor.orelse and not isinstance(ancestor.test, cst.BooleanOperation):
+                guards.append((test[0], not test[1]))
         if isinstance(ancestor, cst.If):
             test = _flag(ancestor.test, named)
             if test is not None:

@@ -149,6 +149,9 @@ class HelperSummary:
         var_positional, var_keyword: the names of ``*args`` / ``**kwargs`` (or ``None``).
         calls: the checkpoint calls the helper makes with ``parameter``.
         level: 1 when the helper calls an API itself, 2 when it calls a level-1 helper, ...
+        keywords_elsewhere: the helper also uses its ``**`` parameter outside its checkpoint
+            calls (``return module(*args, **kwargs)`` when checkpointing is off), so an
+            option passed at a call reaches that code too.
     """
 
     node: cst.FunctionDef
@@ -164,6 +167,7 @@ class HelperSummary:
     var_keyword: str | None
     calls: tuple[HelperCall, ...]
     level: int = 1
+    keywords_elsewhere: bool = False
 
     @property
     def api(self) -> CheckpointApi:

@@ -283,6 +283,16 @@ def _keyword(site: CheckpointSite) -> str:
     return "use_reentrant"
 
 
+def _keywords_reach_other_calls(site: CheckpointSite) -> bool:
+    """A helper call whose ``use_reentrant`` would travel through the helper's ``**kwargs``,
+    which the helper also passes to other code (``module(*args, **kwargs)``)."""
+    return (
+        site.helper is not None
+        and site.helper.keywords_elsewhere
+        and any(c.plans.get("use_reentrant") == ("keywords",) for c in site.alternatives)
+    )
+
+
 def _message(site: CheckpointSite) -> str:
     what = _what(site)
     typo = site.misspelling_of("use_reentrant")
@@ -312,8 +322,15 @@ def _message(site: CheckpointSite) -> str:
     via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin is OptionOrigin.DICT else ""
     if _passed_none(site) is not None:
         via = " (`use_reentrant=None` is the default)"
-    if site.form is SiteForm.HELPER_CALL:
+    if site.form is SiteForm.HELPER_CALL and site.helper is not None:
         keyword = _keyword(site)
+        if _keywords_reach_other_calls(site):
+            helper = site.helper.qualname.rsplit(".", 1)[-1]
+            return (
+                f"{what} called without `{keyword}`: PyTorch warns and silently runs the legacy reentrant "
+                f"variant; pass `use_reentrant=False` in `{helper}()`'s own checkpoint call (its keywords "
+                "also reach the code it runs without checkpointing, which may not accept it)"
+            )
         return (
             f"{what} called without `{keyword}`: PyTorch warns and silently runs the legacy reentrant "
             f"variant; pass `{keyword}=False` (recommended)"
@@ -369,6 +386,8 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
         return ctx.fix(applicability, "Pass `use_reentrant=False`", replace_node(analysis, passed.value, "False"))
     if site.use_reentrant.origin is OptionOrigin.DICT or site.arguments.double_starred:
         return None
+    if site.form is SiteForm.HELPER_CALL and _keywords_reach_other_calls(site):
+        return None  # the keyword would also reach the helper's call without checkpointing
     keyword = _keyword(site)
     return ctx.fix(applicability, f"Pass `{keyword}=False`", *add_keyword_argument(analysis, site.call, f"{keyword}=False"))
 
