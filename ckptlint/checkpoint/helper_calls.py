@@ -135,9 +135,11 @@ class HelperResolver:
                 return found
         return None
 
-    def _module(self, module: str, defined: str) -> ModuleAnalysis | None:
+    def _module(self, module: str, defined: str, needed: str | None = None) -> ModuleAnalysis | None:
         """The analysis of ``module`` of the tree, when its text may define a helper named
-        ``defined`` (a cheap byte test first; the read is a dependency of the linted file)."""
+        ``defined`` (a cheap byte test first; the read is a dependency of the linted file);
+        parsed for the name ``needed`` (default ``defined``) and what it needs, where the
+        project parses reached modules partially."""
         if self.project is None:
             return None
         if self.namespace_root is not None:
@@ -148,7 +150,7 @@ class HelperResolver:
         self.project.record_read(Path(os.path.abspath(path)))
         if not _may_define_helper(Path(path), defined):
             return None
-        return self.project.analysis_for_module(module)
+        return self.project.analysis_for_names(module, [needed or defined])
 
     # ------------------------------------------------------------------ methods
     def _self_method(self, func: cst.Attribute) -> HelperSummary | None:
@@ -184,7 +186,7 @@ class HelperResolver:
                         if result is not None:
                             return result
                     continue
-                analysis = self._module(module, method)
+                analysis = self._module(module, method, name)
                 if analysis is None:
                     continue
                 other = _class_named(analysis.model, name)

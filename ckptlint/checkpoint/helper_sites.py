@@ -243,6 +243,7 @@ def _plans(
 ) -> dict[str, tuple[str, ...]]:
     forwards = _forwards(site, var_keyword, function, model)
     plans: dict[str, tuple[str, ...]] = {}
+    scope = model.scope_of_definition.get(function)
     for name, value in site.options.items():
         node = value.node
         if (
@@ -251,7 +252,11 @@ def _plans(
             and node.value in named
             and _is_parameter(node, function, model)
         ):
-            plans[name] = ("parameter", node.value)
+            rebound = scope is not None and any(
+                b.kind is not BindingKind.PARAMETER for b in scope.bindings.get(node.value, ())
+            )
+            # timm: `if use_reentrant is None: use_reentrant = use_reentrant_ckpt()` decides it
+            plans[name] = ("fixed",) if rebound else ("parameter", node.value)
         elif forwards and (value.is_unknown or value.is_absent):
             plans[name] = ("keywords",)
         else:
