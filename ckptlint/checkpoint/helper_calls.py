@@ -33,19 +33,35 @@ if TYPE_CHECKING:
 __all__ = ["HelperResolver"]
 
 _WORDS = tuple(w.encode() for w in sorted(gate_names()[0] | {"checkpoint", "ckpt", "recompute"}))
-#: (path, size, mtime) -> the names the file defines with ``def`` when its bytes mention a
-#: checkpoint API, else none.
+#: (path, size, mtime) -> the names the file defines with a ``def`` whose text mentions a
+#: checkpoint API, and the names it imports (re-exports; ``*`` for a star import).
 _MENTIONS: dict[tuple[str, int, int], frozenset[str]] = {}
-_DEF = re.compile(rb"\bdef[ \t]+(\w+)[ \t]*\(")
+_DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 _FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
 _WORD = re.compile(rb"\w+")
 _MAX_HOPS = 3
 _MAX_BASES = 4
 
 
+def _checkpointing_defs(raw: bytes) -> list[bytes]:
+    """The names of the ``def``s of ``raw`` whose text (to the next line indented no deeper)
+    mentions a checkpoint API: only those can be helpers (a module that loads "checkpoints"
+    of weights is not read for its other functions)."""
+    if not any(word in raw for word in _WORDS):
+        return []
+    found: list[bytes] = []
+    for match in _DEF.finditer(raw):
+        indent = len(match.group(1))
+        end = re.compile(rb"\n[ \t]{0,%d}(?=[^\s#])" % indent).search(raw, match.end())
+        body = raw[match.end() : end.start() if end else len(raw)]
+        if any(word in body for word in _WORDS):
+            found.append(match.group(2))
+    return found
+
+
 def _may_define_helper(path: Path, name: str) -> bool:
-    """Whether the file at ``path`` mentions a checkpoint API and defines a function or
-    method ``name`` (``def name(``), from its bytes (kept per file version)."""
+    """Whether the file at ``path`` defines a function or method ``name`` whose text mentions
+    a checkpoint API, or imports ``name`` (or ``*``), from its bytes (kept per file version)."""
     try:
         stat = path.stat()
     except OSError:
@@ -57,7 +73,7 @@ def _may_define_helper(path: Path, name: str) -> bool:
             raw = path.read_bytes() if path.is_file() else b""
         except OSError:
             raw = b""
-        defined: list[bytes] = _DEF.findall(raw) if any(word in raw for word in _WORDS) else []
+        defined = _checkpointing_defs(raw)
         for names in _FROM_IMPORT.findall(raw):  # re-exports: from .gradient import helper / *
             defined += _WORD.findall(names) + ([b"*"] if b"*" in names else [])
         found = _MENTIONS[key] = frozenset(d.decode("ascii", "replace") for d in defined)
