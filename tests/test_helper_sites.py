@@ -349,3 +349,20 @@ def test_show_sites_names_the_helper(run_cli, write) -> None:  # noqa: ANN001
     assert [r["region"]["frames"][0]["name"] for r in records] == ["Block.forward", "Block.forward"]
     table = run_cli("--show-sites", "--isolated", "pkg/model.py").stdout.splitlines()
     assert "  via ckpt() (utils.py:4)  [use_reentrant=true]  resolved: Block.forward" in table[0]
+
+
+def test_a_cached_result_follows_an_edit_of_the_helpers_module(run_cli, write) -> None:  # noqa: ANN001
+    write("pkg/__init__.py", "")
+    helper = "from torch.utils.checkpoint import checkpoint\n\n\ndef run_checkpoint(fn, *args, **kwargs):\n    return checkpoint(fn, *args{}, **kwargs)\n"
+    write("pkg/utils.py", helper.format(""))
+    write("pkg/model.py", "from pkg.utils import run_checkpoint\n\n\ndef go(f, x):\n    return run_checkpoint(f, x)\n")
+
+    def codes(*extra: str) -> list[tuple[int, str]]:
+        result = run_cli("--isolated", "--output-format", "json", "--exit-zero", *extra, "pkg/model.py")
+        return [(d["location"]["row"], d["code"]) for d in json.loads(result.stdout)]
+
+    assert codes() == codes("--no-cache") == [(5, "CKP001")]
+    write("pkg/utils.py", helper.format(", use_reentrant=False"))
+    assert codes() == codes("--no-cache") == []
+    write("pkg/utils.py", helper.format(""))
+    assert codes() == codes("--no-cache") == [(5, "CKP001")]

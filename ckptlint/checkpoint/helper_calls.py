@@ -40,6 +40,7 @@ _DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTIL
 _FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
 _WORD = re.compile(rb"\w+")
 _MAX_HOPS = 3
+_MAX_REMEMBERED = 50_000
 _MAX_BASES = 4
 
 
@@ -73,6 +74,8 @@ def _may_define_helper(path: Path, name: str) -> bool:
             raw = path.read_bytes() if path.is_file() else b""
         except OSError:
             raw = b""
+        if len(_MENTIONS) > _MAX_REMEMBERED:
+            _MENTIONS.clear()  # a long-running server: old file versions
         defined = _checkpointing_defs(raw)
         for names in _FROM_IMPORT.findall(raw):  # re-exports: from .gradient import helper / *
             defined += _WORD.findall(names) + ([b"*"] if b"*" in names else [])
