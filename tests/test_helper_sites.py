@@ -14,7 +14,11 @@ import json
 import textwrap
 from pathlib import Path
 
+from ckptlint.checkpoint.site import SiteForm
+from ckptlint.checkpoint.sites import site_index
+from ckptlint.semantic.parse import parse_source
 from ckptlint.testing import located
+from ckptlint.text.source import SourceFile
 
 BLOCK = """\
 import torch
@@ -268,6 +272,28 @@ def test_a_method_of_the_same_name_that_does_not_checkpoint_is_no_helper() -> No
         """
     )
     assert located(source) == []
+
+
+def test_a_parameter_bound_into_another_callable_makes_no_helper() -> None:
+    """Megatron's ``checkpoint(partial(self.mlp, padding_mask=padding_mask), False, x)``:
+    ``padding_mask`` is an argument of the callable, not the callable."""
+    source = """\
+        import functools
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Layer(nn.Module):
+            def _run_mlp(self, x, padding_mask):
+                return checkpoint(functools.partial(self.mlp, padding_mask=padding_mask), x, use_reentrant=False)
+
+            def forward(self, x, mask):
+                return self._run_mlp(x, mask)
+        """
+    assert located(source) == []
+    analysis = parse_source(SourceFile("m.py", textwrap.dedent(source)), "m", False)
+    assert site_index(analysis).helpers == {}
+    assert [site.form for site in site_index(analysis).sites] == [SiteForm.CALL]
 
 
 def test_recursive_helpers_end() -> None:

@@ -175,16 +175,31 @@ def _names(expr: cst.CSTNode) -> list[cst.Name]:
 
 def _parameter_in(expr: cst.BaseExpression, function: cst.FunctionDef, model: SemanticModel) -> str | None:
     """The parameter of ``function`` (not ``self``/``cls``) that the callable expression
-    ``expr`` is or is built from (``func``, ``create_custom_forward(model)``,
-    ``partial(fn, **kw)``, ``block.forward``), or ``None``."""
+    ``expr`` is or is built from: ``func``, ``block.forward``, a factory or ``partial`` of it
+    (``create_custom_forward(model)``, ``partial(fn, **kw)``: the call's first argument), a
+    lambda that calls it (``lambda *a: module(*a)``); ``None`` otherwise (a parameter that is
+    only an argument bound to another callable, ``partial(self.mlp, mask=mask)``, is not it)."""
     params = list(function.params.posonly_params) + list(function.params.params) + list(function.params.kwonly_params)
     first = params[0].name.value if params else None
-    for name in _names(expr):
-        if name.value in ("self", "cls") and name.value == first:
-            continue
-        if _is_parameter(name, function, model):
-            return name.value
-    return None
+    method_receiver = first if model.scope_of(function).kind is ScopeKind.CLASS else None
+    node: cst.BaseExpression = expr
+    for _ in range(8):
+        if isinstance(node, cst.Attribute):
+            node = node.value
+        elif isinstance(node, cst.Lambda):
+            if not isinstance(node.body, cst.Call):
+                return None
+            node = node.body.func
+        elif isinstance(node, cst.Call):
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            if not positional:
+                return None
+            node = positional[0].value
+        else:
+            break
+    if not isinstance(node, cst.Name) or node.value == method_receiver:
+        return None
+    return node.value if _is_parameter(node, function, model) else None
 
 
 def _guards(call: cst.Call, function: cst.FunctionDef, named: set[str], model: SemanticModel) -> tuple[tuple[str, bool], ...]:
