@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ckptlint.facts.apis import AUTOGRAD_FUNCTION_BASES, HOME_MADE, CheckpointApi
+from ckptlint.checkpoint.reversible import reversible_shape
 from ckptlint.facts.home_made import known_implementation
 from ckptlint.checkpoint.options import literal_string
 from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name, candidate_values
@@ -67,6 +68,12 @@ class Implementation:
     restores_rng: bool
     restores_autocast: bool
     api: CheckpointApi = field(default=HOME_MADE)
+
+    @property
+    def rerun_label(self) -> str:
+        """What ``backward`` runs again, for messages."""
+        method = self.api.rerun_method
+        return f"the stored blocks (their `{method}`)" if method else "the stored callable"
 
 
 @dataclass(eq=False)
@@ -106,7 +113,7 @@ def _find(model: SemanticModel) -> HomeMade:
             continue
         if not any(model.qualified_names(base.value) & AUTOGRAD_FUNCTION_BASES for base in node.bases):
             continue
-        implementation = _implementation(node, scope.qualname, model)
+        implementation = _implementation(node, scope.qualname, model) or _reversible(node, scope.qualname, model)
         if implementation is not None:
             out.implementations[_qualified(model, scope.qualname)] = implementation
     if out.implementations:
@@ -260,6 +267,29 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
         rng_restored=rng_restored,
         restores_autocast=restores_autocast,
         source=source,
+    )
+    return implementation
+
+
+def _reversible(node: cst.ClassDef, qualname: str, model: SemanticModel) -> Implementation | None:
+    """A reversible-network recompute (:mod:`ckptlint.checkpoint.reversible`) as an
+    implementation whose sites recompute the blocks passed to ``apply``."""
+    shape = reversible_shape(node, model.module)
+    if shape is None:
+        return None
+    qualified = _qualified(model, qualname)
+    implementation = Implementation(
+        node, qualified, shape.function_index, list(shape.reruns), shape.restores_rng, shape.restores_autocast
+    )
+    implementation.api = dataclasses.replace(
+        HOME_MADE,
+        name=f"{node.name.value}.apply",
+        qualified_names=(f"{qualified}.apply",),
+        positional=tuple(f"input{i}" for i in range(shape.function_index)) + ("function",),
+        rng_restored=("cpu", "cuda") if shape.restores_rng else (),
+        restores_autocast=shape.restores_autocast,
+        rerun_method=shape.method,
+        source=f"{qualified} (reversible recompute of the linted tree: backward rebuilds the inputs and re-runs the blocks)",
     )
     return implementation
 

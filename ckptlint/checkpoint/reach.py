@@ -50,9 +50,6 @@ from ckptlint.semantic.bindings import BindingKind
 from ckptlint.semantic.model import SemanticModel
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.semantic.project import Project
 
 __all__ = ["Recogniser", "policy_region_expression", "wrapper_fn_reentrancy"]
@@ -69,17 +66,8 @@ _ARGUMENTS_LIKE = re.compile(r"(?:Arguments|Args|Config)$")
 class Recogniser:
     """Answers "which API does this call use" for one module (see the module docstring)."""
 
-    def __init__(
-        self,
-        model: SemanticModel,
-        project: Project | None,
-        path: str | None = None,
-        wrappers_of: Callable[[ModuleAnalysis], dict[str, CheckpointApi]] | None = None,
-    ) -> None:
-        """``wrappers_of(analysis)``: the wrapper functions another module defines (see
-        :func:`ckptlint.checkpoint.sites.wrapper_functions`); without it none are followed."""
+    def __init__(self, model: SemanticModel, project: Project | None, path: str | None = None) -> None:
         self.model = model
-        self.wrappers_of = wrappers_of
         self.project = project
         self.path = Path(os.path.abspath(path)) if path else None
         self._home = home_made(model)
@@ -104,19 +92,23 @@ class Recogniser:
             helper = self._home.helpers.get(name)
             if helper is not None:
                 return helper.api
+            if name.endswith(".apply"):  # run = Impl.apply; run(f, x)
+                implementation = self._home.implementations.get(name[: -len(".apply")])
+                if implementation is not None:
+                    return implementation.api
         api = self._training_arguments(names, self.model, 0)
         if api is not None:
             return api
         if self.project is not None:
             for name in sorted(names):
                 if _FOLLOWED.search(name.rsplit(".", 1)[-1]):
-                    self._namespace_root(name)
-                    api = _external(name, self.project, 0, self.wrappers_of)
+                    self.namespace_root(name)
+                    api = _external(name, self.project, 0)
                     if api is not None:
                         return api
             if isinstance(func, cst.Name) and not self.model.bindings_of(func) and _FOLLOWED.search(func.value):
                 for module in self._star_modules():  # from .utils import *
-                    api = _external(f"{module}.{func.value}", self.project, 0, self.wrappers_of)
+                    api = _external(f"{module}.{func.value}", self.project, 0)
                     if api is not None:
                         return api
         return None
@@ -181,7 +173,7 @@ class Recogniser:
                 return found
         return None
 
-    def _namespace_root(self, qualified: str) -> None:
+    def namespace_root(self, qualified: str) -> None:
         """``from ldm.modules.util import checkpoint`` where ``ldm`` has no ``__init__.py``
         (a namespace package): the folder above the ``ldm`` folder this file lies in is an
         import root too."""
@@ -260,9 +252,7 @@ def _class_definition(
 
 
 # -------------------------------------------------------------------- other modules
-def _external(
-    qualified: str, project: Project, hops: int, wrappers_of: Callable[[ModuleAnalysis], dict[str, CheckpointApi]] | None = None
-) -> CheckpointApi | None:
+def _external(qualified: str, project: Project, hops: int) -> CheckpointApi | None:
     """The API that ``qualified`` (a name in another module of the linted tree) denotes:
     an import or alias of an API there, or a home-made implementation's ``apply`` / helper."""
     if hops > _MAX_HOPS or qualified.startswith(("torch.", "builtins.")):
@@ -289,9 +279,6 @@ def _external(
         helper = found.helpers.get(f"{own}.{name}")
         if helper is not None:
             return helper.api
-        wrapped = wrappers_of(analysis).get(name) if wrappers_of is not None else None
-        if wrapped is not None:
-            return wrapped
         for binding in model.module_scope.bindings.get(name, ()):
             targets: set[str] = set()
             if binding.kind is BindingKind.IMPORT and binding.target:
@@ -303,44 +290,11 @@ def _external(
                 api = api_for({target + suffix}) if suffix else api_for({target})
                 if api is not None:
                     return api
-                api = _external(target + suffix, project, hops + 1, wrappers_of)
+                api = _external(target + suffix, project, hops + 1)
                 if api is not None:
                     return api
         return None
     return None
-
-
-# -------------------------------------------------------------------- wrapper functions
-
-
-def wrappers_among(sites, model: SemanticModel) -> dict[str, CheckpointApi]:  # noqa: ANN001
-    """The wrapper functions (see :func:`ckptlint.checkpoint.sites.wrapper_functions`) among ``sites`` of ``model``."""
-    import dataclasses
-
-    found: dict[str, CheckpointApi] = {}
-    for site in sites:
-        if not isinstance(site.function, cst.Name) or site.api.kind not in (ApiKind.FUNCTION, ApiKind.LIBRARY_FUNCTION):
-            continue
-        function = model.enclosing(site.call, cst.FunctionDef)
-        if function is None or model.scope_of(function) is not model.module_scope:
-            continue
-        params = [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
-        if site.function.value not in params:
-            continue
-        if not any(b.kind is BindingKind.PARAMETER and b.scope.node is function for b in model.bindings_of(site.function)):
-            continue
-        index = params.index(site.function.value)
-        positional = tuple(params[:index]) + ("function",) + tuple(params[index + 1 :])
-        found[function.name.value] = dataclasses.replace(
-            site.api,
-            name=function.name.value,
-            kind=ApiKind.HOME_MADE if site.api.kind is ApiKind.HOME_MADE else ApiKind.LIBRARY_FUNCTION,
-            positional=positional if site.api.kind is ApiKind.HOME_MADE else ("function",),
-            options=(),
-            fixed_reentrancy=site.api.fixed_reentrancy or "unknown",
-            source=f"{model.module_name}.{function.name.value} -> {site.api.name} ({site.api.source})",
-        )
-    return found
 
 
 # -------------------------------------------------------------------- classes

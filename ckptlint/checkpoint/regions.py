@@ -61,6 +61,7 @@ from ckptlint.checkpoint.denotations import (
     replace_ctx,
 )
 from ckptlint.checkpoint.evaluation import ExpressionEvaluation
+from ckptlint.checkpoint.helper_sites import MAX_LEVELS, inputs_bound
 from ckptlint.checkpoint.literals import LiteralDecisions
 from ckptlint.checkpoint.options import literal_value
 from ckptlint.checkpoint.region import MAX_DEPTH, Frame, LayerCall, Pending, Region
@@ -258,14 +259,11 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
         if site.function is None:
             return region
         ctx = Context(analysis, self.enclosing_class(analysis, site.call))
-        values = self._values(site.function, ctx, 0)
-        if site.api.kind is ApiKind.SEQUENTIAL:
-            values = _checkpointed_segments(values, site, analysis)
+        entries = self._entries(site, ctx, 0)
         # torch's own code alone is no resolution: a torch wrapper may hold anything
-        region.resolved = any(not isinstance(v, TorchValue) for v in values)
+        region.resolved = any(not isinstance(v, TorchValue) for values, _, _ in entries for v in values)
         visited: set[tuple[int, int]] = set()
-        site_args = site.inputs + site.function_keywords if site.api.kind is ApiKind.FUNCTION else None
-        work = [Pending(v, 0, describe_value(v), site_args, ctx, None, None) for v in values]
+        work = [Pending(v, 0, describe_value(v), args, where, None, None) for values, args, where in entries for v in values]
         while work:
             item = work.pop(0)
             value = item.value
@@ -301,7 +299,9 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
                                 )
                             )
             elif isinstance(value, InstanceValue):
-                method = self._method(value.info, "forward")
+                # a reversible recompute re-runs each block through its own method (backward_pass)
+                entry = site.api.rerun_method if item.depth == 0 and site.api.rerun_method else "forward"
+                method = self._method(value.info, entry)
                 if method is not None:
                     node, owner = method
                     forward = FunctionValue(node, Context(owner.analysis, value.info, self_env=value.env), True)
@@ -327,6 +327,37 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
                 for element in value.elements:
                     work.append(Pending(element, item.depth, item.via, item.args, item.caller, item.invocation, item.frame))
         return region
+
+    def _entries(
+        self, site: CheckpointSite, ctx: Context, level: int
+    ) -> list[tuple[list[Value], tuple[cst.Arg, ...] | None, Context]]:
+        """What ``site`` (evaluated in ``ctx``) checkpoints: ``(values, arguments, where the
+        arguments are evaluated)`` per way. A call of a helper is followed into the helper
+        with its parameters bound to the call's arguments (``checkpoint(create_custom_forward(
+        model), *args)`` there), through helpers of helpers, each checkpoint call the helper
+        may make; when the helper passes its parameter itself, the call's argument is the
+        callable and the call's inputs (when known) its arguments."""
+        function_args = site.inputs + site.function_keywords if site.api.kind is ApiKind.FUNCTION else None
+        helper = site.helper
+        if helper is None or level >= MAX_LEVELS:
+            if site.function is None:
+                return []
+            values = self._values(site.function, ctx, 0)
+            if site.api.kind is ApiKind.SEQUENTIAL:
+                values = _checkpointed_segments(values, site, ctx.analysis)
+            return [(values, function_args, ctx)]
+        direct = all(
+            isinstance(c.site.function, cst.Name) and c.site.function.value == helper.parameter and c.site.helper is None
+            for c in site.alternatives
+        )
+        if level == 0 and direct and site.function is not None:
+            return [(self._values(site.function, ctx, 0), function_args if inputs_bound(site) else None, ctx)]
+        where = Context(helper.analysis, ctx.self_class if helper.method else None)  # type: ignore[arg-type]
+        bound = self._bind(FunctionValue(helper.node, where, bound_method=helper.method), tuple(site.call.args), ctx)
+        out: list[tuple[list[Value], tuple[cst.Arg, ...] | None, Context]] = []
+        for alternative in site.alternatives:
+            out += self._entries(alternative.site, bound, level + 1)
+        return out
 
     def _bind(self, value: FunctionValue, args: tuple[cst.Arg, ...], caller: Context) -> Context:
         """A context for calling ``value`` with ``args`` (evaluated in ``caller``)."""

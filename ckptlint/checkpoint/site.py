@@ -13,17 +13,28 @@ from enum import Enum
 
 import libcst as cst
 
-from ckptlint.checkpoint.options import ABSENT, CallArguments, OptionValue
+from ckptlint.checkpoint.options import ABSENT, CallArguments, OptionState, OptionValue
 from ckptlint.facts.apis import CheckpointApi
 from ckptlint.semantic.bindings import Scope
 
-__all__ = ["CheckpointSite", "Misspelling", "Reentrancy", "SaveForm", "SaveMisuse", "SiteForm", "SiteIndex"]
+__all__ = [
+    "CheckpointSite",
+    "HelperCall",
+    "HelperSummary",
+    "Misspelling",
+    "Reentrancy",
+    "SaveForm",
+    "SaveMisuse",
+    "SiteForm",
+    "SiteIndex",
+]
 
 
 class SiteForm(str, Enum):
     CALL = "call"  # the API is called directly
     PARTIAL = "partial"  # functools.partial(API, ...): a binding, reported itself
     BOUND_CALL = "bound-call"  # a call through a partial binding of this module
+    HELPER_CALL = "helper-call"  # a call of a function or method that checkpoints its parameter
 
 
 class Reentrancy(str, Enum):
@@ -99,6 +110,95 @@ class Misspelling:
 
 
 
+@dataclass(frozen=True, eq=False)
+class HelperCall:
+    """One checkpoint call inside a helper (a helper may pick one of several by its flags).
+
+    Attributes:
+        site: the site of that call, in the helper's module.
+        guards: ``(parameter, truth)`` for each ``if parameter:`` / ``if not parameter:``
+            (and ``elif``/``else``) around the call: it runs only when the helper's
+            ``parameter`` has that truth value.
+        plans: for each option of the API, where its value comes from: ``("fixed",)``
+            (the helper's own call decides it), ``("parameter", name)`` (the helper passes
+            its parameter ``name``), ``("keywords",)`` (the helper forwards its ``**``
+            parameter, so the caller's keyword decides).
+        inputs: how the call's inputs map to the helper's parameters: one ``("parameter",
+            name)`` or ``("rest",)`` (the helper's ``*args``) per input; ``None`` when an
+            input is anything else.
+    """
+
+    site: CheckpointSite
+    guards: tuple[tuple[str, bool], ...]
+    plans: dict[str, tuple[str, ...]]
+    inputs: tuple[tuple[str, ...], ...] | None
+
+
+@dataclass(frozen=True, eq=False)
+class HelperSummary:
+    """A function or method of the linted tree that passes its parameter ``parameter`` to a
+    checkpoint API as the checkpointed callable: calls of it are sites
+    (``SiteForm.HELPER_CALL``) whose callable is the argument bound to ``parameter``.
+
+    Attributes:
+        node: the ``def``; qualname: its name in its module (``run``, ``Net.ckpt``).
+        module: the module's dotted name; analysis: the module (a ``ModuleAnalysis``).
+        parameter: the parameter checkpointed; method: ``self``/``cls`` is bound by the call.
+        params: the positional parameters after ``self``; keyword_only: the keyword-only ones.
+        defaults: the default expression of each parameter that has one.
+        var_positional, var_keyword: the names of ``*args`` / ``**kwargs`` (or ``None``).
+        calls: the checkpoint calls the helper makes with ``parameter``.
+        level: 1 when the helper calls an API itself, 2 when it calls a level-1 helper, ...
+        keywords_elsewhere: the helper also uses its ``**`` parameter outside its checkpoint
+            calls (``return module(*args, **kwargs)`` when checkpointing is off), so an
+            option passed at a call reaches that code too.
+    """
+
+    node: cst.FunctionDef
+    qualname: str
+    module: str
+    analysis: object
+    parameter: str
+    method: bool
+    params: tuple[str, ...]
+    keyword_only: tuple[str, ...]
+    defaults: dict[str, cst.BaseExpression]
+    var_positional: str | None
+    var_keyword: str | None
+    calls: tuple[HelperCall, ...]
+    level: int = 1
+    keywords_elsewhere: bool = False
+
+    @property
+    def api(self) -> CheckpointApi:
+        """The API its (first) checkpoint call uses."""
+        return self.calls[0].site.api
+
+    def describe(self) -> str:
+        """``function run passes its parameter module to checkpoint API X with options O``."""
+        what = "method" if self.method else "function"
+        apis = sorted({call.site.api.name for call in self.calls})
+        options = sorted(
+            {f"{name}={_plan_text(call, name)}" for call in self.calls for name in call.plans if _plan_text(call, name)}
+        )
+        shown = f" with options {', '.join(options)}" if options else ""
+        if any(plan == ("keywords",) for call in self.calls for plan in call.plans.values()):
+            shown += "; other options from the caller's keywords" if options else " with the caller's keywords as options"
+        return f"{what} {self.qualname} passes its parameter {self.parameter} to checkpoint API {' or '.join(apis)}{shown}"
+
+
+def _plan_text(call: HelperCall, name: str) -> str:
+    plan = call.plans[name]
+    if plan[0] == "parameter":
+        return f"<parameter {plan[1]}>"
+    if plan[0] == "keywords":
+        return ""
+    value = call.site.options.get(name)
+    if value is None or value.is_absent:
+        return ""
+    return repr(value.value) if value.state is OptionState.LITERAL else "<expression>"
+
+
 @dataclass(eq=False)
 class CheckpointSite:
     """One use of a checkpoint API.
@@ -124,6 +224,12 @@ class CheckpointSite:
         misspellings: the site's own keywords that look like misspelled options (see
             :mod:`ckptlint.checkpoint.misspelling`). Reported by CKP003; other rules neither
             count them as function keywords nor add the option they stand for.
+        helper: for a ``HELPER_CALL``, the helper called.
+        alternatives: for a ``HELPER_CALL``, the helper's checkpoint calls this call can
+            reach (the others are ruled out by the literal flags it passes).
+        caller_options: for a ``HELPER_CALL``, the options this call decides (through a
+            parameter of the helper or its forwarded ``**kwargs``); the others are fixed by
+            the helper and judged at the helper's own call.
     """
 
     api: CheckpointApi
@@ -141,6 +247,9 @@ class CheckpointSite:
     extra: dict[str, object] = field(default_factory=dict)
     save_misuse: SaveMisuse | None = None
     misspellings: tuple[Misspelling, ...] = ()
+    helper: HelperSummary | None = None
+    alternatives: tuple[HelperCall, ...] = ()
+    caller_options: frozenset[str] = frozenset()
 
     def misspelling_of(self, option: str) -> Misspelling | None:
         """The first keyword of this site that probably misspells ``option``."""
@@ -165,7 +274,9 @@ class CheckpointSite:
     @property
     def reported_here(self) -> bool:
         """Whether option findings belong to this site (calls through a binding are judged
-        at the binding)."""
+        at the binding; calls of a helper only for the options the call decides)."""
+        if self.form is SiteForm.HELPER_CALL:
+            return bool(self.caller_options)
         return self.form is not SiteForm.BOUND_CALL
 
 
@@ -178,3 +289,6 @@ class SiteIndex:
     sites: list[CheckpointSite]
     module_calls: list[cst.Call]
     dcp_calls: list[cst.Call] = field(default_factory=list)
+    #: the module's helpers (functions and methods that checkpoint a parameter), by
+    #: qualified name in the module (see :mod:`ckptlint.checkpoint.helper_sites`)
+    helpers: dict[str, HelperSummary] = field(default_factory=dict)

@@ -422,6 +422,10 @@ def _build_home_made(api, form, call, arguments, model) -> CheckpointSite:
         reentrancy=Reentrancy.REENTRANT,
     )
 
+#: Public names of the variant rules, for sites built elsewhere (calls of helpers).
+reentrancy_from = _reentrancy_from
+library_reentrancy = _library_reentrancy
+
 BUILDERS = {
     ApiKind.FUNCTION: _build_function,
     ApiKind.LIBRARY_FUNCTION: _build_library_function,

@@ -18,7 +18,9 @@ from ckptlint.checkpoint.options import (
     CallArguments,
     in_branch_torch_never_takes,
 )
-from ckptlint.checkpoint.site import CheckpointSite, SiteForm, SiteIndex
+from ckptlint.checkpoint.helper_calls import HelperResolver
+from ckptlint.checkpoint.helper_sites import MAX_LEVELS, build_helper_site, summarise_helpers
+from ckptlint.checkpoint.site import CheckpointSite, HelperSummary, SiteForm, SiteIndex
 from ckptlint.checkpoint.site_builders import BUILDERS, build_bound_call, build_site
 from ckptlint.facts.apis import (
     API_BY_QUALIFIED_NAME,
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.semantic.project import Project
 
-__all__ = ["collect_sites", "site_index", "wrapper_functions"]
+__all__ = ["collect_sites", "helper_summaries", "site_index"]
 
 
 #: Kinds whose sites CKP003 (misspelled options) and CKP301 (used as save) judge: torch's
@@ -50,41 +52,36 @@ def site_index(analysis: ModuleAnalysis) -> SiteIndex:
     """The checkpoint sites of ``analysis`` (collected once and kept with it)."""
     found = analysis.derived.get("sites")
     if found is None:
-        found = analysis.derived["sites"] = collect_sites(analysis.model, analysis.project, analysis.source.path)
+        found = analysis.derived["sites"] = collect_sites(analysis.model, analysis.project, analysis.source.path, analysis)
     return found  # type: ignore[return-value]
 
 _IN_PROGRESS: set[int] = set()
 
-def wrapper_functions(analysis) -> dict[str, CheckpointApi]:  # noqa: ANN001 - a ModuleAnalysis
-    """Module-level functions of ``analysis`` that pass one of their parameters to a
-    checkpoint API as the callable (Megatron's ``te_checkpoint(forward_func, ...)``):
-    name -> a copy of the API's row whose ``positional`` puts ``function`` at that
-    parameter, so calls of the wrapper are sites of the same API. Empty while the module's
-    own sites are being collected (imports between modules can be cyclic)."""
-
+def helper_summaries(analysis: ModuleAnalysis) -> dict[str, HelperSummary]:
+    """The helpers of ``analysis``'s module (functions and methods that pass one of their
+    parameters to a checkpoint API as the callable, see
+    :mod:`ckptlint.checkpoint.helper_sites`), by qualified name in the module. Empty while
+    the module's own sites are being collected (imports between modules can be cyclic)."""
     if id(analysis) in _IN_PROGRESS:
         return {}
-    cached = analysis.derived.get("wrappers")
-    if cached is not None:
-        return cached  # type: ignore[return-value]
     _IN_PROGRESS.add(id(analysis))
     try:
-        sites = site_index(analysis).sites
+        return site_index(analysis).helpers
     finally:
         _IN_PROGRESS.discard(id(analysis))
-    from ckptlint.checkpoint.reach import wrappers_among
 
-    found = wrappers_among(sites, analysis.model)
-    analysis.derived["wrappers"] = found
-    return found
-
-def collect_sites(model: SemanticModel, project: Project | None = None, path: str | None = None) -> SiteIndex:
+def collect_sites(
+    model: SemanticModel, project: Project | None = None, path: str | None = None, analysis: ModuleAnalysis | None = None
+) -> SiteIndex:
     """Find every checkpoint site of the module described by ``model``; with ``project``,
     names imported from other modules of the linted tree are followed (re-exports of an
-    API, home-made implementations and helpers, ``TrainingArguments`` subclasses)."""
-    from ckptlint.checkpoint.reach import Recogniser, wrappers_among
+    API, home-made implementations and helpers, ``TrainingArguments`` subclasses); with
+    ``analysis`` (the module's), calls of helpers that checkpoint their parameter are sites
+    too (:mod:`ckptlint.checkpoint.helper_sites`)."""
+    from ckptlint.checkpoint.reach import Recogniser
 
-    recogniser = Recogniser(model, project, path, wrappers_of=wrapper_functions)
+    recogniser = Recogniser(model, project, path)
+    others: list[cst.Call] = []  # attribute calls nothing above recognised
     sites: list[CheckpointSite] = []
     module_calls: list[cst.Call] = []
     partial_bindings: dict[cst.CSTNode, CheckpointSite] = {}
@@ -135,26 +132,14 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
             partial = recogniser.self_partial(call.func)
             if partial is not None:
                 through_self.append((call, partial))
+            else:
+                others.append(call)
     for call, partial in through_self:  # self._ckpt(block, x) after self._ckpt = partial(API, ...)
         bound = partial_sites.get(partial)
         if bound is not None:
             site = build_bound_call(bound, call, model)
             if site is not None:
                 sites.append(site)
-    wrappers = wrappers_among(sites, model) if deferred else {}
-    if wrappers:  # calls of this module's own wrapper functions (def run(fn, x): checkpoint(fn, x))
-        seen_calls = {id(site.call) for site in sites}
-        for call in deferred:
-            if id(call) in seen_calls:
-                continue
-            for binding in model.bindings_of(call.func):  # type: ignore[arg-type]
-                if binding.kind is BindingKind.FUNCTION and binding.scope is model.module_scope:
-                    api = wrappers.get(binding.name)
-                    if api is not None:
-                        site = build_site(api, SiteForm.CALL, call, CallArguments.of(call), model)
-                        if site is not None:
-                            sites.append(site)
-                    break
     if partial_bindings:
         for call in deferred:
             for binding in model.bindings_of(call.func):  # type: ignore[arg-type]
@@ -171,7 +156,45 @@ def collect_sites(model: SemanticModel, project: Project | None = None, path: st
         if site.api.kind in _TORCH_KINDS:
             site.save_misuse = find_save_misuse(site, model)
             site.misspellings = find_misspellings(site, model)
-    return SiteIndex(sites, module_calls, dcp_calls)
+    helpers: dict[str, HelperSummary] = {}
+    if analysis is not None:
+        seen = {id(site.call) for site in sites}
+        candidates = [call for call in deferred + others if id(call) not in seen]
+        resolver = HelperResolver(model, project, helpers, helper_summaries, recogniser.namespace_root)
+        sites += _helper_call_sites(sites, candidates, analysis, resolver, helpers)
+    return SiteIndex(sites, module_calls, dcp_calls, helpers)
+
+
+def _helper_call_sites(
+    sites: list[CheckpointSite],
+    candidates: list[cst.Call],
+    analysis: ModuleAnalysis,
+    resolver: HelperResolver,
+    helpers: dict[str, HelperSummary],
+) -> list[CheckpointSite]:
+    """The sites of calls of helpers, level by level: helpers around ``sites``, then
+    helpers around the calls of those, up to ``MAX_LEVELS`` (``helpers`` is filled in)."""
+    model = analysis.model
+    found: list[CheckpointSite] = []
+    level_sites = sites
+    for level in range(1, MAX_LEVELS + 1):
+        for name, summary in summarise_helpers(level_sites, analysis, level).items():
+            helpers.setdefault(name, summary)
+        new: list[CheckpointSite] = []
+        remaining: list[cst.Call] = []
+        for call in candidates:
+            summary = resolver.helper_of(call)
+            if summary is None:
+                remaining.append(call)
+                continue
+            site = build_helper_site(summary, call, model)
+            if site is not None and not in_branch_torch_never_takes(model, call):
+                new.append(site)
+        if not new:
+            break
+        found += new
+        level_sites, candidates = new, remaining
+    return found
 
 assert set(BUILDERS) == set(ApiKind), "every API kind needs a site builder"
 

@@ -9,6 +9,10 @@ policy or wrapper application, a call of a home-made implementation or its helpe
   ``use_reentrant`` is always there: the variant the site runs (``true``/``false``, or
   ``"unknown"`` when a run-time setting or the enable call decides, as for
   ``_gradient_checkpointing_func``);
+- ``helper`` (only for a call of a helper that checkpoints its parameter, see
+  :mod:`ckptlint.checkpoint.helper_sites`): ``name``, ``filename``, ``row`` of its ``def``,
+  and ``summary`` ("function run passes its parameter module to checkpoint API X with
+  options O"); the site's ``options`` are those the helper fixes or this call gives;
 - ``region``: ``status`` ``"resolved"`` (the checkpointed callable resolved to code or torch
   layers, followed to the end), ``"partial"`` (resolved, but the walk stopped at the depth
   limit below some frame) or ``"unknown"``; ``frames``: each function body reached
@@ -116,15 +120,18 @@ def _file_records(project: Project, raw: bytes, absolute: Path, name: str, is_pa
                 )
                 region["status"] = "partial" if cut else "resolved"
                 region["frames"] = [_frame(frame) for frame in found.frames]
-        records.append(
-            {
-                "filename": str(absolute),
-                "location": {"row": start[0], "column": start[1]},
-                "api": site.api.name,
-                "options": options,
-                "region": region,
-            }
-        )
+        record = {
+            "filename": str(absolute),
+            "location": {"row": start[0], "column": start[1]},
+            "api": site.api.name,
+            "options": options,
+            "region": region,
+        }
+        if site.helper is not None:
+            record["helper"] = _helper(site.helper)
+            names = sorted({c.site.api.name for c in site.alternatives})
+            record["api"] = " | ".join(names)  # the helper picks one of them by its flags
+        records.append(record)
     return records
 
 
@@ -149,6 +156,17 @@ def _frame(frame) -> dict:  # noqa: ANN001 - a regions.Frame
     return {"name": name, "filename": os.path.abspath(analysis.source.path), "row": row}
 
 
+def _helper(helper) -> dict:  # noqa: ANN001 - a site.HelperSummary
+    """Where the helper a site calls is defined, and what it does with its parameter."""
+    analysis = helper.analysis
+    return {
+        "name": helper.qualname,
+        "filename": os.path.abspath(analysis.source.path),
+        "row": analysis.range(helper.node)[0][0],
+        "summary": helper.describe(),
+    }
+
+
 def format_table(records: list[dict]) -> str:
     """One line per site: ``file:row:col  api  options  region (frames)``, then totals."""
     lines: list[str] = []
@@ -158,7 +176,13 @@ def format_table(records: list[dict]) -> str:
         region = record["region"]
         frames = ", ".join(f"{f['name']} ({location_label(Path(f['filename']).name, f['row'])})" for f in region["frames"][:4])
         more = f" +{len(region['frames']) - 4}" if len(region["frames"]) > 4 else ""
-        lines.append(f"{where}  {record['api']}  [{options}]  {region['status']}" + (f": {frames}{more}" if frames else ""))
+        via = ""
+        if "helper" in record:
+            helper = record["helper"]
+            via = f"  via {helper['name']}() ({location_label(Path(helper['filename']).name, helper['row'])})"
+        lines.append(
+            f"{where}  {record['api']}{via}  [{options}]  {region['status']}" + (f": {frames}{more}" if frames else "")
+        )
     counts = {status: sum(1 for r in records if r["region"]["status"] == status) for status in ("resolved", "partial", "unknown")}
     lines.append(
         f"{len(records)} site{'s' if len(records) != 1 else ''}: "

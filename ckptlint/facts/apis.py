@@ -77,6 +77,8 @@ class CheckpointApi:
             ``gradient_checkpointing=False`` is passed (trl's configs).
         method_names: attribute calls recognised by the method name alone (the receiver's
             type is not known statically: ``self._gradient_checkpointing_func(f, x)``).
+        rerun_method: for a reversible recompute (Reformer, RevViT), the method of each block
+            that ``backward`` re-runs (``backward_pass``), the region instead of ``forward``.
         source: where each fact was checked (file, and version or commit of the extract).
     """
 
@@ -95,6 +97,7 @@ class CheckpointApi:
     policy_keywords: tuple[str, ...] = ()
     enabled_by_default: bool = False
     method_names: tuple[str, ...] = ()
+    rerun_method: str | None = None
     source: str = "torch/utils/checkpoint.py (2.9, 2.13)"
 
 

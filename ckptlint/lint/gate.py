@@ -47,10 +47,11 @@ _other_words = WordSearch(w for w in _TABLE_WORDS if "checkpoint" not in w).sear
 _OTHER_WORD_BYTES = tuple(sorted(w.encode() for w in _TABLE_WORDS if "checkpoint" not in w))
 _owner_call = OwnerCallSearch(_TABLE_OWNERS).search
 # A name imported from any module (a re-export or a home-made helper of the linted tree)
-# that reads like a checkpoint function: ``from .nn import checkpoint``.
+# that reads like a checkpoint function: ``from .nn import checkpoint``,
+# ``from ..core.gradient import gradient_checkpoint_forward``.
 _CHECKPOINT_LIKE = re.compile(
     r"(?i)^(?:(?!(?:load|save|resume|restore|get|find|latest|last|remove|delete|download|upload|convert|export|import)_)\w*checkpoint"
-    r"|ckpt\w*|\w*checkpoint_?function|checkpoint_\w*(?:forward|fn|func))$"
+    r"|ckpt\w*|\w*checkpoint_?function|\w*checkpoint_\w*(?:forward|fn|func))$"
 )
 
 _BOM = "\xef\xbb\xbf"  # the UTF-8 byte-order mark, decoded as latin-1

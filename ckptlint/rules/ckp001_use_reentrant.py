@@ -19,9 +19,7 @@ from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_n
 from ckptlint.semantic.callables import signature_of
 from ckptlint.text.diagnostics import Applicability, Fix
 
-_KEYWORD = "use_reentrant=False"
-_KEEP_KEYWORD = "use_reentrant=True"
-_KEEP_MESSAGE = "Pass `use_reentrant=True` (keeps the reentrant variant PyTorch runs now)"
+_KEEP_MESSAGE = "Pass `{keyword}=True` (keeps the reentrant variant PyTorch runs now)"
 _RECEIVER_STEPS = 100
 _HF_DICT = '{"use_reentrant": False}'
 _HF_ENTRY = '"use_reentrant": False'
@@ -76,6 +74,13 @@ class CheckpointWithoutUseReentrant(Rule):
         """,
         """\
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
+        """,
+        # a helper that forwards its keywords: the call passes use_reentrant
+        """\
+        from torch.utils.checkpoint import checkpoint
+        def run(module, *args, **kwargs):
+            return checkpoint(module, *args, **kwargs)
+        run(block, x, use_reentrant=False)
         """,
     )
     INVALID = (
@@ -159,6 +164,23 @@ class CheckpointWithoutUseReentrant(Rule):
             at=(3, 1),
             message="`checkpoint()` without `use_reentrant` (its `**` dictionary has no `use_reentrant` key)",
         ),
+        # a helper that forwards its keywords: reported at the call that gives none
+        Invalid(
+            """\
+            from torch.utils.checkpoint import checkpoint
+            def run(module, *args, **kwargs):
+                return checkpoint(module, *args, **kwargs)
+            run(block, x)
+            """,
+            at=(4, 1),
+            message="`run()` (which passes `use_reentrant` on to `checkpoint()`) called without `use_reentrant`",
+            fixed="""\
+            from torch.utils.checkpoint import checkpoint
+            def run(module, *args, **kwargs):
+                return checkpoint(module, *args, **kwargs)
+            run(block, x, use_reentrant=False)
+            """,
+        ),
         Invalid(
             """\
             model.gradient_checkpointing_enable()
@@ -189,6 +211,8 @@ class CheckpointWithoutUseReentrant(Rule):
         for site in sites:
             if site.reentrancy is not Reentrancy.OMITTED_REENTRANT or not site.reported_here:
                 continue
+            if site.form is SiteForm.HELPER_CALL and "use_reentrant" not in site.caller_options:
+                continue  # the helper's own call leaves it out: reported there, once
             if id(site) in chosen_by_every_call:
                 continue
             if site.save_misuse is not None:
@@ -271,11 +295,34 @@ def _what(site: CheckpointSite) -> str:
         switch = "activation_checkpointing" if site.option("activation_checkpointing").is_passed else "gradient_checkpointing"
         return f"`TrainingArguments({switch}=True)`"
     short = api.name.rsplit(".", 1)[-1]
+    if site.form is SiteForm.HELPER_CALL and site.helper is not None:
+        helper = site.helper.qualname.rsplit(".", 1)[-1]
+        return f"`{helper}()` (which passes `{_keyword(site)}` on to `{short}()`)"
     if site.form is SiteForm.PARTIAL:
         return f"`functools.partial({short}, ...)`"
     if api.kind is ApiKind.WRAPPER:
         return "`checkpoint_wrapper(checkpoint_fn=checkpoint)`"
     return f"`{short}()`"
+
+
+def _keyword(site: CheckpointSite) -> str:
+    """The keyword that chooses ``use_reentrant`` at this call: ``use_reentrant``, or, for
+    a call of a helper that passes a parameter of its own, that parameter."""
+    for alternative in site.alternatives:
+        plan = alternative.plans.get("use_reentrant", ("fixed",))
+        if plan[0] == "parameter":
+            return plan[1]
+    return "use_reentrant"
+
+
+def _keywords_reach_other_calls(site: CheckpointSite) -> bool:
+    """A helper call whose ``use_reentrant`` would travel through the helper's ``**kwargs``,
+    which the helper also passes to other code (``module(*args, **kwargs)``)."""
+    return (
+        site.helper is not None
+        and site.helper.keywords_elsewhere
+        and any(c.plans.get("use_reentrant") == ("keywords",) for c in site.alternatives)
+    )
 
 
 def _message(site: CheckpointSite, versions: str | None = None) -> str:
@@ -309,6 +356,19 @@ def _message(site: CheckpointSite, versions: str | None = None) -> str:
     via = " (its `**` dictionary has no `use_reentrant` key)" if site.use_reentrant.origin is OptionOrigin.DICT else ""
     if _passed_none(site) is not None:
         via = " (`use_reentrant=None` is the default)"
+    if site.form is SiteForm.HELPER_CALL and site.helper is not None:
+        keyword = _keyword(site)
+        if _keywords_reach_other_calls(site):
+            helper = site.helper.qualname.rsplit(".", 1)[-1]
+            return (
+                f"{what} called without `{keyword}`: PyTorch warns and silently runs the legacy reentrant "
+                f"variant; pass `use_reentrant=False` in `{helper}()`'s own checkpoint call (its keywords "
+                "also reach the code it runs without checkpointing, which may not accept it)"
+            )
+        return (
+            f"{what} called without `{keyword}`: PyTorch warns and silently runs the legacy reentrant "
+            f"variant; pass `{keyword}=False` (recommended)"
+        )
     if typo is not None:
         return (
             f"{what} without `use_reentrant` (`{typo.written}` looks like a misspelling of it, see "
@@ -359,12 +419,19 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
         # use_reentrant=None (keyword, or checkpoint_sequential's 4th positional): replace
         # the value; adding the keyword would repeat it.
         fix = ctx.fix(applicability, "Pass `use_reentrant=False`", replace_node(analysis, passed.value, "False"))
-        keep = ctx.fix(Applicability.SAFE, _KEEP_MESSAGE, replace_node(analysis, passed.value, "True"))
+        keep = ctx.fix(Applicability.SAFE, _KEEP_MESSAGE.format(keyword="use_reentrant"), replace_node(analysis, passed.value, "True"))
     elif site.use_reentrant.origin is OptionOrigin.DICT or site.arguments.double_starred:
         return None
+    elif site.form is SiteForm.HELPER_CALL and _keywords_reach_other_calls(site):
+        return None  # the keyword would also reach the helper's call without checkpointing
     else:
-        fix = ctx.fix(applicability, "Pass `use_reentrant=False`", *add_keyword_argument(analysis, site.call, _KEYWORD))
-        keep = ctx.fix(Applicability.SAFE, _KEEP_MESSAGE, *add_keyword_argument(analysis, site.call, _KEEP_KEYWORD))
+        keyword = _keyword(site)
+        fix = ctx.fix(applicability, f"Pass `{keyword}=False`", *add_keyword_argument(analysis, site.call, f"{keyword}=False"))
+        keep = ctx.fix(
+            Applicability.SAFE,
+            _KEEP_MESSAGE.format(keyword=keyword),
+            *add_keyword_argument(analysis, site.call, f"{keyword}=True"),
+        )
     # torch.utils.checkpoint 2.9-2.13: an omitted (or None) use_reentrant warns, then
     # `use_reentrant = True`; passing True runs the same code without the warning, so it is
     # the safe fix --fix applies, and False (recommended, another variant) needs --unsafe-fixes.

@@ -148,7 +148,7 @@ class RngStateNotPreserved(Rule):
                     fix=fix,
                     site=first,
                 )
-            elif unresolved or unseen is not None:
+            elif (unresolved or unseen is not None) and not _fixed_by_helper(first):
                 where = site_label(first, analysis, analysis)
                 if fix is not None:  # not known to be wrong: show the change, never apply it
                     fix = ctx.fix(Applicability.DISPLAY_ONLY, fix.message, *fix.edits)
@@ -166,6 +166,12 @@ class RngStateNotPreserved(Rule):
                     fix=fix,
                     site=first,
                 )
+
+
+def _fixed_by_helper(site: CheckpointSite) -> bool:
+    """A call of a helper that passes ``preserve_rng_state=False`` itself: without a region
+    that draws random numbers, the doubt is the helper's, reported at its own call."""
+    return site.form is SiteForm.HELPER_CALL and "preserve_rng_state" not in site.caller_options
 
 
 def _short(where, here) -> str:  # noqa: ANN001

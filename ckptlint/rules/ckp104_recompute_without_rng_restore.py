@@ -5,6 +5,7 @@ from __future__ import annotations
 from ckptlint.checkpoint.homemade import home_made
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
+from ckptlint.rules.recompute_examples import REVERSIBLE_FUNCTION as _REVERSIBLE
 
 
 class RecomputeWithoutRngRestore(Rule):
@@ -31,6 +32,8 @@ class RecomputeWithoutRngRestore(Rule):
             "        with torch.random.fork_rng(), torch.enable_grad():\n"
             "            torch.set_rng_state(ctx.state)\n            out = ctx.fn(x)\n",
         ),
+        # a reversible network whose blocks reseed with the seed drawn in forward (RevViT)
+        _REVERSIBLE.format(restore="            torch.manual_seed(self.seed)\n"),
         # not a recompute: nothing stored is called again in backward
         """\
         import torch
@@ -69,6 +72,11 @@ class RecomputeWithoutRngRestore(Rule):
             at=(15, 19),
             message="`Recompute.backward` re-runs the stored callable without restoring the RNG state of forward",
         ),
+        Invalid(
+            _REVERSIBLE.format(restore=""),
+            at=(31, 30),
+            message="`RevBackProp.backward` re-runs the stored blocks (their `backward_pass`) without restoring",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:
@@ -79,7 +87,7 @@ class RecomputeWithoutRngRestore(Rule):
             for call in implementation.reruns:
                 ctx.report(
                     call,
-                    f"`{implementation.node.name.value}.backward` re-runs the stored callable without "
+                    f"`{implementation.node.name.value}.backward` re-runs {implementation.rerun_label} without "
                     "restoring the RNG state of forward: whenever the recomputed code draws random numbers "
                     "in training (a dropout with p > 0, LoRA or attention dropout, `torch.rand*`), the "
                     "re-run draws other ones than forward did, so the gradients belong to another network; "

@@ -59,7 +59,7 @@ class RecomputeWithoutAutocastRestore(Rule):
             for call in implementation.reruns:
                 ctx.report(
                     call,
-                    f"`{implementation.node.name.value}.backward` re-runs the stored callable outside the "
+                    f"`{implementation.node.name.value}.backward` re-runs {implementation.rerun_label} outside the "
                     "autocast state of forward: when forward runs under `torch.autocast` (mixed precision), "
                     "the recompute runs in float32 and produces other activations than forward; capture `torch.is_autocast_enabled()` / "
                     "`torch.get_autocast_dtype()` in forward and re-enter `torch.autocast(...)` around the "

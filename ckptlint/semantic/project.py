@@ -58,20 +58,26 @@ def module_name_for(path: Path) -> tuple[str, bool, Path]:
     """``(dotted name, is_package, import root)`` of the file at ``path``.
 
     The name climbs parent folders while they hold an ``__init__.py``
-    (``src/pkg/sub/mod.py`` -> ``pkg.sub.mod`` with root ``src``); a file outside any
-    package is named by its stem with its own folder as root.
+    (``src/pkg/sub/mod.py`` -> ``pkg.sub.mod`` with root ``src``), and through a folder
+    without one whose parent holds one (a namespace subpackage of a regular package:
+    ``pkg/pipelines/run.py`` -> ``pkg.pipelines.run``, whose ``from ..core import x`` then
+    resolves); a file outside any package is named by its stem with its own folder as root.
     """
     path = Path(os.path.abspath(path))
     is_package = path.stem == "__init__"
     parts: list[str] = [] if is_package else [path.stem]
     folder = path.parent
-    while (folder / "__init__.py").is_file() or (folder / "__init__.pyi").is_file():
+    while _is_package(folder) or (folder.name.isidentifier() and _is_package(folder.parent)):
         parts.append(folder.name)
         if folder.parent == folder:
             break
         folder = folder.parent
     parts.reverse()
     return ".".join(parts), is_package, folder
+
+
+def _is_package(folder: Path) -> bool:
+    return (folder / "__init__.py").is_file() or (folder / "__init__.pyi").is_file()
 
 
 #: Files or folders that mark a project's root folder (a repository, a package's build files).
@@ -193,6 +199,13 @@ class Project:
     def roots(self) -> list[Path]:
         """Every import root known, sorted."""
         return sorted(r for roots in self._roots.values() for r in roots)
+
+    def record_read(self, path: Path) -> None:
+        """Record that the linted file's result depends on the bytes of ``path``, a module it
+        imports that was read without being parsed (the search for a helper's definition),
+        for cache invalidation."""
+        if self._accessed is not None:
+            self._accessed.add(path if path.is_absolute() else Path(os.path.abspath(path)))
 
     def add_root(self, root: Path) -> None:
         """Search ``root`` for absolute imports of the files of its project (the roots of

@@ -1,0 +1,300 @@
+"""Reversible-network recompute: ``torch.autograd.Function`` subclasses whose ``backward``
+rebuilds the inputs of each block from its outputs and runs the block again under
+``torch.enable_grad()``, the shape of RevNet/RevTorch, Reformer, RevViT and RevCol.
+
+Read from public implementations (the shapes recognised here):
+
+- lucidrains/reformer-pytorch ``reformer_pytorch/reversible.py`` (commit 365d5c8):
+  ``_ReversibleFunction.forward(ctx, x, blocks, kwargs)`` runs ``block(x, **kwargs)`` for each
+  block and stores ``ctx.blocks = blocks``; ``backward`` calls ``block.backward_pass(y, dy,
+  **kwargs)`` for ``block in ctx.blocks[::-1]``; ``ReversibleBlock.backward_pass`` re-runs
+  ``self.g(y1, set_rng=True, **g_args)`` and ``self.f(x2, set_rng=True, **f_args)`` under
+  ``torch.enable_grad()`` on tensors rebuilt from the outputs (``x2 = y2 - gy1``), and
+  ``Deterministic.forward`` restores the RNG state recorded in forward when ``set_rng`` is
+  true (``torch.random.fork_rng`` + ``torch.set_rng_state``). Nothing captures autocast.
+- open-mmlab/mmpretrain ``mmpretrain/models/backbones/revvit.py`` (RevViT):
+  ``RevBackProp.forward(ctx, x, layers, buffer_layers)`` runs ``layer(x1, x2)`` for each
+  layer, stores ``ctx.layers = layers``; ``backward`` calls ``layer.backward_pass(y1=...,
+  ...)`` for ``_, layer in enumerate(layers[::-1])`` (``layers = ctx.layers``);
+  ``RevTransformerEncoderLayer.backward_pass`` re-runs ``self.ffn``/``self.attn`` under
+  ``torch.enable_grad()`` after ``torch.manual_seed(self.seeds[...])`` (the seeds drawn in
+  forward). It is called as ``executing_fn = RevBackProp.apply; executing_fn(x, self.layers, [])``.
+- megvii-research/RevCol ``models/revcol_function.py`` (commit 2c36531):
+  ``ReverseFunction.forward(ctx, run_functions, alpha, *args)`` unpacks ``l0, l1, l2, l3 =
+  run_functions`` and runs them; ``backward`` unpacks ``ctx.run_functions`` the same way and
+  re-runs ``l3(c2, None)`` ... ``l0(x, c1_left)`` under ``torch.enable_grad()``,
+  ``torch.random.fork_rng`` + ``set_device_states`` and the autocast state read in forward
+  (``torch.is_autocast_enabled()``, re-entered with ``torch.cuda.amp.autocast(**...)``).
+
+What is recognised: ``forward(ctx, ..., P, ...)`` stores its parameter ``P`` on ``ctx`` and
+runs ``P`` or its elements (a ``for`` loop over ``P``, ``enumerate``/``reversed``/slices of
+it, or a tuple unpacking of it); ``backward`` takes the stored value from ``ctx`` (directly
+or through a local name) and, for its elements, calls either a method ``M`` that some class
+of the module defines with ``torch.enable_grad()`` in its body (the block's own
+``backward_pass``), or the element itself inside ``with torch.enable_grad()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ckptlint.semantic.walk import child_nodes
+
+__all__ = ["ReversibleShape", "reversible_shape"]
+
+_RNG_WORDS = ("rng", "seed", "random_state")
+_RNG_NAMES = frozenset({"get_states", "set_states", "fork", "set_state", "get_state"})
+_ITERATION_WRAPPERS = frozenset({"enumerate", "reversed", "list", "tuple", "iter"})
+
+
+@dataclass(frozen=True)
+class ReversibleShape:
+    """What :func:`reversible_shape` read from one class.
+
+    Attributes:
+        function_index: index, among ``apply``'s arguments, of the stored blocks.
+        reruns: the calls in ``backward`` that run the blocks again (``block.backward_pass(...)``
+            or ``l3(...)``).
+        method: the method of each block that re-runs it (``backward_pass``), or ``None``
+            when the block itself is called.
+        restores_rng: an RNG state is set around the re-run (in ``backward`` or in the
+            method: ``torch.manual_seed(self.seeds[k])``, ``set_rng_state``, or a keyword
+            such as ``set_rng=True`` asking the block to restore the state it recorded).
+        restores_autocast: ``custom_bwd``, or the autocast state read in forward and
+            re-entered in backward.
+    """
+
+    function_index: int
+    reruns: tuple[cst.Call, ...]
+    method: str | None
+    restores_rng: bool
+    restores_autocast: bool
+
+
+def reversible_shape(node: cst.ClassDef, module: cst.Module) -> ReversibleShape | None:
+    """The reversible recompute of the ``autograd.Function`` subclass ``node`` (a class of
+    ``module``), or ``None`` when it is not one."""
+    methods = _methods(node)
+    forward, backward = methods.get("forward"), methods.get("backward")
+    if forward is None or backward is None:
+        return None
+    params = _params(forward)
+    backward_params = _params(backward)
+    if len(params) < 2 or not backward_params:
+        return None
+    ctx, rest = params[0], params[1:]
+    stored = _stored(forward, ctx, rest)
+    if not stored:
+        return None
+    forward_calls = [n for n in _nodes(forward) if isinstance(n, cst.Call)]
+    run = {attr for attr, parameter in stored.items() if _runs(forward, parameter, forward_calls)}
+    if not run:
+        return None
+    bctx = backward_params[0]
+    holders = {attr: _holders(backward, bctx, attr) for attr in run}
+    recomputing = _recomputing_methods(module)
+    for attr, names in holders.items():
+        elements = _elements(backward, bctx, attr, names)
+        reruns, method = _reruns(backward, elements, recomputing)
+        if not reruns:
+            continue
+        bodies = [backward, *(recomputing.get(method, ()) if method else ())]
+        backward_calls = [n for body in bodies for n in _nodes(body) if isinstance(n, cst.Call)]
+        restores_rng = any(_is_rng_call(c) or _asks_for_rng(c) for c in backward_calls)
+        custom_bwd = any("custom_bwd" in _last_name(d.decorator) for d in backward.decorators)
+        reads_autocast = any("autocast" in _last_name(c).lower() for c in forward_calls)
+        enters_autocast = any("autocast" in _last_name(c).lower() for c in backward_calls)
+        return ReversibleShape(
+            function_index=rest.index(stored[attr]),
+            reruns=tuple(reruns),
+            method=method,
+            restores_rng=restores_rng,
+            restores_autocast=custom_bwd or (reads_autocast and enters_autocast),
+        )
+    return None
+
+
+# ---------------------------------------------------------------------------- reading
+def _methods(node: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    return {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
+
+
+def _params(function: cst.FunctionDef) -> list[str]:
+    return [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
+
+
+def _nodes(function: cst.FunctionDef):  # noqa: ANN202 - an iterator of nodes
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(child for _, child in child_nodes(node))
+
+
+def _last_name(expr: cst.BaseExpression) -> str:
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return expr.value if isinstance(expr, cst.Name) else ""
+
+
+def _is_attr(expr: cst.BaseExpression, owner: str, attr: str | None = None) -> bool:
+    return (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value == owner
+        and (attr is None or expr.attr.value == attr)
+    )
+
+
+def _stored(forward: cst.FunctionDef, ctx: str, rest: list[str]) -> dict[str, str]:
+    """``ctx.ATTR = P`` with ``P`` a parameter (``layers = list(layers)`` before it keeps
+    the name): ATTR -> P."""
+    stored: dict[str, str] = {}
+    for node in _nodes(forward):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in rest:
+            for target in node.targets:
+                if _is_attr(target.target, ctx):
+                    stored[target.target.attr.value] = node.value.value  # type: ignore[union-attr]
+    return stored
+
+
+def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``enumerate(reversed(xs[::-1]))`` -> ``xs``."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Name)
+            and expr.func.value in _ITERATION_WRAPPERS
+            and expr.args
+        ):
+            expr = expr.args[0].value
+        else:
+            return expr
+
+
+def _loop_element(target: cst.BaseAssignTargetExpression) -> str | None:
+    if isinstance(target, cst.Name):
+        return target.value
+    if isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name):
+        return target.elements[1].value.value  # for i, block in enumerate(blocks)
+    return None
+
+
+def _element_names(function: cst.FunctionDef, is_source) -> set[str]:  # noqa: ANN001 - a predicate
+    """Names bound to elements of the collection ``is_source`` recognises: ``for`` targets
+    and tuple unpackings."""
+    names: set[str] = set()
+    for node in _nodes(function):
+        if isinstance(node, cst.For) and is_source(_unwrapped(node.iter)):
+            element = _loop_element(node.target)
+            if element is not None:
+                names.add(element)
+        elif isinstance(node, cst.Assign) and is_source(node.value):
+            for target in node.targets:
+                if isinstance(target.target, (cst.Tuple, cst.List)):
+                    names |= {e.value.value for e in target.target.elements if isinstance(e.value, cst.Name)}
+    return names
+
+
+def _runs(forward: cst.FunctionDef, parameter: str, calls: list[cst.Call]) -> bool:
+    """Whether forward calls ``parameter`` or one of its elements."""
+
+    def is_source(expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Name) and expr.value == parameter
+
+    callable_names = _element_names(forward, is_source) | {parameter}
+    return any(isinstance(c.func, cst.Name) and c.func.value in callable_names for c in calls)
+
+
+def _holders(backward: cst.FunctionDef, bctx: str, attr: str) -> set[str]:
+    """Local names bound to ``ctx.ATTR`` in backward (``layers = ctx.layers``)."""
+    names: set[str] = set()
+    for node in _nodes(backward):
+        if isinstance(node, cst.Assign) and _is_attr(node.value, bctx, attr):
+            names |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
+    return names
+
+
+def _elements(backward: cst.FunctionDef, bctx: str, attr: str, holders: set[str]) -> set[str]:
+    def is_source(expr: cst.BaseExpression) -> bool:
+        return _is_attr(expr, bctx, attr) or (isinstance(expr, cst.Name) and expr.value in holders)
+
+    return _element_names(backward, is_source)
+
+
+def _enables_grad(node: cst.CSTNode) -> bool:
+    if not isinstance(node, cst.Call):
+        return False
+    name = _last_name(node)
+    if name == "enable_grad":
+        return True
+    return name == "set_grad_enabled" and bool(node.args) and _is_true(node.args[0].value)
+
+
+def _is_true(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "True"
+
+
+def _recomputing_methods(module: cst.Module) -> dict[str, list[cst.FunctionDef]]:
+    """Methods of the module's classes that enable grad in their body, by name."""
+    found: dict[str, list[cst.FunctionDef]] = {}
+    for statement in module.body:
+        if not isinstance(statement, cst.ClassDef):
+            continue
+        for name, method in _methods(statement).items():
+            if name != "forward" and any(_enables_grad(n) for n in _nodes(method)):
+                found.setdefault(name, []).append(method)
+    return found
+
+
+def _reruns(
+    backward: cst.FunctionDef, elements: set[str], recomputing: dict[str, list[cst.FunctionDef]]
+) -> tuple[list[cst.Call], str | None]:
+    reruns: list[cst.Call] = []
+    method: str | None = None
+    stack: list[tuple[cst.CSTNode, bool]] = [(backward.body, False)]
+    while stack:
+        node, grad = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.With) and any(_enables_grad(item.item) for item in node.items):
+            grad = True
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Name) and func.value in elements and grad:
+                reruns.append(node)
+            elif (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Name)
+                and func.value.value in elements
+                and func.attr.value in recomputing
+                and method in (None, func.attr.value)
+            ):
+                reruns.append(node)
+                method = func.attr.value
+        stack.extend(reversed([(child, grad) for _, child in child_nodes(node)]))  # source order
+    if method is not None:
+        reruns = [c for c in reruns if isinstance(c.func, cst.Attribute)]
+    return reruns, method
+
+
+def _is_rng_call(call: cst.Call) -> bool:
+    name = _last_name(call).lower()
+    return any(word in name for word in _RNG_WORDS) or name in _RNG_NAMES
+
+
+def _asks_for_rng(call: cst.Call) -> bool:
+    """``self.g(y1, set_rng=True)``: the block is asked to restore the RNG state it
+    recorded in forward (Reformer's ``Deterministic``)."""
+    return any(
+        arg.keyword is not None and "rng" in arg.keyword.value.lower() and _is_true(arg.value) for arg in call.args
+    )
