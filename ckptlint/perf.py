@@ -21,7 +21,7 @@ pipe), and the command line sums them and, when the environment variable
 - ``rule_reruns``: times the rules ran again on a file because a module they had been
   handed was parsed again with more statements (see :mod:`ckptlint.semantic.project`);
 - ``evaluation_steps``: steps of the region evaluator (bounded per query and per file,
-  see :mod:`ckptlint.checkpoint.regions`).
+  see :mod:`ckptlint.checkpoint.evaluator.regions`).
 """
 
 from __future__ import annotations

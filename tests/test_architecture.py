@@ -137,6 +137,29 @@ def test_imports_point_down_the_layers() -> None:
     assert sorted(upward) == []
 
 
+#: The parts of ``checkpoint/``, bottom first: sites (which calls checkpoint what, with which
+#: options), the evaluator (what an expression denotes, what a site recomputes), the analyses
+#: rules ask of a region. Each imports its own part and those below it.
+CHECKPOINT_PARTS = ("sites", "evaluator", "analyses")
+
+
+def test_checkpoint_parts_import_downwards() -> None:
+    upward = []
+    for module, imported in import_graph().items():
+        parts = module.split(".")
+        if parts[:2] != ["ckptlint", "checkpoint"] or len(parts) < 4:
+            continue
+        mine = CHECKPOINT_PARTS.index(parts[2])
+        for other in imported:
+            theirs = other.split(".")
+            if theirs[:2] == ["ckptlint", "checkpoint"] and len(theirs) >= 4 and CHECKPOINT_PARTS.index(theirs[2]) > mine:
+                upward.append(f"{module} -> {other}")
+    assert sorted(upward) == []
+    on_disk = sorted(p.name for p in (PACKAGE / "checkpoint").iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert on_disk == sorted(CHECKPOINT_PARTS)
+    assert sorted(p.name for p in (PACKAGE / "checkpoint").glob("*.py")) == ["__init__.py"]
+
+
 def test_no_module_holds_several_jobs() -> None:
     long = {
         str(path.relative_to(PACKAGE.parent)): n

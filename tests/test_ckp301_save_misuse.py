@@ -1,4 +1,4 @@
-"""CKP301 checkpoint-used-as-save: the classification in ckptlint.checkpoint.misuse, messages,
+"""CKP301 checkpoint-used-as-save: the classification in ckptlint.checkpoint.sites.misuse, messages,
 display-only fixes, and that such calls get no reentrancy findings."""
 
 from __future__ import annotations

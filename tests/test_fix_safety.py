@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ckptlint.checkpoint.sites import site_index
+from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.lint import run as lint_run
 from ckptlint.rules import ALL_RULES
 from ckptlint.rules.base import Rule, RuleContext

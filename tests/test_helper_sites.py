@@ -1,5 +1,5 @@
 """Helpers that take the checkpointed callable as an argument make their callers sites
-(ckptlint/checkpoint/helper_sites.py): the region of each call is the argument bound to the
+(ckptlint/checkpoint/sites/helper_sites.py): the region of each call is the argument bound to the
 helper's parameter, its options those the helper fixes or the caller gives.
 
 Each shape is written as met in projects: a method ``ckpt(self, func, *args, **kwargs)``, a
@@ -14,8 +14,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from ckptlint.checkpoint.site import SiteForm
-from ckptlint.checkpoint.sites import site_index
+from ckptlint.checkpoint.sites.site import SiteForm
+from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.parse import parse_source
 from ckptlint.testing import located
 from ckptlint.text.source import SourceFile

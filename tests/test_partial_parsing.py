@@ -303,7 +303,7 @@ def test_property_programs_identical_whole_and_partial(program: str, tmp_path_fa
 def test_file_budget_cuts_regions_off_to_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the per-file evaluation budget every region is unknown: fewer findings, never
     new ones, and no error."""
-    from ckptlint.checkpoint import regions
+    from ckptlint.checkpoint.evaluator import regions
     from ckptlint.rule_codes import REGION_RULES
 
     files = _tree(tmp_path)

@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 from ckptlint.api import lint_source
-from ckptlint.checkpoint.region import MAX_DEPTH
+from ckptlint.checkpoint.evaluator.region import MAX_DEPTH
 from ckptlint.testing import located
 
 

@@ -1,4 +1,4 @@
-"""Reversible-network recompute (ckptlint/checkpoint/reversible.py): ``autograd.Function``s
+"""Reversible-network recompute (ckptlint/checkpoint/sites/reversible.py): ``autograd.Function``s
 whose ``backward`` rebuilds the inputs from the outputs and re-runs the blocks, as in
 Reformer (``block.backward_pass`` re-running ``self.f``/``self.g`` under
 ``torch.enable_grad()``), RevViT (reached through ``run = RevBackProp.apply``) and RevCol

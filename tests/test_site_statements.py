@@ -1,4 +1,4 @@
-"""The linted file is parsed partially too (ckptlint.checkpoint.site_statements): libcst sees
+"""The linted file is parsed partially too (ckptlint.checkpoint.sites.site_statements): libcst sees
 only the top-level statements that can hold a checkpoint site or a home-made implementation,
 and what they need. Each pattern here is a way a site depends on another statement; the
 output must be exactly that of a whole parse."""
@@ -12,7 +12,7 @@ import pytest
 from test_partial_parsing import _output
 
 from ckptlint import perf
-from ckptlint.checkpoint.site_statements import site_statements
+from ckptlint.checkpoint.sites.site_statements import site_statements
 from ckptlint.lint.results import FixMode
 from ckptlint.semantic import index
 

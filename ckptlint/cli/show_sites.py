@@ -10,7 +10,7 @@ policy or wrapper application, a call of a home-made implementation or its helpe
   ``"unknown"`` when a run-time setting or the enable call decides, as for
   ``_gradient_checkpointing_func``);
 - ``helper`` (only for a call of a helper that checkpoints its parameter, see
-  :mod:`ckptlint.checkpoint.helper_sites`): ``name``, ``filename``, ``row`` of its ``def``,
+  :mod:`ckptlint.checkpoint.sites.helper_sites`): ``name``, ``filename``, ``row`` of its ``def``,
   and ``summary`` ("function run passes its parameter module to checkpoint API X with
   options O"); the site's ``options`` are those the helper fixes or this call gives;
 - ``region``: ``status`` ``"resolved"`` (the checkpointed callable resolved to code or torch
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.sites import site_index
+from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.lint.collection import collected_after
 from ckptlint.lint.gate import may_have_findings
 from ckptlint.text.source import location_label
@@ -43,7 +43,7 @@ __all__ = ["collect_site_records", "format_table", "show_sites"]
 
 
 def _option_value(value) -> object:  # noqa: ANN001 - an OptionValue
-    from ckptlint.checkpoint.options import OptionState
+    from ckptlint.checkpoint.sites.options import OptionState
 
     if value.state is OptionState.LITERAL and isinstance(value.value, (bool, int, float, str, type(None))):
         return value.value
@@ -84,8 +84,8 @@ def collect_site_records(files: list[Path]) -> list[dict]:
 
 def _file_records(project: Project, raw: bytes, absolute: Path, name: str, is_package: bool) -> list[dict]:
     """The site records of one gated file (``[]`` when it does not parse)."""
-    from ckptlint.checkpoint.region import MAX_DEPTH
-    from ckptlint.checkpoint.regions import RegionBuilder
+    from ckptlint.checkpoint.evaluator.region import MAX_DEPTH
+    from ckptlint.checkpoint.evaluator.regions import RegionBuilder
     from ckptlint.semantic.parse import parse_source
     from ckptlint.text.source import decode_source
 

@@ -528,7 +528,7 @@ TRAINING_ARGUMENTS_BASES = frozenset(HF_TRAINING_ARGUMENTS.qualified_names + TRL
 AUTOGRAD_FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 
 #: The template row of home-made implementations; each implementation found gets its own
-#: copy with the facts read from its code (see :mod:`ckptlint.checkpoint.homemade`).
+#: copy with the facts read from its code (see :mod:`ckptlint.checkpoint.sites.homemade`).
 HOME_MADE = CheckpointApi(
     name="home-made",
     kind=ApiKind.HOME_MADE,

@@ -185,7 +185,7 @@ class FileLinter:
 
     def _parse(self, source: SourceFile, module_name: str, is_package: bool) -> ModuleAnalysis:
         """The analysis the rules read: libcst parses only the top-level statements that can
-        hold a checkpoint site and what they need (:mod:`ckptlint.checkpoint.site_statements`),
+        hold a checkpoint site and what they need (:mod:`ckptlint.checkpoint.sites.site_statements`),
         or the whole file (partial parsing off, a file not on disk, a file CPython's parser
         or ``ast`` index refuses, every statement needed, a selection libcst refuses); the
         project's whole parse of the same text when a region of a file linted before reached
@@ -203,7 +203,7 @@ class FileLinter:
             return parse_source(source, module_name, is_package)
         if self.project.mode != "partial" and len(source.line_starts) < MIN_PARTIAL_LINES:
             return parse_source(source, module_name, is_package)  # the index would cost more than it can save
-        from ckptlint.checkpoint.site_statements import site_statements
+        from ckptlint.checkpoint.sites.site_statements import site_statements
         from ckptlint.semantic.index import index_for
 
         index = index_for(source.text, source.path)

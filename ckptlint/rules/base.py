@@ -17,18 +17,18 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from ckptlint.checkpoint.call_errors import always_raises
-from ckptlint.checkpoint.sites import site_index
-from ckptlint.checkpoint.guards import condition_text, constructor_switches
+from ckptlint.checkpoint.sites.call_errors import always_raises
+from ckptlint.checkpoint.sites.sites import site_index
+from ckptlint.checkpoint.sites.guards import condition_text, constructor_switches
 from ckptlint.facts.version_facts import VersionFact
 from ckptlint.facts.versions import Decision, TargetVersion, decide
 from ckptlint.registry import RULES, FixAvailability, Severity
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
 
 if TYPE_CHECKING:
-    from ckptlint.checkpoint.region import Region
-    from ckptlint.checkpoint.regions import RegionBuilder
-    from ckptlint.checkpoint.sites import CheckpointSite
+    from ckptlint.checkpoint.evaluator.region import Region
+    from ckptlint.checkpoint.evaluator.regions import RegionBuilder
+    from ckptlint.checkpoint.sites.sites import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.semantic.project import Project
 
@@ -138,7 +138,7 @@ class RuleContext:
 
     def recomputes_nothing(self, site: CheckpointSite) -> bool:
         """Whether ``site`` raises whenever it runs (the arguments CKP002 reports as raising,
-        :func:`~ckptlint.checkpoint.call_errors.always_raises`): the checkpointed function
+        :func:`~ckptlint.checkpoint.sites.call_errors.always_raises`): the checkpointed function
         never runs under it, so nothing is saved or recomputed. The one place region rules
         ask; CKP002 reports the call itself."""
         return always_raises(site, self.analysis.model)
@@ -146,7 +146,7 @@ class RuleContext:
     def condition(self, site: CheckpointSite) -> str:
         """The condition under which ``site`` runs, as a message suffix (``"; this code runs
         only when `self.with_cp` is true (it defaults to `False`)"``), read from the site's own
-        class (:func:`~ckptlint.checkpoint.guards.constructor_switches`); ``""`` when the site is
+        class (:func:`~ckptlint.checkpoint.sites.guards.constructor_switches`); ``""`` when the site is
         not guarded by a constructor switch. Answered once per site."""
         key = id(site.call)
         if key not in self._conditions:
@@ -156,7 +156,7 @@ class RuleContext:
     @cached_property
     def regions(self) -> RegionBuilder:
         """The region builder shared by every rule run on this module."""
-        from ckptlint.checkpoint.regions import RegionBuilder
+        from ckptlint.checkpoint.evaluator.regions import RegionBuilder
 
         return RegionBuilder(self.project)
 

@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import libcst as cst
 
-from ckptlint.checkpoint.function_keywords import reentrant_call_refuses_keywords
-from ckptlint.checkpoint.options import OptionOrigin, OptionState
-from ckptlint.checkpoint.site import Reentrancy
-from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
+from ckptlint.checkpoint.analyses.function_keywords import reentrant_call_refuses_keywords
+from ckptlint.checkpoint.sites.options import OptionOrigin, OptionState
+from ckptlint.checkpoint.sites.site import Reentrancy
+from ckptlint.checkpoint.sites.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.facts.apis import ApiKind
 from ckptlint.facts.hf_formats import OLD_FORMAT_PARAMETER, OLD_FORMAT_SETTER
 from ckptlint.facts.version_facts import HF_DEFAULT_REENTRANT

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.checkpoint.call_errors import (
+from ckptlint.checkpoint.sites.call_errors import (
     composable_raising,
     keyword_list,
     own_option,
@@ -12,13 +12,13 @@ from ckptlint.checkpoint.call_errors import (
     sequential_extra_positionals,
     sequential_unexpected_keywords,
 )
-from ckptlint.checkpoint.function_keywords import (
+from ckptlint.checkpoint.analyses.function_keywords import (
     own_function_keywords,
     refused_keywords,
 )
-from ckptlint.checkpoint.options import OptionOrigin, OptionState
-from ckptlint.checkpoint.site import Reentrancy
-from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
+from ckptlint.checkpoint.sites.options import OptionOrigin, OptionState
+from ckptlint.checkpoint.sites.site import Reentrancy
+from ckptlint.checkpoint.sites.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_keyword_argument, replace_node

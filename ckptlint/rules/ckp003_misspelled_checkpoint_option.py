@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.checkpoint.misspelling import Misspelling
-from ckptlint.checkpoint.site import Reentrancy
-from ckptlint.checkpoint.sites import CheckpointSite, site_index
+from ckptlint.checkpoint.sites.misspelling import Misspelling
+from ckptlint.checkpoint.sites.site import Reentrancy
+from ckptlint.checkpoint.sites.sites import CheckpointSite, site_index
 from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import replace_node
@@ -23,7 +23,7 @@ class MisspelledCheckpointOption(Rule):
     ``determinism_check`` reaches the function, where ``**kwargs`` swallows it and the
     option silently keeps its default. ``checkpoint_sequential`` and the composable
     ``checkpoint`` raise ``ValueError``. How closeness is judged:
-    :mod:`ckptlint.checkpoint.misspelling`.
+    :mod:`ckptlint.checkpoint.sites.misspelling`.
     """
 
     code = "CKP003"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.checkpoint.sites import CheckpointSite, site_index
+from ckptlint.checkpoint.sites.sites import CheckpointSite, site_index
 from ckptlint.facts.apis import HF_GRADIENT_CHECKPOINTING_ENABLE, HF_TRAINING_ARGUMENTS, ApiKind
 from ckptlint.facts.hf_formats import HF_NEW_NAMES
 from ckptlint.facts.version_facts import HF_ACTIVATION_CHECKPOINTING_API

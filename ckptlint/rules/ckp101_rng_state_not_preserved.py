@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.checkpoint.randomness import random_ops
-from ckptlint.checkpoint.region import site_label
-from ckptlint.checkpoint.sites import CheckpointSite, SiteForm, site_index
+from ckptlint.checkpoint.analyses.randomness import random_ops
+from ckptlint.checkpoint.evaluator.region import site_label
+from ckptlint.checkpoint.sites.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import remove_argument
 from ckptlint.text.diagnostics import Applicability

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.homemade import home_made
+from ckptlint.checkpoint.sites.homemade import home_made
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 from ckptlint.rules.recompute_examples import REVERSIBLE_FUNCTION as _REVERSIBLE

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.outer_reads import mutable_reads
-from ckptlint.checkpoint.region import site_label
+from ckptlint.checkpoint.analyses.outer_reads import mutable_reads
+from ckptlint.checkpoint.evaluator.region import site_label
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ckptlint.checkpoint.frozen_norms import frozen_batchnorms
-from ckptlint.checkpoint.region import site_label
+from ckptlint.checkpoint.analyses.frozen_norms import frozen_batchnorms
+from ckptlint.checkpoint.evaluator.region import site_label
 from ckptlint.facts.torch_facts import LayerKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.sites import site_index
+from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.save_advice import save_message, torch_save_fix
 
@@ -13,7 +13,7 @@ class CheckpointUsedAsSave(Rule):
     ``torch.utils.checkpoint.checkpoint`` recomputes a function during backward; it writes
     nothing anywhere. Called with a state dict it fails (``'collections.OrderedDict' object
     is not callable``); "fixed" by wrapping a callable, it runs silently and saves nothing.
-    How calls are classified: :mod:`ckptlint.checkpoint.misuse`.
+    How calls are classified: :mod:`ckptlint.checkpoint.sites.misuse`.
     """
 
     code = "CKP301"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.checkpoint.misuse import SaveMisuse, save_misuse_of_arguments
-from ckptlint.checkpoint.sites import site_index
+from ckptlint.checkpoint.sites.misuse import SaveMisuse, save_misuse_of_arguments
+from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import replace_node
 from ckptlint.rules.save_advice import save_advice, torch_save_fix

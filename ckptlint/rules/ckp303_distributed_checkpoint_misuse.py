@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.checkpoint.argument_kinds import ValueKind, classify_value, name_hint
-from ckptlint.checkpoint.sites import site_index
+from ckptlint.checkpoint.sites.argument_kinds import ValueKind, classify_value, name_hint
+from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.facts.saving import DCP_FUNCTIONS, DcpFunction, DcpOperation
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.semantic.bindings import BindingKind
@@ -157,7 +157,7 @@ def _argument(call: cst.Call, index: int, keyword: str) -> cst.Arg | None:
 
 def _module_evidence(expr: cst.BaseExpression, model: SemanticModel) -> str | None:
     """A noun phrase saying why ``expr`` is a module, or ``None``: built as one (see
-    :func:`~ckptlint.checkpoint.argument_kinds.classify_value`), or, when nothing else is known about it,
+    :func:`~ckptlint.checkpoint.sites.argument_kinds.classify_value`), or, when nothing else is known about it,
     named like one (``model``, ``self.module``, ``ddp_model``)."""
     guess = classify_value(expr, model)
     if guess is not None:

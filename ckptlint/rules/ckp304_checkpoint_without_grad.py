@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.grad_mode import GradMode, grad_mode_at
-from ckptlint.checkpoint.sites import SiteForm, site_index
+from ckptlint.checkpoint.analyses.grad_mode import GradMode, grad_mode_at
+from ckptlint.checkpoint.sites.sites import SiteForm, site_index
 from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
@@ -20,7 +20,7 @@ class CheckpointWithoutGrad(Rule):
     ``torch.enable_grad()`` / ``torch.set_grad_enabled(True)`` turns recording back on and
     is not reported; so is anything decided at run time (``set_grad_enabled(flag)``).
     Only the lexical context of the call's own function counts (see
-    :mod:`ckptlint.checkpoint.grad_mode`).
+    :mod:`ckptlint.checkpoint.analyses.grad_mode`).
     """
 
     code = "CKP304"

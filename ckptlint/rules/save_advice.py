@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.checkpoint.site import SaveForm, SaveMisuse
+from ckptlint.checkpoint.sites.site import SaveForm, SaveMisuse
 from ckptlint.facts.apis import CHECKPOINT_OPTIONS
 from ckptlint.rules.base import RuleContext
 from ckptlint.rules.edits import replace_node

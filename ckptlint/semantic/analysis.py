@@ -46,7 +46,7 @@ class ModuleAnalysis:
         #: sites follow names imported from other modules of the tree through it.
         self.project: ModuleLoader | None = None
         #: Facts other layers compute from this module, kept with it (the checkpoint sites:
-        #: :func:`ckptlint.checkpoint.sites.site_index`).
+        #: :func:`ckptlint.checkpoint.sites.sites.site_index`).
         self.derived: dict[str, object] = {}
         #: A partial parse (see :mod:`ckptlint.semantic.index`): the names (and ``".attr"``
         #: pseudo-names) whose statements it holds; ``None`` for a whole parse.

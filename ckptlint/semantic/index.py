@@ -75,7 +75,7 @@ class Statement:
     ``imports``: it holds an import at module level; ``definition``: a ``def``/``class``.
 
     What a statement spells, for deciding which statements can hold a checkpoint site
-    (:mod:`ckptlint.checkpoint.site_statements`): ``identifiers``, every identifier in it
+    (:mod:`ckptlint.checkpoint.sites.site_statements`): ``identifiers``, every identifier in it
     (names, attribute names, keyword-argument names, ``def``/``class``/parameter names,
     imported and bound names of imports), not strings or comments; ``imported``, ``(bound
     name, imported dotted name)`` of every import in it, nested ones too (relative ones

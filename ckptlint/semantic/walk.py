@@ -9,11 +9,11 @@ never hold names, calls or statements.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
-__all__ = ["child_nodes", "iter_tree", "node_types"]
+__all__ = ["child_nodes", "iter_tree", "node_types", "nodes_of_function", "returns_of"]
 
 _SKIPPED_FIELDS = frozenset(
     {
@@ -109,3 +109,39 @@ def iter_tree(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         children = [child for _, child in child_nodes(node)]
         children.reverse()
         stack.extend(children)
+
+
+_NOT_ENTERED = node_types(cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)
+_BRANCHES = node_types(cst.If, cst.IfExp)
+
+
+def nodes_of_function(
+    function: cst.FunctionDef | cst.Lambda, decide: Callable[[cst.BaseExpression], bool | None] | None = None
+) -> Iterator[cst.CSTNode]:
+    """Every node of ``function``'s body, not entering nested defs and classes (which run
+    only when called). With ``decide`` (a branch condition -> ``True``/``False``/``None``
+    for undecided), the branch of an ``if`` statement or expression that cannot run is
+    skipped."""
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        yield node
+        kind = type(node)
+        if kind in _NOT_ENTERED:
+            continue
+        if decide is not None and kind in _BRANCHES:
+            taken = decide(node.test)
+            if taken is not None:
+                branch = node.body if taken else node.orelse
+                stack.extend(b for b in (branch, node.test) if b is not None)
+                continue
+        children = [child for _, child in child_nodes(node)]
+        children.reverse()
+        stack.extend(children)
+
+
+def returns_of(
+    function: cst.FunctionDef, decide: Callable[[cst.BaseExpression], bool | None] | None = None
+) -> list[cst.Return]:
+    """The ``return`` statements of ``function``'s own body (see :func:`nodes_of_function`)."""
+    return [node for node in nodes_of_function(function, decide) if isinstance(node, cst.Return)]

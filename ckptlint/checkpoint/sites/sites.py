@@ -1,7 +1,7 @@
 """Checkpoint sites: every call or binding of an activation-checkpointing API in a module.
 
 A site records which API is used (from :mod:`ckptlint.facts.apis`), the callable it checkpoints,
-its inputs, and every option resolved to an :class:`~ckptlint.checkpoint.options.OptionValue`,
+its inputs, and every option resolved to an :class:`~ckptlint.checkpoint.sites.options.OptionValue`,
 plus the reentrancy the call ends up with. Rules query sites; they never resolve imports
 themselves.
 """
@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.misspelling import find_misspellings
-from ckptlint.checkpoint.misuse import find_save_misuse
-from ckptlint.checkpoint.options import (
+from ckptlint.checkpoint.sites.misspelling import find_misspellings
+from ckptlint.checkpoint.sites.misuse import find_save_misuse
+from ckptlint.checkpoint.sites.options import (
     CallArguments,
     in_branch_torch_never_takes,
 )
-from ckptlint.checkpoint.helper_calls import HelperResolver
-from ckptlint.checkpoint.helper_sites import MAX_LEVELS, build_helper_site, summarise_helpers
-from ckptlint.checkpoint.site import CheckpointSite, HelperSummary, SiteForm, SiteIndex
-from ckptlint.checkpoint.site_builders import BUILDERS, build_bound_call, build_site
+from ckptlint.checkpoint.sites.helper_calls import HelperResolver
+from ckptlint.checkpoint.sites.helper_sites import MAX_LEVELS, build_helper_site, summarise_helpers
+from ckptlint.checkpoint.sites.site import CheckpointSite, HelperSummary, SiteForm, SiteIndex
+from ckptlint.checkpoint.sites.site_builders import BUILDERS, build_bound_call, build_site
 from ckptlint.facts.apis import (
     API_BY_QUALIFIED_NAME,
     HF_ENABLE_METHODS,
@@ -60,7 +60,7 @@ _IN_PROGRESS: set[int] = set()
 def helper_summaries(analysis: ModuleAnalysis) -> dict[str, HelperSummary]:
     """The helpers of ``analysis``'s module (functions and methods that pass one of their
     parameters to a checkpoint API as the callable, see
-    :mod:`ckptlint.checkpoint.helper_sites`), by qualified name in the module. Empty while
+    :mod:`ckptlint.checkpoint.sites.helper_sites`), by qualified name in the module. Empty while
     the module's own sites are being collected (imports between modules can be cyclic)."""
     if id(analysis) in _IN_PROGRESS:
         return {}
@@ -77,8 +77,8 @@ def collect_sites(
     names imported from other modules of the linted tree are followed (re-exports of an
     API, home-made implementations and helpers, ``TrainingArguments`` subclasses); with
     ``analysis`` (the module's), calls of helpers that checkpoint their parameter are sites
-    too (:mod:`ckptlint.checkpoint.helper_sites`)."""
-    from ckptlint.checkpoint.reach import Recogniser
+    too (:mod:`ckptlint.checkpoint.sites.helper_sites`)."""
+    from ckptlint.checkpoint.sites.reach import Recogniser
 
     recogniser = Recogniser(model, project, path)
     others: list[cst.Call] = []  # attribute calls nothing above recognised

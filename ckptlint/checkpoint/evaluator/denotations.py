@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import libcst as cst
 
-from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.facts.torch_facts import (
     LayerFact,
 )

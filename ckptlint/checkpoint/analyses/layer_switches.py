@@ -28,19 +28,19 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.class_summary import self_parameter
-from ckptlint.checkpoint.denotations import (
+from ckptlint.checkpoint.evaluator.class_summary import self_parameter
+from ckptlint.checkpoint.evaluator.denotations import (
     MAX_EVAL_DEPTH,
     ConstructorEnv,
     Context,
     LayerUse,
     call_argument,
 )
-from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.bindings import BindingKind
 
 if TYPE_CHECKING:
-    from ckptlint.checkpoint.regions import RegionBuilder
+    from ckptlint.checkpoint.evaluator.regions import RegionBuilder
 
 __all__ = ["argument_value", "layer_switched_on", "switch_is_on"]
 

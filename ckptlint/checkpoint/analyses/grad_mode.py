@@ -18,7 +18,7 @@ from enum import Enum
 
 import libcst as cst
 
-from ckptlint.checkpoint.options import literal_value
+from ckptlint.checkpoint.sites.options import literal_value
 from ckptlint.facts.grad_mode import GRAD_MODE_CONTEXTS, GradModeEffect
 from ckptlint.semantic.model import SemanticModel
 

@@ -1,4 +1,4 @@
-"""Literal values and branch decisions: which code of a frame runs for the arguments a site passes (mixed into :class:`ckptlint.checkpoint.regions.RegionBuilder`)."""
+"""Literal values and branch decisions: which code of a frame runs for the arguments a site passes (mixed into :class:`ckptlint.checkpoint.evaluator.regions.RegionBuilder`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.class_summary import self_parameter
-from ckptlint.checkpoint.denotations import MAX_EVAL_DEPTH, Context
-from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.evaluator.class_summary import self_parameter
+from ckptlint.checkpoint.evaluator.denotations import MAX_EVAL_DEPTH, Context
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.bindings import Binding, BindingKind
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ class LiteralDecisions:
     def literal(self, expr: cst.BaseExpression | None, ctx: Context, depth: int = 0) -> object:
         """The Python value ``expr`` has when evaluated in ``ctx``, or :data:`NOT_LITERAL`.
 
-        Beyond :func:`~ckptlint.checkpoint.options.literal_value` (constants, names bound to equal
+        Beyond :func:`~ckptlint.checkpoint.sites.options.literal_value` (constants, names bound to equal
         constants), a parameter is followed to the argument the call bound to it (``ctx.env``)
         or, when the call passed nothing for it, to its default (not after a call with
         ``*``/``**`` arguments or unseen arguments, ``ctx.open_call``; ``__init__``'s

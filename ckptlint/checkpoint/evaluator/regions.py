@@ -1,6 +1,6 @@
 """Regions: the code a checkpoint site recomputes.
 
-For a :class:`~ckptlint.checkpoint.sites.CheckpointSite`, the :class:`RegionBuilder` resolves the
+For a :class:`~ckptlint.checkpoint.sites.sites.CheckpointSite`, the :class:`RegionBuilder` resolves the
 checkpointed callable to the code that runs again during backward:
 
 - functions and methods of the module (``fn``, ``self._forward``, nested defs), lambdas,
@@ -28,7 +28,7 @@ site kinds (one builder per linted module, ``RuleContext.regions``):
 - :meth:`RegionBuilder.literal` / :meth:`RegionBuilder.decide`: expression in a
   :class:`Context` (bindings of the call being followed) -> Python value / branch taken;
 - :meth:`RegionBuilder.signature`: callable expression -> the keywords it accepts;
-- :meth:`RegionBuilder.region`: a :class:`~ckptlint.checkpoint.sites.CheckpointSite` -> its
+- :meth:`RegionBuilder.region`: a :class:`~ckptlint.checkpoint.sites.sites.CheckpointSite` -> its
   :class:`Region`: frames, layers, and a status: ``resolved`` (the callable is known),
   ``partial`` (it calls code ckptlint cannot see, :attr:`Region.unknown_calls`), or neither
   (unknown). A site kind plugs in by setting ``site.function`` to the callable expression;
@@ -47,8 +47,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.class_summary import nodes_of_function, summarise_class
-from ckptlint.checkpoint.denotations import (
+from ckptlint.checkpoint.evaluator.class_summary import summarise_class
+from ckptlint.semantic.walk import nodes_of_function
+from ckptlint.checkpoint.evaluator.denotations import (
     ClassInfo,
     ContainerValue,
     Context,
@@ -60,12 +61,12 @@ from ckptlint.checkpoint.denotations import (
     describe_value,
     replace_ctx,
 )
-from ckptlint.checkpoint.evaluation import ExpressionEvaluation
-from ckptlint.checkpoint.helper_sites import MAX_LEVELS, inputs_bound
-from ckptlint.checkpoint.literals import LiteralDecisions
-from ckptlint.checkpoint.options import literal_value
-from ckptlint.checkpoint.region import MAX_DEPTH, Frame, LayerCall, Pending, Region
-from ckptlint.checkpoint.site import CheckpointSite
+from ckptlint.checkpoint.evaluator.evaluation import ExpressionEvaluation
+from ckptlint.checkpoint.sites.helper_sites import MAX_LEVELS, inputs_bound
+from ckptlint.checkpoint.evaluator.literals import LiteralDecisions
+from ckptlint.checkpoint.sites.options import literal_value
+from ckptlint.checkpoint.evaluator.region import MAX_DEPTH, Frame, LayerCall, Pending, Region
+from ckptlint.checkpoint.sites.site import CheckpointSite
 from ckptlint.facts.apis import ApiKind
 from ckptlint.facts.torch_facts import (
     LayerKind,

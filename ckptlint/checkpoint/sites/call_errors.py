@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.checkpoint.options import OptionState, OptionValue
-from ckptlint.checkpoint.site import CheckpointSite, SiteForm
+from ckptlint.checkpoint.sites.options import OptionState, OptionValue
+from ckptlint.checkpoint.sites.site import CheckpointSite, SiteForm
 from ckptlint.facts.apis import ApiKind
 from ckptlint.facts.saving import NOOP_CONTEXT_FN
 from ckptlint.semantic.model import SemanticModel

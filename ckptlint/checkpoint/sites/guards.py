@@ -18,7 +18,7 @@ import libcst as cst
 from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name
 
 if TYPE_CHECKING:
-    from ckptlint.checkpoint.site import CheckpointSite
+    from ckptlint.checkpoint.sites.site import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
 
 __all__ = ["ConstructorSwitch", "condition_text", "constructor_switches"]

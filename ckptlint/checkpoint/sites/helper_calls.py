@@ -1,4 +1,4 @@
-"""Which helper (see :mod:`ckptlint.checkpoint.helper_sites`) a call calls.
+"""Which helper (see :mod:`ckptlint.checkpoint.sites.helper_sites`) a call calls.
 
 - ``run(block, x)``: a function of this module, or one imported from a module of the linted
   tree (``from .utils import run``, ``utils.run(...)`` after ``from . import utils``);
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.site import HelperSummary
+from ckptlint.checkpoint.sites.site import HelperSummary
 from ckptlint.facts.apis import gate_names
 from ckptlint.semantic.bindings import BindingKind, ScopeKind
 from ckptlint.semantic.model import SemanticModel

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.options import (
+from ckptlint.checkpoint.sites.options import (
     ABSENT,
     NOT_LITERAL,
     UNKNOWN,
@@ -32,8 +32,8 @@ from ckptlint.checkpoint.options import (
     literal_value,
     value_of,
 )
-from ckptlint.checkpoint.site import CheckpointSite, HelperCall, HelperSummary, Reentrancy, SiteForm
-from ckptlint.checkpoint.site_builders import library_reentrancy, reentrancy_from
+from ckptlint.checkpoint.sites.site import CheckpointSite, HelperCall, HelperSummary, Reentrancy, SiteForm
+from ckptlint.checkpoint.sites.site_builders import library_reentrancy, reentrancy_from
 from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.bindings import BindingKind, ScopeKind
 from ckptlint.semantic.model import SemanticModel

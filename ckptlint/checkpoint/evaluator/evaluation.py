@@ -1,4 +1,4 @@
-"""Evaluating expressions to what they denote (names, bindings, attributes, calls, imports), with a step budget: the evaluator's core, mixed into :class:`ckptlint.checkpoint.regions.RegionBuilder`."""
+"""Evaluating expressions to what they denote (names, bindings, attributes, calls, imports), with a step budget: the evaluator's core, mixed into :class:`ckptlint.checkpoint.evaluator.regions.RegionBuilder`."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.class_summary import (
+from ckptlint.checkpoint.evaluator.class_summary import (
     dynamic_key,
     is_property,
-    returns_of,
     self_parameter,
 )
-from ckptlint.checkpoint.denotations import (
+from ckptlint.semantic.walk import returns_of
+from ckptlint.checkpoint.evaluator.denotations import (
     MAX_EVAL_DEPTH,
     ClassInfo,
     ClassValue,
@@ -30,8 +30,8 @@ from ckptlint.checkpoint.denotations import (
     call_argument,
     partially_applied,
 )
-from ckptlint.checkpoint.literals import skip_self_copies
-from ckptlint.checkpoint.options import NOT_LITERAL
+from ckptlint.checkpoint.evaluator.literals import skip_self_copies
+from ckptlint.checkpoint.sites.options import NOT_LITERAL
 from ckptlint.facts.apis import PARTIAL_QUALIFIED_NAMES
 from ckptlint.facts.hf_formats import CLASS_CONSTRUCTORS
 from ckptlint.facts.torch_facts import (

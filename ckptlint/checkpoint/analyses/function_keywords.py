@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.site import CheckpointSite
+from ckptlint.checkpoint.sites.site import CheckpointSite
 from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.callables import signature_of
 
 if TYPE_CHECKING:
-    from ckptlint.checkpoint.regions import RegionBuilder
+    from ckptlint.checkpoint.evaluator.regions import RegionBuilder
     from ckptlint.semantic.analysis import ModuleAnalysis
 
 __all__ = ["own_function_keywords", "refused_keywords", "reentrant_call_refuses_keywords"]

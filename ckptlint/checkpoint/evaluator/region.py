@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
-from ckptlint.checkpoint.class_summary import nodes_of_function, self_parameter
-from ckptlint.checkpoint.denotations import Context, LayerUse, Value
-from ckptlint.checkpoint.site import CheckpointSite
+from ckptlint.checkpoint.evaluator.class_summary import self_parameter
+from ckptlint.semantic.walk import nodes_of_function
+from ckptlint.checkpoint.evaluator.denotations import Context, LayerUse, Value
+from ckptlint.checkpoint.sites.site import CheckpointSite
 from ckptlint.semantic.bindings import Binding, BindingKind
 from ckptlint.text.source import location_label
 
@@ -24,7 +25,7 @@ __all__ = ["Frame", "LayerCall", "MAX_DEPTH", "Region", "site_label"]
 
 
 class BranchDecider(Protocol):
-    """What a frame asks to walk only the code that runs: :meth:`ckptlint.checkpoint.regions.RegionBuilder.decide`."""
+    """What a frame asks to walk only the code that runs: :meth:`ckptlint.checkpoint.evaluator.regions.RegionBuilder.decide`."""
 
     def decide(self, test: cst.BaseExpression, ctx: Context) -> bool | None: ...
 

@@ -4,14 +4,14 @@
 memory; it stores nothing on disk. Code that calls it with a state dict, a path or an
 optimizer wanted ``torch.save`` (or ``torch.distributed.checkpoint.save``). This module
 decides, once for every site, whether a checkpoint call is such a save in disguise
-(:attr:`~ckptlint.checkpoint.sites.CheckpointSite.save_misuse`); CKP301 reports it and the
+(:attr:`~ckptlint.checkpoint.sites.sites.CheckpointSite.save_misuse`); CKP301 reports it and the
 reentrancy rules (CKP001, CKP002) leave such calls alone.
 
 Evidence, strongest first:
 
 1. the callable argument is built as something that cannot be a computation: a
    ``state_dict()`` call, a dict, a string or path, an optimizer or scheduler
-   (``torch.optim.*``), ``torch.save``/``torch.load`` (see :mod:`ckptlint.checkpoint.argument_kinds`), or
+   (``torch.optim.*``), ``torch.save``/``torch.load`` (see :mod:`ckptlint.checkpoint.sites.argument_kinds`), or
    its name says optimizer / scheduler (``self.optimizer``; an ``nn.Module`` is never called
    that);
 2. an input is a state dict or a file path (``os.path.join(...)``, ``Path(...)``, a string
@@ -32,13 +32,13 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from ckptlint.checkpoint.argument_kinds import (
+from ckptlint.checkpoint.sites.argument_kinds import (
     ValueKind,
     classify_value,
     name_hint,
     path_literal,
 )
-from ckptlint.checkpoint.site import CheckpointSite, SaveForm, SaveMisuse
+from ckptlint.checkpoint.sites.site import CheckpointSite, SaveForm, SaveMisuse
 from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.model import SemanticModel, dotted_name
 

@@ -1,13 +1,13 @@
 """Recognising checkpoint APIs that a qualified-name lookup alone does not find.
 
-:func:`ckptlint.checkpoint.sites.collect_sites` asks :class:`Recogniser` about every call the API
+:func:`ckptlint.checkpoint.sites.sites.collect_sites` asks :class:`Recogniser` about every call the API
 table (:mod:`ckptlint.facts.apis`) does not name directly:
 
 - method names that are an API whatever the receiver (``self._gradient_checkpointing_func``,
   DeepSpeed's ``self.activation_checkpoint_func``), and methods of instances of an API class
   (``self.ckpt.checkpoint(f, x)`` after ``self.ckpt = CheckpointWithoutOutput()``);
 - ``self.attr(...)`` where the class stores an API in ``self.attr`` (``self._ckpt = checkpoint``);
-- home-made implementations (:mod:`ckptlint.checkpoint.homemade`): ``Impl.apply(f, ...)`` and
+- home-made implementations (:mod:`ckptlint.checkpoint.sites.homemade`): ``Impl.apply(f, ...)`` and
   helpers that call it;
 - ``TrainingArguments`` subclasses of the linted tree (the subclass relation, followed
   through base classes of this module and of other modules of the tree);
@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.class_summary import returns_of
-from ckptlint.checkpoint.homemade import home_made, implementation_of_apply
-from ckptlint.checkpoint.options import OptionState, OptionValue, literal_string
-from ckptlint.checkpoint.site import Reentrancy
+from ckptlint.semantic.walk import returns_of
+from ckptlint.checkpoint.sites.homemade import home_made, implementation_of_apply
+from ckptlint.checkpoint.sites.options import OptionState, OptionValue, literal_string
+from ckptlint.checkpoint.sites.site import Reentrancy
 from ckptlint.facts.apis import (
     API_BY_QUALIFIED_NAME,
     INSTANCE_METHOD_APIS,

@@ -34,8 +34,8 @@ import difflib
 
 import libcst as cst
 
-from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
-from ckptlint.checkpoint.site import CheckpointSite, Misspelling
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.sites.site import CheckpointSite, Misspelling
 from ckptlint.facts.apis import CHECKPOINT_OPTIONS, ApiKind
 from ckptlint.semantic.bindings import BindingKind
 from ckptlint.semantic.callables import signature_of

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import libcst as cst
 
-from ckptlint.checkpoint.region import Frame
+from ckptlint.checkpoint.evaluator.region import Frame
 from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.bindings import (
     Binding,

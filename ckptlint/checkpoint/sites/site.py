@@ -1,9 +1,9 @@
 """The records of checkpoint sites: what a site is, which variant it runs, and the two
 findings attached to it while sites are collected (a save misuse, misspelled options).
 
-Leaf records only (no analysis): :mod:`ckptlint.checkpoint.sites` builds them,
-:mod:`~ckptlint.checkpoint.misuse`, :mod:`~ckptlint.checkpoint.misspelling` and
-:mod:`~ckptlint.checkpoint.reach` fill parts of them, rules read them.
+Leaf records only (no analysis): :mod:`ckptlint.checkpoint.sites.sites` builds them,
+:mod:`~ckptlint.checkpoint.sites.misuse`, :mod:`~ckptlint.checkpoint.sites.misspelling` and
+:mod:`~ckptlint.checkpoint.sites.reach` fill parts of them, rules read them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from enum import Enum
 
 import libcst as cst
 
-from ckptlint.checkpoint.options import ABSENT, CallArguments, OptionState, OptionValue
+from ckptlint.checkpoint.sites.options import ABSENT, CallArguments, OptionState, OptionValue
 from ckptlint.facts.apis import CheckpointApi
 from ckptlint.semantic.bindings import Scope
 
@@ -220,9 +220,9 @@ class CheckpointSite:
         scope: the scope the call is evaluated in.
         save_misuse: set when the call is not activation checkpointing at all but an
             attempt to save training state (a state dict, a path, an optimizer...; see
-            :mod:`ckptlint.checkpoint.misuse`). Reported by CKP301; no other rule judges it.
+            :mod:`ckptlint.checkpoint.sites.misuse`). Reported by CKP301; no other rule judges it.
         misspellings: the site's own keywords that look like misspelled options (see
-            :mod:`ckptlint.checkpoint.misspelling`). Reported by CKP003; other rules neither
+            :mod:`ckptlint.checkpoint.sites.misspelling`). Reported by CKP003; other rules neither
             count them as function keywords nor add the option they stand for.
         helper: for a ``HELPER_CALL``, the helper called.
         alternatives: for a ``HELPER_CALL``, the helper's checkpoint calls this call can
@@ -290,5 +290,5 @@ class SiteIndex:
     module_calls: list[cst.Call]
     dcp_calls: list[cst.Call] = field(default_factory=list)
     #: the module's helpers (functions and methods that checkpoint a parameter), by
-    #: qualified name in the module (see :mod:`ckptlint.checkpoint.helper_sites`)
+    #: qualified name in the module (see :mod:`ckptlint.checkpoint.sites.helper_sites`)
     helpers: dict[str, HelperSummary] = field(default_factory=dict)

@@ -35,15 +35,15 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.class_summary import self_parameter
-from ckptlint.checkpoint.denotations import ClassInfo
-from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.evaluator.class_summary import self_parameter
+from ckptlint.checkpoint.evaluator.denotations import ClassInfo
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.facts.torch_facts import batchnorm_instances
 from ckptlint.semantic.walk import iter_tree
 
 if TYPE_CHECKING:
-    from ckptlint.checkpoint.regions import RegionBuilder
-    from ckptlint.checkpoint.site import CheckpointSite
+    from ckptlint.checkpoint.evaluator.regions import RegionBuilder
+    from ckptlint.checkpoint.sites.site import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
 
 __all__ = ["Freeze", "frozen_batchnorms"]
@@ -72,7 +72,7 @@ def frozen_batchnorms(builder: RegionBuilder, site: CheckpointSite, analysis: Mo
         return None
     if analysis.covered is not None:
         # Who builds the class is a question about the whole module, which a partial parse
-        # (ckptlint.checkpoint.site_statements) may not hold: ask the project for the whole
+        # (ckptlint.checkpoint.sites.site_statements) may not hold: ask the project for the whole
         # parse; it replaces this one and the rules run again on it (ckptlint.semantic.project).
         path = analysis.source.path
         if builder.project is not None and os.path.isabs(path):

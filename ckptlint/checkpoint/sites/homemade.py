@@ -20,7 +20,7 @@ An :class:`Implementation` records what the implementation restores around the r
 from its code, by the names it calls: an RNG save/restore, ``fork_rng``, an RNG tracker's
 ``get_states``/``set_states``/``fork``; autocast state read in ``forward`` and re-entered in
 ``backward``, or ``custom_bwd``). Calls of ``apply`` and of helpers that pass one of their
-parameters as the stored callable are checkpoint sites (see :mod:`ckptlint.checkpoint.sites`).
+parameters as the stored callable are checkpoint sites (see :mod:`ckptlint.checkpoint.sites.sites`).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ckptlint.facts.apis import AUTOGRAD_FUNCTION_BASES, HOME_MADE, CheckpointApi
-from ckptlint.checkpoint.reversible import reversible_shape
+from ckptlint.checkpoint.sites.reversible import reversible_shape
 from ckptlint.facts.home_made import known_implementation
-from ckptlint.checkpoint.options import literal_string
+from ckptlint.checkpoint.sites.options import literal_string
 from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name, candidate_values
 from ckptlint.semantic.bindings import Assigned, BindingKind
 from ckptlint.semantic.model import SemanticModel
@@ -272,7 +272,7 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
 
 
 def _reversible(node: cst.ClassDef, qualname: str, model: SemanticModel) -> Implementation | None:
-    """A reversible-network recompute (:mod:`ckptlint.checkpoint.reversible`) as an
+    """A reversible-network recompute (:mod:`ckptlint.checkpoint.sites.reversible`) as an
     implementation whose sites recompute the blocks passed to ``apply``."""
     shape = reversible_shape(node, model.module)
     if shape is None:

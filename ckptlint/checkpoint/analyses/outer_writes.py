@@ -4,7 +4,7 @@ Recomputation runs the region's Python code again during backward (twice under t
 reentrant variant; under non-reentrant ``early_stop`` the code before the last saved tensor
 runs again, torch.utils.checkpoint 2.9). So a region that *writes* outer state does it again
 (counters, caches, logs). Writes the recompute cannot change are left out by
-:mod:`ckptlint.checkpoint.write_exemptions`."""
+:mod:`ckptlint.checkpoint.analyses.write_exemptions`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
-from ckptlint.checkpoint.outer_state import (
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.analyses.outer_state import (
     OuterWrite,
     Owner,
     contains_node,
@@ -26,8 +26,8 @@ from ckptlint.checkpoint.outer_state import (
     node_code,
     owner_of,
 )
-from ckptlint.checkpoint.region import Frame, Region
-from ckptlint.checkpoint.write_exemptions import (
+from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.analyses.write_exemptions import (
     after_last_saved,
     balanced_calls,
     constant_write,

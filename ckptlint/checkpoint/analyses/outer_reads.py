@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
-from ckptlint.checkpoint.outer_state import (
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.analyses.outer_state import (
     LOOP_REBINDING,
     LOOP_VARIABLE,
     STATE_KINDS,
@@ -20,8 +20,8 @@ from ckptlint.checkpoint.outer_state import (
     node_code,
     owner_of,
 )
-from ckptlint.checkpoint.region import Frame, Region
-from ckptlint.checkpoint.write_exemptions import (
+from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.analyses.write_exemptions import (
     assigns_in,
     balanced_calls,
     exit_guard_body,

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ckptlint.checkpoint.denotations import LayerUse
-from ckptlint.checkpoint.layer_switches import argument_value, layer_switched_on, switch_is_on
-from ckptlint.checkpoint.options import NOT_LITERAL, literal_value
-from ckptlint.checkpoint.region import Frame, Region
-from ckptlint.checkpoint.regions import RegionBuilder
+from ckptlint.checkpoint.evaluator.denotations import LayerUse
+from ckptlint.checkpoint.analyses.layer_switches import argument_value, layer_switched_on, switch_is_on
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.evaluator.regions import RegionBuilder
 from ckptlint.facts.torch_facts import (
     DEVICE_MOVE_METHODS,
     GENERATOR_CLASSES,
@@ -73,7 +73,7 @@ def _argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
 def _switch_active(call: cst.Call, switch: tuple[str, int, object] | None, frame: Frame, off: object) -> bool | None:
     """Whether the argument ``switch`` names leaves the op on: its literal value, or the value
     the bindings of the frame give it (``F.dropout(x, self.attn_drop)`` with ``attn_drop=0.``
-    passed by the constructor call the region followed: :mod:`~ckptlint.checkpoint.layer_switches`)."""
+    passed by the constructor call the region followed: :mod:`~ckptlint.checkpoint.analyses.layer_switches`)."""
     if switch is None:
         return True
     keyword, position, default = switch

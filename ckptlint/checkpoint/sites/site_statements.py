@@ -1,7 +1,7 @@
 """Which top-level statements of a linted module can hold what a rule reports, decided from
 its ``ast`` index (:mod:`ckptlint.semantic.index`) before libcst parses anything.
 
-Every rule reads checkpoint sites (:func:`ckptlint.checkpoint.sites.site_index`: calls of
+Every rule reads checkpoint sites (:func:`ckptlint.checkpoint.sites.sites.site_index`: calls of
 an API, ``torch.utils.checkpoint`` called as a function, ``torch.distributed.checkpoint``
 calls) or home-made implementations (``autograd.Function`` classes with a ``backward``),
 and what those reach. libcst parses only the statements chosen here and everything they
@@ -18,7 +18,7 @@ attribute and keyword names; strings and comments are not read):
   the ``gradient_checkpointing`` keyword), a ``TrainingArguments`` base;
 - a name bound by an import that can denote an API or a home-made implementation: of an
   API or of a module whose dotted name mentions checkpointing, or a name whose last part
-  reads like one (what :class:`~ckptlint.checkpoint.reach.Recogniser` follows into other
+  reads like one (what :class:`~ckptlint.checkpoint.sites.reach.Recogniser` follows into other
   modules: ``checkpoint``, ``ckpt``, ``recompute``, ``apply``; ``...Arguments``,
   ``...Args``, ``...Config`` for ``TrainingArguments`` subclasses);
 - ``X.apply`` on a module-level or imported ``X`` (a home-made implementation's ``apply``);

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.denotations import AttributeValue, ClassInfo
-from ckptlint.checkpoint.options import literal_string, literal_value
+from ckptlint.checkpoint.evaluator.denotations import AttributeValue, ClassInfo
+from ckptlint.checkpoint.sites.options import literal_string, literal_value
 from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name, candidate_values
 from ckptlint.semantic.bindings import EACH, Assigned, BindingKind
-from ckptlint.semantic.walk import child_nodes, node_types
+from ckptlint.semantic.walk import nodes_of_function
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
@@ -71,8 +71,6 @@ def self_attribute(expr: cst.BaseExpression, self_name: str) -> str | None:
         return expr.attr.value
     return None
 
-_NOT_ENTERED = node_types(cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)
-_BRANCHES = node_types(cst.If, cst.IfExp)
 
 
 def _record(info: ClassInfo, name: str, assigned: Assigned, method: cst.FunctionDef | None) -> None:
@@ -148,31 +146,3 @@ def is_property(method: cst.FunctionDef) -> bool:
             return True
     return False
 
-def nodes_of_function(
-    function: cst.FunctionDef | cst.Lambda, decide: Callable[[cst.BaseExpression], bool | None] | None = None
-) -> Iterator[cst.CSTNode]:
-    """Every node of ``function``'s body, not entering nested defs and classes (which run
-    only when called). With ``decide`` (a branch condition -> ``True``/``False``/``None``
-    for undecided), the branch of an ``if`` statement or expression that cannot run is
-    skipped."""
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        yield node
-        kind = type(node)
-        if kind in _NOT_ENTERED:
-            continue
-        if decide is not None and kind in _BRANCHES:
-            taken = decide(node.test)
-            if taken is not None:
-                branch = node.body if taken else node.orelse
-                stack.extend(b for b in (branch, node.test) if b is not None)
-                continue
-        children = [child for _, child in child_nodes(node)]
-        children.reverse()
-        stack.extend(children)
-
-def returns_of(
-    function: cst.FunctionDef, decide: Callable[[cst.BaseExpression], bool | None] | None = None
-) -> list[cst.Return]:
-    return [node for node in nodes_of_function(function, decide) if isinstance(node, cst.Return)]

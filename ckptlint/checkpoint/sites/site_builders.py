@@ -1,4 +1,4 @@
-"""Building a :class:`~ckptlint.checkpoint.site.CheckpointSite` from a call of a recognised API, one
+"""Building a :class:`~ckptlint.checkpoint.sites.site.CheckpointSite` from a call of a recognised API, one
 builder per kind of API (torch's function, sequential, wrapper and composable forms, Hugging
 Face's switches, other libraries' functions and wrappers, policies, home-made implementations)."""
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.options import (
+from ckptlint.checkpoint.sites.options import (
     ABSENT,
     UNKNOWN,
     CallArguments,
@@ -18,7 +18,7 @@ from ckptlint.checkpoint.options import (
     mapping_alternatives,
     option_from_mappings,
 )
-from ckptlint.checkpoint.site import CheckpointSite, Reentrancy, SiteForm
+from ckptlint.checkpoint.sites.site import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.facts.apis import (
     CHECKPOINT_OPTIONS,
     ApiKind,
@@ -364,7 +364,7 @@ def _build_library_wrapper(api, form, call, arguments, model) -> CheckpointSite:
     )
 
 def _build_policy(api, form, call, arguments, model) -> CheckpointSite | None:
-    from ckptlint.checkpoint.reach import (
+    from ckptlint.checkpoint.sites.reach import (
         policy_region_expression,
         wrapper_fn_reentrancy,
     )

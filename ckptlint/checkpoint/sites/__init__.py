@@ -1,0 +1,1 @@
+"""Checkpoint sites: which calls checkpoint what, with which options (``site_index``)."""
