@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import sarif_pydantic
 
 from ckptlint.docs import rule_doc
 from ckptlint.output import FORMATS, renderer
@@ -302,6 +303,7 @@ def _get(data: dict, dotted: str):  # noqa: ANN202
 
 def check_github_sarif(log: dict) -> None:
     """Fail unless ``log`` has every property GitHub code scanning requires, with sane values."""
+    sarif_pydantic.Sarif.model_validate(log)  # the SARIF 2.1.0 object model, with rules, fixes, fingerprints
     for key in GITHUB_REQUIRED_LOG:
         _get(log, key)
     assert log["version"] == "2.1.0"

@@ -22,6 +22,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import jsonschema
+import sarif_pydantic
 import pytest
 
 from ckptlint.output import FORMATS
@@ -148,6 +149,7 @@ def _check_valid(fmt: str, data: bytes) -> None:
     elif fmt == "sarif":
         log = json.loads(text)
         jsonschema.validate(log, SARIF_SUBSET)
+        sarif_pydantic.Sarif.model_validate(log)  # the whole SARIF 2.1.0 object model, typed
         uris = [loc["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"] for loc in r["locations"]]
         assert "bad%FFname.py" in uris
     elif fmt == "junit":
