@@ -85,7 +85,7 @@ def test_a_switch_off_by_default_is_reported_with_its_condition(tmp_path: Path, 
     write("pkg/blocks.py", textwrap.dedent(BLOCKS).replace("{norm}", "BatchNorm1d"))
     (found,) = _findings(run_cli, "--no-cache", ".")
     assert found[2] == "CKP203"
-    assert found[3].endswith("; this code runs only when `self.with_cp` is true (it defaults to `False`)")
+    assert found[3].endswith("; this code runs only when `self.with_cp` is true (it defaults to `False`) and `x.requires_grad`")
 
 
 def test_the_else_branch_of_a_negated_switch_names_it_too(tmp_path: Path, run_cli, write) -> None:
@@ -93,8 +93,8 @@ def test_the_else_branch_of_a_negated_switch_names_it_too(tmp_path: Path, run_cl
     write(
         "pkg/model.py",
         textwrap.dedent(MODEL).replace(
-            "            if self.with_cp and x.requires_grad:\n                return cp.checkpoint(self.block, x, use_reentrant=False)\n            return self.block(x)\n",
-            "            if not self.with_cp:\n                return self.block(x)\n            else:\n                return cp.checkpoint(self.block, x, use_reentrant=False)\n",
+            "        if self.with_cp and x.requires_grad:\n            return cp.checkpoint(self.block, x, use_reentrant=False)\n        return self.block(x)\n",
+            "        if not self.with_cp:\n            return self.block(x)\n        else:\n            return cp.checkpoint(self.block, x, use_reentrant=False)\n",
         ).replace("with_cp=False", "with_cp=None"),
     )
     write("pkg/blocks.py", textwrap.dedent(BLOCKS).replace("{norm}", "BatchNorm1d"))
@@ -102,12 +102,31 @@ def test_the_else_branch_of_a_negated_switch_names_it_too(tmp_path: Path, run_cl
     assert found[3].endswith("only when `self.with_cp` is true (it defaults to `None`)")
 
 
-def test_a_switch_on_by_default_or_unguarded_code_states_no_condition(tmp_path: Path, run_cli, write) -> None:
+def test_a_switch_on_by_default_is_stated_as_written_and_unguarded_code_states_nothing(tmp_path: Path, run_cli, write) -> None:
     write("pkg/__init__.py", "")
     write("pkg/model.py", textwrap.dedent(MODEL).replace("with_cp=False", "with_cp=True"))
     write("pkg/blocks.py", textwrap.dedent(BLOCKS).replace("{norm}", "BatchNorm1d"))
     (found,) = _findings(run_cli, "--no-cache", ".")
+    assert found[3].endswith("; this code runs only when `self.with_cp` and `x.requires_grad`")
+    write("pkg/model.py", textwrap.dedent(MODEL).replace("if self.with_cp and x.requires_grad:", "if True:"))
+    (found,) = _findings(run_cli, "--no-cache", ".")
+    assert found[3].endswith("; this code runs only when `True`")
+    unguarded = textwrap.dedent(MODEL).replace("        if self.with_cp and x.requires_grad:\n    ", "").replace("        return self.block(x)\n", "")
+    write("pkg/model.py", unguarded)
+    (found,) = _findings(run_cli, "--no-cache", ".")
     assert "only when" not in found[3]
+
+
+def test_a_guard_read_from_a_config_and_an_else_branch_are_stated_as_written(tmp_path: Path, run_cli, write) -> None:
+    write("pkg/__init__.py", "")
+    guarded = textwrap.dedent(MODEL).replace(
+        "        if self.with_cp and x.requires_grad:\n",
+        "        if self.cfg.fast:\n            return self.block(x)\n        elif self.use_checkpoint and i < self.checkpoint_num[0]:\n",
+    )
+    write("pkg/model.py", guarded)
+    write("pkg/blocks.py", textwrap.dedent(BLOCKS).replace("{norm}", "BatchNorm1d"))
+    (found,) = _findings(run_cli, "--no-cache", ".")
+    assert found[3].endswith("; this code runs only when `not (self.cfg.fast)` and `self.use_checkpoint` and `i < self.checkpoint_num[0]`")
 
 
 def test_a_class_that_nothing_names_is_judged(tmp_path: Path, run_cli, write) -> None:
@@ -123,4 +142,4 @@ def test_a_switch_bound_by_tuple_assignment_is_read_the_same(tmp_path: Path, run
     write("pkg/model.py", textwrap.dedent(MODEL).replace("self.with_cp = with_cp", "self.dim, self.with_cp = dim, with_cp"))
     write("pkg/blocks.py", textwrap.dedent(BLOCKS).replace("{norm}", "BatchNorm1d"))
     (found,) = _findings(run_cli, "--no-cache", ".")
-    assert found[3].endswith("only when `self.with_cp` is true (it defaults to `False`)")
+    assert found[3].endswith("only when `self.with_cp` is true (it defaults to `False`) and `x.requires_grad`")

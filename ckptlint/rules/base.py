@@ -19,7 +19,7 @@ import libcst as cst
 
 from ckptlint.checkpoint.sites.call_errors import always_raises
 from ckptlint.checkpoint.sites.sites import site_index
-from ckptlint.checkpoint.sites.guards import condition_text, constructor_switches
+from ckptlint.checkpoint.sites.guards import site_condition
 from ckptlint.facts.version_facts import VersionFact
 from ckptlint.facts.versions import Decision, TargetVersion, decide
 from ckptlint.registry import RULES, FixAvailability, Severity
@@ -145,12 +145,12 @@ class RuleContext:
 
     def condition(self, site: CheckpointSite) -> str:
         """The condition under which ``site`` runs, as a message suffix (``"; this code runs
-        only when `self.with_cp` is true (it defaults to `False`)"``), read from the site's own
-        class (:func:`~ckptlint.checkpoint.sites.guards.constructor_switches`); ``""`` when the site is
-        not guarded by a constructor switch. Answered once per site."""
+        only when `self.with_cp` is true (it defaults to `False`) and `x.requires_grad`"``),
+        read from the function and class around it (:func:`~ckptlint.checkpoint.sites.guards.site_condition`);
+        ``""`` when no ``if`` guards it. Answered once per site."""
         key = id(site.call)
         if key not in self._conditions:
-            self._conditions[key] = condition_text(constructor_switches(self.analysis, site))
+            self._conditions[key] = site_condition(self.analysis, site)
         return self._conditions[key]
 
     @cached_property
@@ -176,7 +176,7 @@ class RuleContext:
         With ``once``, a node already reported by this rule is skipped (a statement reached
         from several checkpoint sites is reported for the first). With ``site`` (the region
         rules), the message ends with the condition under which the site runs
-        (:meth:`condition`) when a constructor switch guards it."""
+        (:meth:`condition`) when an ``if`` guards it."""
         where = analysis or self.analysis
         if site is not None:
             message += self.condition(site)

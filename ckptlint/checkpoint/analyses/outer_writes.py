@@ -26,6 +26,7 @@ from ckptlint.checkpoint.analyses.outer_state import (
     node_code,
     owner_of,
 )
+from ckptlint.checkpoint.evaluator.denotations import ClassInfo
 from ckptlint.checkpoint.evaluator.region import Frame, Region
 from ckptlint.checkpoint.analyses.write_exemptions import (
     after_last_saved,
@@ -201,6 +202,8 @@ def _frame_writes(frame: Frame) -> Iterator[OuterWrite]:
             if method in MUTATING_METHODS and kind in (Owner.OUTER, Owner.SELF, Owner.PARAMETER):
                 if frame.analysis.model.qualified_names(node.func):
                     continue  # a module function such as os.environ.update is resolved; skip modules
+                if kind is Owner.SELF and _installed_from_outside(info, owner, self_name):
+                    continue  # not known to be a list, dict or set: `update` may be anything
                 yield OuterWrite(node, frame, f"calls `{frame_text(frame, owner)}.{method}(...)`, mutating {describe(kind, base)}")
             elif (
                 method.endswith("_")
@@ -371,3 +374,17 @@ def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression,
             verb = "augments" if isinstance(node, cst.AugAssign) else "assigns"
             return f"{verb} `{frame_text(frame, target)}`, {describe(kind, base)}"
     return None
+
+
+def _installed_from_outside(info: ClassInfo | None, owner: cst.BaseExpression, self_name: str | None) -> bool:
+    """Whether ``owner`` is ``self.X`` that its class only ever sets to ``None`` (fish-speech's
+    ``self.kv_cache = None``, a cache object that inference code installs from outside with
+    ``block.attention.kv_cache = KVCache(...)``): what ``self.X.update(...)`` then does is not
+    known (a ``KVCache.update`` that writes the same keys at the same positions again), so it is
+    not taken for a container's mutation."""
+    if info is None or self_name is None:
+        return False
+    if not (isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name) and owner.value.value == self_name):
+        return False
+    values = info.attributes.get(owner.attr.value)
+    return bool(values) and all(isinstance(v.value, cst.Name) and v.value.value == "None" and not v.path for v in values)

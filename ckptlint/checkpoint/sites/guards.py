@@ -1,11 +1,13 @@
-"""The constructor switches that guard a checkpoint site, read from the site's own class.
+"""The conditions that guard a checkpoint site, read from the function and class around it.
 
 mm-style backbones checkpoint only ``if self.with_cp``, ``self.with_cp`` being a constructor
-parameter that defaults to ``False``. The code is wrong whenever the switch is on (users turn
-such switches on from configs and command lines exactly when memory runs short), so region
-rules report it and say the condition in the message (:func:`condition_text`). Only the
-linted module is read: whether any file turns the switch on is not asked (a file's findings
-depend on its own text and the modules it imports, never on other text of the project).
+parameter that defaults to ``False``; Hugging Face models only ``if self.gradient_checkpointing
+and self.training``; others under a config key (``if self.use_checkpoint and i <
+self.checkpoint_num[0]``). The code is wrong whenever the guard holds (users turn such switches
+on from configs and command lines exactly when memory runs short), so region rules report it and
+say the condition in the message (:func:`site_condition`). Only the linted module is read:
+whether any file turns the switch on is not asked (a file's findings depend on its own text and
+the modules it imports, never on other text of the project).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from ckptlint.checkpoint.sites.site import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["ConstructorSwitch", "condition_text", "constructor_switches"]
+__all__ = ["ConstructorSwitch", "condition_text", "constructor_switches", "guard_conjuncts", "site_condition"]
 
 
 @dataclass(frozen=True)
@@ -65,14 +67,79 @@ def constructor_switches(analysis: ModuleAnalysis, site: CheckpointSite) -> list
     return switches
 
 
-def condition_text(switches: list[ConstructorSwitch]) -> str:
-    """The condition under which a finding at a site guarded by ``switches`` holds, as a
-    message suffix: ``"; this code runs only when `self.with_cp` is true (it defaults to
-    `False`)"``; ``""`` without switches."""
-    if not switches:
-        return ""
+def condition_text(switches: list[ConstructorSwitch], others: list[str] = ()) -> str:  # type: ignore[assignment]
+    """The condition under which a finding at a site holds, as a message suffix: each switch
+    as ``"`self.with_cp` is true (it defaults to `False`)"``, then the other conditions
+    (``others``, source text); ``"; this code runs only when ... and ..."``, or ``""`` when
+    there is none."""
     parts = [f"`self.{s.attribute}` is true (it defaults to `{s.default}`)" for s in switches]
+    parts += [f"`{text}`" for text in others]
+    if not parts:
+        return ""
     return "; this code runs only when " + " and ".join(parts)
+
+
+#: Longest condition text shown (longer ones end with an ellipsis).
+MAX_CONDITION = 80
+
+
+def site_condition(analysis: ModuleAnalysis, site: CheckpointSite) -> str:
+    """The message suffix that states when ``site`` runs (:func:`condition_text`): its
+    constructor switches, then every other conjunct of the ``if`` tests (statements and
+    expressions, ``elif`` included) around it in its function, as written (a test the
+    ``else`` branch needs false reads ``not (...)``); a torch-version check that every release
+    ckptlint judges passes is left out."""
+    switches = constructor_switches(analysis, site)
+    names = {s.attribute for s in switches}
+    others: list[str] = []
+    for node, text in guard_conjuncts(analysis, site):
+        if node is not None and _switch_attribute(node) in names:
+            continue
+        text = " ".join(text.split())
+        if len(text) > MAX_CONDITION:
+            text = text[: MAX_CONDITION - 1] + "\u2026"
+        if text not in others:
+            others.append(text)
+    return condition_text(switches, others)
+
+
+def guard_conjuncts(analysis: ModuleAnalysis, site: CheckpointSite) -> list[tuple[cst.BaseExpression | None, str]]:
+    """The conditions that must hold for ``site`` to run, outermost first, each as (its
+    expression, its text): each conjunct of the test of an ``if`` whose body holds the site, and
+    ``not (test)`` (no expression) for one whose ``else`` holds it (``not X`` gives ``X``), up to
+    the function around the site."""
+    from ckptlint.checkpoint.sites.options import torch_version_test
+
+    model = analysis.model
+    below: cst.CSTNode = site.call
+    found: list[tuple[cst.BaseExpression | None, str]] = []
+    for ancestor in model.ancestors(site.call):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            break
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test and torch_version_test(ancestor.test, model) is None:
+            test = ancestor.test
+            if below is ancestor.body:
+                found[:0] = [(c, analysis.text_of(c)) for c in _conjuncts(test)]
+            elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                found[:0] = [(c, analysis.text_of(c)) for c in _conjuncts(test.expression)]
+            else:
+                found[:0] = [(None, f"not ({analysis.text_of(test)})")]
+        below = ancestor
+    return found
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]
+
+
+def _switch_attribute(conjunct: cst.BaseExpression) -> str | None:
+    """``X`` of a conjunct ``self.X`` (the first parameter's name is not checked here: a
+    switch is named only when the class sets it from a constructor parameter)."""
+    if isinstance(conjunct, cst.Attribute) and isinstance(conjunct.value, cst.Name):
+        return conjunct.attr.value
+    return None
 
 
 def _guard_attributes(test: cst.BaseExpression, self_name: str, in_body: bool) -> list[str]:
