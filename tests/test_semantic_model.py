@@ -10,6 +10,7 @@ import pytest
 
 from ckptlint.semantic.bindings import BindingKind, ScopeKind
 from ckptlint.semantic.model import SemanticModel
+from ckptlint.semantic.reaching import reaching
 
 
 def build(source: str, module_name: str = "pkg.model", is_package: bool = False) -> SemanticModel:
@@ -149,7 +150,7 @@ def test_calls_parents_and_enclosing() -> None:
 
 
 def _reaching_kinds(model: SemanticModel, name: cst.Name) -> list[str]:
-    return [f"{b.kind.value}@{model.module.code_for_node(b.node).splitlines()[0].strip() if not isinstance(b.node, cst.Param) else 'param'}" for b in model.reaching(name)]
+    return [f"{b.kind.value}@{model.module.code_for_node(b.node).splitlines()[0].strip() if not isinstance(b.node, cst.Param) else 'param'}" for b in reaching(model, name)]
 
 
 def test_a_plain_assignment_kills_earlier_bindings_in_straight_line_code() -> None:

@@ -17,6 +17,7 @@ from enum import Enum
 __all__ = [
     "CONTAINER_CLASSES",
     "TORCH_VERSION_CHECKS",
+    "CHECKPOINT_PARAMETERS",
     "TORCH_VERSIONS_JUDGED",
     "torch_version_check",
     "batchnorm_instances",
@@ -329,6 +330,17 @@ TORCH_VERSIONS_JUDGED = ((2, 9), (2, 13))
 #: copies use for ``ckpt_kwargs = {"use_reentrant": False} if is_torch_version(">=", "1.11.0")
 #: else {}``.
 TORCH_VERSION_CHECKS = frozenset({"diffusers.utils.is_torch_version", "diffusers.utils.import_utils.is_torch_version"})
+
+#: The parameters of torch's checkpoint functions on every release of :data:`TORCH_VERSIONS_JUDGED`
+#: (torch/utils/checkpoint.py 2.9 and 2.13, ``inspect.signature``), for code that tests
+#: ``"use_reentrant" in inspect.signature(checkpoint).parameters`` before binding it (TinyCLIP's
+#: ``open_clip/model.py``).
+CHECKPOINT_PARAMETERS: dict[str, frozenset[str]] = {
+    "torch.utils.checkpoint.checkpoint": frozenset(
+        {"function", "args", "use_reentrant", "context_fn", "determinism_check", "debug", "early_stop", "kwargs"}
+    ),
+    "torch.utils.checkpoint.checkpoint_sequential": frozenset({"functions", "segments", "input", "use_reentrant", "kwargs"}),
+}
 
 _COMPARISONS = {
     "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,

@@ -414,60 +414,6 @@ class SemanticModel:
             child = ancestor
         return bindings
 
-    def reaching(self, name_node: cst.Name) -> list[Binding]:
-        """:meth:`bindings_of`, less those that a plain assignment kills before the read, in
-        straight-line code of one function: when a statement of the function's own body (not
-        inside an ``if``, loop or ``try``) before the statement holding the read binds the name
-        by ``=``, bindings before it (the parameter of ``kwargs = {..., **kwargs}`` too) cannot
-        reach the read; nor can a statement's own ``=`` binding reach a read in its value, nor a
-        binding in a later statement of that body. Reads elsewhere keep every binding."""
-        bindings = self.bindings_of(name_node)
-        if len(bindings) < 2:
-            return bindings
-        statement: cst.CSTNode | None = None
-        below: cst.CSTNode = name_node
-        body = None
-        for ancestor in self.ancestors(name_node):
-            if isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
-                return bindings
-            if isinstance(ancestor, cst.FunctionDef):
-                body = ancestor.body.body if isinstance(ancestor.body, cst.IndentedBlock) else None
-                break
-            statement, below = below, ancestor
-        if body is None or statement is None:
-            return bindings
-        statements = list(body)
-        try:
-            position = next(i for i, s in enumerate(statements) if s is statement)
-        except StopIteration:
-            return bindings
-        index = {id(s): i for i, s in enumerate(statements)}
-
-        def where(binding: Binding) -> int | None:
-            if binding.kind is BindingKind.PARAMETER:
-                return -1
-            node: cst.CSTNode | None = binding.node
-            while node is not None and id(node) not in index:
-                node = self.parents.get(node)
-            return None if node is None else index[id(node)]
-
-        places = [(binding, where(binding)) for binding in bindings]
-        if any(place is None for _, place in places):
-            return bindings  # a binding outside this body (global, nested scope): keep all
-        killed = -1
-        for binding, place in places:
-            own_line = isinstance(statements[place], cst.SimpleStatementLine)  # type: ignore[index]
-            if binding.kind is BindingKind.ASSIGNMENT and own_line and place < position:  # type: ignore[operator]
-                killed = max(killed, place)  # type: ignore[type-var]
-        simple = isinstance(statement, cst.SimpleStatementLine)
-        kept = [
-            binding
-            for binding, place in places
-            if killed <= place < position  # type: ignore[operator]
-            or (place == position and not (simple and binding.kind is BindingKind.ASSIGNMENT))
-        ]
-        return kept or bindings
-
     def _inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
         return any(a is container for a in self.ancestors(node))
 

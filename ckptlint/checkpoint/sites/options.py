@@ -12,12 +12,14 @@ import ast
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial as partial_of
 from enum import Enum
 
 import libcst as cst
 
 from ckptlint.semantic.bindings import BindingKind, MutationKind
 from ckptlint.semantic.model import SemanticModel
+from ckptlint.semantic.reaching import reaching
 
 __all__ = [
     "ABSENT",
@@ -216,7 +218,7 @@ def mapping_alternatives(
             return [_UNKNOWN_MAPPING]
         return mapping_alternatives(expr.body if chosen else expr.orelse, model, _depth + 1)
     if isinstance(expr, cst.Name):
-        bindings = model.reaching(expr)
+        bindings = reaching(model, expr, partial_of(torch_version_test, model=model))
         if not bindings:
             return [_UNKNOWN_MAPPING]
         alternatives: list[MappingAlternative] = []
@@ -236,15 +238,39 @@ def mapping_alternatives(
 
 def torch_version_test(test: cst.BaseExpression, model: SemanticModel) -> bool | None:
     """The value of ``is_torch_version(">=", "1.11.0")`` (diffusers' check, see
-    :data:`~ckptlint.facts.torch_facts.TORCH_VERSION_CHECKS`) on the torch releases ckptlint
-    judges; ``None`` for any other test (then the dictionary is unknown)."""
+    :data:`~ckptlint.facts.torch_facts.TORCH_VERSION_CHECKS`) or of ``"use_reentrant" in
+    inspect.signature(checkpoint).parameters`` on the torch releases ckptlint judges; ``None``
+    for any other test (then the dictionary is unknown)."""
     from ckptlint.facts.torch_facts import TORCH_VERSION_CHECKS, torch_version_check
 
+    if isinstance(test, cst.Comparison):
+        return _signature_test(test, model)
     if not isinstance(test, cst.Call) or len(test.args) != 2 or any(a.keyword or a.star for a in test.args):
         return None
     if not model.qualified_names(test.func) & TORCH_VERSION_CHECKS:
         return None
     return torch_version_check(literal_value(test.args[0].value, model), literal_value(test.args[1].value, model))
+
+
+def _signature_test(test: cst.Comparison, model: SemanticModel) -> bool | None:
+    """``"use_reentrant" in inspect.signature(checkpoint).parameters`` (``not in`` too) for a
+    function of :data:`~ckptlint.facts.torch_facts.CHECKPOINT_PARAMETERS`; else ``None``."""
+    from ckptlint.facts.torch_facts import CHECKPOINT_PARAMETERS
+
+    if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, (cst.In, cst.NotIn)):
+        return None
+    name = literal_value(test.left, model)
+    parameters = test.comparisons[0].comparator
+    if not isinstance(name, str) or not (isinstance(parameters, cst.Attribute) and parameters.attr.value == "parameters"):
+        return None
+    call = parameters.value
+    if not (isinstance(call, cst.Call) and len(call.args) == 1 and "inspect.signature" in model.qualified_names(call.func)):
+        return None
+    known = [CHECKPOINT_PARAMETERS[n] for n in model.qualified_names(call.args[0].value) if n in CHECKPOINT_PARAMETERS]
+    if not known:
+        return None
+    found = name in known[0]
+    return found if isinstance(test.comparisons[0].operator, cst.In) else not found
 
 
 def in_branch_torch_never_takes(model: SemanticModel, node: cst.CSTNode) -> bool:
@@ -313,7 +339,7 @@ def surely_present_keys(expr: cst.BaseExpression, model: SemanticModel, _depth: 
     """The keys a mapping expression used as ``**expr`` surely holds, one set per path that may
     build it: both branches of ``a if cond else b`` (one branch when ``cond`` is diffusers'
     torch-version test), each binding of a name that reaches the read
-    (:meth:`~ckptlint.semantic.model.SemanticModel.reaching`), and the known or surely present
+    (:func:`~ckptlint.semantic.reaching.reaching`), and the known or surely present
     keys of each content :func:`mapping_alternatives` reads (``{"cu_seqlens": c, **kwargs}``
     holds ``cu_seqlens`` whatever ``kwargs`` is). A path of unknown content gives an empty set."""
     if _depth > _MAX_DEPTH:
@@ -323,7 +349,7 @@ def surely_present_keys(expr: cst.BaseExpression, model: SemanticModel, _depth: 
         branches = [expr.body, expr.orelse] if chosen is None else [expr.body if chosen else expr.orelse]
         return [keys for branch in branches for keys in surely_present_keys(branch, model, _depth + 1)]
     if isinstance(expr, cst.Name) and not model.mutations_of(expr.value, model.scope_of(expr)):
-        bindings = model.reaching(expr)
+        bindings = reaching(model, expr, partial_of(torch_version_test, model=model))
         paths: list[frozenset[str]] = []
         for binding in bindings or [None]:
             if binding is not None and binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:

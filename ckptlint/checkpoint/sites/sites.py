@@ -8,6 +8,8 @@ themselves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial as partial_of
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -17,6 +19,7 @@ from ckptlint.checkpoint.sites.misuse import find_save_misuse
 from ckptlint.checkpoint.sites.options import (
     CallArguments,
     in_branch_torch_never_takes,
+    torch_version_test,
 )
 from ckptlint.checkpoint.sites.helper_calls import HelperResolver
 from ckptlint.checkpoint.sites.helper_sites import MAX_LEVELS, build_helper_site, summarise_helpers
@@ -34,6 +37,7 @@ from ckptlint.facts.apis import (
 from ckptlint.facts.saving import DCP_FUNCTIONS
 from ckptlint.semantic.bindings import BindingKind
 from ckptlint.semantic.model import SemanticModel
+from ckptlint.semantic.reaching import reaching
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
@@ -89,9 +93,13 @@ def collect_sites(
     partial_sites: dict[cst.Call, CheckpointSite] = {}
     through_self: list[tuple[cst.Call, cst.Call]] = []
     dcp_calls: list[cst.Call] = []
+    decide = partial_of(torch_version_test, model=model)
     for call in model.calls:
         names = model.qualified_names(call.func)
         api = api_for(names)
+        if api is not None and isinstance(call.func, cst.Name) and _rebound_to_partials(model, call.func, decide):
+            deferred.append(call)  # `checkpoint = partial(checkpoint, use_reentrant=False)` at module level
+            continue
         if api is not None:
             site = build_site(api, SiteForm.CALL, call, CallArguments.of(call), model)
             if site is not None:
@@ -142,7 +150,7 @@ def collect_sites(
                 sites.append(site)
     if partial_bindings:
         for call in deferred:
-            for binding in model.bindings_of(call.func):  # type: ignore[arg-type]
+            for binding in reaching(model, call.func, decide):  # type: ignore[arg-type]
                 bound = partial_bindings.get(binding.node)
                 if bound is not None and binding.kind is BindingKind.ASSIGNMENT:
                     site = build_bound_call(bound, call, model)
@@ -163,6 +171,19 @@ def collect_sites(
         resolver = HelperResolver(model, project, helpers, helper_summaries, recogniser.namespace_root)
         sites += _helper_call_sites(sites, candidates, analysis, resolver, helpers)
     return SiteIndex(sites, module_calls, dcp_calls, helpers)
+
+
+def _rebound_to_partials(model: SemanticModel, name: cst.Name, decide: Callable[[cst.BaseExpression], bool | None]) -> bool:
+    """Whether every binding of ``name`` that can hold its value at the call is a
+    ``functools.partial(...)`` assignment, although some other binding (the import it rebinds)
+    is a checkpoint API."""
+    final = reaching(model, name, decide)
+    return len(final) < len(model.bindings_of(name)) and all(
+        b.kind is BindingKind.ASSIGNMENT
+        and isinstance(b.value, cst.Call)
+        and bool(model.qualified_names(b.value.func) & PARTIAL_QUALIFIED_NAMES)
+        for b in final
+    )
 
 
 def _helper_call_sites(
