@@ -9,11 +9,11 @@ from pathlib import Path
 
 import libcst as cst
 
-from ckptlint.semantic.walk import nodes_of_function as _nodes_of_function
 from ckptlint.checkpoint.evaluator.regions import RegionBuilder
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.parse import parse_source
 from ckptlint.semantic.project import Project
+from ckptlint.semantic.walk import nodes_of_function as _nodes_of_function
 from ckptlint.text.source import decode_source
 
 SOURCE = """\
@@ -72,8 +72,7 @@ def test_interleaved_walks_of_one_frame_agree() -> None:
     analysis = parse_source(decode_source(SOURCE.encode(), "m.py"), "m")
     builder = RegionBuilder(None)
     site = site_index(analysis).sites[0]
-    with builder._budget(1000):  # a frame whose walk has not started yet
-        region = builder._build(site, analysis)
+    region = builder.region(site, analysis)  # its deepest frame's walk has not started yet
     frame = region.frames[-1]
     outer = frame.nodes()
     seen_outer, seen_inner = [], []

@@ -31,7 +31,7 @@ as the whole tree would:
   selected statement has the same bindings and mutations as in the whole tree. Code that
   ``symtable`` refuses (``ast`` is laxer) is not indexed.
 - Attribute writes: the evaluator asks whether ``<anything>.attr = ...`` appears anywhere
-  in the module (``RegionBuilder._assigned_outside``, over the semantic model's
+  in the module (``LiteralDecisions.assigned_outside``, over the semantic model's
   mutations). :attr:`Statement.attribute_writes` holds, per statement, exactly the
   attributes that question finds there (:func:`_attribute_writes` mirrors
   :class:`~ckptlint.semantic.model.SemanticModel`'s rules), and
@@ -441,7 +441,7 @@ _WRITES = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.
 
 
 def _attribute_writes(node: ast.AST, out: set[str]) -> None:
-    """Add to ``out`` the attributes that ``RegionBuilder._assigned_outside`` finds written
+    """Add to ``out`` the attributes that ``LiteralDecisions.assigned_outside`` finds written
     by ``node``: the semantic model records a mutation of kind ``attribute`` (an attribute
     target, nested in a tuple or not, whose leftmost name is a plain name) or
     ``augmented`` (``x.a += ...``, ``x[k] += ...``) for it, and one of its direct targets

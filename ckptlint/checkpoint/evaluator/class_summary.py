@@ -1,16 +1,17 @@
-"""Summaries of the classes a region reaches: methods, bases, what ``__init__`` assigns to ``self``."""
+"""Summaries of the classes a region reaches: methods, bases, what ``__init__`` assigns to
+``self``; the method order over the bases of the tree and the methods found along it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.evaluator.denotations import AttributeValue, ClassInfo
+from ckptlint.checkpoint.evaluator.denotations import AttributeValue, ClassInfo, ClassValue, LayerClassValue
 from ckptlint.checkpoint.sites.options import literal_string, literal_value
+from ckptlint.facts.torch_facts import LayerFact, LayerKind
 from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name, candidate_values
 from ckptlint.semantic.bindings import EACH, Assigned, BindingKind
 from ckptlint.semantic.walk import nodes_of_function
@@ -146,3 +147,34 @@ def is_property(method: cst.FunctionDef) -> bool:
             return True
     return False
 
+
+
+def class_mro(info: ClassInfo) -> list[ClassInfo]:
+    """``info`` and its base classes of the tree, nearest first, breadth first (bases that are
+    not classes of the tree are left out; at most 16 classes, so cyclic bases end)."""
+    order: list[ClassInfo] = []
+    stack = [info]
+    while stack and len(order) < 16:
+        current = stack.pop(0)
+        if current in order:
+            continue
+        order.append(current)
+        stack += [b.info for b in current.bases if isinstance(b, ClassValue)]
+    return order
+
+
+def find_method(info: ClassInfo, name: str) -> tuple[cst.FunctionDef, ClassInfo] | None:
+    """Method ``name`` of the class ``info``, its own or that of the first class of the tree
+    in :func:`class_mro` that defines it, with that class; ``None`` when none does."""
+    return next(((owner.methods[name], owner) for owner in class_mro(info) if name in owner.methods), None)
+
+
+def layer_base(info: ClassInfo) -> tuple[str, LayerFact] | None:
+    """The torch layer class (qualified name and table entry) that ``info`` or a base class
+    of the tree derives from (``class BatchNormAct2d(nn.BatchNorm2d)``); containers
+    (``nn.Sequential``) do not count; ``None`` when there is none."""
+    for owner in class_mro(info):
+        for base in owner.bases:
+            if isinstance(base, LayerClassValue) and base.fact.kind is not LayerKind.CONTAINER:
+                return base.qualified, base.fact
+    return None

@@ -1,9 +1,10 @@
-"""What an expression denotes, as the region evaluator computes it: the value domain (modules, functions, classes, instances, layers, containers, opaque values) and the evaluation context."""
+"""What an expression denotes, as the region evaluator computes it: the value domain (modules,
+functions, classes, instances, layers, containers, opaque values) and the evaluation context."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import libcst as cst
 
@@ -214,7 +215,8 @@ class ClassInfo:
         return self.node.name.value
 
 def replace_ctx(ctx: Context, **changes: object) -> Context:
-    fields = {
+    """A copy of ``ctx`` with the fields named in ``changes`` replaced."""
+    fields: dict[str, Any] = {
         "analysis": ctx.analysis,
         "self_class": ctx.self_class,
         "env": ctx.env,
@@ -224,7 +226,7 @@ def replace_ctx(ctx: Context, **changes: object) -> Context:
         "bound": ctx.bound,
     }
     fields.update(changes)
-    return Context(**fields)  # type: ignore[arg-type]
+    return Context(**fields)
 
 def describe_value(value: Value) -> str:
     if isinstance(value, FunctionValue):

@@ -1,4 +1,5 @@
-"""Literal values and branch decisions: which code of a frame runs for the arguments a site passes (mixed into :class:`ckptlint.checkpoint.evaluator.regions.RegionBuilder`)."""
+"""Literal values and branch decisions: which code of a frame runs for the arguments a site
+passes (:class:`LiteralDecisions`, one of the objects the region builder is composed of)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.evaluator.class_summary import self_parameter
+from ckptlint.checkpoint.evaluator.class_summary import class_mro, self_parameter
 from ckptlint.checkpoint.evaluator.denotations import MAX_EVAL_DEPTH, Context
 from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.bindings import Binding, BindingKind
@@ -112,9 +113,15 @@ def _compare(operator: cst.BaseCompOp, left: object, right: object) -> object:
     return NOT_LITERAL
 
 class LiteralDecisions:
-    """Literal values and branch decisions of the region evaluator."""
+    """Literal values and branch decisions of the region evaluator: what Python value an
+    expression has for the arguments a call binds, and so which branches of an ``if`` run.
 
-    # ------------------------------------------------------------------ literals and branches
+    Keeps, per module analysis and attribute name, the writes of the attribute (for
+    :meth:`assigned_outside`), for the lifetime of one linted module."""
+
+    def __init__(self) -> None:
+        self._outside: dict[tuple[int, str], list[cst.CSTNode]] = {}
+
     def literal(self, expr: cst.BaseExpression | None, ctx: Context, depth: int = 0) -> object:
         """The Python value ``expr`` has when evaluated in ``ctx``, or :data:`NOT_LITERAL`.
 
@@ -132,53 +139,10 @@ class LiteralDecisions:
             return NOT_LITERAL
         if isinstance(expr, cst.SimpleString):
             return _string_literal(expr.value)
-        model = ctx.analysis.model
         if isinstance(expr, cst.Name):
-            if expr.value in ("True", "False", "None"):
-                return {"True": True, "False": False, "None": None}[expr.value]
-            if expr not in model.scopes:
-                return NOT_LITERAL
-            bindings = skip_self_copies(model.lookup(expr.value, model.scope_of(expr)), model)
-            if not bindings and expr.value in _BUILTIN_TYPES:
-                return _BuiltinType(expr.value)
-            if len(bindings) != 1:
-                return literal_value(expr, model) if bindings else NOT_LITERAL
-            binding = bindings[0]
-            if binding in ctx.env:
-                arg, arg_ctx = ctx.env[binding]
-                return self.literal(arg, arg_ctx, depth + 1)
-            if binding.kind is BindingKind.PARAMETER and isinstance(binding.node, cst.Param):
-                function = binding.scope.node
-                is_init = isinstance(function, cst.FunctionDef) and function.name.value == "__init__"
-                if binding.node.default is None:
-                    return NOT_LITERAL
-                if not is_init and (ctx.open_call or function is not ctx.bound):
-                    return NOT_LITERAL
-                if binding.node.star:
-                    return NOT_LITERAL
-                return self.literal(binding.node.default, Context(ctx.analysis, ctx.self_class), depth + 1)
-            if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
-                return self.literal(binding.value, ctx, depth + 1)
-            return NOT_LITERAL
+            return self._name(expr, ctx, depth)
         if isinstance(expr, cst.Attribute):
-            if isinstance(expr.value, cst.Name) and ctx.self_class is not None and expr.value in model.scopes:
-                function = model.enclosing(expr, cst.FunctionDef)
-                if isinstance(function, cst.FunctionDef) and self_parameter(function) == expr.value.value:
-                    assigned = [
-                        (value, info, method, path)
-                        for info in self._mro(ctx.self_class)
-                        for value, method, path in info.attributes.get(expr.attr.value, ())
-                    ]
-                    if (
-                        len(assigned) == 1
-                        and not assigned[0][3]  # a position of a call's result: not a literal
-                        and _constructor_setting(assigned[0][0], assigned[0][2])
-                        and not self._assigned_outside(assigned[0][1].analysis, expr.attr.value, assigned[0][2])
-                    ):
-                        value, info, _, _ = assigned[0]
-                        owner_ctx = Context(info.analysis, ctx.self_class, ctx.self_env, self_env=ctx.self_env)
-                        return self.literal(value, owner_ctx, depth + 1)
-            return NOT_LITERAL
+            return self._self_attribute(expr, ctx, depth)
         if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
             left = self.literal(expr.left, ctx, depth + 1)
             target = expr.comparisons[0]
@@ -190,17 +154,7 @@ class LiteralDecisions:
             inner = self.literal(expr.expression, ctx, depth + 1)
             return NOT_LITERAL if inner is NOT_LITERAL else not inner
         if isinstance(expr, cst.BooleanOperation):
-            left = self.literal(expr.left, ctx, depth + 1)
-            is_and = isinstance(expr.operator, cst.And)
-            if left is not NOT_LITERAL and bool(left) is not is_and:
-                return left  # `False and ...`, `True or ...`: decided by the left operand
-            right = self.literal(expr.right, ctx, depth + 1)
-            if left is NOT_LITERAL:
-                # `x and False` is falsy and `x or True` truthy whatever x is
-                if right is not NOT_LITERAL and bool(right) is not is_and:
-                    return bool(right)
-                return NOT_LITERAL
-            return right
+            return self._boolean(expr, ctx, depth)
         if isinstance(expr, cst.Dict):
             mapping: dict[object, object] = {}
             for element in expr.elements:
@@ -211,7 +165,90 @@ class LiteralDecisions:
                     return NOT_LITERAL
                 mapping[key] = self.literal(element.value, ctx, depth + 1)
             return mapping  # values may be NOT_LITERAL: a key read from it is then unknown
-        if isinstance(expr, cst.Call) and len(expr.args) in (1, 2) and not any(a.star or a.keyword for a in expr.args):
+        if isinstance(expr, cst.Call):
+            return self._call(expr, ctx, depth)
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            container = self.literal(expr.value, ctx, depth + 1)
+            key = self.literal(expr.slice[0].slice.value, ctx, depth + 1)
+            if isinstance(container, dict) and isinstance(key, (str, int)):
+                return container.get(key, NOT_LITERAL)
+            return NOT_LITERAL
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            return self._display(expr, ctx, depth)
+        return literal_value(expr, ctx.analysis.model)
+
+    def _name(self, expr: cst.Name, ctx: Context, depth: int) -> object:
+        """A name: a constant, a parameter (its argument or default), a name assigned once."""
+        if expr.value in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[expr.value]
+        model = ctx.analysis.model
+        if expr not in model.scopes:
+            return NOT_LITERAL
+        bindings = skip_self_copies(model.lookup(expr.value, model.scope_of(expr)), model)
+        if not bindings and expr.value in _BUILTIN_TYPES:
+            return _BuiltinType(expr.value)
+        if len(bindings) != 1:
+            return literal_value(expr, model) if bindings else NOT_LITERAL
+        binding = bindings[0]
+        if binding in ctx.env:
+            arg, arg_ctx = ctx.env[binding]
+            return self.literal(arg, arg_ctx, depth + 1)
+        if binding.kind is BindingKind.PARAMETER and isinstance(binding.node, cst.Param):
+            function = binding.scope.node
+            is_init = isinstance(function, cst.FunctionDef) and function.name.value == "__init__"
+            if binding.node.default is None:
+                return NOT_LITERAL
+            if not is_init and (ctx.open_call or function is not ctx.bound):
+                return NOT_LITERAL
+            if binding.node.star:
+                return NOT_LITERAL
+            return self.literal(binding.node.default, Context(ctx.analysis, ctx.self_class), depth + 1)
+        if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
+            return self.literal(binding.value, ctx, depth + 1)
+        return NOT_LITERAL
+
+    def _self_attribute(self, expr: cst.Attribute, ctx: Context, depth: int) -> object:
+        """``self.attr`` assigned once in the class, by the constructor from its arguments."""
+        model = ctx.analysis.model
+        if not (isinstance(expr.value, cst.Name) and ctx.self_class is not None and expr.value in model.scopes):
+            return NOT_LITERAL
+        function = model.enclosing(expr, cst.FunctionDef)
+        if not (isinstance(function, cst.FunctionDef) and self_parameter(function) == expr.value.value):
+            return NOT_LITERAL
+        assigned = [
+            (value, info, method, path)
+            for info in class_mro(ctx.self_class)
+            for value, method, path in info.attributes.get(expr.attr.value, ())
+        ]
+        if (
+            len(assigned) == 1
+            and not assigned[0][3]  # a position of a call's result: not a literal
+            and _constructor_setting(assigned[0][0], assigned[0][2])
+            and not self.assigned_outside(assigned[0][1].analysis, expr.attr.value, assigned[0][2])
+        ):
+            value, info, _, _ = assigned[0]
+            owner_ctx = Context(info.analysis, ctx.self_class, ctx.self_env, self_env=ctx.self_env)
+            return self.literal(value, owner_ctx, depth + 1)
+        return NOT_LITERAL
+
+    def _boolean(self, expr: cst.BooleanOperation, ctx: Context, depth: int) -> object:
+        """``a and b``, ``a or b``, as Python computes them, when what decides is known."""
+        left = self.literal(expr.left, ctx, depth + 1)
+        is_and = isinstance(expr.operator, cst.And)
+        if left is not NOT_LITERAL and bool(left) is not is_and:
+            return left  # `False and ...`, `True or ...`: decided by the left operand
+        right = self.literal(expr.right, ctx, depth + 1)
+        if left is NOT_LITERAL:
+            # `x and False` is falsy and `x or True` truthy whatever x is
+            if right is not NOT_LITERAL and bool(right) is not is_and:
+                return bool(right)
+            return NOT_LITERAL
+        return right
+
+    def _call(self, expr: cst.Call, ctx: Context, depth: int) -> object:
+        """``type(x)``, ``isinstance(x, kinds)`` of builtin types, ``dict(k=v, ...)``."""
+        model = ctx.analysis.model
+        if len(expr.args) in (1, 2) and not any(a.star or a.keyword for a in expr.args):
             called = model.qualified_names(expr.func) if expr.func in model.scopes else frozenset()
             if "builtins.type" in called and len(expr.args) == 1:
                 value = self.literal(expr.args[0].value, ctx, depth + 1)
@@ -226,33 +263,30 @@ class LiteralDecisions:
                     return NOT_LITERAL
                 if not kinds or not all(isinstance(k, _BuiltinType) for k in kinds):
                     return NOT_LITERAL
-                return any(isinstance(value, _BUILTIN_TYPES[k.name]) for k in kinds)  # type: ignore[union-attr]
-        if isinstance(expr, cst.Call) and "builtins.dict" in model.qualified_names(expr.func):
+                return any(isinstance(value, _BUILTIN_TYPES[k.name]) for k in kinds)
+        if "builtins.dict" in model.qualified_names(expr.func):
             if any(a.keyword is None for a in expr.args):
                 return NOT_LITERAL
             return {a.keyword.value: self.literal(a.value, ctx, depth + 1) for a in expr.args if a.keyword}
-        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
-            container = self.literal(expr.value, ctx, depth + 1)
-            key = self.literal(expr.slice[0].slice.value, ctx, depth + 1)
-            if isinstance(container, dict) and isinstance(key, (str, int)):
-                return container.get(key, NOT_LITERAL)
-            return NOT_LITERAL
-        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
-            items = [self.literal(e.value, ctx, depth + 1) for e in expr.elements]
-            if any(i is NOT_LITERAL for i in items) or any(isinstance(e, cst.StarredElement) for e in expr.elements):
-                return NOT_LITERAL
-            if isinstance(expr, cst.List):
-                return list(items)
-            if isinstance(expr, cst.Set):
-                try:
-                    return frozenset(items)
-                except TypeError:  # unhashable items
-                    return NOT_LITERAL
-            return tuple(items)
         return literal_value(expr, model)
 
-    def _assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None) -> bool:
-        """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in the module outside ``init``."""
+    def _display(self, expr: cst.Tuple | cst.List | cst.Set, ctx: Context, depth: int) -> object:
+        """A tuple, list or set display whose elements are all known."""
+        items = [self.literal(e.value, ctx, depth + 1) for e in expr.elements]
+        if any(i is NOT_LITERAL for i in items) or any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            return NOT_LITERAL
+        if isinstance(expr, cst.List):
+            return list(items)
+        if isinstance(expr, cst.Set):
+            try:
+                return frozenset(items)
+            except TypeError:  # unhashable items
+                return NOT_LITERAL
+        return tuple(items)
+
+    def assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None) -> bool:
+        """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in ``analysis``'s module
+        outside the function ``init`` (or in a statement a partial parse left out)."""
         if attr in analysis.unparsed_attribute_writes:
             return True  # written in a statement a partial parse left out (never inside `init`)
         key = (id(analysis), attr)

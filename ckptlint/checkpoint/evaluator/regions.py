@@ -19,8 +19,15 @@ torch's own layers are known by :mod:`ckptlint.facts.torch_facts`. Whatever cann
 unknown and produces no finding. Resolution is bounded (depth, visited set, value count), so it
 terminates on recursive or cyclic code.
 
-The :class:`RegionBuilder` is ckptlint's evaluator. Its entry points, for rules and for new
-site kinds (one builder per linted module, ``RuleContext.regions``):
+The :class:`RegionBuilder` is ckptlint's evaluator, composed of objects with one job each: an
+:class:`~ckptlint.checkpoint.evaluator.budget.EvaluationBudget` (steps per query and per file,
+the query's memo), :class:`~ckptlint.checkpoint.evaluator.literals.LiteralDecisions` (literal
+values, which branch runs), an :class:`~ckptlint.checkpoint.evaluator.imports.ImportResolver`
+(the modules of the tree that imported names come from) and an
+:class:`~ckptlint.checkpoint.evaluator.evaluation.ExpressionEvaluator` (what an expression
+denotes, class summaries). The builder runs each question as one bounded query and builds
+regions. Its entry points, for rules and for new site kinds (one builder per linted module,
+``RuleContext.regions``):
 
 - :meth:`RegionBuilder.values`: expression ``X`` written in module ``A`` -> the abstract
   values it may denote (:class:`FunctionValue`, :class:`ClassValue`, :class:`InstanceValue`,
@@ -41,14 +48,13 @@ returns and ``append`` calls; undecided ones stay.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.evaluator.class_summary import summarise_class
-from ckptlint.semantic.walk import nodes_of_function
+from ckptlint.checkpoint.evaluator.arguments import bind_arguments, signature_of
+from ckptlint.checkpoint.evaluator.budget import EvaluationBudget
+from ckptlint.checkpoint.evaluator.class_summary import class_mro, find_method, layer_base
 from ckptlint.checkpoint.evaluator.denotations import (
     ClassInfo,
     ContainerValue,
@@ -61,18 +67,18 @@ from ckptlint.checkpoint.evaluator.denotations import (
     describe_value,
     replace_ctx,
 )
-from ckptlint.checkpoint.evaluator.evaluation import ExpressionEvaluation
-from ckptlint.checkpoint.sites.helper_sites import MAX_LEVELS, inputs_bound
+from ckptlint.checkpoint.evaluator.evaluation import ExpressionEvaluator
+from ckptlint.checkpoint.evaluator.imports import ImportResolver
 from ckptlint.checkpoint.evaluator.literals import LiteralDecisions
-from ckptlint.checkpoint.sites.options import literal_value
 from ckptlint.checkpoint.evaluator.region import MAX_DEPTH, Frame, LayerCall, Pending, Region
+from ckptlint.checkpoint.sites.helper_sites import MAX_LEVELS, inputs_bound
+from ckptlint.checkpoint.sites.options import literal_value
 from ckptlint.checkpoint.sites.site import CheckpointSite
 from ckptlint.facts.apis import ApiKind
-from ckptlint.facts.torch_facts import (
-    LayerKind,
-)
-from ckptlint.semantic.bindings import Binding, BindingKind, ScopeKind
+from ckptlint.facts.torch_facts import LayerKind
+from ckptlint.semantic.bindings import BindingKind
 from ckptlint.semantic.callables import Signature
+from ckptlint.semantic.walk import nodes_of_function
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
@@ -94,71 +100,41 @@ QUERY_BUDGET = 2_000
 #: pathologically slow; what is cut off is unknown, as past :data:`REGION_BUDGET`.
 FILE_BUDGET = 100_000
 
-def _count_steps(used: int) -> None:
-    from ckptlint import perf
+#: One way a site checkpoints: the values of the callable, the arguments it is called with
+#: (``None``: not seen) and the context they are evaluated in.
+_Entry = tuple[list[Value], "tuple[cst.Arg, ...] | None", Context]
 
-    perf.add("evaluation_steps", used)
 
-def _names_code(func: cst.BaseExpression, frame: Frame) -> bool:
-    """Whether calling ``func`` runs code of the program that ckptlint should be able to
-    see: a plain name that is not a builtin or an import (``module(*inputs)``, ``fn(x)``),
-    or ``self.attr`` (a submodule); not method calls on other values (``x.view``)."""
-    model = frame.analysis.model
-    if isinstance(func, cst.Name):
-        if func not in model.scopes:
-            return False
-        bindings = model.lookup(func.value, model.scope_of(func))
-        return bool(bindings) and all(b.kind is not BindingKind.IMPORT for b in bindings)
-    self_name = frame.self_parameter()
-    return (
-        self_name is not None
-        and isinstance(func, cst.Attribute)
-        and isinstance(func.value, cst.Name)
-        and func.value.value == self_name
-    )
+class RegionBuilder:
+    """Resolves regions and answers the evaluator's questions for rules and analyses, one
+    bounded query each; caches regions (and, through its parts, class summaries) for one
+    linted module's lifetime, sharing the project's module cache.
 
-class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
-    """Resolves regions; caches class summaries and regions for the run (one per linted
-    module's lifetime, sharing the project's module cache)."""
+    Attributes:
+        project: the project other modules are loaded from (``None``: the file alone).
+        budget: the evaluation steps left to the module's queries, and the query's memo.
+        decisions: literal values and branch decisions.
+        imports: the modules of the tree that imported names come from.
+        evaluator: what an expression denotes."""
 
     def __init__(self, project: Project | None) -> None:
         self.project = project
-        self._classes: dict[cst.ClassDef, ClassInfo] = {}
+        self.budget = EvaluationBudget(FILE_BUDGET)
+        self.decisions = LiteralDecisions()
+        self.imports = ImportResolver(project)
+        self.evaluator = ExpressionEvaluator(self.budget, self.decisions, self.imports)
         self._regions: dict[CheckpointSite, Region] = {}
-        self._outside: dict[tuple[int, str], list[cst.CSTNode]] = {}
-        self._beside: dict[tuple[int, str], frozenset[str]] = {}
-        self._steps: int | None = None
-        self._file_steps = FILE_BUDGET  # left to this builder's queries together
-        self._classes_only = False
-        #: ``_values`` results of the current query, by (expression, context) identity
-        self._memo: dict[tuple[int, int], tuple[Context, cst.BaseExpression, list[Value]]] = {}
 
-    # ------------------------------------------------------------------ public
+    # ------------------------------------------------------------------ queries
     def region(self, site: CheckpointSite, analysis: ModuleAnalysis) -> Region:
-        """The region of ``site`` (cached)."""
+        """The region of ``site`` (a site of ``analysis``'s module), built once, within
+        :data:`REGION_BUDGET` steps."""
         found = self._regions.get(site)
         if found is None:
-            with self._budget(REGION_BUDGET):
+            with self.budget.query(REGION_BUDGET):
                 found = self._build(site, analysis)
             self._regions[site] = found
         return found
-
-    @contextmanager
-    def _budget(self, steps: int) -> Iterator[None]:
-        """Bound the evaluation steps of one query (nested queries share the outer bound)."""
-        if self._steps is not None:
-            yield
-            return
-        allowed = min(steps, self._file_steps)
-        self._steps = allowed
-        try:
-            yield
-        finally:
-            used = allowed - max(self._steps, 0)
-            self._file_steps -= used
-            _count_steps(used)
-            self._steps = None
-            self._memo.clear()
 
     def values(
         self, expr: cst.BaseExpression, analysis: ModuleAnalysis, budget: int = 0, classes_only: bool = False
@@ -171,22 +147,18 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
         files that deep call chains reach). With ``classes_only``, other modules are loaded
         only for imported CapWords names (classes, by convention), never for functions or
         modules, so the question costs at most the files of those classes."""
-        self._classes_only = classes_only
-        try:
-            with self._budget(budget or QUERY_BUDGET):
-                return self._values(expr, Context(analysis, self.enclosing_class(analysis, expr)), 0)
-        finally:
-            self._classes_only = False
+        with self.imports.classes_only(classes_only), self.budget.query(budget or QUERY_BUDGET):
+            return self.evaluator.values(expr, Context(analysis, self.enclosing_class(analysis, expr)))
 
     def method_signature(self, value: Value, name: str) -> Signature | None:
         """The signature of method ``name`` (``self`` bound) of an instance of a class of the
         tree, when the class or a base class of the tree defines it; else ``None``."""
         if not isinstance(value, InstanceValue):
             return None
-        method = self._method(value.info, name)
+        method = find_method(value.info, name)
         if method is None:
             return None
-        return _signature_of(FunctionValue(method[0], Context(method[1].analysis), bound_method=True))
+        return signature_of(FunctionValue(method[0], Context(method[1].analysis), bound_method=True))
 
     def signature(self, expr: cst.BaseExpression | None, analysis: ModuleAnalysis) -> Signature | None:
         """What the callable ``expr`` (written in ``analysis``'s module) accepts, resolved by
@@ -200,59 +172,60 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
         ``def``, whose wrapper may take other arguments)."""
         if expr is None:
             return None
-        with self._budget(QUERY_BUDGET):
-            values = self._values(expr, Context(analysis, self.enclosing_class(analysis, expr)), 0)
+        with self.budget.query(QUERY_BUDGET):
+            values = self.evaluator.values(expr, Context(analysis, self.enclosing_class(analysis, expr)))
         if not values:
             return None
-        keywords: set[str] = set()
-        var_keyword = False
-        node: cst.CSTNode | None = None
+        signatures: list[Signature] = []
         for value in values:
             if isinstance(value, InstanceValue):
-                method = self._method(value.info, "forward")
+                method = find_method(value.info, "forward")
                 if method is None:
                     return None
                 value = FunctionValue(method[0], Context(method[1].analysis), bound_method=True)
-            found = _signature_of(value) if isinstance(value, FunctionValue) else None
+            found = signature_of(value) if isinstance(value, FunctionValue) else None
             if found is None:
                 return None
-            keywords |= found.keywords
-            var_keyword = var_keyword or found.var_keyword
-            node = node or found.node
-        return Signature(frozenset(keywords), var_keyword, node)
+            signatures.append(found)
+        keywords = frozenset(k for s in signatures for k in s.keywords)
+        return Signature(keywords, any(s.var_keyword for s in signatures), signatures[0].node)
+
+    def literal(self, expr: cst.BaseExpression | None, ctx: Context) -> object:
+        """The Python value ``expr`` has when evaluated in ``ctx``, or ``NOT_LITERAL``
+        (:meth:`LiteralDecisions.literal`)."""
+        return self.decisions.literal(expr, ctx)
+
+    def decide(self, test: cst.BaseExpression, ctx: Context) -> bool | None:
+        """Whether the branch condition ``test`` is true in ``ctx``; ``None`` when not decided
+        (:meth:`LiteralDecisions.decide`)."""
+        return self.decisions.decide(test, ctx)
+
+    def runs(self, node: cst.CSTNode, ctx: Context) -> bool:
+        """Whether ``node`` can run when its function runs in ``ctx`` (:meth:`LiteralDecisions.runs`)."""
+        return self.decisions.runs(node, ctx)
+
+    def assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None) -> bool:
+        """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in ``analysis``'s module
+        outside the function ``init`` (:meth:`LiteralDecisions.assigned_outside`)."""
+        return self.decisions.assigned_outside(analysis, attr, init)
 
     def method(self, info: ClassInfo, name: str) -> tuple[cst.FunctionDef, ClassInfo] | None:
         """Method ``name`` of the class ``info``, its own or that of the first class of the tree
         in its method order that defines it, with that class; ``None`` when none does."""
-        return self._method(info, name)
+        return find_method(info, name)
 
     def mro(self, info: ClassInfo) -> list[ClassInfo]:
         """``info`` and its base classes of the tree, nearest first (bases that are not
         classes of the tree are left out)."""
-        return self._mro(info)
-
-    def assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None) -> bool:
-        """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in ``analysis``'s module
-        outside the function ``init``."""
-        return self._assigned_outside(analysis, attr, init)
+        return class_mro(info)
 
     def class_info(self, analysis: ModuleAnalysis, node: cst.ClassDef) -> ClassInfo:
-        info = self._classes.get(node)
-        if info is None:
-            info = summarise_class(analysis, node)
-            self._classes[node] = info
-            info.bases = [v for base in node.bases for v in self._values(base.value, Context(analysis), 0)]
-        return info
+        """The summary of class ``node`` of ``analysis`` (:meth:`ExpressionEvaluator.class_info`)."""
+        return self.evaluator.class_info(analysis, node)
 
     def enclosing_class(self, analysis: ModuleAnalysis, node: cst.CSTNode) -> ClassInfo | None:
         """The class whose method contains ``node`` (``self``'s class there)."""
-        function = analysis.model.enclosing(node, cst.FunctionDef)
-        while function is not None:
-            scope = analysis.model.scope_of(function)
-            if scope.kind is ScopeKind.CLASS and isinstance(scope.node, cst.ClassDef):
-                return self.class_info(analysis, scope.node)
-            function = analysis.model.enclosing(function, cst.FunctionDef)
-        return None
+        return self.evaluator.enclosing_class(analysis, node)
 
     # ------------------------------------------------------------------ building
     def _build(self, site: CheckpointSite, analysis: ModuleAnalysis) -> Region:
@@ -275,7 +248,7 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
                 visited.add(key)
                 frame_ctx = value.ctx
                 if item.args is not None:
-                    frame_ctx = self._bind(value, item.args, item.caller)
+                    frame_ctx = bind_arguments(value, item.args, item.caller)
                 else:
                     frame_ctx = replace_ctx(frame_ctx, open_call=True)  # called with arguments not seen
                 frame = Frame(value.node, frame_ctx, item.depth, item.via, self)
@@ -284,7 +257,7 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
                     continue
                 for node in frame.nodes():
                     if isinstance(node, cst.Call):
-                        callees = self._called(node.func, frame_ctx)
+                        callees = self.evaluator.called(node.func, frame_ctx)
                         if not callees and _names_code(node.func, frame):
                             region.unknown_calls.append((node, frame))
                         for callee in callees:
@@ -302,12 +275,12 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
             elif isinstance(value, InstanceValue):
                 # a reversible recompute re-runs each block through its own method (backward_pass)
                 entry = site.api.rerun_method if item.depth == 0 and site.api.rerun_method else "forward"
-                method = self._method(value.info, entry)
+                method = find_method(value.info, entry)
                 if method is not None:
                     node, owner = method
                     forward = FunctionValue(node, Context(owner.analysis, value.info, self_env=value.env), True)
                     work.append(Pending(forward, item.depth, item.via, item.args, item.caller, item.invocation, item.frame))
-                    layer = self._layer_base(value.info)
+                    layer = layer_base(value.info)
                     if layer is not None and layer[1].kind is LayerKind.RUNNING_STATS and _keeps_layer_forward(node):
                         # a BatchNorm subclass with its own forward (timm's BatchNormAct2d)
                         # still updates the running statistics
@@ -315,7 +288,7 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
                         region.layers.append(use)
                         region.layer_calls.append(LayerCall(use, item.invocation, item.frame))
                 else:
-                    layer = self._layer_base(value.info)
+                    layer = layer_base(value.info)
                     if layer is not None:
                         use = LayerUse(layer[0], layer[1], None, Context(value.info.analysis))
                         region.layers.append(use)
@@ -329,9 +302,7 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
                     work.append(Pending(element, item.depth, item.via, item.args, item.caller, item.invocation, item.frame))
         return region
 
-    def _entries(
-        self, site: CheckpointSite, ctx: Context, level: int
-    ) -> list[tuple[list[Value], tuple[cst.Arg, ...] | None, Context]]:
+    def _entries(self, site: CheckpointSite, ctx: Context, level: int) -> list[_Entry]:
         """What ``site`` (evaluated in ``ctx``) checkpoints: ``(values, arguments, where the
         arguments are evaluated)`` per way. A call of a helper is followed into the helper
         with its parameters bound to the call's arguments (``checkpoint(create_custom_forward(
@@ -343,7 +314,7 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
         if helper is None or level >= MAX_LEVELS:
             if site.function is None:
                 return []
-            values = self._values(site.function, ctx, 0)
+            values = self.evaluator.values(site.function, ctx, 0)
             if site.api.kind is ApiKind.SEQUENTIAL:
                 values = _checkpointed_segments(values, site, ctx.analysis)
             return [(values, function_args, ctx)]
@@ -352,50 +323,14 @@ class RegionBuilder(LiteralDecisions, ExpressionEvaluation):
             for c in site.alternatives
         )
         if level == 0 and direct and site.function is not None:
-            return [(self._values(site.function, ctx, 0), function_args if inputs_bound(site) else None, ctx)]
+            return [(self.evaluator.values(site.function, ctx, 0), function_args if inputs_bound(site) else None, ctx)]
         where = Context(helper.analysis, ctx.self_class if helper.method else None)  # type: ignore[arg-type]
-        bound = self._bind(FunctionValue(helper.node, where, bound_method=helper.method), tuple(site.call.args), ctx)
-        out: list[tuple[list[Value], tuple[cst.Arg, ...] | None, Context]] = []
+        bound = bind_arguments(FunctionValue(helper.node, where, bound_method=helper.method), tuple(site.call.args), ctx)
+        out: list[_Entry] = []
         for alternative in site.alternatives:
             out += self._entries(alternative.site, bound, level + 1)
         return out
 
-    def _bind(self, value: FunctionValue, args: tuple[cst.Arg, ...], caller: Context) -> Context:
-        """A context for calling ``value`` with ``args`` (evaluated in ``caller``)."""
-        function = value.node
-        params = list(function.params.posonly_params) + list(function.params.params)
-        if value.bound_method and params:
-            params = params[1:]
-        env = dict(value.ctx.env)
-        keyword_params: set[str] = set()
-        scope = value.ctx.analysis.model.scope_of_definition.get(function)
-        if scope is None:
-            return value.ctx
-        positional = [a for a in args if a.keyword is None and not a.star]
-        starred = any(a.star for a in args if a.keyword is None)
-        for param, arg in zip(params, positional):
-            binding = _param_binding(scope, param)
-            if binding is not None and not starred:
-                env[binding] = (arg.value, caller)
-        for arg in args:
-            if arg.keyword is None:
-                continue
-            name = arg.keyword.value
-            keyword_params.add(name)
-            for param in params + list(function.params.kwonly_params):
-                if param.name.value == name:
-                    binding = _param_binding(scope, param)
-                    if binding is not None:
-                        env[binding] = (arg.value, caller)
-        return Context(
-            value.ctx.analysis,
-            value.ctx.self_class,
-            env,
-            frozenset(keyword_params),
-            value.ctx.self_env,
-            value.ctx.open_call or any(a.star for a in args),  # a partial's bound arguments are not seen
-            function,
-        )
 
 def _keeps_layer_forward(forward: cst.FunctionDef) -> bool:
     """Whether a torch layer subclass's own ``forward`` still runs the layer's training
@@ -408,23 +343,6 @@ def _keeps_layer_forward(forward: cst.FunctionDef) -> bool:
             return True
     return False
 
-def _signature_of(value: FunctionValue) -> Signature | None:
-    """The keywords a function value takes (``None`` for a decorated ``def``)."""
-    function = value.node
-    if isinstance(function, cst.FunctionDef) and function.decorators:
-        return None
-    params = function.params
-    named = list(params.params)
-    if value.bound_method and not params.posonly_params:
-        named = named[1:]
-    keywords = frozenset(p.name.value for p in named + list(params.kwonly_params))
-    return Signature(keywords, isinstance(params.star_kwarg, cst.Param), function)
-
-def _param_binding(scope, param: cst.Param) -> Binding | None:  # noqa: ANN001
-    for binding in scope.bindings.get(param.name.value, ()):
-        if binding.kind is BindingKind.PARAMETER and binding.node is param:
-            return binding
-    return None
 
 def _checkpointed_segments(values: list[Value], site: CheckpointSite, analysis: ModuleAnalysis) -> list[Value]:
     """``checkpoint_sequential(functions, segments, input)`` recomputes every segment but the
@@ -442,3 +360,22 @@ def _checkpointed_segments(values: list[Value], site: CheckpointSite, analysis: 
     if size == 0:
         return values
     return [ContainerValue(elements[: size * (segments - 1)], exact=True)]
+
+
+def _names_code(func: cst.BaseExpression, frame: Frame) -> bool:
+    """Whether calling ``func`` runs code of the program that ckptlint should be able to
+    see: a plain name that is not a builtin or an import (``module(*inputs)``, ``fn(x)``),
+    or ``self.attr`` (a submodule); not method calls on other values (``x.view``)."""
+    model = frame.analysis.model
+    if isinstance(func, cst.Name):
+        if func not in model.scopes:
+            return False
+        bindings = model.lookup(func.value, model.scope_of(func))
+        return bool(bindings) and all(b.kind is not BindingKind.IMPORT for b in bindings)
+    self_name = frame.self_parameter()
+    return (
+        self_name is not None
+        and isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == self_name
+    )
