@@ -1,4 +1,4 @@
-"""The package's shape (issue: seams): imports point one way, between layers and between
+"""The package's shape: imports point one way, between layers and between
 modules, and no module is long enough to hold several jobs.
 
 Imports are read with CPython's ``ast`` from the sources, counting every form: top-level,

@@ -1,4 +1,4 @@
-"""Deep nesting (issue 14, item 7): refuse only what libcst cannot parse.
+"""Deep nesting: refuse only what libcst cannot parse.
 
 libcst's native parser overflows the C stack (the process dies with SIGSEGV) on deep enough
 code; where depends on the construct and the stack size. ckptlint refuses a file deeper than

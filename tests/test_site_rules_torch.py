@@ -69,7 +69,7 @@ def test_runtime_helper_reports_the_rejected_variant() -> None:
         fn, x_in(), kwargs={"b": 1}, variants=[{"use_reentrant": True}, {"use_reentrant": False}]
     )
     reentrant, non_reentrant = report.results
-    # issue 15: torch rejects keyword arguments under the reentrant variant (ValueError, asserted
+    # torch rejects keyword arguments under the reentrant variant (ValueError, asserted
     # above); the helper reports that variant as not applicable instead of as a difference
     assert reentrant.not_applicable and "Unexpected keyword arguments" in reentrant.not_applicable
     assert reentrant.ok and reentrant.calls == 0

@@ -1,6 +1,5 @@
-"""Issue 15, section 2: false failures and silent passes found on real models, one minimal test each.
-
-Every test here failed on the helper before the fix (see the commit that added this file).
+"""False failures and silent passes of the runtime helper: each shape met on real models, one
+minimal test each.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Issue 28: state outside the top-level forward, isolated and compared; the right causes.
+"""State outside the top-level forward, isolated and compared; the right causes.
 
-Each test is one bullet of the issue's "Why" and failed on the helper before (a false pass, a
-false failure or a wrong cause); the real-model ones are in test_runtime_isolation_models.py.
+Each test is one shape where a false pass, a false failure or a wrong cause is possible; the
+real-model ones are in test_runtime_isolation_models.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 28 on tiny real models (random weights from configs, nothing downloaded).
+"""State outside the top-level forward, isolated and compared, on tiny real models (random weights from configs, nothing downloaded).
 
 Every correct model passes, every planted bug fails with the right rule code, and after each
 check the process state (the watched globals of this module, torch/Python/NumPy RNG) is what it

@@ -89,7 +89,7 @@ def test_causal_lm_without_preserve_rng_state_fails_with_ckp101():
 
 
 def test_causal_lm_train_mode_cache_output_is_not_a_false_failure():
-    """Before issue 15 every causal LM failed on its DynamicCache output (compared by identity)."""
+    """A causal LM's DynamicCache output is not compared by identity (that fails every causal LM)."""
     from ckptlint.runtime import assert_checkpoint_equivalent
 
     model = gpt2()

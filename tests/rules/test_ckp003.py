@@ -1,12 +1,13 @@
 """CKP003 misspelled-checkpoint-option: the closeness tiers, fixes, and how it combines with
-CKP001/CKP002 under ``--fix --unsafe-fixes``."""
+CKP001/CKP002 under ``--fix --unsafe-fixes``; a keyword the checkpointed module's ``forward``
+accepts is no misspelling."""
 
 from __future__ import annotations
 
 import pytest
 
 from ckptlint.api import fix_source, lint_source
-from ckptlint.testing import findings
+from ckptlint.testing import findings, located
 from ckptlint.text.diagnostics import Applicability
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
@@ -192,3 +193,27 @@ def test_misspelled_key_in_hf_kwargs_with_ckp001_gives_one_key() -> None:
         assert codes["CKP001"].fix is None
         assert '"use_reentrent" looks like a misspelling of it, see CKP003' in codes["CKP001"].message
         assert fix_source(src, unsafe=True) == src.replace("use_reentrent", "use_reentrant")
+
+
+def test_ckp003_keyword_that_the_module_forward_accepts() -> None:
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Block(nn.Module):
+            def forward(self, x, preserve_rng_stat=False):
+                return x
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block = Block()
+
+            def forward(self, x):
+                return checkpoint(self.block, x, use_reentrant=False, preserve_rng_stat=True)
+        """
+    assert located(source) == []
+    # a forward that does not take it: still a misspelling
+    assert located(source.replace("x, preserve_rng_stat=False", "x, **kwargs"), "CKP003") == [(16, "CKP003")]

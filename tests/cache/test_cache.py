@@ -310,7 +310,7 @@ def test_concurrent_runs_leave_a_valid_cache(project: Path, run_cli, counted) ->
     import subprocess
     import sys
 
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(repo))
     extra = [project / f"pkg/extra_{i}.py" for i in range(4)]
     for i, path in enumerate(extra):  # each run lints a different set, so their entries differ

@@ -15,7 +15,7 @@ import pytest
 
 from ckptlint.cli.progress import ProgressLine, progress_for
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CALL = "from torch.utils.checkpoint import checkpoint\n\ny = checkpoint(f, x)\n"
 PLAIN = "x = 1\n"
 

@@ -21,8 +21,12 @@ import pytest
 
 from ckptlint.text.notebook import Notebook, notebook_source
 
-CASE = Path(__file__).parent / "cases" / "notebooks" / "vit_activation_checkpointing.ipynb"
+CASE = Path(__file__).resolve().parents[1] / "cases" / "notebooks" / "vit_activation_checkpointing.ipynb"
+
+
 NAME = CASE.name
+
+
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 
 
@@ -216,7 +220,7 @@ def test_since_lints_changed_notebooks(run_cli, tmp_path) -> None:  # noqa: ANN0
 def test_pre_commit_hooks_take_notebooks() -> None:
     import yaml
 
-    hooks = yaml.safe_load((Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text())
+    hooks = yaml.safe_load((Path(__file__).resolve().parents[2] / ".pre-commit-hooks.yaml").read_text())
     assert all("jupyter" in hook["types_or"] for hook in hooks)
 
 
@@ -248,3 +252,72 @@ def test_a_cell_without_cell_type_is_not_a_valid_notebook(run_cli, write) -> Non
     result = run_cli("--isolated", "--no-cache", "typeless.ipynb")
     assert result.exit_code == 1
     assert result.stdout.splitlines()[0] == "typeless.ipynb:1:1: CKP902 is not a valid notebook (a cell has no `cell_type`)"
+
+
+def _nb(*sources: str) -> str:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"c{i}"
+    return nbformat.writes(nb) + "\n"
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "%%bash\necho checkpoint\n",  # a whole non-Python cell ending in a newline
+        "!pip install torch \\\n",  # a masked continuation as the cell's last line
+    ],
+)
+@pytest.mark.parametrize("mode", ["--fix", "--add-noqa"])
+def test_writing_a_notebook_leaves_unfixed_masked_cells_alone(run_cli, write, other, mode) -> None:  # noqa: ANN001
+    # a fix (or noqa) in one cell must not add an empty line to a masked cell that ends in "\n"
+    path = write("nb.ipynb", _nb(IMPORT + "def f(m, x):\n    return checkpoint(m, x)\n", other))
+    before = json.loads(path.read_text())
+    result = run_cli("--isolated", "--no-cache", mode, "--unsafe-fixes", "nb.ipynb")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    after = json.loads(path.read_text())
+    assert after["cells"][1] == before["cells"][1]
+    assert after["cells"][0] != before["cells"][0]
+    nbformat.validate(nbformat.reads(path.read_text(), as_version=4))
+
+
+@pytest.mark.parametrize("fix", [(), ("--fix",)])
+def test_full_output_shows_ipython_lines_as_written(run_cli, write, fix) -> None:  # noqa: ANN001
+    # README: `full` shows the cell's own lines; it showed the mask `pass  # ckptlint-ipython: 0`
+    cell = "%%time\nw = model.gradient_checkpointing_enable()\nz = checkpoint(f, 1, debug=True)\n"  # w: an unsafe fix only
+    write("nb.ipynb", _nb(IMPORT, cell))
+    result = run_cli("--isolated", "--no-cache", "--output-format", "full", *fix, "nb.ipynb")
+    assert result.exit_code == 1
+    assert " --> nb.ipynb:cell 2:2:5\n" in result.stdout
+    assert "1 | %%time\n" in result.stdout
+    assert "ckptlint-ipython" not in result.stdout
+
+
+def test_fix_keeps_upper_case_escapes_of_a_colab_notebook(run_cli, write) -> None:  # noqa: ANN001
+    # Colab (and stable-diffusion's scripts/latent_imagenet_diffusion.ipynb) write `\u001B`;
+    # Python's json writes `\u001b`: a fix rewrote every escape in the outputs
+    nb = json.loads(_nb(IMPORT + "def f(m, x):\n    return checkpoint(m, x)\n"))
+    nb["cells"][0]["outputs"] = [
+        {"name": "stderr", "output_type": "stream", "text": ["remote: Counting objects: 100%\u001b[K\n", "\\u001b literal\n"]}
+    ]
+    text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    colab = text.replace("\\u001b", "\\u001B").replace("\\\\u001B", "\\\\u001b")
+    assert colab.count("\\u001B") == 1 and "\\\\u001b literal" in colab
+    path = write("colab.ipynb", colab)
+    result = run_cli("--isolated", "--no-cache", "--fix", "--unsafe-fixes", "colab.ipynb")
+    assert result.exit_code == 0, result.stdout
+    after = path.read_text()
+    old = '"    return checkpoint(m, x)\\n"'
+    assert colab.count(old) == 1
+    assert after == colab.replace(old, '"    return checkpoint(m, x, use_reentrant=False)\\n"')
+
+
+def test_a_notebook_named_explicitly_is_linted(run_cli, write) -> None:  # noqa: ANN001
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    notebook = {"cells": [{**cell, "source": [IMPORT, "checkpoint(f, x)\n"]}], "metadata": {}}
+    write("nb.ipynb", json.dumps({**notebook, "nbformat": 4, "nbformat_minor": 4}))
+    result = run_cli("--isolated", "--no-cache", "nb.ipynb")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("nb.ipynb:cell 1:2:1: CKP001 ")
+    assert result.stderr == ""

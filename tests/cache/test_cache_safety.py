@@ -20,7 +20,7 @@ import pytest
 from ckptlint.lint.cache import CACHEDIR_TAG, ResultCache
 from ckptlint.lint.results import FileResult
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHARED_CASES = ROOT.parent / "shared" / "cases"
 
 #: litgpt's pattern (Lightning-AI/litgpt, litgpt/config.py ``Config.mlp_class``): the MLP

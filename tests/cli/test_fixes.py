@@ -264,7 +264,6 @@ def test_hf_use_reentrant_none_in_dict_is_replaced() -> None:
     assert fix_source(source, unsafe=True) == source.replace("None", "False")
 
 
-# ------------------------------------------------------------------ applicability
 @pytest.mark.parametrize(
     ("call", "safe"),
     [
@@ -293,6 +292,8 @@ def test_applicability(call: str, safe: bool) -> None:
 
 
 MIXED = IMPORT + "a = checkpoint(f, x)\nb = checkpoint(f, x, mask=m)\n"
+
+
 MESSAGE = (
     "CKP001{marker} `checkpoint()` without `use_reentrant`: PyTorch warns and silently runs the legacy "
     "reentrant variant; pass `use_reentrant=False` (recommended)"
@@ -398,13 +399,12 @@ def test_no_fix_when_the_function_refuses_the_keyword_too() -> None:
     )
     found = {d.code: d for d in lint_source(source, select=["CKP001", "CKP002"])}
     # one finding: CKP002 (TypeError even with use_reentrant=False); CKP001's advice to pass
-    # use_reentrant=False would be the opposite (issue 11)
+    # use_reentrant=False would be the opposite
     assert set(found) == {"CKP002"}
     assert found["CKP002"].fix is None
     assert "pass the value positionally or bind it inside the function" in found["CKP002"].message
 
 
-# ------------------------------------------------------------ CKP001's safe fallback
 def test_ckp001_fallback_round_trips_through_the_cache_record() -> None:
     from ckptlint.text.diagnostics import Diagnostic
 
@@ -424,3 +424,9 @@ def test_extend_unsafe_fixes_demotes_the_fallback_too(run_cli, write) -> None:  
     write("pyproject.toml", '[tool.ckptlint]\nextend-unsafe-fixes = ["CKP001"]\n')
     result = run_cli("--fix", "m.py")
     assert result.exit_code == 1 and path.read_text() == IMPORT + "y = checkpoint(f, x)\n"
+
+
+def test_fix_of_a_sole_generator_argument_adds_parentheses() -> None:
+    fixed = fix_source(IMPORT + "x = checkpoint(t for t in y)\n", unsafe=True)
+    assert fixed == IMPORT + "x = checkpoint((t for t in y), use_reentrant=False)\n"
+    compile(fixed, "<fixed>", "exec")

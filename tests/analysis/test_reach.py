@@ -31,7 +31,10 @@ COUNTER = """\
             self.calls += 1
             return torch.tanh(self.proj(x))
 """
+
+
 COUNTER_ROW = 12  # the line of ``self.calls += 1``
+
 
 BATCHNORM = """\
     import torch
@@ -53,7 +56,6 @@ def _with(prefix: str, body: str) -> str:
     return textwrap.dedent(prefix) + textwrap.dedent(body)
 
 
-# ---------------------------------------------------------------------- library functions
 @pytest.mark.parametrize(
     ("imports", "call"),
     [
@@ -159,7 +161,6 @@ def test_partial_stored_on_self_takes_the_partials_options() -> None:
     assert located(source) == [(COUNTER_ROW, "CKP202")]
 
 
-# ---------------------------------------------------------------------- timm
 @pytest.mark.parametrize(
     "imports",
     [
@@ -194,7 +195,6 @@ def test_timm_checkpoint_seq_over_stages_with_batchnorm(imports: str) -> None:
     assert [code for _, code in found] == ["CKP203"], found
 
 
-# ---------------------------------------------------------------------- policies and wrappers
 POLICY_TAIL = """\
 
 
@@ -266,7 +266,6 @@ def test_fairscale_wrapper_patches_batchnorm() -> None:
     assert located(source) == []
 
 
-# ---------------------------------------------------------------------- TrainingArguments
 def test_training_arguments_subclass_in_the_same_module() -> None:
     source = """\
         from dataclasses import dataclass
@@ -304,7 +303,6 @@ def test_training_arguments_subclass_in_another_module(run_cli, write) -> None: 
     assert found == [("train.py", 3, "CKP001")]
 
 
-# ---------------------------------------------------------------------- re-exports
 @pytest.mark.parametrize(
     ("utils", "use"),
     [
@@ -327,7 +325,6 @@ def test_reexported_checkpoint_through_the_tree(run_cli, write, utils: str, use:
     assert found == [("model.py", "CKP001")]
 
 
-# ---------------------------------------------------------------------- home-made
 HOME_MADE_NN = '''\
 import torch
 
@@ -358,6 +355,7 @@ def checkpoint(func, inputs, params, flag):
         return CheckpointFunction.apply(func, len(inputs), *args)
     return func(*inputs)
 '''
+
 
 HOME_MADE_UNET = '''\
 from torch import nn
@@ -418,7 +416,6 @@ def test_megatron_style_rng_tracker_counts_as_restore() -> None:
     assert [code for _, code in located(source)] == ["CKP105"]
 
 
-# ---------------------------------------------------------------------- gate
 @pytest.mark.parametrize(
     "source",
     [
@@ -438,7 +435,6 @@ def test_gate_still_skips_unrelated_files() -> None:
     assert not may_have_findings(b"from fairseq import checkpoint_utils\ncheckpoint_utils.load_checkpoint_to_cpu(p)\n")
 
 
-# ---------------------------------------------------------------------- --show-sites
 def test_show_sites_json_records(run_cli, write) -> None:  # noqa: ANN001
     write("model.py", textwrap.dedent(COUNTER) + textwrap.dedent(
         """\
@@ -489,42 +485,6 @@ def test_show_sites_json_records(run_cli, write) -> None:  # noqa: ANN001
     assert table[-1] == "2 sites: 1 resolved, 0 partial, 1 unknown"
 
 
-def test_lazy_initialisation_and_memoisation_are_not_side_effects() -> None:
-    """timm's Conv2dSame and attention-bias caches, reached through checkpoint_seq: the
-    guarded write runs once, not again on recompute."""
-    source = """\
-        from torch import nn
-        from timm.models import checkpoint_seq
-
-
-        class Pad(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.pad = None
-                self.cache = {}
-
-            def forward(self, x):
-                if self.pad is None:
-                    self.pad = nn.ZeroPad2d(1)
-                    self.pad_size = x.shape
-                key = str(x.device)
-                if key not in self.cache:
-                    self.cache[key] = x.new_ones(1)
-                self.steps += 1
-                return self.pad(x) * self.cache[key]
-
-
-        class Net(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.stages = nn.Sequential(Pad(), Pad())
-
-            def forward(self, x):
-                return checkpoint_seq(self.stages, x)
-    """
-    assert located(source) == [(18, "CKP202")]
-
-
 def test_wrapper_function_of_an_api_in_the_same_module() -> None:
     source = _with(COUNTER, "\n\n") + textwrap.dedent(
         """\
@@ -567,70 +527,11 @@ def test_wrapper_function_in_a_namespace_package(run_cli, write) -> None:  # noq
     assert found == [("block.py", COUNTER_ROW, "CKP202")]
 
 
-def test_write_in_the_else_branch_of_a_lazy_initialisation_is_reported() -> None:
-    """diffusers' causal-conv cache: recomputation finds the cache filled and takes the
-    other branch, which writes again."""
-    source = """\
-        from torch import nn
-        from torch.utils.checkpoint import checkpoint
+def test_known_implementation_rows_match_under_another_root():
+    from ckptlint.facts.home_made import known_implementation
 
-
-        class CausalConv(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.prev = None
-
-            def forward(self, x):
-                if self.prev is None:
-                    self.prev = x[:, -1:]
-                else:
-                    self.prev = x[:, -1:] + self.prev
-                return x
-
-
-        class Net(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.conv = CausalConv()
-
-            def forward(self, x):
-                return checkpoint(self.conv, x, use_reentrant=False)
-    """
-    assert located(source) == [(14, "CKP202")]
-
-
-def test_closure_variable_of_init_is_settled() -> None:
-    """diffusers' ResnetBlock2D: ``__init__`` builds ``lambda x: f(x, kernel=fir_kernel)`` in
-    two branches; ``__init__`` has returned before forward, so the value cannot change."""
-    source = """\
-        from torch import nn
-        from torch.utils.checkpoint import checkpoint
-
-
-        def blur(x, kernel):
-            return x * kernel[0]
-
-
-        class Block(nn.Module):
-            def __init__(self, up):
-                super().__init__()
-                if up:
-                    kernel = (1, 3, 3, 1)
-                    self.resample = lambda x: blur(x, kernel=kernel)
-                else:
-                    kernel = (1, 2, 1)
-                    self.resample = lambda x: blur(x, kernel=kernel)
-
-            def forward(self, x):
-                return self.resample(x)
-
-
-        class Net(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.block = Block(True)
-
-            def forward(self, x):
-                return checkpoint(self.block, x, use_reentrant=False)
-    """
-    assert located(source) == []
+    assert known_implementation("megatron.mpu.random.CheckpointFunction") is not None
+    assert known_implementation("mpu.random.CheckpointFunction") is not None  # linted from megatron/
+    assert known_implementation("vendor.megatron.mpu.random.CheckpointFunction") is not None
+    assert known_implementation("random.CheckpointFunction") is None
+    assert known_implementation("mylib.mpu.random.CheckpointFunction") is None

@@ -12,7 +12,6 @@ class keeps on ``self``.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

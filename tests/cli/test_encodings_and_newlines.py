@@ -9,6 +9,7 @@ import json
 import pytest
 
 IMPORT = b"from torch.utils.checkpoint import checkpoint"
+CHECKPOINT_IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 
 
 def locations(run_cli, name: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:  # noqa: ANN001
@@ -109,3 +110,10 @@ def test_gate_sees_an_import_on_the_first_line_after_a_bom() -> None:
     assert may_have_findings(body)
     assert may_have_findings(b"\xef\xbb\xbf" + body)
     assert not may_have_findings(b"\xef\xbb\xbf" + IMPORT + b"\nz = 1\n")  # a dead import
+
+
+def test_cr_only_line_endings_are_linted(run_cli, write) -> None:  # noqa: ANN001
+    write("old_mac.py", (CHECKPOINT_IMPORT + "checkpoint(f, x)\n").replace("\n", "\r").encode())
+    result = run_cli("--isolated", "--no-cache", "old_mac.py")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("old_mac.py:2:1: CKP001 ")

@@ -14,14 +14,17 @@ from ckptlint.docs import rule_doc
 from ckptlint.rules import ALL_RULES
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
+
+
 FINDING = IMPORT + "checkpoint(f, x)\n"
+
+
 MESSAGE = (
     "`checkpoint()` without `use_reentrant`: PyTorch warns and silently runs the legacy reentrant "
     "variant; pass `use_reentrant=False` (recommended)"
 )
 
 
-# ------------------------------------------------------------------------ statistics
 def test_statistics_text_and_json(write, run_cli) -> None:  # noqa: ANN001
     # use_reentrant=True is safe; Hugging Face's form has an unsafe fix only
     write("a.py", IMPORT + "checkpoint(f, x)\nmodel.gradient_checkpointing_enable()\nx = 1  # noqa: CKP001\n")
@@ -41,7 +44,6 @@ def test_statistics_text_and_json(write, run_cli) -> None:  # noqa: ANN001
     ]
 
 
-# ------------------------------------------------------------------------- show-fixes
 def test_show_fixes_lists_what_fix_changed(write, run_cli) -> None:  # noqa: ANN001
     write("a.py", IMPORT + "checkpoint(f, x)\ncheckpoint(g, x)\n")
     write("sub dir/b.py", IMPORT + "checkpoint(f, x)\n")
@@ -59,7 +61,6 @@ def test_show_fixes_lists_what_fix_changed(write, run_cli) -> None:  # noqa: ANN
     )
 
 
-# ------------------------------------------------------------- show-files / settings
 def test_show_files_and_show_settings(tmp_path: Path, write, run_cli) -> None:  # noqa: ANN001
     write("pyproject.toml", '[tool.ckptlint]\nextend-select = ["CKP901"]\nextend-exclude = ["skip"]\n')
     write("a.py", FINDING)
@@ -79,7 +80,6 @@ def test_show_files_and_show_settings(tmp_path: Path, write, run_cli) -> None:  
     assert "extend_exclude = [" in lines and '\t"skip",' in lines
 
 
-# -------------------------------------------------------------------------- add-noqa
 def test_add_noqa_merges_keeps_foreign_codes_and_is_idempotent(write, run_cli) -> None:  # noqa: ANN001
     source = (
         IMPORT
@@ -123,7 +123,6 @@ def test_add_noqa_cannot_be_combined_with_fix(write, run_cli) -> None:  # noqa: 
     assert result.exit_code == 2 and "cannot be used together" in result.stderr
 
 
-# ----------------------------------------------------------------------------- stdin
 def test_stdin_is_linted_as_the_given_path_with_its_config(tmp_path: Path, write, run_cli) -> None:  # noqa: ANN001
     write("pyproject.toml", '[tool.ckptlint.per-file-ignores]\n"legacy/*" = ["CKP001"]\n')
     linted = run_cli("--stdin-filename", "src/model.py", "-", input=FINDING)
@@ -170,7 +169,6 @@ def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(tmp_path: Path,
     assert (clean.exit_code, clean.stdout_bytes) == (0, b"x = 1\r\n")
 
 
-# ----------------------------------------------------------------- explain / list-rules
 def test_explain_json_is_ruffs_record(run_cli) -> None:  # noqa: ANN001
     result = run_cli("--explain", "ckp901", "--output-format", "json")
     assert result.exit_code == 0
@@ -208,7 +206,6 @@ def test_list_rules_table_and_json(run_cli) -> None:  # noqa: ANN001
     assert records[0]["fix"] == "Fix is sometimes available." and records[0]["explanation"] == rule_doc("CKP001")
 
 
-# ----------------------------------------------------------------------------- since
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
@@ -271,3 +268,34 @@ def test_quiet_prints_findings_only(write, run_cli) -> None:  # noqa: ANN001
     )
     full = run_cli("--isolated", "-q", "--output-format", "full", "a.py").stdout
     assert full.startswith(f"CKP001 [*] {MESSAGE}\n --> a.py:2:1\n") and "Found" not in full
+
+
+def test_statistics_prints_no_marker_when_nothing_is_fixable(run_cli, write) -> None:  # noqa: ANN001
+    # ruff 0.17: `2\tF841\tunused-variable` without --unsafe-fixes (no marker column at all),
+    # `[ ]` only beside rows of a table where some other rule is fixable
+    write("m.py", "a = model.gradient_checkpointing_enable()\nb = model.gradient_checkpointing_enable()\n")  # unsafe fixes only
+    plain = run_cli("--isolated", "--no-cache", "--statistics", "m.py")
+    assert plain.stdout.splitlines()[0] == "2\tCKP001\tcheckpoint-without-use-reentrant"
+    unsafe = run_cli("--isolated", "--no-cache", "--statistics", "--unsafe-fixes", "m.py")
+    assert unsafe.stdout.splitlines()[0] == "2\tCKP001\t[*] checkpoint-without-use-reentrant"
+    write("n.py", IMPORT + "c = checkpoint(f, x, debug=True)\nd = checkpoint(f, x, preserve_rng_state=False, use_reentrant=False)\n")
+    mixed = run_cli("--isolated", "--no-cache", "--statistics", "n.py")
+    lines = mixed.stdout.splitlines()
+    assert "1\tCKP001\t[*] checkpoint-without-use-reentrant" in lines
+    assert "1\tCKP101\t[ ] rng-state-not-preserved" in lines
+
+
+def test_since_uses_the_repository_of_the_paths_given(run_cli, tmp_path) -> None:  # noqa: ANN001
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "base.py").write_text("x = 1\n")
+    subprocess.run([*git, "-C", str(repo), "add", "."], check=True)
+    subprocess.run([*git, "-C", str(repo), "commit", "-qm", "base"], check=True)
+    (repo / "new.py").write_text(IMPORT + "checkpoint(f, x)\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = run_cli("--isolated", "--no-cache", "--since", "HEAD", str(repo), cwd=elsewhere)
+    assert result.exit_code == 1, result.stderr
+    assert "new.py:2:1: CKP001" in result.stdout

@@ -1,4 +1,4 @@
-"""Caches added for speed (issue 13) give the same answers as the uncached paths: a
+"""Caches added for speed give the same answers as the uncached paths: a
 region frame's walk replayed to every rule, and the project's module cache bounds."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import libcst as cst
 
-from ckptlint.semantic.walk import nodes_of_function as _nodes_of_function
 from ckptlint.checkpoint.evaluator.regions import RegionBuilder
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.parse import parse_source
 from ckptlint.semantic.project import Project
+from ckptlint.semantic.walk import nodes_of_function as _nodes_of_function
 from ckptlint.text.source import decode_source
 
 SOURCE = """\

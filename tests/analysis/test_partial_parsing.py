@@ -21,7 +21,7 @@ from ckptlint.lint.results import FixMode
 from ckptlint.semantic import index
 from ckptlint.semantic.project import Project
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "tests" / "cases"
 SHARED_CASES = ROOT.parent / "shared" / "cases"
 

@@ -1,9 +1,12 @@
-"""CKP002 reentrant-incompatible-argument: positions, messages, fixes, negatives."""
+"""CKP002 reentrant-incompatible-argument: positions, messages, fixes, negatives, and no
+opposite advice from CKP001 on the same call."""
 
 from __future__ import annotations
 
+import textwrap
+
 from ckptlint.api import fix_source
-from ckptlint.testing import findings
+from ckptlint.testing import findings, located
 from ckptlint.text.diagnostics import Applicability
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
@@ -164,7 +167,7 @@ def test_composable_checkpoint_rejects_reentrant_and_unknown_keywords() -> None:
 
 def test_checkpoint_wrapper() -> None:
     wrapper = "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper\n"
-    # default NO_REENTRANT: context_fn is fine; no checkpoint_fn given (negative from the issue)
+    # default NO_REENTRANT: context_fn is fine; no checkpoint_fn given
     assert findings(wrapper + "checkpoint_wrapper(block, context_fn=ctx)\n", "CKP002") == []
     (d,) = findings(wrapper + "checkpoint_wrapper(block, CheckpointImpl.REENTRANT, context_fn=ctx)\n", "CKP002")
     assert d.message.startswith("`checkpoint_wrapper(...)` uses `CheckpointImpl.REENTRANT`; the reentrant variant raises")
@@ -284,3 +287,21 @@ def test_each_branch_of_a_conditional_dictionary_passing_function_keywords_is_re
     assert d.message.startswith("`checkpoint()` passes `cu_seqlens`, `max_seqlen` or `key_padding_mask` through `**`")
     one_branch_empty = source.replace('{"key_padding_mask": key_padding_mask, **kwargs}', "kwargs")
     assert findings(one_branch_empty, "CKP002") == []
+
+
+def test_ckp002_and_ckp001_do_not_give_opposite_advice() -> None:
+    source = IMPORT + textwrap.dedent(
+        """\
+        def make(layer):
+            def forward(*inputs):
+                return layer(*inputs)
+            return forward
+
+        def run(layer, x, mask):
+            return checkpoint(make(layer), x, mask=mask)
+        """
+    )
+    assert located(source) == [(8, "CKP002")]
+    # a function that takes the keyword: both say the same thing, both stay
+    plain = IMPORT + "def f(x, mask=None):\n    return x\ncheckpoint(f, x, mask=m)\n"
+    assert sorted(located(plain)) == [(4, "CKP001"), (4, "CKP002")]

@@ -1,4 +1,4 @@
-"""Reliability (issue 14): never write outside the tree, never say "All checks passed!" for a
+"""Reliability: never write outside the tree, never say "All checks passed!" for a
 file that was not checked (CKP902 in every format), and small ruff-parity details."""
 
 from __future__ import annotations
@@ -16,11 +16,14 @@ import pytest
 from ckptlint.output import FORMATS
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
+
+
 CALL = IMPORT + "y = checkpoint(f, x)\n"
+
+
 FIXED = IMPORT + "y = checkpoint(f, x, use_reentrant=False)\n"
 
 
-# ----------------------------------------------------------- 1. never outside the tree
 @pytest.fixture
 def linked(tmp_path: Path) -> Path:
     """``proj/`` with ``vendor -> ../outside``, ``up -> ..`` and ``link.py -> ../outside/y.py``."""
@@ -76,7 +79,6 @@ def test_add_noqa_never_writes_outside_the_paths_given(run_cli, linked: Path) ->
     assert "# noqa: CKP001" in (linked / "own.py").read_text()
 
 
-# ------------------------------------------------------ 2. CKP902: files not checked
 @pytest.fixture
 def unchecked(write) -> None:
     write("ok.py", FIXED)
@@ -173,7 +175,6 @@ def test_a_coding_cookie_naming_an_unknown_encoding_is_ckp902_from_the_api() -> 
     assert (found.code, found.start) == ("CKP902", (1, 1))
 
 
-# ----------------------------------------------- 6. an unwritable GITHUB_STEP_SUMMARY
 @pytest.mark.parametrize("where", ["folder", "missing-parent"])
 def test_an_unwritable_step_summary_warns_and_annotations_still_print(run_cli, write, tmp_path: Path, where) -> None:
     write("m.py", CALL)
@@ -187,7 +188,6 @@ def test_an_unwritable_step_summary_warns_and_annotations_still_print(run_cli, w
     assert result.stdout.startswith("::warning file=m.py,line=2,col=5,")
 
 
-# ------------------------------------------------------------- 9. ruff parity, small things
 @pytest.mark.parametrize(
     "args",
     [("--select", ""), ("--select", " "), ("--ignore", "CKP001,"), ("--extend-select", ",CKP901"), ("--select", "")],
@@ -253,7 +253,6 @@ def test_jobs_is_capped_at_the_files_to_lint(run_cli, write, monkeypatch) -> Non
     assert used == [3]
 
 
-# ------------------------------------------------------ 8. writes keep the file's identity
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root may give a file to another user")
 def test_fix_keeps_owner_and_group(run_cli, write) -> None:
     path = write("m.py", CALL)
@@ -284,3 +283,18 @@ def test_diff_reports_files_not_checked_on_stderr_and_exits_1(run_cli, write) ->
     result = run_cli("--no-cache", "--diff", "m.py", "missing.py")
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr == "error: missing.py: no such file or directory\n"
+
+
+def test_add_noqa_never_writes_through_a_link_out_of_the_tree(run_cli, tmp_path) -> None:  # noqa: ANN001
+    # README: --add-noqa prints an error for such a file and exits 2; the target is untouched
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "proj").mkdir()
+    target = tmp_path / "outside" / "y.py"
+    target.write_text(IMPORT + "y = checkpoint(f, x)\n")
+    (tmp_path / "proj" / "link.py").symlink_to(target)
+    (tmp_path / "proj" / "own.py").write_text(IMPORT + "y = checkpoint(f, x)\n")
+    result = run_cli("--isolated", "--no-cache", "--add-noqa", ".", cwd=tmp_path / "proj")
+    assert result.exit_code == 2
+    assert "outside the paths given; not written" in result.stderr
+    assert target.read_text() == IMPORT + "y = checkpoint(f, x)\n"
+    assert (tmp_path / "proj" / "own.py").read_text().endswith("# noqa: CKP001\n")

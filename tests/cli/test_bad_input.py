@@ -16,7 +16,11 @@ from ckptlint.lint.linter import FileLinter
 from ckptlint.lint.run import lint_files
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
+
+
 CALL = IMPORT + "checkpoint(f, x)\n"
+
+
 OK_LINE = "ok.py:2:1: CKP001"
 
 
@@ -278,3 +282,24 @@ def test_a_bad_configuration(run_cli, write, tmp_path, name, content, message):
     assert result.stdout == ""
     [line] = result.stderr.splitlines()
     assert line.startswith(f"error: {config}: {message}")
+
+
+def test_missing_path_is_reported_and_the_others_are_still_linted(run_cli, write) -> None:  # noqa: ANN001
+    write("good.py", IMPORT + "checkpoint(f, x)\n")
+    result = run_cli("--isolated", "--no-cache", "good.py", "missing.py")
+    assert result.exit_code == 1  # ruff: E902, exit 1
+    assert result.stderr == ""
+    assert result.stdout.splitlines()[:2] == [
+        result.stdout.splitlines()[0],
+        "missing.py:1:1: CKP902 no such file or directory",
+    ]
+    assert result.stdout.startswith("good.py:2:1: CKP001 ")
+
+
+def test_output_file_that_cannot_be_written_is_a_clean_error(run_cli, write, tmp_path) -> None:  # noqa: ANN001
+    write("good.py", IMPORT + "checkpoint(f, x, use_reentrant=False)\n")
+    (tmp_path / "folder").mkdir()
+    result = run_cli("--isolated", "--no-cache", "-o", "folder", "good.py")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: folder: cannot write the report: ")
+    assert "Traceback" not in result.stderr

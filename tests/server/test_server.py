@@ -5,6 +5,7 @@ configuration from the file's pyproject.toml, and unsaved buffers reached by reg
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from ckptlint.text.source import split_lines
 
 #: CKP001's safe fix (torch 2.9-2.13 run the reentrant variant when use_reentrant is omitted)
 KEEP = "Pass `use_reentrant=True` (keeps the reentrant variant PyTorch runs now)"
+
+
 SOURCE = "from torch.utils.checkpoint import checkpoint\n\n\ndef forward(block, x):\n    return checkpoint(block, x)\n"
 
 
@@ -244,7 +247,6 @@ async def test_range_after_an_astral_character_is_in_utf16_units(client: Languag
 def _raw_session(env: dict[str, str], capabilities: dict) -> tuple[dict, dict, list[dict]]:
     """Drive ``ckptlint server`` with raw JSON-RPC: (initialize result, first diagnostics,
     messages up to the shutdown response)."""
-    import json
     import os
     import subprocess
 
@@ -377,3 +379,32 @@ async def test_a_changed_pyproject_lints_open_documents_again(client: LanguageCl
     await _barrier(client, path.as_uri())
     assert await _published(client, path.as_uri()) == []
     assert [r.method for r in client.registrations] == ["workspace/didChangeWatchedFiles"]  # type: ignore[attr-defined]
+
+
+IMPORT = "from torch.utils.checkpoint import checkpoint\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "row", "new_line"),
+    [
+        (IMPORT + 'a = checkpoint(f, """x\ny""")\n', 3, 'y""")  # noqa: CKP001'),
+        (IMPORT + "b = checkpoint(f, \\\n    x)\n", 3, "    x)  # noqa: CKP001"),
+        (IMPORT + "c = checkpoint(f, x)\n", 2, "c = checkpoint(f, x)  # noqa: CKP001"),
+    ],
+)
+def test_server_disable_for_this_line_uses_the_noqa_line(tmp_path, text, row, new_line) -> None:  # noqa: ANN001
+    # the server's "Disable CKP001 for this line" replaced the finding's first line by itself
+    # (no comment) when that line ends inside a triple-quoted string or with a backslash
+    pytest.importorskip("pygls")
+    from ckptlint.config.files import CliOverrides, SettingsResolver
+    from ckptlint.lint.linter import FileLinter
+    from ckptlint.server.lsp import CkptlintLanguageServer, _Lines
+
+    path = tmp_path / "m.py"
+    path.write_text(text)
+    settings = SettingsResolver(CliOverrides(), cwd=tmp_path).for_path(path)
+    (d,) = FileLinter().lint(str(path), text.encode(), settings).diagnostics
+    edit = CkptlintLanguageServer._noqa_edit(d, text, _Lines(text))
+    assert edit is not None
+    assert (edit.range.start.line, edit.range.start.character, edit.range.end.line) == (row - 1, 0, row - 1)
+    assert edit.new_text == new_line

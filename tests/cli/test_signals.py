@@ -1,4 +1,4 @@
-"""Stopping (issue 14): real SIGINT/SIGTERM/SIGKILL sent to a real ``ckptlint`` process in the
+"""Stopping: real SIGINT/SIGTERM/SIGKILL sent to a real ``ckptlint`` process in the
 middle of a run over a generated tree, and the per-file time limit."""
 
 from __future__ import annotations
@@ -18,10 +18,20 @@ from ckptlint.lint import run as lint_run
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="uses /proc and PR_SET_PDEATHSIG")
 
+
 IMPORT = "import torch\nfrom torch.utils.checkpoint import checkpoint\n\n"
+CHECKPOINT_IMPORT = "from torch.utils.checkpoint import checkpoint\n"
+
+
 BLOCK = "class Block{i}(torch.nn.Module):\n    def forward(self, x):\n        return checkpoint(self.f, x{end}\n\n"
+
+
 ORIGINAL = IMPORT + "".join(BLOCK.format(i=i, end=")") for i in range(40))
+
+
 FIXED = IMPORT + "".join(BLOCK.format(i=i, end=", use_reentrant=False)") for i in range(40))
+
+
 FILES = 300  # ~0.1 s each on one core: a run of many seconds, stopped after about one
 
 
@@ -207,7 +217,6 @@ def test_sigkill_of_the_main_process_leaves_no_worker(tree: Path) -> None:
     assert not [pid for pid in workers if _alive(pid)]
 
 
-# ---------------------------------------------------------------- per-file time limit
 def _stuck_on(name: str):  # noqa: ANN202
     original = linter.FileLinter.lint
 
@@ -250,3 +259,22 @@ def test_file_timeout_option(run_cli, write, monkeypatch) -> None:
         "Found 1 error.\n"
     )
     assert run_cli("--file-timeout", "0", ".").exit_code == 2
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("value", ["inf", "1e300", "1e6"])
+def test_file_timeout_inf_or_huge_is_no_limit(run_cli, write, value, jobs) -> None:  # noqa: ANN001
+    # setitimer raises OverflowError for such values: no timer is set at all
+    write("m.py", CHECKPOINT_IMPORT + "y = checkpoint(f, x)\n")
+    write("n.py", CHECKPOINT_IMPORT + "y = checkpoint(f, x)\n")
+    result = run_cli("--isolated", "--no-cache", "-j", jobs, "--file-timeout", value, "m.py", "n.py")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("m.py:2:5: CKP001 ")
+    assert "Found 2 errors." in result.stdout
+
+
+def test_file_timeout_nan_is_a_usage_error(run_cli, write) -> None:  # noqa: ANN001
+    write("m.py", CHECKPOINT_IMPORT + "y = checkpoint(f, x)\n")
+    result = run_cli("--isolated", "--no-cache", "--file-timeout", "nan", "m.py")
+    assert result.exit_code == 2
+    assert "nan is not a number of seconds" in result.stderr
