@@ -169,7 +169,9 @@ def test_no_module_holds_several_jobs() -> None:
     assert long == {}
 
 
-@pytest.mark.parametrize("module", ["ckptlint.registry", "ckptlint.rule_codes", "ckptlint.docs", "ckptlint.config.settings", "ckptlint.cli.app"])
+@pytest.mark.parametrize(
+    "module", ["ckptlint.registry", "ckptlint.rule_codes", "ckptlint.docs", "ckptlint.config.settings", "ckptlint.cli.app"]
+)
 def test_light_modules_import_without_libcst(module: str) -> None:
     code = f"import sys, {module}; print(sorted(m for m in sys.modules if m == 'libcst' or m.startswith('libcst.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

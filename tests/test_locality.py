@@ -93,8 +93,10 @@ def test_the_else_branch_of_a_negated_switch_names_it_too(tmp_path: Path, run_cl
     write(
         "pkg/model.py",
         textwrap.dedent(MODEL).replace(
-            "            if self.with_cp and x.requires_grad:\n                return cp.checkpoint(self.block, x, use_reentrant=False)\n            return self.block(x)\n",
-            "            if not self.with_cp:\n                return self.block(x)\n            else:\n                return cp.checkpoint(self.block, x, use_reentrant=False)\n",
+            "            if self.with_cp and x.requires_grad:\n                return cp.checkpoint(self.block, x, use_reentrant=False)\n"
+            "            return self.block(x)\n",
+            "            if not self.with_cp:\n                return self.block(x)\n"
+            "            else:\n                return cp.checkpoint(self.block, x, use_reentrant=False)\n",
         ).replace("with_cp=False", "with_cp=None"),
     )
     write("pkg/blocks.py", textwrap.dedent(BLOCKS).replace("{norm}", "BatchNorm1d"))
@@ -113,7 +115,8 @@ def test_a_switch_on_by_default_or_unguarded_code_states_no_condition(tmp_path: 
 def test_a_class_that_nothing_names_is_judged(tmp_path: Path, run_cli, write) -> None:
     # a library's public block, imported by the package yet built by no file of it
     write("pkg/__init__.py", "from pkg import model\n")
-    write("pkg/model.py", textwrap.dedent(MODEL).replace("    if self.with_cp and x.requires_grad:\n    ", "").replace("    return self.block(x)\n", ""))
+    model = textwrap.dedent(MODEL).replace("    if self.with_cp and x.requires_grad:\n    ", "").replace("    return self.block(x)\n", "")
+    write("pkg/model.py", model)
     write("pkg/blocks.py", textwrap.dedent(BLOCKS).replace("{norm}", "BatchNorm1d"))
     assert [code for _, _, code, _ in _findings(run_cli, "--no-cache", ".")] == ["CKP203"]
 

@@ -11,7 +11,7 @@ import pytest
 from ckptlint.testing import codes
 
 torch = pytest.importorskip("torch")
-from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+from torch.utils.checkpoint import checkpoint, checkpoint_sequential  # noqa: E402 - after the skip without torch
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 

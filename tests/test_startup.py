@@ -44,7 +44,8 @@ def test_version_imports_neither_torch_nor_libcst() -> None:
     assert "click" in modules
     assert [m for m in modules if m == "torch" or m.startswith("torch.")] == []
     assert [m for m in modules if m == "libcst" or m.startswith("libcst.")] == []
-    assert [m for m in modules if m.startswith(("ckptlint.lint.linter", "ckptlint.semantic", "ckptlint.checkpoint", "ckptlint.rules"))] == []
+    linting = ("ckptlint.lint.linter", "ckptlint.semantic", "ckptlint.checkpoint", "ckptlint.rules")
+    assert [m for m in modules if m.startswith(linting)] == []
 
 
 def test_linting_imports_no_torch(tmp_path: Path) -> None:

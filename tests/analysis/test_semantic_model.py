@@ -149,7 +149,10 @@ def test_calls_parents_and_enclosing() -> None:
 
 
 def _reaching_kinds(model: SemanticModel, name: cst.Name) -> list[str]:
-    return [f"{b.kind.value}@{model.module.code_for_node(b.node).splitlines()[0].strip() if not isinstance(b.node, cst.Param) else 'param'}" for b in model.reaching(name)]
+    def where(b) -> str:
+        return "param" if isinstance(b.node, cst.Param) else model.module.code_for_node(b.node).splitlines()[0].strip()
+
+    return [f"{b.kind.value}@{where(b)}" for b in model.reaching(name)]
 
 
 def test_a_plain_assignment_kills_earlier_bindings_in_straight_line_code() -> None:
@@ -178,5 +181,9 @@ def test_reads_in_loops_and_nested_scopes_keep_every_binding() -> None:
                 x = g(x)
         """
     )
-    read = [n for n in names(model)["x"] if isinstance(model.parent(n), cst.Arg) and model.module.code_for_node(model.parent(model.parent(n))).startswith("use")][0]
+    read = [
+        n
+        for n in names(model)["x"]
+        if isinstance(model.parent(n), cst.Arg) and model.module.code_for_node(model.parent(model.parent(n))).startswith("use")
+    ][0]
     assert sorted(_reaching_kinds(model, read)) == ["assignment@x = g(x)", "parameter@param"]

@@ -84,7 +84,11 @@ def test_a_model_registry_is_not_chosen_with_the_class_that_checkpoints() -> Non
     ("source", "expected", "not_expected"),
     [
         # an alias at module level, used in a function
-        ("import torch.utils.checkpoint as cp\nckpt = cp.checkpoint\ndef f(g, x):\n    return ckpt(g, x)\ndef h():\n    return 1\n", {"ckpt", "f"}, {"h"}),
+        (
+            "import torch.utils.checkpoint as cp\nckpt = cp.checkpoint\ndef f(g, x):\n    return ckpt(g, x)\ndef h():\n    return 1\n",
+            {"ckpt", "f"},
+            {"h"},
+        ),
         # a wrapper function and its callers
         (
             "from torch.utils.checkpoint import checkpoint\n"
@@ -128,9 +132,18 @@ def test_a_model_registry_is_not_chosen_with_the_class_that_checkpoints() -> Non
             {"Other"},
         ),
         # names imported from the tree that read like a checkpoint function
-        ("from .utils import ckpt_fn, load_model\ndef f(x):\n    return ckpt_fn(g, x)\ndef h(x):\n    return load_model(x)\n", {"f"}, {"h"}),
+        (
+            "from .utils import ckpt_fn, load_model\ndef f(x):\n    return ckpt_fn(g, x)\ndef h(x):\n    return load_model(x)\n",
+            {"f"},
+            {"h"},
+        ),
         # a Hugging Face switch and the gradient_checkpointing keyword
-        ("def f(m):\n    m.gradient_checkpointing_enable()\ndef g():\n    return Cfg(gradient_checkpointing=True)\ndef h():\n    return 1\n", {"f", "g"}, {"h"}),
+        (
+            "def f(m):\n    m.gradient_checkpointing_enable()\ndef g():\n    return Cfg(gradient_checkpointing=True)\n"
+            "def h():\n    return 1\n",
+            {"f", "g"},
+            {"h"},
+        ),
         # a star import: anything spelled like a checkpoint function may come from it
         ("from .layers import *\ndef f(x):\n    return ckpt(g, x)\ndef h(x):\n    return x\n", {"f"}, {"h"}),
     ],

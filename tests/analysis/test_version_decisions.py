@@ -80,7 +80,10 @@ def test_new_names_with_kwargs_lacking_the_key_are_reported_and_fixed() -> None:
         message='`activation_checkpointing_enable()`: `activation_checkpointing_kwargs` has no "use_reentrant" key',
         fixed='model.activation_checkpointing_enable({"preserve_rng_state": True, "use_reentrant": False})\n',
     )
-    source = 'from transformers import TrainingArguments\nTrainingArguments("o", activation_checkpointing=True, activation_checkpointing_kwargs={})\n'
+    source = (
+        "from transformers import TrainingArguments\n"
+        'TrainingArguments("o", activation_checkpointing=True, activation_checkpointing_kwargs={})\n'
+    )
     assert_lints(source, "CKP001", message="`TrainingArguments(activation_checkpointing=True)`")
 
 
@@ -122,7 +125,10 @@ def test_ckp004_silent_unless_every_declared_version_has_the_new_names(declared:
 
 
 def test_ckp004_both_spellings_are_not_renamed() -> None:
-    source = 'from transformers import TrainingArguments\nTrainingArguments("o", gradient_checkpointing=True, activation_checkpointing=True)\n'
+    source = (
+        "from transformers import TrainingArguments\n"
+        'TrainingArguments("o", gradient_checkpointing=True, activation_checkpointing=True)\n'
+    )
     assert_lints(source, "CKP004", message="deprecated alias", fixed=None, versions={"transformers": ">=5.24"})
 
 

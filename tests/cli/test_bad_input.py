@@ -29,7 +29,7 @@ def _linted_ok(stdout: str) -> bool:
     return any(line.startswith(OK_LINE) for line in stdout.splitlines())
 
 
-def _unchecked(result) -> list[str]:  # noqa: ANN001
+def _unchecked(result) -> list[str]:
     """The CKP902 findings of a run as ``PATH: message`` (and nothing on stderr)."""
     assert result.stderr == ""
     assert "All checks passed!" not in result.stdout
@@ -190,7 +190,7 @@ def test_an_unreadable_file_simulated(run_cli, write, monkeypatch):
     bad = write("secret.py", CALL)
     original = run_module.read_regular
 
-    def read_regular(path, limit):  # noqa: ANN001, ANN202
+    def read_regular(path, limit):
         if Path(path).name == "secret.py":
             raise PermissionError(13, "Permission denied", str(path))
         return original(path, limit)
@@ -207,7 +207,7 @@ def test_broken_symbolic_links(run_cli, write, tmp_path):
     (tmp_path / "gone.py").symlink_to(tmp_path / "nowhere.py")
     result = run_cli(".")
     assert result.exit_code == 1
-    assert _unchecked(result) == [f"gone.py: broken symbolic link"]
+    assert _unchecked(result) == ["gone.py: broken symbolic link"]
     assert _linted_ok(result.stdout)
     named = run_cli("gone.py", "ok.py")
     assert named.exit_code == 1
@@ -284,7 +284,7 @@ def test_a_bad_configuration(run_cli, write, tmp_path, name, content, message):
     assert line.startswith(f"error: {config}: {message}")
 
 
-def test_missing_path_is_reported_and_the_others_are_still_linted(run_cli, write) -> None:  # noqa: ANN001
+def test_missing_path_is_reported_and_the_others_are_still_linted(run_cli, write) -> None:
     write("good.py", IMPORT + "checkpoint(f, x)\n")
     result = run_cli("--isolated", "--no-cache", "good.py", "missing.py")
     assert result.exit_code == 1  # ruff: E902, exit 1
@@ -296,7 +296,7 @@ def test_missing_path_is_reported_and_the_others_are_still_linted(run_cli, write
     assert result.stdout.startswith("good.py:2:1: CKP001 ")
 
 
-def test_output_file_that_cannot_be_written_is_a_clean_error(run_cli, write, tmp_path) -> None:  # noqa: ANN001
+def test_output_file_that_cannot_be_written_is_a_clean_error(run_cli, write, tmp_path) -> None:
     write("good.py", IMPORT + "checkpoint(f, x, use_reentrant=False)\n")
     (tmp_path / "folder").mkdir()
     result = run_cli("--isolated", "--no-cache", "-o", "folder", "good.py")

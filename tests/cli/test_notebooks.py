@@ -48,7 +48,7 @@ def case(tmp_path: Path) -> Path:
     return target
 
 
-def test_real_notebook_findings_are_reported_per_cell(run_cli, case) -> None:  # noqa: ANN001
+def test_real_notebook_findings_are_reported_per_cell(run_cli, case) -> None:
     result = run_cli("--isolated", "--no-cache", ".")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
@@ -58,19 +58,19 @@ def test_real_notebook_findings_are_reported_per_cell(run_cli, case) -> None:  #
         f"checkpoint at {NAME}:cell 6:19: "
     )
     assert lines[1].startswith(f"{NAME}:cell 6:19:21: CKP001 [*] `checkpoint()` without `use_reentrant`")
-    # the checkpoint in cell 10 carries `# noqa: CKP001`; shell escapes and magics are no syntax errors
+    # the checkpoint in cell 10 carries a `noqa: CKP001` directive; shell escapes and magics are no syntax errors
     assert len([line for line in lines if ": CKP" in line]) == 2
     assert result.stderr == ""
 
 
-def test_noqa_in_a_cell_suppresses_its_line(run_cli, write) -> None:  # noqa: ANN001
+def test_noqa_in_a_cell_suppresses_its_line(run_cli, write) -> None:
     write("a.ipynb", _notebook(IMPORT, "y = checkpoint(f, x)  # noqa: CKP001\nz = checkpoint(f, x)\n"))
     result = run_cli("--isolated", "--no-cache", "a.ipynb")
     assert result.stdout.splitlines()[0].startswith("a.ipynb:cell 2:2:5: CKP001 ")
     assert len(result.stdout.splitlines()) == 3  # one finding, two summary lines
 
 
-def test_json_sarif_github_junit_carry_the_cell(run_cli, case) -> None:  # noqa: ANN001
+def test_json_sarif_github_junit_carry_the_cell(run_cli, case) -> None:
     records = json.loads(run_cli("--isolated", "--no-cache", "--output-format", "json", ".").stdout)
     ckp001 = next(r for r in records if r["code"] == "CKP001")
     assert ckp001["cell"] == 6
@@ -104,7 +104,7 @@ def test_json_sarif_github_junit_carry_the_cell(run_cli, case) -> None:  # noqa:
     assert all(i["description"].startswith(("CKP001: cell 6, line 19", "CKP103: cell 5, line 39")) for i in gitlab)
 
 
-def test_fix_writes_back_only_the_changed_line_and_a_valid_notebook(run_cli, case) -> None:  # noqa: ANN001
+def test_fix_writes_back_only_the_changed_line_and_a_valid_notebook(run_cli, case) -> None:
     before = case.read_bytes()
     result = run_cli("--isolated", "--no-cache", "--fix", "--unsafe-fixes", ".")
     assert result.stdout.startswith(f"{NAME}:cell 5:39:30: CKP103 ")
@@ -125,7 +125,7 @@ def test_fix_writes_back_only_the_changed_line_and_a_valid_notebook(run_cli, cas
     assert case.read_bytes() == after
 
 
-def test_diff_is_shown_per_cell_and_writes_nothing(run_cli, case) -> None:  # noqa: ANN001
+def test_diff_is_shown_per_cell_and_writes_nothing(run_cli, case) -> None:
     before = case.read_bytes()
     result = run_cli("--isolated", "--no-cache", "--diff", "--unsafe-fixes", ".")
     assert result.exit_code == 1
@@ -175,21 +175,21 @@ def test_percent_and_bang_inside_a_statement_are_python() -> None:
     assert source.text.splitlines()[6] == "pass  # ckptlint-ipython: 0"
 
 
-def test_syntax_error_in_a_cell_is_reported_at_the_cell(run_cli, write) -> None:  # noqa: ANN001
+def test_syntax_error_in_a_cell_is_reported_at_the_cell(run_cli, write) -> None:
     write("bad.ipynb", _notebook(IMPORT, "checkpoint(f, x\n"))
     result = run_cli("--isolated", "--no-cache", "bad.ipynb")
     assert result.stdout.startswith("bad.ipynb:cell 2:")
     assert " CKP999 Syntax error" in result.stdout
 
 
-def test_a_file_that_is_not_a_notebook_is_a_problem(run_cli, write) -> None:  # noqa: ANN001
+def test_a_file_that_is_not_a_notebook_is_a_problem(run_cli, write) -> None:
     write("broken.ipynb", '{"cells": [}')
     result = run_cli("--isolated", "--no-cache", "broken.ipynb")
     assert result.exit_code == 1
     assert result.stdout.startswith("broken.ipynb:1:1: CKP902 is not a valid notebook (invalid JSON: ")
 
 
-def test_notebooks_can_be_turned_off(run_cli, write, case) -> None:  # noqa: ANN001
+def test_notebooks_can_be_turned_off(run_cli, write, case) -> None:
     write("pyproject.toml", "[tool.ckptlint]\nnotebooks = false\n")
     walked = run_cli("--no-cache", ".")
     assert walked.exit_code == 0 and walked.stdout == "All checks passed!\n"
@@ -199,14 +199,14 @@ def test_notebooks_can_be_turned_off(run_cli, write, case) -> None:  # noqa: ANN
     assert run_cli("--no-cache", "--force-exclude", NAME).stderr == ""  # the pre-commit hook's way
 
 
-def test_cache_returns_the_same_cell_positions(run_cli, case) -> None:  # noqa: ANN001
+def test_cache_returns_the_same_cell_positions(run_cli, case) -> None:
     first = run_cli("--isolated", ".")
     assert (case.parent / ".ckptlint_cache").is_dir()
     second = run_cli("--isolated", ".")
     assert second.stdout == first.stdout and f"{NAME}:cell 6:19:21" in second.stdout
 
 
-def test_since_lints_changed_notebooks(run_cli, tmp_path) -> None:  # noqa: ANN001
+def test_since_lints_changed_notebooks(run_cli, tmp_path) -> None:
     git = ["git", "-c", "user.email=a@b", "-c", "user.name=a", "-C", str(tmp_path)]
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / "old.ipynb").write_text(_notebook(IMPORT, "checkpoint(f, x)\n"))
@@ -233,7 +233,7 @@ LINE_CELLS = (
 )
 
 
-def test_messages_naming_a_line_name_the_cells_line(run_cli, write) -> None:  # noqa: ANN001
+def test_messages_naming_a_line_name_the_cells_line(run_cli, write) -> None:
     """CKP101, CKP002 and CKP201 name a line ("at line N") as CKP203 names a site: the row
     within its cell, not of the cells joined."""
     write("lines.ipynb", _notebook(*LINE_CELLS, md1="Blocks"))
@@ -245,7 +245,7 @@ def test_messages_naming_a_line_name_the_cells_line(run_cli, write) -> None:  # 
     assert not any(re.search(r"line (1\d|[2-9]\d)\b", m) for m in messages.values())  # no joined rows left
 
 
-def test_a_cell_without_cell_type_is_not_a_valid_notebook(run_cli, write) -> None:  # noqa: ANN001
+def test_a_cell_without_cell_type_is_not_a_valid_notebook(run_cli, write) -> None:
     data = json.loads(_notebook(IMPORT + "y = checkpoint(f, x)\n"))
     del data["cells"][0]["cell_type"]
     write("typeless.ipynb", json.dumps(data))
@@ -270,7 +270,7 @@ def _nb(*sources: str) -> str:
     ],
 )
 @pytest.mark.parametrize("mode", ["--fix", "--add-noqa"])
-def test_writing_a_notebook_leaves_unfixed_masked_cells_alone(run_cli, write, other, mode) -> None:  # noqa: ANN001
+def test_writing_a_notebook_leaves_unfixed_masked_cells_alone(run_cli, write, other, mode) -> None:
     # a fix (or noqa) in one cell must not add an empty line to a masked cell that ends in "\n"
     path = write("nb.ipynb", _nb(IMPORT + "def f(m, x):\n    return checkpoint(m, x)\n", other))
     before = json.loads(path.read_text())
@@ -283,7 +283,7 @@ def test_writing_a_notebook_leaves_unfixed_masked_cells_alone(run_cli, write, ot
 
 
 @pytest.mark.parametrize("fix", [(), ("--fix",)])
-def test_full_output_shows_ipython_lines_as_written(run_cli, write, fix) -> None:  # noqa: ANN001
+def test_full_output_shows_ipython_lines_as_written(run_cli, write, fix) -> None:
     # README: `full` shows the cell's own lines; it showed the mask `pass  # ckptlint-ipython: 0`
     cell = "%%time\nw = model.gradient_checkpointing_enable()\nz = checkpoint(f, 1, debug=True)\n"  # w: an unsafe fix only
     write("nb.ipynb", _nb(IMPORT, cell))
@@ -294,7 +294,7 @@ def test_full_output_shows_ipython_lines_as_written(run_cli, write, fix) -> None
     assert "ckptlint-ipython" not in result.stdout
 
 
-def test_fix_keeps_upper_case_escapes_of_a_colab_notebook(run_cli, write) -> None:  # noqa: ANN001
+def test_fix_keeps_upper_case_escapes_of_a_colab_notebook(run_cli, write) -> None:
     # Colab (and stable-diffusion's scripts/latent_imagenet_diffusion.ipynb) write `\u001B`;
     # Python's json writes `\u001b`: a fix rewrote every escape in the outputs
     nb = json.loads(_nb(IMPORT + "def f(m, x):\n    return checkpoint(m, x)\n"))
@@ -313,7 +313,7 @@ def test_fix_keeps_upper_case_escapes_of_a_colab_notebook(run_cli, write) -> Non
     assert after == colab.replace(old, '"    return checkpoint(m, x, use_reentrant=False)\\n"')
 
 
-def test_a_notebook_named_explicitly_is_linted(run_cli, write) -> None:  # noqa: ANN001
+def test_a_notebook_named_explicitly_is_linted(run_cli, write) -> None:
     cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
     notebook = {"cells": [{**cell, "source": [IMPORT, "checkpoint(f, x)\n"]}], "metadata": {}}
     write("nb.ipynb", json.dumps({**notebook, "nbformat": 4, "nbformat_minor": 4}))

@@ -242,7 +242,7 @@ def test_jobs_is_capped_at_the_files_to_lint(run_cli, write, monkeypatch) -> Non
     used: list[int] = []
     original = lint_run.in_pool
 
-    def in_pool(tasks, workers, **options):  # noqa: ANN001, ANN003, ANN202
+    def in_pool(tasks, workers, **options):
         used.append(workers)
         return original(tasks, workers, **options)
 
@@ -285,7 +285,7 @@ def test_diff_reports_files_not_checked_on_stderr_and_exits_1(run_cli, write) ->
     assert result.stderr == "error: missing.py: no such file or directory\n"
 
 
-def test_add_noqa_never_writes_through_a_link_out_of_the_tree(run_cli, tmp_path) -> None:  # noqa: ANN001
+def test_add_noqa_never_writes_through_a_link_out_of_the_tree(run_cli, tmp_path) -> None:
     # README: --add-noqa prints an error for such a file and exits 2; the target is untouched
     (tmp_path / "outside").mkdir()
     (tmp_path / "proj").mkdir()

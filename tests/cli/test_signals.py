@@ -143,7 +143,7 @@ def test_sigint_while_fixes_are_written_finishes_the_file_being_written(tree: Pa
     writes: list[Path] = []
     original = fixer.write_atomically
 
-    def write_atomically(path, data, expected=None):  # noqa: ANN001, ANN202
+    def write_atomically(path, data, expected=None):
         writes.append(path)
         if len(writes) == 3:
             os.kill(os.getpid(), signal.SIGINT)  # arrives in the middle of this write
@@ -217,10 +217,10 @@ def test_sigkill_of_the_main_process_leaves_no_worker(tree: Path) -> None:
     assert not [pid for pid in workers if _alive(pid)]
 
 
-def _stuck_on(name: str):  # noqa: ANN202
+def _stuck_on(name: str):
     original = linter.FileLinter.lint
 
-    def lint(self, path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def lint(self, path, *args, **kwargs):
         if os.path.basename(path) == name:
             time.sleep(60)
         return original(self, path, *args, **kwargs)
@@ -263,7 +263,7 @@ def test_file_timeout_option(run_cli, write, monkeypatch) -> None:
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 @pytest.mark.parametrize("value", ["inf", "1e300", "1e6"])
-def test_file_timeout_inf_or_huge_is_no_limit(run_cli, write, value, jobs) -> None:  # noqa: ANN001
+def test_file_timeout_inf_or_huge_is_no_limit(run_cli, write, value, jobs) -> None:
     # setitimer raises OverflowError for such values: no timer is set at all
     write("m.py", CHECKPOINT_IMPORT + "y = checkpoint(f, x)\n")
     write("n.py", CHECKPOINT_IMPORT + "y = checkpoint(f, x)\n")
@@ -273,7 +273,7 @@ def test_file_timeout_inf_or_huge_is_no_limit(run_cli, write, value, jobs) -> No
     assert "Found 2 errors." in result.stdout
 
 
-def test_file_timeout_nan_is_a_usage_error(run_cli, write) -> None:  # noqa: ANN001
+def test_file_timeout_nan_is_a_usage_error(run_cli, write) -> None:
     write("m.py", CHECKPOINT_IMPORT + "y = checkpoint(f, x)\n")
     result = run_cli("--isolated", "--no-cache", "--file-timeout", "nan", "m.py")
     assert result.exit_code == 2

@@ -960,7 +960,9 @@ def test_old_format_hugging_face_model_of_another_file_is_not_reported(tmp_path:
     )
     assert _json(run_cli, "beit/builder.py") == []
     (tmp_path / "beit" / "st_beit.py").write_text(
-        (tmp_path / "beit" / "st_beit.py").read_text().replace("self, module, value=False", "self, enable=True, gradient_checkpointing_func=None"),
+        (tmp_path / "beit" / "st_beit.py")
+        .read_text()
+        .replace("self, module, value=False", "self, enable=True, gradient_checkpointing_func=None"),
         encoding="utf-8",
     )
     assert [(r["code"], r["location"]["row"]) for r in _json(run_cli, "--no-cache", "beit/builder.py")] == [("CKP001", 7)]

@@ -125,7 +125,9 @@ def test_consequence_depends_on_the_variant() -> None:
     assert "`preserve_rng_state` stays True, and the function gets an extra keyword" in d.message
     (d,) = findings(IMPORT + "checkpoint(f, x, use_reentrant=True, preserve_rng=False)\n", "CKP003")
     assert "the reentrant variant raises ValueError (Unexpected keyword arguments)" in d.message
-    (d,) = findings("import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, use_reentrant=False, preserve_rng=False)\n", "CKP003")
+    (d,) = findings(
+        "import torch.utils.checkpoint as cp\ncp.checkpoint_sequential(m, 2, x, use_reentrant=False, preserve_rng=False)\n", "CKP003"
+    )
     assert "it raises ValueError (Unexpected keyword arguments)" in d.message
 
 

@@ -120,7 +120,8 @@ def test_preserve_rng_state_false_over_unseen_layers_states_the_condition():
     assert [(row, code) for row, code, _ in found] == [(13, "CKP101")]
     assert "cannot see" in found[0][2] and "if that code draws random numbers in training (a dropout with p > 0" in found[0][2]
     # the same loop over layers the tree defines, with no random op: not reported
-    seen = "from torch import nn\n\n\nclass Layer(nn.Module):\n    def forward(self, x, m, p):\n        return (x,)\n\n\n" + textwrap.dedent(source).replace(
+    layer = "from torch import nn\n\n\nclass Layer(nn.Module):\n    def forward(self, x, m, p):\n        return (x,)\n\n\n"
+    seen = layer + textwrap.dedent(source).replace(
         "import torch\n", "import torch\nLAYERS = [Layer(), Layer()]\n"
     ).replace("enumerate(self.layers)", "enumerate(LAYERS)")
     assert located(seen, "CKP101") == []

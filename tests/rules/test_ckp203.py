@@ -150,7 +150,8 @@ def test_freezing_backbone_shapes_that_stay_reported():
         ).replace("m.eval()", "m.eval()\n        super(ResNet, self).train(mode)"),
         # the eval() call sits in the else branch of the switch
         "else branch": frozen.replace(
-            "        if mode and self.norm_eval:\n            for", "        if mode and self.norm_eval:\n            pass\n        else:\n            for"
+            "        if mode and self.norm_eval:\n            for",
+            "        if mode and self.norm_eval:\n            pass\n        else:\n            for",
         ),
     }
     for name, source in variants.items():
@@ -750,7 +751,7 @@ def test_layer_created_inside_the_region_keeps_no_state() -> None:
     assert located(source, "CKP203") == []
 
 
-def test_block_reached_through_a_module_attribute(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+def test_block_reached_through_a_module_attribute(tmp_path: Path, run_cli) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "blocks.py").write_text(

@@ -32,7 +32,7 @@ GOOD = IMPORT + "y = checkpoint(f, x)\n"
     ],
     ids=["parser", "unclosed-paren", "tabs", "tokenizer"],
 )
-def test_syntax_error_reported_and_run_goes_on(run_cli, write, broken: str, position, message: str) -> None:  # noqa: ANN001
+def test_syntax_error_reported_and_run_goes_on(run_cli, write, broken: str, position, message: str) -> None:
     write("broken.py", broken)
     write("ok.py", GOOD)
     result = run_cli("--isolated", "--output-format", "json", ".")
@@ -49,14 +49,14 @@ def test_syntax_error_reported_and_run_goes_on(run_cli, write, broken: str, posi
     assert error["fix"] is None
 
 
-def test_syntax_error_concise_and_exit_code(run_cli, write) -> None:  # noqa: ANN001
+def test_syntax_error_concise_and_exit_code(run_cli, write) -> None:
     write("broken.py", IMPORT + "x = (1,\ncheckpoint(f)\n")
     result = run_cli("--isolated", "broken.py")
     assert result.exit_code == 1
     assert result.stdout == "broken.py:2:5: CKP999 Syntax error: '(' was never closed\nFound 1 error.\n"
 
 
-def test_syntax_error_cannot_be_ignored(run_cli, write) -> None:  # noqa: ANN001
+def test_syntax_error_cannot_be_ignored(run_cli, write) -> None:
     # as ruff's syntax errors: an unchecked file is never reported as clean
     write("broken.py", IMPORT + "x = (1,\ncheckpoint(f)\n")
     result = run_cli("--isolated", "--ignore", "CKP999", "--select", "CKP001", "broken.py")
@@ -64,7 +64,7 @@ def test_syntax_error_cannot_be_ignored(run_cli, write) -> None:  # noqa: ANN001
     assert [line.split(" ")[1] for line in result.stdout.splitlines()[:1]] == ["CKP999"]
 
 
-def test_fix_leaves_a_broken_file_alone(run_cli, write) -> None:  # noqa: ANN001
+def test_fix_leaves_a_broken_file_alone(run_cli, write) -> None:
     text = IMPORT + "y = checkpoint(f, x)\nx = (1,\n"
     path = write("broken.py", text)
     result = run_cli("--isolated", "--fix", "--unsafe-fixes", "broken.py")
@@ -72,7 +72,7 @@ def test_fix_leaves_a_broken_file_alone(run_cli, write) -> None:  # noqa: ANN001
     assert path.read_text() == text
 
 
-def test_valid_python_libcst_cannot_parse_is_not_a_syntax_error(run_cli, write) -> None:  # noqa: ANN001
+def test_valid_python_libcst_cannot_parse_is_not_a_syntax_error(run_cli, write) -> None:
     # CPython parses 5,000 implicitly concatenated string literals; libcst 1.9.0 stops near
     # 4,000: the file was not checked (CKP902), it is not a syntax error (CKP999)
     body = IMPORT + "y = checkpoint(f, x)\nx = " + " ".join(['"a"'] * 5000) + "\n"

@@ -237,7 +237,7 @@ def test_module_in_a_list_or_on_an_object_is_isolated_and_compared():
             assert_checkpoint_equivalent(fn, x_in(), variants=NON_REENTRANT)
         assert "CKP203" in info.value.rule_codes
     after = [m[1].running_mean for m in (layers[0], holder.model)]
-    assert all(torch.equal(a, b) for a, b in zip(before, after))  # the caller's modules untouched
+    assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))  # the caller's modules untouched
     assert layers[0][0].weight.grad is None and holder.model[0].weight.grad is None
 
 

@@ -50,7 +50,7 @@ def keeps_process_state(check):
             names = ["torch RNG", "Python random", "NumPy RNG", "LOG", "HITS"]
             same = [torch.equal(before[0], after[0]), before[1] == after[1], bool((before[2] == after[2]).all()),
                     before[3] == after[3], before[4] == after[4]]
-            CHANGED.extend(n for n, ok in zip(names, same) if not ok)
+            CHANGED.extend(n for n, ok in zip(names, same, strict=True) if not ok)
 
     return wrapper
 
@@ -172,7 +172,9 @@ def test_transformers_eval_mode_note():
 def test_gpt2_without_preserve_rng_state_is_ckp101():
     kwargs = {"use_reentrant": False, "preserve_rng_state": False}
     with pytest.raises(CheckpointMismatch) as info:
-        assert_checkpointing_equivalent(gpt2(), ids(), enable=lambda m: m.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs))
+        assert_checkpointing_equivalent(
+            gpt2(), ids(), enable=lambda m: m.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+        )
     assert "CKP101" in info.value.rule_codes and "CKP104" not in info.value.rule_codes
 
 

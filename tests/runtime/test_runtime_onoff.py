@@ -172,7 +172,7 @@ def test_own_flag_set_by_enable_is_not_a_difference() -> None:
             self.use_checkpoint = False
             self.steps = 0
 
-        def forward(self, x):  # noqa: ANN001, ANN202
+        def forward(self, x):
             for block in self.blocks:
                 x = checkpoint(block, x, use_reentrant=False) if self.use_checkpoint else block(x)
             return x
@@ -186,8 +186,8 @@ def test_own_flag_set_by_enable_is_not_a_difference() -> None:
     assert "not compared, set by enable: Model.use_checkpoint" in report.notes
 
     class Counting(Model):
-        def forward(self, x):  # noqa: ANN001, ANN202
-            def body(h):  # noqa: ANN001, ANN202
+        def forward(self, x):
+            def body(h):
                 self.steps += 1  # a real side effect in the region: still reported
                 return self.blocks[0](h)
 
@@ -201,7 +201,7 @@ def test_own_flag_set_by_enable_is_not_a_difference() -> None:
 
 
 @pytest.mark.parametrize("pattern", ["output['cache']", "output['cache']*"])
-def test_ignored_outputs_are_left_out_of_the_default_loss(pattern) -> None:  # noqa: ANN001
+def test_ignored_outputs_are_left_out_of_the_default_loss(pattern) -> None:
     # like transformers with use_cache=True: only the plain step returns a cache that requires
     # grad; ignoring it must also keep it out of the loss (else every gradient "differs"), and
     # `output['cache']*` (fnmatch reads [...] as a class) must match too
@@ -217,7 +217,7 @@ def test_ignored_outputs_are_left_out_of_the_default_loss(pattern) -> None:  # n
             self.block = nn.Linear(8, 8)
             self.use_checkpoint = False
 
-        def forward(self, x):  # noqa: ANN001, ANN202
+        def forward(self, x):
             if self.use_checkpoint:
                 return {"y": checkpoint(self.block, x, use_reentrant=False)}
             h = self.block(x)

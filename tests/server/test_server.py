@@ -24,7 +24,7 @@ SOURCE = "from torch.utils.checkpoint import checkpoint\n\n\ndef forward(block, 
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "ckptlint", "server"]))
-async def client(lsp_client: LanguageClient, tmp_path: Path):  # noqa: ANN201
+async def client(lsp_client: LanguageClient, tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text("[tool.ckptlint]\nunsafe-fixes = true\n")
     (tmp_path / "strict").mkdir()
     (tmp_path / "strict" / "pyproject.toml").write_text("[tool.ckptlint]\n")  # unsafe fixes not allowed here
@@ -206,7 +206,7 @@ async def test_unsaved_buffer_of_another_module_takes_precedence(client: Languag
     assert found[0].range.start.line == 7
 
 
-def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     from ckptlint import server
 
     monkeypatch.delitem(sys.modules, "ckptlint.server.lsp", raising=False)
@@ -219,7 +219,7 @@ def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.Mon
     )
 
 
-def test_server_rejects_unknown_arguments_and_has_help(run_cli) -> None:  # noqa: ANN001
+def test_server_rejects_unknown_arguments_and_has_help(run_cli) -> None:
     result = run_cli("server", "--tcp")
     assert result.exit_code == 2
     assert result.stderr == "error: `ckptlint server` takes only --stdio, not --tcp\n"
@@ -270,7 +270,8 @@ def _raw_session(env: dict[str, str], capabilities: dict) -> tuple[dict, dict, l
         return json.loads(proc.stdout.read(length))
 
     try:
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": None, "capabilities": capabilities}})
+        params = {"processId": None, "rootUri": None, "capabilities": capabilities}
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
         initialized = read()
         send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         document = {"uri": "file:///nonexistent/m.py", "languageId": "python", "version": 1, "text": SOURCE}
@@ -392,7 +393,7 @@ IMPORT = "from torch.utils.checkpoint import checkpoint\n"
         (IMPORT + "c = checkpoint(f, x)\n", 2, "c = checkpoint(f, x)  # noqa: CKP001"),
     ],
 )
-def test_server_disable_for_this_line_uses_the_noqa_line(tmp_path, text, row, new_line) -> None:  # noqa: ANN001
+def test_server_disable_for_this_line_uses_the_noqa_line(tmp_path, text, row, new_line) -> None:
     # the server's "Disable CKP001 for this line" replaced the finding's first line by itself
     # (no comment) when that line ends inside a triple-quoted string or with a backslash
     pytest.importorskip("pygls")

@@ -114,7 +114,9 @@ WRONG_DOCUMENTS = {
     "version: '1'": lambda path: notify(
         "textDocument/didOpen", {"textDocument": {"uri": path.as_uri(), "languageId": "python", "version": "1", "text": "x"}}
     ),
-    "params: null": lambda path: notify("textDocument/didOpen", None) + frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": None}),
+    "params: null": lambda path: (
+        notify("textDocument/didOpen", None) + frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": None})
+    ),
 }
 
 
@@ -137,7 +139,11 @@ def test_a_document_with_fields_of_the_wrong_type_is_refused_not_linted(tmp_path
 def test_a_lone_surrogate_is_reported_as_not_linted(tmp_path: Path, fast: bool) -> None:
     path = tmp_path / "m.py"
     body = json.dumps(
-        {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": path.as_uri(), "languageId": "python", "version": 1, "text": "x = 1\ny = '\ud800'\n"}}}
+        {
+            "jsonrpc": "2.0",
+            "method": "textDocument/didOpen",
+            "params": {"textDocument": {"uri": path.as_uri(), "languageId": "python", "version": 1, "text": "x = 1\ny = '\ud800'\n"}},
+        }
     ).encode("ascii")
     status, found, stderr = serve(initialize(tmp_path) + frame(raw=body) + SHUTDOWN_EXIT, tmp_path, fast)
     assert "Traceback" not in stderr and status == 0
@@ -192,13 +198,39 @@ def _valid_messages(tmp_path: Path, rng: random.Random) -> list[dict[str, Any]]:
     position = {"line": rng.randrange(4), "character": rng.randrange(6)}
     span = {"start": position, "end": position}
     return [
-        {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}},
-        {"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"range": span, "text": "z"}, {"text": text}]}},
+        {
+            "jsonrpc": "2.0",
+            "method": "textDocument/didOpen",
+            "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "method": "textDocument/didChange",
+            "params": {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"range": span, "text": "z"}, {"text": text}]},
+        },
         {"jsonrpc": "2.0", "method": "textDocument/didSave", "params": {"textDocument": {"uri": uri}}},
         {"jsonrpc": "2.0", "method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}},
-        {"jsonrpc": "2.0", "id": rng.randrange(1000, 10**6), "method": "textDocument/codeAction", "params": {"textDocument": {"uri": uri}, "range": span, "context": {"diagnostics": [{"range": span, "message": "m", "code": "CKP001"}], "only": ["quickfix"]}}},
-        {"jsonrpc": "2.0", "method": "workspace/didChangeWatchedFiles", "params": {"changes": [{"uri": (tmp_path / "pyproject.toml").as_uri(), "type": 2}]}},
-        {"jsonrpc": "2.0", "id": rng.randrange(1000, 10**6), "method": "initialize", "params": {"capabilities": {}, "rootUri": tmp_path.as_uri()}},
+        {
+            "jsonrpc": "2.0",
+            "id": rng.randrange(1000, 10**6),
+            "method": "textDocument/codeAction",
+            "params": {
+                "textDocument": {"uri": uri},
+                "range": span,
+                "context": {"diagnostics": [{"range": span, "message": "m", "code": "CKP001"}], "only": ["quickfix"]},
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "method": "workspace/didChangeWatchedFiles",
+            "params": {"changes": [{"uri": (tmp_path / "pyproject.toml").as_uri(), "type": 2}]},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": rng.randrange(1000, 10**6),
+            "method": "initialize",
+            "params": {"capabilities": {}, "rootUri": tmp_path.as_uri()},
+        },
     ]
 
 
