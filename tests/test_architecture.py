@@ -169,6 +169,7 @@ def test_no_module_holds_several_jobs() -> None:
     assert long == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "module", ["ckptlint.registry", "ckptlint.rule_codes", "ckptlint.docs", "ckptlint.config.settings", "ckptlint.cli.app"]
 )

@@ -15,6 +15,8 @@ from ckptlint.api import settings_for
 from ckptlint.lint.linter import FileLinter
 from ckptlint.lint.results import FixMode
 
+pytestmark = pytest.mark.slow  # property tests, seconds each
+
 BUDGET = settings(
     max_examples=120,
     deadline=None,

@@ -85,6 +85,7 @@ def _texts(draw) -> bytes:
     return "".join(pieces).encode("utf-8", "surrogatepass")
 
 
+@pytest.mark.slow
 @settings(max_examples=800, deadline=None, derandomize=True)
 @given(_texts())
 def test_literal_searches_answer_what_their_regular_expressions_answer(raw: bytes) -> None:

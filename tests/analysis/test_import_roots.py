@@ -7,6 +7,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from ckptlint.api import settings_for
 from ckptlint.lint import run as lint_run
 from ckptlint.semantic.project import Project, project_folder
@@ -47,6 +49,7 @@ def _codes(files: list[Path], jobs: int) -> list[tuple[str, str, int]]:
     return [(d.code, Path(d.path).name, d.start[0]) for d in run.diagnostics]
 
 
+@pytest.mark.slow
 def test_a_test_folder_reaches_the_package_of_its_project_in_any_order(tmp_path: Path) -> None:
     """tests/ (no __init__.py: its own import root) imports the package under src/: found
     whether or not a file of src/ was linted first, with one job or two."""

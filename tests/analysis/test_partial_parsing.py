@@ -286,6 +286,7 @@ PROPERTY_BUDGET = settings(
 )
 
 
+@pytest.mark.slow
 @PROPERTY_BUDGET
 @given(program=programs())
 def test_property_programs_identical_whole_and_partial(program: str, tmp_path_factory, monkeypatch) -> None:

@@ -305,6 +305,7 @@ def test_fixed_file_is_linted_again_next_run(project: Path, run_cli, counted) ->
     assert (found, hits, misses) == ([], 0, 1)
 
 
+@pytest.mark.slow
 def test_concurrent_runs_leave_a_valid_cache(project: Path, run_cli, counted) -> None:
     import os
     import subprocess

@@ -159,6 +159,7 @@ def _programs(tmp_path: Path) -> Path:
     return tree
 
 
+@pytest.mark.slow
 def test_the_cached_path_over_every_test_program_gives_the_uncached_findings(tmp_path: Path, run_cli) -> None:
     tree = _programs(tmp_path)
     uncached = _findings(run_cli, tree, "--no-cache", "-j", "1")

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import libcst as cst
+import pytest
 
 from ckptlint.checkpoint.evaluator.regions import RegionBuilder
 from ckptlint.checkpoint.sites.sites import site_index
@@ -115,6 +116,7 @@ def _files(tmp_path: Path) -> None:
         (tmp_path / "pkg" / f"user{n}.py").write_text(textwrap.dedent(user.format(n=n)))
 
 
+@pytest.mark.slow
 def test_output_same_cold_warm_serial_parallel(tmp_path: Path, run_cli, monkeypatch) -> None:
     _files(tmp_path)
     monkeypatch.chdir(tmp_path)

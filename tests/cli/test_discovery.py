@@ -24,6 +24,7 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_gitignore_nested_and_negation(run_cli, write, repo) -> None:
     for name in ["src/m.py", "src/gen/a.py", "src/gen/keep.py", "src/keep/m.py", "src/keep/keep.py", "notes/x.py"]:
         write(name, BAD)
@@ -37,6 +38,7 @@ def test_gitignore_nested_and_negation(run_cli, write, repo) -> None:
     assert len(reported(run_cli, "--no-respect-gitignore", ".")) == 6
 
 
+@pytest.mark.slow
 def test_gitignore_negation_in_a_deeper_file_wins(run_cli, write, repo) -> None:
     write(".gitignore", "*_gen.py\n")
     write("pkg/.gitignore", "!special_gen.py\n")
@@ -45,6 +47,7 @@ def test_gitignore_negation_in_a_deeper_file_wins(run_cli, write, repo) -> None:
     assert reported(run_cli, ".") == ["pkg/special_gen.py"]
 
 
+@pytest.mark.slow
 def test_git_info_exclude(run_cli, write, repo) -> None:
     write("a.py", BAD)
     write("b.py", BAD)
@@ -84,6 +87,7 @@ def test_exclude_replaces_defaults_and_extend_exclude_adds(run_cli, write) -> No
     assert reported(run_cli, "--exclude", "build", ".") == ["m.py", "sub/gen.py", "sub/ok.py", "third_party/m.py"]
 
 
+@pytest.mark.slow
 def test_explicit_files_are_linted_unless_force_exclude(run_cli, write, repo) -> None:
     write("build/m.py", BAD)
     write("ignored/m.py", BAD)

@@ -25,6 +25,7 @@ class _BoomOnBadFiles(CheckpointWithoutUseReentrant):
         super().check(ctx)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_rule_that_raises_on_one_file(run_cli, write, tmp_path, monkeypatch, jobs):
     monkeypatch.setitem(ALL_RULES, "CKP001", _BoomOnBadFiles)
@@ -74,6 +75,7 @@ def _dies_on(names: tuple[str, ...], how):
     return lint
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("how", "reason"),
     [
@@ -101,6 +103,7 @@ def test_a_worker_that_dies_does_not_hang_or_stop_the_run(run_cli, write, tmp_pa
     assert linted == ["a.py", "c.py", "d.py", "f.py"]
 
 
+@pytest.mark.slow
 def test_every_file_after_a_dead_worker_is_linted_once(tmp_path, monkeypatch):
     """The supervised rerun pins each death on one file and goes on with the next."""
     from ckptlint.api import settings_for
@@ -130,6 +133,7 @@ def test_a_run_with_an_internal_error_never_says_all_checks_passed(run_cli, writ
     assert result.stdout == "No errors found, but 1 file could not be fully checked (internal error above).\n"
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_between_two_files_does_not_stop_the_run(tmp_path, monkeypatch):
     """A worker killed while idle (the OOM killer, say): its next file goes to a new worker."""
     from ckptlint.api import settings_for

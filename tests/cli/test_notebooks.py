@@ -206,6 +206,7 @@ def test_cache_returns_the_same_cell_positions(run_cli, case) -> None:
     assert second.stdout == first.stdout and f"{NAME}:cell 6:19:21" in second.stdout
 
 
+@pytest.mark.slow
 def test_since_lints_changed_notebooks(run_cli, tmp_path) -> None:
     git = ["git", "-c", "user.email=a@b", "-c", "user.name=a", "-C", str(tmp_path)]
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)

@@ -215,6 +215,7 @@ def _git(cwd: Path, *args: str) -> None:
     )
 
 
+@pytest.mark.slow
 @needs_git
 def test_since_lints_committed_staged_unstaged_and_untracked_changes(tmp_path: Path, write, run_cli) -> None:
     _git(tmp_path, "init", "-q")
@@ -244,6 +245,7 @@ def test_since_lints_committed_staged_unstaged_and_untracked_changes(tmp_path: P
     assert "committed.py" not in nothing.stdout and "staged.py" in nothing.stdout
 
 
+@pytest.mark.slow
 @needs_git
 def test_since_outside_a_repository_or_with_an_unknown_revision_exits_2(tmp_path: Path, write, run_cli) -> None:
     write("a.py", FINDING)
@@ -285,6 +287,7 @@ def test_statistics_prints_no_marker_when_nothing_is_fixable(run_cli, write) -> 
     assert "1\tCKP101\t[ ] rng-state-not-preserved" in lines
 
 
+@pytest.mark.slow
 def test_since_uses_the_repository_of_the_paths_given(run_cli, tmp_path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -121,6 +121,7 @@ def pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return used
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("output_format", ["concise", "json"])
 def test_same_output_cold_warm_serial_and_parallel(project: Path, run_cli, pools: list[int], output_format: str) -> None:
     def lint(*args: str) -> str:

@@ -55,6 +55,7 @@ def _run_with_terminal_stderr(cwd: Path, *args: str) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout.decode(), received.decode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_progress_on_a_terminal(tree: Path, jobs: str) -> None:
     code, stdout, terminal = _run_with_terminal_stderr(tree, "--no-cache", "-j", jobs, ".")
@@ -67,12 +68,14 @@ def test_progress_on_a_terminal(tree: Path, jobs: str) -> None:
     assert re.search(r"\[\d+/\d+ files", stdout) is None  # no progress in the report
 
 
+@pytest.mark.slow
 def test_no_progress_with_quiet(tree: Path) -> None:
     code, stdout, terminal = _run_with_terminal_stderr(tree, "--no-cache", "-q", ".")
     assert code == 1 and stdout.count(": CKP001 ") == 3
     assert terminal == ""
 
 
+@pytest.mark.slow
 def test_no_progress_when_stderr_is_not_a_terminal(tree: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "ckptlint", "--no-cache", "."],

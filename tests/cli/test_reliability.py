@@ -152,6 +152,7 @@ def _run_in_read_only_folder(folder: Path, *args: str) -> subprocess.CompletedPr
     return result
 
 
+@pytest.mark.slow
 def test_fix_in_a_read_only_folder_is_ckp902_and_not_counted_as_fixed(tmp_path: Path) -> None:
     folder = tmp_path / "ro"
     folder.mkdir()
@@ -236,6 +237,7 @@ def test_noqa_where_the_string_or_continuation_ends(run_cli, write, source: str)
     assert run_cli("--no-cache", "m.py").exit_code == 1  # a comment ending in `\` continues nothing
 
 
+@pytest.mark.slow
 def test_jobs_is_capped_at_the_files_to_lint(run_cli, write, monkeypatch) -> None:
     from ckptlint.lint import run as lint_run
 

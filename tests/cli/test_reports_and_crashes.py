@@ -154,6 +154,7 @@ def _check_valid(fmt: str, data: bytes) -> None:
         ElementTree.fromstring(text.split("\n", 1)[1] if text.startswith("<?xml") else text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_a_file_name_that_is_not_utf8_is_escaped_and_every_format_stays_valid(bad_name_tree: Path, run_process, fmt: str) -> None:
     result_file = bad_name_tree / "out.bin"
@@ -168,6 +169,7 @@ def test_a_file_name_that_is_not_utf8_is_escaped_and_every_format_stays_valid(ba
         assert "bad\\xffname.py:3:5" in data.decode() or "file=bad\\xffname.py" in data.decode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_a_report_file_with_a_name_that_is_not_utf8(bad_name_tree: Path, run_process, fmt: str) -> None:
     """With ``-o`` and ``--exit-zero`` (the README's CI commands) too."""
@@ -176,12 +178,14 @@ def test_a_report_file_with_a_name_that_is_not_utf8(bad_name_tree: Path, run_pro
     _check_valid(fmt, (bad_name_tree / "report").read_bytes())
 
 
+@pytest.mark.slow
 def test_a_warning_line_names_the_file_escaped(bad_name_tree: Path, run_process) -> None:
     (bad_name_tree / BAD_NAME).write_text(CALL.replace("x)\n", "x)  # noqa: CKP 001\n"), encoding="utf-8")
     result = run_process("--no-cache", BAD_NAME, cwd=bad_name_tree)
     assert result.stderr.startswith("warning: bad\\xffname.py:3:"), result.stderr
 
 
+@pytest.mark.slow
 def test_show_sites_escapes_a_file_name_that_is_not_utf8(bad_name_tree: Path, run_process) -> None:
     table = run_process("--show-sites", BAD_NAME, cwd=bad_name_tree)
     assert table.stdout.startswith("bad\\xffname.py:3:5  torch.utils.checkpoint.checkpoint")
@@ -200,6 +204,7 @@ def _no_larger_than(limit: int):
     return apply
 
 
+@pytest.mark.slow
 def test_a_failed_report_write_leaves_the_existing_report(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(CALL * 40, encoding="utf-8")
     report = tmp_path / "report.json"
@@ -246,6 +251,7 @@ def _one_error_line(result) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_pyproject_that_is_not_utf8(tmp_path: Path, run_process) -> None:
     (tmp_path / "pyproject.toml").write_bytes(b"[tool.ckptlint]\n# caf\xe9\n")
     (tmp_path / "m.py").write_text(CALL, encoding="utf-8")
@@ -253,6 +259,7 @@ def test_a_pyproject_that_is_not_utf8(tmp_path: Path, run_process) -> None:
     assert line == f"error: {tmp_path / 'pyproject.toml'}: invalid TOML: not UTF-8 (byte 21)"
 
 
+@pytest.mark.slow
 def test_a_pyproject_nested_5000_deep(tmp_path: Path, run_process) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.ckptlint]\nx = " + "[" * 5000 + "]" * 5000 + "\n")
     (tmp_path / "m.py").write_text(CALL, encoding="utf-8")
@@ -260,11 +267,13 @@ def test_a_pyproject_nested_5000_deep(tmp_path: Path, run_process) -> None:
     assert line == f"error: {tmp_path / 'pyproject.toml'}: invalid TOML: nested too deeply"
 
 
+@pytest.mark.slow
 def test_a_closed_stdin_with_stdin_filename(tmp_path: Path, run_process) -> None:
     line = _one_error_line(run_process("--stdin-filename", "m.py", "-", cwd=tmp_path, stdin=None))
     assert line == "error: cannot read stdin: it is closed"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
 @pytest.mark.parametrize("args", [["m.py"], ["--output-format", "json", "m.py"], ["--show-files", "."], ["--statistics", "m.py"]])
 def test_stdout_on_a_full_disk(tmp_path: Path, run_process, args: list[str]) -> None:

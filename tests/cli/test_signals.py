@@ -112,6 +112,7 @@ def _one_second_under_load() -> float:
     return 1.0 * max(1.0, load_per_core)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["2", "1"], ids=["pool", "in-process"])
 def test_sigint_stops_within_a_second_with_a_summary_and_exit_130(tree: Path, jobs: str) -> None:
     process = _start(tree, "--fix", "--unsafe-fixes", "-j", jobs)
@@ -135,6 +136,7 @@ def test_sigint_stops_within_a_second_with_a_summary_and_exit_130(tree: Path, jo
     assert not [pid for pid in workers if _alive(pid)]
 
 
+@pytest.mark.slow
 def test_sigint_while_fixes_are_written_finishes_the_file_being_written(tree: Path, monkeypatch) -> None:
     """A stop request during the writes: the file being written is written whole, no other."""
     from ckptlint.cli import app as cli
@@ -158,6 +160,7 @@ def test_sigint_while_fixes_are_written_finishes_the_file_being_written(tree: Pa
     _check_files(tree)
 
 
+@pytest.mark.slow
 def test_a_second_sigint_stops_at_once(tree: Path) -> None:
     process = _start(tree, "-j", "2")
     _mid_run(process, 2, work=1.5)
@@ -169,6 +172,7 @@ def test_a_second_sigint_stops_at_once(tree: Path) -> None:
     assert "Traceback" not in stderr
 
 
+@pytest.mark.slow
 def test_one_sigint_delivered_twice_at_once_is_one_request(tree: Path) -> None:
     """GNU ``timeout -s INT`` signals the command and then its process group, so the main
     process gets SIGINT twice within microseconds: the files done are still reported."""
@@ -190,6 +194,7 @@ def test_one_sigint_delivered_twice_at_once_is_one_request(tree: Path) -> None:
         assert "Found " in stdout
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_main_process_leaves_no_worker(tree: Path) -> None:
     process = _start(tree, "--fix", "--unsafe-fixes", "-j", "2")
     workers = _mid_run(process, 2)
@@ -205,6 +210,7 @@ def test_sigterm_to_the_main_process_leaves_no_worker(tree: Path) -> None:
     _check_files(tree)
 
 
+@pytest.mark.slow
 def test_sigkill_of_the_main_process_leaves_no_worker(tree: Path) -> None:
     """A parent's timeout may kill ckptlint outright: the kernel then kills its workers."""
     process = _start(tree, "-j", "2")
@@ -228,6 +234,7 @@ def _stuck_on(name: str):
     return lint
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [2, 1], ids=["pool", "in-process"])
 def test_a_file_that_takes_too_long_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatch, jobs: int) -> None:
     paths = []
@@ -248,6 +255,7 @@ def test_a_file_that_takes_too_long_is_reported_and_the_run_goes_on(tmp_path: Pa
     assert stuck.message == "not checked: linting took longer than 3 s (--file-timeout); file skipped"
 
 
+@pytest.mark.slow
 def test_file_timeout_option(run_cli, write, monkeypatch) -> None:
     for name in ("a.py", "stuck.py"):
         write(name, IMPORT + "y = checkpoint(f, x, use_reentrant=False)\n")
@@ -261,6 +269,7 @@ def test_file_timeout_option(run_cli, write, monkeypatch) -> None:
     assert run_cli("--file-timeout", "0", ".").exit_code == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 @pytest.mark.parametrize("value", ["inf", "1e300", "1e6"])
 def test_file_timeout_inf_or_huge_is_no_limit(run_cli, write, value, jobs) -> None:

@@ -43,6 +43,7 @@ KINDS = ["link to /dev/zero", "FIFO", "link to a FIFO", "socket"]
 WHAT = {"link to /dev/zero": "a character device", "FIFO": "a FIFO", "link to a FIFO": "a FIFO", "socket": "a socket"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_named_special_file_is_reported_not_read(tmp_path: Path, run_process, kind: str) -> None:
     (tmp_path / "ok.py").write_text(CALL)
@@ -55,6 +56,7 @@ def test_a_named_special_file_is_reported_not_read(tmp_path: Path, run_process, 
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_a_named_special_file_in_every_format(tmp_path: Path, run_process, fmt: str) -> None:
     (tmp_path / "ok.py").write_text(CALL)
@@ -67,6 +69,7 @@ def test_a_named_special_file_in_every_format(tmp_path: Path, run_process, fmt: 
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_show_sites_skips_a_named_fifo(tmp_path: Path, run_process) -> None:
     (tmp_path / "ok.py").write_text(CALL)
     special = _special(tmp_path, "FIFO")
@@ -76,6 +79,7 @@ def test_show_sites_skips_a_named_fifo(tmp_path: Path, run_process) -> None:
 
 
 # ------------------------------------------------------------------------------ permissions
+@pytest.mark.slow
 def test_fix_refuses_a_read_only_file_and_goes_on(open_folder: Path, run_process) -> None:
     """As ruff: a file the user may not write is not replaced, even though the folder would
     allow a rename over it; it is reported and the other files are fixed."""
@@ -96,6 +100,7 @@ def test_fix_refuses_a_read_only_file_and_goes_on(open_folder: Path, run_process
     assert "Found 3 errors (1 fixed, 2 remaining)." in result.stdout
 
 
+@pytest.mark.slow
 def test_an_unreadable_file_named_on_the_command_line_is_ckp902(open_folder: Path, run_process) -> None:
     secret = open_folder / "secret.py"
     secret.write_text(CALL)
@@ -110,6 +115,7 @@ def test_an_unreadable_file_named_on_the_command_line_is_ckp902(open_folder: Pat
     ]
 
 
+@pytest.mark.slow
 def test_an_unreadable_file_found_by_the_walk_is_ckp902(open_folder: Path, run_process) -> None:
     secret = open_folder / "secret.py"
     secret.write_text(CALL)
@@ -121,6 +127,7 @@ def test_an_unreadable_file_found_by_the_walk_is_ckp902(open_folder: Path, run_p
     assert "ok.py:3:5: CKP001" in result.stdout
 
 
+@pytest.mark.slow
 def test_stdin_filename_of_an_unreadable_file_is_never_read(open_folder: Path, run_process) -> None:
     secret = open_folder / "secret.py"
     secret.write_text("x = 1\n")
@@ -137,6 +144,7 @@ def test_stdin_filename_of_an_unreadable_file_is_never_read(open_folder: Path, r
     assert (fixed.exit_code, fixed.stdout) == (0, FIXED)
 
 
+@pytest.mark.slow
 def test_an_unreadable_report_file_is_replaced(open_folder: Path, run_process) -> None:
     """``-o`` names a file the user may write but not read: the report is written to it."""
     (open_folder / "ok.py").write_text(CALL)

@@ -7,9 +7,13 @@ import textwrap
 import warnings
 
 import pytest
+
+pytest.importorskip("torch")
 import torch
 
 from ckptlint.testing import fix, lint
+
+pytestmark = pytest.mark.slow  # a real transformers model
 
 transformers = pytest.importorskip("transformers")
 

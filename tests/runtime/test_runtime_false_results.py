@@ -11,6 +11,8 @@ import warnings
 from typing import NamedTuple
 
 import pytest
+
+pytest.importorskip("torch")
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -405,6 +407,7 @@ def test_a_meaningful_pass_does_not_warn():
 # --- 12. messages -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_many_batchnorm_buffers_are_grouped():
     torch.manual_seed(0)
     model = nn.Sequential(*[nn.Sequential(nn.Linear(6, 6), nn.BatchNorm1d(6)) for _ in range(18)])

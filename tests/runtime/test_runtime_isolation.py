@@ -9,8 +9,11 @@ from __future__ import annotations
 import random
 import time
 
-import numpy as np
 import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("numpy")
+import numpy as np
 import torch
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper

@@ -12,8 +12,11 @@ import functools
 import random
 import warnings
 
-import numpy as np
 import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("numpy")
+import numpy as np
 import torch
 from torch.utils.checkpoint import checkpoint
 

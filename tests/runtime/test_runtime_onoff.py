@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+pytest.importorskip("torch")
 import torch
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
@@ -70,6 +72,7 @@ def test_auto_uses_the_models_switch_and_counts_regions():
     assert model.grad_checkpointing is False  # the caller's model is untouched
 
 
+@pytest.mark.slow
 def test_apply_activation_checkpointing_with_batchnorm_fails_with_ckp203():
     torch.manual_seed(0)
     model = nn.Sequential(Block(bn=True), Block(bn=True)).train()
@@ -107,6 +110,7 @@ def test_preserve_rng_state_false_with_dropout_fails_with_ckp101():
     assert "CKP101" in info.value.rule_codes
 
 
+@pytest.mark.slow
 def test_model_with_checkpointing_already_on_is_compared_against_it_off():
     torch.manual_seed(0)
     model = FlagModel(bn=True).train()
@@ -139,6 +143,7 @@ def test_no_switch_and_bad_arguments():
     assert [s.library for s in SWITCHES] == ["transformers", "transformers", "diffusers", "timm"]
 
 
+@pytest.mark.slow
 def test_compare_checkpointing_memory():
     torch.manual_seed(0)
     model = FlagModel().train()

@@ -178,12 +178,14 @@ def _python(code: str, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *extra, "-c", code], capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_plugin_import_does_not_import_torch():
     proc = _python("import sys, ckptlint.pytest_plugin; print('torch' in sys.modules)")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_runtime_without_torch_names_the_extra():
     proc = _python("import sys; sys.modules['torch'] = None; import ckptlint.runtime")
     assert proc.returncode != 0
@@ -191,6 +193,7 @@ def test_runtime_without_torch_names_the_extra():
     assert "pip install 'ckptlint[runtime]'" in proc.stderr
 
 
+@pytest.mark.slow
 def test_model_equivalence_fixture_on_off_and_memory(pytester):
     pytester.makepyfile(
         """

@@ -7,6 +7,8 @@ each test skips when its library is not installed.
 from __future__ import annotations
 
 import pytest
+
+pytest.importorskip("torch")
 import torch
 
 from ckptlint.runtime import (
@@ -17,6 +19,8 @@ from ckptlint.runtime import (
 
 transformers = pytest.importorskip("transformers")
 from transformers.utils import logging as hf_logging  # noqa: E402
+
+pytestmark = pytest.mark.slow  # real models from transformers and diffusers
 
 hf_logging.set_verbosity_error()  # "use_cache=True is incompatible ..." notices
 

@@ -117,6 +117,7 @@ async def _actions(client: LanguageClient, uri: str, diagnostic: lsp.Diagnostic)
     return [a for a in result or [] if isinstance(a, lsp.CodeAction)]
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_diagnostic_quick_fix_and_clean_after_the_edit(client: LanguageClient, tmp_path: Path) -> None:
     path = tmp_path / "model.py"
@@ -145,6 +146,7 @@ async def test_diagnostic_quick_fix_and_clean_after_the_edit(client: LanguageCli
     assert await _change(client, path, fixed, 2) == []
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_unsafe_fix_needs_the_configuration_and_noqa_action_works(client: LanguageClient, tmp_path: Path) -> None:
     path = tmp_path / "strict" / "model.py"
@@ -175,6 +177,7 @@ async def test_unsafe_fix_needs_the_configuration_and_noqa_action_works(client: 
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_excluded_files_get_no_diagnostics(client: LanguageClient, tmp_path: Path) -> None:
     (tmp_path / "vendored").mkdir()
@@ -183,6 +186,7 @@ async def test_excluded_files_get_no_diagnostics(client: LanguageClient, tmp_pat
     assert len(await _open(client, tmp_path / "vendored" / "own.py", SOURCE)) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_unsaved_buffer_of_another_module_takes_precedence(client: LanguageClient, tmp_path: Path) -> None:
     blocks = tmp_path / "pkg" / "blocks.py"
@@ -237,6 +241,7 @@ def test_columns_in_each_position_encoding() -> None:
     assert _units(line, column, "utf-8") == column + 3  # four bytes and two bytes
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_range_after_an_astral_character_is_in_utf16_units(client: LanguageClient, tmp_path: Path) -> None:
     text = SOURCE.replace("    return checkpoint(block, x)", '    s = "\U0001F600"; return checkpoint(block, x)')
@@ -289,6 +294,7 @@ def _raw_session(env: dict[str, str], capabilities: dict) -> tuple[dict, dict, l
     return initialized["result"], first, rest
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encodings", [None, ["utf-8", "utf-16"]])
 def test_fast_start_answers_as_pygls_does(encodings: list[str] | None) -> None:
     capabilities = {"general": {"positionEncodings": encodings}} if encodings else {}
@@ -304,6 +310,7 @@ def test_fast_start_answers_as_pygls_does(encodings: list[str] | None) -> None:
 PAGED = "from torch.utils.checkpoint import checkpoint\n\x0c\n# see \u2028 below\ndef forward(fn, x):\n    return checkpoint(fn, x)\n"
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_positions_quick_fix_and_noqa_with_form_feed_and_u2028(client: LanguageClient, tmp_path: Path) -> None:
     path = tmp_path / "paged.py"
@@ -321,6 +328,7 @@ async def test_positions_quick_fix_and_noqa_with_form_feed_and_u2028(client: Lan
     assert await _change(client, path, silenced, 2) == []
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_incremental_change_after_a_form_feed_lands_on_its_line(client: LanguageClient, tmp_path: Path) -> None:
     path = tmp_path / "paged.py"
@@ -338,6 +346,7 @@ async def test_incremental_change_after_a_form_feed_lands_on_its_line(client: La
     assert await _published(client, uri) == []  # the edit made the call explicit: it landed on line 5
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_a_document_over_the_size_limit_says_it_was_not_linted(client: LanguageClient, tmp_path: Path) -> None:
     big = SOURCE + "x = 1  # " + "a" * 70 + "\n" * 1 + ("y = 2  # " + "b" * 70 + "\n") * 44_000  # 3.4 MiB
@@ -346,6 +355,7 @@ async def test_a_document_over_the_size_limit_says_it_was_not_linted(client: Lan
     assert d.range.start == lsp.Position(line=0, character=0)
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_code_action_on_a_document_never_opened_is_empty(client: LanguageClient, tmp_path: Path) -> None:
     zero = lsp.Position(line=0, character=0)
@@ -359,6 +369,7 @@ async def test_code_action_on_a_document_never_opened_is_empty(client: LanguageC
     assert result is not None and len(result) == 0  # an answer, not an error
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 @pytest.mark.parametrize("how", ["didSave", "didChangeWatchedFiles"])
 async def test_a_changed_pyproject_lints_open_documents_again(client: LanguageClient, tmp_path: Path, how: str) -> None:

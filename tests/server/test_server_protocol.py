@@ -96,6 +96,7 @@ MALFORMED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-start", "pygls"])
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_a_malformed_first_message_is_answered_and_the_server_goes_on(tmp_path: Path, case: str, fast: bool) -> None:
@@ -120,6 +121,7 @@ WRONG_DOCUMENTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-start", "pygls"])
 @pytest.mark.parametrize("case", sorted(WRONG_DOCUMENTS))
 def test_a_document_with_fields_of_the_wrong_type_is_refused_not_linted(tmp_path: Path, case: str, fast: bool) -> None:
@@ -135,6 +137,7 @@ def test_a_document_with_fields_of_the_wrong_type_is_refused_not_linted(tmp_path
     assert status == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-start", "pygls"])
 def test_a_lone_surrogate_is_reported_as_not_linted(tmp_path: Path, fast: bool) -> None:
     path = tmp_path / "m.py"
@@ -152,6 +155,7 @@ def test_a_lone_surrogate_is_reported_as_not_linted(tmp_path: Path, fast: bool) 
     assert d["code"] == "CKP902" and "lone surrogate (U+D800) at 2:6" in d["message"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-start", "pygls"])
 def test_a_pyproject_that_is_not_utf8_is_shown_not_fatal(tmp_path: Path, fast: bool) -> None:
     (tmp_path / "pyproject.toml").write_bytes(b"[tool.ckptlint]\n# caf\xe9\n")
@@ -165,6 +169,7 @@ def test_a_pyproject_that_is_not_utf8_is_shown_not_fatal(tmp_path: Path, fast: b
     assert answer(found, 5)["result"] == [] and status == 0  # nothing linted under a broken configuration
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-start", "pygls"])
 def test_exit_statuses(tmp_path: Path, fast: bool) -> None:
     start = initialize(tmp_path) + notify("initialized", {})
@@ -183,6 +188,7 @@ def test_exit_statuses(tmp_path: Path, fast: bool) -> None:
         server.wait()
 
 
+@pytest.mark.slow
 def test_code_action_on_a_document_never_opened(tmp_path: Path) -> None:
     missing = (tmp_path / "never.py").as_uri()
     status, found, stderr = serve(initialize(tmp_path) + code_action(5, missing) + SHUTDOWN_EXIT, tmp_path)
@@ -272,6 +278,7 @@ def _fuzz_bytes(tmp_path: Path, rng: random.Random) -> bytes:
     return frame(_mutate(message, rng))  # a field of the wrong type
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-start", "pygls"])
 def test_fuzzed_server_survives_10000_messages_and_still_answers(tmp_path: Path, fast: bool) -> None:
     rng = random.Random(20251202 + fast)
