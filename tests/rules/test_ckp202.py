@@ -523,8 +523,8 @@ def test_rng_tracker_bookkeeping_is_restored_by_apis_that_restore_the_tracker():
 
 
 def test_tuple_target_elements_are_judged_one_by_one():
-    # Megatron token_dispatcher.py:1440 — the local `hidden_states` read in the value carried
-    # the whole tuple, and the first `self` element was named
+    # pattern of Megatron's token_dispatcher.py:1440: only `self.tokens`, read in the value, carries
+    # across calls; the local `hidden_states` read there does not make every element carry
     source = """\
         from torch import nn
         from torch.utils.checkpoint import checkpoint
@@ -1241,7 +1241,7 @@ CROSS_ATTENTION = """\
 
 
 def test_branch_on_an_argument_the_site_never_passes_is_pruned() -> None:
-    # mmpretrain blip/language_model.py through chinese_clip/bert.py: CKP202 was false
+    # pattern of mmpretrain's blip/language_model.py through chinese_clip/bert.py
     assert located(CROSS_ATTENTION.format(cross="")) == []
 
 

@@ -393,7 +393,7 @@ NORM_FACTORY = """\
 
 
 def test_factory_called_with_a_literal_prunes_the_other_branch() -> None:
-    # InternImage build_norm_layer(dim, 'LN'): CKP203 was false for 16 files
+    # pattern of InternImage's build_norm_layer(dim, 'LN')
     assert located(NORM_FACTORY.format(default='"layer"', literal='"layer"')) == []
 
 

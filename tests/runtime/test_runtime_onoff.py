@@ -159,8 +159,8 @@ def test_plugin_fixture(ckpt_model_equivalence):
 
 
 def test_own_flag_set_by_enable_is_not_a_difference() -> None:
-    # README: "your own flag" is turned on by a callable; the flag itself differed between the
-    # two copies and was reported as a CKP202 side effect (a false failure)
+    # the README's "your own flag", turned on by a callable: the flag differs between the two
+    # copies by design and is no CKP202 side effect
     torch = pytest.importorskip("torch")
     from torch import nn
     from torch.utils.checkpoint import checkpoint

@@ -173,7 +173,7 @@ def test_a_pyproject_that_is_not_utf8_is_shown_not_fatal(tmp_path: Path, fast: b
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-start", "pygls"])
 def test_exit_statuses(tmp_path: Path, fast: bool) -> None:
     start = initialize(tmp_path) + notify("initialized", {})
-    assert serve(start + SHUTDOWN_EXIT, tmp_path, fast)[0] == 0  # was 120: the flush of a closed stdout
+    assert serve(start + SHUTDOWN_EXIT, tmp_path, fast)[0] == 0  # not 120: stdout is not flushed once closed
     env = dict(os.environ, CKPTLINT_SERVER_FAST_START="1" if fast else "0")
     server = subprocess.Popen(
         [sys.executable, "-m", "ckptlint", "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path, env=env
