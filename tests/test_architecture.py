@@ -1,4 +1,4 @@
-"""The package's shape (issue: seams): imports point one way, between layers and between
+"""The package's shape: imports point one way, between layers and between
 modules, and no module is long enough to hold several jobs.
 
 Imports are read with CPython's ``ast`` from the sources, counting every form: top-level,
@@ -169,7 +169,10 @@ def test_no_module_holds_several_jobs() -> None:
     assert long == {}
 
 
-@pytest.mark.parametrize("module", ["ckptlint.registry", "ckptlint.rule_codes", "ckptlint.docs", "ckptlint.config.settings", "ckptlint.cli.app"])
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "module", ["ckptlint.registry", "ckptlint.rule_codes", "ckptlint.docs", "ckptlint.config.settings", "ckptlint.cli.app"]
+)
 def test_light_modules_import_without_libcst(module: str) -> None:
     code = f"import sys, {module}; print(sorted(m for m in sys.modules if m == 'libcst' or m.startswith('libcst.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

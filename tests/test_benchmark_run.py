@@ -82,6 +82,7 @@ def test_read_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         run.read_corpus(corpus, tmp_path)
 
 
+@pytest.mark.slow
 def test_one_file_mode(tmp_path: Path) -> None:
     tree = _tree(tmp_path)
     plain, site = tree / "pkg" / "util.py", tree / "pkg" / "model.py"
@@ -100,6 +101,7 @@ def test_one_file_mode(tmp_path: Path) -> None:
         assert (case["ruff_s"] is not None) == bool(shutil.which("ruff"))
 
 
+@pytest.mark.slow
 def test_tree_mode_reports_every_scenario(tmp_path: Path) -> None:
     tree = _tree(tmp_path)
     out = tmp_path / "tree.json"

@@ -45,6 +45,7 @@ def _cases(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.py") if not p.name.endswith(".fixed.py"))
 
 
+@pytest.mark.slow
 def test_regression_cases_hold() -> None:
     cases = _cases(CASES)
     proc = _check(TOOL, cases)
@@ -54,6 +55,7 @@ def test_regression_cases_hold() -> None:
     assert summary.endswith(" 0 missed, 0 unexpected, 0 fixes differ")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "cases").is_dir(), reason="the shared cases are not available")
 def test_shared_cases_hold() -> None:
     proc = _check(SHARED / "tools" / "check_cases.py", [SHARED / "cases"])

@@ -197,6 +197,7 @@ def test_the_docs_show_the_cheap_commands() -> None:
         assert expected in shown
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shown", COMMANDS, ids=[f"{c.where} {c.command}" for c in COMMANDS])
 def test_shown_command_exits_and_prints_as_documented(shown: ShownCommand, tmp_path: Path) -> None:
     proc = subprocess.run(

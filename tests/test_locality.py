@@ -93,8 +93,10 @@ def test_the_else_branch_of_a_negated_switch_names_it_too(tmp_path: Path, run_cl
     write(
         "pkg/model.py",
         textwrap.dedent(MODEL).replace(
-            "        if self.with_cp and x.requires_grad:\n            return cp.checkpoint(self.block, x, use_reentrant=False)\n        return self.block(x)\n",
-            "        if not self.with_cp:\n            return self.block(x)\n        else:\n            return cp.checkpoint(self.block, x, use_reentrant=False)\n",
+            "        if self.with_cp and x.requires_grad:\n            return cp.checkpoint(self.block, x, use_reentrant=False)\n"
+            "        return self.block(x)\n",
+            "        if not self.with_cp:\n            return self.block(x)\n"
+            "        else:\n            return cp.checkpoint(self.block, x, use_reentrant=False)\n",
         ).replace("with_cp=False", "with_cp=None"),
     )
     write("pkg/blocks.py", textwrap.dedent(BLOCKS).replace("{norm}", "BatchNorm1d"))
@@ -111,7 +113,11 @@ def test_a_switch_on_by_default_is_stated_as_written_and_unguarded_code_states_n
     write("pkg/model.py", textwrap.dedent(MODEL).replace("if self.with_cp and x.requires_grad:", "if True:"))
     (found,) = _findings(run_cli, "--no-cache", ".")
     assert found[3].endswith("; this code runs only when `True`")
-    unguarded = textwrap.dedent(MODEL).replace("        if self.with_cp and x.requires_grad:\n    ", "").replace("        return self.block(x)\n", "")
+    unguarded = (
+        textwrap.dedent(MODEL)
+        .replace("        if self.with_cp and x.requires_grad:\n    ", "")
+        .replace("        return self.block(x)\n", "")
+    )
     write("pkg/model.py", unguarded)
     (found,) = _findings(run_cli, "--no-cache", ".")
     assert "only when" not in found[3]
@@ -132,7 +138,8 @@ def test_a_guard_read_from_a_config_and_an_else_branch_are_stated_as_written(tmp
 def test_a_class_that_nothing_names_is_judged(tmp_path: Path, run_cli, write) -> None:
     # a library's public block, imported by the package yet built by no file of it
     write("pkg/__init__.py", "from pkg import model\n")
-    write("pkg/model.py", textwrap.dedent(MODEL).replace("    if self.with_cp and x.requires_grad:\n    ", "").replace("    return self.block(x)\n", ""))
+    model = textwrap.dedent(MODEL).replace("    if self.with_cp and x.requires_grad:\n    ", "").replace("    return self.block(x)\n", "")
+    write("pkg/model.py", model)
     write("pkg/blocks.py", textwrap.dedent(BLOCKS).replace("{norm}", "BatchNorm1d"))
     assert [code for _, _, code, _ in _findings(run_cli, "--no-cache", ".")] == ["CKP203"]
 

@@ -1,4 +1,4 @@
-"""Deep nesting (issue 14, item 7): refuse only what libcst cannot parse.
+"""Deep nesting: refuse only what libcst cannot parse.
 
 libcst's native parser overflows the C stack (the process dies with SIGSEGV) on deep enough
 code; where depends on the construct and the stack size. ckptlint refuses a file deeper than
@@ -38,6 +38,7 @@ def _and_chain(operands: int) -> str:
     return IMPORT + "y = checkpoint(f, " + " and ".join(["a"] * operands) + ")\n"
 
 
+@pytest.mark.slow
 def test_both_sides_of_the_limit() -> None:
     assert MAX_NESTING == 3000
     assert codes(_and_chain(2994)) == ["CKP001"]  # at the limit: parsed by libcst and linted
@@ -56,6 +57,7 @@ libcst.parse_module(source + "y = checkpoint(f, " + " and ".join(["a"] * int(sys
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     version("libcst") != "1.9.0" or resource.getrlimit(resource.RLIMIT_STACK)[0] != 8 * 2**20,
     reason="the boundary measured for libcst 1.9.0 on an 8 MiB stack",

@@ -15,6 +15,8 @@ from ckptlint.api import settings_for
 from ckptlint.lint.linter import FileLinter
 from ckptlint.lint.results import FixMode
 
+pytestmark = pytest.mark.slow  # property tests, seconds each
+
 BUDGET = settings(
     max_examples=120,
     deadline=None,
@@ -214,14 +216,14 @@ def programs(draw) -> str:
     return text
 
 
-def _lint(text: str, fix: bool = False, unsafe: bool = False):  # noqa: ANN202
+def _lint(text: str, fix: bool = False, unsafe: bool = False):
     mode = FixMode.APPLY if fix else FixMode.NONE
     result = FileLinter().lint("m.py", text.encode(), settings_for(["ALL"]), fix=mode, unsafe=unsafe, gate=False)
     assert result.problems == [], [p.line() for p in result.problems]
     return result
 
 
-def _fixable(diagnostics, unsafe: bool) -> list:  # noqa: ANN001
+def _fixable(diagnostics, unsafe: bool) -> list:
     return [d for d in diagnostics if d.fix is not None and d.fix.applies(unsafe)]
 
 

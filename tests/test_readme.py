@@ -24,6 +24,7 @@ def test_rule_table_matches_registry() -> None:
     assert readme_with_rule_table(readme) == readme
 
 
+@pytest.mark.slow
 def test_docs_command_checks_the_real_readme() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "ckptlint.docs", "--check", "README.md"],

@@ -45,6 +45,7 @@ def test_the_pre_commit_config_is_the_shipped_hook_run_locally() -> None:
     assert fix_entry is not None and fix_entry.group(1) == shipped["ckptlint-fix"]["entry"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("pre_commit") is None, reason="pre-commit is not installed")
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_the_pre_commit_config_runs(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from ckptlint.registry import (
     OFF_BY_DEFAULT,
     REGION_RULES,
@@ -18,6 +20,7 @@ from ckptlint.registry import (
 from ckptlint.rules import ALL_RULES
 
 
+@pytest.mark.slow
 def test_registry_imports_without_libcst() -> None:
     code = (
         "import sys\n"

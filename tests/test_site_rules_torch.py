@@ -11,7 +11,7 @@ import pytest
 from ckptlint.testing import codes
 
 torch = pytest.importorskip("torch")
-from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+from torch.utils.checkpoint import checkpoint, checkpoint_sequential  # noqa: E402 - after the skip without torch
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 
@@ -69,7 +69,7 @@ def test_runtime_helper_reports_the_rejected_variant() -> None:
         fn, x_in(), kwargs={"b": 1}, variants=[{"use_reentrant": True}, {"use_reentrant": False}]
     )
     reentrant, non_reentrant = report.results
-    # issue 15: torch rejects keyword arguments under the reentrant variant (ValueError, asserted
+    # torch rejects keyword arguments under the reentrant variant (ValueError, asserted
     # above); the helper reports that variant as not applicable instead of as a difference
     assert reentrant.not_applicable and "Unexpected keyword arguments" in reentrant.not_applicable
     assert reentrant.ok and reentrant.calls == 0

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ckptlint import __version__
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +38,7 @@ def _imported_modules(*args: str) -> tuple[subprocess.CompletedProcess[str], lis
     return proc, modules
 
 
+@pytest.mark.slow
 def test_version_imports_neither_torch_nor_libcst() -> None:
     proc, modules = _imported_modules("--version")
     assert proc.returncode == 0
@@ -44,9 +47,11 @@ def test_version_imports_neither_torch_nor_libcst() -> None:
     assert "click" in modules
     assert [m for m in modules if m == "torch" or m.startswith("torch.")] == []
     assert [m for m in modules if m == "libcst" or m.startswith("libcst.")] == []
-    assert [m for m in modules if m.startswith(("ckptlint.lint.linter", "ckptlint.semantic", "ckptlint.checkpoint", "ckptlint.rules"))] == []
+    linting = ("ckptlint.lint.linter", "ckptlint.semantic", "ckptlint.checkpoint", "ckptlint.rules")
+    assert [m for m in modules if m.startswith(linting)] == []
 
 
+@pytest.mark.slow
 def test_linting_imports_no_torch(tmp_path: Path) -> None:
     target = tmp_path / "m.py"
     target.write_text("from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n")
@@ -57,6 +62,7 @@ def test_linting_imports_no_torch(tmp_path: Path) -> None:
     assert [m for m in modules if m == "torch" or m.startswith("torch.")] == []
 
 
+@pytest.mark.slow
 def test_python_dash_m_runs_this_checkout() -> None:
     proc = subprocess.run(
         [sys.executable, "-c", "import ckptlint; print(ckptlint.__file__)"],
@@ -78,6 +84,7 @@ def test_python_dash_m_runs_this_checkout() -> None:
     assert (proc.returncode, proc.stdout) == (0, f"ckptlint {__version__}\n")
 
 
+@pytest.mark.slow
 def test_linting_one_file_without_sites_imports_only_what_it_needs(tmp_path: Path) -> None:
     """The pre-commit case on a file the gate rejects: no libcst, no rule, no process pool,
     no pathspec (no pattern to match for a file named explicitly), no tempfile (nothing is

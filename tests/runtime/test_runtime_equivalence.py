@@ -6,6 +6,8 @@ import functools
 import random
 
 import pytest
+
+pytest.importorskip("torch")
 import torch
 from torch import nn
 from torch.utils.checkpoint import create_selective_checkpoint_contexts

@@ -1,7 +1,7 @@
-"""Issue 28: state outside the top-level forward, isolated and compared; the right causes.
+"""State outside the top-level forward, isolated and compared; the right causes.
 
-Each test is one bullet of the issue's "Why" and failed on the helper before (a false pass, a
-false failure or a wrong cause); the real-model ones are in test_runtime_isolation_models.py.
+Each test is one shape where a false pass, a false failure or a wrong cause is possible; the
+real-model ones are in test_runtime_isolation_models.py.
 """
 
 from __future__ import annotations
@@ -9,8 +9,11 @@ from __future__ import annotations
 import random
 import time
 
-import numpy as np
 import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("numpy")
+import numpy as np
 import torch
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper

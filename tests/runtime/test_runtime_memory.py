@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+
+pytest.importorskip("torch")
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
@@ -45,6 +47,7 @@ def stack():
     return plain, checkpointed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reentrant", [False, True])
 def test_checkpointed_mlp_stack_saves_fewer_activations(reentrant):
     plain, checkpointed = stack()

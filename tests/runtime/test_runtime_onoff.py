@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+pytest.importorskip("torch")
 import torch
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
@@ -70,6 +72,7 @@ def test_auto_uses_the_models_switch_and_counts_regions():
     assert model.grad_checkpointing is False  # the caller's model is untouched
 
 
+@pytest.mark.slow
 def test_apply_activation_checkpointing_with_batchnorm_fails_with_ckp203():
     torch.manual_seed(0)
     model = nn.Sequential(Block(bn=True), Block(bn=True)).train()
@@ -107,6 +110,7 @@ def test_preserve_rng_state_false_with_dropout_fails_with_ckp101():
     assert "CKP101" in info.value.rule_codes
 
 
+@pytest.mark.slow
 def test_model_with_checkpointing_already_on_is_compared_against_it_off():
     torch.manual_seed(0)
     model = FlagModel(bn=True).train()
@@ -139,6 +143,7 @@ def test_no_switch_and_bad_arguments():
     assert [s.library for s in SWITCHES] == ["transformers", "transformers", "diffusers", "timm"]
 
 
+@pytest.mark.slow
 def test_compare_checkpointing_memory():
     torch.manual_seed(0)
     model = FlagModel().train()
@@ -151,3 +156,87 @@ def test_plugin_fixture(ckpt_model_equivalence):
     torch.manual_seed(0)
     report = ckpt_model_equivalence(FlagModel().train(), x_in())
     assert report.ok and report.results[0].recomputations
+
+
+def test_own_flag_set_by_enable_is_not_a_difference() -> None:
+    # the README's "your own flag", turned on by a callable: the flag differs between the two
+    # copies by design and is no CKP202 side effect
+    torch = pytest.importorskip("torch")
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+    from ckptlint.runtime import (
+        assert_checkpointing_equivalent,
+        check_checkpointing_equivalent,
+    )
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.2)) for _ in range(2))
+            self.use_checkpoint = False
+            self.steps = 0
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = checkpoint(block, x, use_reentrant=False) if self.use_checkpoint else block(x)
+            return x
+
+    def on(model: nn.Module) -> None:
+        model.use_checkpoint = True
+
+    torch.manual_seed(0)
+    report = assert_checkpointing_equivalent(Model().train(), torch.randn(4, 8), enable=on)
+    assert report.results[0].recomputations == {"blocks.0": 1, "blocks.1": 1}
+    assert "not compared, set by enable: Model.use_checkpoint" in report.notes
+
+    class Counting(Model):
+        def forward(self, x):
+            def body(h):
+                self.steps += 1  # a real side effect in the region: still reported
+                return self.blocks[0](h)
+
+            return checkpoint(body, x, use_reentrant=False) if self.use_checkpoint else body(x)
+
+    bad = check_checkpointing_equivalent(Counting().train(), torch.randn(4, 8, requires_grad=True), enable=on)
+    assert not bad.ok
+    names = [d.name for d in bad.results[0].differences]
+    assert "attribute Counting.steps" in names
+    assert "attribute Counting.use_checkpoint" not in names
+
+
+@pytest.mark.parametrize("pattern", ["output['cache']", "output['cache']*"])
+def test_ignored_outputs_are_left_out_of_the_default_loss(pattern) -> None:
+    # like transformers with use_cache=True: only the plain step returns a cache that requires
+    # grad; ignoring it must also keep it out of the loss (else every gradient "differs"), and
+    # `output['cache']*` (fnmatch reads [...] as a class) must match too
+    torch = pytest.importorskip("torch")
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+    from ckptlint.runtime import check_checkpointing_equivalent
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block = nn.Linear(8, 8)
+            self.use_checkpoint = False
+
+        def forward(self, x):
+            if self.use_checkpoint:
+                return {"y": checkpoint(self.block, x, use_reentrant=False)}
+            h = self.block(x)
+            return {"y": h, "cache": [h * 2]}
+
+    def on(model: nn.Module) -> None:
+        model.use_checkpoint = True
+
+    torch.manual_seed(0)
+    x = torch.randn(4, 8)
+    # an output of one run only is left out of the default loss and named
+    unignored = check_checkpointing_equivalent(Model(), x, enable=on)
+    assert unignored.ok, str(unignored)
+    assert any("output['cache'] (the reference run)" in n for n in unignored.notes)
+    report = check_checkpointing_equivalent(Model(), x, enable=on, ignore_outputs=[pattern])
+    assert report.ok, str(report)
+    assert not any(n.startswith("left out") for n in report.notes)

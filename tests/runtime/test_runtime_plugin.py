@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import os
 import subprocess
 import sys
@@ -12,6 +13,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+#: the tests that run the plugin's fixtures need torch (the ``test-runtime`` extra); the
+#: checks of how the plugin and the runtime import do not
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="needs torch (the test-runtime extra)")
+
 
 @pytest.fixture(scope="module", autouse=True)
 def _torch_imported_before_pytester():
@@ -20,6 +26,8 @@ def _torch_imported_before_pytester():
     In-process pytester runs restore ``sys.modules`` afterwards, dropping modules first
     imported inside them; importing torch's C extension a second time crashes the process.
     """
+    if not HAS_TORCH:
+        return
     import torch
     from torch import nn
 
@@ -46,6 +54,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("-p", "no:cacheprovider", *_plugin_args(), *args)
 
 
+@needs_torch
 def test_gpu_marker_is_registered_and_skips_without_cuda(pytester):
     import torch
 
@@ -72,6 +81,7 @@ def test_gpu_marker_is_registered_and_skips_without_cuda(pytester):
     markers.stdout.fnmatch_lines(["@pytest.mark.gpu: *CUDA*"])
 
 
+@needs_torch
 def test_ckpt_device_option(pytester):
     pytester.makepyfile(
         """
@@ -84,6 +94,7 @@ def test_ckpt_device_option(pytester):
     help_text.stdout.fnmatch_lines(["*--ckpt-device=DEVICE*"])
 
 
+@needs_torch
 def test_ckpt_device_default_and_bad_values(pytester):
     import torch
 
@@ -104,6 +115,7 @@ def test_ckpt_device_default_and_bad_values(pytester):
         missing.stderr.fnmatch_lines(["*cuda is not available*"])
 
 
+@needs_torch
 def test_equivalence_fixture_passes_and_fails(pytester):
     pytester.makepyfile(
         """
@@ -133,6 +145,7 @@ def test_equivalence_fixture_passes_and_fails(pytester):
     )
 
 
+@needs_torch
 def test_rng_audit_and_memory_fixtures(pytester):
     pytester.makepyfile(
         """
@@ -178,12 +191,14 @@ def _python(code: str, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *extra, "-c", code], capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_plugin_import_does_not_import_torch():
     proc = _python("import sys, ckptlint.pytest_plugin; print('torch' in sys.modules)")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_runtime_without_torch_names_the_extra():
     proc = _python("import sys; sys.modules['torch'] = None; import ckptlint.runtime")
     assert proc.returncode != 0
@@ -191,6 +206,8 @@ def test_runtime_without_torch_names_the_extra():
     assert "pip install 'ckptlint[runtime]'" in proc.stderr
 
 
+@needs_torch
+@pytest.mark.slow
 def test_model_equivalence_fixture_on_off_and_memory(pytester):
     pytester.makepyfile(
         """

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+
+pytest.importorskip("torch")
 import torch
 import torch.nn.functional as F
 from torch import nn

@@ -1,13 +1,18 @@
 """Build tests/cases/notebooks/vit_activation_checkpointing.ipynb: a ViT fine-tuning notebook
 written after timm's VisionTransformer (blocks run under activation checkpointing when
 grad_checkpointing is set) and its train.py loop, the way such notebooks look in Colab."""
+import random
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 cells = []
-cells.append(new_markdown_cell("# Fine-tuning a small ViT with activation checkpointing\n\nThe transformer blocks are recomputed in the backward pass (`torch.utils.checkpoint`) so that a larger batch fits in GPU memory. Model code follows timm's `VisionTransformer`; the loop follows timm's `train.py`."))
+cells.append(new_markdown_cell(
+    "# Fine-tuning a small ViT with activation checkpointing\n\n"
+    "The transformer blocks are recomputed in the backward pass (`torch.utils.checkpoint`) so that a larger batch "
+    "fits in GPU memory. Model code follows timm's `VisionTransformer`; the loop follows timm's `train.py`."
+))
 cells.append(new_code_cell("!pip install -q timm==1.0.9 \\\n    torchvision\n%load_ext autoreload\n%autoreload 2", execution_count=1,
     outputs=[new_output("stream", name="stdout", text="\u2713 timm 1.0.9 installed\n")]))
 cells.append(new_code_cell("""import math
@@ -112,8 +117,17 @@ for step in range(steps):
     if step % 50 == 0:
         print(f"step {step:4d}  loss {loss.item():.3f}")''', execution_count=5,
     outputs=[
-        new_output("stream", name="stderr", text="/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:86: UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception. use_reentrant=False is recommended, but if you need to preserve the current default behavior, you can pass use_reentrant=True. Refer to docs for more details on the differences between the two variants.\n  return fn(*args, **kwargs)\n"),
-        new_output("stream", name="stdout", text="step    0  loss 2.412\nstep   50  loss 2.298\nstep  100  loss 2.301\nstep  150  loss 2.297\nCPU times: user 41.2 s, sys: 1.03 s, total: 42.2 s\nWall time: 10.6 s\n"),
+        new_output("stream", name="stderr", text=(
+            "/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:86: UserWarning: torch.utils.checkpoint: "
+            "the use_reentrant parameter should be passed explicitly. Starting in PyTorch 2.9, calling checkpoint without "
+            "use_reentrant will raise an exception. use_reentrant=False is recommended, but if you need to preserve the "
+            "current default behavior, you can pass use_reentrant=True. Refer to docs for more details on the differences "
+            "between the two variants.\n  return fn(*args, **kwargs)\n"
+        )),
+        new_output("stream", name="stdout", text=(
+            "step    0  loss 2.412\nstep   50  loss 2.298\nstep  100  loss 2.301\nstep  150  loss 2.297\n"
+            "CPU times: user 41.2 s, sys: 1.03 s, total: 42.2 s\nWall time: 10.6 s\n"
+        )),
     ]))
 cells.append(new_markdown_cell("## Memory\n\nPeak memory of one step with and without checkpointing."))
 cells.append(new_code_cell('''def peak_memory(checkpointing):
@@ -135,13 +149,14 @@ model?''', execution_count=6,
 cells.append(new_code_cell("torch.save(model.state_dict(), \"vit_cifar.pt\")\n", execution_count=7))
 nb = new_notebook(cells=cells, metadata={
     "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-    "language_info": {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py", "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python", "pygments_lexer": "ipython3", "version": "3.10.12"},
+    "language_info": {
+        "codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py", "mimetype": "text/x-python",
+        "name": "python", "nbconvert_exporter": "python", "pygments_lexer": "ipython3", "version": "3.10.12",
+    },
     "accelerator": "GPU",
 })
-import random as r
-
-r.seed(1)
+ids = random.Random(1)
 for c in nb.cells:  # stable ids
-    c.id = "%08x" % r.getrandbits(32)
+    c.id = f"{ids.getrandbits(32):08x}"
 nbformat.validate(nb)
 nbformat.write(nb, str(Path(__file__).resolve().parent.parent / "cases" / "notebooks" / "vit_activation_checkpointing.ipynb"))

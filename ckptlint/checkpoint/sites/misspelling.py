@@ -9,7 +9,7 @@ hands it to the function, where a ``**kwargs`` signature swallows it silently.
 
 Closeness is measured with :class:`difflib.SequenceMatcher` (the ratio ``2*M/T``), in two
 tiers, tuned on every keyword and parameter name of the four corpus repositories
-(diffusers, fairseq, timm, DeepSpeed; 13,784 names, see tests/test_ckp003_misspelled_option.py):
+(diffusers, fairseq, timm, DeepSpeed; 13,784 names, see tests/rules/test_ckp003.py):
 
 - ``ratio >= STRONG_RATIO`` (0.85): one or two characters off a long name
   (``use_reentrent`` 0.92, ``contextfn`` 0.95, ``preserve_rng_states`` 0.97); no real

@@ -1,0 +1,422 @@
+"""``ckptlint server``: the real server process driven by a real LSP client (pytest-lsp):
+diagnostics on open/change, quick fixes with their applicability, "disable for this line",
+configuration from the file's pyproject.toml, and unsaved buffers reached by regions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from ckptlint.text.source import split_lines
+
+#: CKP001's safe fix (torch 2.9-2.13 run the reentrant variant when use_reentrant is omitted)
+KEEP = "Pass `use_reentrant=True` (keeps the reentrant variant PyTorch runs now)"
+
+
+SOURCE = "from torch.utils.checkpoint import checkpoint\n\n\ndef forward(block, x):\n    return checkpoint(block, x)\n"
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "ckptlint", "server"]))
+async def client(lsp_client: LanguageClient, tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("[tool.ckptlint]\nunsafe-fixes = true\n")
+    (tmp_path / "strict").mkdir()
+    (tmp_path / "strict" / "pyproject.toml").write_text("[tool.ckptlint]\n")  # unsafe fixes not allowed here
+    params = lsp.InitializeParams(
+        capabilities=pytest_lsp.client_capabilities("visual-studio-code"), root_uri=tmp_path.as_uri()
+    )
+    lsp_client.registrations = []  # type: ignore[attr-defined]
+
+    @lsp_client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+    def register(params: lsp.RegistrationParams) -> None:  # the server asks for a watcher of its configuration
+        lsp_client.registrations.extend(params.registrations)  # type: ignore[attr-defined]
+
+    await lsp_client.initialize_session(params)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _published(client: LanguageClient, uri: str, timeout: float = 60.0) -> list[lsp.Diagnostic]:
+    """The diagnostics the server publishes for ``uri`` next (the caller popped the old ones)."""
+    for _ in range(int(timeout / 0.02)):
+        if uri in client.diagnostics:
+            return list(client.diagnostics[uri])
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no diagnostics published for {uri}")
+
+
+async def _barrier(client: LanguageClient, uri: str) -> None:
+    """A request the server answers only after handling every message sent before it (pygls
+    handles them in order, also those ``ckptlint server`` replays after its fast start), so
+    every publication those messages caused has arrived when this returns. Without it, a
+    replayed publication of an earlier version can be taken for the answer to the last edit."""
+    zero = lsp.Position(line=0, character=0)
+    await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=lsp.Range(start=zero, end=zero),
+            context=lsp.CodeActionContext(diagnostics=[], only=[lsp.CodeActionKind.QuickFix]),
+        )
+    )
+
+
+async def _open(client: LanguageClient, path: Path, text: str, version: int = 1) -> list[lsp.Diagnostic]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    uri = path.as_uri()
+    client.diagnostics.pop(uri, None)
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            text_document=lsp.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+        )
+    )
+    await _barrier(client, uri)
+    return await _published(client, uri)
+
+
+async def _change(client: LanguageClient, path: Path, text: str, version: int) -> list[lsp.Diagnostic]:
+    uri = path.as_uri()
+    client.diagnostics.pop(uri, None)
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+    await _barrier(client, uri)
+    return await _published(client, uri)
+
+
+def _apply(text: str, edits: list[lsp.TextEdit]) -> str:
+    """Apply LSP edits (text of the Basic Multilingual Plane: UTF-16 units are characters)
+    from the last to the first; lines end at \\n, \\r\\n and \\r only (LSP 3.17)."""
+    lines = split_lines(text, keepends=True)
+
+    def offset(position: lsp.Position) -> int:
+        return sum(len(line) for line in lines[: position.line]) + position.character
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+    return text
+
+
+async def _actions(client: LanguageClient, uri: str, diagnostic: lsp.Diagnostic) -> list[lsp.CodeAction]:
+    result = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=lsp.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    return [a for a in result or [] if isinstance(a, lsp.CodeAction)]
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_diagnostic_quick_fix_and_clean_after_the_edit(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    diagnostics = await _open(client, path, SOURCE)
+    assert len(diagnostics) == 1
+    d = diagnostics[0]
+    assert d.code == "CKP001" and d.source == "ckptlint"
+    assert d.severity == lsp.DiagnosticSeverity.Warning
+    assert d.range == lsp.Range(start=lsp.Position(line=4, character=11), end=lsp.Position(line=4, character=31))
+    assert d.code_description is not None and d.code_description.href.endswith("CKP001.md")
+
+    actions = await _actions(client, path.as_uri(), d)
+    titles = [a.title for a in actions]
+    assert titles == [
+        "Pass `use_reentrant=False` (CKP001) (unsafe fix)",
+        f"{KEEP} (CKP001)",
+        "Disable CKP001 for this line",
+        "ckptlint: fix all auto-fixable problems",
+    ]
+    assert [a.is_preferred for a in actions[:2]] == [False, True]  # the safe one
+    fix = actions[0]
+    assert fix.kind == lsp.CodeActionKind.QuickFix and fix.edit is not None and fix.edit.changes is not None
+    fixed = _apply(SOURCE, list(fix.edit.changes[path.as_uri()]))
+    assert fixed.splitlines()[4] == "    return checkpoint(block, x, use_reentrant=False)"
+
+    assert await _change(client, path, fixed, 2) == []
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_unsafe_fix_needs_the_configuration_and_noqa_action_works(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "strict" / "model.py"
+    (d,) = await _open(client, path, SOURCE)
+    actions = await _actions(client, path.as_uri(), d)
+    titles = [a.title for a in actions]  # unsafe-fixes not set there: the safe use_reentrant=True only
+    assert titles == [f"{KEEP} (CKP001)", "Disable CKP001 for this line", "ckptlint: fix all auto-fixable problems"]
+    keep = actions[0].edit
+    assert keep is not None and keep.changes is not None
+    kept = _apply(SOURCE, list(keep.changes[path.as_uri()]))
+    assert kept.splitlines()[4] == "    return checkpoint(block, x, use_reentrant=True)"
+    edit = actions[1].edit
+    assert edit is not None and edit.changes is not None
+    silenced = _apply(SOURCE, list(edit.changes[path.as_uri()]))
+    assert silenced.splitlines()[4] == "    return checkpoint(block, x)  # noqa: CKP001"
+    assert await _change(client, path, silenced, 2) == []
+    # saving re-reads the configuration: with unsafe fixes allowed, the fix is offered
+    (tmp_path / "strict" / "pyproject.toml").write_text("[tool.ckptlint]\nunsafe-fixes = true\n")
+    await _change(client, path, SOURCE, 3)
+    client.diagnostics.pop(path.as_uri(), None)
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=path.as_uri())))
+    (d,) = await _published(client, path.as_uri())
+    actions = await _actions(client, path.as_uri(), d)
+    assert [a.title for a in actions][:3] == [
+        "Pass `use_reentrant=False` (CKP001) (unsafe fix)",
+        f"{KEEP} (CKP001)",
+        "Disable CKP001 for this line",
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_excluded_files_get_no_diagnostics(client: LanguageClient, tmp_path: Path) -> None:
+    (tmp_path / "vendored").mkdir()
+    (tmp_path / "vendored" / "pyproject.toml").write_text('[tool.ckptlint]\nextend-exclude = ["third_party"]\n')
+    assert await _open(client, tmp_path / "vendored" / "third_party" / "m.py", SOURCE) == []
+    assert len(await _open(client, tmp_path / "vendored" / "own.py", SOURCE)) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_unsaved_buffer_of_another_module_takes_precedence(client: LanguageClient, tmp_path: Path) -> None:
+    blocks = tmp_path / "pkg" / "blocks.py"
+    (tmp_path / "pkg" / "__init__.py").parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    on_disk = "import torch\n\n\nclass Block(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+    assert await _open(client, blocks, on_disk) == []
+    unsaved = on_disk.replace("import torch\n", "import random\n\nimport torch\n").replace(
+        "return x * 2", "return x * random.random()"
+    )
+    assert await _change(client, blocks, unsaved, 2) == []  # nothing checkpoints it yet
+    model = tmp_path / "pkg" / "model.py"
+    text = (
+        "from torch.utils.checkpoint import checkpoint\n\nfrom pkg.blocks import Block\n\n\n"
+        "def forward(x):\n    return checkpoint(Block(), x, use_reentrant=False)\n"
+    )
+    client.diagnostics.pop(blocks.as_uri(), None)
+    assert await _open(client, model, text) == []
+    found = await _published(client, blocks.as_uri())
+    assert [d.code for d in found] == ["CKP103"]  # from the buffer: the file on disk has no random
+    assert found[0].range.start.line == 7
+
+
+def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from ckptlint import server
+
+    monkeypatch.delitem(sys.modules, "ckptlint.server.lsp", raising=False)
+    monkeypatch.setitem(sys.modules, "pygls", None)  # `import pygls` fails as when it is not installed
+    monkeypatch.setitem(sys.modules, "pygls.lsp.server", None)
+    assert server.main([]) == 2
+    assert capsys.readouterr().err == (
+        'error: `ckptlint server` needs the `server` extra (pygls), which is not installed; '
+        'install it with: pip install "ckptlint[server]"\n'
+    )
+
+
+def test_server_rejects_unknown_arguments_and_has_help(run_cli) -> None:
+    result = run_cli("server", "--tcp")
+    assert result.exit_code == 2
+    assert result.stderr == "error: `ckptlint server` takes only --stdio, not --tcp\n"
+    shown = run_cli("server", "--help")
+    assert shown.exit_code == 0 and shown.stdout.startswith("Usage: ckptlint server [--stdio]\n")
+
+
+def test_columns_in_each_position_encoding() -> None:
+    from ckptlint.server.lsp import _units
+
+    line = 'y = "\U0001F600é"; checkpoint(f, x)'
+    column = line.index("checkpoint") + 1  # ckptlint's 1-based character column
+    assert _units(line, column, "utf-32") == column - 1
+    assert _units(line, column, "utf-16") == column  # the emoji is two UTF-16 units
+    assert _units(line, column, "utf-8") == column + 3  # four bytes and two bytes
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_range_after_an_astral_character_is_in_utf16_units(client: LanguageClient, tmp_path: Path) -> None:
+    text = SOURCE.replace("    return checkpoint(block, x)", '    s = "\U0001F600"; return checkpoint(block, x)')
+    (d,) = await _open(client, tmp_path / "emoji.py", text)
+    assert d.range.start == lsp.Position(line=4, character=len('    s = "\U0001F600"; return ') + 1)
+
+
+def _raw_session(env: dict[str, str], capabilities: dict) -> tuple[dict, dict, list[dict]]:
+    """Drive ``ckptlint server`` with raw JSON-RPC: (initialize result, first diagnostics,
+    messages up to the shutdown response)."""
+    import os
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ckptlint", "server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, **env},
+    )
+
+    def send(message: dict) -> None:
+        body = json.dumps(message).encode()
+        proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        proc.stdin.flush()
+
+    def read() -> dict:
+        length = 0
+        while (line := proc.stdout.readline()) not in (b"\r\n", b""):
+            if line.lower().startswith(b"content-length"):
+                length = int(line.split(b":")[1])
+        return json.loads(proc.stdout.read(length))
+
+    try:
+        params = {"processId": None, "rootUri": None, "capabilities": capabilities}
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+        initialized = read()
+        send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        document = {"uri": "file:///nonexistent/m.py", "languageId": "python", "version": 1, "text": SOURCE}
+        send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": document}})
+        first = read()
+        send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+        rest = []
+        while (message := read()).get("id") != 2:
+            rest.append(message)
+        send({"jsonrpc": "2.0", "method": "exit"})
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return initialized["result"], first, rest
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("encodings", [None, ["utf-8", "utf-16"]])
+def test_fast_start_answers_as_pygls_does(encodings: list[str] | None) -> None:
+    capabilities = {"general": {"positionEncodings": encodings}} if encodings else {}
+    fast = _raw_session({}, capabilities)
+    plain = _raw_session({"CKPTLINT_SERVER_FAST_START": "0"}, capabilities)
+    assert fast[0]["capabilities"] == plain[0]["capabilities"]
+    assert fast[1] == plain[1]  # the same first diagnostics
+    assert fast[1]["params"]["diagnostics"][0]["code"] == "CKP001"
+    assert fast[2] == [plain[1]]  # pygls publishes them again after the hand-over, nothing else
+
+
+# a form feed or U+2028 inside a line is no line break for LSP (str.splitlines says it is)
+PAGED = "from torch.utils.checkpoint import checkpoint\n\x0c\n# see \u2028 below\ndef forward(fn, x):\n    return checkpoint(fn, x)\n"
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_positions_quick_fix_and_noqa_with_form_feed_and_u2028(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "paged.py"
+    (d,) = await _open(client, path, PAGED)
+    assert d.range == lsp.Range(start=lsp.Position(line=4, character=11), end=lsp.Position(line=4, character=28))
+    actions = {a.title: a for a in await _actions(client, path.as_uri(), d)}
+    fix = actions["Pass `use_reentrant=False` (CKP001) (unsafe fix)"]
+    assert fix.edit is not None and fix.edit.changes is not None
+    fixed = _apply(PAGED, list(fix.edit.changes[path.as_uri()]))
+    assert fixed == PAGED.replace("checkpoint(fn, x)\n", "checkpoint(fn, x, use_reentrant=False)\n")
+    silence = actions["Disable CKP001 for this line"]
+    assert silence.edit is not None and silence.edit.changes is not None
+    silenced = _apply(PAGED, list(silence.edit.changes[path.as_uri()]))
+    assert silenced == PAGED.replace("checkpoint(fn, x)\n", "checkpoint(fn, x)  # noqa: CKP001\n")
+    assert await _change(client, path, silenced, 2) == []
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_incremental_change_after_a_form_feed_lands_on_its_line(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "paged.py"
+    (d,) = await _open(client, path, PAGED)
+    uri = path.as_uri()
+    client.diagnostics.pop(uri, None)
+    at = lsp.Position(line=4, character=d.range.end.character - 1)  # before the call's closing parenthesis
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[lsp.TextDocumentContentChangePartial(range=lsp.Range(start=at, end=at), text=", use_reentrant=False")],
+        )
+    )
+    await _barrier(client, uri)
+    assert await _published(client, uri) == []  # the edit made the call explicit: it landed on line 5
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_document_over_the_size_limit_says_it_was_not_linted(client: LanguageClient, tmp_path: Path) -> None:
+    big = SOURCE + "x = 1  # " + "a" * 70 + "\n" * 1 + ("y = 2  # " + "b" * 70 + "\n") * 44_000  # 3.4 MiB
+    (d,) = await _open(client, tmp_path / "big.py", big)
+    assert d.code == "CKP902" and d.message.startswith("too large to lint (3.")
+    assert d.range.start == lsp.Position(line=0, character=0)
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_code_action_on_a_document_never_opened_is_empty(client: LanguageClient, tmp_path: Path) -> None:
+    zero = lsp.Position(line=0, character=0)
+    result = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=(tmp_path / "never.py").as_uri()),
+            range=lsp.Range(start=zero, end=zero),
+            context=lsp.CodeActionContext(diagnostics=[]),
+        )
+    )
+    assert result is not None and len(result) == 0  # an answer, not an error
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+@pytest.mark.parametrize("how", ["didSave", "didChangeWatchedFiles"])
+async def test_a_changed_pyproject_lints_open_documents_again(client: LanguageClient, tmp_path: Path, how: str) -> None:
+    path = tmp_path / "strict" / "model.py"
+    assert len(await _open(client, path, SOURCE)) == 1
+    config = tmp_path / "strict" / "pyproject.toml"
+    config.write_text('[tool.ckptlint]\nignore = ["CKP001"]\n')
+    client.diagnostics.pop(path.as_uri(), None)
+    if how == "didSave":
+        client.text_document_did_open(
+            lsp.DidOpenTextDocumentParams(
+                text_document=lsp.TextDocumentItem(uri=config.as_uri(), language_id="toml", version=1, text=config.read_text())
+            )
+        )
+        client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=config.as_uri())))
+    else:
+        event = lsp.FileEvent(uri=config.as_uri(), type=lsp.FileChangeType.Changed)
+        client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(changes=[event]))
+    await _barrier(client, path.as_uri())
+    assert await _published(client, path.as_uri()) == []
+    assert [r.method for r in client.registrations] == ["workspace/didChangeWatchedFiles"]  # type: ignore[attr-defined]
+
+
+IMPORT = "from torch.utils.checkpoint import checkpoint\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "row", "new_line"),
+    [
+        (IMPORT + 'a = checkpoint(f, """x\ny""")\n', 3, 'y""")  # noqa: CKP001'),
+        (IMPORT + "b = checkpoint(f, \\\n    x)\n", 3, "    x)  # noqa: CKP001"),
+        (IMPORT + "c = checkpoint(f, x)\n", 2, "c = checkpoint(f, x)  # noqa: CKP001"),
+    ],
+)
+def test_server_disable_for_this_line_uses_the_noqa_line(tmp_path, text, row, new_line) -> None:
+    # the server's "Disable CKP001 for this line" replaced the finding's first line by itself
+    # (no comment) when that line ends inside a triple-quoted string or with a backslash
+    pytest.importorskip("pygls")
+    from ckptlint.config.files import CliOverrides, SettingsResolver
+    from ckptlint.lint.linter import FileLinter
+    from ckptlint.server.lsp import CkptlintLanguageServer, _Lines
+
+    path = tmp_path / "m.py"
+    path.write_text(text)
+    settings = SettingsResolver(CliOverrides(), cwd=tmp_path).for_path(path)
+    (d,) = FileLinter().lint(str(path), text.encode(), settings).diagnostics
+    edit = CkptlintLanguageServer._noqa_edit(d, text, _Lines(text))
+    assert edit is not None
+    assert (edit.range.start.line, edit.range.start.character, edit.range.end.line) == (row - 1, 0, row - 1)
+    assert edit.new_text == new_line
