@@ -83,7 +83,7 @@ def _drop_capabilities() -> None:  # pragma: no cover - runs in the child proces
 _UNPRIVILEGED_STEP: list = []
 
 
-def _unprivileged_step():  # noqa: ANN202
+def _unprivileged_step():
     """How a child process becomes an ordinary user: ``None`` when this process is not root,
     else :func:`_drop_privileges` when user ``nobody`` can run this interpreter and ckptlint
     (checked once), else :func:`_drop_capabilities`."""
@@ -109,7 +109,7 @@ def _unprivileged_step():  # noqa: ANN202
     return _UNPRIVILEGED_STEP[0]
 
 
-def _limit_memory(limit_bytes: int):  # noqa: ANN202
+def _limit_memory(limit_bytes: int):
     def apply() -> None:  # pragma: no cover - runs in the child process
         import resource
 
@@ -126,7 +126,7 @@ class ProcessResult:
 
 
 @pytest.fixture
-def open_folder():  # noqa: ANN201
+def open_folder():
     """A fresh folder every user may enter and write (``tmp_path`` is private to its owner),
     for tests that run ckptlint as another user; removed afterwards."""
     import shutil

@@ -25,7 +25,7 @@ def _linted_ok(stdout: str) -> bool:
     return any(line.startswith(OK_LINE) for line in stdout.splitlines())
 
 
-def _unchecked(result) -> list[str]:  # noqa: ANN001
+def _unchecked(result) -> list[str]:
     """The CKP902 findings of a run as ``PATH: message`` (and nothing on stderr)."""
     assert result.stderr == ""
     assert "All checks passed!" not in result.stdout
@@ -186,7 +186,7 @@ def test_an_unreadable_file_simulated(run_cli, write, monkeypatch):
     bad = write("secret.py", CALL)
     original = run_module.read_regular
 
-    def read_regular(path, limit):  # noqa: ANN001, ANN202
+    def read_regular(path, limit):
         if Path(path).name == "secret.py":
             raise PermissionError(13, "Permission denied", str(path))
         return original(path, limit)
@@ -203,7 +203,7 @@ def test_broken_symbolic_links(run_cli, write, tmp_path):
     (tmp_path / "gone.py").symlink_to(tmp_path / "nowhere.py")
     result = run_cli(".")
     assert result.exit_code == 1
-    assert _unchecked(result) == [f"gone.py: broken symbolic link"]
+    assert _unchecked(result) == ["gone.py: broken symbolic link"]
     assert _linted_ok(result.stdout)
     named = run_cli("gone.py", "ok.py")
     assert named.exit_code == 1

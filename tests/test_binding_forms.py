@@ -12,7 +12,6 @@ class keeps on ``self``.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -229,13 +228,13 @@ class Net(nn.Module):
 '''
 
 
-def _sites(run_cli, write, source: str) -> list[tuple[int, dict, str]]:  # noqa: ANN001
+def _sites(run_cli, write, source: str) -> list[tuple[int, dict, str]]:
     write("net.py", source)
     result = run_cli("--show-sites", "--output-format", "json", "--isolated", "--no-cache", "net.py")
     return [(s["location"]["row"], s["options"], s["region"]["status"]) for s in json.loads(result.stdout)]
 
 
-def test_partial_returned_by_a_helper_and_kept_on_self_is_a_site(run_cli, write) -> None:  # noqa: ANN001
+def test_partial_returned_by_a_helper_and_kept_on_self_is_a_site(run_cli, write) -> None:
     source = HELPER_PARTIAL.replace("OPTIONS", "use_reentrant=False, preserve_rng_state=False")
     options = {"preserve_rng_state": False, "use_reentrant": False}
     # the partial itself (its callable unknown there) and the call through self.ckpt, which
@@ -245,7 +244,7 @@ def test_partial_returned_by_a_helper_and_kept_on_self_is_a_site(run_cli, write)
     assert len(found) == 1 and "checkpoint at <string>.py:18" in found[0] and "nn.Dropout at line 14" in found[0], found
 
 
-def test_partial_returned_by_a_method_without_use_reentrant_reports_ckp001(run_cli, write) -> None:  # noqa: ANN001
+def test_partial_returned_by_a_method_without_use_reentrant_reports_ckp001(run_cli, write) -> None:
     source = (
         HELPER_PARTIAL.replace("OPTIONS", "preserve_rng_state=True")
         .replace("self.ckpt = make_ckpt()", "self.ckpt = self._make_ckpt()")

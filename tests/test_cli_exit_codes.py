@@ -11,25 +11,25 @@ SAFE_BAD = IMPORT + "y = checkpoint(f, x, mask=m)\n"
 CLEAN = IMPORT + "y = checkpoint(f, x, use_reentrant=False)\n"
 
 
-def test_clean_exits_0(run_cli, write) -> None:  # noqa: ANN001
+def test_clean_exits_0(run_cli, write) -> None:
     write("m.py", CLEAN)
     result = run_cli("m.py")
     assert (result.exit_code, result.stdout, result.stderr) == (0, "All checks passed!\n", "")
 
 
-def test_default_path_is_the_current_folder(run_cli, write) -> None:  # noqa: ANN001
+def test_default_path_is_the_current_folder(run_cli, write) -> None:
     write("pkg/m.py", BAD)
     result = run_cli()
     assert result.exit_code == 1
     assert result.stdout.startswith("pkg/m.py:2:5: CKP001 ")
 
 
-def test_findings_exit_1(run_cli, write) -> None:  # noqa: ANN001
+def test_findings_exit_1(run_cli, write) -> None:
     write("m.py", BAD)
     assert run_cli("m.py").exit_code == 1
 
 
-def test_exit_zero(run_cli, write) -> None:  # noqa: ANN001
+def test_exit_zero(run_cli, write) -> None:
     write("m.py", BAD)
     result = run_cli("--exit-zero", "m.py")
     assert result.exit_code == 0
@@ -49,7 +49,7 @@ def test_exit_zero(run_cli, write) -> None:  # noqa: ANN001
         (("--explain", "CKP404"), "error: unknown rule code `CKP404`"),
     ],
 )
-def test_usage_errors_exit_2(run_cli, write, args, stderr: str) -> None:  # noqa: ANN001
+def test_usage_errors_exit_2(run_cli, write, args, stderr: str) -> None:
     write("m.py", BAD)
     result = run_cli(*args, *(() if any(a.endswith(".py") for a in args) or "--explain" in args else ("m.py",)))
     assert result.exit_code == 2
@@ -86,7 +86,7 @@ def test_usage_errors_exit_2(run_cli, write, args, stderr: str) -> None:  # noqa
         ("[tool]\nckptlint = 3\n", "pyproject.toml: `tool.ckptlint` must be a table"),
     ],
 )
-def test_bad_configuration_exits_2_naming_file_and_key(run_cli, write, tmp_path, content: str, message: str) -> None:  # noqa: ANN001
+def test_bad_configuration_exits_2_naming_file_and_key(run_cli, write, tmp_path, content: str, message: str) -> None:
     write("m.py", BAD)
     write("pyproject.toml", content)
     result = run_cli("m.py")
@@ -97,7 +97,7 @@ def test_bad_configuration_exits_2_naming_file_and_key(run_cli, write, tmp_path,
     assert result.stdout == ""
 
 
-def test_a_missing_path_is_a_ckp902_finding_exit_1(run_cli, write) -> None:  # noqa: ANN001
+def test_a_missing_path_is_a_ckp902_finding_exit_1(run_cli, write) -> None:
     """ruff reports a missing path as E902 (io-error) and exits 1; never "All checks passed!"."""
     result = run_cli("missing.py")
     assert (result.exit_code, result.stderr) == (1, "")
@@ -105,7 +105,7 @@ def test_a_missing_path_is_a_ckp902_finding_exit_1(run_cli, write) -> None:  # n
     assert run_cli("missing.py", "--exit-zero").exit_code == 0
 
 
-def test_bad_ckptlint_toml_exits_2(run_cli, write, tmp_path) -> None:  # noqa: ANN001
+def test_bad_ckptlint_toml_exits_2(run_cli, write, tmp_path) -> None:
     write("m.py", BAD)
     write("ckptlint.toml", "bogus = 1\n")
     result = run_cli("m.py")
@@ -115,7 +115,7 @@ def test_bad_ckptlint_toml_exits_2(run_cli, write, tmp_path) -> None:  # noqa: A
     assert run_cli("--isolated", "m.py").exit_code == 1
 
 
-def test_bad_config_in_a_subfolder_is_found_during_discovery(run_cli, write, tmp_path) -> None:  # noqa: ANN001
+def test_bad_config_in_a_subfolder_is_found_during_discovery(run_cli, write, tmp_path) -> None:
     write("m.py", CLEAN)
     write("sub/m.py", BAD)
     write("sub/pyproject.toml", "[tool.ckptlint]\nnope = true\n")
@@ -124,7 +124,7 @@ def test_bad_config_in_a_subfolder_is_found_during_discovery(run_cli, write, tmp
     assert f"{tmp_path}/sub/pyproject.toml: unknown key `tool.ckptlint.nope`" in result.stderr
 
 
-def test_exit_non_zero_on_fix(run_cli, write) -> None:  # noqa: ANN001
+def test_exit_non_zero_on_fix(run_cli, write) -> None:
     path = write("m.py", SAFE_BAD)
     result = run_cli("--fix", "--exit-non-zero-on-fix", "m.py")
     assert result.exit_code == 1
@@ -135,7 +135,7 @@ def test_exit_non_zero_on_fix(run_cli, write) -> None:  # noqa: ANN001
     assert (result.exit_code, result.stdout) == (0, "All checks passed!\n")
 
 
-def test_fix_without_exit_non_zero_on_fix_exits_0_when_all_fixed(run_cli, write) -> None:  # noqa: ANN001
+def test_fix_without_exit_non_zero_on_fix_exits_0_when_all_fixed(run_cli, write) -> None:
     write("m.py", SAFE_BAD)
     assert run_cli("--fix", "m.py").exit_code == 0
 
@@ -144,21 +144,21 @@ def test_fix_without_exit_non_zero_on_fix_exits_0_when_all_fixed(run_cli, write)
 UNSAFE_ONLY = "def run(model):\n    model.gradient_checkpointing_enable()\n"
 
 
-def test_fix_leaves_unsafe_findings_exit_1(run_cli, write) -> None:  # noqa: ANN001
+def test_fix_leaves_unsafe_findings_exit_1(run_cli, write) -> None:
     path = write("m.py", UNSAFE_ONLY)
     result = run_cli("--fix", "m.py")
     assert result.exit_code == 1
     assert path.read_text() == UNSAFE_ONLY
 
 
-def test_fix_passes_use_reentrant_true_by_default(run_cli, write) -> None:  # noqa: ANN001
+def test_fix_passes_use_reentrant_true_by_default(run_cli, write) -> None:
     path = write("m.py", BAD)  # torch runs the reentrant variant when use_reentrant is omitted: True keeps it
     result = run_cli("--fix", "m.py")
     assert result.exit_code == 0
     assert path.read_text() == IMPORT + "y = checkpoint(f, x, use_reentrant=True)\n"
 
 
-def test_diff_prints_writes_nothing_exits_1(run_cli, write) -> None:  # noqa: ANN001
+def test_diff_prints_writes_nothing_exits_1(run_cli, write) -> None:
     path = write("m.py", SAFE_BAD)
     result = run_cli("--diff", "m.py")
     assert result.exit_code == 1
@@ -173,7 +173,7 @@ def test_diff_prints_writes_nothing_exits_1(run_cli, write) -> None:  # noqa: AN
     assert path.read_text() == SAFE_BAD
 
 
-def test_diff_without_applicable_fix_exits_0(run_cli, write) -> None:  # noqa: ANN001
+def test_diff_without_applicable_fix_exits_0(run_cli, write) -> None:
     path = write("m.py", UNSAFE_ONLY)  # only an unsafe fix: no diff without --unsafe-fixes, and says so (ruff)
     result = run_cli("--diff", "m.py")
     assert (result.exit_code, result.stdout) == (0, "No errors would be fixed (1 fix available with `--unsafe-fixes`).\n")
@@ -183,14 +183,14 @@ def test_diff_without_applicable_fix_exits_0(run_cli, write) -> None:  # noqa: A
     assert path.read_text() == UNSAFE_ONLY
 
 
-def test_unsafe_fixes_from_config(run_cli, write) -> None:  # noqa: ANN001
+def test_unsafe_fixes_from_config(run_cli, write) -> None:
     path = write("m.py", BAD)
     write("pyproject.toml", "[tool.ckptlint]\nunsafe-fixes = true\n")
     assert run_cli("--fix", "m.py").exit_code == 0
     assert path.read_text() == IMPORT + "y = checkpoint(f, x, use_reentrant=False)\n"
 
 
-def test_extend_safe_fixes_promotes_ckp001(run_cli, write) -> None:  # noqa: ANN001
+def test_extend_safe_fixes_promotes_ckp001(run_cli, write) -> None:
     path = write("m.py", BAD)
     write("pyproject.toml", '[tool.ckptlint]\nextend-safe-fixes = ["CKP001"]\n')
     result = run_cli("m.py")
@@ -199,7 +199,7 @@ def test_extend_safe_fixes_promotes_ckp001(run_cli, write) -> None:  # noqa: ANN
     assert path.read_text() == IMPORT + "y = checkpoint(f, x, use_reentrant=False)\n"
 
 
-def test_statistics(run_cli, write) -> None:  # noqa: ANN001
+def test_statistics(run_cli, write) -> None:
     write("a.py", BAD + "z = checkpoint(g, y, mask=m)\n")
     result = run_cli("--statistics", "--select", "CKP001", "a.py")
     assert result.exit_code == 1
@@ -210,14 +210,14 @@ def test_statistics(run_cli, write) -> None:  # noqa: ANN001
     )
 
 
-def test_explain_prints_the_rule_page(run_cli) -> None:  # noqa: ANN001
+def test_explain_prints_the_rule_page(run_cli) -> None:
     result = run_cli("--explain", "ckp001")
     assert result.exit_code == 0
     assert result.stdout.startswith("# checkpoint-without-use-reentrant (CKP001)\n")
     assert "## Fix safety" in result.stdout
 
 
-def test_output_file(run_cli, write, tmp_path) -> None:  # noqa: ANN001
+def test_output_file(run_cli, write, tmp_path) -> None:
     write("m.py", BAD)
     result = run_cli("--output-file", "out/report.txt", "m.py")
     assert (result.exit_code, result.stdout) == (1, "")

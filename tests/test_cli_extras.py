@@ -22,7 +22,7 @@ MESSAGE = (
 
 
 # ------------------------------------------------------------------------ statistics
-def test_statistics_text_and_json(write, run_cli) -> None:  # noqa: ANN001
+def test_statistics_text_and_json(write, run_cli) -> None:
     # use_reentrant=True is safe; Hugging Face's form has an unsafe fix only
     write("a.py", IMPORT + "checkpoint(f, x)\nmodel.gradient_checkpointing_enable()\nx = 1  # noqa: CKP001\n")
     write("b.py", IMPORT + "checkpoint(f, x, debug=True)\n")  # the fix is safe here: fixable
@@ -42,7 +42,7 @@ def test_statistics_text_and_json(write, run_cli) -> None:  # noqa: ANN001
 
 
 # ------------------------------------------------------------------------- show-fixes
-def test_show_fixes_lists_what_fix_changed(write, run_cli) -> None:  # noqa: ANN001
+def test_show_fixes_lists_what_fix_changed(write, run_cli) -> None:
     write("a.py", IMPORT + "checkpoint(f, x)\ncheckpoint(g, x)\n")
     write("sub dir/b.py", IMPORT + "checkpoint(f, x)\n")
     result = run_cli("--isolated", "-j", "1", "--fix", "--unsafe-fixes", "--show-fixes")
@@ -60,7 +60,7 @@ def test_show_fixes_lists_what_fix_changed(write, run_cli) -> None:  # noqa: ANN
 
 
 # ------------------------------------------------------------- show-files / settings
-def test_show_files_and_show_settings(tmp_path: Path, write, run_cli) -> None:  # noqa: ANN001
+def test_show_files_and_show_settings(tmp_path: Path, write, run_cli) -> None:
     write("pyproject.toml", '[tool.ckptlint]\nextend-select = ["CKP901"]\nextend-exclude = ["skip"]\n')
     write("a.py", FINDING)
     write("skip/b.py", FINDING)
@@ -80,7 +80,7 @@ def test_show_files_and_show_settings(tmp_path: Path, write, run_cli) -> None:  
 
 
 # -------------------------------------------------------------------------- add-noqa
-def test_add_noqa_merges_keeps_foreign_codes_and_is_idempotent(write, run_cli) -> None:  # noqa: ANN001
+def test_add_noqa_merges_keeps_foreign_codes_and_is_idempotent(write, run_cli) -> None:
     source = (
         IMPORT
         + "checkpoint(f, x)  # noqa: E501\n"
@@ -107,7 +107,7 @@ def test_add_noqa_merges_keeps_foreign_codes_and_is_idempotent(write, run_cli) -
     assert after.exit_code == 0 and after.stdout == "All checks passed!\n"
 
 
-def test_add_noqa_puts_the_directive_where_the_string_ends(write, run_cli) -> None:  # noqa: ANN001
+def test_add_noqa_puts_the_directive_where_the_string_ends(write, run_cli) -> None:
     """Line 3 ends inside a string: its `# noqa` goes on line 4, where the string ends (ruff)."""
     source = IMPORT + 's = """a\n""" + checkpoint(f, """\n""")\n'
     path = write("a.py", source)
@@ -117,14 +117,14 @@ def test_add_noqa_puts_the_directive_where_the_string_ends(write, run_cli) -> No
     assert run_cli("--isolated", "--no-cache", "a.py").exit_code == 0
 
 
-def test_add_noqa_cannot_be_combined_with_fix(write, run_cli) -> None:  # noqa: ANN001
+def test_add_noqa_cannot_be_combined_with_fix(write, run_cli) -> None:
     write("a.py", FINDING)
     result = run_cli("--add-noqa", "--fix", "a.py")
     assert result.exit_code == 2 and "cannot be used together" in result.stderr
 
 
 # ----------------------------------------------------------------------------- stdin
-def test_stdin_is_linted_as_the_given_path_with_its_config(tmp_path: Path, write, run_cli) -> None:  # noqa: ANN001
+def test_stdin_is_linted_as_the_given_path_with_its_config(tmp_path: Path, write, run_cli) -> None:
     write("pyproject.toml", '[tool.ckptlint.per-file-ignores]\n"legacy/*" = ["CKP001"]\n')
     linted = run_cli("--stdin-filename", "src/model.py", "-", input=FINDING)
     assert linted.exit_code == 1
@@ -135,7 +135,7 @@ def test_stdin_is_linted_as_the_given_path_with_its_config(tmp_path: Path, write
     assert json.loads(as_json.stdout)[0]["filename"] == str(tmp_path / "src" / "model.py")
 
 
-def test_stdin_with_force_exclude_prints_nothing_for_an_excluded_path(write, run_cli) -> None:  # noqa: ANN001
+def test_stdin_with_force_exclude_prints_nothing_for_an_excluded_path(write, run_cli) -> None:
     write("pyproject.toml", '[tool.ckptlint]\nextend-exclude = ["generated"]\n')
     excluded = run_cli("--force-exclude", "--stdin-filename", "generated/m.py", "-", input=FINDING)
     assert (excluded.exit_code, excluded.stdout) == (0, "")
@@ -145,7 +145,7 @@ def test_stdin_with_force_exclude_prints_nothing_for_an_excluded_path(write, run
     assert not_forced.exit_code == 1
 
 
-def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(tmp_path: Path, monkeypatch) -> None:
     from click.testing import CliRunner
 
     from ckptlint.cli.app import main
@@ -171,7 +171,7 @@ def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(tmp_path: Path,
 
 
 # ----------------------------------------------------------------- explain / list-rules
-def test_explain_json_is_ruffs_record(run_cli) -> None:  # noqa: ANN001
+def test_explain_json_is_ruffs_record(run_cli) -> None:
     result = run_cli("--explain", "ckp901", "--output-format", "json")
     assert result.exit_code == 0
     record = json.loads(result.stdout)
@@ -190,7 +190,7 @@ def test_explain_json_is_ruffs_record(run_cli) -> None:  # noqa: ANN001
     assert run_cli("--explain", "CKP000", "--output-format", "json").exit_code == 2
 
 
-def test_list_rules_table_and_json(run_cli) -> None:  # noqa: ANN001
+def test_list_rules_table_and_json(run_cli) -> None:
     table = run_cli("--list-rules")
     assert table.exit_code == 0
     lines = table.stdout.splitlines()
@@ -219,7 +219,7 @@ def _git(cwd: Path, *args: str) -> None:
 
 
 @needs_git
-def test_since_lints_committed_staged_unstaged_and_untracked_changes(tmp_path: Path, write, run_cli) -> None:  # noqa: ANN001
+def test_since_lints_committed_staged_unstaged_and_untracked_changes(tmp_path: Path, write, run_cli) -> None:
     _git(tmp_path, "init", "-q")
     for name in ("committed.py", "staged.py", "unstaged.py", "untouched.py", "deleted.py"):
         write(name, FINDING)
@@ -248,7 +248,7 @@ def test_since_lints_committed_staged_unstaged_and_untracked_changes(tmp_path: P
 
 
 @needs_git
-def test_since_outside_a_repository_or_with_an_unknown_revision_exits_2(tmp_path: Path, write, run_cli) -> None:  # noqa: ANN001
+def test_since_outside_a_repository_or_with_an_unknown_revision_exits_2(tmp_path: Path, write, run_cli) -> None:
     write("a.py", FINDING)
     outside = run_cli("--since", "main", env={"GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
     assert outside.exit_code == 2
@@ -261,7 +261,7 @@ def test_since_outside_a_repository_or_with_an_unknown_revision_exits_2(tmp_path
     assert unknown.stderr == "error: --since no-such-branch: unknown git revision `no-such-branch`\n"
 
 
-def test_quiet_prints_findings_only(write, run_cli) -> None:  # noqa: ANN001
+def test_quiet_prints_findings_only(write, run_cli) -> None:
     write("a.py", FINDING)
     assert run_cli("--isolated", "-q", "a.py").stdout == f"a.py:2:1: CKP001 [*] {MESSAGE}\n"
     write("hf.py", "model.gradient_checkpointing_enable()\n")  # an unsafe fix only

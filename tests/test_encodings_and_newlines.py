@@ -11,7 +11,7 @@ import pytest
 IMPORT = b"from torch.utils.checkpoint import checkpoint"
 
 
-def locations(run_cli, name: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:  # noqa: ANN001
+def locations(run_cli, name: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     result = run_cli("--output-format", "json", "--isolated", name)
     assert result.exit_code == 1, result.stderr
     return [
@@ -20,7 +20,7 @@ def locations(run_cli, name: str) -> list[tuple[tuple[int, int], tuple[int, int]
     ]
 
 
-def fix(run_cli, name: str) -> None:  # noqa: ANN001
+def fix(run_cli, name: str) -> None:
     result = run_cli("--fix", "--unsafe-fixes", "--isolated", name)
     assert result.exit_code == 0, (result.stdout, result.stderr)
 
@@ -75,7 +75,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("raw", "expected", "after"), CASES)
-def test_positions_and_fixed_bytes(run_cli, write, raw: bytes, expected, after: bytes) -> None:  # noqa: ANN001
+def test_positions_and_fixed_bytes(run_cli, write, raw: bytes, expected, after: bytes) -> None:
     path = write("m.py", raw)
     assert locations(run_cli, "m.py") == expected
     fix(run_cli, "m.py")
@@ -85,7 +85,7 @@ def test_positions_and_fixed_bytes(run_cli, write, raw: bytes, expected, after: 
     assert path.read_bytes() == after
 
 
-def test_file_permissions_are_kept(run_cli, write) -> None:  # noqa: ANN001
+def test_file_permissions_are_kept(run_cli, write) -> None:
     path = write("m.py", IMPORT + b"\nz = checkpoint(f, x)\n")
     path.chmod(0o640)
     fix(run_cli, "m.py")
@@ -93,7 +93,7 @@ def test_file_permissions_are_kept(run_cli, write) -> None:  # noqa: ANN001
     assert not [p.name for p in path.parent.iterdir() if p.name != "m.py"]  # no temporary file left
 
 
-def test_undecodable_file_is_a_problem_not_a_crash(run_cli, write) -> None:  # noqa: ANN001
+def test_undecodable_file_is_a_problem_not_a_crash(run_cli, write) -> None:
     write("bad.py", IMPORT + b"\nz = checkpoint(f, x)  # \xff\xfe\n")
     write("good.py", IMPORT + b"\nz = checkpoint(f, x)\n")
     result = run_cli("--isolated", ".")

@@ -108,7 +108,7 @@ def test_a_file_changed_on_disk_since_it_was_read_is_not_written(run_cli, write,
     path = write("m.py", CALL)
     lint_files = lint_run.lint_files
 
-    def edit_while_linting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def edit_while_linting(*args, **kwargs):
         run = lint_files(*args, **kwargs)
         path.write_text(CALL + "# edited by someone else\n")
         return run
@@ -125,7 +125,7 @@ def test_a_file_changed_on_disk_since_it_was_read_is_not_written(run_cli, write,
 def test_a_failed_write_leaves_the_original_and_no_temporary_file(run_cli, write, monkeypatch, tmp_path):
     path = write("m.py", CALL)
 
-    def replace(source, target):  # noqa: ANN001, ANN202
+    def replace(source, target):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", replace)
@@ -142,11 +142,11 @@ def test_the_write_is_a_synced_temporary_file_renamed_in_the_same_folder(write, 
     calls: list[tuple[str, str]] = []
     fsync, replace = os.fsync, os.replace
 
-    def record_fsync(fd):  # noqa: ANN001, ANN202
+    def record_fsync(fd):
         calls.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
         return fsync(fd)
 
-    def record_replace(source, target):  # noqa: ANN001, ANN202
+    def record_replace(source, target):
         calls.append(("replace", os.fspath(source)))
         assert os.stat(source).st_mode & 0o777 == 0o751  # permissions set before the rename
         return replace(source, target)

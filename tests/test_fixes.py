@@ -299,7 +299,7 @@ MESSAGE = (
 )
 
 
-def test_concise_output_marks_fixable_and_summarises(run_cli, write) -> None:  # noqa: ANN001
+def test_concise_output_marks_fixable_and_summarises(run_cli, write) -> None:
     write("m.py", MIXED)
     result = run_cli("--select", "CKP001", "m.py")
     assert result.exit_code == 1
@@ -314,7 +314,7 @@ def test_concise_output_marks_fixable_and_summarises(run_cli, write) -> None:  #
     assert result.stdout.count("[*] `checkpoint()`") == 2
 
 
-def test_plain_fix_applies_safe_fixes_only(run_cli, write) -> None:  # noqa: ANN001
+def test_plain_fix_applies_safe_fixes_only(run_cli, write) -> None:
     path = write("m.py", MIXED + "model.gradient_checkpointing_enable()\n")  # the last: an unsafe fix only
     result = run_cli("--fix", "m.py")
     assert result.exit_code == 1
@@ -330,7 +330,7 @@ def test_plain_fix_applies_safe_fixes_only(run_cli, write) -> None:  # noqa: ANN
     )
 
 
-def test_unsafe_fixes_then_second_fix_changes_nothing(run_cli, write) -> None:  # noqa: ANN001
+def test_unsafe_fixes_then_second_fix_changes_nothing(run_cli, write) -> None:
     path = write("m.py", MIXED)
     result = run_cli("--fix", "--unsafe-fixes", "m.py")
     assert result.exit_code == 0
@@ -347,7 +347,7 @@ def test_unsafe_fixes_then_second_fix_changes_nothing(run_cli, write) -> None:  
     assert path.read_bytes() == after
 
 
-def test_fix_and_diff_agree_on_multi_line_files(run_cli, write) -> None:  # noqa: ANN001
+def test_fix_and_diff_agree_on_multi_line_files(run_cli, write) -> None:
     body = IMPORT + dedent(
         """\
         y = checkpoint(
@@ -369,7 +369,7 @@ def test_fix_and_diff_agree_on_multi_line_files(run_cli, write) -> None:  # noqa
     assert path.read_text() == IMPORT + "y = checkpoint(\n    f,\n    x,\n    use_reentrant=False\n)\n"
 
 
-def test_engine_refuses_a_fix_that_does_not_compile(monkeypatch) -> None:  # noqa: ANN001
+def test_engine_refuses_a_fix_that_does_not_compile(monkeypatch) -> None:
     # A rule bug that repeats a keyword (valid for libcst's parser, a SyntaxError for
     # CPython's compiler) must leave the file unchanged and be reported.
     from ckptlint.rules import ckp001_use_reentrant
@@ -419,7 +419,7 @@ def test_ckp001_fallback_replaces_an_explicit_none() -> None:
     assert fix(source, "CKP001", unsafe=True) == source.replace("None)", "False)")
 
 
-def test_extend_unsafe_fixes_demotes_the_fallback_too(run_cli, write) -> None:  # noqa: ANN001
+def test_extend_unsafe_fixes_demotes_the_fallback_too(run_cli, write) -> None:
     path = write("m.py", IMPORT + "y = checkpoint(f, x)\n")
     write("pyproject.toml", '[tool.ckptlint]\nextend-unsafe-fixes = ["CKP001"]\n')
     result = run_cli("--fix", "m.py")

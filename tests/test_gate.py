@@ -43,7 +43,7 @@ def test_gate_lets_every_site_through(name: str) -> None:
     assert may_have_findings(source.encode("utf-8"))
 
 
-def test_every_site_is_reported_through_the_cli(run_cli, write) -> None:  # noqa: ANN001
+def test_every_site_is_reported_through_the_cli(run_cli, write) -> None:
     for name, source in SITES.items():
         write(f"{name.replace('-', '_')}.py", source.encode("utf-8"))
     result = run_cli("-q", "--isolated", ".")

@@ -80,7 +80,7 @@ _FRAGMENTS = sorted(gate._TABLE_WORDS | gate._TABLE_OWNERS) + [
 
 
 @st.composite
-def _texts(draw) -> bytes:  # noqa: ANN001
+def _texts(draw) -> bytes:
     pieces = draw(st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=3), max_size=14))
     return "".join(pieces).encode("utf-8", "surrogatepass")
 
@@ -120,7 +120,7 @@ def test_the_searches_refuse_what_they_cannot_answer_exactly() -> None:
     assert AliasLineSearch().search(b"a = b.checkpoint") is True
 
 
-def test_every_test_program_gets_the_same_answers(pytestconfig) -> None:  # noqa: ANN001
+def test_every_test_program_gets_the_same_answers(pytestconfig) -> None:
     root = pytestconfig.rootpath
     checked = 0
     for path in sorted((root / "tests").rglob("*.py")) + sorted((root / "ckptlint").rglob("*.py")):

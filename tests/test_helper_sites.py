@@ -124,7 +124,7 @@ def test_forwarded_kwargs_report_ckp001_at_callers_that_pass_no_use_reentrant() 
     assert "`run()` (which passes `use_reentrant` on to `checkpoint()`) called without `use_reentrant`" in found[0][2]
 
 
-def test_ckp001_has_no_fix_at_the_caller_when_the_helper_passes_its_keywords_elsewhere(run_cli, write) -> None:  # noqa: ANN001
+def test_ckp001_has_no_fix_at_the_caller_when_the_helper_passes_its_keywords_elsewhere(run_cli, write) -> None:
     """PixArt's ``auto_grad_checkpoint(module, *args, **kwargs)`` also runs
     ``module(*args, **kwargs)`` when checkpointing is off: ``use_reentrant=False`` added at
     the call would reach the module there."""
@@ -144,7 +144,7 @@ def test_ckp001_has_no_fix_at_the_caller_when_the_helper_passes_its_keywords_els
     assert "pass `use_reentrant=False` in `auto_grad_checkpoint()`'s own checkpoint call" in result.stdout
 
 
-def test_ckp001_fix_at_the_caller_uses_the_helpers_parameter(run_cli, write) -> None:  # noqa: ANN001
+def test_ckp001_fix_at_the_caller_uses_the_helpers_parameter(run_cli, write) -> None:
     path = write(
         "m.py",
         "from torch.utils.checkpoint import checkpoint\n\n\n"
@@ -347,7 +347,7 @@ class Net(Base, nn.Module):
 """
 
 
-def test_helpers_of_another_module_and_of_an_imported_base_class(run_cli, write) -> None:  # noqa: ANN001
+def test_helpers_of_another_module_and_of_an_imported_base_class(run_cli, write) -> None:
     write("pkg/__init__.py", "")
     write("pkg/utils.py", PACKAGE_UTILS)
     write("pkg/model.py", PACKAGE_MODEL)
@@ -357,7 +357,7 @@ def test_helpers_of_another_module_and_of_an_imported_base_class(run_cli, write)
     assert found == [(first, "CKP001"), (first, "CKP203"), (second, "CKP203")]
 
 
-def test_show_sites_names_the_helper(run_cli, write) -> None:  # noqa: ANN001
+def test_show_sites_names_the_helper(run_cli, write) -> None:
     write("pkg/__init__.py", "")
     write("pkg/utils.py", PACKAGE_UTILS)
     write("pkg/model.py", PACKAGE_MODEL)
@@ -377,7 +377,7 @@ def test_show_sites_names_the_helper(run_cli, write) -> None:  # noqa: ANN001
     assert "  via ckpt() (utils.py:4)  [use_reentrant=true]  resolved: Block.forward" in table[0]
 
 
-def test_a_cached_result_follows_an_edit_of_the_helpers_module(run_cli, write) -> None:  # noqa: ANN001
+def test_a_cached_result_follows_an_edit_of_the_helpers_module(run_cli, write) -> None:
     write("pkg/__init__.py", "")
     helper = "from torch.utils.checkpoint import checkpoint\n\n\ndef run_checkpoint(fn, *args, **kwargs):\n    return checkpoint(fn, *args{}, **kwargs)\n"
     write("pkg/utils.py", helper.format(""))

@@ -19,7 +19,7 @@ CALL = "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)\n"
 class _BoomOnBadFiles(CheckpointWithoutUseReentrant):
     """CKP001, except that it raises on files named ``bad*.py``."""
 
-    def check(self, ctx):  # noqa: ANN001
+    def check(self, ctx):
         if os.path.basename(ctx.analysis.source.path).startswith("bad"):
             raise ValueError("boom")
         super().check(ctx)
@@ -53,7 +53,7 @@ def test_verbose_prints_the_traceback_of_an_internal_error(run_cli, write, monke
 def test_an_exception_outside_the_rules_is_an_internal_error_too(run_cli, write, monkeypatch):
     """FileLinter.lint never raises, also for a bug in the engine itself (here: noqa)."""
 
-    def broken(source):  # noqa: ANN001, ANN202
+    def broken(source):
         raise KeyError("noqa index")
 
     monkeypatch.setattr(linter, "parse_noqa", broken)
@@ -63,10 +63,10 @@ def test_an_exception_outside_the_rules_is_an_internal_error_too(run_cli, write,
     assert result.stderr.splitlines() == [f"error: {bad.name}: internal error: KeyError: 'noqa index'"]
 
 
-def _dies_on(names: tuple[str, ...], how):  # noqa: ANN001, ANN202
+def _dies_on(names: tuple[str, ...], how):
     original = linter.FileLinter.lint
 
-    def lint(self, path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def lint(self, path, *args, **kwargs):
         if os.path.basename(path) in names:
             how()
         return original(self, path, *args, **kwargs)
@@ -142,7 +142,7 @@ def test_a_worker_that_dies_between_two_files_does_not_stop_the_run(tmp_path, mo
     original = pool._Worker.start_task
     killed: list[int] = []
 
-    def start_task(self, index):  # noqa: ANN001, ANN202
+    def start_task(self, index):
         if index == 2 and not killed:  # kill the worker just before it gets its next file
             killed.append(self.process.pid)
             self.process.kill()

@@ -7,7 +7,7 @@ import json
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 
 
-def test_json_safe_fix_and_no_fix(run_cli, write) -> None:  # noqa: ANN001
+def test_json_safe_fix_and_no_fix(run_cli, write) -> None:
     write(
         "m.py",
         IMPORT + "a = checkpoint(f, x, mask=m)\nopts = {'debug': False}\nb = checkpoint(f, x, **opts)\n",
@@ -16,13 +16,13 @@ def test_json_safe_fix_and_no_fix(run_cli, write) -> None:  # noqa: ANN001
     assert [(r["location"]["row"], r["fix"] and r["fix"]["applicability"]) for r in records] == [(2, "safe"), (4, None)]
 
 
-def test_json_empty_list_when_clean(run_cli, write) -> None:  # noqa: ANN001
+def test_json_empty_list_when_clean(run_cli, write) -> None:
     write("m.py", IMPORT + "a = checkpoint(f, x, use_reentrant=False)\n")
     result = run_cli("--output-format", "json", "m.py")
     assert (result.exit_code, json.loads(result.stdout)) == (0, [])
 
 
-def test_json_from_environment_and_config(run_cli, write) -> None:  # noqa: ANN001
+def test_json_from_environment_and_config(run_cli, write) -> None:
     write("m.py", IMPORT + "a = checkpoint(f, x)\n")
     result = run_cli("m.py", env={"CKPTLINT_OUTPUT_FORMAT": "json"})
     assert json.loads(result.stdout)[0]["code"] == "CKP001"

@@ -44,7 +44,7 @@ def test_noqa_after_a_form_feed_line_suppresses(brk: str) -> None:
 
 
 @pytest.mark.parametrize("brk", ["\x0c", "\u2028"])
-def test_cli_honours_the_noqa_and_offers_no_ckp901(run_cli, tmp_path: Path, brk: str) -> None:  # noqa: ANN001
+def test_cli_honours_the_noqa_and_offers_no_ckp901(run_cli, tmp_path: Path, brk: str) -> None:
     path = tmp_path / "m.py"
     path.write_text(_source(brk), encoding="utf-8")
     result = run_cli("--no-cache", "--extend-select", "CKP901", "--diff", str(path))
@@ -54,7 +54,7 @@ def test_cli_honours_the_noqa_and_offers_no_ckp901(run_cli, tmp_path: Path, brk:
 
 
 @pytest.mark.parametrize("brk", ["\x0c", "\u2028"])
-def test_add_noqa_writes_the_finding_line(run_cli, tmp_path: Path, brk: str) -> None:  # noqa: ANN001
+def test_add_noqa_writes_the_finding_line(run_cli, tmp_path: Path, brk: str) -> None:
     path = tmp_path / "m.py"
     path.write_text(_source(brk, noqa=""), encoding="utf-8")
     result = run_cli("--no-cache", "--add-noqa", str(path))
@@ -73,7 +73,7 @@ def test_noqa_in_a_file_with_carriage_return_endings() -> None:
     assert sorted(parse_noqa(SourceFile("m.py", text)).by_row) == [2]
 
 
-def test_diff_and_full_output_count_rows_as_the_editor(run_cli, tmp_path: Path) -> None:  # noqa: ANN001
+def test_diff_and_full_output_count_rows_as_the_editor(run_cli, tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_text(
         "from torch.utils.checkpoint import checkpoint\n\x0c\n\ndef forward(block, x):\n    return checkpoint(block, x)\n"
@@ -84,7 +84,7 @@ def test_diff_and_full_output_count_rows_as_the_editor(run_cli, tmp_path: Path) 
     assert "5 + " in full and "    return checkpoint(block, x, use_reentrant=False)" in full, full
 
 
-def _finding(row: int):  # noqa: ANN202
+def _finding(row: int):
     from ckptlint.text.diagnostics import Diagnostic
 
     return Diagnostic("CKP001", "m", "m.py", (row, 1), (row, 2))

@@ -69,7 +69,7 @@ def test_file_level_noqa_at_the_end_of_the_file() -> None:
     assert located(IMPORT + dedent("y = checkpoint(f, x)\n\n# ckptlint: noqa\n"), "CKP001") == []
 
 
-def test_noqa_through_the_cli(run_cli, write) -> None:  # noqa: ANN001
+def test_noqa_through_the_cli(run_cli, write) -> None:
     write("m.py", IMPORT + "a = checkpoint(f, x)  # noqa: CKP001\nb = checkpoint(f, x)\n")
     result = run_cli("m.py")
     assert result.exit_code == 1
@@ -77,7 +77,7 @@ def test_noqa_through_the_cli(run_cli, write) -> None:  # noqa: ANN001
     assert "m.py:2:" not in result.stdout
 
 
-def test_fix_does_not_touch_suppressed_findings(run_cli, write) -> None:  # noqa: ANN001
+def test_fix_does_not_touch_suppressed_findings(run_cli, write) -> None:
     text = IMPORT + "a = checkpoint(f, x)  # noqa: CKP001\n"
     path = write("m.py", text)
     result = run_cli("--fix", "--unsafe-fixes", "m.py")
@@ -93,7 +93,7 @@ def test_file_level_directive_must_stand_on_its_own_line() -> None:
     assert lint_source(own_line) == []
 
 
-def test_a_valid_directive_after_an_invalid_one_in_the_same_comment_counts(run_cli, write) -> None:  # noqa: ANN001
+def test_a_valid_directive_after_an_invalid_one_in_the_same_comment_counts(run_cli, write) -> None:
     # `# noqa:` without codes suppresses nothing and warns (ruff); what --add-noqa appends
     # after it (`# noqa:  # noqa: CKP001`) suppresses, so a second --add-noqa adds nothing
     assert located(IMPORT + "y = checkpoint(f, x)  # noqa:  # noqa: CKP001\n", "CKP001") == []

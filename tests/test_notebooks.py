@@ -44,7 +44,7 @@ def case(tmp_path: Path) -> Path:
     return target
 
 
-def test_real_notebook_findings_are_reported_per_cell(run_cli, case) -> None:  # noqa: ANN001
+def test_real_notebook_findings_are_reported_per_cell(run_cli, case) -> None:
     result = run_cli("--isolated", "--no-cache", ".")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
@@ -59,14 +59,14 @@ def test_real_notebook_findings_are_reported_per_cell(run_cli, case) -> None:  #
     assert result.stderr == ""
 
 
-def test_noqa_in_a_cell_suppresses_its_line(run_cli, write) -> None:  # noqa: ANN001
+def test_noqa_in_a_cell_suppresses_its_line(run_cli, write) -> None:
     write("a.ipynb", _notebook(IMPORT, "y = checkpoint(f, x)  # noqa: CKP001\nz = checkpoint(f, x)\n"))
     result = run_cli("--isolated", "--no-cache", "a.ipynb")
     assert result.stdout.splitlines()[0].startswith("a.ipynb:cell 2:2:5: CKP001 ")
     assert len(result.stdout.splitlines()) == 3  # one finding, two summary lines
 
 
-def test_json_sarif_github_junit_carry_the_cell(run_cli, case) -> None:  # noqa: ANN001
+def test_json_sarif_github_junit_carry_the_cell(run_cli, case) -> None:
     records = json.loads(run_cli("--isolated", "--no-cache", "--output-format", "json", ".").stdout)
     ckp001 = next(r for r in records if r["code"] == "CKP001")
     assert ckp001["cell"] == 6
@@ -100,7 +100,7 @@ def test_json_sarif_github_junit_carry_the_cell(run_cli, case) -> None:  # noqa:
     assert all(i["description"].startswith(("CKP001: cell 6, line 19", "CKP103: cell 5, line 39")) for i in gitlab)
 
 
-def test_fix_writes_back_only_the_changed_line_and_a_valid_notebook(run_cli, case) -> None:  # noqa: ANN001
+def test_fix_writes_back_only_the_changed_line_and_a_valid_notebook(run_cli, case) -> None:
     before = case.read_bytes()
     result = run_cli("--isolated", "--no-cache", "--fix", "--unsafe-fixes", ".")
     assert result.stdout.startswith(f"{NAME}:cell 5:39:30: CKP103 ")
@@ -121,7 +121,7 @@ def test_fix_writes_back_only_the_changed_line_and_a_valid_notebook(run_cli, cas
     assert case.read_bytes() == after
 
 
-def test_diff_is_shown_per_cell_and_writes_nothing(run_cli, case) -> None:  # noqa: ANN001
+def test_diff_is_shown_per_cell_and_writes_nothing(run_cli, case) -> None:
     before = case.read_bytes()
     result = run_cli("--isolated", "--no-cache", "--diff", "--unsafe-fixes", ".")
     assert result.exit_code == 1
@@ -171,21 +171,21 @@ def test_percent_and_bang_inside_a_statement_are_python() -> None:
     assert source.text.splitlines()[6] == "pass  # ckptlint-ipython: 0"
 
 
-def test_syntax_error_in_a_cell_is_reported_at_the_cell(run_cli, write) -> None:  # noqa: ANN001
+def test_syntax_error_in_a_cell_is_reported_at_the_cell(run_cli, write) -> None:
     write("bad.ipynb", _notebook(IMPORT, "checkpoint(f, x\n"))
     result = run_cli("--isolated", "--no-cache", "bad.ipynb")
     assert result.stdout.startswith("bad.ipynb:cell 2:")
     assert " CKP999 Syntax error" in result.stdout
 
 
-def test_a_file_that_is_not_a_notebook_is_a_problem(run_cli, write) -> None:  # noqa: ANN001
+def test_a_file_that_is_not_a_notebook_is_a_problem(run_cli, write) -> None:
     write("broken.ipynb", '{"cells": [}')
     result = run_cli("--isolated", "--no-cache", "broken.ipynb")
     assert result.exit_code == 1
     assert result.stdout.startswith("broken.ipynb:1:1: CKP902 is not a valid notebook (invalid JSON: ")
 
 
-def test_notebooks_can_be_turned_off(run_cli, write, case) -> None:  # noqa: ANN001
+def test_notebooks_can_be_turned_off(run_cli, write, case) -> None:
     write("pyproject.toml", "[tool.ckptlint]\nnotebooks = false\n")
     walked = run_cli("--no-cache", ".")
     assert walked.exit_code == 0 and walked.stdout == "All checks passed!\n"
@@ -195,14 +195,14 @@ def test_notebooks_can_be_turned_off(run_cli, write, case) -> None:  # noqa: ANN
     assert run_cli("--no-cache", "--force-exclude", NAME).stderr == ""  # the pre-commit hook's way
 
 
-def test_cache_returns_the_same_cell_positions(run_cli, case) -> None:  # noqa: ANN001
+def test_cache_returns_the_same_cell_positions(run_cli, case) -> None:
     first = run_cli("--isolated", ".")
     assert (case.parent / ".ckptlint_cache").is_dir()
     second = run_cli("--isolated", ".")
     assert second.stdout == first.stdout and f"{NAME}:cell 6:19:21" in second.stdout
 
 
-def test_since_lints_changed_notebooks(run_cli, tmp_path) -> None:  # noqa: ANN001
+def test_since_lints_changed_notebooks(run_cli, tmp_path) -> None:
     git = ["git", "-c", "user.email=a@b", "-c", "user.name=a", "-C", str(tmp_path)]
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / "old.ipynb").write_text(_notebook(IMPORT, "checkpoint(f, x)\n"))
@@ -229,7 +229,7 @@ LINE_CELLS = (
 )
 
 
-def test_messages_naming_a_line_name_the_cells_line(run_cli, write) -> None:  # noqa: ANN001
+def test_messages_naming_a_line_name_the_cells_line(run_cli, write) -> None:
     """CKP101, CKP002 and CKP201 name a line ("at line N") as CKP203 names a site: the row
     within its cell, not of the cells joined."""
     write("lines.ipynb", _notebook(*LINE_CELLS, md1="Blocks"))
@@ -241,7 +241,7 @@ def test_messages_naming_a_line_name_the_cells_line(run_cli, write) -> None:  # 
     assert not any(re.search(r"line (1\d|[2-9]\d)\b", m) for m in messages.values())  # no joined rows left
 
 
-def test_a_cell_without_cell_type_is_not_a_valid_notebook(run_cli, write) -> None:  # noqa: ANN001
+def test_a_cell_without_cell_type_is_not_a_valid_notebook(run_cli, write) -> None:
     data = json.loads(_notebook(IMPORT + "y = checkpoint(f, x)\n"))
     del data["cells"][0]["cell_type"]
     write("typeless.ipynb", json.dumps(data))

@@ -60,7 +60,7 @@ CKP001_MESSAGE = (
 
 
 @pytest.fixture
-def project(tmp_path: Path, write) -> Path:  # noqa: ANN001
+def project(tmp_path: Path, write) -> Path:
     write("pkg/model.py", MODEL)
     write("sub dir/my model.py", SPACED)
     write("crlf.py", CRLF.encode())
@@ -72,7 +72,7 @@ def project(tmp_path: Path, write) -> Path:  # noqa: ANN001
     return tmp_path
 
 
-def _lint(run_cli, fmt: str, *args: str, env: dict | None = None):  # noqa: ANN001, ANN202
+def _lint(run_cli, fmt: str, *args: str, env: dict | None = None):
     return run_cli("--isolated", "--output-format", fmt, "-j", "1", *args, env=env)
 
 
@@ -81,7 +81,7 @@ def test_every_format_is_registered() -> None:
 
 
 # ------------------------------------------------------------------------------- json
-def test_json_records_hold_ruff_fields_and_real_values(project: Path, run_cli) -> None:  # noqa: ANN001
+def test_json_records_hold_ruff_fields_and_real_values(project: Path, run_cli) -> None:
     result = _lint(run_cli, "json")
     assert result.exit_code == 1
     records = json.loads(result.stdout)
@@ -115,7 +115,7 @@ def test_json_records_hold_ruff_fields_and_real_values(project: Path, run_cli) -
     assert [r["location"]["row"] for r in by_file["many.py"]] == list(range(2, 14))
 
 
-def test_json_lines_is_one_compact_record_a_line_equal_to_json(project: Path, run_cli) -> None:  # noqa: ANN001
+def test_json_lines_is_one_compact_record_a_line_equal_to_json(project: Path, run_cli) -> None:
     lines = _lint(run_cli, "json-lines").stdout.splitlines()
     records = json.loads(_lint(run_cli, "json").stdout)
     assert [json.loads(line) for line in lines] == records
@@ -124,7 +124,7 @@ def test_json_lines_is_one_compact_record_a_line_equal_to_json(project: Path, ru
 
 
 # -------------------------------------------------------------------------------- full
-def test_full_shows_source_caret_and_fix_diff(project: Path, run_cli) -> None:  # noqa: ANN001
+def test_full_shows_source_caret_and_fix_diff(project: Path, run_cli) -> None:
     result = _lint(run_cli, "full", "pkg", "crlf.py")
     assert result.exit_code == 1
     text = result.stdout
@@ -163,7 +163,7 @@ def test_full_shows_source_caret_and_fix_diff(project: Path, run_cli) -> None:  
     assert unsafe.endswith("note: This is an unsafe fix and may change runtime behavior\n\nFound 3 errors.\n[*] 3 fixable with the `--fix` option.\n")
 
 
-def test_full_marks_fixable_findings_and_paths_with_spaces(project: Path, run_cli) -> None:  # noqa: ANN001
+def test_full_marks_fixable_findings_and_paths_with_spaces(project: Path, run_cli) -> None:
     text = _lint(run_cli, "full", "--unsafe-fixes", "sub dir").stdout
     assert text.startswith(f"CKP001 [*] {CKP001_MESSAGE}\n --> sub dir/my model.py:2:7\n")
     assert "2 | out = checkpoint(f, x)\n  |       ^^^^^^^^^^^^^^^^\n" in text
@@ -184,7 +184,7 @@ def test_github_constructed_diagnostic_with_percent_comma_colon(tmp_path: Path) 
     )
 
 
-def test_github_annotations_end_to_end(project: Path, run_cli) -> None:  # noqa: ANN001
+def test_github_annotations_end_to_end(project: Path, run_cli) -> None:
     result = _lint(
         run_cli,
         "github",
@@ -217,13 +217,13 @@ def test_github_annotations_end_to_end(project: Path, run_cli) -> None:  # noqa:
     assert 'LOG["50%25, a:b"]' in lines[2]
 
 
-def _syntax_message(run_cli) -> str:  # noqa: ANN001
+def _syntax_message(run_cli) -> str:
     record = json.loads(_lint(run_cli, "json", "broken.py").stdout)[0]
     assert record["location"] == {"row": 2, "column": 16}
     return record["message"].removeprefix("Syntax error: ")
 
 
-def test_github_overflow_notice_and_step_summary(project: Path, run_cli, tmp_path: Path) -> None:  # noqa: ANN001
+def test_github_overflow_notice_and_step_summary(project: Path, run_cli, tmp_path: Path) -> None:
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n", encoding="utf-8")
     env = {
@@ -293,7 +293,7 @@ GITHUB_REQUIRED_RESULT = (
 GITHUB_REQUIRED_LOCATION = ("physicalLocation.artifactLocation.uri", "physicalLocation.region.startLine")
 
 
-def _get(data: dict, dotted: str):  # noqa: ANN202
+def _get(data: dict, dotted: str):
     for part in dotted.split("."):
         assert isinstance(data, dict) and part in data, f"missing {dotted}"
         data = data[part]
@@ -329,13 +329,13 @@ def check_github_sarif(log: dict) -> None:
             assert result.get("level", "warning") in ("none", "note", "warning", "error")
 
 
-def _sarif(run_cli, *args: str) -> dict:  # noqa: ANN001
+def _sarif(run_cli, *args: str) -> dict:
     result = _lint(run_cli, "sarif", *args)
     assert result.exit_code == 1, result.stderr
     return json.loads(result.stdout)
 
 
-def test_sarif_meets_github_requirements_and_holds_real_values(project: Path, run_cli) -> None:  # noqa: ANN001
+def test_sarif_meets_github_requirements_and_holds_real_values(project: Path, run_cli) -> None:
     log = _sarif(run_cli)
     check_github_sarif(log)
     run = log["runs"][0]
@@ -409,7 +409,7 @@ def _prints(log: dict) -> dict[tuple[str, int], str]:
     return out
 
 
-def test_sarif_fingerprints_survive_unrelated_edits(project: Path, run_cli) -> None:  # noqa: ANN001
+def test_sarif_fingerprints_survive_unrelated_edits(project: Path, run_cli) -> None:
     before = _prints(_sarif(run_cli, "pkg"))
     model = project / "pkg" / "model.py"
     # Unrelated edits: lines added above, the multi-line call reflowed and re-indented.
@@ -430,7 +430,7 @@ def test_sarif_fingerprints_survive_unrelated_edits(project: Path, run_cli) -> N
     assert changed[("pkg/model.py", 11)] == before[("pkg/model.py", 5)]
 
 
-def test_sarif_without_findings_is_still_valid(tmp_path: Path, write, run_cli) -> None:  # noqa: ANN001
+def test_sarif_without_findings_is_still_valid(tmp_path: Path, write, run_cli) -> None:
     write("ok.py", IMPORT + "checkpoint(f, x, use_reentrant=False)\n")
     result = _lint(run_cli, "sarif")
     assert result.exit_code == 0
@@ -440,7 +440,7 @@ def test_sarif_without_findings_is_still_valid(tmp_path: Path, write, run_cli) -
 
 
 # ------------------------------------------------------------------------------ gitlab
-def test_gitlab_code_quality_report(project: Path, run_cli) -> None:  # noqa: ANN001
+def test_gitlab_code_quality_report(project: Path, run_cli) -> None:
     result = _lint(run_cli, "gitlab")
     assert result.exit_code == 1
     issues = json.loads(result.stdout)
@@ -472,13 +472,13 @@ def test_gitlab_code_quality_report(project: Path, run_cli) -> None:  # noqa: AN
     assert broken["severity"] == "major" and broken["location"]["lines"] == {"begin": 2, "end": 2}
 
 
-def test_gitlab_paths_are_relative_to_ci_project_dir(project: Path, run_cli) -> None:  # noqa: ANN001
+def test_gitlab_paths_are_relative_to_ci_project_dir(project: Path, run_cli) -> None:
     result = _lint(run_cli, "gitlab", "pkg", env={"CI_PROJECT_DIR": str(project / "pkg")})
     assert {i["location"]["path"] for i in json.loads(result.stdout)} == {"model.py"}
 
 
 # ------------------------------------------------------------------------------- junit
-def test_junit_one_suite_per_file(project: Path, run_cli) -> None:  # noqa: ANN001
+def test_junit_one_suite_per_file(project: Path, run_cli) -> None:
     result = _lint(run_cli, "junit")
     assert result.exit_code == 1
     assert result.stdout.startswith('<?xml version="1.0" encoding="UTF-8"?>\n')
@@ -535,7 +535,7 @@ def test_every_format_renders_awkward_messages(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------- choosing the format
-def test_output_format_from_config_env_and_output_file(project: Path, run_cli, write) -> None:  # noqa: ANN001
+def test_output_format_from_config_env_and_output_file(project: Path, run_cli, write) -> None:
     write("pyproject.toml", '[tool.ckptlint]\noutput-format = "json-lines"\n')
     by_config = run_cli("-j", "1", "sub dir")
     assert json.loads(by_config.stdout)["code"] == "CKP001"
@@ -549,7 +549,7 @@ def test_output_format_from_config_env_and_output_file(project: Path, run_cli, w
     check_github_sarif(json.loads(target.read_text(encoding="utf-8")))
 
 
-def test_full_gutter_widens_with_line_numbers(project: Path, run_cli) -> None:  # noqa: ANN001
+def test_full_gutter_widens_with_line_numbers(project: Path, run_cli) -> None:
     text = _lint(run_cli, "full", "many.py").stdout
     assert (
         "  --> many.py:13:7\n"

@@ -162,7 +162,7 @@ def _output(files: list[Path], jobs: int = 1, fix: FixMode = FixMode.NONE) -> li
     return out
 
 
-def _both(monkeypatch: pytest.MonkeyPatch, files: list[Path], **kwargs) -> tuple[list, list]:  # noqa: ANN003
+def _both(monkeypatch: pytest.MonkeyPatch, files: list[Path], **kwargs) -> tuple[list, list]:
     index._CACHE.clear()
     monkeypatch.setenv("CKPTLINT_WHOLE_PARSE", "1")
     whole = _output(files, **kwargs)
@@ -288,7 +288,7 @@ PROPERTY_BUDGET = settings(
 
 @PROPERTY_BUDGET
 @given(program=programs())
-def test_property_programs_identical_whole_and_partial(program: str, tmp_path_factory, monkeypatch) -> None:  # noqa: ANN001
+def test_property_programs_identical_whole_and_partial(program: str, tmp_path_factory, monkeypatch) -> None:
     """The property tests' random programs, as a module beside the layers above."""
     folder = tmp_path_factory.mktemp("prop")
     files = _tree(folder, "from .layers import *  # noqa: F403\nfrom .layers import Block as block\n" + program)

@@ -98,7 +98,7 @@ def test_the_progress_line_is_throttled_and_shows_the_last_state() -> None:
     assert progress_for(10, quiet=False, stream=io.StringIO()) is None  # not a terminal
 
 
-def test_help_names_the_language_server(run_cli) -> None:  # noqa: ANN001
+def test_help_names_the_language_server(run_cli) -> None:
     result = run_cli("--help")
     assert result.exit_code == 0
     assert "`ckptlint server` starts the language server" in " ".join(result.stdout.split())

@@ -214,14 +214,14 @@ def programs(draw) -> str:
     return text
 
 
-def _lint(text: str, fix: bool = False, unsafe: bool = False):  # noqa: ANN202
+def _lint(text: str, fix: bool = False, unsafe: bool = False):
     mode = FixMode.APPLY if fix else FixMode.NONE
     result = FileLinter().lint("m.py", text.encode(), settings_for(["ALL"]), fix=mode, unsafe=unsafe, gate=False)
     assert result.problems == [], [p.line() for p in result.problems]
     return result
 
 
-def _fixable(diagnostics, unsafe: bool) -> list:  # noqa: ANN001
+def _fixable(diagnostics, unsafe: bool) -> list:
     return [d for d in diagnostics if d.fix is not None and d.fix.applies(unsafe)]
 
 

@@ -284,7 +284,7 @@ def test_training_arguments_subclass_in_the_same_module() -> None:
     assert located(source, "CKP001") == [(11, "CKP001")]
 
 
-def test_trl_configs_checkpoint_by_default_without_ckp001(run_cli, write) -> None:  # noqa: ANN001
+def test_trl_configs_checkpoint_by_default_without_ckp001(run_cli, write) -> None:
     write("train.py", "from trl import SFTConfig\n\nconfig = SFTConfig(output_dir='out')\n")
     result = run_cli("--show-sites", "--output-format", "json", "--isolated", "train.py")
     records = json.loads(result.stdout)
@@ -295,7 +295,7 @@ def test_trl_configs_checkpoint_by_default_without_ckp001(run_cli, write) -> Non
     assert located("from trl import SFTConfig\nconfig = SFTConfig(output_dir='out')\n") == []
 
 
-def test_training_arguments_subclass_in_another_module(run_cli, write) -> None:  # noqa: ANN001
+def test_training_arguments_subclass_in_another_module(run_cli, write) -> None:
     write("pkg/__init__.py", "")
     write("pkg/args.py", "from transformers import TrainingArguments\n\n\nclass ProjectArguments(TrainingArguments):\n    pass\n")
     write("pkg/train.py", "from .args import ProjectArguments\n\nargs = ProjectArguments(output_dir='o', gradient_checkpointing=True)\n")
@@ -318,7 +318,7 @@ def test_training_arguments_subclass_in_another_module(run_cli, write) -> None: 
         ),
     ],
 )
-def test_reexported_checkpoint_through_the_tree(run_cli, write, utils: str, use: str) -> None:  # noqa: ANN001
+def test_reexported_checkpoint_through_the_tree(run_cli, write, utils: str, use: str) -> None:
     write("pkg/__init__.py", "")
     write("pkg/utils.py", utils)
     write("pkg/model.py", use + "\n\ndef forward(block, x):\n    return checkpoint(block, x)\n")
@@ -380,7 +380,7 @@ class ResBlock(nn.Module):
 '''
 
 
-def test_home_made_checkpoint_across_files(run_cli, write) -> None:  # noqa: ANN001
+def test_home_made_checkpoint_across_files(run_cli, write) -> None:
     """The guided-diffusion pattern: CKP104 and CKP105 on the implementation (CKP105 states its
     condition, autocast; no other file of the package is read for it), and the helper's callers
     are sites whose region is analysed (CKP202 on the counter)."""
@@ -439,7 +439,7 @@ def test_gate_still_skips_unrelated_files() -> None:
 
 
 # ---------------------------------------------------------------------- --show-sites
-def test_show_sites_json_records(run_cli, write) -> None:  # noqa: ANN001
+def test_show_sites_json_records(run_cli, write) -> None:
     write("model.py", textwrap.dedent(COUNTER) + textwrap.dedent(
         """\
 
@@ -547,7 +547,7 @@ def test_wrapper_function_of_an_api_in_the_same_module() -> None:
     assert located(source) == [(COUNTER_ROW, "CKP202")]
 
 
-def test_wrapper_function_in_a_namespace_package(run_cli, write) -> None:  # noqa: ANN001
+def test_wrapper_function_in_a_namespace_package(run_cli, write) -> None:
     """Megatron's ``te_checkpoint`` pattern, imported absolutely from a folder without
     ``__init__.py`` (stable-diffusion's ``ldm``)."""
     write("repo/ldm/ext/__init__.py", "")

@@ -242,7 +242,7 @@ def test_jobs_is_capped_at_the_files_to_lint(run_cli, write, monkeypatch) -> Non
     used: list[int] = []
     original = lint_run.in_pool
 
-    def in_pool(tasks, workers, **options):  # noqa: ANN001, ANN003, ANN202
+    def in_pool(tasks, workers, **options):
         used.append(workers)
         return original(tasks, workers, **options)
 

@@ -190,7 +190,7 @@ def test_show_sites_escapes_a_file_name_that_is_not_utf8(bad_name_tree: Path, ru
 
 
 # ---------------------------------------------------------------------------- -o FILE whole
-def _no_larger_than(limit: int):  # noqa: ANN202
+def _no_larger_than(limit: int):
     def apply() -> None:  # pragma: no cover - runs in the child process
         import resource
 
@@ -238,7 +238,7 @@ def test_a_report_to_a_link_replaces_the_file_it_points_to(tmp_path: Path, run_c
 
 
 # ------------------------------------------------------------------- crashes: exit 2, one line
-def _one_error_line(result) -> str:  # noqa: ANN001
+def _one_error_line(result) -> str:
     assert result.exit_code == 2, (result.stdout, result.stderr)
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
@@ -277,7 +277,7 @@ def test_stdout_on_a_full_disk(tmp_path: Path, run_process, args: list[str]) -> 
 def test_an_internal_error_is_one_line_and_exit_2(tmp_path: Path, run_cli, monkeypatch) -> None:
     from ckptlint.cli import check as check_module
 
-    def broken(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def broken(*args, **kwargs):
         raise KeyError("boom")
 
     monkeypatch.setattr(check_module, "check", broken)

@@ -13,14 +13,14 @@ IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 BOTH = IMPORT + "y = checkpoint(f, x)\nz = (\n"
 
 
-def codes(run_cli, *args: str) -> list[str]:  # noqa: ANN001
+def codes(run_cli, *args: str) -> list[str]:
     result = run_cli("-q", *args, "m.py")
     assert result.exit_code in (0, 1), result.stderr
     return [line.split(" ")[1] for line in result.stdout.splitlines() if line]
 
 
 @pytest.fixture
-def both(write):  # noqa: ANN001, ANN201
+def both(write):
     write("m.py", BOTH)
 
 
@@ -37,12 +37,12 @@ def both(write):  # noqa: ANN001, ANN201
         (("--ignore", "CKP"), ["CKP999"]),
     ],
 )
-def test_selection_on_a_broken_file(run_cli, both, args, expected) -> None:  # noqa: ANN001
+def test_selection_on_a_broken_file(run_cli, both, args, expected) -> None:
     assert codes(run_cli, *args) == expected
 
 
 @pytest.fixture
-def bad(write):  # noqa: ANN001, ANN201
+def bad(write):
     write("m.py", IMPORT + "y = checkpoint(f, x)\n")
 
 
@@ -64,7 +64,7 @@ def bad(write):  # noqa: ANN001, ANN201
         (("--select", "CKP999", "--select", "CKP001"), ["CKP001"]),
     ],
 )
-def test_cli_selection(run_cli, bad, args, expected) -> None:  # noqa: ANN001
+def test_cli_selection(run_cli, bad, args, expected) -> None:
     assert codes(run_cli, *args) == expected
 
 
@@ -82,7 +82,7 @@ def test_cli_selection(run_cli, bad, args, expected) -> None:  # noqa: ANN001
         ('select = ["CKP999"]', ("--isolated",), ["CKP001"]),
     ],
 )
-def test_config_and_cli_layers(run_cli, write, bad, config: str, args, expected) -> None:  # noqa: ANN001
+def test_config_and_cli_layers(run_cli, write, bad, config: str, args, expected) -> None:
     write("pyproject.toml", f"[tool.ckptlint]\n{config}\n")
     assert codes(run_cli, *args) == expected
 
@@ -99,7 +99,7 @@ def test_config_and_cli_layers(run_cli, write, bad, config: str, args, expected)
         ("/m.py", ["m.py"]),
     ],
 )
-def test_per_file_ignores_globs(run_cli, write, pattern: str, ignored: list[str]) -> None:  # noqa: ANN001
+def test_per_file_ignores_globs(run_cli, write, pattern: str, ignored: list[str]) -> None:
     files = ["m.py", "tests/test_m.py", "src/pkg/gen_m.py"]
     for name in files:
         write(name, IMPORT + "y = checkpoint(f, x)\n")
@@ -109,7 +109,7 @@ def test_per_file_ignores_globs(run_cli, write, pattern: str, ignored: list[str]
     assert reported == sorted(set(files) - set(ignored))
 
 
-def test_per_file_ignores_are_relative_to_the_config_folder(run_cli, write, tmp_path) -> None:  # noqa: ANN001
+def test_per_file_ignores_are_relative_to_the_config_folder(run_cli, write, tmp_path) -> None:
     write("proj/pyproject.toml", '[tool.ckptlint.per-file-ignores]\n"tests/*" = ["CKP0"]\n')
     write("proj/tests/t.py", IMPORT + "y = checkpoint(f, x)\n")
     write("proj/src/m.py", IMPORT + "y = checkpoint(f, x)\n")
@@ -119,7 +119,7 @@ def test_per_file_ignores_are_relative_to_the_config_folder(run_cli, write, tmp_
     assert result.stdout == ""
 
 
-def test_extend_per_file_ignores(run_cli, write) -> None:  # noqa: ANN001
+def test_extend_per_file_ignores(run_cli, write) -> None:
     write("a.py", IMPORT + "y = checkpoint(f, x)\n")
     write("b.py", IMPORT + "y = checkpoint(f, x)\n")
     write(
@@ -144,7 +144,7 @@ def test_rule_selection_layers_directly() -> None:
     assert RuleSelection(layers).enabled(default) == set(ALL_RULES)
 
 
-def test_build_settings_cli_over_config(tmp_path) -> None:  # noqa: ANN001
+def test_build_settings_cli_over_config(tmp_path) -> None:
     settings = build_settings(None, CliOverrides(select=("CKP999",)), tmp_path)
     assert settings.enabled == {"CKP999"}
     assert settings.root == tmp_path

@@ -21,7 +21,7 @@ SOURCE = "from torch.utils.checkpoint import checkpoint\n\n\ndef forward(block, 
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "ckptlint", "server"]))
-async def client(lsp_client: LanguageClient, tmp_path: Path):  # noqa: ANN201
+async def client(lsp_client: LanguageClient, tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text("[tool.ckptlint]\nunsafe-fixes = true\n")
     (tmp_path / "strict").mkdir()
     (tmp_path / "strict" / "pyproject.toml").write_text("[tool.ckptlint]\n")  # unsafe fixes not allowed here
@@ -203,7 +203,7 @@ async def test_unsaved_buffer_of_another_module_takes_precedence(client: Languag
     assert found[0].range.start.line == 7
 
 
-def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     from ckptlint import server
 
     monkeypatch.delitem(sys.modules, "ckptlint.server.lsp", raising=False)
@@ -216,7 +216,7 @@ def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.Mon
     )
 
 
-def test_server_rejects_unknown_arguments_and_has_help(run_cli) -> None:  # noqa: ANN001
+def test_server_rejects_unknown_arguments_and_has_help(run_cli) -> None:
     result = run_cli("server", "--tcp")
     assert result.exit_code == 2
     assert result.stderr == "error: `ckptlint server` takes only --stdio, not --tcp\n"

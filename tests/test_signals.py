@@ -133,7 +133,7 @@ def test_sigint_while_fixes_are_written_finishes_the_file_being_written(tree: Pa
     writes: list[Path] = []
     original = fixer.write_atomically
 
-    def write_atomically(path, data, expected=None):  # noqa: ANN001, ANN202
+    def write_atomically(path, data, expected=None):
         writes.append(path)
         if len(writes) == 3:
             os.kill(os.getpid(), signal.SIGINT)  # arrives in the middle of this write
@@ -208,10 +208,10 @@ def test_sigkill_of_the_main_process_leaves_no_worker(tree: Path) -> None:
 
 
 # ---------------------------------------------------------------- per-file time limit
-def _stuck_on(name: str):  # noqa: ANN202
+def _stuck_on(name: str):
     original = linter.FileLinter.lint
 
-    def lint(self, path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def lint(self, path, *args, **kwargs):
         if os.path.basename(path) == name:
             time.sleep(60)
         return original(self, path, *args, **kwargs)

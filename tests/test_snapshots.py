@@ -34,7 +34,7 @@ def _normalise(text: str, root: Path) -> str:
     return text.replace(__version__, "<VERSION>")
 
 
-def _run(run_cli, project: Path, *args: str) -> str:  # noqa: ANN001
+def _run(run_cli, project: Path, *args: str) -> str:
     result = run_cli("--isolated", "--no-cache", "-j", "1", *args, ".", cwd=project)
     assert result.exit_code == 1, result.stderr
     assert result.stderr == ""
@@ -42,26 +42,26 @@ def _run(run_cli, project: Path, *args: str) -> str:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("fmt", ["full", "concise", "github"])
-def test_text_formats(fmt: str, project: Path, run_cli, snapshot) -> None:  # noqa: ANN001
+def test_text_formats(fmt: str, project: Path, run_cli, snapshot) -> None:
     assert _run(run_cli, project, "--output-format", fmt) == snapshot
 
 
-def test_json(project: Path, run_cli, snapshot) -> None:  # noqa: ANN001
+def test_json(project: Path, run_cli, snapshot) -> None:
     out = _run(run_cli, project, "--output-format", "json")
     json.loads(out)  # valid JSON
     assert out == snapshot
 
 
-def test_sarif(project: Path, run_cli, snapshot) -> None:  # noqa: ANN001
+def test_sarif(project: Path, run_cli, snapshot) -> None:
     out = _run(run_cli, project, "--output-format", "sarif")
     log = json.loads(out)
     assert log["runs"][0]["tool"]["driver"]["version"] == "<VERSION>"
     assert out == snapshot
 
 
-def test_statistics(project: Path, run_cli, snapshot) -> None:  # noqa: ANN001
+def test_statistics(project: Path, run_cli, snapshot) -> None:
     assert _run(run_cli, project, "--statistics") == snapshot
 
 
-def test_unsafe_fix_diff(project: Path, run_cli, snapshot) -> None:  # noqa: ANN001
+def test_unsafe_fix_diff(project: Path, run_cli, snapshot) -> None:
     assert _run(run_cli, project, "--diff", "--unsafe-fixes") == snapshot

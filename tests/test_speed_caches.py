@@ -9,11 +9,11 @@ from pathlib import Path
 
 import libcst as cst
 
-from ckptlint.semantic.walk import nodes_of_function as _nodes_of_function
 from ckptlint.checkpoint.evaluator.regions import RegionBuilder
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.parse import parse_source
 from ckptlint.semantic.project import Project
+from ckptlint.semantic.walk import nodes_of_function as _nodes_of_function
 from ckptlint.text.source import decode_source
 
 SOURCE = """\

@@ -29,7 +29,7 @@ GOOD = IMPORT + "y = checkpoint(f, x)\n"
     ],
     ids=["parser", "unclosed-paren", "tabs", "tokenizer"],
 )
-def test_syntax_error_reported_and_run_goes_on(run_cli, write, broken: str, position, message: str) -> None:  # noqa: ANN001
+def test_syntax_error_reported_and_run_goes_on(run_cli, write, broken: str, position, message: str) -> None:
     write("broken.py", broken)
     write("ok.py", GOOD)
     result = run_cli("--isolated", "--output-format", "json", ".")
@@ -46,14 +46,14 @@ def test_syntax_error_reported_and_run_goes_on(run_cli, write, broken: str, posi
     assert error["fix"] is None
 
 
-def test_syntax_error_concise_and_exit_code(run_cli, write) -> None:  # noqa: ANN001
+def test_syntax_error_concise_and_exit_code(run_cli, write) -> None:
     write("broken.py", IMPORT + "x = (1,\ncheckpoint(f)\n")
     result = run_cli("--isolated", "broken.py")
     assert result.exit_code == 1
     assert result.stdout == "broken.py:2:5: CKP999 Syntax error: '(' was never closed\nFound 1 error.\n"
 
 
-def test_syntax_error_cannot_be_ignored(run_cli, write) -> None:  # noqa: ANN001
+def test_syntax_error_cannot_be_ignored(run_cli, write) -> None:
     # as ruff's syntax errors: an unchecked file is never reported as clean
     write("broken.py", IMPORT + "x = (1,\ncheckpoint(f)\n")
     result = run_cli("--isolated", "--ignore", "CKP999", "--select", "CKP001", "broken.py")
@@ -61,7 +61,7 @@ def test_syntax_error_cannot_be_ignored(run_cli, write) -> None:  # noqa: ANN001
     assert [line.split(" ")[1] for line in result.stdout.splitlines()[:1]] == ["CKP999"]
 
 
-def test_fix_leaves_a_broken_file_alone(run_cli, write) -> None:  # noqa: ANN001
+def test_fix_leaves_a_broken_file_alone(run_cli, write) -> None:
     text = IMPORT + "y = checkpoint(f, x)\nx = (1,\n"
     path = write("broken.py", text)
     result = run_cli("--isolated", "--fix", "--unsafe-fixes", "broken.py")

@@ -96,7 +96,7 @@ def test_crlf_line_endings_are_kept() -> None:
     assert fixed == (IMPORT + "checkpoint(f, x, use_reentrant=False)\n").replace("\n", "\r\n")
 
 
-def test_cli_fix_removes_unused_directives(tmp_path: Path, write, run_cli) -> None:  # noqa: ANN001
+def test_cli_fix_removes_unused_directives(tmp_path: Path, write, run_cli) -> None:
     path = write(
         "a.py", IMPORT + "checkpoint(f, x)  # noqa: CKP001\ncheckpoint(f, y, use_reentrant=True)  # noqa: CKP001\n"
     )
@@ -130,7 +130,7 @@ def run(x):
 """
 
 
-def test_a_directive_used_by_a_finding_reported_from_another_file_is_kept(tmp_path: Path, write, run_cli) -> None:  # noqa: ANN001
+def test_a_directive_used_by_a_finding_reported_from_another_file_is_kept(tmp_path: Path, write, run_cli) -> None:
     """CKP202 is reported in layers.py while linting model.py (whose checkpoint recomputes
     Block.forward); the noqa in layers.py is used, although linting layers.py alone never
     needs it."""

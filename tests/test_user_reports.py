@@ -13,7 +13,7 @@ from ckptlint.testing import located
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 
 
-def test_missing_path_is_reported_and_the_others_are_still_linted(run_cli, write) -> None:  # noqa: ANN001
+def test_missing_path_is_reported_and_the_others_are_still_linted(run_cli, write) -> None:
     write("good.py", IMPORT + "checkpoint(f, x)\n")
     result = run_cli("--isolated", "--no-cache", "good.py", "missing.py")
     assert result.exit_code == 1  # ruff: E902, exit 1
@@ -25,7 +25,7 @@ def test_missing_path_is_reported_and_the_others_are_still_linted(run_cli, write
     assert result.stdout.startswith("good.py:2:1: CKP001 ")
 
 
-def test_output_file_that_cannot_be_written_is_a_clean_error(run_cli, write, tmp_path) -> None:  # noqa: ANN001
+def test_output_file_that_cannot_be_written_is_a_clean_error(run_cli, write, tmp_path) -> None:
     write("good.py", IMPORT + "checkpoint(f, x, use_reentrant=False)\n")
     (tmp_path / "folder").mkdir()
     result = run_cli("--isolated", "--no-cache", "-o", "folder", "good.py")
@@ -34,14 +34,14 @@ def test_output_file_that_cannot_be_written_is_a_clean_error(run_cli, write, tmp
     assert "Traceback" not in result.stderr
 
 
-def test_cr_only_line_endings_are_linted(run_cli, write) -> None:  # noqa: ANN001
+def test_cr_only_line_endings_are_linted(run_cli, write) -> None:
     write("old_mac.py", (IMPORT + "checkpoint(f, x)\n").replace("\n", "\r").encode())
     result = run_cli("--isolated", "--no-cache", "old_mac.py")
     assert result.exit_code == 1
     assert result.stdout.startswith("old_mac.py:2:1: CKP001 ")
 
 
-def test_a_notebook_named_explicitly_is_linted(run_cli, write) -> None:  # noqa: ANN001
+def test_a_notebook_named_explicitly_is_linted(run_cli, write) -> None:
     cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
     notebook = {"cells": [{**cell, "source": [IMPORT, "checkpoint(f, x)\n"]}], "metadata": {}}
     write("nb.ipynb", json.dumps({**notebook, "nbformat": 4, "nbformat_minor": 4}))
@@ -51,7 +51,7 @@ def test_a_notebook_named_explicitly_is_linted(run_cli, write) -> None:  # noqa:
     assert result.stderr == ""
 
 
-def test_since_uses_the_repository_of_the_paths_given(run_cli, tmp_path) -> None:  # noqa: ANN001
+def test_since_uses_the_repository_of_the_paths_given(run_cli, tmp_path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
@@ -73,7 +73,7 @@ def test_fix_of_a_sole_generator_argument_adds_parentheses() -> None:
     compile(fixed, "<fixed>", "exec")
 
 
-def test_block_reached_through_a_module_attribute(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+def test_block_reached_through_a_module_attribute(tmp_path: Path, run_cli) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "blocks.py").write_text(

@@ -27,7 +27,7 @@ def _nb(*sources: str) -> str:
     ],
 )
 @pytest.mark.parametrize("mode", ["--fix", "--add-noqa"])
-def test_writing_a_notebook_leaves_unfixed_masked_cells_alone(run_cli, write, other, mode) -> None:  # noqa: ANN001
+def test_writing_a_notebook_leaves_unfixed_masked_cells_alone(run_cli, write, other, mode) -> None:
     # a fix (or noqa) in one cell must not add an empty line to a masked cell that ends in "\n"
     path = write("nb.ipynb", _nb(IMPORT + "def f(m, x):\n    return checkpoint(m, x)\n", other))
     before = json.loads(path.read_text())
@@ -39,7 +39,7 @@ def test_writing_a_notebook_leaves_unfixed_masked_cells_alone(run_cli, write, ot
     nbformat.validate(nbformat.reads(path.read_text(), as_version=4))
 
 
-def test_valid_python_libcst_cannot_parse_is_not_a_syntax_error(run_cli, write) -> None:  # noqa: ANN001
+def test_valid_python_libcst_cannot_parse_is_not_a_syntax_error(run_cli, write) -> None:
     # CPython parses 5,000 implicitly concatenated string literals; libcst 1.9.0 stops near
     # 4,000: the file was not checked (CKP902), it is not a syntax error (CKP999)
     body = IMPORT + "y = checkpoint(f, x)\nx = " + " ".join(['"a"'] * 5000) + "\n"
@@ -55,7 +55,7 @@ def test_valid_python_libcst_cannot_parse_is_not_a_syntax_error(run_cli, write) 
     assert bad.stdout.startswith("bad.py:3:5: CKP999 Syntax error: ")
 
 
-def test_statistics_prints_no_marker_when_nothing_is_fixable(run_cli, write) -> None:  # noqa: ANN001
+def test_statistics_prints_no_marker_when_nothing_is_fixable(run_cli, write) -> None:
     # ruff 0.17: `2\tF841\tunused-variable` without --unsafe-fixes (no marker column at all),
     # `[ ]` only beside rows of a table where some other rule is fixable
     write("m.py", "a = model.gradient_checkpointing_enable()\nb = model.gradient_checkpointing_enable()\n")  # unsafe fixes only
@@ -72,7 +72,7 @@ def test_statistics_prints_no_marker_when_nothing_is_fixable(run_cli, write) -> 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 @pytest.mark.parametrize("value", ["inf", "1e300", "1e6"])
-def test_file_timeout_inf_or_huge_is_no_limit(run_cli, write, value, jobs) -> None:  # noqa: ANN001
+def test_file_timeout_inf_or_huge_is_no_limit(run_cli, write, value, jobs) -> None:
     # was: a traceback from setitimer (OverflowError), exit 1
     write("m.py", IMPORT + "y = checkpoint(f, x)\n")
     write("n.py", IMPORT + "y = checkpoint(f, x)\n")
@@ -82,7 +82,7 @@ def test_file_timeout_inf_or_huge_is_no_limit(run_cli, write, value, jobs) -> No
     assert "Found 2 errors." in result.stdout
 
 
-def test_file_timeout_nan_is_a_usage_error(run_cli, write) -> None:  # noqa: ANN001
+def test_file_timeout_nan_is_a_usage_error(run_cli, write) -> None:
     write("m.py", IMPORT + "y = checkpoint(f, x)\n")
     result = run_cli("--isolated", "--no-cache", "--file-timeout", "nan", "m.py")
     assert result.exit_code == 2
@@ -108,7 +108,7 @@ def test_own_flag_set_by_enable_is_not_a_difference() -> None:
             self.use_checkpoint = False
             self.steps = 0
 
-        def forward(self, x):  # noqa: ANN001, ANN202
+        def forward(self, x):
             for block in self.blocks:
                 x = checkpoint(block, x, use_reentrant=False) if self.use_checkpoint else block(x)
             return x
@@ -122,8 +122,8 @@ def test_own_flag_set_by_enable_is_not_a_difference() -> None:
     assert "not compared, set by enable: Model.use_checkpoint" in report.notes
 
     class Counting(Model):
-        def forward(self, x):  # noqa: ANN001, ANN202
-            def body(h):  # noqa: ANN001, ANN202
+        def forward(self, x):
+            def body(h):
                 self.steps += 1  # a real side effect in the region: still reported
                 return self.blocks[0](h)
 
@@ -136,7 +136,7 @@ def test_own_flag_set_by_enable_is_not_a_difference() -> None:
     assert "attribute Counting.use_checkpoint" not in names
 
 
-def test_add_noqa_never_writes_through_a_link_out_of_the_tree(run_cli, tmp_path) -> None:  # noqa: ANN001
+def test_add_noqa_never_writes_through_a_link_out_of_the_tree(run_cli, tmp_path) -> None:
     # README: --add-noqa prints an error for such a file and exits 2; the target is untouched
     (tmp_path / "outside").mkdir()
     (tmp_path / "proj").mkdir()
@@ -152,7 +152,7 @@ def test_add_noqa_never_writes_through_a_link_out_of_the_tree(run_cli, tmp_path)
 
 
 @pytest.mark.parametrize("fix", [(), ("--fix",)])
-def test_full_output_shows_ipython_lines_as_written(run_cli, write, fix) -> None:  # noqa: ANN001
+def test_full_output_shows_ipython_lines_as_written(run_cli, write, fix) -> None:
     # README: `full` shows the cell's own lines; it showed the mask `pass  # ckptlint-ipython: 0`
     cell = "%%time\nw = model.gradient_checkpointing_enable()\nz = checkpoint(f, 1, debug=True)\n"  # w: an unsafe fix only
     write("nb.ipynb", _nb(IMPORT, cell))
@@ -163,7 +163,7 @@ def test_full_output_shows_ipython_lines_as_written(run_cli, write, fix) -> None
     assert "ckptlint-ipython" not in result.stdout
 
 
-def test_fix_keeps_upper_case_escapes_of_a_colab_notebook(run_cli, write) -> None:  # noqa: ANN001
+def test_fix_keeps_upper_case_escapes_of_a_colab_notebook(run_cli, write) -> None:
     # Colab (and stable-diffusion's scripts/latent_imagenet_diffusion.ipynb) write `\u001B`;
     # Python's json writes `\u001b`: a fix rewrote every escape in the outputs
     nb = json.loads(_nb(IMPORT + "def f(m, x):\n    return checkpoint(m, x)\n"))
@@ -190,7 +190,7 @@ def test_fix_keeps_upper_case_escapes_of_a_colab_notebook(run_cli, write) -> Non
         (IMPORT + "c = checkpoint(f, x)\n", 2, "c = checkpoint(f, x)  # noqa: CKP001"),
     ],
 )
-def test_server_disable_for_this_line_uses_the_noqa_line(tmp_path, text, row, new_line) -> None:  # noqa: ANN001
+def test_server_disable_for_this_line_uses_the_noqa_line(tmp_path, text, row, new_line) -> None:
     # the server's "Disable CKP001 for this line" replaced the finding's first line by itself
     # (no comment) when that line ends inside a triple-quoted string or with a backslash
     pytest.importorskip("pygls")
@@ -209,7 +209,7 @@ def test_server_disable_for_this_line_uses_the_noqa_line(tmp_path, text, row, ne
 
 
 @pytest.mark.parametrize("pattern", ["output['cache']", "output['cache']*"])
-def test_ignored_outputs_are_left_out_of_the_default_loss(pattern) -> None:  # noqa: ANN001
+def test_ignored_outputs_are_left_out_of_the_default_loss(pattern) -> None:
     # like transformers with use_cache=True: only the plain step returns a cache that requires
     # grad; ignoring it must also keep it out of the loss (else every gradient "differs"), and
     # `output['cache']*` (fnmatch reads [...] as a class) must match too
@@ -225,7 +225,7 @@ def test_ignored_outputs_are_left_out_of_the_default_loss(pattern) -> None:  # n
             self.block = nn.Linear(8, 8)
             self.use_checkpoint = False
 
-        def forward(self, x):  # noqa: ANN001, ANN202
+        def forward(self, x):
             if self.use_checkpoint:
                 return {"y": checkpoint(self.block, x, use_reentrant=False)}
             h = self.block(x)

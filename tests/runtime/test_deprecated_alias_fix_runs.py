@@ -40,7 +40,7 @@ def test_fixed_source_enables_checkpointing_without_deprecation():
     assert "gradient_checkpointing" not in fixed
 
     namespace: dict = {}
-    exec(compile(fixed, "fixed.py", "exec"), namespace)  # noqa: S102 - the fixed example itself
+    exec(compile(fixed, "fixed.py", "exec"), namespace)
     model = _tiny_llama()
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)  # the old names would warn
@@ -51,6 +51,6 @@ def test_fixed_source_enables_checkpointing_without_deprecation():
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
 
     # the source before the fix warns: the rename is what removed the FutureWarning
-    exec(compile(SOURCE, "source.py", "exec"), namespace)  # noqa: S102
+    exec(compile(SOURCE, "source.py", "exec"), namespace)
     with pytest.warns(FutureWarning, match="gradient_checkpointing_enable` is deprecated"):
         namespace["enable"](_tiny_llama())
