@@ -169,7 +169,7 @@ def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None,
     report = Path(cwd) / ".time-report"
     if _TIME:
         command = [_TIME, "-f", "%U %S %M", "-o", str(report), *command]
-    out = open(stdout, "wb") if stdout else subprocess.DEVNULL  # noqa: SIM115
+    out = open(stdout, "wb") if stdout else subprocess.DEVNULL
     peak = [0]
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.DEVNULL)
@@ -517,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     ruff = [args.ruff, "check", "--no-cache", "--isolated", "--select", "E9", *paths] if args.ruff else None
     ruff_runs: dict[str, list[Measurement]] = {}
 
-    def ruff_then(scenario: str, step) -> Measurement:  # noqa: ANN001
+    def ruff_then(scenario: str, step) -> Measurement:
         """One ruff run right before each ckptlint run, so both see the same load."""
         if ruff is not None:
             ruff_runs.setdefault(scenario, []).append(measure(ruff, cwd=work))

@@ -32,7 +32,7 @@ def _install(path: str) -> None:
     if original is None:
         return
 
-    def timed(task, linter=None):  # noqa: ANN001, ANN202 - the engine's own signature
+    def timed(task, linter=None):
         start = time.perf_counter()
         try:
             return original(task, linter)

@@ -23,7 +23,7 @@ __all__ = ["fix_source", "lint_source", "settings_for"]
 
 def settings_for(
     select: Iterable[str] | None = None, ignore: Iterable[str] = (), target_versions: Mapping[str, str] | None = None
-):  # noqa: ANN201
+):
     """Settings with no configuration file, the given selection and ``cwd`` as root;
     ``target_versions``: library -> version or specifier set (``{"transformers": ">=5.24"}``),
     as ``--target-version`` gives them. Raises

@@ -102,7 +102,7 @@ def check(options: Options, invocation: Invocation, stop) -> int:  # noqa: ANN00
     return _report(options, invocation, stop, run, found, files, fmt, base_settings)
 
 
-def _report(options: Options, invocation: Invocation, stop, run, found, files, fmt: str, base_settings) -> int:  # noqa: ANN001, PLR0913
+def _report(options: Options, invocation: Invocation, stop, run, found, files, fmt: str, base_settings) -> int:  # noqa: ANN001
     """After linting: warnings and errors on stderr, then ``--add-noqa``, the fixes, the report."""
     from ckptlint.lint.results import FixMode, ProblemKind, io_error
     from ckptlint.output.base import display_path

@@ -51,9 +51,8 @@ def write_whole(path: Path, data: bytes) -> None:
     that is not a regular file (``-o /dev/stdout``, a FIFO) is written to, never replaced.
     Raises ``OSError``; the original file is then untouched and the temporary file removed."""
     import os
-    import tempfile
-
     import stat
+    import tempfile
 
     try:
         status = os.stat(path)
@@ -103,7 +102,7 @@ def stream_failed(stream) -> None:  # noqa: ANN001
         os.close(null)
 
 
-def binary(stream):  # noqa: ANN001, ANN202
+def binary(stream):  # noqa: ANN001
     """The byte stream under a text stream (``sys.stdin.buffer``), so source bytes pass
     through untouched (encoding, byte-order mark, CRLF)."""
     return getattr(stream, "buffer", stream)

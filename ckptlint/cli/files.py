@@ -11,7 +11,7 @@ from ckptlint.cli.common import EXIT_ERROR, error
 __all__ = ["changed_since"]
 
 
-def changed_since(revision: str, paths: list[Path], resolver, cwd: Path):  # noqa: ANN001, ANN202
+def changed_since(revision: str, paths: list[Path], resolver, cwd: Path):  # noqa: ANN001
     """``--since``: the changed Python files below ``paths`` (default: everywhere), with
     excludes and .gitignore applied as if each were named with --force-exclude."""
     from ckptlint.config.discovery import DiscoveryResult, discover

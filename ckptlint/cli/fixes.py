@@ -12,7 +12,7 @@ from ckptlint.cli.common import binary, os_error
 __all__ = ["handle_fixes", "keep_unfixed"]
 
 
-def handle_fixes(  # noqa: ANN001
+def handle_fixes(
     run, mode, cwd: Path, may_write, to_stdout: bool = False, stop=None
 ) -> tuple[list, int]:
     """Write fixed files (``APPLY``) or print their diffs (``DIFF``). Returns

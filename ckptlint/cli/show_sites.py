@@ -59,8 +59,8 @@ def collect_site_records(files: list[Path]) -> list[dict]:
     """The site records of ``files`` (absolute or relative paths; read, gated, parsed),
     sorted by file and position. Unreadable or unparsable files are skipped."""
     from ckptlint.lint.limits import size_limit
-    from ckptlint.text.reading import read_regular
     from ckptlint.semantic.project import Project, module_name_for
+    from ckptlint.text.reading import read_regular
 
     project = Project()
     records: list[dict] = []

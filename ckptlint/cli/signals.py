@@ -23,7 +23,7 @@ def signal_exit(signum: int | None) -> int:
     return 128 + (signum or signal.SIGINT)
 
 
-class stop_on_signals:  # noqa: N801 - used as a context manager
+class stop_on_signals:
     """While active (and only in the main thread), SIGINT and SIGTERM call ``stop.request``:
     the first asks the run to stop after the files in progress, a second stops it at once."""
 

@@ -23,7 +23,7 @@ def read_stdin() -> bytes:
         sys.exit(EXIT_ERROR)
 
 
-def lint_stdin(path: Path | None, resolver, mode, unsafe, force_exclude: bool | None):  # noqa: ANN001, ANN202
+def lint_stdin(path: Path | None, resolver, mode, unsafe, force_exclude: bool | None):  # noqa: ANN001
     """Lint the bytes of stdin as the file ``path`` (``None``: named ``-``, settings of the
     working directory). Returns ``(run, excluded)``; an excluded path (with force-exclude)
     prints nothing, or the source unchanged under --fix."""

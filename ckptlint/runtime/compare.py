@@ -15,8 +15,9 @@ import functools
 import math
 import reprlib
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 

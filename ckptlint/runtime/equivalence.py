@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from .call_options import LossTypeError, check_loss
 from .compare import Difference, compare_tensors, compare_values, flatten, short_repr
 from .inputs import clone_inputs
-from .call_options import LossTypeError, check_loss
 from .notes import _vacuity_notes, _warn_vacuous
 from .outputs import _ignore_matcher, default_loss
 from .process_state import ProcessState, watch_process
@@ -27,8 +28,8 @@ from .report import (
     variant_label,
 )
 from .rng_audit import RngRecord, audit_rng
-from .step_code import code_names, step_functions
 from .states import RngSnapshot, capture_rng, rng_differences
+from .step_code import code_names, step_functions
 from .targets import Isolated, find_modules, plain_attributes
 from .warning_keys import classify_warning
 

@@ -14,8 +14,9 @@ import functools
 import inspect
 import re
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import torch
 from torch import nn

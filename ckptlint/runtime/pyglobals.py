@@ -21,8 +21,9 @@ import copy
 import functools
 import inspect
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["WatchedState", "watch_state"]
 

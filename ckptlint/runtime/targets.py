@@ -15,7 +15,8 @@ from __future__ import annotations
 import copy
 import functools
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -217,7 +218,7 @@ class Isolated:
         if self._saved is not None:
             self._saved.restore(keep_grads=True)
 
-    def __enter__(self) -> "Isolated":
+    def __enter__(self) -> Isolated:
         return self
 
     def __exit__(self, *exc: Any) -> None:

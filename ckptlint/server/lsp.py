@@ -66,7 +66,7 @@ class BufferProject(Project):
         super().__init__(partial=False, files_stable=False)  # open buffers are read whole, by analysis_for_file
         self._buffer_text = buffer_text
 
-    def analysis_for_file(self, path: Path):  # noqa: ANN201 - ModuleAnalysis | None
+    def analysis_for_file(self, path: Path):
         path = Path(os.path.abspath(path))
         text = self._buffer_text(path)
         if text is None:

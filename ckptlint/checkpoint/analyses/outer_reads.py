@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.checkpoint.analyses.outer_state import (
     LOOP_REBINDING,
     LOOP_VARIABLE,
@@ -20,7 +19,6 @@ from ckptlint.checkpoint.analyses.outer_state import (
     node_code,
     owner_of,
 )
-from ckptlint.checkpoint.evaluator.region import Frame, Region
 from ckptlint.checkpoint.analyses.write_exemptions import (
     assigns_in,
     balanced_calls,
@@ -28,6 +26,8 @@ from ckptlint.checkpoint.analyses.write_exemptions import (
     memo_fill,
     phase_guarded,
 )
+from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.bindings import (
     MUTATING_METHODS,

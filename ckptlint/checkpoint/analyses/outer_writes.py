@@ -12,7 +12,6 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.checkpoint.analyses.outer_state import (
     OuterWrite,
     Owner,
@@ -26,7 +25,6 @@ from ckptlint.checkpoint.analyses.outer_state import (
     node_code,
     owner_of,
 )
-from ckptlint.checkpoint.evaluator.region import Frame, Region
 from ckptlint.checkpoint.analyses.write_exemptions import (
     after_last_saved,
     balanced_calls,
@@ -40,6 +38,8 @@ from ckptlint.checkpoint.analyses.write_exemptions import (
     shape_bookkeeping,
     written_once,
 )
+from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.assignments import assignments
 from ckptlint.semantic.bindings import (
     MUTATING_METHODS,
@@ -272,7 +272,7 @@ def _only_tests_other_code(frame: Frame, node: cst.CSTNode, read: cst.CSTNode) -
             value = getattr(node, "value", None)
             read_there = {node_code(n) for n in iter_tree(value) if isinstance(n, (cst.Name, cst.Attribute))} if value else set()
             return not any(
-                isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and node_code(getattr(n, "target")) in read_there
+                isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and node_code(n.target) in read_there
                 for n in iter_tree(ancestor)
             )
         below = ancestor

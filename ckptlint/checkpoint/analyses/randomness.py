@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ckptlint.checkpoint.evaluator.denotations import LayerUse
 from ckptlint.checkpoint.analyses.layer_switches import argument_value, layer_switched_on, switch_is_on
-from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.evaluator.denotations import LayerUse
 from ckptlint.checkpoint.evaluator.region import Frame, Region
 from ckptlint.checkpoint.evaluator.regions import RegionBuilder
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.facts.torch_facts import (
     DEVICE_MOVE_METHODS,
     GENERATOR_CLASSES,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.checkpoint.analyses.outer_state import contains_node, frame_self_name, node_code
 from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 
 #: Mutating methods that add to a container, and the ones that take the addition back
 #: (LIFO ``pop()``; ``pop(0)`` after ``append`` removes another element, so it is no pair).
@@ -88,8 +88,8 @@ def diagnostic_counter(frame: Frame, node: cst.AugAssign) -> bool:
     ``self.print_idx += 1``, read only by ``if self.print_idx == 0: logger.debug(...)``: a
     second bump changes what is logged, not what is computed. A counter read nowhere in its
     class stays reported (code elsewhere may read it)."""
-    from ckptlint.checkpoint.evaluator.class_summary import self_attribute
     from ckptlint.checkpoint.analyses.outer_state import frame_self_name, is_store
+    from ckptlint.checkpoint.evaluator.class_summary import self_attribute
     from ckptlint.semantic.walk import iter_tree
 
     info = frame.ctx.self_class

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.semantic.walk import returns_of
 from ckptlint.checkpoint.sites.homemade import home_made, implementation_of_apply
 from ckptlint.checkpoint.sites.options import OptionState, OptionValue, literal_string
 from ckptlint.checkpoint.sites.site import Reentrancy
@@ -48,6 +47,7 @@ from ckptlint.facts.apis import (
 from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name, candidate_values
 from ckptlint.semantic.bindings import BindingKind
 from ckptlint.semantic.model import SemanticModel
+from ckptlint.semantic.walk import returns_of
 
 if TYPE_CHECKING:
     from ckptlint.semantic.project import Project

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.sites.helper_calls import HelperResolver
+from ckptlint.checkpoint.sites.helper_sites import MAX_LEVELS, build_helper_site, summarise_helpers
 from ckptlint.checkpoint.sites.misspelling import find_misspellings
 from ckptlint.checkpoint.sites.misuse import find_save_misuse
 from ckptlint.checkpoint.sites.options import (
     CallArguments,
     in_branch_torch_never_takes,
 )
-from ckptlint.checkpoint.sites.helper_calls import HelperResolver
-from ckptlint.checkpoint.sites.helper_sites import MAX_LEVELS, build_helper_site, summarise_helpers
 from ckptlint.checkpoint.sites.site import CheckpointSite, HelperSummary, SiteForm, SiteIndex
 from ckptlint.checkpoint.sites.site_builders import BUILDERS, build_bound_call, build_site
 from ckptlint.facts.apis import (
@@ -28,7 +28,6 @@ from ckptlint.facts.apis import (
     PARTIAL_QUALIFIED_NAMES,
     UTILS_CHECKPOINT_MODULE,
     ApiKind,
-    CheckpointApi,
     api_for,
 )
 from ckptlint.facts.saving import DCP_FUNCTIONS
