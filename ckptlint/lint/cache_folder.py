@@ -126,7 +126,7 @@ def _clean_folder(folder: Path) -> bool:
         return removed
     ours = _holds_text(markers[0], CACHEDIR_TAG)
     if not left and ours:
-        for marker, text in zip(markers, (CACHEDIR_TAG, GITIGNORE)):
+        for marker, text in zip(markers, (CACHEDIR_TAG, GITIGNORE), strict=True):
             if _holds_text(marker, text):
                 marker.unlink()
         removed = True

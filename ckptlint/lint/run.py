@@ -131,7 +131,7 @@ def lint_files(
     else:
         linted = in_pool(tasks, workers, stop=stop, timeout=file_timeout, on_result=on_result)
     if cache is not None:
-        for task, result in zip(tasks, linted):
+        for task, result in zip(tasks, linted, strict=True):
             if result is not None:
                 cache.store(result, task.settings)
     results += [r for r in linted if r is not None]

@@ -215,7 +215,7 @@ def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[
                 Difference("output", "output", f"type {ref.output_type} in the reference run, {var.output_type} in the checkpointed run")
             )
             if len(ref.outputs) == len(var.outputs):  # same leaves under other names: compare by position
-                var_out = {name: value for (name, _), (_, value) in zip(ref.outputs, var.outputs)}
+                var_out = {name: value for (name, _), (_, value) in zip(ref.outputs, var.outputs, strict=True)}
         for name in list(ref_out) + [k for k in var_out if k not in ref_out]:
             if ignore is not None and ignore(name):
                 continue

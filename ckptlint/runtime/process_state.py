@@ -57,7 +57,7 @@ def _slots(functions: list[types.FunctionType]) -> list[Slot]:
                 continue
             slot = Slot(f"global {name}", functools.partial(g.__getitem__, name), functools.partial(g.__setitem__, name))
             found[key] = (name, f"global {module}.{name}", slot)
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
             key = (id(cell), name)
             try:
                 value = cell.cell_contents

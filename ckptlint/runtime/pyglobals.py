@@ -155,7 +155,7 @@ def watch_state(fn: Callable) -> WatchedState:
                     functools.partial(g.__setitem__, name),
                 )
             )
-    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or (), strict=True):
         try:
             value = cell.cell_contents
         except ValueError:  # empty cell

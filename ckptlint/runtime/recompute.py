@@ -192,6 +192,6 @@ class RecomputeCounter:
         out = []
         for name in self._outermost():
             fwd, bwd = self._states.get((name, False)), self._states.get((name, True))
-            if fwd and bwd and any(f and not b for f, b in zip(fwd[0].autocast, bwd[0].autocast)):
+            if fwd and bwd and any(f and not b for f, b in zip(fwd[0].autocast, bwd[0].autocast, strict=False)):
                 out.append(name)
         return out

@@ -80,7 +80,7 @@ def _named_roots(obj: Any) -> list[tuple[str, Any]]:
     roots: list[tuple[str, Any]] = []
     if not isinstance(obj, (types.FunctionType, types.MethodType)):
         roots.append(("self", obj))  # a callable object: its attributes
-    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or (), strict=True):
         try:
             roots.append((name, cell.cell_contents))
         except ValueError:

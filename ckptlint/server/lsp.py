@@ -350,7 +350,7 @@ class CkptlintLanguageServer(LanguageServer):
         new_lines = split_lines(edit.text)
         # the row add_noqa wrote: the finding's noqa row, or where the triple-quoted string
         # or backslash continuation that row ends in ends (ruff's noqa line mapping)
-        changed = [i + 1 for i, (a, b) in enumerate(zip(lines.lines, new_lines)) if a != b]
+        changed = [i + 1 for i, (a, b) in enumerate(zip(lines.lines, new_lines, strict=False)) if a != b]
         if len(new_lines) != len(lines.lines) or len(changed) != 1:
             return None
         row = changed[0]
