@@ -422,9 +422,9 @@ def _print_one_file(cases: list[dict]) -> None:
         ruff = f"{case['ruff_s']:.3f}" if case["ruff_s"] else "-"
         ratio = f"{case['ratio']:.1f}" if case["ratio"] else "-"
         ruff_cpu = f"{case['ruff_cpu_s']:.3f}" if case["ruff_cpu_s"] is not None else "-"
-        print(f"{name:<60} {case['lines']:>6} {case['ckptlint_s']:>10.3f} {case['ckptlint_cpu_s']:>6.3f} {ruff:>7} {ruff_cpu:>6} {ratio:>7} "
-              f"{case['ckptlint_rss_mb']:>7.0f} {case['imports']['modules']:>7} {case['imports']['import_ms']:>9.0f} "
-              f"{'yes' if case['imports']['libcst'] else 'no'}")
+        print(f"{name:<60} {case['lines']:>6} {case['ckptlint_s']:>10.3f} {case['ckptlint_cpu_s']:>6.3f} "
+              f"{ruff:>7} {ruff_cpu:>6} {ratio:>7} {case['ckptlint_rss_mb']:>7.0f} {case['imports']['modules']:>7} "
+              f"{case['imports']['import_ms']:>9.0f} {'yes' if case['imports']['libcst'] else 'no'}")
         print(f"    counters: {_counters_text(case['counters'])}")
     print(f"python -c pass: {cases[0]['python_start_s']:.3f} s; runs per file: {cases[0]['runs']}; x ruff: wall times")
 

@@ -195,7 +195,12 @@ class FileLinter:
         from ckptlint.semantic.parse import parse_selection, parse_source
 
         kept = self.project.cached(Path(source.path)) if os.path.isabs(source.path) else None
-        if kept is not None and kept.covered is None and kept.source.text == source.text and (kept.module_name, kept.is_package) == (module_name, is_package):
+        if (
+            kept is not None
+            and kept.covered is None
+            and kept.source.text == source.text
+            and (kept.module_name, kept.is_package) == (module_name, is_package)
+        ):
             return kept  # parsed whole already, as a module a region of another file reached
         if not self.project.partial or not os.path.isabs(source.path):
             # a file the project cannot parse again (given on stdin, in memory) is parsed

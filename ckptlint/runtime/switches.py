@@ -90,7 +90,9 @@ class Switch:
 
 #: Known switches, in the order ``enable="auto"`` tries them.
 SWITCHES: tuple[Switch, ...] = (
-    Switch("transformers", "activation_checkpointing_enable", (), "activation_checkpointing_disable", (), "supports_gradient_checkpointing"),
+    Switch(
+        "transformers", "activation_checkpointing_enable", (), "activation_checkpointing_disable", (), "supports_gradient_checkpointing"
+    ),
     Switch("transformers", "gradient_checkpointing_enable", (), "gradient_checkpointing_disable", (), "supports_gradient_checkpointing"),
     Switch("diffusers", "enable_gradient_checkpointing", (), "disable_gradient_checkpointing", (), "_supports_gradient_checkpointing"),
     Switch("timm", "set_grad_checkpointing", (True,), "set_grad_checkpointing", (False,)),
