@@ -155,7 +155,7 @@ def values_equal(a: Any, b: Any) -> bool:
         return type(a) is type(b)
     try:
         return type(a) is type(b) and bool(a == b)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a user type's __eq__ or __bool__ may raise anything: unequal
         return False
 
 

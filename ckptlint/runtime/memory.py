@@ -68,7 +68,7 @@ def _storage_key(t: torch.Tensor) -> tuple[Any, int]:
         if ptr == 0:  # meta tensors, empty storages
             return ("id", id(t)), nbytes
         return (str(t.device), ptr), nbytes
-    except Exception:  # tensors without a storage (some subclasses)
+    except Exception:  # noqa: BLE001 - tensors without a storage (some subclasses)
         return ("id", id(t)), t.numel() * t.element_size()
 
 
@@ -121,7 +121,7 @@ class _OpPeakTracker(TorchDispatchMode):
         try:
             storage = t.untyped_storage()
             return (str(t.device), storage.data_ptr()), storage.nbytes(), 0
-        except Exception:  # tensors without a storage (some subclasses)
+        except Exception:  # noqa: BLE001 - tensors without a storage (some subclasses)
             return None
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -139,7 +139,7 @@ class _OpPeakTracker(TorchDispatchMode):
             try:
                 storage = t.untyped_storage()
                 ptr = storage.data_ptr()
-            except Exception:  # tensors without a storage (some subclasses)
+            except Exception:  # noqa: BLE001 - tensors without a storage (some subclasses)
                 continue
             key = (str(t.device), ptr)
             if ptr == 0 or key in self.live or key in inputs:
@@ -252,7 +252,7 @@ class _Runner:
         try:
             with tracker, torch.autograd.graph.saved_tensors_hooks(counter.pack, counter.unpack):
                 step_fn()
-        except Exception:
+        except Exception:  # noqa: BLE001 - retried below without the dispatch mode
             # a step that cannot run under a Python dispatch mode (some tensor subclasses):
             # count saved tensors without the op peak; a step that fails anyway raises here
             counter = _SavedTensorCounter()

@@ -97,7 +97,7 @@ class WatchedState:
         for s in self._slots:
             try:
                 out[s.label] = copy.deepcopy(s.get())
-            except Exception:  # a slot that vanished or cannot be copied is skipped
+            except Exception:  # noqa: BLE001 - a slot that vanished or cannot be copied is skipped
                 continue
         return out
 
@@ -109,7 +109,7 @@ class WatchedState:
             new = now.get(label, old)
             try:
                 same = bool(old == new) and type(old) is type(new)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a value's __eq__ or __bool__ may raise anything: changed
                 same = False
             if not same:
                 out[label] = (old, new)

@@ -52,7 +52,7 @@ def accelerator_type() -> str | None:
     if acc is not None and hasattr(acc, "current_accelerator"):
         try:
             dev = acc.current_accelerator()
-        except Exception:  # pragma: no cover - defensive, backend specific
+        except Exception:  # noqa: BLE001 # pragma: no cover - defensive, backend specific
             dev = None
         return None if dev is None else dev.type
     return "cuda" if torch.cuda.is_available() else None  # pragma: no cover - torch < 2.6
