@@ -9,6 +9,7 @@ runs again, torch.utils.checkpoint 2.9). So a region that *writes* outer state d
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -48,6 +49,9 @@ from ckptlint.semantic.bindings import (
 )
 from ckptlint.semantic.model import base_name
 from ckptlint.semantic.walk import iter_tree
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.model import SemanticModel
 
 __all__ = ["outer_writes"]
 
@@ -335,7 +339,7 @@ def _item_carries(frame: Frame, node: cst.CSTNode, target: cst.Subscript) -> boo
     return False
 
 
-def _item_read(model, container: cst.CSTNode, text: str, key: object) -> cst.CSTNode | None:  # noqa: ANN001
+def _item_read(model: SemanticModel, container: cst.CSTNode, text: str, key: object) -> cst.CSTNode | None:
     """The expression reading item ``key`` of ``container`` (``C[K]`` spelled ``text``, or
     ``C.get(K)``), or ``None``."""
     parent = model.parent(container)
