@@ -26,6 +26,7 @@ parameters as the stored callable are checkpoint sites (see :mod:`ckptlint.check
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -160,7 +161,7 @@ def _assignments(function: cst.FunctionDef, model: SemanticModel) -> list[Assign
     return [a for node in _nodes(function) if type(node) in BINDING_NODES for a in assignments(node, key)]
 
 
-def _nodes(function: cst.FunctionDef):  # noqa: ANN202 - an iterator of nodes
+def _nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()

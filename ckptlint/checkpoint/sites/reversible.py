@@ -36,6 +36,7 @@ of the module defines with ``torch.enable_grad()`` in its body (the block's own
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -126,7 +127,7 @@ def _params(function: cst.FunctionDef) -> list[str]:
     return [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
 
 
-def _nodes(function: cst.FunctionDef):  # noqa: ANN202 - an iterator of nodes
+def _nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
@@ -189,7 +190,7 @@ def _loop_element(target: cst.BaseAssignTargetExpression) -> str | None:
     return None
 
 
-def _element_names(function: cst.FunctionDef, is_source) -> set[str]:  # noqa: ANN001 - a predicate
+def _element_names(function: cst.FunctionDef, is_source: Callable[[cst.BaseExpression], bool]) -> set[str]:
     """Names bound to elements of the collection ``is_source`` recognises: ``for`` targets
     and tuple unpackings."""
     names: set[str] = set()
