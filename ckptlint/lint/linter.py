@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from ckptlint.semantic.analysis import ModuleAnalysis
+    from ckptlint.semantic.index import ModuleIndex
 
 #: In the ``sites`` parse mode, the linted file is parsed partially only when the statements
 #: its sites need span less than this share of its lines (timm's ``vision_transformer.py``:
@@ -225,7 +226,7 @@ class FileLinter:
         analysis = parse_selection(source, index, chosen, covered, module_name, is_package)
         return analysis if analysis is not None else parse_source(source, module_name, is_package)
 
-    def _worth_selecting(self, index, chosen: frozenset[int] | set[int]) -> bool:  # noqa: ANN001 - a ModuleIndex
+    def _worth_selecting(self, index: ModuleIndex, chosen: frozenset[int] | set[int]) -> bool:
         """Whether parsing the statements ``chosen`` saves enough to pay for the index and a
         second parse when a region asks for more: always in the ``partial`` parse mode; in
         ``sites``, when they span less than :data:`PARTIAL_SHARE` of the file's lines (on the

@@ -26,6 +26,8 @@ from ckptlint.rule_codes import UNUSED_NOQA
 from ckptlint.text.reading import check_regular, read_regular
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from ckptlint.lint.cache import ResultCache
 
 
@@ -207,7 +209,7 @@ def in_process(
     return done
 
 
-def _raise_file_timeout(signum, frame) -> None:  # noqa: ANN001
+def _raise_file_timeout(signum: int, frame: FrameType | None) -> None:
     raise _FileTimeout
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from ckptlint.checkpoint.analyses.randomness import random_ops
@@ -10,6 +12,9 @@ from ckptlint.checkpoint.sites.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import remove_argument
 from ckptlint.text.diagnostics import Applicability
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.analysis import ModuleAnalysis
 
 
 class RngStateNotPreserved(Rule):
@@ -174,7 +179,7 @@ def _fixed_by_helper(site: CheckpointSite) -> bool:
     return site.form is SiteForm.HELPER_CALL and "preserve_rng_state" not in site.caller_options
 
 
-def _short(where, here) -> str:  # noqa: ANN001
+def _short(where: ModuleAnalysis, here: ModuleAnalysis) -> str:
     """``""`` for the same file, else ``"layers.py:"``-style prefix."""
     if where is here:
         return "line "

@@ -36,7 +36,7 @@ class ModuleAnalysis:
         sites: the checkpoint sites (built on first use).
     """
 
-    def __init__(self, source: SourceFile, module: cst.Module, module_name: str = "", is_package: bool = False):
+    def __init__(self, source: SourceFile, module: cst.Module, module_name: str = "", is_package: bool = False) -> None:
         self.depth = 0  # nesting levels (see parse_source); 0 when not measured
         self.source = source
         self.module = module
