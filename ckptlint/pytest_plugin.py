@@ -144,7 +144,7 @@ class EquivalenceChecker:
     report; raises :class:`ckptlint.runtime.CheckpointMismatch` on a difference.
     """
 
-    def __init__(self, device: Any):
+    def __init__(self, device: Any) -> None:
         self.device = device
 
     def __call__(self, module_or_fn: Callable, *inputs: Any, to_device: bool = True, **options: Any) -> Any:
@@ -165,7 +165,7 @@ class RngAuditor:
     :func:`ckptlint.runtime.audit_rng`'s list of records.
     """
 
-    def __init__(self, device: Any):
+    def __init__(self, device: Any) -> None:
         self.device = device
 
     def __call__(self, module_or_fn: Callable, *inputs: Any, to_device: bool = True, **options: Any) -> list:
@@ -187,7 +187,7 @@ class MemoryComparer:
     (``ckpt_memory_ratio``, ``ckpt_time_ratio``) and listed in the "ckptlint memory" summary.
     """
 
-    def __init__(self, device: Any, request: pytest.FixtureRequest):
+    def __init__(self, device: Any, request: pytest.FixtureRequest) -> None:
         self.device = device
         self._request = request
 
@@ -224,7 +224,7 @@ class ModelEquivalenceChecker:
     like ``ckpt_memory`` does.
     """
 
-    def __init__(self, device: Any, request: pytest.FixtureRequest):
+    def __init__(self, device: Any, request: pytest.FixtureRequest) -> None:
         self.device = device
         self._request = request
 

@@ -118,7 +118,7 @@ def _flatten(value: Any, prefix: str, seen: set[int], depth: int) -> Iterator[tu
         for k, v in value.items():
             yield from _flatten(v, f"{prefix}[{k!r}]", seen, depth + 1)
     elif isinstance(value, tuple) and hasattr(type(value), "_fields"):
-        for k, v in zip(type(value)._fields, value, strict=False):
+        for k, v in zip(getattr(type(value), "_fields", ()), value, strict=False):
             yield from _flatten(v, f"{prefix}.{k}", seen, depth + 1)
     elif isinstance(value, (tuple, list)):
         if not value:

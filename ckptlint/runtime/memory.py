@@ -41,11 +41,16 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from torch._ops import OpOverload
 
 from .states import accelerator_type, capture_rng, restore_rng
 
@@ -124,7 +129,9 @@ class _OpPeakTracker(TorchDispatchMode):
         except Exception:  # noqa: BLE001 - tensors without a storage (some subclasses)
             return None
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(
+        self, func: OpOverload, types: Collection[type], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         out = func(*args, **(kwargs or {}))
         # views and in-place results share an input's storage: nothing new was allocated
         inputs = set()
@@ -210,7 +217,7 @@ def _sync(dev: torch.device) -> None:
 class _Runner:
     """Times one step and tracks its peak memory on one device."""
 
-    def __init__(self, device: str | torch.device | None):
+    def __init__(self, device: str | torch.device | None) -> None:
         dev = torch.device(device) if device is not None else default_device()
         if dev.type == "cuda" and dev.index is None:
             dev = torch.device("cuda", torch.cuda.current_device())

@@ -83,7 +83,7 @@ class WatchedState:
     containers are restored in place so that other references see the restored content).
     """
 
-    def __init__(self, slots: list[_Slot]):
+    def __init__(self, slots: list[_Slot]) -> None:
         self._slots = slots
 
     @property
@@ -134,6 +134,14 @@ class WatchedState:
                 s.set(value)
 
 
+def _cell_value(cell: types.CellType) -> Any:
+    return cell.cell_contents
+
+
+def _set_cell(cell: types.CellType, value: Any) -> None:
+    cell.cell_contents = value
+
+
 def watch_state(fn: Callable) -> WatchedState:
     """Build a :class:`WatchedState` for the globals and closure cells named in ``fn``'s code.
 
@@ -161,9 +169,5 @@ def watch_state(fn: Callable) -> WatchedState:
         except ValueError:  # empty cell
             continue
         if _is_plain(value):
-
-            def _set(v, cell=cell):
-                cell.cell_contents = v
-
-            slots.append(_Slot(f"nonlocal {name}", lambda cell=cell: cell.cell_contents, _set))
+            slots.append(_Slot(f"nonlocal {name}", functools.partial(_cell_value, cell), functools.partial(_set_cell, cell)))
     return WatchedState(slots)

@@ -132,10 +132,9 @@ def turn_off(model: nn.Module) -> None:
         except Exception:  # noqa: BLE001 - a library's own switch may fail: the flags below
             pass
     for m in model.modules():
-        if getattr(m, "gradient_checkpointing", None) is True:
-            m.gradient_checkpointing = False
-        if getattr(m, "grad_checkpointing", None) is True:
-            m.grad_checkpointing = False
+        for flag in ("gradient_checkpointing", "grad_checkpointing"):  # transformers/diffusers, timm
+            if getattr(m, flag, None) is True:
+                setattr(m, flag, False)
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if _is_wrapper(child):
