@@ -74,7 +74,7 @@ def nesting_depth(tree: ast.AST) -> int:
                     below.extend(child for child in value if isinstance(child, ast.AST))
                 elif isinstance(value, ast.AST):
                     below.append(value)
-            if type(node) is ast.BoolOp and len(node.values) > chain:  # type: ignore[attr-defined]
-                chain = len(node.values)  # type: ignore[attr-defined]
+            if type(node) is ast.BoolOp and len(node.values) > chain:
+                chain = len(node.values)
         level = below
     return depth + chain
