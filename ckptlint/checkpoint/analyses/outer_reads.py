@@ -132,11 +132,12 @@ def _changed(
         anchor = _anchor(model, site_call, owner_scope) if owner is not None else site_call
         if function is not owner:
             # a setter (`set_scale(0.5)`, defined in this module) called after the checkpoint call
-            node = _call_of(model, function, owner if owner is not None else model.module)
-            if node is None:
+            called = _call_of(model, function, owner if owner is not None else model.module)
+            if called is None or not isinstance(function, cst.FunctionDef):  # _call_of: a FunctionDef's call
                 continue
+            node = called
             verb = f"{verb} by `{function.name.value}()`, called"
-        how = _write_after(model, node, anchor, owner_scope) if owner is not None else _module_write_after(model, node, anchor)
+        how = _write_after(model, node, anchor, owner_scope) if owner is not None else _module_write_after(model, node, site_call)
         if how == "loop":
             return f"{verb} at line {row} {LOOP_REBINDING}"
         if how == "after":
@@ -304,15 +305,15 @@ def _closure_change(
         if read_node is not None and _written_before_read(model, mutation.node, read_node):
             continue  # the region wrote it earlier in the same call: the recomputation writes it again first
         if mutation.scope.function_scope is not scope:
-            how: str | None = "nested"
+            change: str | None = "nested"
         else:
-            how = _write_after(model, mutation.node, anchor, scope)
-        if how is None:
+            change = _write_after(model, mutation.node, anchor, scope)
+        if change is None:
             continue
         row = analysis.range(mutation.node)[0][0]
         # not LOOP_REBINDING: binding a mutated object as a default argument would not help
         where = {"loop": ", in the loop that runs the checkpoint", "after": ", after the checkpoint call"}
-        return f"mutated at line {row}{where.get(how, '')}"
+        return f"mutated at line {row}{where.get(change, '')}"
     return None
 
 def _same_constant(model: SemanticModel, bindings: list[Binding]) -> bool:
@@ -328,7 +329,7 @@ def _same_constant(model: SemanticModel, bindings: list[Binding]) -> bool:
         values.append(value)
     return all(v == values[0] and type(v) is type(values[0]) for v in values)
 
-def _anchor(model: SemanticModel, site_call: cst.Call, owner: Scope) -> cst.CSTNode | None:
+def _anchor(model: SemanticModel, site_call: cst.CSTNode, owner: Scope) -> cst.CSTNode | None:
     """The node of ``owner``'s own code that makes the checkpoint call: the call itself, or
     the nested ``def``/``lambda``/class that contains it; ``None`` when the call is not
     inside ``owner``."""

@@ -130,12 +130,13 @@ def is_store(model: SemanticModel, node: cst.CSTNode) -> bool:
 def node_code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node).strip()
 
-def describe(kind: str, base: str) -> str:
-    return {
+def describe(kind: Owner, base: str) -> str:
+    names = {
         Owner.SELF: "state of the module (`self`)",
         Owner.PARAMETER: f"the caller's object `{base}`",
         Owner.OUTER: f"the outer object `{base}`",
-    }.get(kind, f"`{base}`")
+    }
+    return names.get(kind, f"`{base}`")
 
 def frame_text(frame: Frame, node: cst.CSTNode) -> str:
     text = frame.analysis.module.code_for_node(node).strip()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import libcst as cst
 
@@ -347,7 +348,7 @@ def _made_by_generator_factory(value: cst.BaseExpression | None, analysis: Modul
     return bool(names & GENERATOR_CLASSES) or any(n.startswith(PYTHON_RANDOM_PREFIXES) for n in names)
 
 
-def _is_generator_name(expr: cst.BaseExpression, frame: Frame) -> bool:
+def _is_generator_name(expr: cst.BaseExpression, frame: Frame) -> TypeGuard[cst.Name]:
     """``rng.normal()`` where ``rng = np.random.default_rng(0)`` (or ``random.Random()``,
     ``torch.Generator()``), in the frame or an enclosing scope."""
     if not isinstance(expr, cst.Name):

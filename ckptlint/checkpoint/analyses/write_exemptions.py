@@ -100,7 +100,7 @@ def diagnostic_counter(frame: Frame, node: cst.AugAssign) -> bool:
     info = frame.ctx.self_class
     target = node.target
     self_name = frame_self_name(frame)
-    if info is None or self_name is None or self_attribute(target, self_name) is None:
+    if info is None or self_name is None or not isinstance(target, cst.Attribute) or self_attribute(target, self_name) is None:
         return False
     model = info.analysis.model
     reads = 0
@@ -413,9 +413,9 @@ def _filled_test(test: cst.BaseExpression, branch: cst.CSTNode, container: str |
     spelling."""
     code = node_code
     if isinstance(test, cst.BooleanOperation):
-        left = _filled_test(test.left, branch, container, key)
-        right = _filled_test(test.right, branch, container, key)
-        return (left and right) if isinstance(test.operator, cst.And) else (left or right)
+        left_filled = _filled_test(test.left, branch, container, key)
+        right_filled = _filled_test(test.right, branch, container, key)
+        return (left_filled and right_filled) if isinstance(test.operator, cst.And) else (left_filled or right_filled)
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
@@ -432,9 +432,9 @@ def _memo_test(test: cst.BaseExpression, body: cst.CSTNode, container: str | Non
     one is."""
     code = node_code
     if isinstance(test, cst.BooleanOperation):
-        left = _memo_test(test.left, body, container, key)
-        right = _memo_test(test.right, body, container, key)
-        return (left and right) if isinstance(test.operator, cst.Or) else (left or right)
+        left_false = _memo_test(test.left, body, container, key)
+        right_false = _memo_test(test.right, body, container, key)
+        return (left_false and right_false) if isinstance(test.operator, cst.Or) else (left_false or right_false)
     if container is None and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         guard = code(test.expression)
         return guard == key or assigns_in(body, guard)  # `if not self._initialized: ...; self._initialized = True`
@@ -557,7 +557,7 @@ def after_last_saved(frame: Frame, node: cst.CSTNode, early_stop: bool) -> bool:
     model = frame.analysis.model
     line = next((a for a in model.ancestors(node) if isinstance(a, cst.SimpleStatementLine)), None)
     block = model.parent(line) if line is not None else None
-    if not isinstance(block, cst.IndentedBlock) or not _inert(line):
+    if line is None or not isinstance(block, cst.IndentedBlock) or not _inert(line):
         return False
     rest = block.body[block.body.index(line) + 1 :]
     return bool(rest) and all(_inert(s) for s in rest[:-1]) and _plain_return(rest[-1])

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import libcst as cst
 
@@ -145,7 +146,7 @@ def _last_name(expr: cst.BaseExpression) -> str:
     return expr.value if isinstance(expr, cst.Name) else ""
 
 
-def _is_attr(expr: cst.BaseExpression, owner: str, attr: str | None = None) -> bool:
+def _is_attr(expr: cst.BaseExpression, owner: str, attr: str | None = None) -> TypeGuard[cst.Attribute]:
     return (
         isinstance(expr, cst.Attribute)
         and isinstance(expr.value, cst.Name)
@@ -162,7 +163,7 @@ def _stored(forward: cst.FunctionDef, ctx: str, rest: list[str]) -> dict[str, st
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in rest:
             for target in node.targets:
                 if _is_attr(target.target, ctx):
-                    stored[target.target.attr.value] = node.value.value  # type: ignore[union-attr]
+                    stored[target.target.attr.value] = node.value.value
     return stored
 
 
