@@ -429,6 +429,32 @@ def _print_one_file(cases: list[dict]) -> None:
     print(f"python -c pass: {cases[0]['python_start_s']:.3f} s; runs per file: {cases[0]['runs']}; x ruff: wall times")
 
 
+def _file_times(times: Path) -> dict[str, float]:
+    """The seconds each file took in the workers (the longest of its runs), from the
+    ``SECONDS<TAB>PATH`` lines ``timed_ckptlint.py`` wrote; empty when none were."""
+    per_file: dict[str, float] = {}
+    if times.exists():
+        for line in times.read_text(encoding="utf-8", errors="surrogateescape").splitlines():
+            seconds, _, path = line.partition("\t")
+            per_file[path] = max(per_file.get(path, 0.0), float(seconds))
+    return per_file
+
+
+def _torchfix_row(args: argparse.Namespace, files: list[Path], work: Path) -> Row:
+    """TorchFix's TOR003 over the tree: over every file, or over ``--torchfix-files`` random
+    ones with the time extrapolated to the whole tree."""
+    count = len(files)
+    subset = files if count <= args.torchfix_files else sorted(random.Random(args.seed).sample(files, args.torchfix_files))
+    command = [args.torchfix, "--select", "TOR003", *map(str, subset)]
+    run = measure(command, cwd=work, stdout=work / "out-torchfix.txt")
+    row = _median_row("cold", "torchfix TOR003", len(subset), [run], f"exit {run.returncode}")
+    if len(subset) < count:
+        rate = row.files_per_second
+        row = Row("cold", "torchfix TOR003", count, count / rate, run.cpu * count / len(subset), row.max_rss_mb,
+                  row.tree_rss_mb, 1, f"extrapolated from {len(subset)} random files ({run.wall:.1f} s, exit {run.returncode})")
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="ckptlint speed benchmark (cold/warm/touched/one file) against ruff and TorchFix")
     parser.add_argument("--files", type=int, default=10_000, help="files of the generated tree [10000]")
@@ -545,11 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(_median_row("warm", "ckptlint", count, warm, "nothing changed"))
 
     # slowest files of the (last) cold run, then the worst few alone, before any edit
-    per_file: dict[str, float] = {}
-    if times.exists():
-        for line in times.read_text(encoding="utf-8", errors="surrogateescape").splitlines():
-            seconds, _, path = line.partition("\t")
-            per_file[path] = max(per_file.get(path, 0.0), float(seconds))
+    per_file = _file_times(times)
     slowest = sorted(per_file.items(), key=lambda item: -item[1])[: args.slowest]
     alone: list[dict] = []
     for path, _ in slowest[: args.alone]:
@@ -584,14 +606,7 @@ def main(argv: list[str] | None = None) -> int:
         row.ratio = row.wall / reference if reference else None
 
     if args.torchfix:
-        subset = files if count <= args.torchfix_files else sorted(random.Random(args.seed).sample(files, args.torchfix_files))
-        command = [args.torchfix, "--select", "TOR003", *map(str, subset)]
-        run = measure(command, cwd=work, stdout=work / "out-torchfix.txt")
-        row = _median_row("cold", "torchfix TOR003", len(subset), [run], f"exit {run.returncode}")
-        if len(subset) < count:
-            rate = row.files_per_second
-            row = Row("cold", "torchfix TOR003", count, count / rate, run.cpu * count / len(subset), row.max_rss_mb,
-                      row.tree_rss_mb, 1, f"extrapolated from {len(subset)} random files ({run.wall:.1f} s, exit {run.returncode})")
+        row = _torchfix_row(args, files, work)
         row.ratio = row.wall / ruff_wall if ruff_wall else None
         rows.append(row)
 
