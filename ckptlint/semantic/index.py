@@ -332,8 +332,8 @@ def _scan(top: ast.stmt, entry: Statement) -> tuple[int, int]:
     the levels of its syntax tree and its longest ``and``/``or`` chain (for the nesting depth).
 
     One level-order walk over every node (what ``ast.walk`` visits, without its generators),
-    as :func:`~ckptlint.semantic.nesting.nesting_depth` counts levels. Names and attributes,
-    most of the nodes, are recorded in the walk; the other kinds by :data:`_RECORDERS`."""
+    as :func:`~ckptlint.semantic.nesting.nesting_depth` counts levels. Names, attributes and
+    ``and``/``or`` chains are recorded in the walk; the other kinds by :data:`_RECORDERS`."""
     if isinstance(top, (*_FUNCTIONS, ast.ClassDef)):
         entry.definition = True
     if isinstance(top, ast.ClassDef):
@@ -357,10 +357,12 @@ def _scan(top: ast.stmt, entry: Statement) -> tuple[int, int]:
                 add(node.id)
             elif type(node) is ast.Attribute:
                 _record_attribute(node, entry)
+            elif type(node) is ast.BoolOp:
+                chain = max(chain, len(node.values))
             else:
                 record = recorders.get(kind)
                 if record is not None:
-                    chain = max(chain, record(node, entry))
+                    record(node, entry)
             if kind in _WRITES:
                 _attribute_writes(node, entry.attribute_writes)
             fields = _FIELDS.get(kind)
@@ -385,37 +387,32 @@ def _record_attribute(node: ast.Attribute, entry: Statement) -> None:
         _add_base(node, entry.mutated)
 
 
-def _record_subscript(node: ast.Subscript, entry: Statement) -> int:
+def _record_subscript(node: ast.Subscript, entry: Statement) -> None:
     if type(node.ctx) is not ast.Load:  # `x[k] += ...`, `del x[k]`
         _add_base(node, entry.mutated)
-    return 0
 
 
-def _record_call(node: ast.Call, entry: Statement) -> int:
+def _record_call(node: ast.Call, entry: Statement) -> None:
     func = node.func
     if type(func) is ast.Attribute and func.attr in MUTATING_METHODS:
         _add_base(func.value, entry.mutated)
-    return 0
 
 
-def _record_keyword(node: ast.keyword, entry: Statement) -> int:
+def _record_keyword(node: ast.keyword, entry: Statement) -> None:
     if node.arg:
         entry.identifiers.add(node.arg)
-    return 0
 
 
-def _record_arg(node: ast.arg, entry: Statement) -> int:
+def _record_arg(node: ast.arg, entry: Statement) -> None:
     entry.identifiers.add(node.arg)
-    return 0
 
 
-def _record_definition(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, entry: Statement) -> int:
+def _record_definition(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, entry: Statement) -> None:
     entry.identifiers.add(node.name)
     entry.defined.add(node.name)
-    return 0
 
 
-def _record_import(node: ast.Import | ast.ImportFrom, entry: Statement) -> int:
+def _record_import(node: ast.Import | ast.ImportFrom, entry: Statement) -> None:
     is_from = type(node) is ast.ImportFrom
     prefix = "." * (node.level or 0) + (node.module or "") if isinstance(node, ast.ImportFrom) else ""
     for alias in node.names:
@@ -424,22 +421,15 @@ def _record_import(node: ast.Import | ast.ImportFrom, entry: Statement) -> int:
         entry.identifiers.update(alias.name.split("."))
         entry.identifiers.add(bound)
         entry.imported.append((bound, full))
-    return 0
 
 
-def _record_global(node: ast.Global, entry: Statement) -> int:
+def _record_global(node: ast.Global, entry: Statement) -> None:
     entry.binds.update(node.names)
     entry.plain.update(node.names)
-    return 0
 
 
-def _record_bool_op(node: ast.BoolOp, entry: Statement) -> int:
-    return len(node.values)
-
-
-#: What :func:`_scan` records of a node of each kind other than names and attributes; each
-#: returns the length of the ``and``/``or`` chain the node is (0 when it is none).
-_RECORDERS: dict[type, Callable[[Any, Statement], int]] = {
+#: What :func:`_scan` records of a node of each kind other than names, attributes and ``and``/``or``.
+_RECORDERS: dict[type, Callable[[Any, Statement], None]] = {
     ast.Subscript: _record_subscript,
     ast.Call: _record_call,
     ast.keyword: _record_keyword,
@@ -450,7 +440,6 @@ _RECORDERS: dict[type, Callable[[Any, Statement], int]] = {
     ast.Import: _record_import,
     ast.ImportFrom: _record_import,
     ast.Global: _record_global,
-    ast.BoolOp: _record_bool_op,
 }
 
 
