@@ -11,6 +11,7 @@ from ckptlint.checkpoint.evaluator.class_summary import (
     is_property,
     self_parameter,
 )
+from ckptlint.semantic.walk import returns_of
 from ckptlint.checkpoint.evaluator.denotations import (
     MAX_EVAL_DEPTH,
     ClassInfo,
@@ -44,7 +45,6 @@ from ckptlint.facts.torch_facts import (
 )
 from ckptlint.semantic.assignments import candidate_values
 from ckptlint.semantic.bindings import EACH, Binding, BindingKind, MutationKind, ScopeKind
-from ckptlint.semantic.walk import returns_of
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Protocol
 import libcst as cst
 
 from ckptlint.checkpoint.evaluator.class_summary import self_parameter
+from ckptlint.semantic.walk import nodes_of_function
 from ckptlint.checkpoint.evaluator.denotations import Context, LayerUse, Value
 from ckptlint.checkpoint.sites.site import CheckpointSite
 from ckptlint.semantic.bindings import Binding, BindingKind
-from ckptlint.semantic.walk import nodes_of_function
 from ckptlint.text.source import location_label
 
 if TYPE_CHECKING:

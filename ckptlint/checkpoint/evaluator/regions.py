@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ckptlint.checkpoint.evaluator.class_summary import summarise_class
+from ckptlint.semantic.walk import nodes_of_function
 from ckptlint.checkpoint.evaluator.denotations import (
     ClassInfo,
     ContainerValue,
@@ -61,10 +62,10 @@ from ckptlint.checkpoint.evaluator.denotations import (
     replace_ctx,
 )
 from ckptlint.checkpoint.evaluator.evaluation import ExpressionEvaluation
-from ckptlint.checkpoint.evaluator.literals import LiteralDecisions
-from ckptlint.checkpoint.evaluator.region import MAX_DEPTH, Frame, LayerCall, Pending, Region
 from ckptlint.checkpoint.sites.helper_sites import MAX_LEVELS, inputs_bound
+from ckptlint.checkpoint.evaluator.literals import LiteralDecisions
 from ckptlint.checkpoint.sites.options import literal_value
+from ckptlint.checkpoint.evaluator.region import MAX_DEPTH, Frame, LayerCall, Pending, Region
 from ckptlint.checkpoint.sites.site import CheckpointSite
 from ckptlint.facts.apis import ApiKind
 from ckptlint.facts.torch_facts import (
@@ -72,7 +73,6 @@ from ckptlint.facts.torch_facts import (
 )
 from ckptlint.semantic.bindings import Binding, BindingKind, ScopeKind
 from ckptlint.semantic.callables import Signature
-from ckptlint.semantic.walk import nodes_of_function
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
