@@ -40,7 +40,16 @@ __all__ = ["TreeStats", "generate_tree"]
 FILES_PER_SUBPACKAGE = 40
 SUBPACKAGES = ("layers", "models", "ops", "blocks", "heads", "utils", "data", "training", "tests")
 
-_WORDS = ["attention", "cross", "self", "spatial", "temporal", "channel", "patch", "token", "pixel", "latent", "hidden", "residual", "gated", "linear", "conv", "depthwise", "pointwise", "group", "layer", "batch", "instance", "norm", "embed", "position", "rotary", "sinusoidal", "window", "shift", "swin", "vit", "unet", "resnet", "mobile", "efficient", "dense", "sparse", "mixture", "expert", "router", "adapter", "lora", "prompt", "text", "image", "audio", "video", "encoder", "decoder", "bottleneck", "pyramid", "feature", "fusion", "upsample", "downsample", "pool", "stem", "head", "neck", "projection", "scale", "shift", "modulation", "time", "condition", "guidance", "noise", "schedule", "flow", "diffusion", "vae", "quant", "codebook"]
+_WORDS = [
+    "attention", "cross", "self", "spatial", "temporal", "channel", "patch", "token", "pixel",
+    "latent", "hidden", "residual", "gated", "linear", "conv", "depthwise", "pointwise", "group",
+    "layer", "batch", "instance", "norm", "embed", "position", "rotary", "sinusoidal", "window",
+    "shift", "swin", "vit", "unet", "resnet", "mobile", "efficient", "dense", "sparse", "mixture",
+    "expert", "router", "adapter", "lora", "prompt", "text", "image", "audio", "video", "encoder",
+    "decoder", "bottleneck", "pyramid", "feature", "fusion", "upsample", "downsample", "pool",
+    "stem", "head", "neck", "projection", "scale", "shift", "modulation", "time", "condition",
+    "guidance", "noise", "schedule", "flow", "diffusion", "vae", "quant", "codebook"
+]
 _ACTS = ("nn.GELU()", "nn.SiLU()", "nn.ReLU(inplace=True)", "nn.Mish()", "nn.Tanh()", "nn.Identity()")
 _NORMS = ("nn.LayerNorm({d})", "nn.GroupNorm(32, {d})", "nn.RMSNorm({d})", "nn.LayerNorm({d}, eps=1e-6)")
 
@@ -120,7 +129,8 @@ def _imports(rng: random.Random, extra: list[str] | None = None) -> str:
     lines = ["from __future__ import annotations", ""]
     stdlib = rng.sample(["math", "warnings", "logging", "copy", "itertools", "inspect", "os"], rng.randint(1, 3))
     lines += [f"import {m}" for m in sorted(stdlib)]
-    lines.append(f"from typing import {', '.join(sorted(rng.sample(['Any', 'Callable', 'Dict', 'List', 'Optional', 'Tuple', 'Union'], 3)))}")
+    typing_names = sorted(rng.sample(["Any", "Callable", "Dict", "List", "Optional", "Tuple", "Union"], 3))
+    lines.append(f"from typing import {', '.join(typing_names)}")
     lines.append("")
     lines += ["import torch", "import torch.nn as nn" if rng.random() < 0.6 else "from torch import nn"]
     lines.append("import torch.nn.functional as F")
@@ -172,7 +182,11 @@ def _attention_class(rng: random.Random, name: str, dropout: bool) -> str:
     w.add(f"class {name}(nn.Module):")
     w.add(_docstring(rng, "    ", "multi-head attention", ["dim", "heads", "qkv_bias", "attn_drop"]))
     w.add("")
-    w.add(f"    def __init__(self, dim: int, heads: int = {heads}, qkv_bias: bool = {rng.choice(('True', 'False'))}, attn_drop: float = {0.1 if dropout else 0.0}) -> None:")
+    qkv_bias = rng.choice(("True", "False"))
+    w.add(
+        f"    def __init__(self, dim: int, heads: int = {heads}, qkv_bias: bool = {qkv_bias}, "
+        f"attn_drop: float = {0.1 if dropout else 0.0}) -> None:"
+    )
     w.add("        super().__init__()")
     w.add('        assert dim % heads == 0, f"dim {dim} must be divisible by heads {heads}"')
     w.add("        self.heads = heads")
@@ -385,9 +399,13 @@ class _Module:
 def _plain_model_file(rng: random.Random, dead_import: bool = False) -> tuple[str, list[str]]:
     extra = []
     if dead_import:
-        extra = [rng.choice(("import torch.utils.checkpoint", "from torch.utils.checkpoint import checkpoint", "import torch.utils.checkpoint as cp"))]
+        forms = ("import torch.utils.checkpoint", "from torch.utils.checkpoint import checkpoint", "import torch.utils.checkpoint as cp")
+        extra = [rng.choice(forms)]
     body, names = _model_body(rng, _line_target(rng))
-    text = f'{_license(rng)}\n"""{" ".join(rng.sample(_WORDS, 5)).capitalize()} layers."""\n\n{_imports(rng, extra)}\n\nlogger = logging.getLogger(__name__)\n\n\n{body}'
+    text = (
+        f'{_license(rng)}\n"""{" ".join(rng.sample(_WORDS, 5)).capitalize()} layers."""\n\n{_imports(rng, extra)}\n\n'
+        f"logger = logging.getLogger(__name__)\n\n\n{body}"
+    )
     if dead_import and rng.random() < 0.5:
         text += (
             "\n\n# Gradient checkpointing is switched on by the training script through\n"
@@ -476,7 +494,8 @@ def _utility_file(rng: random.Random) -> str:
             elif kind == 2:
                 w.add(f'    {field_name}: str = "{rng.choice(_WORDS)}"')
             else:
-                w.add(f"    {field_name}: List[int] = field(default_factory=lambda: [{', '.join(str(rng.randint(1, 9)) for _ in range(4))}])")
+                numbers = ", ".join(str(rng.randint(1, 9)) for _ in range(4))
+                w.add(f"    {field_name}: List[int] = field(default_factory=lambda: [{numbers}])")
         w.add("")
         w.add("    @classmethod")
         w.add("    def from_json(cls, path: str) -> " + f'"{name}":')
@@ -579,7 +598,8 @@ def _checkpoint_model_file(
     w.add("")
     w.add(_mlp_class(rng, own_mlp, rng.random() < 0.5))
     w.add("")
-    w.add(_block_class(rng, own_block, block_classes[0] if "Attention" in block_classes[0] else own_mlp, own_mlp, rng.random() < 0.5, rng.random() < 0.3))
+    inner = block_classes[0] if "Attention" in block_classes[0] else own_mlp
+    w.add(_block_class(rng, own_block, inner, own_mlp, rng.random() < 0.5, rng.random() < 0.3))
     w.add("")
     w.add(body)
     w.add("")

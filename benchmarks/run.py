@@ -169,7 +169,7 @@ def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None,
     report = Path(cwd) / ".time-report"
     if _TIME:
         command = [_TIME, "-f", "%U %S %M", "-o", str(report), *command]
-    out = open(stdout, "wb") if stdout else subprocess.DEVNULL  # noqa: SIM115
+    out = open(stdout, "wb") if stdout else subprocess.DEVNULL
     peak = [0]
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.DEVNULL)
@@ -422,11 +422,37 @@ def _print_one_file(cases: list[dict]) -> None:
         ruff = f"{case['ruff_s']:.3f}" if case["ruff_s"] else "-"
         ratio = f"{case['ratio']:.1f}" if case["ratio"] else "-"
         ruff_cpu = f"{case['ruff_cpu_s']:.3f}" if case["ruff_cpu_s"] is not None else "-"
-        print(f"{name:<60} {case['lines']:>6} {case['ckptlint_s']:>10.3f} {case['ckptlint_cpu_s']:>6.3f} {ruff:>7} {ruff_cpu:>6} {ratio:>7} "
-              f"{case['ckptlint_rss_mb']:>7.0f} {case['imports']['modules']:>7} {case['imports']['import_ms']:>9.0f} "
-              f"{'yes' if case['imports']['libcst'] else 'no'}")
+        print(f"{name:<60} {case['lines']:>6} {case['ckptlint_s']:>10.3f} {case['ckptlint_cpu_s']:>6.3f} "
+              f"{ruff:>7} {ruff_cpu:>6} {ratio:>7} {case['ckptlint_rss_mb']:>7.0f} {case['imports']['modules']:>7} "
+              f"{case['imports']['import_ms']:>9.0f} {'yes' if case['imports']['libcst'] else 'no'}")
         print(f"    counters: {_counters_text(case['counters'])}")
     print(f"python -c pass: {cases[0]['python_start_s']:.3f} s; runs per file: {cases[0]['runs']}; x ruff: wall times")
+
+
+def _file_times(times: Path) -> dict[str, float]:
+    """The seconds each file took in the workers (the longest of its runs), from the
+    ``SECONDS<TAB>PATH`` lines ``timed_ckptlint.py`` wrote; empty when none were."""
+    per_file: dict[str, float] = {}
+    if times.exists():
+        for line in times.read_text(encoding="utf-8", errors="surrogateescape").splitlines():
+            seconds, _, path = line.partition("\t")
+            per_file[path] = max(per_file.get(path, 0.0), float(seconds))
+    return per_file
+
+
+def _torchfix_row(args: argparse.Namespace, files: list[Path], work: Path) -> Row:
+    """TorchFix's TOR003 over the tree: over every file, or over ``--torchfix-files`` random
+    ones with the time extrapolated to the whole tree."""
+    count = len(files)
+    subset = files if count <= args.torchfix_files else sorted(random.Random(args.seed).sample(files, args.torchfix_files))
+    command = [args.torchfix, "--select", "TOR003", *map(str, subset)]
+    run = measure(command, cwd=work, stdout=work / "out-torchfix.txt")
+    row = _median_row("cold", "torchfix TOR003", len(subset), [run], f"exit {run.returncode}")
+    if len(subset) < count:
+        rate = row.files_per_second
+        row = Row("cold", "torchfix TOR003", count, count / rate, run.cpu * count / len(subset), row.max_rss_mb,
+                  row.tree_rss_mb, 1, f"extrapolated from {len(subset)} random files ({run.wall:.1f} s, exit {run.returncode})")
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -517,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     ruff = [args.ruff, "check", "--no-cache", "--isolated", "--select", "E9", *paths] if args.ruff else None
     ruff_runs: dict[str, list[Measurement]] = {}
 
-    def ruff_then(scenario: str, step) -> Measurement:  # noqa: ANN001
+    def ruff_then(scenario: str, step) -> Measurement:
         """One ruff run right before each ckptlint run, so both see the same load."""
         if ruff is not None:
             ruff_runs.setdefault(scenario, []).append(measure(ruff, cwd=work))
@@ -545,11 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(_median_row("warm", "ckptlint", count, warm, "nothing changed"))
 
     # slowest files of the (last) cold run, then the worst few alone, before any edit
-    per_file: dict[str, float] = {}
-    if times.exists():
-        for line in times.read_text(encoding="utf-8", errors="surrogateescape").splitlines():
-            seconds, _, path = line.partition("\t")
-            per_file[path] = max(per_file.get(path, 0.0), float(seconds))
+    per_file = _file_times(times)
     slowest = sorted(per_file.items(), key=lambda item: -item[1])[: args.slowest]
     alone: list[dict] = []
     for path, _ in slowest[: args.alone]:
@@ -584,14 +606,7 @@ def main(argv: list[str] | None = None) -> int:
         row.ratio = row.wall / reference if reference else None
 
     if args.torchfix:
-        subset = files if count <= args.torchfix_files else sorted(random.Random(args.seed).sample(files, args.torchfix_files))
-        command = [args.torchfix, "--select", "TOR003", *map(str, subset)]
-        run = measure(command, cwd=work, stdout=work / "out-torchfix.txt")
-        row = _median_row("cold", "torchfix TOR003", len(subset), [run], f"exit {run.returncode}")
-        if len(subset) < count:
-            rate = row.files_per_second
-            row = Row("cold", "torchfix TOR003", count, count / rate, run.cpu * count / len(subset), row.max_rss_mb,
-                      row.tree_rss_mb, 1, f"extrapolated from {len(subset)} random files ({run.wall:.1f} s, exit {run.returncode})")
+        row = _torchfix_row(args, files, work)
         row.ratio = row.wall / ruff_wall if ruff_wall else None
         rows.append(row)
 

@@ -67,17 +67,20 @@ def server_times(path: Path) -> tuple[float, float, float, float, int]:
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "ckptlint", "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
-        _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": path.parent.resolve().as_uri(), "capabilities": {}}})
+        params = {"processId": None, "rootUri": path.parent.resolve().as_uri(), "capabilities": {}}
+        _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
         _wait(proc, request_id=1)
         initialized = time.perf_counter() - start
         _send(proc, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        _send(proc, {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}})
+        document = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+        _send(proc, {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": document}})
         published = _wait(proc, method="textDocument/publishDiagnostics")
         first = time.perf_counter() - start
         changes = []
         for version in (2, 3):
             t = time.perf_counter()
-            _send(proc, {"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text + "\n" * version}]}})
+            params = {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text + "\n" * version}]}
+            _send(proc, {"jsonrpc": "2.0", "method": "textDocument/didChange", "params": params})
             while _wait(proc, method="textDocument/publishDiagnostics")["params"].get("version") != version:
                 pass  # the diagnostics pygls publishes again for the opened version
             changes.append(time.perf_counter() - t)

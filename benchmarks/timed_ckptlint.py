@@ -1,11 +1,12 @@
 """``python -m ckptlint`` that also records the time each parsed file took.
 
 Used by ``benchmarks/run.py`` for its cold runs: it wraps :func:`ckptlint.lint.task.run_task`
-(``ckptlint.lint.results._run_task`` before the layout of December 2026; the function a worker process, or the main process with one job, calls for every file that
-passed the gate and the cache) before the CLI starts, so workers forked by the pool inherit
-the wrapper. Each finished file appends one line ``SECONDS<TAB>PATH`` to the file named by
-the environment variable ``CKPTLINT_BENCH_TIMES`` (opened in append mode, one ``write`` a
-line, so lines of concurrent workers do not interleave). Without that variable, or when the
+(``ckptlint.lint.results._run_task`` before the layout of December 2026; the function a
+worker process, or the main process with one job, calls for every file that passed the gate
+and the cache) before the CLI starts, so workers forked by the pool inherit the wrapper. Each
+finished file appends one line ``SECONDS<TAB>PATH`` to the file named by the environment
+variable ``CKPTLINT_BENCH_TIMES`` (opened in append mode, one ``write`` a line, so lines of
+concurrent workers do not interleave). Without that variable, or when the
 engine has no ``_run_task`` (a later engine), it is plain ``python -m ckptlint``. The cost
 is two ``perf_counter`` calls and one short write per parsed file.
 """
@@ -32,7 +33,7 @@ def _install(path: str) -> None:
     if original is None:
         return
 
-    def timed(task, linter=None):  # noqa: ANN001, ANN202 - the engine's own signature
+    def timed(task, linter=None):
         start = time.perf_counter()
         try:
             return original(task, linter)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ckptlint.config.declarations import parse_target_version
 from ckptlint.config.files import CliOverrides, build_settings
-from ckptlint.config.settings import normalise_selectors
+from ckptlint.config.settings import Settings, normalise_selectors
 from ckptlint.lint.linter import FileLinter
 from ckptlint.lint.results import FixMode, ProblemKind, io_error
 from ckptlint.semantic.project import Project
@@ -23,7 +23,7 @@ __all__ = ["fix_source", "lint_source", "settings_for"]
 
 def settings_for(
     select: Iterable[str] | None = None, ignore: Iterable[str] = (), target_versions: Mapping[str, str] | None = None
-):  # noqa: ANN201
+) -> Settings:
     """Settings with no configuration file, the given selection and ``cwd`` as root;
     ``target_versions``: library -> version or specifier set (``{"transformers": ">=5.24"}``),
     as ``--target-version`` gives them. Raises

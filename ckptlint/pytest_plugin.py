@@ -22,7 +22,8 @@ Provides:
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -143,7 +144,7 @@ class EquivalenceChecker:
     report; raises :class:`ckptlint.runtime.CheckpointMismatch` on a difference.
     """
 
-    def __init__(self, device: Any):
+    def __init__(self, device: Any) -> None:
         self.device = device
 
     def __call__(self, module_or_fn: Callable, *inputs: Any, to_device: bool = True, **options: Any) -> Any:
@@ -164,7 +165,7 @@ class RngAuditor:
     :func:`ckptlint.runtime.audit_rng`'s list of records.
     """
 
-    def __init__(self, device: Any):
+    def __init__(self, device: Any) -> None:
         self.device = device
 
     def __call__(self, module_or_fn: Callable, *inputs: Any, to_device: bool = True, **options: Any) -> list:
@@ -186,7 +187,7 @@ class MemoryComparer:
     (``ckpt_memory_ratio``, ``ckpt_time_ratio``) and listed in the "ckptlint memory" summary.
     """
 
-    def __init__(self, device: Any, request: pytest.FixtureRequest):
+    def __init__(self, device: Any, request: pytest.FixtureRequest) -> None:
         self.device = device
         self._request = request
 
@@ -223,7 +224,7 @@ class ModelEquivalenceChecker:
     like ``ckpt_memory`` does.
     """
 
-    def __init__(self, device: Any, request: pytest.FixtureRequest):
+    def __init__(self, device: Any, request: pytest.FixtureRequest) -> None:
         self.device = device
         self._request = request
 

@@ -149,7 +149,7 @@ def assert_lints(
     found = [d for d in lint(source, rules, versions=versions) if d.code == code]
     shown = [(d.start, d.message) for d in found]
     if count is None:
-        _check(found, f"{code} not reported")
+        _check(bool(found), f"{code} not reported")
     else:
         _check(len(found) == count, f"{code}: expected {count} finding(s), got {shown}")
     if at is not None:
@@ -207,7 +207,7 @@ def check_invalid(rule: type[Rule], example: Invalid) -> None:
     """An ``INVALID`` example: the rule reports it ``count`` times, the first at ``at`` with
     ``message`` in each message; ``fixed`` is the source after ``--fix --unsafe-fixes`` (and a
     fixed point), or ``None``: no finding carries a fix."""
-    _check(example.at is not None and example.message, f"{rule.code}: an Invalid example needs `at` and `message`")
+    _check(example.at is not None and bool(example.message), f"{rule.code}: an Invalid example needs `at` and `message`")
     assert_lints(
         example.code,
         rule.code,

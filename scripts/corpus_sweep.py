@@ -108,7 +108,7 @@ def compiles(path: Path) -> bool:
                     validate(source.decode("utf-8-sig"))
                 except (NotebookError, ValueError, ImportError):
                     return False
-                except Exception:  # nbformat.ValidationError
+                except Exception:  # noqa: BLE001 - nbformat.ValidationError, a jsonschema error
                     return False
                 source = code_bytes(source)
             compile(source, str(path), "exec", dont_inherit=True)

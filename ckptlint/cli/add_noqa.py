@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ckptlint.cli.common import error
 
+if TYPE_CHECKING:
+    from ckptlint.lint.results import RunResult
+
 __all__ = ["write_noqa"]
 
 
-def write_noqa(run, may_write) -> bool:  # noqa: ANN001
+def write_noqa(run: RunResult, may_write: Callable[[str], bool]) -> bool:
     """``--add-noqa``: write the directives; print how many were added. Returns whether
     something failed. ``may_write(path)``: whether ``path`` resolves inside the paths given
     (others are never written)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,6 +19,9 @@ from ckptlint import __version__
 from ckptlint.cli.options import Options, file_timeout, prepare
 from ckptlint.cli.signals import signal_exit, signal_name, stop_on_signals
 from ckptlint.output import FORMATS
+
+if TYPE_CHECKING:
+    from ckptlint.lint.stop import StopFlag
 
 __all__ = ["main", "run"]
 
@@ -113,7 +117,7 @@ class _Command(click.Command):
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print tracebacks of internal errors.")
 @click.version_option(__version__, "-V", "--version", prog_name="ckptlint", message="%(prog)s %(version)s")
-def main(**options) -> None:  # noqa: ANN003
+def main(**options: Any) -> None:
     """Lint PyTorch activation checkpointing in PATHS (default: the current folder).
 
     Use `-` as the path (with --stdin-filename) to lint source read from stdin.
@@ -139,7 +143,7 @@ def main(**options) -> None:  # noqa: ANN003
             sys.exit(report_crash(exc, verbose=bool(options.get("verbose"))))
 
 
-def _main(stop, **values) -> None:  # noqa: ANN001, ANN003 - a StopFlag; the options
+def _main(stop: StopFlag, **values: Any) -> None:
     """The command (:func:`main` runs it with SIGINT/SIGTERM handlers that set ``stop``):
     the modes that need no files first, then the check (:func:`ckptlint.cli.check.check`)."""
     options = Options(**values)

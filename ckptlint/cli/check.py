@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,10 +20,17 @@ from ckptlint.cli.signals import signal_exit, signal_name
 from ckptlint.cli.stdin import lint_stdin
 from ckptlint.rule_codes import IO_ERROR
 
+if TYPE_CHECKING:
+    from ckptlint.config.discovery import DiscoveryResult
+    from ckptlint.config.settings import Settings
+    from ckptlint.lint.results import FixMode, RunResult
+    from ckptlint.lint.stop import StopFlag
+    from ckptlint.text.diagnostics import Diagnostic
+
 __all__ = ["check"]
 
 
-def check(options: Options, invocation: Invocation, stop) -> int:  # noqa: ANN001 - a StopFlag
+def check(options: Options, invocation: Invocation, stop: StopFlag) -> int:
     """Run the check (or ``--show-files``/``--show-settings``/``--show-sites``) and return
     the exit status: 0 nothing left, 1 findings left (or files not checked, or fixes with
     ``--exit-non-zero-on-fix``), 2 errors, 128 + the signal's number when stopped."""
@@ -102,7 +110,16 @@ def check(options: Options, invocation: Invocation, stop) -> int:  # noqa: ANN00
     return _report(options, invocation, stop, run, found, files, fmt, base_settings)
 
 
-def _report(options: Options, invocation: Invocation, stop, run, found, files, fmt: str, base_settings) -> int:  # noqa: ANN001, PLR0913
+def _report(
+    options: Options,
+    invocation: Invocation,
+    stop: StopFlag,
+    run: RunResult,
+    found: DiscoveryResult | None,
+    files: list[Path],
+    fmt: str,
+    base_settings: Settings,
+) -> int:
     """After linting: warnings and errors on stderr, then ``--add-noqa``, the fixes, the report."""
     from ckptlint.lint.results import FixMode, ProblemKind, io_error
     from ckptlint.output.base import display_path
@@ -193,18 +210,18 @@ def _report(options: Options, invocation: Invocation, stop, run, found, files, f
     return EXIT_OK
 
 
-def sources(run, mode) -> dict[str, str]:  # noqa: ANN001
+def sources(run: RunResult, mode: FixMode) -> dict[str, str]:
     """The text each file's diagnostics refer to: the fixed text when --fix changed it."""
     sources = {}
     for r in run.results:
         if r.source is None:
             continue
         fixed = mode.value == "apply" and r.changed
-        sources[r.path] = r.fixed_text if fixed else r.source.text
+        sources[r.path] = r.fixed_text if fixed and r.fixed_text is not None else r.source.text
     return sources
 
 
-def _hint_hidden_fixes(diagnostics, unsafe: bool) -> None:  # noqa: ANN001
+def _hint_hidden_fixes(diagnostics: list[Diagnostic], unsafe: bool) -> None:
     """``--diff`` that shows nothing because every fix is unsafe says so, as ruff does:
     ``No errors would be fixed (1 fix available with `--unsafe-fixes`).``"""
     from ckptlint.text.diagnostics import Applicability
@@ -216,7 +233,7 @@ def _hint_hidden_fixes(diagnostics, unsafe: bool) -> None:  # noqa: ANN001
         click.echo(f"No errors would be fixed ({hidden} fix{'es' if hidden != 1 else ''} available with `--unsafe-fixes`).")
 
 
-def _printable_message(d):  # noqa: ANN001, ANN202 - a Diagnostic
+def _printable_message(d: Diagnostic) -> Diagnostic:
     """``d`` with a message every format can write: a file name in it that is not UTF-8
     (CKP902 "resolves to ...") escaped (:func:`ckptlint.output.base.printable`)."""
     from dataclasses import replace

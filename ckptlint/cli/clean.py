@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ckptlint.cli.common import EXIT_ERROR, EXIT_OK, error
 
+if TYPE_CHECKING:
+    from ckptlint.config.files import SettingsResolver
+
 __all__ = ["clean_caches"]
 
 
-def clean_caches(targets: list[Path], resolver, quiet: bool) -> int:
+def clean_caches(targets: list[Path], resolver: SettingsResolver, quiet: bool) -> int:
     """``--clean``: remove what ckptlint wrote in its cache folders below ``targets`` and in the
     configured one (:func:`ckptlint.lint.cache_folder.clean`); nothing else is removed."""
     from ckptlint.config.files import ConfigError

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import IO, Any
 
 import click
 
@@ -51,9 +52,8 @@ def write_whole(path: Path, data: bytes) -> None:
     that is not a regular file (``-o /dev/stdout``, a FIFO) is written to, never replaced.
     Raises ``OSError``; the original file is then untouched and the temporary file removed."""
     import os
-    import tempfile
-
     import stat
+    import tempfile
 
     try:
         status = os.stat(path)
@@ -86,7 +86,7 @@ def write_whole(path: Path, data: bytes) -> None:
         raise
 
 
-def stream_failed(stream) -> None:  # noqa: ANN001
+def stream_failed(stream: IO[Any]) -> None:
     """After a write to ``stream`` (stdout or stderr) failed: point its descriptor at
     ``/dev/null`` so that the text still buffered does not fail again when the process
     flushes it at exit (which would turn the exit status into 120)."""
@@ -103,7 +103,7 @@ def stream_failed(stream) -> None:  # noqa: ANN001
         os.close(null)
 
 
-def binary(stream):  # noqa: ANN001, ANN202
+def binary(stream: IO[Any]) -> IO[bytes]:
     """The byte stream under a text stream (``sys.stdin.buffer``), so source bytes pass
     through untouched (encoding, byte-order mark, CRLF)."""
     return getattr(stream, "buffer", stream)

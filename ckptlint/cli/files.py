@@ -5,13 +5,18 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ckptlint.cli.common import EXIT_ERROR, error
+
+if TYPE_CHECKING:
+    from ckptlint.config.discovery import DiscoveryResult
+    from ckptlint.config.files import SettingsResolver
 
 __all__ = ["changed_since"]
 
 
-def changed_since(revision: str, paths: list[Path], resolver, cwd: Path):  # noqa: ANN001, ANN202
+def changed_since(revision: str, paths: list[Path], resolver: SettingsResolver, cwd: Path) -> DiscoveryResult:
     """``--since``: the changed Python files below ``paths`` (default: everywhere), with
     excludes and .gitignore applied as if each were named with --force-exclude."""
     from ckptlint.config.discovery import DiscoveryResult, discover

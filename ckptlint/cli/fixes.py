@@ -5,16 +5,28 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ckptlint.cli.common import binary, os_error
+
+if TYPE_CHECKING:
+    from ckptlint.lint.results import FileResult, FixMode, RunResult
+    from ckptlint.lint.stop import StopFlag
+    from ckptlint.text.diagnostics import Diagnostic
 
 __all__ = ["handle_fixes", "keep_unfixed"]
 
 
-def handle_fixes(  # noqa: ANN001
-    run, mode, cwd: Path, may_write, to_stdout: bool = False, stop=None
-) -> tuple[list, int]:
+def handle_fixes(
+    run: RunResult,
+    mode: FixMode,
+    cwd: Path,
+    may_write: Callable[[str], bool],
+    to_stdout: bool = False,
+    stop: StopFlag | None = None,
+) -> tuple[list[Diagnostic], int]:
     """Write fixed files (``APPLY``) or print their diffs (``DIFF``). Returns
     ``(unwritten, fixed findings)``: a CKP902 diagnostic for each fixed file that could not be
     written (that file then reports its findings as read, none counted as fixed).
@@ -31,13 +43,13 @@ def handle_fixes(  # noqa: ANN001
     from ckptlint.text.fixer import FileChangedError, write_atomically
     from ckptlint.text.source import split_lines
 
-    unwritten = []
+    unwritten: list[Diagnostic] = []
     fixed = 0
     if to_stdout and mode.value == "apply":
         sys.stdout.flush()
         stdout = binary(sys.stdout)
         for result in run.results:
-            if result.source is not None and result.changed:
+            if result.source is not None and result.fixed_text is not None and result.changed:
                 stdout.write(result.source.encode(result.fixed_text))
                 fixed += result.fixed
             elif result.raw is not None:
@@ -84,7 +96,7 @@ def handle_fixes(  # noqa: ANN001
     return unwritten, fixed
 
 
-def keep_unfixed(result) -> None:  # noqa: ANN001
+def keep_unfixed(result: FileResult) -> None:
     """A fixed file that was not written: it reports its findings as read, nothing fixed."""
     if result.diagnostics_before_fix is not None:
         result.diagnostics = result.diagnostics_before_fix

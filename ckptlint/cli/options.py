@@ -8,11 +8,16 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ckptlint.cli.common import EXIT_ERROR, error
+
+if TYPE_CHECKING:
+    from ckptlint.config.files import SettingsResolver
+    from ckptlint.config.settings import Settings
+    from ckptlint.lint.results import FixMode
 
 __all__ = ["NO_TIME_LIMIT", "Invocation", "Options", "file_timeout", "prepare"]
 
@@ -72,9 +77,9 @@ class Invocation:
     """
 
     cwd: Path
-    resolver: Any
-    mode: Any
-    unsafe: Callable[[Any], bool]
+    resolver: SettingsResolver
+    mode: FixMode
+    unsafe: Callable[[Settings], bool]
     use_stdin: bool
     stdin_path: Path | None
 
@@ -165,8 +170,11 @@ def file_timeout(value: float | None) -> float | None:
     return NO_TIME_LIMIT if value > 365 * 24 * 3600 else value
 
 
-def unsafe_resolver(cli_value: bool | None):
-    def unsafe(settings) -> bool:  # noqa: ANN001 - Settings, imported lazily
+def unsafe_resolver(cli_value: bool | None) -> Callable[[Settings], bool]:
+    """Whether unsafe fixes apply under given settings: ``--unsafe-fixes``/``--no-unsafe-fixes``
+    when given, else the settings' ``unsafe-fixes``."""
+
+    def unsafe(settings: Settings) -> bool:
         if cli_value is not None:
             return cli_value
         return bool(settings.unsafe_fixes)

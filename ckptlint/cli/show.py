@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ckptlint.cli.common import EXIT_OK
 
+if TYPE_CHECKING:
+    from ckptlint.config.files import SettingsResolver
+
 __all__ = ["show_settings"]
 
 
-def show_settings(path: Path, resolver) -> int:  # noqa: ANN001
+def show_settings(path: Path, resolver: SettingsResolver) -> int:
     """``--show-settings``: the settings that apply to ``path``, one ``key = value`` line each
     (lists one item a line), as ruff prints them."""
     from dataclasses import fields
@@ -34,7 +38,7 @@ def show_settings(path: Path, resolver) -> int:  # noqa: ANN001
     return EXIT_OK
 
 
-def _setting_value(value) -> str:  # noqa: ANN001
+def _setting_value(value: object) -> str:
     if value is None:
         return "none"
     if isinstance(value, bool):

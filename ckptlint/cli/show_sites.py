@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
@@ -37,12 +37,15 @@ from ckptlint.lint.gate import may_have_findings
 from ckptlint.text.source import location_label
 
 if TYPE_CHECKING:
+    from ckptlint.checkpoint.evaluator.region import Frame
+    from ckptlint.checkpoint.sites.options import OptionValue
+    from ckptlint.checkpoint.sites.site import CheckpointSite, HelperSummary
     from ckptlint.semantic.project import Project
 
 __all__ = ["collect_site_records", "format_table", "show_sites"]
 
 
-def _option_value(value) -> object:  # noqa: ANN001 - an OptionValue
+def _option_value(value: OptionValue) -> object:
     from ckptlint.checkpoint.sites.options import OptionState
 
     if value.state is OptionState.LITERAL and isinstance(value.value, (bool, int, float, str, type(None))):
@@ -50,7 +53,7 @@ def _option_value(value) -> object:  # noqa: ANN001 - an OptionValue
     return "unknown"
 
 
-def _variant(site) -> object:  # noqa: ANN001 - a CheckpointSite
+def _variant(site: CheckpointSite) -> object:
     runs = site.runs_reentrant
     return "unknown" if runs is None else runs
 
@@ -59,8 +62,8 @@ def collect_site_records(files: list[Path]) -> list[dict]:
     """The site records of ``files`` (absolute or relative paths; read, gated, parsed),
     sorted by file and position. Unreadable or unparsable files are skipped."""
     from ckptlint.lint.limits import size_limit
-    from ckptlint.text.reading import read_regular
     from ckptlint.semantic.project import Project, module_name_for
+    from ckptlint.text.reading import read_regular
 
     project = Project()
     records: list[dict] = []
@@ -107,7 +110,7 @@ def _file_records(project: Project, raw: bytes, absolute: Path, name: str, is_pa
             name: _option_value(value) for name, value in sorted(site.options.items()) if not value.is_absent
         }
         options["use_reentrant"] = _variant(site)
-        region = {"status": "unknown", "frames": []}
+        region: dict[str, object] = {"status": "unknown", "frames": []}
         if site.function is not None:
             try:
                 found = builder.region(site, analysis)
@@ -144,7 +147,7 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def _frame(frame) -> dict:  # noqa: ANN001 - a regions.Frame
+def _frame(frame: Frame) -> dict:
     analysis = frame.analysis
     function = frame.function
     if isinstance(function, cst.FunctionDef):
@@ -156,7 +159,7 @@ def _frame(frame) -> dict:  # noqa: ANN001 - a regions.Frame
     return {"name": name, "filename": os.path.abspath(analysis.source.path), "row": row}
 
 
-def _helper(helper) -> dict:  # noqa: ANN001 - a site.HelperSummary
+def _helper(helper: HelperSummary) -> dict:
     """Where the helper a site calls is defined, and what it does with its parameter."""
     analysis = helper.analysis
     return {
@@ -202,7 +205,7 @@ def show_sites(files: list[Path], output_format: str) -> str:
     return printable(format_table(records))
 
 
-def _with_printable_names(value):  # noqa: ANN001, ANN202 - JSON data
+def _with_printable_names(value: Any) -> Any:
     """``value`` with every ``filename`` made printable (:func:`ckptlint.output.base.printable`)."""
     from ckptlint.output.base import printable
 

@@ -3,6 +3,12 @@ progress, a second stops it at once; exit status 128 + the signal's number."""
 
 from __future__ import annotations
 
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ckptlint.lint.stop import StopFlag
+
 __all__ = ["signal_exit", "signal_name", "stop_on_signals"]
 
 
@@ -23,11 +29,11 @@ def signal_exit(signum: int | None) -> int:
     return 128 + (signum or signal.SIGINT)
 
 
-class stop_on_signals:  # noqa: N801 - used as a context manager
+class stop_on_signals:
     """While active (and only in the main thread), SIGINT and SIGTERM call ``stop.request``:
     the first asks the run to stop after the files in progress, a second stops it at once."""
 
-    def __init__(self, stop) -> None:  # noqa: ANN001
+    def __init__(self, stop: StopFlag) -> None:
         self.stop = stop
         self.previous: dict[int, object] = {}
 
@@ -40,10 +46,12 @@ class stop_on_signals:  # noqa: N801 - used as a context manager
                 self.previous[signum] = signal.signal(signum, self._handle)
         return self
 
-    def _handle(self, signum, frame) -> None:  # noqa: ANN001
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.stop.request(signum)
 
-    def __exit__(self, *exc_info) -> None:  # noqa: ANN002
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         import signal
 
         for signum, handler in self.previous.items():

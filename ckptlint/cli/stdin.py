@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ckptlint.cli.common import EXIT_ERROR, binary, error
+
+if TYPE_CHECKING:
+    from ckptlint.config.files import SettingsResolver
+    from ckptlint.config.settings import Settings
+    from ckptlint.lint.results import FixMode, RunResult
 
 __all__ = ["lint_stdin", "read_stdin"]
 
@@ -23,7 +30,13 @@ def read_stdin() -> bytes:
         sys.exit(EXIT_ERROR)
 
 
-def lint_stdin(path: Path | None, resolver, mode, unsafe, force_exclude: bool | None):  # noqa: ANN001, ANN202
+def lint_stdin(
+    path: Path | None,
+    resolver: SettingsResolver,
+    mode: FixMode,
+    unsafe: Callable[[Settings], bool],
+    force_exclude: bool | None,
+) -> tuple[RunResult, bool]:
     """Lint the bytes of stdin as the file ``path`` (``None``: named ``-``, settings of the
     working directory). Returns ``(run, excluded)``; an excluded path (with force-exclude)
     prints nothing, or the source unchanged under --fix."""

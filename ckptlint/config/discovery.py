@@ -132,13 +132,14 @@ def _any_pattern_regex(spec: pathspec.GitIgnoreSpec) -> re.Pattern[str] | None:
     regexes = [p.regex for p in spec.patterns if getattr(p, "include", None) is not None]
     if not regexes:
         return re.compile(r"(?!)")  # nothing can match
-    if any(not isinstance(r, re.Pattern) or not isinstance(r.pattern, str) for r in regexes):
+    compiled = [r for r in regexes if isinstance(r, re.Pattern) and isinstance(r.pattern, str)]
+    if len(compiled) < len(regexes):
         return None
-    if len({r.flags for r in regexes}) != 1:
+    if len({r.flags for r in compiled}) != 1:
         return None
-    parts = [_NAMED_GROUP.sub("(?:", r.pattern) for r in regexes]
+    parts = [_NAMED_GROUP.sub("(?:", r.pattern) for r in compiled]
     try:
-        return re.compile("|".join(f"(?:{part})" for part in parts), regexes[0].flags)
+        return re.compile("|".join(f"(?:{part})" for part in parts), compiled[0].flags)
     except re.error:
         return None
 

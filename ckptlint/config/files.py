@@ -246,7 +246,7 @@ class SettingsResolver:
     versions the project declares (:class:`~ckptlint.config.declarations.DeclaredVersions`)
     join the settings of each file, under the overrides."""
 
-    def __init__(self, cli: CliOverrides, *, cwd: Path, isolated: bool = False, config: Path | None = None):
+    def __init__(self, cli: CliOverrides, *, cwd: Path, isolated: bool = False, config: Path | None = None) -> None:
         self.cli = cli
         self.cwd = cwd
         self.isolated = isolated

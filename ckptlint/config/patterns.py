@@ -45,16 +45,21 @@ def exclude_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
     depends on the order)."""
     plain = frozenset(p for p in patterns if p and not (_GLOB_CHARACTERS & set(p)))
     others = [p for p in patterns if p not in plain]
+    match_others: Callable[[str], bool]
     if any(p.startswith("!") for p in others):
         specs = [_pattern(p) for p in others]
-        match_others: Callable[[str], bool] = lambda path: any(spec.match_file(path) for spec in specs)
+
+        def match_others(path: str) -> bool:
+            return any(spec.match_file(path) for spec in specs)
+
     elif others:
         import pathspec
 
-        combined = pathspec.GitIgnoreSpec.from_lines(others)
-        match_others = combined.match_file
+        match_others = pathspec.GitIgnoreSpec.from_lines(others).match_file
     else:
-        match_others = lambda path: False
+
+        def match_others(path: str) -> bool:
+            return False
 
     def matches(path: str) -> bool:
         if plain and not plain.isdisjoint(path.rstrip("/").split("/")):

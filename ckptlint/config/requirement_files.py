@@ -66,7 +66,7 @@ class RequirementList:
     lines: dict[str, int] = field(default_factory=dict)
 
     def add(self, name: str, specifier: SpecifierSet | str, line: int) -> None:
-        library = canonicalize_name(name)
+        library: str = canonicalize_name(name)
         library = CONDA_NAMES.get(library, library)
         if library not in _TRACKED:
             return

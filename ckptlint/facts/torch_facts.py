@@ -176,7 +176,9 @@ class RandomFunction:
     training: tuple[str, int, object] | None = None
 
 
-def _functional(name: str, switch=None, training=None) -> RandomFunction:  # noqa: ANN001
+def _functional(
+    name: str, switch: tuple[str, int, object] | None = None, training: tuple[str, int, object] | None = None
+) -> RandomFunction:
     return RandomFunction(name, switch, training)
 
 

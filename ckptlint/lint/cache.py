@@ -321,7 +321,7 @@ class ResultCache:
         self, path: str, entry: dict[str, Any], bucket: _Bucket, *, fixing: bool = False, unsafe: bool = False
     ) -> FileResult | None:
         """The result ``entry`` (of ``bucket``) holds for ``path`` when what it depended on is unchanged."""
-        from ckptlint.lint.results import FileResult, Problem
+        from ckptlint.lint.results import FileResult, Problem, ProblemKind
         from ckptlint.text.diagnostics import Diagnostic
 
         try:
@@ -329,7 +329,7 @@ class ResultCache:
             if deps is None or not self._still_valid(path, entry, deps):
                 return None
             diagnostics = [Diagnostic.from_dict(d) for d in entry["diagnostics"]]
-            problems = [Problem(path, message, kind) for kind, message in entry["problems"]]
+            problems = [Problem(path, message, ProblemKind(kind)) for kind, message in entry["problems"]]
             dependencies = list(deps)
             noqa_used = {(str(other), int(row)) for other, row in entry.get("noqa_used", ())}
         except (KeyError, TypeError, ValueError, AttributeError):

@@ -126,7 +126,7 @@ def _clean_folder(folder: Path) -> bool:
         return removed
     ours = _holds_text(markers[0], CACHEDIR_TAG)
     if not left and ours:
-        for marker, text in zip(markers, (CACHEDIR_TAG, GITIGNORE)):
+        for marker, text in zip(markers, (CACHEDIR_TAG, GITIGNORE), strict=True):
             if _holds_text(marker, text):
                 marker.unlink()
         removed = True
@@ -154,9 +154,9 @@ def clean(paths: Iterable[Path], extra: Iterable[Path] = ()) -> list[Path]:
         given = Path(given)
         if not given.is_dir():
             continue
-        for folder, dirs, _ in os.walk(given):
+        for top, dirs, _ in os.walk(given):
             if DEFAULT_CACHE_DIR in dirs:
-                candidates.append(Path(folder) / DEFAULT_CACHE_DIR)
+                candidates.append(Path(top) / DEFAULT_CACHE_DIR)
             dirs[:] = [d for d in dirs if d not in (DEFAULT_CACHE_DIR, ".git")]
     cleaned: list[Path] = []
     for folder in candidates:

@@ -57,7 +57,10 @@ _CHECKPOINT_LIKE = re.compile(
 _BOM = "\xef\xbb\xbf"  # the UTF-8 byte-order mark, decoded as latin-1
 
 # Modules whose import makes a checkpoint site (or a DCP call, CKP303) possible.
-_MODULE = r"torch\s*\.\s*(?:utils\s*\.\s*checkpoint|distributed\s*\.\s*checkpoint(?:\s*\.\s*\w+)*|distributed\s*\.\s*algorithms\s*\.\s*_checkpoint(?:\s*\.\s*checkpoint_wrapper)?)"
+_MODULE = (
+    r"torch\s*\.\s*(?:utils\s*\.\s*checkpoint|distributed\s*\.\s*checkpoint(?:\s*\.\s*\w+)*"
+    r"|distributed\s*\.\s*algorithms\s*\.\s*_checkpoint(?:\s*\.\s*checkpoint_wrapper)?)"
+)
 _IMPORT_FROM = re.compile(
     r"^[ \t]*from(?:[ \t]|\\\n)+(?P<module>[\w.]+)(?:[ \t]|\\\n)+import(?:[ \t]|\\\n)+"
     r"(?P<names>\([^)]*\)|[^\n#;]*(?:\\\n[^\n#;]*)*)",

@@ -6,7 +6,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ckptlint.lint.results import Problem
+from ckptlint.lint.results import Problem, ProblemKind
 from ckptlint.text.reading import NotRegularFile, load_source
 from ckptlint.text.source import SourceDecodeError
 
@@ -32,12 +32,12 @@ repositories tried takes under 3 s."""
 
 
 def internal_error(path: str, exc: BaseException) -> Problem:
-    return Problem(path, f"internal error: {type(exc).__name__}: {exc}", "internal", traceback.format_exc())
+    return Problem(path, f"internal error: {type(exc).__name__}: {exc}", ProblemKind.INTERNAL, traceback.format_exc())
 
 
 def too_large(path: str, size: int, limit_bytes: int | None = None) -> Problem:
     limit = (limit_bytes or size_limit(path)) // 2**20
-    return Problem(path, f"too large to lint ({size / 2**20:.1f} MiB; the limit is {limit} MiB); file skipped", "parse")
+    return Problem(path, f"too large to lint ({size / 2**20:.1f} MiB; the limit is {limit} MiB); file skipped", ProblemKind.PARSE)
 
 
 def undecodable(path: str, raw: bytes) -> list[Problem]:
@@ -46,7 +46,7 @@ def undecodable(path: str, raw: bytes) -> list[Problem]:
     try:
         load_source(raw, path)
     except SourceDecodeError as exc:
-        return [Problem(path, str(exc), "decode")]
+        return [Problem(path, str(exc), ProblemKind.DECODE)]
     return []
 
 

@@ -19,7 +19,7 @@ from ckptlint.lint.limits import (
     too_large,
     undecodable,
 )
-from ckptlint.lint.results import FileResult, FixMode, Problem
+from ckptlint.lint.results import FileResult, FixMode, Problem, ProblemKind
 from ckptlint.rule_codes import SYNTAX_ERROR, UNUSED_NOQA
 from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Fix
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from ckptlint.semantic.analysis import ModuleAnalysis
+    from ckptlint.semantic.index import ModuleIndex
 
 #: In the ``sites`` parse mode, the linted file is parsed partially only when the statements
 #: its sites need span less than this share of its lines (timm's ``vision_transformer.py``:
@@ -110,7 +111,7 @@ class FileLinter:
         try:
             source = load_source(raw, path)
         except SourceDecodeError as exc:
-            result.problems.append(Problem(path, str(exc), "decode"))
+            result.problems.append(Problem(path, str(exc), ProblemKind.DECODE))
             return result
         if len(source.text) > MAX_FILE_BYTES:  # a notebook's code cells (a .py file's text is never longer)
             result.problems.append(too_large(path, len(source.text), MAX_FILE_BYTES))
@@ -145,19 +146,20 @@ class FileLinter:
                 # concatenated string literals with libcst 1.9.0, syntax newer than libcst):
                 # not a syntax error, but not checked either
                 why = str(exc.message).strip().splitlines()[0] if exc.message else "parser error"
-                problems.append(Problem(source.path, f"libcst cannot parse this file, which Python parses ({why}); file skipped", "parse"))
+                message = f"libcst cannot parse this file, which Python parses ({why}); file skipped"
+                problems.append(Problem(source.path, message, ProblemKind.PARSE))
                 return [], problems
             # Like ruff's syntax errors, CKP999 is always reported: selection, per-file-ignores
             # and noqa cannot hide that a file was not checked.
             return [_syntax_error(source, exc)], problems
         except TooDeeplyNested as exc:
-            problems.append(Problem(source.path, str(exc), "parse"))
+            problems.append(Problem(source.path, str(exc), ProblemKind.PARSE))
             return [], problems
         except RecursionError:
-            problems.append(Problem(source.path, "too deeply nested to parse (recursion limit)", "parse"))
+            problems.append(Problem(source.path, "too deeply nested to parse (recursion limit)", ProblemKind.PARSE))
             return [], problems
         except MemoryError:
-            problems.append(Problem(source.path, "too large to parse (out of memory)", "parse"))
+            problems.append(Problem(source.path, "too large to parse (out of memory)", ProblemKind.PARSE))
             return [], problems
         if os.path.isabs(source.path):
             self.project.remember(Path(source.path), analysis)
@@ -195,7 +197,12 @@ class FileLinter:
         from ckptlint.semantic.parse import parse_selection, parse_source
 
         kept = self.project.cached(Path(source.path)) if os.path.isabs(source.path) else None
-        if kept is not None and kept.covered is None and kept.source.text == source.text and (kept.module_name, kept.is_package) == (module_name, is_package):
+        if (
+            kept is not None
+            and kept.covered is None
+            and kept.source.text == source.text
+            and (kept.module_name, kept.is_package) == (module_name, is_package)
+        ):
             return kept  # parsed whole already, as a module a region of another file reached
         if not self.project.partial or not os.path.isabs(source.path):
             # a file the project cannot parse again (given on stdin, in memory) is parsed
@@ -220,7 +227,7 @@ class FileLinter:
         analysis = parse_selection(source, index, chosen, covered, module_name, is_package)
         return analysis if analysis is not None else parse_source(source, module_name, is_package)
 
-    def _worth_selecting(self, index, chosen: frozenset[int] | set[int]) -> bool:  # noqa: ANN001 - a ModuleIndex
+    def _worth_selecting(self, index: ModuleIndex, chosen: frozenset[int] | set[int]) -> bool:
         """Whether parsing the statements ``chosen`` saves enough to pay for the index and a
         second parse when a region asks for more: always in the ``partial`` parse mode; in
         ``sites``, when they span less than :data:`PARTIAL_SHARE` of the file's lines (on the
@@ -271,14 +278,14 @@ class FileLinter:
                 rule().check(ctx)
             except RecursionError:
                 failed.add(code)
-                problems.append(Problem(source.path, f"{code}: too deeply nested to analyse", "internal"))
+                problems.append(Problem(source.path, f"{code}: too deeply nested to analyse", ProblemKind.INTERNAL))
             except Exception as exc:  # noqa: BLE001 - one rule's bug must not stop the run
                 failed.add(code)
                 problems.append(
                     Problem(
                         source.path,
                         f"internal error in rule {code}: {type(exc).__name__}: {exc}",
-                        "internal",
+                        ProblemKind.INTERNAL,
                         traceback.format_exc(),
                     )
                 )
@@ -286,7 +293,7 @@ class FileLinter:
         kept = self._filter(found, source, settings, enabled, analysis, noqa)
         if may_have_invalid(source.text):  # ruff warns about a noqa directive with a colon and no codes, and ignores it
             index = noqa.get(source.path) or noqa.setdefault(source.path, parse_noqa(source))
-            problems += [Problem(source.path, f"{row}: {INVALID_NOQA}", "warning") for row in index.invalid]
+            problems += [Problem(source.path, f"{row}: {INVALID_NOQA}", ProblemKind.WARNING) for row in index.invalid]
         for path, other in noqa.items():
             if path != source.path:  # for CKP901 in that file (see settle_unused_noqa)
                 self._noqa_used_elsewhere.update((path, row) for row, d in other.by_row.items() if d.used)
@@ -409,7 +416,7 @@ class FileLinter:
         codes = sorted({d.code for d in applied})
         fixes = f"the fix for {codes[0]}" if len(codes) == 1 else f"the fixes for {', '.join(codes)}"
         message = f"internal error: {fixes} produced code that {what}; file left unchanged"
-        result.problems.append(Problem(source.path, message, "fix"))
+        result.problems.append(Problem(source.path, message, ProblemKind.FIX))
         result.diagnostics, _ = self.check(source, settings, *module)
         result.fixed_codes = {}
         result.fixed = 0

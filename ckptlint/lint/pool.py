@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ckptlint.lint.limits import internal_error
@@ -13,7 +13,9 @@ from ckptlint.lint.stop import StopFlag
 from ckptlint.lint.task import Task, died, linter_for, run_task, timed_out
 
 if TYPE_CHECKING:
-    pass
+    from multiprocessing.connection import Connection
+    from multiprocessing.context import DefaultContext, ForkContext
+    from multiprocessing.process import BaseProcess
 
 
 def in_pool(
@@ -38,104 +40,127 @@ def in_pool(
     fixes are written by the caller). ``on_result`` is called with each result as it comes
     (progress).
     """
-    from multiprocessing.connection import wait
+    pool = _Pool(tasks, workers, on_result)
+    try:
+        for slot in range(workers):
+            pool.start(slot)
+        if not pool.live and any(pool.queues):  # no worker process could start: lint here
+            pool.lint_here(stop)
+        while pool.live:
+            if stop is not None and stop.signal:
+                break
+            pool.receive_ready(timeout)
+            if timeout is not None:
+                pool.kill_late(timeout)
+    finally:
+        pool.close()
+    return pool.results
 
-    context = _fork_context()
-    results: list[FileResult | None] = [None] * len(tasks)
 
-    def finish(index: int, result: FileResult) -> None:
-        results[index] = result
-        if on_result is not None:
-            on_result(result)
-    # Contiguous slices, one a worker: files of one package share a worker's module cache;
-    # a worker whose slice is done takes the last file of the longest slice left.
-    size = -(-len(tasks) // workers)
-    queues = [list(range(k, min(k + size, len(tasks))))[::-1] for k in range(0, len(tasks), size)]
-    live: dict[object, _Worker] = {}
-    requeued: set[int] = set()
+class _Pool:
+    """One :func:`in_pool` run: the workers alive (by the parent's end of their pipe), the
+    files each slot has left, and the results so far."""
 
-    def take(slot: int) -> int | None:
-        if not queues:
+    def __init__(self, tasks: list[Task], workers: int, on_result: Callable[[FileResult], None] | None) -> None:
+        self.context = _fork_context()
+        self.tasks = tasks
+        self.on_result = on_result
+        self.results: list[FileResult | None] = [None] * len(tasks)
+        # Contiguous slices, one a worker: files of one package share a worker's module cache;
+        # a worker whose slice is done takes the last file of the longest slice left.
+        size = -(-len(tasks) // workers)
+        self.queues = [list(range(k, min(k + size, len(tasks))))[::-1] for k in range(0, len(tasks), size)]
+        self.live: dict[Connection[int | None, FileResult], _Worker] = {}
+        self.requeued: set[int] = set()
+
+    def finish(self, index: int, result: FileResult) -> None:
+        self.results[index] = result
+        if self.on_result is not None:
+            self.on_result(result)
+
+    def take(self, slot: int) -> int | None:
+        if not self.queues:
             return None
-        own = queues[slot % len(queues)]
+        own = self.queues[slot % len(self.queues)]
         if own:
             return own.pop()
-        longest = max(queues, key=len)
+        longest = max(self.queues, key=len)
         return longest.pop(0) if longest else None
 
-    def assign(worker: _Worker) -> bool:
+    def assign(self, worker: _Worker) -> bool:
         """Give ``worker`` its next file; ``False`` when none is left (or the worker is gone)."""
-        index = take(worker.slot)
+        index = self.take(worker.slot)
         if index is None:
             return False
         try:
             worker.start_task(index)
         except OSError:  # the worker died between two files (BrokenPipeError)
-            live.pop(worker.connection, None)
+            self.live.pop(worker.connection, None)
             worker.close(kill=True)
-            if index in requeued:  # a second worker died before starting it: give up on it
-                finish(index, died(tasks[index], _death(worker.process.exitcode)))
+            if index in self.requeued:  # a second worker died before starting it: give up on it
+                self.finish(index, died(self.tasks[index], _death(worker.process.exitcode)))
             else:
-                requeued.add(index)
-                queues[worker.slot % len(queues)].append(index)  # the next worker of the slot takes it
-            if any(queues):
-                start(worker.slot)
+                self.requeued.add(index)
+                self.queues[worker.slot % len(self.queues)].append(index)  # the next worker of the slot takes it
+            if any(self.queues):
+                self.start(worker.slot)
             return True  # handled: the caller must not retire it again
         return True
 
-    def retire(worker: _Worker, *, kill: bool) -> None:
-        live.pop(worker.connection, None)
+    def retire(self, worker: _Worker, *, kill: bool) -> None:
+        self.live.pop(worker.connection, None)
         worker.close(kill=kill)
 
-    def start(slot: int) -> None:
-        worker = _Worker.spawn(context, tasks, slot)
+    def start(self, slot: int) -> None:
+        worker = _Worker.spawn(self.context, self.tasks, slot)
         if worker is None:
             return
-        live[worker.connection] = worker
-        if not assign(worker):
-            retire(worker, kill=False)
+        self.live[worker.connection] = worker
+        if not self.assign(worker):
+            self.retire(worker, kill=False)
 
-    try:
-        for slot in range(workers):
-            start(slot)
-        if not live and any(queues):  # no worker process could start: lint here
-            linter = linter_for(tasks)
-            for queue in queues:
-                while queue and not (stop and stop.signal):
-                    index = queue.pop()
-                    finish(index, run_task(tasks[index], linter))
-        while live:
-            if stop is not None and stop.signal:
-                break
-            ready = wait(list(live), timeout=_poll_interval(live.values(), timeout))
-            for connection in ready:
-                worker = live[connection]
-                index = worker.index
-                try:
-                    result = connection.recv()  # type: ignore[attr-defined]
-                except Exception:  # noqa: BLE001 - EOFError: the worker died (or died mid-message)
-                    retire(worker, kill=True)
-                    finish(index, died(tasks[index], _death(worker.process.exitcode)))
-                    if any(queues):
-                        start(worker.slot)
-                    continue
-                finish(index, result)
-                if not assign(worker):
-                    retire(worker, kill=False)
-            if timeout is not None:
-                now = time.monotonic()
-                for worker in [w for w in live.values() if now - w.started > timeout]:
-                    retire(worker, kill=True)
-                    finish(worker.index, timed_out(tasks[worker.index], timeout))
-                    if any(queues):
-                        start(worker.slot)
-    finally:
-        for worker in list(live.values()):
-            retire(worker, kill=True)
-    return results
+    def lint_here(self, stop: StopFlag | None) -> None:
+        """Lint every queued file in this process (no worker process could start)."""
+        linter = linter_for(self.tasks)
+        for queue in self.queues:
+            while queue and not (stop and stop.signal):
+                index = queue.pop()
+                self.finish(index, run_task(self.tasks[index], linter))
+
+    def receive_ready(self, timeout: float | None) -> None:
+        """Wait a short while for results; take each one that came and give its worker the next file."""
+        from multiprocessing.connection import wait
+
+        ready = wait(list(self.live), timeout=_poll_interval(self.live.values(), timeout))
+        for worker in [w for connection, w in self.live.items() if connection in ready]:
+            index = worker.index
+            try:
+                result = worker.connection.recv()
+            except Exception:  # noqa: BLE001 - EOFError: the worker died (or died mid-message)
+                self.retire(worker, kill=True)
+                self.finish(index, died(self.tasks[index], _death(worker.process.exitcode)))
+                if any(self.queues):
+                    self.start(worker.slot)
+                continue
+            self.finish(index, result)
+            if not self.assign(worker):
+                self.retire(worker, kill=False)
+
+    def kill_late(self, timeout: float) -> None:
+        """Kill the workers that have spent more than ``timeout`` seconds on their file."""
+        now = time.monotonic()
+        for worker in [w for w in self.live.values() if now - w.started > timeout]:
+            self.retire(worker, kill=True)
+            self.finish(worker.index, timed_out(self.tasks[worker.index], timeout))
+            if any(self.queues):
+                self.start(worker.slot)
+
+    def close(self) -> None:
+        for worker in list(self.live.values()):
+            self.retire(worker, kill=True)
 
 
-def _poll_interval(workers, timeout: float | None) -> float:  # noqa: ANN001
+def _poll_interval(workers: Iterable[_Worker], timeout: float | None) -> float:
     """How long to wait for a result: short enough to notice a stop request within a tenth of
     a second, and to kill a worker soon after its time limit."""
     if timeout is None:
@@ -147,7 +172,7 @@ def _poll_interval(workers, timeout: float | None) -> float:  # noqa: ANN001
 class _Worker:
     """One forked worker process and the parent's end of its pipe."""
 
-    def __init__(self, process, connection, slot: int) -> None:  # noqa: ANN001
+    def __init__(self, process: BaseProcess, connection: Connection[int | None, FileResult], slot: int) -> None:
         self.process = process
         self.connection = connection
         self.slot = slot
@@ -155,7 +180,7 @@ class _Worker:
         self.started = 0.0
 
     @classmethod
-    def spawn(cls, context, tasks: list[Task], slot: int) -> _Worker | None:  # noqa: ANN001
+    def spawn(cls, context: ForkContext | DefaultContext, tasks: list[Task], slot: int) -> _Worker | None:
         try:
             parent, child = context.Pipe(duplex=True)
             process = context.Process(target=_worker_main, args=(tasks, child, os.getpid()), daemon=True)
@@ -185,7 +210,7 @@ class _Worker:
             self.process.join()
 
 
-def _worker_main(tasks: list[Task], connection, parent: int) -> None:  # noqa: ANN001 - a Connection
+def _worker_main(tasks: list[Task], connection: Connection[FileResult, int | None], parent: int) -> None:
     """A worker process: lint the task whose index arrives, send its result back, until
     ``None`` or end-of-file. ``parent``: the process id of the ``ckptlint`` that forked it."""
     import signal
@@ -225,7 +250,7 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _fork_context():  # noqa: ANN202 - a multiprocessing context
+def _fork_context() -> ForkContext | DefaultContext:
     import multiprocessing
 
     try:

@@ -18,7 +18,7 @@ from ckptlint.lint.limits import (
     undecodable,
 )
 from ckptlint.lint.pool import in_pool
-from ckptlint.lint.results import FileResult, FixMode, Problem, RunResult
+from ckptlint.lint.results import FileResult, FixMode, Problem, ProblemKind, RunResult
 from ckptlint.lint.stop import Interrupted, StopFlag
 from ckptlint.lint.task import Task, linter_for, run_task, timed_out
 from ckptlint.lint.unused_noqa import settle_unused_noqa
@@ -26,6 +26,8 @@ from ckptlint.rule_codes import UNUSED_NOQA
 from ckptlint.text.reading import check_regular, read_regular
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from ckptlint.lint.cache import ResultCache
 
 
@@ -86,19 +88,19 @@ def lint_files(
                 if mentions(path, (b"checkpoint", b"CKP")):
                     results.append(FileResult(name, problems=[too_large(name, size)]))
                 continue
-            if by_stat:
-                known = cache.by_stat(name, stat, settings_for(path))  # type: ignore[union-attr]
+            if by_stat and cache is not None:
+                known = cache.by_stat(name, stat, settings_for(path))
                 if known is True:
                     continue  # the gate rejected these bytes
                 if known:
-                    results.append(known)  # type: ignore[arg-type]
+                    results.append(known)
                     continue
             raw = read_regular(path, size_limit(name))
             if len(raw) > size_limit(name):  # it grew since the stat
                 results.append(FileResult(name, problems=[too_large(name, len(raw))]))
                 continue
         except OSError as exc:
-            results.append(FileResult(name, problems=[Problem(name, read_error(exc), "io")]))
+            results.append(FileResult(name, problems=[Problem(name, read_error(exc), ProblemKind.IO)]))
             continue
         if not file_may_have_findings(raw, name):
             if problems := undecodable(name, raw):
@@ -131,7 +133,7 @@ def lint_files(
     else:
         linted = in_pool(tasks, workers, stop=stop, timeout=file_timeout, on_result=on_result)
     if cache is not None:
-        for task, result in zip(tasks, linted):
+        for task, result in zip(tasks, linted, strict=True):
             if result is not None:
                 cache.store(result, task.settings)
     results += [r for r in linted if r is not None]
@@ -175,7 +177,7 @@ def in_process(
                 try:
                     if stop is not None:
                         stop.hard = True
-                    if alarm:
+                    if alarm and timeout is not None:
                         signal.setitimer(signal.ITIMER_REAL, timeout)
                     done[i] = run_task(task, linter)
                 finally:
@@ -197,8 +199,9 @@ def in_process(
                 # result may be half-built: it is not reported, like the file it interrupted.
                 done[i] = None
                 break
-            if on_result is not None and done[i] is not None:
-                on_result(done[i])  # type: ignore[arg-type]
+            result = done[i]
+            if on_result is not None and result is not None:
+                on_result(result)
             i += 1
     finally:
         if alarm:
@@ -207,7 +210,7 @@ def in_process(
     return done
 
 
-def _raise_file_timeout(signum, frame) -> None:  # noqa: ANN001
+def _raise_file_timeout(signum: int, frame: FrameType | None) -> None:
     raise _FileTimeout
 
 

@@ -10,7 +10,7 @@ from ckptlint.config.settings import Settings
 from ckptlint.lint.collection import collected_after
 from ckptlint.lint.limits import internal_error
 from ckptlint.lint.linter import FileLinter
-from ckptlint.lint.results import FileResult, FixMode, Problem
+from ckptlint.lint.results import FileResult, FixMode, Problem, ProblemKind
 from ckptlint.rule_codes import UNUSED_NOQA
 
 if TYPE_CHECKING:
@@ -89,9 +89,9 @@ def slim(result: FileResult) -> FileResult:
 
 def died(task: Task, reason: str) -> FileResult:
     message = f"internal error: the worker process died while linting this file ({reason}); file skipped"
-    return FileResult(task.path, problems=[Problem(task.path, message, "internal")])
+    return FileResult(task.path, problems=[Problem(task.path, message, ProblemKind.INTERNAL)])
 
 
 def timed_out(task: Task, timeout: float) -> FileResult:
     message = f"not checked: linting took longer than {timeout:g} s (--file-timeout); file skipped"
-    return FileResult(task.path, problems=[Problem(task.path, message, "timeout")])
+    return FileResult(task.path, problems=[Problem(task.path, message, ProblemKind.TIMEOUT)])

@@ -10,7 +10,10 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ckptlint.output.base import Renderer
+    from collections.abc import Sequence
+
+    from ckptlint.output.base import OutputContext, Renderer
+    from ckptlint.text.diagnostics import Diagnostic
 
 __all__ = ["FORMATS", "renderer"]
 
@@ -33,7 +36,7 @@ def renderer(name: str) -> Renderer:
     module = importlib.import_module(f"ckptlint.output.{FORMATS[name]}")
     render = module.render
 
-    def localized(diagnostics, ctx):  # noqa: ANN001, ANN202 - a Renderer
+    def localized(diagnostics: Sequence[Diagnostic], ctx: OutputContext) -> str:
         return render(ctx.localize(diagnostics), ctx)
 
     return localized

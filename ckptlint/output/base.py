@@ -80,7 +80,7 @@ class OutputContext:
                 if path.lower().endswith(".ipynb"):
                     from ckptlint.text.notebook import NotebookSource, source_from_text
 
-                    source = source_from_text(path, self.sources[path])
+                    notebook = source_from_text(path, self.sources[path])
                     try:  # the notebook on disk holds the IPython lines the text masks
                         on_disk = load_source(_read(path), path)
                     except (OSError, SourceDecodeError):
@@ -88,10 +88,10 @@ class OutputContext:
                     if (
                         isinstance(on_disk, NotebookSource)
                         and on_disk.notebook is not None
-                        and on_disk.text == source.text  # the same version (stdin may differ)
+                        and on_disk.text == notebook.text  # the same version (stdin may differ)
                     ):
-                        source = NotebookSource(path=path, text=source.text, notebook=on_disk.notebook)
-                    self._read[path] = source
+                        notebook = NotebookSource(path=path, text=notebook.text, notebook=on_disk.notebook)
+                    self._read[path] = notebook
                 else:
                     self._read[path] = SourceFile(path, self.sources[path])
             else:

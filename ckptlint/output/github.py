@@ -61,6 +61,7 @@ def workflow_command(level: str, message: str, properties: Mapping[str, object])
 
 
 def _annotation(d: Diagnostic, ctx: OutputContext) -> str:
+    properties: dict[str, object]
     if d.cell is not None:
         # GitHub shows a notebook's JSON lines, where cell rows mean nothing: annotate line 1
         # and say where in the message (ruff does the same)
@@ -68,7 +69,7 @@ def _annotation(d: Diagnostic, ctx: OutputContext) -> str:
         properties["title"] = f"ckptlint ({d.code})"
         where = f"cell {d.cell}, line {d.start[0]}, column {d.start[1]}: "
         return workflow_command(severity_of(d.code), where + d.message, properties)
-    properties: dict[str, object] = {"file": display_path(d.path, ctx.cwd), "line": d.start[0]}
+    properties = {"file": display_path(d.path, ctx.cwd), "line": d.start[0]}
     if d.start[0] == d.end[0]:
         properties["col"] = d.start[1]
     properties["endLine"] = d.end[0]

@@ -6,7 +6,8 @@ Text: one line a rule, most frequent first (then by code)::
 
 (count right-aligned, code padded to the longest; with the current fix settings ``[*]`` when
 every finding of that rule is fixable, ``[-]`` when some are, ``[ ]`` when none is: ruff's
-markers since ruff PR #21513, 2025-11; like ruff, no marker at all when no finding is fixable), then the usual summary. With ``--output-format json``:
+markers since ruff PR #21513, 2025-11; like ruff, no marker at all when no finding is
+fixable), then the usual summary. With ``--output-format json``:
 a list of ``{"code", "name", "count", "fixable", "fixable_count"}``, ``fixable`` true when every
 finding of the rule is fixable (ruff's meaning) and ``fixable_count`` how many are.
 """

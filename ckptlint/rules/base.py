@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from ckptlint.checkpoint.sites.call_errors import always_raises
-from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.checkpoint.sites.guards import site_condition
+from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.facts.version_facts import VersionFact
 from ckptlint.facts.versions import Decision, TargetVersion, decide
 from ckptlint.registry import RULES, FixAvailability, Severity

@@ -410,7 +410,9 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
     signature = None
     if site.function_keywords:
         signature = ctx.regions.signature(site.function, analysis) or signature_of(site.function, analysis.model)
-    if signature is not None and any(not signature.accepts(a.keyword.value) for a in site.function_keywords):
+    if signature is not None and any(
+        a.keyword is not None and not signature.accepts(a.keyword.value) for a in site.function_keywords
+    ):
         return None  # the function refuses the keyword too: the fix would trade ValueError for TypeError
     raises = _raises_when_reentrant(site)
     applicability = Applicability.SAFE if raises else Applicability.UNSAFE

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ckptlint.checkpoint.analyses.function_keywords import (
+    own_function_keywords,
+    refused_keywords,
+)
 from ckptlint.checkpoint.sites.call_errors import (
     composable_raising,
     keyword_list,
@@ -11,10 +15,6 @@ from ckptlint.checkpoint.sites.call_errors import (
     reentrant_raising,
     sequential_extra_positionals,
     sequential_unexpected_keywords,
-)
-from ckptlint.checkpoint.analyses.function_keywords import (
-    own_function_keywords,
-    refused_keywords,
 )
 from ckptlint.checkpoint.sites.options import OptionOrigin, OptionState
 from ckptlint.checkpoint.sites.site import Reentrancy

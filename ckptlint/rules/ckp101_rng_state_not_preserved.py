@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from ckptlint.checkpoint.analyses.randomness import random_ops
-from ckptlint.checkpoint.evaluator.region import site_label
+from ckptlint.checkpoint.evaluator.region import Frame, site_label
 from ckptlint.checkpoint.sites.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import remove_argument
 from ckptlint.text.diagnostics import Applicability
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.analysis import ModuleAnalysis
 
 
 class RngStateNotPreserved(Rule):
@@ -115,7 +120,7 @@ class RngStateNotPreserved(Rule):
             judged = [s for s in sites if s.function is not None] or sites
             strong = None
             unresolved = False
-            unseen: tuple[CheckpointSite, object] | None = None
+            unseen: tuple[CheckpointSite, tuple[cst.Call, Frame]] | None = None
             for site in judged:
                 region = ctx.regions.region(site, analysis)
                 ops = [op for op in random_ops(region) if op.active is not False]
@@ -154,7 +159,7 @@ class RngStateNotPreserved(Rule):
                     fix = ctx.fix(Applicability.DISPLAY_ONLY, fix.message, *fix.edits)
                 what = "what it recomputes"
                 if not unresolved and unseen is not None:
-                    call, frame = unseen[1]  # type: ignore[misc]
+                    call, frame = unseen[1]
                     text = frame.analysis.module.code_for_node(call.func).strip()
                     at = f"{_short(frame.analysis, analysis)}{frame.analysis.range(call)[0][0]}"
                     what = f"all of what it recomputes (the region calls `{text}(...)` at {at}, which is not resolved)"
@@ -174,7 +179,7 @@ def _fixed_by_helper(site: CheckpointSite) -> bool:
     return site.form is SiteForm.HELPER_CALL and "preserve_rng_state" not in site.caller_options
 
 
-def _short(where, here) -> str:  # noqa: ANN001
+def _short(where: ModuleAnalysis, here: ModuleAnalysis) -> str:
     """``""`` for the same file, else ``"layers.py:"``-style prefix."""
     if where is here:
         return "line "

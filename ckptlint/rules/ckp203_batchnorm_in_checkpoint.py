@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ckptlint.checkpoint.analyses.frozen_norms import frozen_batchnorms
+from ckptlint.checkpoint.analyses.frozen_norms import Freeze, frozen_batchnorms
 from ckptlint.checkpoint.evaluator.region import site_label
 from ckptlint.facts.torch_facts import LayerKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
@@ -67,7 +67,8 @@ class BatchNormInCheckpoint(Rule):
                 continue  # fairscale's checkpoint_wrapper stops the second update (apis.py)
             layers = []
             seen: set[object] = set()
-            frozen = None
+            frozen: Freeze | None = None
+            looked = False  # for the frozen layers (once a site, when a layer needs it)
             for layer in region.layers:
                 if (
                     layer.fact.kind is not LayerKind.RUNNING_STATS
@@ -75,9 +76,9 @@ class BatchNormInCheckpoint(Rule):
                     or region.constructs(layer)
                 ):
                     continue
-                if frozen is None:
-                    frozen = frozen_batchnorms(ctx.regions, site, analysis) or False
-                if frozen and layer.fact.name in frozen.layers:
+                if not looked:
+                    frozen, looked = frozen_batchnorms(ctx.regions, site, analysis), True
+                if frozen is not None and layer.fact.name in frozen.layers:
                     continue  # the backbone's train() keeps it in eval mode by default (norm_eval)
                 # distinct layers, not references: one constructor line reached twelve times
                 # (a factory called per block) is counted once

@@ -5,7 +5,8 @@ rule ran and noqa filtering marked the directives it used can a directive be jud
 module holds the rule's examples; :func:`ckptlint.text.noqa.unused_noqa_diagnostics` turns
 the directives of one file into diagnostics with their fixes, and
 :func:`ckptlint.lint.unused_noqa.settle_unused_noqa` is the run-level step: a region rule may
-report a finding in another file (``layers.py``) while linting ``model.py``, and the ``# noqa`` in ``layers.py`` that suppressed it is then used although
+report a finding in another file (``layers.py``) while linting ``model.py``, and the
+``# noqa`` in ``layers.py`` that suppressed it is then used although
 linting ``layers.py`` alone never needed it.
 """
 

@@ -32,8 +32,8 @@ def add_keyword_argument(analysis: ModuleAnalysis, call: cst.Call, keyword: str)
     source = analysis.source
     if not call.args:
         func_end = analysis.offsets(call.func)[1]
-        call_end = analysis.offsets(call)[1]
-        paren = source.text.index("(", func_end, call_end)
+        call_end_offset = analysis.offsets(call)[1]
+        paren = source.text.index("(", func_end, call_end_offset)
         position = source.position(paren + 1)
         return (Edit(position, position, keyword),)
     last = call.args[-1]

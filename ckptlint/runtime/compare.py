@@ -15,8 +15,9 @@ import functools
 import math
 import reprlib
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -117,7 +118,7 @@ def _flatten(value: Any, prefix: str, seen: set[int], depth: int) -> Iterator[tu
         for k, v in value.items():
             yield from _flatten(v, f"{prefix}[{k!r}]", seen, depth + 1)
     elif isinstance(value, tuple) and hasattr(type(value), "_fields"):
-        for k, v in zip(type(value)._fields, value):
+        for k, v in zip(getattr(type(value), "_fields", ()), value, strict=False):
             yield from _flatten(v, f"{prefix}.{k}", seen, depth + 1)
     elif isinstance(value, (tuple, list)):
         if not value:
@@ -154,7 +155,7 @@ def values_equal(a: Any, b: Any) -> bool:
         return type(a) is type(b)
     try:
         return type(a) is type(b) and bool(a == b)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a user type's __eq__ or __bool__ may raise anything: unequal
         return False
 
 

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from .call_options import LossTypeError, check_loss
 from .compare import Difference, compare_tensors, compare_values, flatten, short_repr
 from .inputs import clone_inputs
-from .call_options import LossTypeError, check_loss
 from .notes import _vacuity_notes, _warn_vacuous
 from .outputs import _ignore_matcher, default_loss
 from .process_state import ProcessState, watch_process
@@ -27,8 +28,8 @@ from .report import (
     variant_label,
 )
 from .rng_audit import RngRecord, audit_rng
-from .step_code import code_names, step_functions
 from .states import RngSnapshot, capture_rng, rng_differences
+from .step_code import code_names, step_functions
 from .targets import Isolated, find_modules, plain_attributes
 from .warning_keys import classify_warning
 
@@ -203,54 +204,90 @@ def _run_step(
 
 
 def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[[str], bool] | None = None) -> list[Difference]:
+    """Every difference of the checkpointed step ``var`` from the reference step ``ref``: its
+    error, outputs, gradients, buffers, inputs after the step, module attributes, Python
+    state and RNG states, in that order."""
     diffs: list[Difference] = []
     if var.error is not None:
         first = str(var.error).strip().splitlines()[0] if str(var.error).strip() else ""
         diffs.append(Difference("error", type(var.error).__name__, first[:300]))
     if var.error is None or var.outputs:
-        ref_out, var_out = dict(ref.outputs), dict(var.outputs)
-        if var.outputs and ref.output_type != var.output_type:
-            diffs.append(
-                Difference("output", "output", f"type {ref.output_type} in the reference run, {var.output_type} in the checkpointed run")
-            )
-            if len(ref.outputs) == len(var.outputs):  # same leaves under other names: compare by position
-                var_out = {name: value for (name, _), (_, value) in zip(ref.outputs, var.outputs)}
-        for name in list(ref_out) + [k for k in var_out if k not in ref_out]:
-            if ignore is not None and ignore(name):
-                continue
-            if name not in ref_out or name not in var_out:
-                where = "the reference" if name in ref_out else "the checkpointed"
-                diffs.append(Difference("output", name, f"present only in {where} run"))
-                continue
-            d = compare_tensors("output", name, ref_out[name], var_out[name], rtol=rtol, atol=atol)
-            if d is not None:
-                diffs.append(d)
+        diffs += _output_differences(ref, var, rtol, atol, ignore)
     if var.error is None:
-        for kind, a, b in (("input_grad", ref.input_grads, var.input_grads), ("param_grad", ref.param_grads, var.param_grads)):
-            for name in a:
-                d = compare_tensors(kind, name, a[name], b.get(name), rtol=rtol, atol=atol)
-                if d is not None:
-                    diffs.append(d)
-        for name in ref.buffers:
-            d = compare_tensors("buffer", name, ref.buffers[name], var.buffers.get(name), rtol=rtol, atol=atol)
-            if d is not None:
-                diffs.append(d)
-        ref_in, var_in = dict(ref.input_state), dict(var.input_state)
-        for name in list(ref_in) + [k for k in var_in if k not in ref_in]:
-            if name not in ref_in or name not in var_in:
-                where = "the reference" if name in ref_in else "the checkpointed"
-                diffs.append(Difference("input_state", name, f"present only in {where} run after the step"))
-                continue
-            if name.startswith("generator "):
-                if not torch.equal(ref_in[name], var_in[name]):
-                    diffs.append(Difference("rng", name, "state after the step differs from the reference"))
-                continue
-            d = compare_tensors("input_state", name, ref_in[name], var_in[name], rtol=rtol, atol=atol)
-            if d is not None:
-                diffs.append(d)
+        diffs += _gradient_and_buffer_differences(ref, var, rtol, atol)
+        diffs += _input_state_differences(ref, var, rtol, atol)
         for name in ref.generators:
             if not torch.equal(ref.generators[name], var.generators.get(name, ref.generators[name])):
                 diffs.append(Difference("rng", name, "state after the step differs from the reference"))
+    diffs += _state_differences(ref, var)
+    assert ref.rng is not None and var.rng is not None
+    for name in rng_differences(ref.rng, var.rng):
+        diffs.append(Difference("rng", name, "state after the step differs from the reference"))
+    return diffs
+
+
+def _output_differences(
+    ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[[str], bool] | None
+) -> list[Difference]:
+    """Outputs of another type, present in one run only, or with other values."""
+    diffs: list[Difference] = []
+    ref_out, var_out = dict(ref.outputs), dict(var.outputs)
+    if var.outputs and ref.output_type != var.output_type:
+        diffs.append(
+            Difference("output", "output", f"type {ref.output_type} in the reference run, {var.output_type} in the checkpointed run")
+        )
+        if len(ref.outputs) == len(var.outputs):  # same leaves under other names: compare by position
+            var_out = {name: value for (name, _), (_, value) in zip(ref.outputs, var.outputs, strict=True)}
+    for name in list(ref_out) + [k for k in var_out if k not in ref_out]:
+        if ignore is not None and ignore(name):
+            continue
+        if name not in ref_out or name not in var_out:
+            where = "the reference" if name in ref_out else "the checkpointed"
+            diffs.append(Difference("output", name, f"present only in {where} run"))
+            continue
+        d = compare_tensors("output", name, ref_out[name], var_out[name], rtol=rtol, atol=atol)
+        if d is not None:
+            diffs.append(d)
+    return diffs
+
+
+def _gradient_and_buffer_differences(ref: _Step, var: _Step, rtol: float, atol: float) -> list[Difference]:
+    """Input and parameter gradients, then buffers, that differ from the reference's."""
+    diffs: list[Difference] = []
+    for kind, a, b in (("input_grad", ref.input_grads, var.input_grads), ("param_grad", ref.param_grads, var.param_grads)):
+        for name in a:
+            d = compare_tensors(kind, name, a[name], b.get(name), rtol=rtol, atol=atol)
+            if d is not None:
+                diffs.append(d)
+    for name in ref.buffers:
+        d = compare_tensors("buffer", name, ref.buffers[name], var.buffers.get(name), rtol=rtol, atol=atol)
+        if d is not None:
+            diffs.append(d)
+    return diffs
+
+
+def _input_state_differences(ref: _Step, var: _Step, rtol: float, atol: float) -> list[Difference]:
+    """Inputs (and generators passed in them) left in another state by the step."""
+    diffs: list[Difference] = []
+    ref_in, var_in = dict(ref.input_state), dict(var.input_state)
+    for name in list(ref_in) + [k for k in var_in if k not in ref_in]:
+        if name not in ref_in or name not in var_in:
+            where = "the reference" if name in ref_in else "the checkpointed"
+            diffs.append(Difference("input_state", name, f"present only in {where} run after the step"))
+            continue
+        if name.startswith("generator "):
+            if not torch.equal(ref_in[name], var_in[name]):
+                diffs.append(Difference("rng", name, "state after the step differs from the reference"))
+            continue
+        d = compare_tensors("input_state", name, ref_in[name], var_in[name], rtol=rtol, atol=atol)
+        if d is not None:
+            diffs.append(d)
+    return diffs
+
+
+def _state_differences(ref: _Step, var: _Step) -> list[Difference]:
+    """Module attributes and Python state (globals, closures) that differ after the step."""
+    diffs: list[Difference] = []
     for kind, a, b in (("module_attr", ref.attrs, var.attrs), ("python_state", ref.python_state, var.python_state)):
         for name in list(a) + [k for k in b if k not in a]:
             leaves = compare_values(kind, name, a.get(name), b.get(name), rtol=0, atol=0)
@@ -263,9 +300,6 @@ def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[
                         f"{short_repr(a.get(name))} after the reference step, {short_repr(b.get(name))} after the checkpointed step",
                     )
                 )
-    assert ref.rng is not None and var.rng is not None
-    for name in rng_differences(ref.rng, var.rng):
-        diffs.append(Difference("rng", name, "state after the step differs from the reference"))
     return diffs
 
 
@@ -353,7 +387,7 @@ def check_checkpoint_equivalent(
                     if audit is None:
                         try:
                             audit = audit_rng(module_or_fn, *inputs, kwargs=kwargs)
-                        except Exception:
+                        except Exception:  # noqa: BLE001 - the audit only explains a difference found
                             audit = []
                         finally:
                             process.restore()

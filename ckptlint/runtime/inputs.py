@@ -28,5 +28,5 @@ def clone_inputs(value: Any) -> Any:
         return {k: clone_inputs(v) for k, v in value.items()}
     try:
         return copy.deepcopy(value)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a value that cannot be copied (any __deepcopy__) is shared
         return value

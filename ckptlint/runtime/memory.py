@@ -39,12 +39,18 @@ import math
 import statistics
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from torch._ops import OpOverload
 
 from .states import accelerator_type, capture_rng, restore_rng
 
@@ -67,7 +73,7 @@ def _storage_key(t: torch.Tensor) -> tuple[Any, int]:
         if ptr == 0:  # meta tensors, empty storages
             return ("id", id(t)), nbytes
         return (str(t.device), ptr), nbytes
-    except Exception:  # tensors without a storage (some subclasses)
+    except Exception:  # noqa: BLE001 - tensors without a storage (some subclasses)
         return ("id", id(t)), t.numel() * t.element_size()
 
 
@@ -120,10 +126,12 @@ class _OpPeakTracker(TorchDispatchMode):
         try:
             storage = t.untyped_storage()
             return (str(t.device), storage.data_ptr()), storage.nbytes(), 0
-        except Exception:  # tensors without a storage (some subclasses)
+        except Exception:  # noqa: BLE001 - tensors without a storage (some subclasses)
             return None
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(
+        self, func: OpOverload, types: Collection[type], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         out = func(*args, **(kwargs or {}))
         # views and in-place results share an input's storage: nothing new was allocated
         inputs = set()
@@ -138,7 +146,7 @@ class _OpPeakTracker(TorchDispatchMode):
             try:
                 storage = t.untyped_storage()
                 ptr = storage.data_ptr()
-            except Exception:  # tensors without a storage (some subclasses)
+            except Exception:  # noqa: BLE001 - tensors without a storage (some subclasses)
                 continue
             key = (str(t.device), ptr)
             if ptr == 0 or key in self.live or key in inputs:
@@ -209,7 +217,7 @@ def _sync(dev: torch.device) -> None:
 class _Runner:
     """Times one step and tracks its peak memory on one device."""
 
-    def __init__(self, device: str | torch.device | None):
+    def __init__(self, device: str | torch.device | None) -> None:
         dev = torch.device(device) if device is not None else default_device()
         if dev.type == "cuda" and dev.index is None:
             dev = torch.device("cuda", torch.cuda.current_device())
@@ -251,7 +259,7 @@ class _Runner:
         try:
             with tracker, torch.autograd.graph.saved_tensors_hooks(counter.pack, counter.unpack):
                 step_fn()
-        except Exception:
+        except Exception:  # noqa: BLE001 - retried below without the dispatch mode
             # a step that cannot run under a Python dispatch mode (some tensor subclasses):
             # count saved tensors without the op peak; a step that fails anyway raises here
             counter = _SavedTensorCounter()

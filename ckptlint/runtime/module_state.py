@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import functools
 import types
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from torch import nn
 

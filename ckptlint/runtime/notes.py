@@ -57,7 +57,9 @@ def _warn_vacuous(report: EquivalenceReport) -> None:
 EVAL_MODE_CHECKPOINTING = {
     # transformers 5.24.0 modeling_layers.py GradientCheckpointingLayer: checkpoints only when
     # `self.gradient_checkpointing and self.training and torch.is_grad_enabled()`
-    "transformers": "; transformers checkpoints only in training (GradientCheckpointingLayer checks self.training), so nothing was recomputed",
+    "transformers": (
+        "; transformers checkpoints only in training (GradientCheckpointingLayer checks self.training), so nothing was recomputed"
+    ),
     # diffusers 0.42.1 unets/unet_2d_blocks.py: `if torch.is_grad_enabled() and self.gradient_checkpointing:`
     "diffusers": "; diffusers checkpoints in eval mode too (its blocks check torch.is_grad_enabled() and the flag)",
     # timm 1.0.31 models/vision_transformer.py, resnet.py, convnext.py:

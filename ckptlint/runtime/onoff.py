@@ -14,8 +14,9 @@ import functools
 import inspect
 import re
 import warnings
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import torch
 from torch import nn
@@ -178,6 +179,7 @@ def _prepare(model: nn.Module, enable: Any, forward_kwargs: dict[str, Any]) -> t
     kwargs = dict(forward_kwargs)
     offered = find_switch(model)
     if offered is not None and offered.library == "transformers" and "use_cache" not in kwargs:
+        params: Mapping[str, inspect.Parameter]
         try:
             params = inspect.signature(model.forward).parameters
         except (TypeError, ValueError):
@@ -207,8 +209,15 @@ def _one_run_only(ref: _Step, var: _Step, ignore: Callable[[str], bool] | None) 
     out = {n: "the reference" for n in a if n not in b}
     out.update({n: "the checkpointed" for n in b if n not in a})
     # name the top-level entry (output['cache']), not each of its leaves
-    top = {re.match(r"output(\[[^\]]*\]|\.\w+)?", n).group(0): w for n, w in out.items()}
+    top = {_top_level(n): w for n, w in out.items()}
     return {n: w for n, w in top.items() if ignore is None or not ignore(n)}
+
+
+def _top_level(name: str) -> str:
+    """The top-level entry a leaf name is under: ``output['cache']`` for
+    ``output['cache'][0].key``, ``output`` for ``output`` itself."""
+    found = re.match(r"output(\[[^\]]*\]|\.\w+)?", name)
+    return found.group(0) if found is not None else name
 
 
 def _region_names(model: nn.Module, regions: dict[str, int]) -> set[str]:

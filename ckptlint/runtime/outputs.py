@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 
@@ -25,7 +26,7 @@ def default_loss(output: Any, ignore: Callable[[str], bool] | None = None) -> to
     not counted in the index either. Returns None when no floating-point leaf requires grad.
     """
     total = None
-    leaves = flatten(output, "output")
+    leaves: Iterable[tuple[str, Any]] = flatten(output, "output")
     if ignore is not None:
         leaves = [(name, leaf) for name, leaf in leaves if not ignore(name)]
     for i, (_, leaf) in enumerate(leaves):

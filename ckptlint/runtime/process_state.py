@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import functools
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from torch import nn
 
@@ -39,6 +40,10 @@ class Slot:
     set: Callable[[Any], None]
 
 
+def _cell_value(cell: types.CellType) -> Any:
+    return cell.cell_contents
+
+
 def _set_cell(cell: types.CellType, value: Any) -> None:
     cell.cell_contents = value
 
@@ -56,7 +61,7 @@ def _slots(functions: list[types.FunctionType]) -> list[Slot]:
                 continue
             slot = Slot(f"global {name}", functools.partial(g.__getitem__, name), functools.partial(g.__setitem__, name))
             found[key] = (name, f"global {module}.{name}", slot)
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
             key = (id(cell), name)
             try:
                 value = cell.cell_contents
@@ -64,7 +69,7 @@ def _slots(functions: list[types.FunctionType]) -> list[Slot]:
                 continue
             if key in found or not is_state(value):
                 continue
-            slot = Slot(f"nonlocal {name}", lambda cell=cell: cell.cell_contents, functools.partial(_set_cell, cell))
+            slot = Slot(f"nonlocal {name}", functools.partial(_cell_value, cell), functools.partial(_set_cell, cell))
             found[key] = (name, f"nonlocal {name} of {fn.__qualname__}", slot)
     counts: dict[str, int] = {}
     for _, _, slot in found.values():
@@ -85,7 +90,7 @@ class ProcessState:
         rng: the RNG states when the object was made.
     """
 
-    def __init__(self, slots: list[Slot]):
+    def __init__(self, slots: list[Slot]) -> None:
         self.slots = slots
         self._saved: dict[str, Saved] = {}
         for s in slots:

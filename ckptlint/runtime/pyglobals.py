@@ -21,8 +21,9 @@ import copy
 import functools
 import inspect
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["WatchedState", "watch_state"]
 
@@ -82,7 +83,7 @@ class WatchedState:
     containers are restored in place so that other references see the restored content).
     """
 
-    def __init__(self, slots: list[_Slot]):
+    def __init__(self, slots: list[_Slot]) -> None:
         self._slots = slots
 
     @property
@@ -96,7 +97,7 @@ class WatchedState:
         for s in self._slots:
             try:
                 out[s.label] = copy.deepcopy(s.get())
-            except Exception:  # a slot that vanished or cannot be copied is skipped
+            except Exception:  # noqa: BLE001 - a slot that vanished or cannot be copied is skipped
                 continue
         return out
 
@@ -108,7 +109,7 @@ class WatchedState:
             new = now.get(label, old)
             try:
                 same = bool(old == new) and type(old) is type(new)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a value's __eq__ or __bool__ may raise anything: changed
                 same = False
             if not same:
                 out[label] = (old, new)
@@ -133,6 +134,14 @@ class WatchedState:
                 s.set(value)
 
 
+def _cell_value(cell: types.CellType) -> Any:
+    return cell.cell_contents
+
+
+def _set_cell(cell: types.CellType, value: Any) -> None:
+    cell.cell_contents = value
+
+
 def watch_state(fn: Callable) -> WatchedState:
     """Build a :class:`WatchedState` for the globals and closure cells named in ``fn``'s code.
 
@@ -154,15 +163,11 @@ def watch_state(fn: Callable) -> WatchedState:
                     functools.partial(g.__setitem__, name),
                 )
             )
-    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or (), strict=True):
         try:
             value = cell.cell_contents
         except ValueError:  # empty cell
             continue
         if _is_plain(value):
-
-            def _set(v, cell=cell):
-                cell.cell_contents = v
-
-            slots.append(_Slot(f"nonlocal {name}", lambda cell=cell: cell.cell_contents, _set))
+            slots.append(_Slot(f"nonlocal {name}", functools.partial(_cell_value, cell), functools.partial(_set_cell, cell)))
     return WatchedState(slots)

@@ -21,8 +21,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import types
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 import torch.utils.checkpoint as torch_checkpoint
@@ -47,8 +49,8 @@ def record_checkpoint_calls() -> Iterator[list[CheckpointCall]]:
     made inside the block (torch's functions are put back on exit). When torch's internals are
     not where this expects them, nothing is recorded."""
     calls: list[CheckpointCall] = []
-    reentrant_fn = getattr(torch_checkpoint, "CheckpointFunction", None)
-    generator = getattr(torch_checkpoint, "_checkpoint_without_reentrant_generator", None)
+    originals: dict[str, Any] = {name: getattr(torch_checkpoint, name, None) for name in _RECORDED}
+    reentrant_fn, generator = originals["CheckpointFunction"], originals["_checkpoint_without_reentrant_generator"]
     if reentrant_fn is None or generator is None:
         yield calls
         return
@@ -64,13 +66,23 @@ def record_checkpoint_calls() -> Iterator[list[CheckpointCall]]:
         calls.append(CheckpointCall(False, bool(preserve)))
         return (yield from generator(function, preserve, *args, **kwargs))
 
-    torch_checkpoint.CheckpointFunction = RecordingFunction
-    torch_checkpoint._checkpoint_without_reentrant_generator = recording_generator
+    _replace(torch_checkpoint, {"CheckpointFunction": RecordingFunction, "_checkpoint_without_reentrant_generator": recording_generator})
     try:
         yield calls
     finally:
-        torch_checkpoint.CheckpointFunction = reentrant_fn
-        torch_checkpoint._checkpoint_without_reentrant_generator = generator
+        _replace(torch_checkpoint, originals)
+
+
+#: The functions of ``torch.utils.checkpoint`` (2.1-2.13) that :func:`record_checkpoint_calls`
+#: replaces: the reentrant ``autograd.Function`` and the non-reentrant generator.
+_RECORDED = ("CheckpointFunction", "_checkpoint_without_reentrant_generator")
+
+
+def _replace(module: types.ModuleType, values: dict[str, Any]) -> None:
+    """Set the attributes ``values`` names on ``module`` (a library's functions replaced
+    while a block runs, and put back)."""
+    for name, value in values.items():
+        setattr(module, name, value)
 
 
 def _autocast_state() -> tuple[bool, bool]:
@@ -191,6 +203,6 @@ class RecomputeCounter:
         out = []
         for name in self._outermost():
             fwd, bwd = self._states.get((name, False)), self._states.get((name, True))
-            if fwd and bwd and any(f and not b for f, b in zip(fwd[0].autocast, bwd[0].autocast)):
+            if fwd and bwd and any(f and not b for f, b in zip(fwd[0].autocast, bwd[0].autocast, strict=False)):
                 out.append(name)
         return out

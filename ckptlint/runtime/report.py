@@ -565,7 +565,7 @@ class CheckpointMismatch(AssertionError):
         rule_codes: the set of suggested rule codes, e.g. ``{"CKP203"}``.
     """
 
-    def __init__(self, report: EquivalenceReport):
+    def __init__(self, report: EquivalenceReport) -> None:
         self.report = report
         self.results = [r for r in report.results if not r.ok]
         self.notes = list(report.notes)

@@ -23,12 +23,18 @@ generators).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from torch._ops import OpOverload
 
 from .inputs import clone_inputs
 from .pyglobals import watch_state
@@ -192,7 +198,9 @@ class _RandomOpRecorder(TorchDispatchMode):
         super().__init__()
         self.calls: list[tuple[str, str, Any]] = []
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(
+        self, func: OpOverload, types: Collection[type], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if torch.Tag.nondeterministic_seeded in getattr(func, "tags", ()) and not _zero_dropout(func, args, kwargs):

@@ -19,6 +19,7 @@ Note that reading a CUDA generator state initialises CUDA. PyTorch's own
 from __future__ import annotations
 
 import random
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 
-def _numpy():
+def _numpy() -> types.ModuleType | None:
     try:
         import numpy
     except ImportError:  # NumPy is optional
@@ -52,7 +53,7 @@ def accelerator_type() -> str | None:
     if acc is not None and hasattr(acc, "current_accelerator"):
         try:
             dev = acc.current_accelerator()
-        except Exception:  # pragma: no cover - defensive, backend specific
+        except Exception:  # noqa: BLE001 # pragma: no cover - defensive, backend specific
             dev = None
         return None if dev is None else dev.type
     return "cuda" if torch.cuda.is_available() else None  # pragma: no cover - torch < 2.6
@@ -128,7 +129,8 @@ def numpy_states_equal(a: Any, b: Any) -> bool:
     """True when two ``numpy.random.get_state()`` tuples (or two Nones) are equal."""
     if a is None or b is None:
         return a is b
-    np = _numpy()
+    import numpy as np  # two NumPy states: NumPy imports
+
     # legacy state tuple: ('MT19937', keys ndarray, pos, has_gauss, cached_gaussian)
     return a[0] == b[0] and bool(np.array_equal(a[1], b[1])) and tuple(a[2:]) == tuple(b[2:])
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import functools
 import inspect
 import types
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from torch import nn
 from torch.nn.modules import module as torch_module

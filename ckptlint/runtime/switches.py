@@ -38,8 +38,9 @@ Verified against the installed sources:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from torch import nn
 
@@ -89,7 +90,9 @@ class Switch:
 
 #: Known switches, in the order ``enable="auto"`` tries them.
 SWITCHES: tuple[Switch, ...] = (
-    Switch("transformers", "activation_checkpointing_enable", (), "activation_checkpointing_disable", (), "supports_gradient_checkpointing"),
+    Switch(
+        "transformers", "activation_checkpointing_enable", (), "activation_checkpointing_disable", (), "supports_gradient_checkpointing"
+    ),
     Switch("transformers", "gradient_checkpointing_enable", (), "gradient_checkpointing_disable", (), "supports_gradient_checkpointing"),
     Switch("diffusers", "enable_gradient_checkpointing", (), "disable_gradient_checkpointing", (), "_supports_gradient_checkpointing"),
     Switch("timm", "set_grad_checkpointing", (True,), "set_grad_checkpointing", (False,)),
@@ -126,13 +129,12 @@ def turn_off(model: nn.Module) -> None:
     if switch is not None:
         try:
             switch.disable(model)
-        except Exception:  # fall back to the flags below
+        except Exception:  # noqa: BLE001 - a library's own switch may fail: the flags below
             pass
     for m in model.modules():
-        if getattr(m, "gradient_checkpointing", None) is True:
-            m.gradient_checkpointing = False
-        if getattr(m, "grad_checkpointing", None) is True:
-            m.grad_checkpointing = False
+        for flag in ("gradient_checkpointing", "grad_checkpointing"):  # transformers/diffusers, timm
+            if getattr(m, flag, None) is True:
+                setattr(m, flag, False)
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if _is_wrapper(child):

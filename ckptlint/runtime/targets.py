@@ -15,7 +15,8 @@ from __future__ import annotations
 import copy
 import functools
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -67,7 +68,7 @@ def _reachable(value: Any, prefix: str, depth: int, seen: set[int], out: dict[st
 def _named_roots(obj: Any) -> list[tuple[str, Any]]:
     """``(name, value)`` for what a callable holds: partial arguments, bound self, closure, globals."""
     if isinstance(obj, functools.partial):
-        roots = _named_roots(obj.func)
+        roots: list[tuple[str, Any]] = _named_roots(obj.func)
         roots += [(f"args[{i}]", a) for i, a in enumerate(obj.args)]
         roots += [(f"keywords[{k!r}]", v) for k, v in obj.keywords.items()]
         return roots
@@ -76,10 +77,10 @@ def _named_roots(obj: Any) -> list[tuple[str, Any]]:
     func = _code_of(obj)
     if func is None:
         return []
-    roots: list[tuple[str, Any]] = []
+    roots = []
     if not isinstance(obj, (types.FunctionType, types.MethodType)):
         roots.append(("self", obj))  # a callable object: its attributes
-    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or (), strict=True):
         try:
             roots.append((name, cell.cell_contents))
         except ValueError:
@@ -136,7 +137,7 @@ def _unique_modules(modules: dict[str, nn.Module]) -> dict[str, nn.Module]:
 class _SavedState:
     """Parameters (data, grad, requires_grad), buffers of some modules and generator states."""
 
-    def __init__(self, modules: dict[str, nn.Module], generators: dict[str, torch.Generator] | None = None):
+    def __init__(self, modules: dict[str, nn.Module], generators: dict[str, torch.Generator] | None = None) -> None:
         self.generators = [(g, g.get_state()) for g in (generators or {}).values()]
         self.params = []
         self.buffers = []
@@ -176,7 +177,7 @@ class Isolated:
     reset like found ones.
     """
 
-    def __init__(self, module_or_fn: Callable, modules: dict[str, nn.Module] | None = None):
+    def __init__(self, module_or_fn: Callable, modules: dict[str, nn.Module] | None = None) -> None:
         if not callable(module_or_fn):
             raise TypeError(f"expected an nn.Module or a callable, got {type(module_or_fn).__name__}")
         self.original = module_or_fn
@@ -217,7 +218,7 @@ class Isolated:
         if self._saved is not None:
             self._saved.restore(keep_grads=True)
 
-    def __enter__(self) -> "Isolated":
+    def __enter__(self) -> Isolated:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import Protocol
@@ -18,11 +19,18 @@ __all__ = ["ModuleAnalysis", "ModuleLoader"]
 
 class ModuleLoader(Protocol):
     """What a module analysis needs of the linted tree to follow imports into other files
-    (:class:`ckptlint.semantic.project.Project` is one)."""
+    (:class:`ckptlint.semantic.project.Project` is one): the checkpoint sites find other
+    modules' APIs and helpers through it."""
 
     def analysis_for_module(self, module: str) -> ModuleAnalysis | None: ...
 
+    def analysis_for_names(self, module: str, names: Iterable[str]) -> ModuleAnalysis | None: ...
+
     def file_for_module(self, module: str) -> Path | None: ...
+
+    def add_root(self, root: Path) -> None: ...
+
+    def record_read(self, path: Path) -> None: ...
 
 
 class ModuleAnalysis:
@@ -36,7 +44,7 @@ class ModuleAnalysis:
         sites: the checkpoint sites (built on first use).
     """
 
-    def __init__(self, source: SourceFile, module: cst.Module, module_name: str = "", is_package: bool = False):
+    def __init__(self, source: SourceFile, module: cst.Module, module_name: str = "", is_package: bool = False) -> None:
         self.depth = 0  # nesting levels (see parse_source); 0 when not measured
         self.source = source
         self.module = module

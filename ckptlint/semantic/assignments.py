@@ -22,6 +22,7 @@ recompute functions and the checkpoint site finder read ``self.X``/``ctx.X`` wit
 from __future__ import annotations
 
 from collections.abc import Callable
+
 import libcst as cst
 
 from ckptlint.facts.context_managers import ENTER_RETURNS_ARGUMENT

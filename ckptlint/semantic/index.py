@@ -52,7 +52,9 @@ import re
 import symtable
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from ckptlint.semantic.model import MUTATING_METHODS
 
@@ -235,7 +237,8 @@ def build_index(
         try:
             with warnings.catch_warnings(), deep_recursion(MAX_NESTING + 101):
                 warnings.simplefilter("ignore")
-                tree = compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+                # "exec" mode gives a Module (typeshed types the ONLY_AST overload as any AST)
+                tree = cast(ast.Module, compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True))
         except Exception:  # noqa: BLE001 - SyntaxError, RecursionError, MemoryError, ValueError
             return None
     try:
@@ -329,7 +332,8 @@ def _scan(top: ast.stmt, entry: Statement) -> tuple[int, int]:
     the levels of its syntax tree and its longest ``and``/``or`` chain (for the nesting depth).
 
     One level-order walk over every node (what ``ast.walk`` visits, without its generators),
-    as :func:`~ckptlint.semantic.nesting.nesting_depth` counts levels."""
+    as :func:`~ckptlint.semantic.nesting.nesting_depth` counts levels. Names, attributes and
+    ``and``/``or`` chains are recorded in the walk; the other kinds by :data:`_RECORDERS`."""
     if isinstance(top, (*_FUNCTIONS, ast.ClassDef)):
         entry.definition = True
     if isinstance(top, ast.ClassDef):
@@ -337,8 +341,8 @@ def _scan(top: ast.stmt, entry: Statement) -> tuple[int, int]:
             _identifiers(part, entry.header)
         for base in top.bases:
             _add_base(base, entry.bases)
-    identifiers = entry.identifiers
-    add = identifiers.add
+    add = entry.identifiers.add
+    recorders = _RECORDERS
     levels = chain = 0
     level: list[ast.AST] = [top]
     AST = ast.AST
@@ -349,43 +353,16 @@ def _scan(top: ast.stmt, entry: Statement) -> tuple[int, int]:
         append = below.append
         for node in level:
             kind = type(node)
-            if kind is ast.Name:
-                add(node.id)  # type: ignore[attr-defined]
-            elif kind is ast.Attribute:
-                add(node.attr)  # type: ignore[attr-defined]
-                if node.attr == "apply":  # type: ignore[attr-defined]
-                    _add_base(node.value, entry.apply_receivers)  # type: ignore[attr-defined]
-                if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]  # `x.a = ...`, `del x.a`
-                    _add_base(node, entry.mutated)
-            elif kind is ast.Subscript:
-                if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]  # `x[k] += ...`, `del x[k]`
-                    _add_base(node, entry.mutated)
-            elif kind is ast.Call:
-                func = node.func  # type: ignore[attr-defined]
-                if type(func) is ast.Attribute and func.attr in MUTATING_METHODS:
-                    _add_base(func.value, entry.mutated)
-            elif kind is ast.keyword:
-                if node.arg:  # type: ignore[attr-defined]
-                    add(node.arg)  # type: ignore[attr-defined]
-            elif kind is ast.arg:
-                add(node.arg)  # type: ignore[attr-defined]
-            elif kind in _DEFINITIONS:
-                add(node.name)  # type: ignore[attr-defined]
-                entry.defined.add(node.name)  # type: ignore[attr-defined]
-            elif kind is ast.Import or kind is ast.ImportFrom:
-                prefix = "." * (node.level or 0) + (node.module or "") if kind is ast.ImportFrom else ""  # type: ignore[attr-defined]
-                for alias in node.names:  # type: ignore[attr-defined]
-                    full = f"{prefix}.{alias.name}" if prefix and not prefix.endswith(".") else prefix + alias.name
-                    bound = alias.asname or (alias.name if kind is ast.ImportFrom else alias.name.split(".", 1)[0])
-                    identifiers.update(alias.name.split("."))
-                    add(bound)
-                    entry.imported.append((bound, full))
-            elif kind is ast.Global:
-                entry.binds.update(node.names)  # type: ignore[attr-defined]
-                entry.plain.update(node.names)  # type: ignore[attr-defined]
-            elif kind is ast.BoolOp:
-                if len(node.values) > chain:  # type: ignore[attr-defined]
-                    chain = len(node.values)  # type: ignore[attr-defined]
+            if type(node) is ast.Name:
+                add(node.id)
+            elif type(node) is ast.Attribute:
+                _record_attribute(node, entry)
+            elif type(node) is ast.BoolOp:
+                chain = max(chain, len(node.values))
+            else:
+                record = recorders.get(kind)
+                if record is not None:
+                    record(node, entry)
             if kind in _WRITES:
                 _attribute_writes(node, entry.attribute_writes)
             fields = _FIELDS.get(kind)
@@ -402,22 +379,86 @@ def _scan(top: ast.stmt, entry: Statement) -> tuple[int, int]:
     return levels, chain
 
 
+def _record_attribute(node: ast.Attribute, entry: Statement) -> None:
+    entry.identifiers.add(node.attr)
+    if node.attr == "apply":
+        _add_base(node.value, entry.apply_receivers)
+    if type(node.ctx) is not ast.Load:  # `x.a = ...`, `del x.a`
+        _add_base(node, entry.mutated)
+
+
+def _record_subscript(node: ast.Subscript, entry: Statement) -> None:
+    if type(node.ctx) is not ast.Load:  # `x[k] += ...`, `del x[k]`
+        _add_base(node, entry.mutated)
+
+
+def _record_call(node: ast.Call, entry: Statement) -> None:
+    func = node.func
+    if type(func) is ast.Attribute and func.attr in MUTATING_METHODS:
+        _add_base(func.value, entry.mutated)
+
+
+def _record_keyword(node: ast.keyword, entry: Statement) -> None:
+    if node.arg:
+        entry.identifiers.add(node.arg)
+
+
+def _record_arg(node: ast.arg, entry: Statement) -> None:
+    entry.identifiers.add(node.arg)
+
+
+def _record_definition(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, entry: Statement) -> None:
+    entry.identifiers.add(node.name)
+    entry.defined.add(node.name)
+
+
+def _record_import(node: ast.Import | ast.ImportFrom, entry: Statement) -> None:
+    is_from = type(node) is ast.ImportFrom
+    prefix = "." * (node.level or 0) + (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+    for alias in node.names:
+        full = f"{prefix}.{alias.name}" if prefix and not prefix.endswith(".") else prefix + alias.name
+        bound = alias.asname or (alias.name if is_from else alias.name.split(".", 1)[0])
+        entry.identifiers.update(alias.name.split("."))
+        entry.identifiers.add(bound)
+        entry.imported.append((bound, full))
+
+
+def _record_global(node: ast.Global, entry: Statement) -> None:
+    entry.binds.update(node.names)
+    entry.plain.update(node.names)
+
+
+#: What :func:`_scan` records of a node of each kind other than names, attributes and ``and``/``or``.
+_RECORDERS: dict[type, Callable[[Any, Statement], None]] = {
+    ast.Subscript: _record_subscript,
+    ast.Call: _record_call,
+    ast.keyword: _record_keyword,
+    ast.arg: _record_arg,
+    ast.FunctionDef: _record_definition,
+    ast.AsyncFunctionDef: _record_definition,
+    ast.ClassDef: _record_definition,
+    ast.Import: _record_import,
+    ast.ImportFrom: _record_import,
+    ast.Global: _record_global,
+}
+
+
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _fields_of(kind: type) -> tuple[str, ...]:
-    fields = _FIELDS[kind] = tuple(kind._fields)  # type: ignore[attr-defined]
+def _fields_of(kind: type[ast.AST]) -> tuple[str, ...]:
+    fields = _FIELDS[kind] = tuple(kind._fields)
     return fields
 
 
 def _identifiers(expr: ast.AST, out: set[str]) -> None:
     for node in ast.walk(expr):
         if type(node) is ast.Name:
-            out.add(node.id)  # type: ignore[attr-defined]
+            out.add(node.id)
         elif type(node) is ast.Attribute:
-            out.add(node.attr)  # type: ignore[attr-defined]
-        elif type(node) is ast.keyword and node.arg:  # type: ignore[attr-defined]
-            out.add(node.arg)  # type: ignore[attr-defined]
+            out.add(node.attr)
+        elif type(node) is ast.keyword and node.arg:
+            out.add(node.arg)
 
 
 def _add_base(expr: ast.AST, out: set[str]) -> None:

@@ -34,7 +34,7 @@ DEEP = 100
 class TooDeeplyNested(ValueError):
     """The source nests deeper than :data:`MAX_NESTING` levels: it is not parsed with libcst."""
 
-class deep_recursion:  # noqa: N801 - a context manager
+class deep_recursion:
     """Raise Python's recursion limit while a tree ``depth`` levels deep is walked (libcst's
     visitors and the rules recurse a few frames a level: a 3,000-level tree needs ~24,000
     frames, Python's default is 1,000); a no-op for ordinary files (depth <= 100)."""
@@ -74,7 +74,7 @@ def nesting_depth(tree: ast.AST) -> int:
                     below.extend(child for child in value if isinstance(child, ast.AST))
                 elif isinstance(value, ast.AST):
                     below.append(value)
-            if type(node) is ast.BoolOp and len(node.values) > chain:  # type: ignore[attr-defined]
-                chain = len(node.values)  # type: ignore[attr-defined]
+            if type(node) is ast.BoolOp and len(node.values) > chain:
+                chain = len(node.values)
         level = below
     return depth + chain

@@ -156,7 +156,7 @@ class Project:
         self._accessed: set[Path] | None = None
         self.max_modules = max_modules
         self.max_chars = max_chars
-        self._module_files: dict[tuple[str, int], tuple[Path | None, list[Path]]] = {}
+        self._module_files: dict[tuple[str, Path | None, int], tuple[Path | None, list[Path]]] = {}
         #: analyses replaced by a larger parse of their module: released at the next
         #: :meth:`track` (the rules of the file being linted may still hold them)
         self._retired: list[ModuleAnalysis] = []
@@ -313,9 +313,9 @@ class Project:
         path = Path(os.path.abspath(path))
         if self._accessed is not None:
             self._accessed.add(path)
-        cached = self._analyses.get(path, _MISSING)
-        if cached is _MISSING or (cached is not None and cached.covered is not None):
-            self._store(path, self._parse_whole(path, None if cached is _MISSING else cached.source))  # type: ignore[union-attr]
+        cached = self._analyses.get(path)
+        if path not in self._analyses or (cached is not None and cached.covered is not None):
+            self._store(path, self._parse_whole(path, None if cached is None else cached.source))
         else:
             self._analyses.move_to_end(path)
         return self._hand(self._analyses[path])
@@ -372,13 +372,14 @@ class Project:
         if self._accessed is not None:
             self._accessed.add(path)
         wanted = frozenset(names)
-        cached = self._analyses.get(path, _MISSING)
-        if cached is not _MISSING and (cached is None or cached.covered is None or wanted <= cached.covered):
+        known = path in self._analyses
+        cached = self._analyses.get(path)
+        if known and (cached is None or cached.covered is None or wanted <= cached.covered):
             self._analyses.move_to_end(path)
-            return self._hand(cached)  # type: ignore[arg-type]
-        if cached is not _MISSING:
-            wanted |= cached.covered  # type: ignore[union-attr]
-        analysis = self._parse_partial(path, wanted, cached if cached is not _MISSING else None)  # type: ignore[arg-type]
+            return self._hand(cached)
+        if cached is not None and cached.covered is not None:  # parsed partially, for other names
+            wanted |= cached.covered
+        analysis = self._parse_partial(path, wanted, cached)
         self._store(path, analysis)
         return self._hand(analysis)
 
@@ -397,9 +398,8 @@ class Project:
         path = Path(os.path.abspath(path))
         if self._accessed is not None:
             self._accessed.add(path)
-        cached = self._analyses.get(path, _MISSING)
-        if cached is not _MISSING:
-            return cached is not None
+        if path in self._analyses:
+            return self._analyses[path] is not None
         source = self._read(path)
         if source is None:
             self._store(path, None)
@@ -452,5 +452,3 @@ class Project:
         analysis.project = self
         return analysis
 
-
-_MISSING = object()

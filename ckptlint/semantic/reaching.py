@@ -58,19 +58,22 @@ def reaching(model: SemanticModel, name_node: cst.Name, decide: Callable[[cst.Ba
             node = model.parents.get(node)
         return None if node is None else index[id(node)]
 
-    places = [(binding, where(binding)) for binding in bindings]
-    if any(place is None for _, place in places):
-        return bindings  # a binding outside this body (global, nested scope): keep all
+    places: list[tuple[Binding, int]] = []
+    for binding in bindings:
+        place = where(binding)
+        if place is None:
+            return bindings  # a binding outside this body (global, nested scope): keep all
+        places.append((binding, place))
     killed = -1
     for binding, place in places:
-        own_line = isinstance(statements[place], cst.SimpleStatementLine)  # type: ignore[index]
-        if binding.kind is BindingKind.ASSIGNMENT and own_line and place < position:  # type: ignore[operator]
-            killed = max(killed, place)  # type: ignore[type-var]
+        own_line = isinstance(statements[place], cst.SimpleStatementLine)
+        if binding.kind is BindingKind.ASSIGNMENT and own_line and place < position:
+            killed = max(killed, place)
     simple = isinstance(statement, cst.SimpleStatementLine)
     kept = [
         binding
         for binding, place in places
-        if killed <= place < position  # type: ignore[operator]
+        if killed <= place < position
         or (place == position and not (simple and binding.kind is BindingKind.ASSIGNMENT))
     ]
     return kept or bindings

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
+from typing import cast
 
 import libcst as cst
 
@@ -130,10 +131,11 @@ def nodes_of_function(
         if kind in _NOT_ENTERED:
             continue
         if decide is not None and kind in _BRANCHES:
-            taken = decide(node.test)
+            choice = cast("cst.If | cst.IfExp", node)  # its type is in _BRANCHES
+            taken = decide(choice.test)
             if taken is not None:
-                branch = node.body if taken else node.orelse
-                stack.extend(b for b in (branch, node.test) if b is not None)
+                branch = choice.body if taken else choice.orelse
+                stack.extend(b for b in (branch, choice.test) if b is not None)
                 continue
         children = [child for _, child in child_nodes(node)]
         children.reverse()

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ckptlint.server.fast_start import DropResponse
+    from ckptlint.server.framing import ByteReader, Connection
 
 __all__ = ["main"]
 
@@ -50,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     stdin = sys.stdin.buffer
     connection = Connection(sys.stdout.buffer)  # pygls closes it at `exit`; stdout stays open
     fallback = None
+    reader: ByteReader
+    writer: Connection | DropResponse
     if os.environ.get("CKPTLINT_SERVER_FAST_START", "1") == "0":
         reader, writer = stdin, connection
     else:
@@ -69,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         raise
     server = create_server()
-    server.start_io(CheckedReader(reader, connection, initialize_fallback=fallback), writer)
+    # pygls reads with readline/read and writes with write/close: any file-like object does
+    server.start_io(CheckedReader(reader, connection, initialize_fallback=fallback), writer)  # type: ignore[arg-type]
     return 0 if server.shut_down else 1
 
 

@@ -20,12 +20,15 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from ckptlint import __version__
 from ckptlint.server.framing import PARSE_ERROR, Connection, error_response, parse_message, read_frame, valid_id
 from ckptlint.text.source import split_lines
+
+if TYPE_CHECKING:
+    from ckptlint.text.diagnostics import Diagnostic
 
 __all__ = ["FastStart", "ReplayReader", "DropResponse", "capabilities"]
 
@@ -186,7 +189,7 @@ def _initialize_params_valid(params: dict[str, Any]) -> bool:
     return root_path is None or (isinstance(root_path, str) and "\x00" not in root_path)
 
 
-def _diagnostic(d, lines: list[str], encoding: str) -> dict[str, Any]:  # noqa: ANN001 - a Diagnostic
+def _diagnostic(d: Diagnostic, lines: list[str], encoding: str) -> dict[str, Any]:
     from ckptlint.docs import rule_url
     from ckptlint.output.base import severity_of
     from ckptlint.server.lsp_positions import units

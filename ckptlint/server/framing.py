@@ -17,13 +17,14 @@ import json
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 __all__ = [
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "MAX_BODY_BYTES",
     "PARSE_ERROR",
+    "ByteReader",
     "Connection",
     "Frame",
     "encode_message",
@@ -67,7 +68,15 @@ def _content_length(value: bytes) -> int | str:
     return length
 
 
-def read_frame(stream: BinaryIO) -> Frame | None:
+class ByteReader(Protocol):
+    """What messages are read from: standard input's bytes, or a reader in front of them."""
+
+    def readline(self) -> bytes: ...
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def read_frame(stream: ByteReader) -> Frame | None:
     """The next message of ``stream``; ``None`` at the end of input (also in the middle of a
     header block or a body, which the peer can no longer complete)."""
     raw = b""

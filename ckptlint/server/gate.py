@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import json
 import sys
-from typing import Any, BinaryIO
+from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.protocol import default_converter
@@ -26,6 +26,7 @@ from pygls.protocol import default_converter
 from ckptlint.server.framing import (
     INVALID_PARAMS,
     PARSE_ERROR,
+    ByteReader,
     Connection,
     error_response,
     parse_message,
@@ -58,7 +59,7 @@ class CheckedReader:
     """``readline``/``read`` over the messages of ``stream`` that pass the checks (see the
     module docs); errors are written to ``connection``."""
 
-    def __init__(self, stream: BinaryIO, connection: Connection, initialize_fallback: dict[str, Any] | None = None) -> None:
+    def __init__(self, stream: ByteReader, connection: Connection, initialize_fallback: dict[str, Any] | None = None) -> None:
         self._stream = stream
         self._connection = connection
         #: ``initialize`` params to use when the client's fail the checks but the fast start
@@ -91,19 +92,20 @@ class CheckedReader:
                 self._connection.send(error_response(None, PARSE_ERROR, f"Parse error: {frame.error}"))
                 continue
             message, error = parse_message(frame.body)
-            if error is not None:  # not one JSON-RPC object: answered, with its id when it has one
-                self._connection.send(error)
-                _log(error)
+            if message is None:  # not one JSON-RPC object: answered, with its id when it has one
+                if error is not None:
+                    self._connection.send(error)
+                    _log(error)
                 continue
-            error = self._check(message)  # type: ignore[arg-type]
+            error = self._check(message)
             body = frame.body
-            if error is not None and message.get("method") == "initialize" and self._initialize_fallback is not None:  # type: ignore[union-attr]
-                body = json.dumps({**message, "params": self._initialize_fallback}).encode("utf-8")  # type: ignore[dict-item]
+            if error is not None and message.get("method") == "initialize" and self._initialize_fallback is not None:
+                body = json.dumps({**message, "params": self._initialize_fallback}).encode("utf-8")
                 error = None
-            if message.get("method") == "initialize":  # type: ignore[union-attr]
+            if message.get("method") == "initialize":
                 self._initialize_fallback = None  # one initialize only
             if error is not None:
-                if "id" in message:  # type: ignore[operator] - a request; a notification gets no answer
+                if "id" in message:  # a request; a notification gets no answer
                     self._connection.send(error)
                 _log(error)
                 continue

@@ -36,8 +36,10 @@ pygls keeps and edits incrementally (pygls 2.1's ``TextDocument.lines`` uses
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -51,6 +53,9 @@ from ckptlint.server.lsp_positions import units
 from ckptlint.text.diagnostics import Applicability, Diagnostic
 from ckptlint.text.source import SourceFile, split_lines
 
+if TYPE_CHECKING:
+    from ckptlint.semantic.analysis import ModuleAnalysis
+
 __all__ = ["CkptlintLanguageServer", "create_server"]
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -62,11 +67,11 @@ class BufferProject(Project):
     """A :class:`~ckptlint.semantic.project.Project` that reads open documents from the editor's
     buffers (unsaved text) before the files on disk."""
 
-    def __init__(self, buffer_text) -> None:  # noqa: ANN001 - Callable[[Path], str | None]
+    def __init__(self, buffer_text: Callable[[Path], str | None]) -> None:
         super().__init__(partial=False, files_stable=False)  # open buffers are read whole, by analysis_for_file
         self._buffer_text = buffer_text
 
-    def analysis_for_file(self, path: Path):  # noqa: ANN201 - ModuleAnalysis | None
+    def analysis_for_file(self, path: Path) -> ModuleAnalysis | None:
         path = Path(os.path.abspath(path))
         text = self._buffer_text(path)
         if text is None:
@@ -115,14 +120,16 @@ class LineRulesDocument(TextDocument):
     land where the client meant them."""
 
     @property
-    def lines(self) -> list[str]:  # type: ignore[override]
+    def lines(self) -> list[str]:
         return split_lines(self.source, keepends=True)
 
 
 class LineRulesWorkspace(Workspace):
     """pygls's workspace whose documents are :class:`LineRulesDocument`."""
 
-    def _create_text_document(self, doc_uri, source=None, version=None, language_id=None):  # noqa: ANN001, ANN202
+    def _create_text_document(
+        self, doc_uri: str, source: str | None = None, version: int | None = None, language_id: str | None = None
+    ) -> LineRulesDocument:
         return LineRulesDocument(
             doc_uri,
             source=source,
@@ -350,7 +357,7 @@ class CkptlintLanguageServer(LanguageServer):
         new_lines = split_lines(edit.text)
         # the row add_noqa wrote: the finding's noqa row, or where the triple-quoted string
         # or backslash continuation that row ends in ends (ruff's noqa line mapping)
-        changed = [i + 1 for i, (a, b) in enumerate(zip(lines.lines, new_lines)) if a != b]
+        changed = [i + 1 for i, (a, b) in enumerate(zip(lines.lines, new_lines, strict=False)) if a != b]
         if len(new_lines) != len(lines.lines) or len(changed) != 1:
             return None
         row = changed[0]

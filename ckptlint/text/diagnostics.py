@@ -160,8 +160,8 @@ class Diagnostic:
             code=data["code"],
             message=data["message"],
             path=data["path"],
-            start=tuple(data["start"]),  # type: ignore[arg-type]
-            end=tuple(data["end"]),  # type: ignore[arg-type]
+            start=tuple(data["start"]),
+            end=tuple(data["end"]),
             fix=Fix.from_dict(data["fix"]) if data["fix"] else None,
             noqa_row=data.get("noqa_row"),
             cell=data.get("cell"),

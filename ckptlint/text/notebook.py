@@ -187,7 +187,9 @@ class Notebook:
                 raise NotebookError("is not a valid notebook (a cell is not an object)")
             if not isinstance(cell.get("cell_type"), str):  # nbformat 4 requires it of every cell
                 raise NotebookError("is not a valid notebook (a cell has no `cell_type`)")
-        metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+        metadata = data.get("metadata")
+        if not isinstance(metadata, dict):
+            metadata = {}
         language = (metadata.get("language_info") or {}).get("name") or (metadata.get("kernelspec") or {}).get("language")
         lines = text.split("\n", 2)
         indent: int | str | None = None

@@ -120,11 +120,11 @@ def _class_names(analysis: ModuleAnalysis) -> dict[str, list[cst.Name]]:
     index = analysis.derived.get("class_name_nodes")
     if index is None:
         classes = {n.name.value for n in iter_tree(analysis.module) if isinstance(n, cst.ClassDef)}
-        index = {}
+        found: dict[str, list[cst.Name]] = {}
         for inner in iter_tree(analysis.module):
             if isinstance(inner, cst.Name) and inner.value in classes:
-                index.setdefault(inner.value, []).append(inner)
-        analysis.derived["class_name_nodes"] = index
+                found.setdefault(inner.value, []).append(inner)
+        analysis.derived["class_name_nodes"] = index = found
     return index  # type: ignore[return-value]
 
 

@@ -38,7 +38,11 @@ def refused_keywords(
     if not keywords:
         return []
     signature = regions.signature(site.function, analysis) or signature_of(site.function, analysis.model)
-    return [arg for arg in keywords if signature is not None and not signature.accepts(arg.keyword.value)]
+    return [
+        arg
+        for arg in keywords
+        if signature is not None and arg.keyword is not None and not signature.accepts(arg.keyword.value)
+    ]
 
 
 def reentrant_call_refuses_keywords(regions: RegionBuilder, analysis: ModuleAnalysis, site: CheckpointSite) -> bool:

@@ -5,10 +5,10 @@ shapes, dtypes and devices, never values (torch.utils.checkpoint 2.9/2.13)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.checkpoint.analyses.outer_state import (
     LOOP_REBINDING,
     LOOP_VARIABLE,
@@ -20,7 +20,6 @@ from ckptlint.checkpoint.analyses.outer_state import (
     node_code,
     owner_of,
 )
-from ckptlint.checkpoint.evaluator.region import Frame, Region
 from ckptlint.checkpoint.analyses.write_exemptions import (
     assigns_in,
     balanced_calls,
@@ -28,6 +27,8 @@ from ckptlint.checkpoint.analyses.write_exemptions import (
     memo_fill,
     phase_guarded,
 )
+from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.bindings import (
     MUTATING_METHODS,
@@ -36,6 +37,10 @@ from ckptlint.semantic.bindings import (
     Scope,
     ScopeKind,
 )
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.bindings import Mutation
+    from ckptlint.semantic.model import SemanticModel
 
 __all__ = ["mutable_reads"]
 
@@ -127,18 +132,19 @@ def _changed(
         anchor = _anchor(model, site_call, owner_scope) if owner is not None else site_call
         if function is not owner:
             # a setter (`set_scale(0.5)`, defined in this module) called after the checkpoint call
-            node = _call_of(model, function, owner if owner is not None else model.module)
-            if node is None:
+            called = _call_of(model, function, owner if owner is not None else model.module)
+            if called is None or not isinstance(function, cst.FunctionDef):  # _call_of: a FunctionDef's call
                 continue
+            node = called
             verb = f"{verb} by `{function.name.value}()`, called"
-        how = _write_after(model, node, anchor, owner_scope) if owner is not None else _module_write_after(model, node, anchor)
+        how = _write_after(model, node, anchor, owner_scope) if owner is not None else _module_write_after(model, node, site_call)
         if how == "loop":
             return f"{verb} at line {row} {LOOP_REBINDING}"
         if how == "after":
             return f"{verb} at line {row}, after the checkpoint call"
     return None
 
-def _call_of(model, function: cst.CSTNode | None, where: cst.CSTNode) -> cst.Call | None:  # noqa: ANN001
+def _call_of(model: SemanticModel, function: cst.CSTNode | None, where: cst.CSTNode) -> cst.Call | None:
     """The last call ``name(...)`` in ``where``'s own code of the module-level function
     ``function``, or ``None``."""
     if not isinstance(function, cst.FunctionDef) or not any(isinstance(a, cst.Module) for a in [model.parent(function)]):
@@ -152,7 +158,7 @@ def _call_of(model, function: cst.CSTNode | None, where: cst.CSTNode) -> cst.Cal
                 found = inner
     return found
 
-def _once_in(model, function: cst.CSTNode, node: cst.CSTNode) -> bool:  # noqa: ANN001
+def _once_in(model: SemanticModel, function: cst.CSTNode, node: cst.CSTNode) -> bool:
     """Whether ``function`` is a one-time initialiser (``if INITIALIZED: return`` at its top
     level, ``INITIALIZED = True`` later in it, Megatron's ``initialize_rng_tracker``): its
     writes, the ``if force_reset:`` branch included, set up state once, at start-up."""
@@ -169,13 +175,13 @@ def _once_in(model, function: cst.CSTNode, node: cst.CSTNode) -> bool:  # noqa: 
             return True
     return False
 
-def _enclosing_function(model, node: cst.CSTNode) -> cst.CSTNode | None:  # noqa: ANN001
+def _enclosing_function(model: SemanticModel, node: cst.CSTNode) -> cst.CSTNode | None:
     for ancestor in model.ancestors(node):
         if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
             return ancestor
     return None
 
-def _module_write_after(model, node: cst.CSTNode, anchor: cst.CSTNode) -> str | None:  # noqa: ANN001
+def _module_write_after(model: SemanticModel, node: cst.CSTNode, anchor: cst.CSTNode) -> str | None:
     """:func:`_write_after` for a checkpoint call in module-level code (a script)."""
     for loop in model.ancestors(anchor):
         if isinstance(loop, (cst.For, cst.While)) and (loop is node or contains_node(model, loop, node)):
@@ -184,7 +190,7 @@ def _module_write_after(model, node: cst.CSTNode, anchor: cst.CSTNode) -> str | 
 
 _CLOSURE_WRITES = (*STATE_KINDS, BindingKind.LOOP, BindingKind.WITH, BindingKind.EXCEPT)
 
-def _written_before_read(model, write: cst.CSTNode, read: cst.CSTNode) -> bool:  # noqa: ANN001
+def _written_before_read(model: SemanticModel, write: cst.CSTNode, read: cst.CSTNode) -> bool:
     """Whether ``write`` is a plain statement of the function that contains ``read``, at the
     same or an outer block level, before it (``self.curr_layer = idx`` then
     ``seed = base + self.curr_layer`` in one loop body, DeepSpeed's pipeline)."""
@@ -199,7 +205,7 @@ def _written_before_read(model, write: cst.CSTNode, read: cst.CSTNode) -> bool: 
         return False
     return bool(model.precedes(statement, read)) and not contains_node(model, statement, read)
 
-def _gradient_reset(mutation) -> bool:  # noqa: ANN001
+def _gradient_reset(mutation: Mutation) -> bool:
     """Whether ``mutation`` only assigns the ``.grad`` of its object (``weight.grad = None``,
     zeroing gradients between two backward passes): computing a forward never reads a
     tensor's ``.grad``, so the recomputation computes the same values."""
@@ -208,7 +214,7 @@ def _gradient_reset(mutation) -> bool:  # noqa: ANN001
         return False
     return all(isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad" for t in node.targets)
 
-def _other_attribute(mutation, name: str, attribute: str) -> bool:  # noqa: ANN001
+def _other_attribute(mutation: Mutation, name: str, attribute: str) -> bool:
     """Whether ``mutation`` assigns an attribute of ``name`` other than ``attribute``
     (``name.other = v`` or ``name.other += v``)."""
     node = mutation.node
@@ -225,7 +231,7 @@ def _other_attribute(mutation, name: str, attribute: str) -> bool:  # noqa: ANN0
             return False
     return True
 
-def _other_item(mutation, name: str, key: object, model) -> bool:  # noqa: ANN001
+def _other_item(mutation: Mutation, name: str, key: object, model: SemanticModel) -> bool:
     """Whether ``mutation`` only assigns items of ``name`` under literal keys other than the
     literal ``key`` a read takes (``name["other"] = v``); ``False`` when ``key`` is not a literal."""
     if key is NOT_LITERAL or not isinstance(mutation.node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
@@ -240,7 +246,7 @@ def _other_item(mutation, name: str, key: object, model) -> bool:  # noqa: ANN00
     return True
 
 
-def _literal_item(subscript: cst.Subscript, model) -> object:  # noqa: ANN001
+def _literal_item(subscript: cst.Subscript, model: SemanticModel) -> object:
     """The literal key of ``C[key]``, or ``NOT_LITERAL``."""
     if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
         return NOT_LITERAL
@@ -299,18 +305,18 @@ def _closure_change(
         if read_node is not None and _written_before_read(model, mutation.node, read_node):
             continue  # the region wrote it earlier in the same call: the recomputation writes it again first
         if mutation.scope.function_scope is not scope:
-            how: str | None = "nested"
+            change: str | None = "nested"
         else:
-            how = _write_after(model, mutation.node, anchor, scope)
-        if how is None:
+            change = _write_after(model, mutation.node, anchor, scope)
+        if change is None:
             continue
         row = analysis.range(mutation.node)[0][0]
         # not LOOP_REBINDING: binding a mutated object as a default argument would not help
         where = {"loop": ", in the loop that runs the checkpoint", "after": ", after the checkpoint call"}
-        return f"mutated at line {row}{where.get(how, '')}"
+        return f"mutated at line {row}{where.get(change, '')}"
     return None
 
-def _same_constant(model, bindings: list[Binding]) -> bool:  # noqa: ANN001
+def _same_constant(model: SemanticModel, bindings: list[Binding]) -> bool:
     """Whether every binding assigns one and the same constant (``None``, a bool, a number, a
     string)."""
     values = []
@@ -323,7 +329,7 @@ def _same_constant(model, bindings: list[Binding]) -> bool:  # noqa: ANN001
         values.append(value)
     return all(v == values[0] and type(v) is type(values[0]) for v in values)
 
-def _anchor(model, site_call: cst.Call, owner: Scope) -> cst.CSTNode | None:  # noqa: ANN001
+def _anchor(model: SemanticModel, site_call: cst.CSTNode, owner: Scope) -> cst.CSTNode | None:
     """The node of ``owner``'s own code that makes the checkpoint call: the call itself, or
     the nested ``def``/``lambda``/class that contains it; ``None`` when the call is not
     inside ``owner``."""
@@ -335,7 +341,7 @@ def _anchor(model, site_call: cst.Call, owner: Scope) -> cst.CSTNode | None:  # 
             anchor = ancestor
     return None
 
-def _write_after(model, node: cst.CSTNode, anchor: cst.CSTNode | None, owner: Scope) -> str | None:  # noqa: ANN001
+def _write_after(model: SemanticModel, node: cst.CSTNode, anchor: cst.CSTNode | None, owner: Scope) -> str | None:
     """How a write ``node`` in ``owner``'s own code can run after ``anchor``: ``"loop"``
     (a ``for``/``while`` of ``owner`` contains both, or the write is that loop's target),
     ``"after"`` (it comes later in the code), or ``None`` (it runs before, or ``anchor``
@@ -356,7 +362,7 @@ def _write_after(model, node: cst.CSTNode, anchor: cst.CSTNode | None, owner: Sc
             return "loop"
     return "after" if model.precedes(anchor, node) and not contains_node(model, node, anchor) else None
 
-def _direct_calls(model, anchor: cst.CSTNode, owner: Scope) -> list[cst.Call]:  # noqa: ANN001
+def _direct_calls(model: SemanticModel, anchor: cst.CSTNode, owner: Scope) -> list[cst.Call]:
     """The calls ``name(...)`` in ``owner``'s own code of the nested function ``anchor``,
     when every other use of its name is such a call; else ``[]`` (it escapes: returned,
     passed on, stored; when it then runs is not known, so the ``def`` stays the anchor)."""
@@ -388,7 +394,7 @@ def _at_run_time(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
             return True
     return False
 
-def _resolves_to(analysis: ModuleAnalysis, mutation, scope: Scope) -> bool:  # noqa: ANN001
+def _resolves_to(analysis: ModuleAnalysis, mutation: Mutation, scope: Scope) -> bool:
     bindings = analysis.model.lookup(mutation.base, mutation.scope)
     return bool(bindings) and bindings[0].scope is scope
 
@@ -439,7 +445,7 @@ def _frame_reads(
                     seen.add(key)
                     yield OuterRead(parent, frame, key, why)
 
-def _after_call(model, node: cst.CSTNode, site_call: cst.CSTNode) -> bool:  # noqa: ANN001
+def _after_call(model: SemanticModel, node: cst.CSTNode, site_call: cst.CSTNode) -> bool:
     """Whether ``node`` is in the function (or module code) that makes ``site_call`` and can
     run after it: later in the code, or in a loop that also makes the call."""
     owner = _enclosing_function(model, site_call)

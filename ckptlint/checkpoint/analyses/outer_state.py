@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -17,6 +18,9 @@ from ckptlint.semantic.bindings import (
     Scope,
     ScopeKind,
 )
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.model import SemanticModel
 
 __all__ = ["LOOP_VARIABLE", "OuterRead", "OuterWrite"]
 
@@ -108,7 +112,7 @@ def frame_self_name(frame: Frame) -> str | None:
         return None
     return frame.self_parameter()
 
-def is_store(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
+def is_store(model: SemanticModel, node: cst.CSTNode) -> bool:
     """Whether ``node`` is (an element of) an assignment target rather than a read."""
     child = node
     for ancestor in model.ancestors(node):
@@ -126,12 +130,13 @@ def is_store(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
 def node_code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node).strip()
 
-def describe(kind: str, base: str) -> str:
-    return {
+def describe(kind: Owner, base: str) -> str:
+    names = {
         Owner.SELF: "state of the module (`self`)",
         Owner.PARAMETER: f"the caller's object `{base}`",
         Owner.OUTER: f"the outer object `{base}`",
-    }.get(kind, f"`{base}`")
+    }
+    return names.get(kind, f"`{base}`")
 
 def frame_text(frame: Frame, node: cst.CSTNode) -> str:
     text = frame.analysis.module.code_for_node(node).strip()
@@ -143,10 +148,10 @@ LOOP_VARIABLE = "the variable of the loop that runs the checkpoint"
 
 LOOP_REBINDING = "in the loop that also runs the checkpoint"
 
-def contains_node(model, outer: cst.CSTNode, node: cst.CSTNode) -> bool:  # noqa: ANN001
+def contains_node(model: SemanticModel, outer: cst.CSTNode, node: cst.CSTNode) -> bool:
     return any(a is outer for a in model.ancestors(node))
 
-def is_load(model, node: cst.Name) -> bool:  # noqa: ANN001
+def is_load(model: SemanticModel, node: cst.Name) -> bool:
     parent = model.parent(node)
     if isinstance(parent, cst.Attribute) and parent.attr is node:
         return False

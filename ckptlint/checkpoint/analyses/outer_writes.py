@@ -9,10 +9,10 @@ runs again, torch.utils.checkpoint 2.9). So a region that *writes* outer state d
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.checkpoint.analyses.outer_state import (
     OuterWrite,
     Owner,
@@ -26,8 +26,6 @@ from ckptlint.checkpoint.analyses.outer_state import (
     node_code,
     owner_of,
 )
-from ckptlint.checkpoint.evaluator.denotations import ClassInfo
-from ckptlint.checkpoint.evaluator.region import Frame, Region
 from ckptlint.checkpoint.analyses.write_exemptions import (
     after_last_saved,
     balanced_calls,
@@ -41,6 +39,9 @@ from ckptlint.checkpoint.analyses.write_exemptions import (
     shape_bookkeeping,
     written_once,
 )
+from ckptlint.checkpoint.evaluator.denotations import ClassInfo
+from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.assignments import assignments
 from ckptlint.semantic.bindings import (
     MUTATING_METHODS,
@@ -49,6 +50,9 @@ from ckptlint.semantic.bindings import (
 )
 from ckptlint.semantic.model import base_name
 from ckptlint.semantic.walk import iter_tree
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.model import SemanticModel
 
 __all__ = ["outer_writes"]
 
@@ -275,7 +279,7 @@ def _only_tests_other_code(frame: Frame, node: cst.CSTNode, read: cst.CSTNode) -
             value = getattr(node, "value", None)
             read_there = {node_code(n) for n in iter_tree(value) if isinstance(n, (cst.Name, cst.Attribute))} if value else set()
             return not any(
-                isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and node_code(getattr(n, "target")) in read_there
+                isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and node_code(n.target) in read_there
                 for n in iter_tree(ancestor)
             )
         below = ancestor
@@ -338,7 +342,7 @@ def _item_carries(frame: Frame, node: cst.CSTNode, target: cst.Subscript) -> boo
     return False
 
 
-def _item_read(model, container: cst.CSTNode, text: str, key: object) -> cst.CSTNode | None:  # noqa: ANN001
+def _item_read(model: SemanticModel, container: cst.CSTNode, text: str, key: object) -> cst.CSTNode | None:
     """The expression reading item ``key`` of ``container`` (``C[K]`` spelled ``text``, or
     ``C.get(K)``), or ``None``."""
     parent = model.parent(container)
@@ -386,5 +390,5 @@ def _installed_from_outside(info: ClassInfo | None, owner: cst.BaseExpression, s
         return False
     if not (isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name) and owner.value.value == self_name):
         return False
-    values = info.attributes.get(owner.attr.value)
+    values = info.attributes.get(owner.attr.value) or []
     return bool(values) and all(isinstance(v.value, cst.Name) and v.value.value == "None" and not v.path for v in values)

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import libcst as cst
 
-from ckptlint.checkpoint.evaluator.denotations import LayerUse
 from ckptlint.checkpoint.analyses.layer_switches import argument_value, layer_switched_on, switch_is_on
-from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.evaluator.denotations import LayerUse
 from ckptlint.checkpoint.evaluator.region import Frame, Region
 from ckptlint.checkpoint.evaluator.regions import RegionBuilder
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.facts.torch_facts import (
     DEVICE_MOVE_METHODS,
     GENERATOR_CLASSES,
@@ -347,7 +348,7 @@ def _made_by_generator_factory(value: cst.BaseExpression | None, analysis: Modul
     return bool(names & GENERATOR_CLASSES) or any(n.startswith(PYTHON_RANDOM_PREFIXES) for n in names)
 
 
-def _is_generator_name(expr: cst.BaseExpression, frame: Frame) -> bool:
+def _is_generator_name(expr: cst.BaseExpression, frame: Frame) -> TypeGuard[cst.Name]:
     """``rng.normal()`` where ``rng = np.random.default_rng(0)`` (or ``random.Random()``,
     ``torch.Generator()``), in the frame or an enclosing scope."""
     if not isinstance(expr, cst.Name):

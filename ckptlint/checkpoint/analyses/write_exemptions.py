@@ -5,11 +5,16 @@ fit, shape bookkeeping."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
-from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.checkpoint.analyses.outer_state import contains_node, frame_self_name, node_code
 from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.model import SemanticModel
 
 #: Mutating methods that add to a container, and the ones that take the addition back
 #: (LIFO ``pop()``; ``pop(0)`` after ``append`` removes another element, so it is no pair).
@@ -88,14 +93,14 @@ def diagnostic_counter(frame: Frame, node: cst.AugAssign) -> bool:
     ``self.print_idx += 1``, read only by ``if self.print_idx == 0: logger.debug(...)``: a
     second bump changes what is logged, not what is computed. A counter read nowhere in its
     class stays reported (code elsewhere may read it)."""
-    from ckptlint.checkpoint.evaluator.class_summary import self_attribute
     from ckptlint.checkpoint.analyses.outer_state import frame_self_name, is_store
+    from ckptlint.checkpoint.evaluator.class_summary import self_attribute
     from ckptlint.semantic.walk import iter_tree
 
     info = frame.ctx.self_class
     target = node.target
     self_name = frame_self_name(frame)
-    if info is None or self_name is None or self_attribute(target, self_name) is None:
+    if info is None or self_name is None or not isinstance(target, cst.Attribute) or self_attribute(target, self_name) is None:
         return False
     model = info.analysis.model
     reads = 0
@@ -110,12 +115,12 @@ def diagnostic_counter(frame: Frame, node: cst.AugAssign) -> bool:
     return reads > 0
 
 
-def _aug_target(model, node: cst.CSTNode) -> bool:  # noqa: ANN001
+def _aug_target(model: SemanticModel, node: cst.CSTNode) -> bool:
     parent = model.parent(node)
     return isinstance(parent, cst.AugAssign) and parent.target is node
 
 
-def _logs_only(model, read: cst.CSTNode) -> bool:  # noqa: ANN001
+def _logs_only(model: SemanticModel, read: cst.CSTNode) -> bool:
     """Whether ``read`` sits in a logging call's arguments or in the test of an ``if`` whose
     branches hold only logging calls (and ``pass``)."""
     below = read
@@ -130,7 +135,7 @@ def _logs_only(model, read: cst.CSTNode) -> bool:  # noqa: ANN001
     return False
 
 
-def _log_branches(model, node: cst.If) -> bool:  # noqa: ANN001
+def _log_branches(model: SemanticModel, node: cst.If) -> bool:
     """Whether every branch of ``node`` (its ``elif``s and ``else`` too) only logs."""
     if not _log_suite(model, node.body):
         return False
@@ -139,7 +144,7 @@ def _log_branches(model, node: cst.If) -> bool:  # noqa: ANN001
     return node.orelse is None or _log_suite(model, node.orelse.body)
 
 
-def _log_suite(model, suite: cst.BaseSuite) -> bool:  # noqa: ANN001
+def _log_suite(model: SemanticModel, suite: cst.BaseSuite) -> bool:
     smalls: list[cst.BaseSmallStatement] = []
     if isinstance(suite, cst.SimpleStatementSuite):
         smalls = list(suite.body)
@@ -156,7 +161,7 @@ def _log_suite(model, suite: cst.BaseSuite) -> bool:  # noqa: ANN001
     )
 
 
-def _log_call(model, call: cst.Call) -> bool:  # noqa: ANN001
+def _log_call(model: SemanticModel, call: cst.Call) -> bool:
     from ckptlint.facts.log_output import LOG_FUNCTIONS, LOGGER_METHODS, LOGGER_NAME_PART
 
     if model.qualified_names(call.func) & LOG_FUNCTIONS:
@@ -187,7 +192,7 @@ def sets_rng_state(frame: Frame) -> bool:
 #: ``torch._C._cuda_setRNGState`` in Megatron's ``_set_cuda_rng_state``).
 _GENERATOR_SETTERS = frozenset({"set_state", "_cuda_setRNGState"})
 
-def _local_setter(call: cst.Call, model) -> bool:  # noqa: ANN001 - a SemanticModel
+def _local_setter(call: cst.Call, model: SemanticModel) -> bool:
     """Whether ``call`` calls a function of the same module whose body sets the RNG state
     (Megatron's ``_set_cuda_rng_state``, which does not clone the state)."""
     from ckptlint.semantic.bindings import BindingKind
@@ -286,7 +291,7 @@ def saved_and_restored(frame: Frame, text: str) -> bool:
             return True
     return False
 
-def exit_guard(model, node: cst.CSTNode) -> cst.If | None:  # noqa: ANN001
+def exit_guard(model: SemanticModel, node: cst.CSTNode) -> cst.If | None:
     """The ``if`` whose test is where ``node`` is read, when its body ends by leaving
     (``if _INITIALIZED: return``), else ``None``."""
     for ancestor in model.ancestors(node):
@@ -320,7 +325,7 @@ def written_once(frame: Frame, node: cst.CSTNode, target: cst.BaseExpression) ->
     return _memo_guarded(model, node, container, key, frame.function)
 
 
-def memo_fill(model, node: cst.CSTNode) -> bool:  # noqa: ANN001 - a SemanticModel
+def memo_fill(model: SemanticModel, node: cst.CSTNode) -> bool:
     """Whether the assignment ``node`` fills a memo table or a lazily initialised value under
     a test that turns false once it ran (``if key not in cache: cache[key] = v``, ``if
     self.x is None: self.x = v``, :func:`written_once` without a frame): the recomputation
@@ -347,7 +352,7 @@ def _slot(target: cst.BaseExpression) -> tuple[str | None, str] | None:
     return None
 
 
-def _memo_guarded(model, node: cst.CSTNode, container: str | None, key: str, function: cst.CSTNode) -> bool:  # noqa: ANN001
+def _memo_guarded(model: SemanticModel, node: cst.CSTNode, container: str | None, key: str, function: cst.CSTNode) -> bool:
     child: cst.CSTNode = node
     for ancestor in model.ancestors(node):
         if ancestor is function:
@@ -362,7 +367,7 @@ def _memo_guarded(model, node: cst.CSTNode, container: str | None, key: str, fun
     return False
 
 
-def _grown_until_it_fits(model, node: cst.CSTNode, key: str) -> bool:  # noqa: ANN001 - a SemanticModel
+def _grown_until_it_fits(model: SemanticModel, node: cst.CSTNode, key: str) -> bool:
     """Whether ``node`` is a statement of the body of a ``while`` loop that grows the target
     until the loop's test turns false: ``while pos >= self.end or n >= self.end: self.end *= 2``
     (nanotron's rotary embedding). The loop leaves only when its test is false, so the
@@ -408,9 +413,9 @@ def _filled_test(test: cst.BaseExpression, branch: cst.CSTNode, container: str |
     spelling."""
     code = node_code
     if isinstance(test, cst.BooleanOperation):
-        left = _filled_test(test.left, branch, container, key)
-        right = _filled_test(test.right, branch, container, key)
-        return (left and right) if isinstance(test.operator, cst.And) else (left or right)
+        left_filled = _filled_test(test.left, branch, container, key)
+        right_filled = _filled_test(test.right, branch, container, key)
+        return (left_filled and right_filled) if isinstance(test.operator, cst.And) else (left_filled or right_filled)
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
@@ -427,9 +432,9 @@ def _memo_test(test: cst.BaseExpression, body: cst.CSTNode, container: str | Non
     one is."""
     code = node_code
     if isinstance(test, cst.BooleanOperation):
-        left = _memo_test(test.left, body, container, key)
-        right = _memo_test(test.right, body, container, key)
-        return (left and right) if isinstance(test.operator, cst.Or) else (left or right)
+        left_false = _memo_test(test.left, body, container, key)
+        right_false = _memo_test(test.right, body, container, key)
+        return (left_false and right_false) if isinstance(test.operator, cst.Or) else (left_false or right_false)
     if container is None and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         guard = code(test.expression)
         return guard == key or assigns_in(body, guard)  # `if not self._initialized: ...; self._initialized = True`
@@ -552,7 +557,7 @@ def after_last_saved(frame: Frame, node: cst.CSTNode, early_stop: bool) -> bool:
     model = frame.analysis.model
     line = next((a for a in model.ancestors(node) if isinstance(a, cst.SimpleStatementLine)), None)
     block = model.parent(line) if line is not None else None
-    if not isinstance(block, cst.IndentedBlock) or not _inert(line):
+    if line is None or not isinstance(block, cst.IndentedBlock) or not _inert(line):
         return False
     rest = block.body[block.body.index(line) + 1 :]
     return bool(rest) and all(_inert(s) for s in rest[:-1]) and _plain_return(rest[-1])

@@ -324,7 +324,7 @@ class RegionBuilder:
         )
         if level == 0 and direct and site.function is not None:
             return [(self.evaluator.values(site.function, ctx, 0), function_args if inputs_bound(site) else None, ctx)]
-        where = Context(helper.analysis, ctx.self_class if helper.method else None)  # type: ignore[arg-type]
+        where = Context(helper.analysis, ctx.self_class if helper.method else None)
         bound = bind_arguments(FunctionValue(helper.node, where, bound_method=helper.method), tuple(site.call.args), ctx)
         out: list[_Entry] = []
         for alternative in site.alternatives:

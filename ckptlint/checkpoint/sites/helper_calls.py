@@ -27,8 +27,7 @@ from ckptlint.semantic.model import SemanticModel
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ckptlint.semantic.analysis import ModuleAnalysis
-    from ckptlint.semantic.project import Project
+    from ckptlint.semantic.analysis import ModuleAnalysis, ModuleLoader
 
 __all__ = ["HelperResolver"]
 
@@ -89,7 +88,7 @@ class HelperResolver:
     def __init__(
         self,
         model: SemanticModel,
-        project: Project | None,
+        project: ModuleLoader | None,
         own: dict[str, HelperSummary],
         helpers_of: Callable[[ModuleAnalysis], dict[str, HelperSummary]],
         namespace_root: Callable[[str], None] | None = None,

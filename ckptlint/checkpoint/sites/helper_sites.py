@@ -336,7 +336,7 @@ class _Bound:
         if self.open:
             return NOT_LITERAL
         default = summary.defaults.get(name)
-        return literal_value(default, summary.analysis.model) if default is not None else NOT_LITERAL  # type: ignore[attr-defined]
+        return literal_value(default, summary.analysis.model) if default is not None else NOT_LITERAL
 
 
 def build_helper_site(summary: HelperSummary, call: cst.Call, model: SemanticModel) -> CheckpointSite | None:
@@ -423,7 +423,7 @@ def _option(
         default = summary.defaults.get(plan[1])
         if default is None:
             return UNKNOWN, True
-        value = literal_value(default, summary.analysis.model)  # type: ignore[attr-defined]
+        value = literal_value(default, summary.analysis.model)
         if value is NOT_LITERAL:
             return OptionValue(OptionState.EXPRESSION), True
         return OptionValue(OptionState.LITERAL, value), True

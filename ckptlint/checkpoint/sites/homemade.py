@@ -26,15 +26,16 @@ parameters as the stored callable are checkpoint sites (see :mod:`ckptlint.check
 from __future__ import annotations
 
 import dataclasses
-from functools import partial
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 import libcst as cst
 
-from ckptlint.facts.apis import AUTOGRAD_FUNCTION_BASES, HOME_MADE, CheckpointApi
-from ckptlint.checkpoint.sites.reversible import reversible_shape
-from ckptlint.facts.home_made import known_implementation
 from ckptlint.checkpoint.sites.options import literal_string
+from ckptlint.checkpoint.sites.reversible import reversible_shape
+from ckptlint.facts.apis import AUTOGRAD_FUNCTION_BASES, HOME_MADE, CheckpointApi
+from ckptlint.facts.home_made import known_implementation
 from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name, candidate_values
 from ckptlint.semantic.bindings import Assigned, BindingKind
 from ckptlint.semantic.model import SemanticModel
@@ -160,7 +161,7 @@ def _assignments(function: cst.FunctionDef, model: SemanticModel) -> list[Assign
     return [a for node in _nodes(function) if type(node) in BINDING_NODES for a in assignments(node, key)]
 
 
-def _nodes(function: cst.FunctionDef):  # noqa: ANN202 - an iterator of nodes
+def _nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()

@@ -57,7 +57,9 @@ def option_names(site: CheckpointSite) -> tuple[str, ...]:
     return tuple(dict.fromkeys(site.api.options + site.api.positional))
 
 
-def closest_option(written: str, options: tuple[str, ...], value: cst.BaseExpression | None, model: SemanticModel) -> tuple[str, float] | None:
+def closest_option(
+    written: str, options: tuple[str, ...], value: cst.BaseExpression | None, model: SemanticModel
+) -> tuple[str, float] | None:
     """The option ``written`` probably misspells, with the ratio, or ``None``."""
     if written in options:
         return None

@@ -84,7 +84,8 @@ def save_misuse_of_arguments(
             return _save_to(f"its callable is {guess.evidence} (a path), not a computation", function, positional, model)
     hint = name_hint(function)
     if hint in (ValueKind.OPTIMIZER, ValueKind.SCHEDULER) and guess is None:
-        return _save(f"its callable `{_text(function)}` is named like {_a(hint.value)}, not a computation", hint, function, positional, model)
+        reason = f"its callable `{_text(function)}` is named like {_a(hint.value)}, not a computation"
+        return _save(reason, hint, function, positional, model)
     for arg in positional:
         found = _strong_input(arg.value, model)
         if found is not None:

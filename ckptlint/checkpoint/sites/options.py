@@ -12,12 +12,12 @@ import ast
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import partial as partial_of
 from enum import Enum
+from functools import partial as partial_of
 
 import libcst as cst
 
-from ckptlint.semantic.bindings import BindingKind, MutationKind
+from ckptlint.semantic.bindings import Binding, BindingKind, MutationKind
 from ckptlint.semantic.model import SemanticModel
 from ckptlint.semantic.reaching import reaching
 
@@ -81,7 +81,7 @@ class OptionValue:
 
     state: OptionState
     value: object = None
-    node: cst.CSTNode | None = None
+    node: cst.BaseExpression | None = None
     arg: cst.Arg | None = None
     origin: OptionOrigin = OptionOrigin.NONE
 
@@ -179,7 +179,7 @@ class MappingAlternative:
     """
 
     keys: dict[str, cst.BaseExpression | None] | None
-    node: cst.CSTNode | None = None
+    node: cst.BaseExpression | None = None
     json_values: dict[str, object] = field(default_factory=dict)
     present: dict[str, cst.BaseExpression | None] | None = None
 
@@ -351,7 +351,8 @@ def surely_present_keys(expr: cst.BaseExpression, model: SemanticModel, _depth: 
     if isinstance(expr, cst.Name) and not model.mutations_of(expr.value, model.scope_of(expr)):
         bindings = reaching(model, expr, partial_of(torch_version_test, model=model))
         paths: list[frozenset[str]] = []
-        for binding in bindings or [None]:
+        candidates: list[Binding | None] = list(bindings) if bindings else [None]
+        for binding in candidates:
             if binding is not None and binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
                 paths += surely_present_keys(binding.value, model, _depth + 1)
             else:
@@ -411,10 +412,10 @@ def _apply_mutations(
                 added[key] = node.value
         elif mutation.kind is MutationKind.METHOD and isinstance(node, cst.Call):
             if mutation.method == "setdefault" and node.args:
-                key = literal_value(node.args[0].value, model)
-                if not isinstance(key, str):
+                given = literal_value(node.args[0].value, model)
+                if not isinstance(given, str):
                     return [_UNKNOWN_MAPPING]
-                added[key] = node.args[1].value if len(node.args) > 1 else None
+                added[given] = node.args[1].value if len(node.args) > 1 else None
             elif mutation.method == "update":
                 for arg in node.args:
                     if arg.keyword is not None:
@@ -463,16 +464,16 @@ def option_from_mappings(
     key but others are unknown; ``LITERAL``/``EXPRESSION`` when every alternative has it.
     """
     alternatives = list(alternatives)
-    known = [alt for alt in alternatives if alt.keys is not None]
-    lacking = [alt for alt in known if key not in alt.keys]  # type: ignore[operator]
+    known = [(alt, alt.keys) for alt in alternatives if alt.keys is not None]
+    lacking = [alt for alt, keys in known if key not in keys]
     if lacking:
         return OptionValue(OptionState.ABSENT, node=lacking[0].node, origin=OptionOrigin.DICT)
     if not known or len(known) != len(alternatives):
         return UNKNOWN
     values: list[object] = []
-    nodes: list[cst.CSTNode | None] = []
-    for alt in known:
-        expr = alt.keys[key]  # type: ignore[index]
+    nodes: list[cst.BaseExpression | None] = []
+    for alt, keys in known:
+        expr = keys[key]
         if expr is None:
             values.append(alt.json_values.get(key, NOT_LITERAL))
         else:

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ckptlint.semantic.walk import returns_of
 from ckptlint.checkpoint.sites.homemade import home_made, implementation_of_apply
 from ckptlint.checkpoint.sites.options import OptionState, OptionValue, literal_string
 from ckptlint.checkpoint.sites.site import Reentrancy
@@ -48,9 +47,10 @@ from ckptlint.facts.apis import (
 from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name, candidate_values
 from ckptlint.semantic.bindings import BindingKind
 from ckptlint.semantic.model import SemanticModel
+from ckptlint.semantic.walk import returns_of
 
 if TYPE_CHECKING:
-    from ckptlint.semantic.project import Project
+    from ckptlint.semantic.analysis import ModuleLoader
 
 __all__ = ["Recogniser", "policy_region_expression", "wrapper_fn_reentrancy"]
 
@@ -66,7 +66,7 @@ _ARGUMENTS_LIKE = re.compile(r"(?:Arguments|Args|Config)$")
 class Recogniser:
     """Answers "which API does this call use" for one module (see the module docstring)."""
 
-    def __init__(self, model: SemanticModel, project: Project | None, path: str | None = None) -> None:
+    def __init__(self, model: SemanticModel, project: ModuleLoader | None, path: str | None = None) -> None:
         self.model = model
         self.project = project
         self.path = Path(os.path.abspath(path)) if path else None
@@ -206,7 +206,7 @@ class Recogniser:
 
 
 def _training_arguments_of(
-    names: frozenset[str], model: SemanticModel, project: Project | None, hops: int
+    names: frozenset[str], model: SemanticModel, project: ModuleLoader | None, hops: int
 ) -> CheckpointApi | None:
     """The ``TrainingArguments`` row a class named ``names`` derives from, following base
     classes in ``model``'s module and, through ``project``, in other modules of the tree."""
@@ -228,7 +228,7 @@ def _training_arguments_of(
 
 
 def _class_definition(
-    qualified: str, model: SemanticModel, project: Project | None
+    qualified: str, model: SemanticModel, project: ModuleLoader | None
 ) -> tuple[cst.ClassDef | None, SemanticModel | None]:
     module, _, name = qualified.rpartition(".")
     if module == model.module_name or (not module and not model.module_name):
@@ -252,7 +252,7 @@ def _class_definition(
 
 
 # -------------------------------------------------------------------- other modules
-def _external(qualified: str, project: Project, hops: int) -> CheckpointApi | None:
+def _external(qualified: str, project: ModuleLoader, hops: int) -> CheckpointApi | None:
     """The API that ``qualified`` (a name in another module of the linted tree) denotes:
     an import or alias of an API there, or a home-made implementation's ``apply`` / helper."""
     if hops > _MAX_HOPS or qualified.startswith(("torch.", "builtins.")):

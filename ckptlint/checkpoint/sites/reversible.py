@@ -36,7 +36,9 @@ of the module defines with ``torch.enable_grad()`` in its body (the block's own
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import libcst as cst
 
@@ -126,7 +128,7 @@ def _params(function: cst.FunctionDef) -> list[str]:
     return [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
 
 
-def _nodes(function: cst.FunctionDef):  # noqa: ANN202 - an iterator of nodes
+def _nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
@@ -144,7 +146,7 @@ def _last_name(expr: cst.BaseExpression) -> str:
     return expr.value if isinstance(expr, cst.Name) else ""
 
 
-def _is_attr(expr: cst.BaseExpression, owner: str, attr: str | None = None) -> bool:
+def _is_attr(expr: cst.BaseExpression, owner: str, attr: str | None = None) -> TypeGuard[cst.Attribute]:
     return (
         isinstance(expr, cst.Attribute)
         and isinstance(expr.value, cst.Name)
@@ -161,7 +163,7 @@ def _stored(forward: cst.FunctionDef, ctx: str, rest: list[str]) -> dict[str, st
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in rest:
             for target in node.targets:
                 if _is_attr(target.target, ctx):
-                    stored[target.target.attr.value] = node.value.value  # type: ignore[union-attr]
+                    stored[target.target.attr.value] = node.value.value
     return stored
 
 
@@ -189,7 +191,7 @@ def _loop_element(target: cst.BaseAssignTargetExpression) -> str | None:
     return None
 
 
-def _element_names(function: cst.FunctionDef, is_source) -> set[str]:  # noqa: ANN001 - a predicate
+def _element_names(function: cst.FunctionDef, is_source: Callable[[cst.BaseExpression], bool]) -> set[str]:
     """Names bound to elements of the collection ``is_source`` recognises: ``for`` targets
     and tuple unpackings."""
     names: set[str] = set()

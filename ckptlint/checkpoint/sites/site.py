@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from ckptlint.checkpoint.sites.options import ABSENT, CallArguments, OptionState, OptionValue
 from ckptlint.facts.apis import CheckpointApi
 from ckptlint.semantic.bindings import Scope
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.analysis import ModuleAnalysis
 
 __all__ = [
     "CheckpointSite",
@@ -157,7 +161,7 @@ class HelperSummary:
     node: cst.FunctionDef
     qualname: str
     module: str
-    analysis: object
+    analysis: ModuleAnalysis
     parameter: str
     method: bool
     params: tuple[str, ...]

@@ -4,8 +4,6 @@ Face's switches, other libraries' functions and wrappers, policies, home-made im
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
 
 from ckptlint.checkpoint.sites.options import (
@@ -26,10 +24,6 @@ from ckptlint.facts.apis import (
 )
 from ckptlint.facts.hf_formats import HF_KWARGS_OPTIONS
 from ckptlint.semantic.model import SemanticModel
-
-if TYPE_CHECKING:
-    pass
-
 
 _TORCH_CHECKPOINT = "torch.utils.checkpoint.checkpoint"
 
@@ -99,7 +93,9 @@ def _forwarded_keywords(arguments: CallArguments, api: CheckpointApi) -> tuple[c
         arg for name, arg in arguments.keywords.items() if name not in api.options and name not in api.positional
     )
 
-def _build_function(api, form, call, arguments, model) -> CheckpointSite:
+def _build_function(
+    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
+) -> CheckpointSite:
     ordered = _ordered_non_keyword(arguments, call)
     function: cst.BaseExpression | None = None
     inputs = ordered
@@ -127,7 +123,9 @@ def _positional_or_keyword(arguments: CallArguments, api: CheckpointApi, name: s
         return arguments.positional[index]
     return arguments.keywords.get(name)
 
-def _build_sequential(api, form, call, arguments, model) -> CheckpointSite:
+def _build_sequential(
+    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
+) -> CheckpointSite:
     functions = _positional_or_keyword(arguments, api, "functions")
     input_arg = _positional_or_keyword(arguments, api, "input")
     options = {
@@ -147,7 +145,9 @@ def _build_sequential(api, form, call, arguments, model) -> CheckpointSite:
         options=options,
     )
 
-def _build_wrapper(api, form, call, arguments, model) -> CheckpointSite:
+def _build_wrapper(
+    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
+) -> CheckpointSite:
     module = _positional_or_keyword(arguments, api, "module")
     impl = arguments.option("checkpoint_impl", model, position=1)
     checkpoint_fn = arguments.option("checkpoint_fn", model, position=2)
@@ -183,7 +183,9 @@ def _build_wrapper(api, form, call, arguments, model) -> CheckpointSite:
         reentrancy=reentrancy,
     )
 
-def _build_composable(api, form, call, arguments, model) -> CheckpointSite:
+def _build_composable(
+    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
+) -> CheckpointSite:
     module = _positional_or_keyword(arguments, api, "module")
     options = {name: arguments.option(name, model) for name in api.options}
     keywords = _forwarded_keywords(arguments, api)
@@ -211,7 +213,9 @@ def _hf_reentrancy(use_reentrant: OptionValue, default_reentrant: bool) -> Reent
     torch, which runs reentrant (2.9-2.13); only absent kwargs take transformers' default."""
     return _reentrancy_from(use_reentrant, default_reentrant or use_reentrant.origin is not OptionOrigin.DEFAULT)
 
-def _build_hf_enable(api, form, call, arguments, model) -> CheckpointSite:
+def _build_hf_enable(
+    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
+) -> CheckpointSite:
     """``gradient_checkpointing_enable(gradient_checkpointing_kwargs)``, or transformers 5.24's
     ``activation_checkpointing_enable(activation_checkpointing_kwargs, every_n_layers, offload)``:
     the kwargs are the first parameter of either."""
@@ -224,7 +228,9 @@ def _build_hf_enable(api, form, call, arguments, model) -> CheckpointSite:
     site.extra["kwargs_option"] = api.positional[0]
     return site
 
-def _build_hf_training_args(api, form, call, arguments, model) -> CheckpointSite | None:
+def _build_hf_training_args(
+    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
+) -> CheckpointSite | None:
     """``TrainingArguments(gradient_checkpointing=True, ...)`` or 5.24's
     ``activation_checkpointing=True`` (the new name wins when both are passed, as in
     ``__post_init__``); with the new name unset kwargs run non-reentrant (only 5.24 has it)."""
@@ -297,7 +303,9 @@ def _unwrap_call_method(expr: cst.BaseExpression | None) -> cst.BaseExpression |
         return expr.value
     return expr
 
-def _build_library_function(api, form, call, arguments, model) -> CheckpointSite:
+def _build_library_function(
+    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
+) -> CheckpointSite:
     ordered = _ordered_non_keyword(arguments, call)
     function: cst.BaseExpression | None = None
     leading = len(api.positional) - 1
@@ -330,7 +338,9 @@ def _build_library_function(api, form, call, arguments, model) -> CheckpointSite
         reentrancy=_library_reentrancy(api, options.get("use_reentrant", ABSENT)),
     )
 
-def _build_library_sequence(api, form, call, arguments, model) -> CheckpointSite:
+def _build_library_sequence(
+    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
+) -> CheckpointSite:
     functions = _positional_or_keyword(arguments, api, "functions")
     input_arg = _positional_or_keyword(arguments, api, "x")
     options = {name: arguments.option(name, model, position=api.positional.index(name)) for name in api.options}
@@ -347,7 +357,9 @@ def _build_library_sequence(api, form, call, arguments, model) -> CheckpointSite
         reentrancy=_library_reentrancy(api, options.get("use_reentrant", ABSENT)),
     )
 
-def _build_library_wrapper(api, form, call, arguments, model) -> CheckpointSite:
+def _build_library_wrapper(
+    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
+) -> CheckpointSite:
     module = _positional_or_keyword(arguments, api, api.positional[0])
     options = {name: arguments.option(name, model, position=api.positional.index(name)) for name in api.options}
     return _site(
@@ -363,7 +375,9 @@ def _build_library_wrapper(api, form, call, arguments, model) -> CheckpointSite:
         reentrancy=_library_reentrancy(api, ABSENT),
     )
 
-def _build_policy(api, form, call, arguments, model) -> CheckpointSite | None:
+def _build_policy(
+    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
+) -> CheckpointSite | None:
     from ckptlint.checkpoint.sites.reach import (
         policy_region_expression,
         wrapper_fn_reentrancy,
@@ -395,7 +409,9 @@ def _build_policy(api, form, call, arguments, model) -> CheckpointSite | None:
         reentrancy=reentrancy,
     )
 
-def _build_home_made(api, form, call, arguments, model) -> CheckpointSite:
+def _build_home_made(
+    api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
+) -> CheckpointSite:
     """A call of a home-made implementation's ``apply`` or of a helper around it; the
     site's ``extra["function_index"]`` says which argument is the callable."""
     index = int(api.positional.index("function")) if "function" in api.positional else 0

@@ -8,12 +8,14 @@ themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial as partial_of
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.sites.helper_calls import HelperResolver
+from ckptlint.checkpoint.sites.helper_sites import MAX_LEVELS, build_helper_site, summarise_helpers
 from ckptlint.checkpoint.sites.misspelling import find_misspellings
 from ckptlint.checkpoint.sites.misuse import find_save_misuse
 from ckptlint.checkpoint.sites.options import (
@@ -21,8 +23,6 @@ from ckptlint.checkpoint.sites.options import (
     in_branch_torch_never_takes,
     torch_version_test,
 )
-from ckptlint.checkpoint.sites.helper_calls import HelperResolver
-from ckptlint.checkpoint.sites.helper_sites import MAX_LEVELS, build_helper_site, summarise_helpers
 from ckptlint.checkpoint.sites.site import CheckpointSite, HelperSummary, SiteForm, SiteIndex
 from ckptlint.checkpoint.sites.site_builders import BUILDERS, build_bound_call, build_site
 from ckptlint.facts.apis import (
@@ -31,7 +31,6 @@ from ckptlint.facts.apis import (
     PARTIAL_QUALIFIED_NAMES,
     UTILS_CHECKPOINT_MODULE,
     ApiKind,
-    CheckpointApi,
     api_for,
 )
 from ckptlint.facts.saving import DCP_FUNCTIONS
@@ -40,8 +39,8 @@ from ckptlint.semantic.model import SemanticModel
 from ckptlint.semantic.reaching import reaching
 
 if TYPE_CHECKING:
-    from ckptlint.semantic.analysis import ModuleAnalysis
-    from ckptlint.semantic.project import Project
+    from ckptlint.checkpoint.sites.reach import Recogniser
+    from ckptlint.semantic.analysis import ModuleAnalysis, ModuleLoader
 
 __all__ = ["collect_sites", "helper_summaries", "site_index"]
 
@@ -75,7 +74,7 @@ def helper_summaries(analysis: ModuleAnalysis) -> dict[str, HelperSummary]:
         _IN_PROGRESS.discard(id(analysis))
 
 def collect_sites(
-    model: SemanticModel, project: Project | None = None, path: str | None = None, analysis: ModuleAnalysis | None = None
+    model: SemanticModel, project: ModuleLoader | None = None, path: str | None = None, analysis: ModuleAnalysis | None = None
 ) -> SiteIndex:
     """Find every checkpoint site of the module described by ``model``; with ``project``,
     names imported from other modules of the linted tree are followed (re-exports of an
@@ -85,78 +84,10 @@ def collect_sites(
     from ckptlint.checkpoint.sites.reach import Recogniser
 
     recogniser = Recogniser(model, project, path)
-    others: list[cst.Call] = []  # attribute calls nothing above recognised
-    sites: list[CheckpointSite] = []
-    module_calls: list[cst.Call] = []
-    partial_bindings: dict[cst.CSTNode, CheckpointSite] = {}
-    deferred: list[cst.Call] = []
-    partial_sites: dict[cst.Call, CheckpointSite] = {}
-    through_self: list[tuple[cst.Call, cst.Call]] = []
-    dcp_calls: list[cst.Call] = []
-    decide = partial_of(torch_version_test, model=model)
+    found = _Calls()
     for call in model.calls:
-        names = model.qualified_names(call.func)
-        api = api_for(names)
-        if api is not None and isinstance(call.func, cst.Name) and _rebound_to_partials(model, call.func, decide):
-            deferred.append(call)  # `checkpoint = partial(checkpoint, use_reentrant=False)` at module level
-            continue
-        if api is not None:
-            site = build_site(api, SiteForm.CALL, call, CallArguments.of(call), model)
-            if site is not None:
-                sites.append(site)
-            continue
-        if UTILS_CHECKPOINT_MODULE in names:
-            module_calls.append(call)
-            continue
-        if any(name in DCP_FUNCTIONS for name in names):
-            dcp_calls.append(call)
-            continue
-        if names & PARTIAL_QUALIFIED_NAMES and call.args and not call.args[0].keyword and not call.args[0].star:
-            inner = api_for(model.qualified_names(call.args[0].value))
-            if inner is not None and inner.kind is not ApiKind.HF_TRAINING_ARGS:
-                arguments = CallArguments.of(call.with_changes(args=call.args[1:]))
-                site = build_site(inner, SiteForm.PARTIAL, call, arguments, model)
-                if site is not None:
-                    sites.append(site)
-                    partial_sites[call] = site
-                    parent = model.parent(call)
-                    if isinstance(parent, cst.Assign):
-                        partial_bindings[parent] = site
-            continue
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value in HF_ENABLE_METHODS:
-            site = build_site(HF_ENABLE_METHODS[call.func.attr.value], SiteForm.CALL, call, CallArguments.of(call), model)
-            if site is not None:
-                sites.append(site)
-            continue
-        other = recogniser.api_of_call(call, names)
-        if other is not None:
-            site = build_site(other, SiteForm.CALL, call, CallArguments.of(call), model)
-            if site is not None:
-                sites.append(site)
-            continue
-        if isinstance(call.func, cst.Name):
-            deferred.append(call)
-        elif isinstance(call.func, cst.Attribute):
-            partial = recogniser.self_partial(call.func)
-            if partial is not None:
-                through_self.append((call, partial))
-            else:
-                others.append(call)
-    for call, partial in through_self:  # self._ckpt(block, x) after self._ckpt = partial(API, ...)
-        bound = partial_sites.get(partial)
-        if bound is not None:
-            site = build_bound_call(bound, call, model)
-            if site is not None:
-                sites.append(site)
-    if partial_bindings:
-        for call in deferred:
-            for binding in reaching(model, call.func, decide):  # type: ignore[arg-type]
-                bound = partial_bindings.get(binding.node)
-                if bound is not None and binding.kind is BindingKind.ASSIGNMENT:
-                    site = build_bound_call(bound, call, model)
-                    if site is not None:
-                        sites.append(site)
-                    break
+        _sort_call(call, model, recogniser, found)
+    sites = found.sites + _bound_call_sites(found, model)
     # a call in a branch that torch 2.9-2.13 never take (`else` of `if is_torch_version(">=",
     # "1.11.0")`) checkpoints nothing there: no site
     sites = [site for site in sites if not in_branch_torch_never_takes(model, site.call)]
@@ -167,17 +98,107 @@ def collect_sites(
     helpers: dict[str, HelperSummary] = {}
     if analysis is not None:
         seen = {id(site.call) for site in sites}
-        candidates = [call for call in deferred + others if id(call) not in seen]
+        candidates = [call for call in found.deferred + found.others if id(call) not in seen]
         resolver = HelperResolver(model, project, helpers, helper_summaries, recogniser.namespace_root)
         sites += _helper_call_sites(sites, candidates, analysis, resolver, helpers)
-    return SiteIndex(sites, module_calls, dcp_calls, helpers)
+    return SiteIndex(sites, found.module_calls, found.dcp_calls, helpers)
 
 
-def _rebound_to_partials(model: SemanticModel, name: cst.Name, decide: Callable[[cst.BaseExpression], bool | None]) -> bool:
+@dataclass
+class _Calls:
+    """What the first pass over a module's calls found: the sites of API calls, and the calls
+    judged once every call has been seen."""
+
+    sites: list[CheckpointSite] = field(default_factory=list)
+    module_calls: list[cst.Call] = field(default_factory=list)  # calls of torch.utils.checkpoint itself
+    dcp_calls: list[cst.Call] = field(default_factory=list)  # torch.distributed.checkpoint functions
+    partial_sites: dict[cst.Call, CheckpointSite] = field(default_factory=dict)  # partial(API, ...)
+    partial_bindings: dict[cst.CSTNode, CheckpointSite] = field(default_factory=dict)  # name = partial(API, ...)
+    deferred: list[cst.Call] = field(default_factory=list)  # calls of a plain name
+    through_self: list[tuple[cst.Call, cst.Call]] = field(default_factory=list)  # self._ckpt(...), its partial
+    others: list[cst.Call] = field(default_factory=list)  # attribute calls nothing above recognised
+
+    def add(self, site: CheckpointSite | None) -> None:
+        if site is not None:
+            self.sites.append(site)
+
+
+def _sort_call(call: cst.Call, model: SemanticModel, recogniser: Recogniser, found: _Calls) -> None:
+    """Record ``call`` in ``found``: the site of a call of an API (directly, through
+    ``functools.partial``, a Hugging Face switch or another library's API), or the list it
+    waits in until every call has been seen."""
+    names = model.qualified_names(call.func)
+    api = api_for(names)
+    if api is not None and isinstance(call.func, cst.Name) and _rebound_to_partials(model, call.func):
+        found.deferred.append(call)  # `checkpoint = partial(checkpoint, use_reentrant=False)` at module level
+        return
+    if api is not None:
+        found.add(build_site(api, SiteForm.CALL, call, CallArguments.of(call), model))
+        return
+    if UTILS_CHECKPOINT_MODULE in names:
+        found.module_calls.append(call)
+        return
+    if any(name in DCP_FUNCTIONS for name in names):
+        found.dcp_calls.append(call)
+        return
+    if names & PARTIAL_QUALIFIED_NAMES and call.args and not call.args[0].keyword and not call.args[0].star:
+        inner = api_for(model.qualified_names(call.args[0].value))
+        if inner is not None and inner.kind is not ApiKind.HF_TRAINING_ARGS:
+            arguments = CallArguments.of(call.with_changes(args=call.args[1:]))
+            site = build_site(inner, SiteForm.PARTIAL, call, arguments, model)
+            if site is not None:
+                found.sites.append(site)
+                found.partial_sites[call] = site
+                parent = model.parent(call)
+                if isinstance(parent, cst.Assign):
+                    found.partial_bindings[parent] = site
+        return
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in HF_ENABLE_METHODS:
+        found.add(build_site(HF_ENABLE_METHODS[call.func.attr.value], SiteForm.CALL, call, CallArguments.of(call), model))
+        return
+    other = recogniser.api_of_call(call, names)
+    if other is not None:
+        found.add(build_site(other, SiteForm.CALL, call, CallArguments.of(call), model))
+        return
+    if isinstance(call.func, cst.Name):
+        found.deferred.append(call)
+    elif isinstance(call.func, cst.Attribute):
+        partial = recogniser.self_partial(call.func)
+        if partial is not None:
+            found.through_self.append((call, partial))
+        else:
+            found.others.append(call)
+
+
+def _bound_call_sites(found: _Calls, model: SemanticModel) -> list[CheckpointSite]:
+    """Sites of calls of a partial bound earlier: ``self._ckpt(block, x)`` after
+    ``self._ckpt = partial(API, ...)``, then ``ckpt(block, x)`` after ``ckpt = partial(API, ...)``."""
+    sites: list[CheckpointSite] = []
+    for call, partial in found.through_self:
+        bound = found.partial_sites.get(partial)
+        if bound is not None:
+            site = build_bound_call(bound, call, model)
+            if site is not None:
+                sites.append(site)
+    if found.partial_bindings:
+        for call in found.deferred:
+            if not isinstance(call.func, cst.Name):
+                continue
+            for binding in reaching(model, call.func, partial_of(torch_version_test, model=model)):
+                bound = found.partial_bindings.get(binding.node)
+                if bound is not None and binding.kind is BindingKind.ASSIGNMENT:
+                    site = build_bound_call(bound, call, model)
+                    if site is not None:
+                        sites.append(site)
+                    break
+    return sites
+
+
+def _rebound_to_partials(model: SemanticModel, name: cst.Name) -> bool:
     """Whether every binding of ``name`` that can hold its value at the call is a
     ``functools.partial(...)`` assignment, although some other binding (the import it rebinds)
-    is a checkpoint API."""
-    final = reaching(model, name, decide)
+    is a checkpoint API (a module-level ``if`` that a torch fact decides counts as taken)."""
+    final = reaching(model, name, partial_of(torch_version_test, model=model))
     return len(final) < len(model.bindings_of(name)) and all(
         b.kind is BindingKind.ASSIGNMENT
         and isinstance(b.value, cst.Call)
@@ -199,8 +220,8 @@ def _helper_call_sites(
     found: list[CheckpointSite] = []
     level_sites = sites
     for level in range(1, MAX_LEVELS + 1):
-        for name, summary in summarise_helpers(level_sites, analysis, level).items():
-            helpers.setdefault(name, summary)
+        for name, helper in summarise_helpers(level_sites, analysis, level).items():
+            helpers.setdefault(name, helper)
         new: list[CheckpointSite] = []
         remaining: list[cst.Call] = []
         for call in candidates:
