@@ -68,7 +68,7 @@ def check(options: Options, invocation: Invocation, stop: StopFlag) -> int:
         if options.show_sites:
             from ckptlint.cli.show_sites import show_sites as _show_sites
 
-            click.echo(_show_sites(files, options.output_format or "concise"))
+            emit(_show_sites(files, options.output_format or "concise") + "\n", options.output_file)
             return EXIT_OK
         stdin_path = invocation.stdin_path
         fmt = options.output_format or (resolver.for_path(stdin_path) if stdin_path else base_settings).output_format or "concise"

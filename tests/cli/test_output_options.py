@@ -302,3 +302,12 @@ def test_since_uses_the_repository_of_the_paths_given(run_cli, tmp_path) -> None
     result = run_cli("--isolated", "--no-cache", "--since", "HEAD", str(repo), cwd=elsewhere)
     assert result.exit_code == 1, result.stderr
     assert "new.py:2:1: CKP001" in result.stdout
+
+
+def test_show_sites_writes_its_report_to_the_output_file(tmp_path, run_cli, write) -> None:
+    write("m.py", "from torch.utils.checkpoint import checkpoint\n\n\ndef f(b, x):\n    return checkpoint(b, x)\n")
+    shown = run_cli("--show-sites", "--output-format", "json", "--isolated", "m.py")
+    written = run_cli("--show-sites", "--output-format", "json", "--isolated", "-o", "sites.json", "m.py")
+    assert (written.exit_code, written.stdout) == (0, "")
+    assert (tmp_path / "sites.json").read_text(encoding="utf-8") == shown.stdout
+    assert [r["api"] for r in json.loads(shown.stdout)] == ["torch.utils.checkpoint.checkpoint"]
