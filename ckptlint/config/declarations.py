@@ -33,6 +33,7 @@ from packaging.version import InvalidVersion, Version
 from ckptlint.config.requirement_files import DeclarationError, RequirementList, read_declarations
 from ckptlint.facts.version_facts import TRACKED_LIBRARIES
 from ckptlint.facts.versions import TargetVersion
+from ckptlint.text.reading import is_file_here
 
 __all__ = [
     "DeclaredVersions",
@@ -147,7 +148,7 @@ def _declaration_files(folder: Path) -> list[Path]:
         except OSError:
             inner = []
         files += [folder / "requirements" / name for name in inner if name.endswith((".txt", ".in"))]
-    return [path for path in files if path.is_file()]
+    return [path for path in files if is_file_here(path)]
 
 
 def _combined(lists: Iterable[RequirementList]) -> dict[str, TargetVersion]:

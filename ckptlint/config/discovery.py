@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from ckptlint.config.files import SettingsResolver
 from ckptlint.config.patterns import exclude_matcher
 from ckptlint.config.settings import Settings
+from ckptlint.text.reading import is_file_here
 
 if TYPE_CHECKING:
     import pathspec
@@ -73,6 +74,17 @@ def is_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool:
     return exclude_matcher(settings.all_excludes)(relative)
 
 
+def _ignore_lines(path: Path) -> list[str]:
+    """The lines of an ignore file, ``[]`` when there is none or it cannot be read (in a folder
+    that can be listed but not entered, :func:`~ckptlint.text.reading.is_file_here`)."""
+    if not is_file_here(path):
+        return []
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
 class _GitIgnores:
     """The ``.gitignore`` specs that apply below a folder, deepest deciding."""
 
@@ -83,19 +95,8 @@ class _GitIgnores:
     def spec_for(self, directory: Path) -> pathspec.GitIgnoreSpec | None:
         if directory not in self._specs:
             lines: list[str] = []
-            for name in (".gitignore",):
-                candidate = directory / name
-                if candidate.is_file():
-                    try:
-                        lines += candidate.read_text(encoding="utf-8", errors="replace").splitlines()
-                    except OSError:
-                        pass
-            info = directory / ".git" / "info" / "exclude"
-            if info.is_file():
-                try:
-                    lines += info.read_text(encoding="utf-8", errors="replace").splitlines()
-                except OSError:
-                    pass
+            for candidate in (directory / ".gitignore", directory / ".git" / "info" / "exclude"):
+                lines += _ignore_lines(candidate)
             if lines:
                 import pathspec
 

@@ -32,6 +32,7 @@ from ckptlint.config.settings import (
     normalise_selectors,
 )
 from ckptlint.facts.versions import TargetVersion
+from ckptlint.text.reading import is_file_here
 
 __all__ = ["CliOverrides", "ConfigError", "SettingsResolver", "find_config", "load_config"]
 
@@ -95,7 +96,7 @@ def find_config(start: Path) -> Path | None:
 def _config_in(folder: Path) -> Path | None:
     for name in CONFIG_NAMES:
         candidate = folder / name
-        if not candidate.is_file():
+        if not is_file_here(candidate):
             continue
         if name != "pyproject.toml":
             return candidate

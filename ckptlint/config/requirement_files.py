@@ -28,6 +28,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from ckptlint.facts.version_facts import CONDA_NAMES, TRACKED_LIBRARIES
+from ckptlint.text.reading import is_file_here
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -269,7 +270,7 @@ def _requirements_into(found: RequirementList, path: Path, seen: set[Path]) -> N
         include = re.match(r"^(?:-r|--requirement|-c|--constraint)(?:\s+|=)(\S+)", line)
         if include:
             target = path.parent / include.group(1)
-            if not target.is_file():
+            if not is_file_here(target):
                 raise DeclarationError(f"{path}:{number}: included file `{include.group(1)}` not found")
             _requirements_into(found, target, seen)
             continue

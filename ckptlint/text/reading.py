@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ckptlint.text.source import SourceFile, decode_source
 
-__all__ = ["NotRegularFile", "check_regular", "file_kind", "gate_bytes", "load_source", "read_regular"]
+__all__ = ["NotRegularFile", "check_regular", "file_kind", "gate_bytes", "is_file_here", "load_source", "read_regular"]
 
 
 def load_source(raw: bytes, path: str) -> SourceFile:
@@ -72,3 +72,13 @@ def read_regular(path: Path | str, limit: int) -> bytes:
             return handle.read(limit + 1)
     finally:
         os.close(fd)
+
+
+def is_file_here(path: Path) -> bool:
+    """Whether ``path`` is a regular file (links followed); ``False`` when that cannot be told:
+    ``Path.is_file`` raises ``PermissionError`` for a name inside a folder that can be listed
+    but not entered (Python 3.10 to 3.13), and an optional file there is simply not seen."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False

@@ -163,7 +163,7 @@ def _programs(tmp_path: Path) -> Path:
 def test_the_cached_path_over_every_test_program_gives_the_uncached_findings(tmp_path: Path, run_cli) -> None:
     tree = _programs(tmp_path)
     uncached = _findings(run_cli, tree, "--no-cache", "-j", "1")
-    assert len(uncached[1]) > 50
+    assert len(uncached[1]) > (50 if SHARED_CASES.is_dir() else 25)  # the shared cases hold ~25 more
     assert _findings(run_cli, tree, "-j", "1") == uncached
     assert all("\0" not in key for key in _cache_keys(tree))
     assert _findings(run_cli, tree, "-j", "1") == uncached

@@ -157,3 +157,19 @@ def test_an_unreadable_report_file_is_replaced(open_folder: Path, run_process) -
     assert result.exit_code == 1, result.stderr
     report.chmod(0o644)
     assert report.read_text().startswith("ok.py:3:5: CKP001")
+
+
+@pytest.mark.slow
+def test_a_folder_that_can_be_listed_but_not_entered_does_not_stop_the_run(open_folder: Path, run_process) -> None:
+    (open_folder / "ok.py").write_text(CALL)
+    closed = open_folder / "closed"
+    closed.mkdir()
+    (closed / "y.py").write_text(CALL)
+    closed.chmod(0o644)  # readable, not traversable: its .gitignore cannot even be looked for
+    try:
+        result = run_process("--no-cache", ".", cwd=open_folder, unprivileged=True)
+    finally:
+        closed.chmod(0o755)
+    assert result.exit_code == 1, result.stderr
+    assert "error:" not in result.stderr
+    assert result.stdout.startswith("closed/y.py:1:1: CKP902 cannot read: permission denied\nok.py:3:5: CKP001 ")
