@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ckptlint.checkpoint.analyses.randomness import random_ops
-from ckptlint.checkpoint.evaluator.region import Frame, site_label
+from ckptlint.checkpoint.evaluator.region import MAX_DEPTH, Frame, site_label
 from ckptlint.checkpoint.sites.sites import CheckpointSite, SiteForm, site_index
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import remove_argument
@@ -121,6 +121,7 @@ class RngStateNotPreserved(Rule):
             strong = None
             unresolved = False
             unseen: tuple[CheckpointSite, tuple[cst.Call, Frame]] | None = None
+            deep = False
             for site in judged:
                 region = ctx.regions.region(site, analysis)
                 ops = [op for op in random_ops(region) if op.active is not False]
@@ -129,8 +130,9 @@ class RngStateNotPreserved(Rule):
                     break
                 if not region.resolved:
                     unresolved = True
-                elif region.partial and unseen is None:
-                    unseen = (site, region.unknown_calls[0])
+                elif (region.partial or region.cut_calls) and unseen is None:
+                    unseen = (site, (region.unknown_calls or region.cut_calls)[0])
+                    deep = not region.unknown_calls
             first = owners[key]
             option = first.option("preserve_rng_state")
             node: cst.CSTNode = option.arg if option.arg is not None else first.call
@@ -162,7 +164,8 @@ class RngStateNotPreserved(Rule):
                     call, frame = unseen[1]
                     text = frame.analysis.module.code_for_node(call.func).strip()
                     at = f"{_short(frame.analysis, analysis)}{frame.analysis.range(call)[0][0]}"
-                    what = f"all of what it recomputes (the region calls `{text}(...)` at {at}, which is not resolved)"
+                    why = f"below the {MAX_DEPTH} levels of calls ckptlint follows" if deep else "which is not resolved"
+                    what = f"all of what it recomputes (the region calls `{text}(...)` at {at}, {why})"
                 ctx.report(
                     node,
                     f"`preserve_rng_state=False` on the checkpoint at {where}: ckptlint cannot see {what}; "

@@ -280,3 +280,61 @@ def test_layer_switched_off_by_literal_is_quiet() -> None:
                 return checkpoint(self.body, x, use_reentrant=False, preserve_rng_state=False)
     """
     assert located(source) == []
+
+
+NESTED_FOUR_LEVELS = """\
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+
+class B0(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n = B1()
+
+    def forward(self, x):
+        return self.n(x)
+
+
+class B1(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n = B2()
+
+    def forward(self, x):
+        return self.n(x)
+
+
+class B2(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n = B3()
+
+    def forward(self, x):
+        return self.n(x)
+
+
+class B3(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.bn(self.drop(x))
+
+
+def run(x):
+    return checkpoint(B0(), x, use_reentrant=False, preserve_rng_state=False)
+"""
+
+
+def test_a_random_op_below_the_levels_followed_gets_the_hedged_message() -> None:
+    # Model -> Layer -> Attention -> Core -> Dropout: the fourth level is not looked at, so
+    # `preserve_rng_state=False` is reported as covering code ckptlint cannot see
+    found = located(NESTED_FOUR_LEVELS, "CKP101", messages=True)
+    assert [(row, code) for row, code, _ in found] == [(43, "CKP101")]
+    assert "below the 3 levels of calls ckptlint follows" in found[0][2]
+    three_levels = NESTED_FOUR_LEVELS.replace("        self.n = B3()\n", "        self.n = nn.Dropout(0.1)\n")
+    (row, code, message) = located(three_levels, "CKP101", messages=True)[0]
+    assert "draws random numbers (nn.Dropout" in message

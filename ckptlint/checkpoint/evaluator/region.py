@@ -168,6 +168,9 @@ class Region:
     layer_calls: list[LayerCall] = field(default_factory=list)
     resolved: bool = False
     unknown_calls: list[tuple[cst.Call, Frame]] = field(default_factory=list)
+    #: calls of code of the program made at the last level followed (:data:`MAX_DEPTH`): what
+    #: they run is not looked at
+    cut_calls: list[tuple[cst.Call, Frame]] = field(default_factory=list)
 
     @property
     def partial(self) -> bool:

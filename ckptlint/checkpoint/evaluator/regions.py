@@ -254,6 +254,9 @@ class RegionBuilder:
                 frame = Frame(value.node, frame_ctx, item.depth, item.via, self)
                 region.frames.append(frame)
                 if item.depth >= MAX_DEPTH:
+                    region.cut_calls += [
+                        (node, frame) for node in frame.nodes() if isinstance(node, cst.Call) and _names_code(node.func, frame)
+                    ]
                     continue
                 for node in frame.nodes():
                     if isinstance(node, cst.Call):
