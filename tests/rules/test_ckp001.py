@@ -1014,3 +1014,16 @@ def test_a_module_level_call_before_the_rebinding_calls_the_import() -> None:
         "checkpoint = functools.partial", "y = checkpoint(f, x)\ncheckpoint = functools.partial"
     )
     assert located(source, "CKP001") == [(6, "CKP001")]
+
+
+def test_the_hf_fix_inside_a_double_quoted_f_string_uses_single_quotes() -> None:
+    # before Python 3.12 an f-string's expressions cannot hold its own quote character
+    source = 'model = load()\nprint(f"enabled: {model.gradient_checkpointing_enable()}")\n'
+    fixed = fix_source(source, select=["CKP001"], unsafe=True)
+    assert fixed == (
+        "model = load()\n"
+        "print(f\"enabled: {model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})}\")\n"
+    )
+    compile(fixed, "fixed.py", "exec")
+    single = source.replace('f"enabled: ', "f'enabled: ").replace('()}")', "()}')")
+    assert '{"use_reentrant": False}' in fix_source(single, select=["CKP001"], unsafe=True)
