@@ -141,6 +141,8 @@ def parse_message(body: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | 
     if "method" in message:
         if not isinstance(message["method"], str):
             return None, error_response(answerable, INVALID_REQUEST, 'Invalid Request: "method" must be a string')
+        if message.get("params", ...) is None:  # `"params": null` (void params: shutdown, exit): as omitted
+            message = {k: v for k, v in message.items() if k != "params"}
         if "params" in message and not isinstance(message["params"], (dict, list)):
             return None, error_response(answerable, INVALID_PARAMS, 'Invalid params: "params" must be an object or an array')
     elif "id" not in message or ("result" not in message and "error" not in message):

@@ -97,8 +97,10 @@ class CheckedReader:
                     self._connection.send(error)
                     _log(error)
                 continue
-            error = self._check(message)
             body = frame.body
+            if b'"params"' in body and "params" not in message:  # `"params": null`, dropped when parsed
+                body = json.dumps(message).encode("utf-8")
+            error = self._check(message)
             if error is not None and message.get("method") == "initialize" and self._initialize_fallback is not None:
                 body = json.dumps({**message, "params": self._initialize_fallback}).encode("utf-8")
                 error = None

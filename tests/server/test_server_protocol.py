@@ -189,6 +189,18 @@ def test_exit_statuses(tmp_path: Path, fast: bool) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-start", "pygls"])
+def test_shutdown_and_exit_with_null_params(tmp_path: Path, fast: bool) -> None:
+    # some clients send `"params": null` for the methods whose params are void
+    null_params = frame({"jsonrpc": "2.0", "id": 99, "method": "shutdown", "params": None}) + frame(
+        {"jsonrpc": "2.0", "method": "exit", "params": None}
+    )
+    status, found, _ = serve(initialize(tmp_path) + notify("initialized", {}) + null_params, tmp_path, fast)
+    assert answer(found, 99) == {"id": 99, "jsonrpc": "2.0", "result": None}
+    assert status == 0
+
+
+@pytest.mark.slow
 def test_code_action_on_a_document_never_opened(tmp_path: Path) -> None:
     missing = (tmp_path / "never.py").as_uri()
     status, found, stderr = serve(initialize(tmp_path) + code_action(5, missing) + SHUTDOWN_EXIT, tmp_path)
