@@ -585,3 +585,13 @@ def test_crlf_source_leaves_no_carriage_return_in_any_format(project: Path) -> N
         text = renderer(name)([d], ctx)
         assert "\r" not in text, name
     assert "3 | y = checkpoint(f, x)  # trailing\n  |     ^^^^^^^^^^^^^^^^\n" in renderer("full")([d], ctx)
+
+
+def test_junit_stays_well_formed_with_control_characters(tmp_path: Path) -> None:
+    # a quoted guard condition or a file name can carry characters XML 1.0 cannot hold
+    d = Diagnostic("CKP203", "runs only when `mode == '\x1b[31m'`", str(tmp_path / "a\x01b.py"), (2, 1), (2, 5))
+    text = renderer("junit")([d], OutputContext(cwd=tmp_path, env={}))
+    root = ET.fromstring(text.split("\n", 1)[1])
+    failure = root.find("testsuite/testcase/failure")
+    assert failure is not None and failure.get("message") == "runs only when `mode == '\\x1b[31m'`"
+    assert root.find("testsuite").get("name") == "a\\x01b.py"
