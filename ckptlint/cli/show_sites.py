@@ -3,7 +3,8 @@
 One record per site (a call of a checkpoint API, a ``functools.partial`` binding of one, a
 policy or wrapper application, a call of a home-made implementation or its helper):
 
-- ``filename`` (absolute, as in ckptlint's JSON findings), ``location`` (``row``, ``column``; 1-based), ``api`` (the table row's name);
+- ``filename`` (absolute, as in ckptlint's JSON findings), ``location`` (``row``, ``column``; 1-based;
+  in a notebook also ``cell``, the row being the cell's, as findings give it), ``api`` (the table row's name);
 - ``options``: each option the site passes, with its literal value, or ``"unknown"`` when it
   is an expression or hidden in ``**`` arguments (options left out take the API's default);
   ``use_reentrant`` is always there: the variant the site runs (``true``/``false``, or
@@ -33,7 +34,7 @@ import libcst as cst
 
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.lint.collection import collected_after
-from ckptlint.lint.gate import may_have_findings
+from ckptlint.lint.gate import file_may_have_findings
 from ckptlint.text.source import location_label
 
 if TYPE_CHECKING:
@@ -74,14 +75,14 @@ def collect_site_records(files: list[Path]) -> list[dict]:
             continue
         if len(raw) > size_limit(str(path)):
             continue
-        if not may_have_findings(raw):
+        if not file_may_have_findings(raw, str(path)):
             continue
         absolute = Path(os.path.abspath(path))
         name, is_package, root = module_name_for(absolute)
         project.track(root)  # drops analyses beyond the project's bounds, as linting does
         with collected_after():
             records += _file_records(project, raw, absolute, name, is_package)
-    records.sort(key=lambda r: (r["filename"], r["location"]["row"], r["location"]["column"]))
+    records.sort(key=lambda r: (r["filename"], r["location"].get("cell", 0), r["location"]["row"], r["location"]["column"]))
     return records
 
 
@@ -90,10 +91,12 @@ def _file_records(project: Project, raw: bytes, absolute: Path, name: str, is_pa
     from ckptlint.checkpoint.evaluator.region import MAX_DEPTH
     from ckptlint.checkpoint.evaluator.regions import RegionBuilder
     from ckptlint.semantic.parse import parse_source
-    from ckptlint.text.source import decode_source
+    from ckptlint.text.notebook import NotebookSource
+    from ckptlint.text.reading import load_source
 
     try:
-        analysis = parse_source(decode_source(raw, str(absolute)), name, is_package)
+        source = load_source(raw, str(absolute))  # a notebook: its code cells as one module
+        analysis = parse_source(source, name, is_package)
     except Exception:  # noqa: BLE001 - syntax errors, undecodable files: nothing to list
         return []
     analysis.project = project
@@ -123,9 +126,13 @@ def _file_records(project: Project, raw: bytes, absolute: Path, name: str, is_pa
                 )
                 region["status"] = "partial" if cut else "resolved"
                 region["frames"] = [_frame(frame) for frame in found.frames]
+        location: dict[str, int] = {"row": start[0], "column": start[1]}
+        cell = source.cell_of(start[0]) if isinstance(source, NotebookSource) else None
+        if cell is not None:  # as findings show it: the cell and the row in it
+            location = {"cell": cell[0], "row": cell[1], "column": start[1]}
         record = {
             "filename": str(absolute),
-            "location": {"row": start[0], "column": start[1]},
+            "location": location,
             "api": site.api.name,
             "options": options,
             "region": region,
@@ -174,7 +181,9 @@ def format_table(records: list[dict]) -> str:
     """One line per site: ``file:row:col  api  options  region (frames)``, then totals."""
     lines: list[str] = []
     for record in records:
-        where = location_label(_shown(record["filename"]), record["location"]["row"], record["location"]["column"])
+        at = record["location"]
+        shown = _shown(record["filename"]) + (f":cell {at['cell']}" if "cell" in at else "")
+        where = location_label(shown, at["row"], at["column"])
         options = ", ".join(f"{k}={json.dumps(v)}" for k, v in record["options"].items())
         region = record["region"]
         frames = ", ".join(f"{f['name']} ({location_label(Path(f['filename']).name, f['row'])})" for f in region["frames"][:4])

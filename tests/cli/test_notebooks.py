@@ -322,3 +322,15 @@ def test_a_notebook_named_explicitly_is_linted(run_cli, write) -> None:
     assert result.exit_code == 1
     assert result.stdout.startswith("nb.ipynb:cell 1:2:1: CKP001 ")
     assert result.stderr == ""
+
+
+def test_show_sites_lists_the_sites_of_a_notebook_by_cell(run_cli, write) -> None:
+    write("nb.ipynb", _notebook("import torch", "from torch.utils.checkpoint import checkpoint\n\ny = checkpoint(f, x)"))
+    records = json.loads(run_cli("--show-sites", "--output-format", "json", "--isolated", "nb.ipynb").stdout)
+    assert [(r["api"], r["location"]) for r in records] == [
+        ("torch.utils.checkpoint.checkpoint", {"cell": 2, "row": 3, "column": 5})
+    ]
+    table = run_cli("--show-sites", "--isolated", "nb.ipynb").stdout
+    assert table.startswith("nb.ipynb:cell 2:3:5  torch.utils.checkpoint.checkpoint")
+    finding = run_cli("--isolated", "--no-cache", "nb.ipynb").stdout
+    assert finding.startswith("nb.ipynb:cell 2:3:5: CKP001")
