@@ -118,8 +118,8 @@ def parse_noqa(source: SourceFile) -> NoqaIndex:
         matches = list(_LINE_NOQA.finditer(text))
         if not matches:
             continue
-        # `# noqa:` without codes is a warning and suppresses nothing (ruff); a valid directive
-        # later in the same comment (`# noqa:  # noqa: CKP001`, what --add-noqa appends) counts
+        # a noqa directive with a colon and no codes is a warning and suppresses nothing (ruff);
+        # a valid directive later in the same comment (what --add-noqa appends) counts
         valid = [m for m in matches if m.group("colon") is None or m.group("codes") is not None]
         if len(valid) < len(matches):
             index.invalid.append(row)
