@@ -6,7 +6,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["KNOWN_IMPLEMENTATIONS", "KnownImplementation", "known_implementation"]
+__all__ = ["KNOWN_IMPLEMENTATIONS", "RNG_NAMES", "RNG_WORDS", "KnownImplementation", "known_implementation", "names_rng"]
+
+#: Words in the name of a call that saves or restores RNG state in a home-made recompute
+#: (``torch.get_rng_state``, ``torch.manual_seed``, ``np.random.get_state``'s ``random_state``)...
+RNG_WORDS = ("rng", "seed", "random_state")
+#: ...and whole names that do (an RNG tracker's ``get_states``/``set_states``/``fork``, Python's
+#: ``random.getstate`` spelled ``get_state``).
+RNG_NAMES = frozenset({"get_states", "set_states", "fork", "set_state", "get_state"})
+
+
+def names_rng(name: str) -> bool:
+    """Whether a called name (its last part) saves, restores or forks RNG state."""
+    name = name.lower()
+    return any(word in name for word in RNG_WORDS) or name in RNG_NAMES
 
 
 @dataclass(frozen=True)

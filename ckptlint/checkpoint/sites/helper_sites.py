@@ -37,6 +37,7 @@ from ckptlint.checkpoint.sites.site_builders import library_reentrancy, reentran
 from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.bindings import BindingKind, ScopeKind
 from ckptlint.semantic.model import SemanticModel
+from ckptlint.semantic.syntax import last_name
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
@@ -90,7 +91,7 @@ def _summary(
         return None  # a nested def: its callers are in the same function, and rare
     if outer.kind is ScopeKind.CLASS and (outer.parent is None or outer.parent.kind is not ScopeKind.MODULE):
         return None
-    decorators = {_last_name(d.decorator) for d in function.decorators}
+    decorators = {last_name(d.decorator) for d in function.decorators}
     method = outer.kind is ScopeKind.CLASS and not decorators & _DECORATORS_OF_PLAIN_FUNCTIONS
     params = [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
     if method:
@@ -140,14 +141,6 @@ def _summary(
         level=level,
         keywords_elsewhere=elsewhere,
     )
-
-
-def _last_name(expr: cst.BaseExpression) -> str:
-    if isinstance(expr, cst.Call):
-        expr = expr.func
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    return expr.value if isinstance(expr, cst.Name) else ""
 
 
 def _is_parameter(name: cst.Name, function: cst.FunctionDef, model: SemanticModel) -> bool:

@@ -26,7 +26,6 @@ parameters as the stored callable are checkpoint sites (see :mod:`ckptlint.check
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -35,17 +34,15 @@ import libcst as cst
 from ckptlint.checkpoint.sites.options import literal_string
 from ckptlint.checkpoint.sites.reversible import reversible_shape
 from ckptlint.facts.apis import AUTOGRAD_FUNCTION_BASES, HOME_MADE, CheckpointApi
-from ckptlint.facts.home_made import known_implementation
+from ckptlint.facts.home_made import known_implementation, names_rng
 from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name, candidate_values
 from ckptlint.semantic.bindings import Assigned, BindingKind
 from ckptlint.semantic.model import SemanticModel
-from ckptlint.semantic.walk import child_nodes
+from ckptlint.semantic.syntax import class_methods, last_name, own_nodes, positional_parameters
 
 __all__ = ["Helper", "HomeMade", "Implementation", "home_made"]
 
 # Callee names (last part, lower case) that save or restore an RNG state.
-_RNG_WORDS = ("rng", "seed", "random_state")
-_RNG_NAMES = frozenset({"get_states", "set_states", "fork", "set_state", "get_state"})
 
 
 @dataclass(eq=False)
@@ -130,15 +127,6 @@ def _qualified(model: SemanticModel, qualname: str) -> str:
     return f"{model.module_name}.{qualname}" if model.module_name else qualname
 
 
-def _methods(node: cst.ClassDef) -> dict[str, cst.FunctionDef]:
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-    return {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
-
-
-def _params(function: cst.FunctionDef) -> list[str]:
-    return [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
-
-
 def _parameter_named(value: cst.BaseExpression, parameters: list[str], model: SemanticModel) -> str | None:
     """The parameter among ``parameters`` that ``value`` names, itself or through a local
     name bound to it (``if (fn := run_function): ctx.fn = fn``)."""
@@ -158,41 +146,15 @@ def _parameter_named(value: cst.BaseExpression, parameters: list[str], model: Se
 def _assignments(function: cst.FunctionDef, model: SemanticModel) -> list[Assigned]:
     """Every target ``function``'s own code binds (:func:`ckptlint.semantic.assignments.assignments`)."""
     key = partial(literal_string, model=model)  # setattr(ctx, NAME, fn)
-    return [a for node in _nodes(function) if type(node) in BINDING_NODES for a in assignments(node, key)]
-
-
-def _nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(child for _, child in child_nodes(node))
-
-
-def _callee_name(call: cst.Call) -> str:
-    return _last_name(call.func)
-
-
-def _last_name(expr: cst.BaseExpression) -> str:
-    """The last name of a dotted expression (``torch.cuda.amp.custom_bwd`` -> ``custom_bwd``),
-    of the called expression for a call; ``""`` for anything else."""
-    if isinstance(expr, cst.Call):
-        expr = expr.func
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    if isinstance(expr, cst.Name):
-        return expr.value
-    return ""
+    return [a for node in own_nodes(function) if type(node) in BINDING_NODES for a in assignments(node, key)]
 
 
 def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> Implementation | None:
-    methods = _methods(node)
+    methods = class_methods(node)
     forward, backward = methods.get("forward"), methods.get("backward")
     if forward is None or backward is None:
         return None
-    params = _params(forward)
+    params = positional_parameters(forward)
     if len(params) < 2:
         return None
     ctx_name, rest = params[0], params[1:]
@@ -206,7 +168,7 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
     # Only a callable forward runs itself is re-run by backward (not, say, a backward_op
     # that forward stores for backward's own use: diffusers' ring attention).
     parameter_of = {attr: rest[index] for attr, index in stored.items()}
-    forward_calls = [n for n in _nodes(forward) if isinstance(n, cst.Call)]
+    forward_calls = [n for n in own_nodes(forward) if isinstance(n, cst.Call)]
     run_in_forward = set()
     for call in forward_calls:
         func = call.func
@@ -223,7 +185,7 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
     stored = {attr: index for attr, index in stored.items() if attr in run_in_forward}
     if not stored:
         return None
-    backward_params = _params(backward)
+    backward_params = positional_parameters(backward)
     if not backward_params:
         return None
     bctx = backward_params[0]
@@ -237,7 +199,7 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
                     aliases[assigned.target.value] = value.attr.value
     reruns: list[cst.Call] = []
     attribute = None
-    backward_calls = [n for n in _nodes(backward) if isinstance(n, cst.Call)]
+    backward_calls = [n for n in own_nodes(backward) if isinstance(n, cst.Call)]
     for call in backward_calls:
         func = call.func.value if isinstance(call.func, cst.NamedExpr) else call.func  # `(run := ctx.fn)(*x)`
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == bctx:
@@ -249,10 +211,10 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
             attribute = aliases[func.value]
     if not reruns or attribute is None:
         return None
-    restores_rng = any(_is_rng_call(call) for call in backward_calls)
-    custom_bwd = any("custom_bwd" in _last_name(d.decorator) for d in backward.decorators)
-    reads_autocast = any("autocast" in _callee_name(c).lower() for c in forward_calls)
-    enters_autocast = any("autocast" in _callee_name(c).lower() for c in backward_calls)
+    restores_rng = any(names_rng(last_name(call)) for call in backward_calls)
+    custom_bwd = any("custom_bwd" in last_name(d.decorator) for d in backward.decorators)
+    reads_autocast = any("autocast" in last_name(c).lower() for c in forward_calls)
+    enters_autocast = any("autocast" in last_name(c).lower() for c in backward_calls)
     restores_autocast = custom_bwd or (reads_autocast and enters_autocast)
     qualified = _qualified(model, qualname)
     implementation = Implementation(node, qualified, stored[attribute], reruns, restores_rng, restores_autocast)
@@ -295,11 +257,6 @@ def _reversible(node: cst.ClassDef, qualname: str, model: SemanticModel) -> Impl
     return implementation
 
 
-def _is_rng_call(call: cst.Call) -> bool:
-    name = _callee_name(call).lower()
-    return any(word in name for word in _RNG_WORDS) or name in _RNG_NAMES
-
-
 def implementation_of_apply(call: cst.Call, model: SemanticModel, found: HomeMade) -> Implementation | None:
     """The implementation whose ``apply`` ``call`` calls, among ``found`` (same module)."""
     func = call.func
@@ -313,10 +270,10 @@ def implementation_of_apply(call: cst.Call, model: SemanticModel, found: HomeMad
 
 
 def _helper(function: cst.FunctionDef, model: SemanticModel, found: HomeMade) -> Helper | None:
-    params = _params(function) + [p.name.value for p in function.params.kwonly_params]
+    params = positional_parameters(function) + [p.name.value for p in function.params.kwonly_params]
     if not params:
         return None
-    for inner in _nodes(function):
+    for inner in own_nodes(function):
         if not isinstance(inner, cst.Call):
             continue
         implementation = implementation_of_apply(inner, model, found)

@@ -36,18 +36,18 @@ of the module defines with ``torch.enable_grad()`` in its body (the block's own
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeGuard
 
 import libcst as cst
 
+from ckptlint.facts.home_made import names_rng
+from ckptlint.semantic.syntax import class_methods, last_name, own_nodes, positional_parameters
 from ckptlint.semantic.walk import child_nodes
 
 __all__ = ["ReversibleShape", "reversible_shape"]
 
-_RNG_WORDS = ("rng", "seed", "random_state")
-_RNG_NAMES = frozenset({"get_states", "set_states", "fork", "set_state", "get_state"})
 _ITERATION_WRAPPERS = frozenset({"enumerate", "reversed", "list", "tuple", "iter"})
 
 
@@ -78,19 +78,19 @@ class ReversibleShape:
 def reversible_shape(node: cst.ClassDef, module: cst.Module) -> ReversibleShape | None:
     """The reversible recompute of the ``autograd.Function`` subclass ``node`` (a class of
     ``module``), or ``None`` when it is not one."""
-    methods = _methods(node)
+    methods = class_methods(node)
     forward, backward = methods.get("forward"), methods.get("backward")
     if forward is None or backward is None:
         return None
-    params = _params(forward)
-    backward_params = _params(backward)
+    params = positional_parameters(forward)
+    backward_params = positional_parameters(backward)
     if len(params) < 2 or not backward_params:
         return None
     ctx, rest = params[0], params[1:]
     stored = _stored(forward, ctx, rest)
     if not stored:
         return None
-    forward_calls = [n for n in _nodes(forward) if isinstance(n, cst.Call)]
+    forward_calls = [n for n in own_nodes(forward) if isinstance(n, cst.Call)]
     run = {attr for attr, parameter in stored.items() if _runs(forward, parameter, forward_calls)}
     if not run:
         return None
@@ -103,11 +103,11 @@ def reversible_shape(node: cst.ClassDef, module: cst.Module) -> ReversibleShape 
         if not reruns:
             continue
         bodies = [backward, *(recomputing.get(method, ()) if method else ())]
-        backward_calls = [n for body in bodies for n in _nodes(body) if isinstance(n, cst.Call)]
-        restores_rng = any(_is_rng_call(c) or _asks_for_rng(c) for c in backward_calls)
-        custom_bwd = any("custom_bwd" in _last_name(d.decorator) for d in backward.decorators)
-        reads_autocast = any("autocast" in _last_name(c).lower() for c in forward_calls)
-        enters_autocast = any("autocast" in _last_name(c).lower() for c in backward_calls)
+        backward_calls = [n for body in bodies for n in own_nodes(body) if isinstance(n, cst.Call)]
+        restores_rng = any(names_rng(last_name(c)) or _asks_for_rng(c) for c in backward_calls)
+        custom_bwd = any("custom_bwd" in last_name(d.decorator) for d in backward.decorators)
+        reads_autocast = any("autocast" in last_name(c).lower() for c in forward_calls)
+        enters_autocast = any("autocast" in last_name(c).lower() for c in backward_calls)
         return ReversibleShape(
             function_index=rest.index(stored[attr]),
             reruns=tuple(reruns),
@@ -119,33 +119,6 @@ def reversible_shape(node: cst.ClassDef, module: cst.Module) -> ReversibleShape 
 
 
 # ---------------------------------------------------------------------------- reading
-def _methods(node: cst.ClassDef) -> dict[str, cst.FunctionDef]:
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-    return {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
-
-
-def _params(function: cst.FunctionDef) -> list[str]:
-    return [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
-
-
-def _nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(child for _, child in child_nodes(node))
-
-
-def _last_name(expr: cst.BaseExpression) -> str:
-    if isinstance(expr, cst.Call):
-        expr = expr.func
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    return expr.value if isinstance(expr, cst.Name) else ""
-
-
 def _is_attr(expr: cst.BaseExpression, owner: str, attr: str | None = None) -> TypeGuard[cst.Attribute]:
     return (
         isinstance(expr, cst.Attribute)
@@ -159,7 +132,7 @@ def _stored(forward: cst.FunctionDef, ctx: str, rest: list[str]) -> dict[str, st
     """``ctx.ATTR = P`` with ``P`` a parameter (``layers = list(layers)`` before it keeps
     the name): ATTR -> P."""
     stored: dict[str, str] = {}
-    for node in _nodes(forward):
+    for node in own_nodes(forward):
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in rest:
             for target in node.targets:
                 if _is_attr(target.target, ctx):
@@ -195,7 +168,7 @@ def _element_names(function: cst.FunctionDef, is_source: Callable[[cst.BaseExpre
     """Names bound to elements of the collection ``is_source`` recognises: ``for`` targets
     and tuple unpackings."""
     names: set[str] = set()
-    for node in _nodes(function):
+    for node in own_nodes(function):
         if isinstance(node, cst.For) and is_source(_unwrapped(node.iter)):
             element = _loop_element(node.target)
             if element is not None:
@@ -220,7 +193,7 @@ def _runs(forward: cst.FunctionDef, parameter: str, calls: list[cst.Call]) -> bo
 def _holders(backward: cst.FunctionDef, bctx: str, attr: str) -> set[str]:
     """Local names bound to ``ctx.ATTR`` in backward (``layers = ctx.layers``)."""
     names: set[str] = set()
-    for node in _nodes(backward):
+    for node in own_nodes(backward):
         if isinstance(node, cst.Assign) and _is_attr(node.value, bctx, attr):
             names |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
     return names
@@ -236,7 +209,7 @@ def _elements(backward: cst.FunctionDef, bctx: str, attr: str, holders: set[str]
 def _enables_grad(node: cst.CSTNode) -> bool:
     if not isinstance(node, cst.Call):
         return False
-    name = _last_name(node)
+    name = last_name(node)
     if name == "enable_grad":
         return True
     return name == "set_grad_enabled" and bool(node.args) and _is_true(node.args[0].value)
@@ -252,8 +225,8 @@ def _recomputing_methods(module: cst.Module) -> dict[str, list[cst.FunctionDef]]
     for statement in module.body:
         if not isinstance(statement, cst.ClassDef):
             continue
-        for name, method in _methods(statement).items():
-            if name != "forward" and any(_enables_grad(n) for n in _nodes(method)):
+        for name, method in class_methods(statement).items():
+            if name != "forward" and any(_enables_grad(n) for n in own_nodes(method)):
                 found.setdefault(name, []).append(method)
     return found
 
@@ -287,11 +260,6 @@ def _reruns(
     if method is not None:
         reruns = [c for c in reruns if isinstance(c.func, cst.Attribute)]
     return reruns, method
-
-
-def _is_rng_call(call: cst.Call) -> bool:
-    name = _last_name(call).lower()
-    return any(word in name for word in _RNG_WORDS) or name in _RNG_NAMES
 
 
 def _asks_for_rng(call: cst.Call) -> bool:
