@@ -297,41 +297,49 @@ def _decided_conjuncts(test: cst.BaseExpression, model: SemanticModel) -> list[b
 
 
 def _read_dict_literal(node: cst.Dict, model: SemanticModel, depth: int) -> MappingAlternative:
-    keys: dict[str, cst.BaseExpression | None] = {}
-    open_ended = False  # an unpacked mapping of unknown content
+    parts: list[tuple[str | None, cst.BaseExpression]] = []
     for element in node.elements:
         if isinstance(element, cst.DictElement):
             key = literal_value(element.key, model)
             if not isinstance(key, str):
                 return _UNKNOWN_MAPPING
-            keys[key] = element.value
+            parts.append((key, element.value))
         else:  # StarredDictElement: {**other, ...}
-            alternatives = mapping_alternatives(element.value, model, depth + 1)
-            merged = _merge_known(alternatives)
-            if merged is None:
-                open_ended = True
-                keys.update(_surely_present(alternatives))
-            else:
-                keys.update(merged)
-    return MappingAlternative(None, node, present=keys) if open_ended else MappingAlternative(keys, node)
+            parts.append((None, element.value))
+    return _mapping_of(parts, node, model, depth)
 
 
 def _read_dict_call(node: cst.Call, model: SemanticModel, depth: int) -> MappingAlternative:
-    keys: dict[str, cst.BaseExpression | None] = {}
-    open_ended = False
+    parts: list[tuple[str | None, cst.BaseExpression]] = []
     for arg in node.args:
         if arg.keyword is not None:
-            keys[arg.keyword.value] = arg.value
+            parts.append((arg.keyword.value, arg.value))
         elif arg.star == "**":
-            alternatives = mapping_alternatives(arg.value, model, depth + 1)
-            merged = _merge_known(alternatives)
-            if merged is None:
-                open_ended = True
-                keys.update(_surely_present(alternatives))
-            else:
-                keys.update(merged)
+            parts.append((None, arg.value))
         else:
             return _UNKNOWN_MAPPING
+    return _mapping_of(parts, node, model, depth)
+
+
+def _mapping_of(
+    parts: list[tuple[str | None, cst.BaseExpression]], node: cst.Dict | cst.Call, model: SemanticModel, depth: int
+) -> MappingAlternative:
+    """The content of a dict display or ``dict(...)`` call from its ``key: value`` parts (``None``
+    for an unpacked ``**mapping``): known when every unpacked mapping is; else open-ended, with
+    the keys it surely holds as :attr:`MappingAlternative.present`."""
+    keys: dict[str, cst.BaseExpression | None] = {}
+    open_ended = False  # an unpacked mapping of unknown content
+    for key, value in parts:
+        if key is not None:
+            keys[key] = value
+            continue
+        alternatives = mapping_alternatives(value, model, depth + 1)
+        merged = _merge_known(alternatives)
+        if merged is None:
+            open_ended = True
+            keys.update(_surely_present(alternatives))
+        else:
+            keys.update(merged)
     return MappingAlternative(None, node, present=keys) if open_ended else MappingAlternative(keys, node)
 
 
