@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ckptlint.checkpoint.sites.site import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["ConstructorSwitch", "condition_text", "constructor_switches", "guard_conjuncts", "site_condition"]
+__all__ = ["ConstructorSwitch", "guard_conjuncts", "site_condition"]
 
 
 @dataclass(frozen=True)
@@ -36,71 +36,50 @@ class ConstructorSwitch:
     default: str
 
 
-def constructor_switches(analysis: ModuleAnalysis, site: CheckpointSite) -> list[ConstructorSwitch]:
-    """The switches that must be on for ``site`` to run: ``self.X`` read in a conjunct of the
-    test of an ``if`` (statement or expression) whose branch holds the site (``not self.X`` for
-    the ``else`` branch), where the class's ``__init__`` assigns ``self.X`` once, from a
-    parameter whose default is ``False``, ``None`` or ``0``, and no other method of the class
-    assigns it. ``[]`` when the site is not guarded so."""
-    model = analysis.model
-    function = cls = None
-    below: cst.CSTNode = site.call
-    tests: list[tuple[cst.BaseExpression, bool]] = []
-    for ancestor in model.ancestors(site.call):
-        if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test and function is None:
-            tests.append((ancestor.test, below is ancestor.body))
-        elif isinstance(ancestor, (cst.FunctionDef, cst.Lambda)) and function is None:
-            function = ancestor
-        elif isinstance(ancestor, cst.ClassDef):
-            cls = ancestor
-            break
-        below = ancestor
-    if not tests or not isinstance(function, cst.FunctionDef) or cls is None or not function.params.params:
-        return []
-    self_name = function.params.params[0].name.value
-    switches = []
-    for test, in_body in tests:
-        for attr in _guard_attributes(test, self_name, in_body):
-            switch = _constructor_parameter(cls, attr)
-            if switch is not None and switch not in switches:
-                switches.append(switch)
-    return switches
-
-
-def condition_text(switches: list[ConstructorSwitch], others: list[str] = ()) -> str:  # type: ignore[assignment]
-    """The condition under which a finding at a site holds, as a message suffix: each switch
-    as ``"`self.with_cp` is true (it defaults to `False`)"``, then the other conditions
-    (``others``, source text); ``"; this code runs only when ... and ..."``, or ``""`` when
-    there is none."""
-    parts = [f"`self.{s.attribute}` is true (it defaults to `{s.default}`)" for s in switches]
-    parts += [f"`{text}`" for text in others]
-    if not parts:
-        return ""
-    return "; this code runs only when " + " and ".join(parts)
-
-
 #: Longest condition text shown (longer ones end with an ellipsis).
 MAX_CONDITION = 80
 
 
 def site_condition(analysis: ModuleAnalysis, site: CheckpointSite) -> str:
-    """The message suffix that states when ``site`` runs (:func:`condition_text`): its
-    constructor switches, then every other conjunct of the ``if`` tests (statements and
-    expressions, ``elif`` included) around it in its function, as written (a test the
-    ``else`` branch needs false reads ``not (...)``); a torch-version check that every release
-    ckptlint judges passes is left out."""
-    switches = constructor_switches(analysis, site)
-    names = {s.attribute for s in switches}
+    """The message suffix that states when ``site`` runs, ``"; this code runs only when ... and
+    ..."`` (``""`` when no ``if`` guards it), from the conjuncts of the ``if`` tests
+    (statements and expressions, ``elif`` included) around it in its function
+    (:func:`guard_conjuncts`): first the constructor switches among them -- ``self.X`` where the
+    class's ``__init__`` assigns ``self.X`` once, from a parameter whose default is ``False``,
+    ``None`` or ``0``, and no other method assigns it -- as "`self.with_cp` is true (it defaults
+    to `False`)", then the others as written (a test the ``else`` branch needs false reads
+    ``not (...)``); a torch-version check that every release ckptlint judges passes is left out."""
+    function, cls = _function_and_class(analysis, site)
+    self_name = function.params.params[0].name.value if function is not None and function.params.params else None
+    switches: list[str] = []
     others: list[str] = []
     for node, text in guard_conjuncts(analysis, site):
-        if node is not None and _switch_attribute(node) in names:
+        switch = None
+        if cls is not None and isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self_name:
+            switch = _constructor_parameter(cls, node.attr.value)
+        if switch is not None:
+            part = f"`self.{switch.attribute}` is true (it defaults to `{switch.default}`)"
+            if part not in switches:
+                switches.append(part)
             continue
         text = " ".join(text.split())
         if len(text) > MAX_CONDITION:
             text = text[: MAX_CONDITION - 1] + "\u2026"
-        if text not in others:
-            others.append(text)
-    return condition_text(switches, others)
+        if f"`{text}`" not in others:
+            others.append(f"`{text}`")
+    parts = switches + others
+    return "; this code runs only when " + " and ".join(parts) if parts else ""
+
+
+def _function_and_class(analysis: ModuleAnalysis, site: CheckpointSite) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:
+    """The ``def`` around ``site`` (``None`` when a lambda is nearer) and the class above it."""
+    function: cst.FunctionDef | cst.Lambda | None = None
+    for ancestor in analysis.model.ancestors(site.call):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)) and function is None:
+            function = ancestor
+        elif isinstance(ancestor, cst.ClassDef):
+            return (function if isinstance(function, cst.FunctionDef) else None), ancestor
+    return (function if isinstance(function, cst.FunctionDef) else None), None
 
 
 def guard_conjuncts(analysis: ModuleAnalysis, site: CheckpointSite) -> list[tuple[cst.BaseExpression | None, str]]:
@@ -132,26 +111,6 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _conjuncts(test.left) + _conjuncts(test.right)
     return [test]
-
-
-def _switch_attribute(conjunct: cst.BaseExpression) -> str | None:
-    """``X`` of a conjunct ``self.X`` (the first parameter's name is not checked here: a
-    switch is named only when the class sets it from a constructor parameter)."""
-    if isinstance(conjunct, cst.Attribute) and isinstance(conjunct.value, cst.Name):
-        return conjunct.attr.value
-    return None
-
-
-def _guard_attributes(test: cst.BaseExpression, self_name: str, in_body: bool) -> list[str]:
-    if in_body and isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _guard_attributes(test.left, self_name, True) + _guard_attributes(test.right, self_name, True)
-    if not in_body:
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            return _guard_attributes(test.expression, self_name, True)
-        return []
-    if isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == self_name:
-        return [test.attr.value]
-    return []
 
 
 def _constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | None:
