@@ -16,7 +16,6 @@ from ckptlint.facts.version_facts import HF_DEFAULT_REENTRANT
 from ckptlint.facts.versions import Placement
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_node
-from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.callables import signature_of
 from ckptlint.text.diagnostics import Applicability, Fix
 
@@ -442,30 +441,18 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
     return fix if raises else replace(fix, fallback=keep)
 
 
-def _quoted_for(analysis: ModuleAnalysis, node: cst.CSTNode, text: str) -> str:
-    """``text`` (holding double-quoted strings) to insert at ``node``: inside an f-string quoted
-    with ``"``, its strings take ``'`` -- before Python 3.12 an f-string's expressions cannot
-    hold its own quote, and ckptlint's fixes must parse on every version it supports."""
-    for ancestor in analysis.model.ancestors(node):
-        if isinstance(ancestor, cst.FormattedString) and '"' in ancestor.start:
-            return text.replace('"', "'")
-    return text
-
-
 def _hf_fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
     analysis = ctx.analysis
-    hf_dict = _quoted_for(analysis, site.call, _HF_DICT)
-    hf_entry = _quoted_for(analysis, site.call, _HF_ENTRY)
     name = _kwargs_name(site)
     kwargs = site.option(name)
     message = f'Pass `{name}={{"use_reentrant": False}}`'
     if kwargs.is_absent:
         if site.arguments.double_starred:
             return None
-        edits = add_keyword_argument(analysis, site.call, f"{name}={hf_dict}")
+        edits = add_keyword_argument(analysis, site.call, f"{name}={_HF_DICT}")
         return ctx.fix(Applicability.UNSAFE, message, *edits)
     if kwargs.state is OptionState.LITERAL and kwargs.value is None and kwargs.arg is not None:
-        return ctx.fix(Applicability.UNSAFE, message, replace_node(analysis, kwargs.arg.value, hf_dict))
+        return ctx.fix(Applicability.UNSAFE, message, replace_node(analysis, kwargs.arg.value, _HF_DICT))
     none = _passed_none(site)
     if none is not None:
         # {"use_reentrant": None}: replace the value in the literal passed here
@@ -478,6 +465,6 @@ def _hf_fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
         return ctx.fix(
             Applicability.UNSAFE,
             f'Add `"use_reentrant": False` to `{name}`',
-            *add_dict_entry(analysis, kwargs.arg.value, hf_entry),
+            *add_dict_entry(analysis, kwargs.arg.value, _HF_ENTRY),
         )
     return None

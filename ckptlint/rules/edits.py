@@ -2,7 +2,10 @@
 
 Every function returns :class:`~ckptlint.text.diagnostics.Edit` records in 1-based positions of
 the analysed file. They never rewrite more than the argument or dictionary entry they add
-or remove, so comments and formatting around them survive.
+or remove, so comments and formatting around them survive. Text inserted inside an f-string
+quoted with ``"`` has its ``"`` strings written with ``'`` (:func:`_quoted_for`): before Python
+3.12 an f-string's expressions cannot hold its own quote, and a fix must parse on every
+version ckptlint supports.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ __all__ = ["add_dict_entry", "add_keyword_argument", "remove_argument", "replace
 def replace_node(analysis: ModuleAnalysis, node: cst.CSTNode, content: str) -> Edit:
     """Replace the text of ``node`` by ``content``."""
     start, end = analysis.range(node)
-    return Edit(start, end, content)
+    return Edit(start, end, _quoted_for(analysis, node, content))
 
 
 def add_keyword_argument(analysis: ModuleAnalysis, call: cst.Call, keyword: str) -> tuple[Edit, ...]:
@@ -30,6 +33,7 @@ def add_keyword_argument(analysis: ModuleAnalysis, call: cst.Call, keyword: str)
     a call without arguments gets ``keyword`` between its parentheses.
     """
     source = analysis.source
+    keyword = _quoted_for(analysis, call, keyword)
     if not call.args:
         func_end = analysis.offsets(call.func)[1]
         call_end_offset = analysis.offsets(call)[1]
@@ -81,12 +85,24 @@ def remove_argument(analysis: ModuleAnalysis, call: cst.Call, arg: cst.Arg) -> t
 def add_dict_entry(analysis: ModuleAnalysis, node: cst.Dict, entry: str) -> tuple[Edit, ...]:
     """Add ``entry`` (e.g. ``'"use_reentrant": False'``) as the last item of dict literal
     ``node``, after its last element (or between the braces of ``{}``)."""
+    entry = _quoted_for(analysis, node, entry)
     if not node.elements:
         start, end = analysis.range(node)
         return (Edit(start, end, "{" + entry + "}"),)
     last = node.elements[-1]
     last_end = analysis.range(last)[1]
     return (Edit(last_end, last_end, f", {entry}"),)
+
+
+def _quoted_for(analysis: ModuleAnalysis, node: cst.CSTNode, text: str) -> str:
+    """``text`` to insert at ``node``: inside an f-string quoted with ``"``, its ``"`` strings
+    take ``'`` (text holding both quote characters is left as it is)."""
+    if '"' not in text or "'" in text:
+        return text
+    for ancestor in analysis.model.ancestors(node):
+        if isinstance(ancestor, cst.FormattedString) and '"' in ancestor.start:
+            return text.replace('"', "'")
+    return text
 
 
 def _open_paren_row(analysis: ModuleAnalysis, call: cst.Call) -> int:
