@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+from programs import NORM_FACTORY
+
 from ckptlint.api import lint_source
 from ckptlint.testing import located
 
@@ -67,33 +69,6 @@ def test_generator_parameter_that_defaults_to_none_is_not_reported():
 
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
-
-
-NORM_FACTORY = """\
-    from torch import nn
-    from torch.utils.checkpoint import checkpoint
-
-
-    def build_norm(dim, norm="layer"):
-        layers = []
-        if norm == "batch":
-            layers.append(nn.BatchNorm2d(dim))
-        elif norm == "layer":
-            layers.append(nn.LayerNorm(dim))
-        return nn.Sequential(*layers)
-
-
-    class Block(nn.Module):
-        def __init__(self, dim, norm_type={default}):
-            super().__init__()
-            self.norm1 = build_norm(dim, {literal})
-            self.norm2 = build_norm(dim, norm_type)
-
-        def forward(self, x):
-            def inner(x):
-                return self.norm2(self.norm1(x))
-            return checkpoint(inner, x, use_reentrant=False)
-"""
 
 
 def test_parameter_default_decides_but_a_starred_call_does_not() -> None:

@@ -6,38 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-GLM_CHECKPOINT = """\
-import torch
-
-
-class CheckpointFunction(torch.autograd.Function):  # GLM mpu/random.py:311-375 (reduced)
-    @staticmethod
-    def forward(ctx, run_function, *args):
-        ctx.run_function = run_function
-        ctx.fwd_cpu_rng_state = torch.get_rng_state()
-        ctx.save_for_backward(*args)
-        with torch.no_grad():
-            return run_function(*args)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        inputs = [x.detach().requires_grad_() for x in ctx.saved_tensors]
-        torch.set_rng_state(ctx.fwd_cpu_rng_state)
-        with torch.enable_grad():
-            outputs = ctx.run_function(*inputs)
-        torch.autograd.backward(outputs, grads)
-        return (None,) + tuple(x.grad for x in inputs)
-
-
-def checkpoint(function, *args):
-    return CheckpointFunction.apply(function, *args)
-
-
-def run_layers(layers, x):
-    for layer in layers:
-        x = checkpoint(layer, x)
-    return x
-"""
+from programs import GLM_CHECKPOINT
 
 
 def _codes(run_cli, *args: str) -> list[tuple[str, str]]:

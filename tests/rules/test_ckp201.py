@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import textwrap
 
+from programs import ITEMS
+
 from ckptlint.api import lint_source
 from ckptlint.testing import located
 
@@ -125,50 +127,6 @@ def test_closure_called_after_a_write_that_follows_its_definition_is_not_reporte
     """
     # `weight.grad = None` after the call does not change what the forward computes
     assert located(source, "CKP201") == [(20, "CKP201")]
-
-
-ITEMS = """\
-    import torch
-    from torch import nn
-    from torch.utils.checkpoint import checkpoint
-
-    STATS = {"n": 0}
-    FLAGS = {}
-    _CACHE = {}
-
-
-    def seqlens(n):
-        key = (n,)
-        if key not in _CACHE:                       # a memo fill (TransformerEngine's _cu_seqlens_cache)
-            _CACHE[key] = torch.arange(n)
-        return _CACHE[key]
-
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fp8_meta = {}
-            self.hist = {}
-
-        def forward(self, x, recipe):
-            self.fp8_meta["recipe"] = recipe        # one fixed slot overwritten per call
-            self.fp8_meta.pop("local_recipes", None)
-            self.__dict__["mode"] = recipe          # a setattr
-            FLAGS["update"] = False                 # a reset to a constant
-            STATS["n"] = STATS["n"] + 1             # a counter
-            self.hist["h"] = torch.cat([self.hist["h"], x])
-            self.hist[recipe] = x                   # a key that need not name the same slot
-            return x + seqlens(x.shape[0])
-
-
-    class Model(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.block = Block()
-
-        def forward(self, x):
-            return checkpoint(self.block, x, 1, use_reentrant=False)
-"""
 
 
 def test_read_of_a_memo_table_filled_in_the_region_is_not_a_changing_read():

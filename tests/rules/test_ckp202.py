@@ -9,6 +9,8 @@ import json
 import textwrap
 from pathlib import Path
 
+from programs import ITEMS
+
 from ckptlint.api import lint_source
 from ckptlint.testing import located
 
@@ -898,50 +900,6 @@ def test_if_spelling_of_the_regrowth_is_written_once_and_an_increment_is_not():
                 return checkpoint(self.body, x, seq_len, use_reentrant=False)
     """
     assert located(source, "CKP202") == [(13, "CKP202")]
-
-
-ITEMS = """\
-    import torch
-    from torch import nn
-    from torch.utils.checkpoint import checkpoint
-
-    STATS = {"n": 0}
-    FLAGS = {}
-    _CACHE = {}
-
-
-    def seqlens(n):
-        key = (n,)
-        if key not in _CACHE:                       # a memo fill (TransformerEngine's _cu_seqlens_cache)
-            _CACHE[key] = torch.arange(n)
-        return _CACHE[key]
-
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fp8_meta = {}
-            self.hist = {}
-
-        def forward(self, x, recipe):
-            self.fp8_meta["recipe"] = recipe        # one fixed slot overwritten per call
-            self.fp8_meta.pop("local_recipes", None)
-            self.__dict__["mode"] = recipe          # a setattr
-            FLAGS["update"] = False                 # a reset to a constant
-            STATS["n"] = STATS["n"] + 1             # a counter
-            self.hist["h"] = torch.cat([self.hist["h"], x])
-            self.hist[recipe] = x                   # a key that need not name the same slot
-            return x + seqlens(x.shape[0])
-
-
-    class Model(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.block = Block()
-
-        def forward(self, x):
-            return checkpoint(self.block, x, 1, use_reentrant=False)
-"""
 
 
 def test_item_with_a_literal_key_is_judged_as_an_attribute():

@@ -8,6 +8,8 @@ import json
 import textwrap
 from pathlib import Path
 
+from programs import NORM_FACTORY
+
 from ckptlint.testing import located
 
 LOOP_STAGES = """\
@@ -363,33 +365,6 @@ def test_checkpoint_that_every_construction_in_other_files_switches_off_stays_re
     )
     result = run_cli("--output-format", "json", "--isolated", "--no-cache", "--exit-zero", "--select", "CKP203", ".", cwd=tmp_path)
     assert [(Path(r["filename"]).name, r["location"]["row"]) for r in json.loads(result.stdout)] == [("adapter_modules.py", 16)]
-
-
-NORM_FACTORY = """\
-    from torch import nn
-    from torch.utils.checkpoint import checkpoint
-
-
-    def build_norm(dim, norm="layer"):
-        layers = []
-        if norm == "batch":
-            layers.append(nn.BatchNorm2d(dim))
-        elif norm == "layer":
-            layers.append(nn.LayerNorm(dim))
-        return nn.Sequential(*layers)
-
-
-    class Block(nn.Module):
-        def __init__(self, dim, norm_type={default}):
-            super().__init__()
-            self.norm1 = build_norm(dim, {literal})
-            self.norm2 = build_norm(dim, norm_type)
-
-        def forward(self, x):
-            def inner(x):
-                return self.norm2(self.norm1(x))
-            return checkpoint(inner, x, use_reentrant=False)
-"""
 
 
 def test_factory_called_with_a_literal_prunes_the_other_branch() -> None:
