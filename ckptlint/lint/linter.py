@@ -292,7 +292,7 @@ class FileLinter:
         noqa: dict[str, NoqaIndex] = {}
         kept = self._filter(found, source, settings, enabled, analysis, noqa)
         if may_have_invalid(source.text):  # ruff warns about a noqa directive with a colon and no codes, and ignores it
-            index = noqa.get(source.path) or noqa.setdefault(source.path, parse_noqa(source))
+            index = noqa.get(source.path) or noqa.setdefault(source.path, parse_noqa(source, line_map=False))
             problems += [Problem(source.path, f"{row}: {INVALID_NOQA}", ProblemKind.WARNING) for row in index.invalid]
         for path, other in noqa.items():
             if path != source.path:  # for CKP901 in that file (see settle_unused_noqa)
@@ -307,7 +307,7 @@ class FileLinter:
         """CKP901: the pass after noqa filtering, over the directives of ``source``; codes of
         rules that ran (``ran``) and are not CKP901 itself are judged."""
 
-        index = noqa.get(source.path) or parse_noqa(source)
+        index = noqa.get(source.path) or parse_noqa(source, line_map=False)
         found = unused_noqa_diagnostics(source, index, ran - {UNUSED_NOQA})
         return [_adjust_applicability(d, settings) for d in found if not index.suppresses(d)]
 
@@ -332,7 +332,7 @@ class FileLinter:
                 continue
             index = noqa.get(diagnostic.path)
             if index is None:
-                index = noqa[diagnostic.path] = parse_noqa(self._source_of(diagnostic.path, source))
+                index = noqa[diagnostic.path] = parse_noqa(self._source_of(diagnostic.path, source), line_map=False)
             if index.suppresses(diagnostic):
                 continue
             kept.append(_adjust_applicability(diagnostic, settings))

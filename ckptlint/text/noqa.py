@@ -41,6 +41,8 @@ INVALID_MESSAGE = (
     "invalid `# noqa` directive: expected a comma-separated list of codes (e.g. `# noqa: CKP001, CKP002`); ignored"
 )
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
+#: Every directive, line or file, spells ``noqa``: a text without it has none to find.
+_ANY_NOQA = re.compile("noqa", re.IGNORECASE)
 
 
 @dataclass
@@ -97,10 +99,16 @@ def may_have_invalid(text: str) -> bool:
     return _INVALID_HINT.search(text) is not None
 
 
-def parse_noqa(source: SourceFile) -> NoqaIndex:
-    """Find the noqa comments of ``source``."""
-    comments, line_map = _scan(source.text)
-    index = NoqaIndex({}, line_map=line_map)
+def parse_noqa(source: SourceFile, *, line_map: bool = True) -> NoqaIndex:
+    """Find the noqa comments of ``source``.
+
+    ``line_map=False``: the index is only asked what it suppresses, so a text that never
+    spells ``noqa`` (it has no directive) is not tokenized and gets no line map; placing new
+    directives (``--add-noqa``) needs the map of every file."""
+    if not line_map and _ANY_NOQA.search(source.text) is None:
+        return NoqaIndex({})
+    comments, rows_moved = _scan(source.text)
+    index = NoqaIndex({}, line_map=rows_moved)
     lines = split_lines(source.text)
     for row, col, text in comments:
         own_line = row <= len(lines) and lines[row - 1][:col].strip() == ""

@@ -54,7 +54,7 @@ def test_verbose_prints_the_traceback_of_an_internal_error(run_cli, write, monke
 def test_an_exception_outside_the_rules_is_an_internal_error_too(run_cli, write, monkeypatch):
     """FileLinter.lint never raises, also for a bug in the engine itself (here: noqa)."""
 
-    def broken(source):
+    def broken(source, **options):
         raise KeyError("noqa index")
 
     monkeypatch.setattr(linter, "parse_noqa", broken)
