@@ -29,7 +29,7 @@ from ckptlint.semantic.bindings import (
     Scope,
     ScopeKind,
 )
-from ckptlint.semantic.walk import child_nodes
+from ckptlint.semantic.walk import child_nodes, children
 
 __all__ = ["SemanticModel"]
 
@@ -122,16 +122,20 @@ class SemanticModel:
         ]
         parents = self.parents
         scopes = self.scopes
+        entered = _ENTERED
         while stack:
             node, parent, scope = stack.pop()
             if parent is not None:
                 parents[node] = parent
             scopes[node] = scope
-            pending = self._enter(node, scope)
-            if pending is None:
-                pending = [(child, scope) for _, child in child_nodes(node)]
-            for child, child_scope in reversed(pending):
-                stack.append((child, node, child_scope))
+            # most nodes bind nothing: one set lookup, no call
+            pending = self._enter(node, scope) if type(node) in entered else None
+            if pending is None:  # most nodes: the children share the node's scope
+                found = children(node)
+                found.reverse()
+                stack.extend([(child, node, scope) for child in found])
+            else:
+                stack.extend([(child, node, child_scope) for child, child_scope in reversed(pending)])
 
     def _enter(
         self, node: cst.CSTNode, scope: Scope
@@ -153,7 +157,7 @@ class SemanticModel:
             return self._parameters(node.params, scope, inner) + [(node.body, inner)]
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             inner = self._new_scope(ScopeKind.COMPREHENSION, node, scope, "<comprehension>")
-            return [(child, inner) for _, child in child_nodes(node)]
+            return [(child, inner) for child in children(node)]
         if type(node) in _ASSIGNING:
             owner = scope.function_scope if isinstance(node, cst.NamedExpr) else scope
             for assigned in assignments(node):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ckptlint.semantic.walk import child_nodes
+from ckptlint.semantic.walk import children
 
 __all__ = ["class_methods", "last_name", "own_nodes", "positional_parameters"]
 
@@ -44,4 +44,4 @@ def own_nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
         yield node
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(child for _, child in child_nodes(node))
+        stack.extend(children(node))

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
-from typing import cast
+from operator import attrgetter
+from typing import Literal, cast, get_origin
 
 import libcst as cst
 
-__all__ = ["child_nodes", "iter_tree", "node_types", "nodes_of_function", "returns_of"]
+__all__ = ["child_nodes", "children", "iter_tree", "node_types", "nodes_of_function", "returns_of"]
 
 _SKIPPED_FIELDS = frozenset(
     {
@@ -101,15 +102,76 @@ def child_nodes(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
                     yield name, item
 
 
+#: Every libcst node class (libcst 1.x defines them all when it is imported).
+_NODE_TYPES = node_types(cst.CSTNode)
+_FIELD_VALUES: dict[type, Callable[[cst.CSTNode], tuple[object, ...]]] = {}
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The syntactic children of ``node`` in field order: what :func:`child_nodes` yields,
+    without the field names, as a list.
+
+    The semantic model and every walk ask this of each node of a tree (millions of calls on
+    a large tree): each node class reads the fields that can hold a node with one
+    ``operator.attrgetter`` (a leaf such as ``Name`` reads none), and a value's class is
+    looked up in the set of node classes, no generator and no ABC ``isinstance`` (measured
+    on timm's ``vision_transformer.py``: 10.5 ms against 20.7 ms for every node of the tree
+    through :func:`child_nodes`)."""
+    kind = type(node)
+    values = _FIELD_VALUES.get(kind)
+    if values is None:
+        values = _FIELD_VALUES[kind] = _field_values(kind)
+    if values is _NO_FIELDS:
+        return []
+    found: list[cst.CSTNode] = []
+    for value in values(node):
+        value_kind = type(value)
+        if value_kind in _NODE_TYPES:
+            found.append(cast("cst.CSTNode", value))
+        elif value_kind is list or value_kind is tuple:
+            found.extend([item for item in cast("list[cst.CSTNode]", value) if type(item) in _NODE_TYPES or _is_node(item)])
+        elif _is_node(value):  # an instance of a node class made after libcst's import
+            found.append(cast("cst.CSTNode", value))
+    return found
+
+
+def _no_fields(node: cst.CSTNode) -> tuple[object, ...]:
+    return ()
+
+
+_NO_FIELDS = _no_fields
+#: Field annotations of libcst's node classes that never hold a node (``Name.value``,
+#: ``SimpleString.value``, ``Integer.value``, ...).
+_NEVER_NODES: frozenset[object] = frozenset({str, bool, str | None})  # equal to typing.Optional[str]
+
+
+def _field_values(node_type: type) -> Callable[[cst.CSTNode], tuple[object, ...]]:
+    """A function giving, as a tuple, the values of those walked fields of ``node_type``
+    (:func:`_fields`) whose annotation admits a node (a ``str``, ``bool`` or ``Literal``
+    field never holds one)."""
+    annotations = {f.name: f.type for f in dataclasses.fields(node_type)} if dataclasses.is_dataclass(node_type) else {}
+    names = [
+        name
+        for name in _fields(node_type)
+        if annotations.get(name) not in _NEVER_NODES and get_origin(annotations.get(name)) is not Literal
+    ]
+    if not names:
+        return _NO_FIELDS
+    if len(names) == 1:
+        single = attrgetter(names[0])
+        return lambda node: (single(node),)
+    return cast("Callable[[cst.CSTNode], tuple[object, ...]]", attrgetter(*names))
+
+
 def iter_tree(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Yield ``root`` and every syntactic node below it, parents before children."""
     stack = [root]
     while stack:
         node = stack.pop()
         yield node
-        children = [child for _, child in child_nodes(node)]
-        children.reverse()
-        stack.extend(children)
+        found = children(node)
+        found.reverse()
+        stack.extend(found)
 
 
 _NOT_ENTERED = node_types(cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)
@@ -137,9 +199,9 @@ def nodes_of_function(
                 branch = choice.body if taken else choice.orelse
                 stack.extend(b for b in (branch, choice.test) if b is not None)
                 continue
-        children = [child for _, child in child_nodes(node)]
-        children.reverse()
-        stack.extend(children)
+        found = children(node)
+        found.reverse()
+        stack.extend(found)
 
 
 def returns_of(

@@ -184,9 +184,9 @@ def _names_in(expr: cst.CSTNode) -> Iterator[str]:
         elif isinstance(node, (cst.Lambda, cst.FunctionDef)):
             continue
         else:
-            from ckptlint.semantic.walk import child_nodes
+            from ckptlint.semantic.walk import children
 
-            stack.extend(child for _, child in child_nodes(node))
+            stack.extend(children(node))
 
 
 def _contains_move(expr: cst.CSTNode, analysis: ModuleAnalysis) -> bool:

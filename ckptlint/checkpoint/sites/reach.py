@@ -315,7 +315,7 @@ def _self_assignments(model: SemanticModel, owner: cst.ClassDef, attr: str) -> l
     memo: dict[int, tuple[cst.ClassDef, dict[str, list[cst.BaseExpression]]]] = model.memo.setdefault("self_assignments", {})  # type: ignore[assignment]
     cached = memo.get(id(owner))
     if cached is None or cached[0] is not owner:
-        from ckptlint.semantic.walk import child_nodes
+        from ckptlint.semantic.walk import children
 
         found: dict[str, list[cst.BaseExpression]] = {}
         key = partial(literal_string, model=model)
@@ -334,7 +334,7 @@ def _self_assignments(model: SemanticModel, owner: cst.ClassDef, attr: str) -> l
                 continue
             if isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement)):
                 continue  # assignments are statements: no need to look inside expressions
-            stack.extend(child for _, child in child_nodes(node))
+            stack.extend(children(node))
         cached = (owner, found)
         memo[id(owner)] = cached
     return cached[1].get(attr, [])

@@ -44,7 +44,7 @@ import libcst as cst
 
 from ckptlint.facts.home_made import names_rng
 from ckptlint.semantic.syntax import class_methods, last_name, own_nodes, positional_parameters
-from ckptlint.semantic.walk import child_nodes
+from ckptlint.semantic.walk import children
 
 __all__ = ["ReversibleShape", "reversible_shape"]
 
@@ -256,7 +256,7 @@ def _reruns(
             ):
                 reruns.append(node)
                 method = func.attr.value
-        stack.extend(reversed([(child, grad) for _, child in child_nodes(node)]))  # source order
+        stack.extend(reversed([(child, grad) for child in children(node)]))  # source order
     if method is not None:
         reruns = [c for c in reruns if isinstance(c.func, cst.Attribute)]
     return reruns, method
