@@ -17,6 +17,20 @@ if TYPE_CHECKING:
     from multiprocessing.context import DefaultContext, ForkContext
     from multiprocessing.process import BaseProcess
 
+__all__ = ["RECYCLE_RESIDENT_BYTES", "in_pool"]
+
+#: A worker whose resident memory is above this after a file is replaced by a fresh fork of
+#: the main process (which holds no parsed module) before its next file. A worker's memory
+#: only grows: its cache of parsed modules is bounded (:class:`~ckptlint.semantic.project.Project`),
+#: but CPython's allocator returns an arena to the system only when every object in it is
+#: freed, so the modules it drops leave holes the next ones do not fill. Measured on 41
+#: repositories linted in one run (``--jobs 2``, 1,129 files analysed): a worker grew steadily
+#: to 355 MB resident; one tree alone (timm, ``--jobs 1``) peaks at 231 MB. The fresh worker
+#: parses again the modules the next files reach.
+RECYCLE_RESIDENT_BYTES = 240 * 1024 * 1024
+
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
 
 def in_pool(
     tasks: list[Task],
@@ -143,7 +157,10 @@ class _Pool:
                     self.start(worker.slot)
                 continue
             self.finish(index, result)
-            if not self.assign(worker):
+            if worker.resident_bytes() > RECYCLE_RESIDENT_BYTES and any(self.queues):
+                self.retire(worker, kill=False)  # it returns; a fresh fork takes its slot
+                self.start(worker.slot)
+            elif not self.assign(worker):
                 self.retire(worker, kill=False)
 
     def kill_late(self, timeout: float) -> None:
@@ -189,6 +206,15 @@ class _Worker:
             return None
         child.close()
         return cls(process, parent, slot)
+
+    def resident_bytes(self) -> int:
+        """The worker's resident memory now, in bytes (Linux ``/proc/PID/statm``, its second
+        field in pages); ``0`` where that cannot be read."""
+        try:
+            with open(f"/proc/{self.process.pid}/statm", "rb") as statm:
+                return int(statm.read().split()[1]) * _PAGE_BYTES
+        except (OSError, ValueError, IndexError):
+            return 0
 
     def start_task(self, index: int) -> None:
         self.index = index
