@@ -12,8 +12,9 @@ The result of one text is remembered, so the fix loop's own compile checks
 top-level ``await`` is allowed.
 
 Position: CPython gives these errors at ``col_offset + 1`` of the offending node, a UTF-8 byte
-offset (``PyErr_RangedSyntaxLocationObject`` takes it as is; CPython 3.11 to 3.15), which is
-turned into a 1-based character column of the line.
+offset (``PyErr_RangedSyntaxLocationObject`` in Python/errors.c takes it as is; seen on 3.11),
+which is turned into a 1-based character column of the line; an offset that falls inside a
+character is taken as a character column already.
 """
 
 from __future__ import annotations
