@@ -207,7 +207,7 @@ _INFOS: tuple[RuleInfo, ...] = (
     RuleInfo(
         "CKP999",
         "syntax-error",
-        "The file does not parse; ckptlint cannot check it",
+        "The file does not parse (ckptlint cannot check it) or Python cannot compile it",
         _E,
     ),
 )

@@ -40,7 +40,7 @@ def handle_fixes(
 
     from ckptlint.lint.results import io_error
     from ckptlint.output.base import display_path
-    from ckptlint.text.fixer import FileChangedError, write_atomically
+    from ckptlint.text.fixer import FileChangedError, FolderWriteError, write_atomically
     from ckptlint.text.source import split_lines
 
     unwritten: list[Diagnostic] = []
@@ -89,6 +89,8 @@ def handle_fixes(
             why = f"resolves to {exc}, outside the paths given; fixes not written"
         except FileChangedError:
             why = "changed on disk while ckptlint ran; fixes not written"
+        except FolderWriteError as exc:
+            why = f"cannot write the fixed file: cannot create a file in its folder ({os_error(exc)}); fixes not written"
         except OSError as exc:
             why = f"cannot write the fixed file: {os_error(exc)}; fixes not written"
         unwritten.append(io_error(result.path, why))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ckptlint.config.settings import Settings
+from ckptlint.lint.compile_errors import compile_error
 from ckptlint.lint.gate import file_may_have_findings
 from ckptlint.lint.limits import (
     MAX_FILE_BYTES,
@@ -183,7 +184,22 @@ class FileLinter:
                 perf.add("rule_reruns")
                 self._noqa_used_elsewhere.clear()
                 self._noqa_used_elsewhere.update(used_elsewhere)
-            return found
+        return self._with_compile_error(source, *found)
+
+    @staticmethod
+    def _with_compile_error(
+        source: SourceFile, diagnostics: list[Diagnostic], problems: list[Problem]
+    ) -> tuple[list[Diagnostic], list[Problem]]:
+        """The rules' findings plus CKP999 where CPython's compiler rejects the parsed file
+        (:mod:`ckptlint.lint.compile_errors`); like a parse error, it is reported whatever the
+        selection, per-file-ignores or noqa say."""
+        from ckptlint.lint.compile_errors import compile_error_diagnostic
+        from ckptlint.text.notebook import NotebookSource
+
+        error = compile_error_diagnostic(source, top_level_await=isinstance(source, NotebookSource))
+        if error is None:
+            return diagnostics, problems
+        return sorted([*diagnostics, error], key=lambda d: d.sort_key), problems
 
     def _parse(self, source: SourceFile, module_name: str, is_package: bool) -> ModuleAnalysis:
         """The analysis the rules read: libcst parses only the top-level statements that can
@@ -373,9 +389,9 @@ class FileLinter:
             current = replace(current, text=new_text)
             diagnostics, problems = self.check(current, settings, module_name, is_package)
             broken = None
-            if any(d.code == SYNTAX_ERROR for d in diagnostics) or _does_not_parse(current):
-                broken = f"does not parse ({_compile_error(current.text) or 'libcst cannot parse it'})"
-            elif (why := _compile_error(current.text)) is not None and _compile_error(source.text) is None:
+            if _does_not_parse(current):  # (a CKP999 of the compiler alone is no parse error)
+                broken = f"does not parse ({compile_error(current.text) or 'libcst cannot parse it'})"
+            elif (why := compile_error(current.text)) is not None and compile_error(source.text) is None:
                 broken = f"does not compile ({why})"
             if broken is not None:
                 self._reject_fixes(result, source, settings, (module_name, is_package), applied, broken)
@@ -446,20 +462,6 @@ def _cpython_parses(text: str) -> bool:
     except Exception:  # noqa: BLE001 - SyntaxError, RecursionError, MemoryError, ValueError
         return False
     return True
-
-
-def _compile_error(text: str) -> str | None:
-    """Why CPython's compiler rejects ``text`` (``"<message>, line N"``), or ``None``. Catches
-    what libcst's parser lets through, such as a repeated keyword argument."""
-    try:
-        with warnings.catch_warnings():  # SyntaxWarnings are the linted code's business
-            warnings.simplefilter("ignore")
-            compile(text, "<fixed>", "exec", dont_inherit=True)
-    except SyntaxError as exc:
-        return f"{exc.msg}, line {exc.lineno}" if exc.lineno else exc.msg
-    except Exception:  # noqa: BLE001 - RecursionError, MemoryError...: cannot tell
-        return None
-    return None
 
 
 def _adjust_applicability(diagnostic: Diagnostic, settings: Settings) -> Diagnostic:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from ckptlint.checkpoint.analyses.reentrant_backward import may_skip_backward, never_backward
 from ckptlint.checkpoint.sites.call_errors import always_raises
 from ckptlint.checkpoint.sites.guards import site_condition
 from ckptlint.checkpoint.sites.sites import site_index
@@ -130,18 +131,29 @@ class RuleContext:
         """Every site of the module that names the callable it checkpoints, with its region
         (what the site recomputes; regions are built once per site and shared by rules).
 
-        A site that raises whenever it runs (:meth:`recomputes_nothing`) is left out: the
-        rules that judge a region (CKP1xx, CKP2xx) have nothing to judge there."""
+        A site that recomputes nothing (:meth:`recomputes_nothing`) is left out: the rules
+        that judge a region (CKP1xx, CKP2xx) have nothing to judge there."""
         for site in site_index(self.analysis).sites:
             if site.function is not None and not self.recomputes_nothing(site):
                 yield site, self.regions.region(site, self.analysis)
 
     def recomputes_nothing(self, site: CheckpointSite) -> bool:
-        """Whether ``site`` raises whenever it runs (the arguments CKP002 reports as raising,
-        :func:`~ckptlint.checkpoint.sites.call_errors.always_raises`): the checkpointed function
-        never runs under it, so nothing is saved or recomputed. The one place region rules
-        ask; CKP002 reports the call itself."""
-        return always_raises(site, self.analysis.model)
+        """Whether ``site`` never recomputes its function: it raises whenever it runs (the
+        arguments CKP002 reports as raising,
+        :func:`~ckptlint.checkpoint.sites.call_errors.always_raises`), so the function never
+        runs under it; or it runs the reentrant variant and backward never reaches it (the
+        function returns no tensor and no tuple, or no input can be a tensor:
+        :func:`~ckptlint.checkpoint.analyses.reentrant_backward.never_backward`). The one
+        place region rules ask; CKP002 reports the raising call itself. Answered once per site."""
+        if always_raises(site, self.analysis.model):
+            return True
+        if site.function is None or not may_skip_backward(site):
+            return False
+        cached = site.extra.get("never_backward")
+        if not isinstance(cached, bool):
+            cached = never_backward(site, self.regions.region(site, self.analysis))
+            site.extra["never_backward"] = cached
+        return cached
 
     def condition(self, site: CheckpointSite) -> str:
         """The condition under which ``site`` runs, as a message suffix (``"; this code runs

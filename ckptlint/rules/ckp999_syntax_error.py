@@ -1,4 +1,5 @@
-"""CKP999 syntax-error: the file does not parse, so no other rule can run on it."""
+"""CKP999 syntax-error: the file does not parse, so no other rule can run on it, or CPython's
+compiler rejects it (:mod:`ckptlint.lint.compile_errors`; the other rules run)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from ckptlint.rules.base import Rule, RuleContext
 
 
 class SyntaxErrorRule(Rule):
-    """Reported by the engine (not by :meth:`check`) at the position of the parse error."""
+    """Reported by the engine (not by :meth:`check`) at the position of the parse or compile
+    error."""
 
     code = "CKP999"
 

@@ -17,13 +17,18 @@ from pathlib import Path
 from ckptlint.text.diagnostics import Diagnostic, Edit
 from ckptlint.text.source import SourceFile
 
-__all__ = ["MAX_PASSES", "FileChangedError", "apply_edits", "select_fixes", "write_atomically"]
+__all__ = ["MAX_PASSES", "FileChangedError", "FolderWriteError", "apply_edits", "select_fixes", "write_atomically"]
 
 MAX_PASSES = 10
 
 
 class FileChangedError(Exception):
     """The file on disk is no longer what was read: it is not overwritten."""
+
+
+class FolderWriteError(OSError):
+    """The temporary file of an atomic write cannot be created in the file's folder (a folder
+    the user may not write, although the file itself may be written): nothing is written."""
 
 
 def _offsets(source: SourceFile, edit: Edit) -> tuple[int, int]:
@@ -81,8 +86,10 @@ def write_atomically(path: Path, data: bytes, expected: bytes | None = None) -> 
 
     When ``expected`` is given and the file's current bytes differ (it changed since it was
     read), nothing is written and :class:`FileChangedError` is raised. A file this process may
-    not write itself raises ``PermissionError``, even where the folder would allow a rename.
-    ``OSError`` passes through (an atomic write leaves the original file untouched).
+    not write itself raises ``PermissionError``, even where the folder would allow a rename;
+    a folder where the temporary file cannot be created (one the user may not write) raises
+    :class:`FolderWriteError`. ``OSError`` passes through (an atomic write leaves the
+    original file untouched).
     """
     if expected is not None and path.read_bytes() != expected:
         raise FileChangedError(f"{path}: changed on disk while ckptlint ran; not written")
@@ -94,7 +101,10 @@ def write_atomically(path: Path, data: bytes, expected: bytes | None = None) -> 
         return
     import tempfile  # local: only a write needs it (tempfile imports shutil, random...)
 
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".ckptlint", dir=target.parent)
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".ckptlint", dir=target.parent)
+    except OSError as exc:
+        raise FolderWriteError(exc.errno, exc.strerror, str(target.parent)) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

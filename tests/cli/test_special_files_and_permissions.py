@@ -173,3 +173,37 @@ def test_a_folder_that_can_be_listed_but_not_entered_does_not_stop_the_run(open_
     assert result.exit_code == 1, result.stderr
     assert "error:" not in result.stderr
     assert result.stdout.startswith("closed/y.py:1:1: CKP902 cannot read: permission denied\nok.py:3:5: CKP001 ")
+
+
+@pytest.mark.slow
+def test_fix_in_a_folder_the_user_cannot_write_keeps_the_file(open_folder: Path, run_process) -> None:
+    """The file may be written but its folder may not: the temporary file of the atomic write
+    cannot be made there. One CKP902 line says why, the file is left as it was, the other
+    files are fixed, and the exit status is that of any unwritten file."""
+    package = open_folder / "pkg"
+    package.mkdir()
+    kept = package / "kept.py"
+    kept.write_text(CALL)
+    kept.chmod(0o666)
+    if os.geteuid() == 0:
+        os.chown(kept, 65534, 65534)
+    package.chmod(0o555)
+    mine = open_folder / "mine.py"
+    mine.write_text(CALL)
+    mine.chmod(0o666)
+    try:
+        result = run_process("--no-cache", "--fix", "--unsafe-fixes", ".", cwd=open_folder, unprivileged=True)
+    finally:
+        package.chmod(0o755)
+    assert result.exit_code == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert kept.read_text() == CALL
+    assert sorted(p.name for p in package.iterdir()) == ["kept.py"]
+    assert mine.read_text() == FIXED
+    errors = [line for line in result.stdout.splitlines() if "CKP902" in line]
+    assert errors == [
+        "pkg/kept.py:1:1: CKP902 cannot write the fixed file: cannot create a file in its folder (permission denied); "
+        "fixes not written"
+    ]
+    assert "pkg/kept.py:3:5: CKP001" in result.stdout
+    assert "Found 3 errors (1 fixed, 2 remaining)." in result.stdout

@@ -5,6 +5,8 @@ not a syntax error."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +88,88 @@ def test_valid_python_libcst_cannot_parse_is_not_a_syntax_error(run_cli, write) 
     write("bad.py", IMPORT + "y = checkpoint(f, x)\nx = (\n")
     bad = run_cli("--isolated", "--no-cache", "bad.py")
     assert bad.stdout.startswith("bad.py:3:5: CKP999 Syntax error: ")
+
+
+# ------------------------------------------------------------ code the compiler rejects
+COMPILE_ERRORS = [
+    pytest.param(
+        IMPORT + "\n\ndef run(f, x, x):\n    return checkpoint(f, x)\n",
+        (4, 15),
+        "duplicate argument 'x' in function definition",
+        5,
+        id="repeated-parameter",
+    ),
+    pytest.param(
+        IMPORT + "nonlocal x\ny = checkpoint(f, x)\n", (2, 1), "nonlocal declaration not allowed at module level", 3, id="nonlocal"
+    ),
+    pytest.param(
+        IMPORT + "if x:\n    return checkpoint(f, x)\n", (3, 5), "'return' outside function", 3, id="return-outside-function"
+    ),
+    pytest.param(IMPORT + "y = checkpoint(f, x)\nbreak\n", (3, 1), "'break' outside loop", 2, id="break-outside-loop"),
+    # CPython 3.11 gives the column in UTF-8 bytes (16); the character column is 12, as ruff says
+    pytest.param(IMPORT + "é = 'ééé'; return checkpoint(f, é)\n", (2, 12), "'return' outside function", 2, id="non-ascii-line"),
+]
+
+
+@pytest.mark.parametrize(("source", "position", "message", "ckp001_row"), COMPILE_ERRORS)
+def test_code_the_compiler_rejects_is_ckp999_and_the_other_rules_still_run(
+    run_cli, write, source: str, position, message: str, ckp001_row: int
+) -> None:
+    write("m.py", source)
+    result = run_cli("--isolated", "--no-cache", "--output-format", "json", "m.py")
+    assert result.exit_code == 1
+    records = json.loads(result.stdout)
+    found = [(r["code"], r["location"]["row"], r["location"]["column"]) for r in records]
+    assert ("CKP999", *position) in found
+    assert [r["message"] for r in records if r["code"] == "CKP999"] == [f"Syntax error: {message}"]
+    assert [r["location"]["row"] for r in records if r["code"] == "CKP001"] == [ckp001_row]
+    with pytest.raises(SyntaxError):
+        compile(source, "m.py", "exec")
+
+
+def test_a_compile_error_is_reported_whatever_the_selection_and_noqa(run_cli, write) -> None:
+    write("m.py", IMPORT + "def run(f, x, x):  # noqa\n    return checkpoint(f, x, use_reentrant=False)\n")
+    result = run_cli("--isolated", "--no-cache", "--select", "CKP001", "--ignore", "CKP999", "m.py")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("m.py:2:15: CKP999 Syntax error: duplicate argument 'x' in function definition\n")
+
+
+def test_a_file_the_gate_turns_away_is_not_compiled(run_cli, write, monkeypatch) -> None:
+    from ckptlint.lint import compile_errors
+
+    compiled: list[str] = []
+    original = compile_errors.compile_error_diagnostic
+
+    def recording(source, **kwargs):
+        compiled.append(source.path)
+        return original(source, **kwargs)
+
+    monkeypatch.setattr(compile_errors, "compile_error_diagnostic", recording)
+    write("plain.py", "def f(a, a):\n    return a\n")  # no checkpoint API: never parsed
+    write("m.py", IMPORT + "def f(a, a):\n    return checkpoint(a, use_reentrant=False)\n")
+    result = run_cli("--isolated", "--no-cache", "-j", "1", "plain.py", "m.py")
+    assert result.stdout.splitlines()[:1] == ["m.py:2:10: CKP999 Syntax error: duplicate argument 'a' in function definition"]
+    assert "plain.py" not in result.stdout
+    assert [Path(p).name for p in compiled] == ["m.py"]
+
+
+def test_fix_still_applies_to_a_file_the_compiler_rejects(run_cli, write) -> None:
+    # the compile error is the file's own, not the fix's: the fix is written, CKP999 stays
+    path = write("m.py", IMPORT + "y = checkpoint(f, x)\nbreak\n")
+    result = run_cli("--isolated", "--no-cache", "--fix", "--unsafe-fixes", "m.py")
+    assert path.read_text() == IMPORT + "y = checkpoint(f, x, use_reentrant=False)\nbreak\n"
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0] == "m.py:3:1: CKP999 Syntax error: 'break' outside loop"
+    assert "internal error" not in result.stderr
+
+
+def test_top_level_await_in_a_notebook_is_not_a_compile_error(run_cli, write) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(IMPORT), nbformat.v4.new_code_cell("await setup()\ny = checkpoint(f, x)\n")]
+    write("a.ipynb", nbformat.writes(nb))
+    write("m.py", IMPORT + "await setup()\ny = checkpoint(f, x)\n")
+    result = run_cli("--isolated", "--no-cache", "a.ipynb", "m.py")
+    codes = [(line.split(":", 1)[0], re.search(r" (CKP\d+) ", line).group(1)) for line in result.stdout.splitlines()[:-2]]
+    assert codes == [("a.ipynb", "CKP001"), ("m.py", "CKP999"), ("m.py", "CKP001")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -218,6 +219,40 @@ def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "pygls.lsp.server", None)
     assert server.main([]) == 2
     assert capsys.readouterr().err == (
+        'error: `ckptlint server` needs the `server` extra (pygls), which is not installed; '
+        'install it with: pip install "ckptlint[server]"\n'
+    )
+
+
+def test_the_install_command_names_the_extra_that_brings_pygls() -> None:
+    import re
+
+    from ckptlint import server
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10: tomli, a dependency there
+        import tomli as tomllib
+
+    extras = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for text in (server.MISSING, server.USAGE):
+        named = re.findall(r"ckptlint\[(\w+)\]", text)
+        assert named == ["server"]
+        assert {re.split(r"[<>=!~ ]", r)[0] for r in extras[named[0]]} == {"pygls", "lsprotocol"}
+
+
+def test_server_command_without_pygls_exits_with_the_install_command(run_process, tmp_path: Path) -> None:
+    # a child process in which `import pygls` fails as in an environment without the extra
+    hidden = tmp_path / "hide"
+    hidden.mkdir()
+    (hidden / "sitecustomize.py").write_text("import sys\n\nsys.modules['pygls'] = None\n")
+    root = Path(__file__).resolve().parents[2]
+    result = run_process("server", cwd=tmp_path, env={"PYTHONPATH": f"{hidden}{os.pathsep}{root}"})
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
         'error: `ckptlint server` needs the `server` extra (pygls), which is not installed; '
         'install it with: pip install "ckptlint[server]"\n'
     )

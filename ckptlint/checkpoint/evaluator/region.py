@@ -157,6 +157,8 @@ class Region:
         frames: function bodies that run again, in the order they were reached.
         layers: torch layers that run again (dropout, BatchNorm, containers' elements).
         resolved: whether the checkpointed callable was resolved to code or layers at all.
+        entries: what the checkpointed callable may be (the values it was resolved to, before
+            any call below it is followed; empty when unknown).
         unknown_calls: calls made in its frames whose callee is not known, with the frame
             (below :data:`MAX_DEPTH`, calls are not followed and not listed).
     """
@@ -167,6 +169,7 @@ class Region:
     layers: list[LayerUse] = field(default_factory=list)
     layer_calls: list[LayerCall] = field(default_factory=list)
     resolved: bool = False
+    entries: list[Value] = field(default_factory=list)
     unknown_calls: list[tuple[cst.Call, Frame]] = field(default_factory=list)
     #: calls of code of the program made at the last level followed (:data:`MAX_DEPTH`): what
     #: they run is not looked at

@@ -236,6 +236,7 @@ class RegionBuilder:
         entries = self._entries(site, ctx, 0)
         # torch's own code alone is no resolution: a torch wrapper may hold anything
         region.resolved = any(not isinstance(v, TorchValue) for values, _, _ in entries for v in values)
+        region.entries = [v for values, _, _ in entries for v in values]
         visited: set[tuple[int, int]] = set()
         work = [Pending(v, 0, describe_value(v), args, where, None, None) for values, args, where in entries for v in values]
         while work:
