@@ -72,6 +72,8 @@ class Frame:
         if not self._started:
             self._started = True
             self._walk = self._nodes()
+        elif self._walk is None:  # walked to the end: the list's own iterator
+            return iter(self._walked)
         return self._replay()
 
     def named(self, name: str) -> list[cst.CSTNode]:
