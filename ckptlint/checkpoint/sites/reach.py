@@ -52,7 +52,7 @@ from ckptlint.semantic.walk import returns_of
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleLoader
 
-__all__ = ["Recogniser", "policy_region_expression", "self_assignments", "wrapper_fn_reentrancy"]
+__all__ = ["Recogniser", "policy_region_expression", "wrapper_fn_reentrancy"]
 
 #: Last parts of qualified names worth following into other modules of the tree.
 _FOLLOWED = re.compile(r"(?i)checkpoint|ckpt|recompute|^apply$")
@@ -141,7 +141,7 @@ class Recogniser:
             owner = _enclosing_class(model, receiver)
             if owner is None:
                 return []
-            return [value for value in self_assignments(model, owner, receiver.attr.value) if isinstance(value, cst.Call)]
+            return [value for value in _self_assignments(model, owner, receiver.attr.value) if isinstance(value, cst.Call)]
         return []
 
     def _self_values(self, func: cst.Attribute) -> list[cst.BaseExpression]:
@@ -152,7 +152,7 @@ class Recogniser:
         owner = _enclosing_class(self.model, func)
         if owner is None:
             return []
-        return self_assignments(self.model, owner, func.attr.value)
+        return _self_assignments(self.model, owner, func.attr.value)
 
     def _self_attribute(self, func: cst.Attribute) -> CheckpointApi | None:
         """``self.attr(...)`` where the class assigns an API itself to ``self.attr``."""
@@ -308,7 +308,7 @@ def _enclosing_class(model: SemanticModel, node: cst.CSTNode) -> cst.ClassDef | 
     return None
 
 
-def self_assignments(model: SemanticModel, owner: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
+def _self_assignments(model: SemanticModel, owner: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
     """Values assigned to ``self.attr`` in the methods of ``owner``, in any binding form
     (:func:`ckptlint.semantic.assignments.assignments`; one walk per class, kept in the
     model's memo)."""

@@ -154,11 +154,7 @@ def _sort_call(call: cst.Call, model: SemanticModel, recogniser: Recogniser, fou
                     found.partial_bindings[parent] = site
         return
     if isinstance(call.func, cst.Attribute) and call.func.attr.value in HF_ENABLE_METHODS:
-        from ckptlint.checkpoint.sites.own_methods import own_method_call
-
-        api = HF_ENABLE_METHODS[call.func.attr.value]
-        if not own_method_call(call, api.options, model, recogniser.project):  # not the class's own method
-            found.add(build_site(api, SiteForm.CALL, call, CallArguments.of(call), model))
+        found.add(build_site(HF_ENABLE_METHODS[call.func.attr.value], SiteForm.CALL, call, CallArguments.of(call), model))
         return
     other = recogniser.api_of_call(call, names)
     if other is not None:
