@@ -1,0 +1,178 @@
+"""Parsing an edited file again (ckptlint.semantic.reparse, the language server's relint): the
+module put together from top-level chunks parsed alone is libcst's whole parse of the text,
+node for node (``deep_equals``), with the same nesting depth and the same errors, after any
+edit; an edit inside one top-level statement parses that statement's chunk alone."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_properties import programs  # the property tests' random programs
+
+from ckptlint.semantic.parse import parse_source
+from ckptlint.semantic.reparse import Reparser
+from ckptlint.text.source import SourceFile
+
+PATH = "/project/model.py"
+
+FILLER = "\n\ndef filler(x):\n    return torch.relu(x) + torch.tanh(x) * 2\n"
+
+TEXTS = {
+    "header, docstring, comments between statements": (
+        "#!/usr/bin/env python\n# Copyright\n\n\"\"\"Doc.\"\"\"\n\nimport torch\n# about nn\nfrom torch import nn\n\n\n"
+        "# a comment\n\n@torch.no_grad()\n# between decorator and def\ndef f(x):\n    return x\n\n\n"
+        "class A(nn.Module):\n    def forward(self, x):\n        return x\n# at column 0\n\ny = 1\n"
+    ),
+    "indented comment and blank lines with spaces after a block": (
+        "import torch\n\n\nclass A:\n    def f(self):\n        pass\n        # deep\n    # less deep\n\n"
+        "x = 1\n\n\ndef g():\n    pass\n    \n\ny = 2\n" + FILLER
+    ),
+    "backslash continuations and semicolons": (
+        "import torch\nx = 1 + \\\n    2\nz = 3 \\\n\nw = 4\na = 1; b = 2\nc = 3;\n" + FILLER
+    ),
+    "one-line bodies, else blocks and try": (
+        "import torch\nif torch: pass\nelse:\n    y = 1\nfor i in range(3): print(i)\n\n"
+        "try:\n    import numpy\nexcept ImportError:\n    numpy = None\nelse:\n    pass\nfinally:\n    z = 0\n"
+        "while False:\n    break\nelse:\n    pass\nwith open('x') as f: pass\n" + FILLER
+    ),
+    "match statement": (
+        "import torch\n\n\ndef kind(x):\n    match x:\n        case [a, *_]:\n            return a\n        case _:\n"
+        "            return None\n\n\nmatch 1:\n    case 1:\n        pass\n" + FILLER
+    ),
+    "two-space first block, then four": (
+        "import torch\n\n\ndef f():\n  return 1\n\n\ndef g():\n    if True:\n          return 2\n" + FILLER
+    ),
+    "tabs first, spaces later": "import torch\n\n\ndef f():\n\treturn 1\n" + FILLER,
+    "strings with column-0 lines": (
+        "import torch\n\nHELP = '''\ndef fake():\n# not a comment\nclass Fake:\n'''\n\n\ndef f():\n"
+        "    s = \"\"\"\nx = 1\n\"\"\"\n    return s\n" + FILLER
+    ),
+    "footer comments": "import torch\n" + FILLER + "\n\n# end\n    # indented end\n\n",
+    "no newline at the end": "import torch\n" + FILLER.rstrip("\n"),
+    "windows line ends": ("import torch\n" + FILLER).replace("\n", "\r\n"),
+    "only comments": "# just a comment\n" * 10,
+    "deeply nested": "import torch\n\nx = " + "(" * 120 + "1" + ")" * 120 + "\n" + FILLER,
+    "long and/or chain": "import torch\n\nx = " + " and ".join(["a"] * 60) + "\n" + FILLER,
+    "syntax error": "import torch\n\n\ndef f(:\n    pass\n" + FILLER,
+}
+
+
+def _outcome(parse):
+    try:
+        analysis = parse()
+    except Exception as exc:  # noqa: BLE001 - the errors must be the same
+        return ("error", type(exc).__name__, str(exc))
+    return ("parsed", analysis.module, analysis.depth)
+
+
+def _check(reparser: Reparser, text: str) -> None:
+    source = SourceFile(PATH, text)
+    expected = _outcome(lambda: parse_source(source))
+    got = _outcome(lambda: reparser.parse(source))
+    assert got[0] == expected[0], (got, expected)
+    if expected[0] == "error":
+        assert got == expected
+        return
+    assert got[1].deep_equals(expected[1])
+    assert got[1].code == expected[1].code
+    assert got[2] == expected[2]
+
+
+@pytest.mark.parametrize("name", TEXTS)
+def test_chunks_make_the_whole_parse(name: str) -> None:
+    _check(Reparser(), TEXTS[name])
+
+
+EDITS = [
+    ("append a line break", lambda t: t + "\n"),
+    ("append a statement", lambda t: t + "z = 9\n"),
+    ("append an indented line", lambda t: t + "    q = 1\n"),
+    ("indented comment after the first block", lambda t: t.replace("\n\n\n", "\n    # here\n\n\n", 1)),
+    ("blank line with spaces after a block", lambda t: t.replace("\n\n\n", "\n    \n\n\n", 1)),
+    ("column-0 comment between statements", lambda t: t.replace("\n\n\n", "\n\n# new\n\n", 1)),
+    ("new function in the middle", lambda t: t.replace("\n\n\n", "\n\n\ndef new():\n    return 1\n\n\n", 1)),
+    ("edit inside the filler", lambda t: t.replace("* 2", "* 3 + 1")),
+    ("remove the first statement", lambda t: t.split("\n", 1)[1]),
+    ("comment before the first statement", lambda t: "# top\n" + t),
+    ("open a string", lambda t: t.replace("torch.relu", "'torch.relu")),
+    ("open a bracket", lambda t: t.replace("return torch.relu(x)", "return torch.relu((x)")),
+    ("backslash at a statement's end", lambda t: t.replace("import torch\n", "import torch \\\n", 1)),
+    ("tab-indented block", lambda t: t + "\ndef h():\n\treturn 0\n"),
+    ("delete everything", lambda t: ""),
+]
+
+
+@pytest.mark.parametrize("edit", [e[0] for e in EDITS])
+@pytest.mark.parametrize("name", TEXTS)
+def test_an_edit_gives_the_whole_parse(name: str, edit: str) -> None:
+    change = dict(EDITS)[edit]
+    reparser = Reparser()
+    text = TEXTS[name]
+    _check(reparser, text)
+    edited = change(text)
+    _check(reparser, edited)
+    _check(reparser, text)  # and back
+
+
+def test_an_edit_in_one_function_parses_that_chunk_alone() -> None:
+    functions = [f"def f{i}(x):\n    y = x + {i}\n    return y\n" for i in range(30)]
+    text = "import torch\n\n\n" + "\n\n".join(functions)
+    reparser = Reparser()
+    _check(reparser, text)
+    assert reparser.last_parsed == 31  # the import and every function: nothing parsed before
+    edited = text.replace("y = x + 12\n", "y = x + 12\n    y = y * 2\n")
+    _check(reparser, edited)
+    assert reparser.last_parsed == 1
+    _check(reparser, edited + "\n")
+    assert reparser.last_parsed == 1  # the last function and the new line after it
+    _check(reparser, edited + "\n")
+    assert reparser.last_parsed == 0  # the same text
+
+
+def test_a_syntax_error_is_reported_as_by_the_whole_parse() -> None:
+    text = "import torch\n" + FILLER
+    reparser = Reparser()
+    _check(reparser, text)
+    with pytest.raises(cst.ParserSyntaxError):
+        reparser.parse(SourceFile(PATH, text.replace("def filler(x):", "def filler(x:")))
+    assert reparser.last_parsed is None
+    _check(reparser, text)  # after the error: parsed again from scratch, correctly
+
+
+INSERTS = st.sampled_from(
+    ["", "\n", "    ", "# c\n", "    # c\n", "x = 1\n", "    x = 1\n", "(", ")", "'''", "\\\n", "\t", ":\n", "@d\n", "pass\n"]
+)
+
+
+@st.composite
+def edits(draw, text: str) -> str:
+    start = draw(st.integers(0, len(text)))
+    end = draw(st.integers(start, min(len(text), start + 40)))
+    return text[:start] + draw(INSERTS) + text[end:]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.data(), programs())
+def test_random_edits_of_random_programs(data: st.DataObject, text: str) -> None:
+    reparser = Reparser()
+    text = text + FILLER
+    _check(reparser, text)
+    for _ in range(3):
+        text = data.draw(edits(text))
+        _check(reparser, text)
+
+
+hypothesmith = pytest.importorskip("hypothesmith")
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.data(), hypothesmith.from_grammar(auto_target=False))
+def test_random_edits_of_arbitrary_python(data: st.DataObject, code: str) -> None:
+    reparser = Reparser()
+    text = "import torch\n" + code + ("" if code.endswith("\n") else "\n") + FILLER
+    _check(reparser, text)
+    for _ in range(3):
+        text = data.draw(edits(text))
+        _check(reparser, text)
