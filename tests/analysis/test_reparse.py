@@ -5,6 +5,8 @@ edit; an edit inside one top-level statement parses that statement's chunk alone
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -56,6 +58,20 @@ TEXTS = {
     "deeply nested": "import torch\n\nx = " + "(" * 120 + "1" + ")" * 120 + "\n" + FILLER,
     "long and/or chain": "import torch\n\nx = " + " and ".join(["a"] * 60) + "\n" + FILLER,
     "syntax error": "import torch\n\n\ndef f(:\n    pass\n" + FILLER,
+    "class members, comments and gaps between them": (
+        "# top\n\nclass A(  # why\n    torch.nn.Module,\n):  # after the colon\n    # before the first member\n\n"
+        '    """Doc."""\n\n    x = 1\n    # about f\n    @property\n    # inside the decorators\n    def f(self):\n'
+        "        return 1\n        # deep, after f\n  # shallow\n\n    def g(self):\n        pass\n    \n"
+        "    class Inner:\n        y = 2\n\n        def h(self):\n            pass\n\n    z = 3; w = 4\n"
+        "    v = 5 \\\n        + 1\n\n\n    u = 6\n# after the class\n\n\nclass B: pass\n" + FILLER
+    ),
+    "a class last, with a footer": (
+        "import torch\n\n\nclass A:\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n"
+        "\n\n# end\n    # indented end\n"
+    ),
+    "a class first, tab-indented": (
+        "class A:\n\tdef f(self):\n\t\treturn 1\n\n\tdef g(self):\n\t\treturn 2\n" + FILLER.replace("    ", "\t")
+    ),
 }
 
 
@@ -101,6 +117,14 @@ EDITS = [
     ("backslash at a statement's end", lambda t: t.replace("import torch\n", "import torch \\\n", 1)),
     ("tab-indented block", lambda t: t + "\ndef h():\n\treturn 0\n"),
     ("delete everything", lambda t: ""),
+    ("new line in a method", lambda t: t.replace("        return 1\n", "        y = 0\n        return 1\n", 1)),
+    ("new method after another", lambda t: t.replace("        return 1\n", "        return 1\n\n    def n(self):\n        pass\n", 1)),
+    ("comment between members", lambda t: t.replace("        return 1\n", "        return 1\n    # new\n", 1)),
+    ("shallow comment between members", lambda t: t.replace("        return 1\n", "        return 1\n  # new\n", 1)),
+    ("dedented code after a member", lambda t: t.replace("        return 1\n", "        return 1\nq = 1\n", 1)),
+    ("member indented further", lambda t: t.replace("\n    def g(", "\n        def g(", 1)),
+    ("class header changed", lambda t: t.replace("class A", "class AA", 1)),
+    ("a member removed", lambda t: re.sub(r"\n    def g\(self\):\n        [^\n]*\n", "\n", t, count=1)),
 ]
 
 
@@ -129,6 +153,23 @@ def test_an_edit_in_one_function_parses_that_chunk_alone() -> None:
     assert reparser.last_parsed == 1  # the last function and the new line after it
     _check(reparser, edited + "\n")
     assert reparser.last_parsed == 0  # the same text
+
+
+def test_an_edit_in_one_method_parses_that_piece_alone() -> None:
+    methods = [f"    def m{i}(self, x):\n        y = x + {i}\n        return y\n" for i in range(20)]
+    text = "import torch\n\n\nclass Big(torch.nn.Module):\n" + "\n".join(methods)
+    reparser = Reparser()
+    _check(reparser, text + FILLER)
+    assert reparser.last_parsed == 22  # the import, 20 pieces of the class, the filler
+    text = text.replace("y = x + 7\n", "y = x + 7\n        y = y * 2\n")
+    _check(reparser, text + FILLER)
+    assert reparser.last_parsed == 1
+    _check(reparser, text)  # the class last now
+    assert reparser.last_parsed == 0
+    _check(reparser, text + "\n\n")
+    assert reparser.last_parsed == 1  # its last piece, with the new lines
+    _check(reparser, text.replace("class Big(", "class Bigger("))
+    assert reparser.last_parsed == 20  # the header changed: the class again
 
 
 def test_a_syntax_error_is_reported_as_by_the_whole_parse() -> None:
