@@ -149,7 +149,16 @@ class CkptlintLanguageServer(LanguageServer):
     def lint(self, uri: str) -> Linted | None:
         """Lint the open document ``uri`` and publish what it finds; ``None`` for a
         document that is not a Python file on disk's namespace (``untitled:``) or whose
-        configuration is broken (shown as a message)."""
+        configuration is broken (shown as a message). The garbage collector pauses until the
+        diagnostics are out, then collects what the lint left (a full collection walks every
+        kept analysis: 100 ms and more with diffusers' modules, not while the client waits;
+        see :mod:`ckptlint.lint.collection`)."""
+        from ckptlint.lint.collection import collected_after
+
+        with collected_after():
+            return self._lint(uri)
+
+    def _lint(self, uri: str) -> Linted | None:
         from ckptlint.lint.linter import FileLinter
         from ckptlint.server.documents import lint_buffer
 
