@@ -186,17 +186,20 @@ class FileLinter:
                 self._noqa_used_elsewhere.update(used_elsewhere)
         return self._with_compile_error(source, *found)
 
-    @staticmethod
     def _with_compile_error(
-        source: SourceFile, diagnostics: list[Diagnostic], problems: list[Problem]
+        self, source: SourceFile, diagnostics: list[Diagnostic], problems: list[Problem]
     ) -> tuple[list[Diagnostic], list[Problem]]:
         """The rules' findings plus CKP999 where CPython's compiler rejects the parsed file
         (:mod:`ckptlint.lint.compile_errors`); like a parse error, it is reported whatever the
-        selection, per-file-ignores or noqa say."""
+        selection, per-file-ignores or noqa say. Not compiled when the project knows it compiles
+        (:meth:`~ckptlint.semantic.project.Project.compiles`)."""
         from ckptlint.lint.compile_errors import compile_error_diagnostic
         from ckptlint.text.notebook import NotebookSource
 
-        error = compile_error_diagnostic(source, top_level_await=isinstance(source, NotebookSource))
+        notebook = isinstance(source, NotebookSource)
+        if not notebook and self.project.compiles(source):
+            return diagnostics, problems
+        error = compile_error_diagnostic(source, top_level_await=notebook)
         if error is None:
             return diagnostics, problems
         return sorted([*diagnostics, error], key=lambda d: d.sort_key), problems

@@ -364,6 +364,12 @@ class Project:
 
         return parse_source(source, module_name, is_package)
 
+    def compiles(self, source: SourceFile) -> bool:
+        """Whether ``source``'s text is known to compile with CPython's compiler without
+        compiling it whole (the language server's reparser knows it from the parts an edit left
+        alone); ``False``: not known."""
+        return False
+
     def analysis_for_module(self, module: str) -> ModuleAnalysis | None:
         """The whole analysis of dotted ``module`` (see :meth:`analysis_for_file`)."""
         path = self.file_for_module(module)

@@ -33,11 +33,18 @@ the whole text is cut again, chunks of the same text taken from the previous par
 top-level class is parsed in pieces of its members, and an edit inside one member parses that
 piece again (:mod:`ckptlint.semantic.chunks`). The tests compare the modules with libcst's
 whole parse (``deep_equals``) on real files and random edits of them.
+
+Whether CPython's compiler takes the text (CKP999 otherwise) is known from the chunks as well,
+each compiled alone once (:meth:`Reparser.compiles`): an edit compiles the part it changed,
+not the file.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+import symtable
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -54,6 +61,14 @@ __all__ = ["Reparser"]
 #: Texts with these are parsed whole: line breaks other than ``\n`` (libcst, CPython and
 #: :mod:`ckptlint.text.source` count lines differently there) and a byte-order mark.
 _NOT_CUT = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\ufeff]")
+#: A text that may declare a name global or nonlocal (then its symbol tables are read).
+_MAY_DECLARE = re.compile(r"\b(?:global|nonlocal)\b")
+#: ``from __future__`` features whose import a chunk's compile repeats (``annotations`` changes
+#: what the compiler checks in annotations; the others are no-ops in Python 3.11).
+_FUTURES = frozenset(
+    {"annotations", "nested_scopes", "generators", "division", "absolute_import", "with_statement", "print_function"}
+    | {"unicode_literals", "generator_stop"}
+)
 
 
 @dataclass
@@ -76,6 +91,39 @@ class Reparser:
         #: chunks or pieces libcst parsed in the last :meth:`parse` (``None``: the text was
         #: parsed whole); for tests
         self.last_parsed: int | None = None
+        #: compiled texts (chunks, class pieces after their header) -> whether CPython compiles them
+        self._compiles: dict[str, bool] = {}
+
+    def compiles(self, path: str, text: str) -> bool:
+        """Whether CPython's compiler takes ``text``, the text of ``path`` this reparser parsed
+        last, known from its chunks (each compiled alone once, a class's pieces after its
+        header): ``True`` when every one compiles and none declares a name ``global`` or
+        ``nonlocal`` at module or class level (a declaration reaches other chunks); ``False``
+        when it does not know (compile the text then). The ``from __future__`` imports of the
+        first chunk are repeated before the others; one anywhere else: not known."""
+        parsed = self._last.get(path)
+        if parsed is None or parsed.text != text:
+            return False
+        prefix = ""
+        if "__future__" in text:
+            if any("__future__" in c.text for c in parsed.chunks[1:]):
+                return False
+            names = _future_names(parsed.chunks[0].text)
+            if names is None:
+                return False
+            prefix = f"from __future__ import {', '.join(names)}\n" if names else ""
+        if len(self._compiles) > 4096:
+            self._compiles.clear()
+        for i, chunk in enumerate(parsed.chunks):
+            units = [p.text if j == 0 else chunk.context + p.text for j, p in enumerate(chunk.pieces)] or [chunk.text]
+            for j, unit in enumerate(units):
+                unit = unit if i == j == 0 else prefix + unit
+                known = self._compiles.get(unit)
+                if known is None:
+                    known = self._compiles[unit] = _compiles_alone(unit)
+                if not known:
+                    return False
+        return True
 
     def forget(self, path: str) -> None:
         """Drop what is kept of ``path`` (its document closed)."""
@@ -190,3 +238,29 @@ def _assemble(chunks: list[Chunk]) -> tuple[cst.Module, int]:
         has_trailing_newline=chunks[-1].trailing_newline,
     )
     return module, levels + chain
+
+
+def _future_names(text: str) -> list[str] | None:
+    """The features the ``from __future__`` imports of ``text`` name (a first chunk), or
+    ``None`` for one not in :data:`_FUTURES`."""
+    names: list[str] = []
+    for statement in compile_text(text).body:
+        if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
+            names += [alias.name for alias in statement.names]
+    return names if set(names) <= _FUTURES else None
+
+
+def _compiles_alone(text: str) -> bool:
+    """Whether CPython compiles ``text`` and it declares no name ``global`` or ``nonlocal`` at
+    module level or in a class at module level."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings are the linted code's business
+            compile(text, "<ckptlint>", "exec", dont_inherit=True)
+            if not _MAY_DECLARE.search(text):
+                return True
+            module = symtable.symtable(text, "<ckptlint>", "exec")
+    except Exception:  # noqa: BLE001 - SyntaxError, RecursionError, MemoryError, ValueError
+        return False
+    tables = [module, *(t for t in module.get_children() if t.get_type() == "class")]
+    return not any(s.is_declared_global() or s.is_nonlocal() for t in tables for s in t.get_symbols())

@@ -12,8 +12,8 @@ Between two lints of a document the server keeps (:class:`BufferProject`):
   until any file that a lint since they were computed read changes, the edited document
   included when a region reached it, and files whose absence was noted (a module that
   appears);
-- the statements of the previous parse of each document that an edit left alone
-  (:class:`~ckptlint.semantic.reparse.Reparser`).
+- the statements of the previous parse of each document that an edit left alone, and
+  whether CPython compiles them (:class:`~ckptlint.semantic.reparse.Reparser`).
 
 So a lint's findings are those of ``ckptlint --no-cache`` on the same texts.
 """
@@ -136,6 +136,9 @@ class BufferProject(Project):
         if not os.path.isabs(source.path):
             return super().parse(source, module_name, is_package)
         return self.reparser.parse(source, module_name, is_package)
+
+    def compiles(self, source: SourceFile) -> bool:
+        return os.path.isabs(source.path) and self.reparser.compiles(source.path, source.text)
 
     def analysis_for_file(self, path: Path) -> ModuleAnalysis | None:
         path = Path(os.path.abspath(path))

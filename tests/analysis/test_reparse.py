@@ -6,6 +6,7 @@ edit; an edit inside one top-level statement parses that statement's chunk alone
 from __future__ import annotations
 
 import re
+import warnings
 
 import libcst as cst
 import pytest
@@ -94,6 +95,18 @@ def _check(reparser: Reparser, text: str) -> None:
     assert got[1].deep_equals(expected[1])
     assert got[1].code == expected[1].code
     assert got[2] == expected[2]
+    if reparser.compiles(PATH, text):  # then CPython's compiler takes the whole text
+        assert _compile_error(text) is None
+
+
+def _compile_error(text: str) -> str | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<test>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return exc.msg
+    return None
 
 
 @pytest.mark.parametrize("name", TEXTS)
@@ -170,6 +183,43 @@ def test_an_edit_in_one_method_parses_that_piece_alone() -> None:
     assert reparser.last_parsed == 1  # its last piece, with the new lines
     _check(reparser, text.replace("class Big(", "class Bigger("))
     assert reparser.last_parsed == 20  # the header changed: the class again
+
+
+LONG = FILLER + FILLER.replace("filler", "filler2")
+COMPILED = {
+    "clean": ("import torch\n" + LONG, None),
+    "return outside a function": ("import torch\n" + LONG + "\n\nreturn 1\n", "'return' outside function"),
+    "a global after the name's use, in another chunk": (
+        "import torch\nx = 1\n" + LONG + "\n\nglobal x\n",
+        "name 'x' is assigned to before global declaration",
+    ),
+    "a class's global after the name's use, in another piece": (
+        "import torch\n\n\nclass A:\n    x = 1\n\n    def f(self):\n        pass\n\n    global x\n" + LONG,
+        "name 'x' is assigned to before global declaration",
+    ),
+    "a global in a function": ("import torch\n\n\ndef f():\n    global y\n    y = 1\n" + LONG, None),
+    "future annotations": ("from __future__ import annotations\n\nimport torch\n\n\ndef f(x: Tensor) -> Tensor:\n    pass\n" + LONG, None),
+    "future annotations and a yield in one": (
+        # in a generator without the import; an error with it (the other chunk's import counts)
+        "from __future__ import annotations\n\nimport torch\n\n\ndef g():\n    x: (yield)\n" + LONG,
+        "'yield expression' can not be used within an annotation",
+    ),
+    "future import elsewhere": (
+        "import torch\n" + LONG + "\n\nfrom __future__ import annotations\n",
+        "from __future__ imports must occur at the beginning of the file",
+    ),
+    "await outside a function": ("import torch\n" + LONG + "\n\nawait torch.f()\n", "'await' outside function"),
+}
+
+
+@pytest.mark.parametrize("name", COMPILED)
+def test_what_compiles_is_known_from_the_chunks(name: str) -> None:
+    text, error = COMPILED[name]
+    assert _compile_error(text) == error
+    reparser = Reparser()
+    _check(reparser, text)  # asserts: known to compile -> compiles
+    assert reparser.compiles(PATH, text) == (name in ("clean", "future annotations"))
+    assert not reparser.compiles(PATH, text + "\n")  # another text than the one parsed
 
 
 def test_a_syntax_error_is_reported_as_by_the_whole_parse() -> None:
