@@ -186,17 +186,20 @@ class FileLinter:
                 self._noqa_used_elsewhere.update(used_elsewhere)
         return self._with_compile_error(source, *found)
 
-    @staticmethod
     def _with_compile_error(
-        source: SourceFile, diagnostics: list[Diagnostic], problems: list[Problem]
+        self, source: SourceFile, diagnostics: list[Diagnostic], problems: list[Problem]
     ) -> tuple[list[Diagnostic], list[Problem]]:
         """The rules' findings plus CKP999 where CPython's compiler rejects the parsed file
         (:mod:`ckptlint.lint.compile_errors`); like a parse error, it is reported whatever the
-        selection, per-file-ignores or noqa say."""
+        selection, per-file-ignores or noqa say. Not compiled when the project knows it compiles
+        (:meth:`~ckptlint.semantic.project.Project.compiles`)."""
         from ckptlint.lint.compile_errors import compile_error_diagnostic
         from ckptlint.text.notebook import NotebookSource
 
-        error = compile_error_diagnostic(source, top_level_await=isinstance(source, NotebookSource))
+        notebook = isinstance(source, NotebookSource)
+        if not notebook and self.project.compiles(source):
+            return diagnostics, problems
+        error = compile_error_diagnostic(source, top_level_await=notebook)
         if error is None:
             return diagnostics, problems
         return sorted([*diagnostics, error], key=lambda d: d.sort_key), problems
@@ -210,7 +213,9 @@ class FileLinter:
         it (on diffusers 28 of 221 parses were such second parses). Raises what
         :func:`~ckptlint.semantic.parse.parse_source` raises."""
         from ckptlint.semantic.nesting import MAX_NESTING
-        from ckptlint.semantic.parse import parse_selection, parse_source
+        from ckptlint.semantic.parse import parse_selection
+
+        whole = self.project.parse  # parse_source, or the language server's reuse of an earlier parse
 
         kept = self.project.cached(Path(source.path)) if os.path.isabs(source.path) else None
         if (
@@ -223,15 +228,15 @@ class FileLinter:
         if not self.project.partial or not os.path.isabs(source.path):
             # a file the project cannot parse again (given on stdin, in memory) is parsed
             # whole: a rule that needs more of it could not ask for it
-            return parse_source(source, module_name, is_package)
+            return whole(source, module_name, is_package)
         if self.project.mode != "partial" and len(source.line_starts) < MIN_PARTIAL_LINES:
-            return parse_source(source, module_name, is_package)  # the index would cost more than it can save
+            return whole(source, module_name, is_package)  # the index would cost more than it can save
         from ckptlint.checkpoint.sites.site_statements import site_statements
         from ckptlint.semantic.index import index_for
 
         index = index_for(source.text, source.path)
         if index is None or index.depth > MAX_NESTING:
-            return parse_source(source, module_name, is_package)  # CKP999, CKP902 as for a whole parse
+            return whole(source, module_name, is_package)  # CKP999, CKP902 as for a whole parse
         seeds = site_statements(index)
         names: set[str] = set()
         for i in seeds:
@@ -239,9 +244,9 @@ class FileLinter:
         chosen, covered = index.select(names)
         chosen |= seeds
         if len(chosen) == len(index.statements) or not self._worth_selecting(index, chosen):
-            return parse_source(source, module_name, is_package)
+            return whole(source, module_name, is_package)
         analysis = parse_selection(source, index, chosen, covered, module_name, is_package)
-        return analysis if analysis is not None else parse_source(source, module_name, is_package)
+        return analysis if analysis is not None else whole(source, module_name, is_package)
 
     def _worth_selecting(self, index: ModuleIndex, chosen: frozenset[int] | set[int]) -> bool:
         """Whether parsing the statements ``chosen`` saves enough to pay for the index and a

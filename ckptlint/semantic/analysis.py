@@ -81,6 +81,16 @@ class ModuleAnalysis:
             model.release()
         self.__dict__.pop("_known_offsets", None)
 
+    def forget_derived(self) -> None:
+        """Drop the facts computed from this module that may depend on other modules (the
+        checkpoint sites, helper and class summaries: :attr:`derived` and the model's
+        ``memo``), keeping the tree and the model, which depend on its text alone: a module
+        those facts may have read changed (the language server, between two lints)."""
+        self.derived.clear()
+        model = self.__dict__.get("model")
+        if model is not None:
+            model.memo.clear()
+
     @cached_property
     def _known_offsets(self) -> dict[cst.CSTNode, tuple[int, int]]:
         return {}

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     pass
 
-__all__ = ["MAX_NESTING", "TooDeeplyNested", "deep_recursion"]
+__all__ = ["MAX_NESTING", "TooDeeplyNested", "deep_recursion", "nesting_depth", "nesting_levels"]
 
 
 MAX_NESTING = 3000
@@ -62,6 +62,14 @@ def too_deep_message() -> str:
 def nesting_depth(tree: ast.AST) -> int:
     """An upper bound of the depth of libcst's tree relative to ``tree``'s: levels of the
     AST plus the longest ``and``/``or`` chain (one node in ``ast``, nested in libcst)."""
+    levels, chain = nesting_levels(tree)
+    return levels + chain
+
+def nesting_levels(tree: ast.AST) -> tuple[int, int]:
+    """The two parts of :func:`nesting_depth`: ``(levels of the AST, longest and/or
+    chain)``. A module's levels are one more than its deepest statement's, and its chain
+    the longest of its statements', so the depth of a module can be put together from
+    those of its statements (:mod:`ckptlint.semantic.reparse`)."""
     level: list[ast.AST] = [tree]
     depth = chain = 0
     while level:
@@ -77,4 +85,4 @@ def nesting_depth(tree: ast.AST) -> int:
             if type(node) is ast.BoolOp and len(node.values) > chain:
                 chain = len(node.values)
         level = below
-    return depth + chain
+    return depth, chain

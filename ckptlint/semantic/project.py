@@ -357,6 +357,19 @@ class Project:
             return None
         return analysis
 
+    def parse(self, source: SourceFile, module_name: str = "", is_package: bool = False) -> ModuleAnalysis:
+        """The whole parse of a linted file's text (:func:`~ckptlint.semantic.parse.parse_source`;
+        the language server's project reuses what an edit left alone)."""
+        from ckptlint.semantic.parse import parse_source
+
+        return parse_source(source, module_name, is_package)
+
+    def compiles(self, source: SourceFile) -> bool:
+        """Whether ``source``'s text is known to compile with CPython's compiler without
+        compiling it whole (the language server's reparser knows it from the parts an edit left
+        alone); ``False``: not known."""
+        return False
+
     def analysis_for_module(self, module: str) -> ModuleAnalysis | None:
         """The whole analysis of dotted ``module`` (see :meth:`analysis_for_file`)."""
         path = self.file_for_module(module)

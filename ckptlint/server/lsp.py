@@ -36,10 +36,8 @@ pygls keeps and edits incrementally (pygls 2.1's ``TextDocument.lines`` uses
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -48,52 +46,16 @@ from pygls.workspace import TextDocument, Workspace
 
 from ckptlint import __version__
 from ckptlint.config.settings import Settings
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.server.buffers import BufferProject
 from ckptlint.server.lsp_positions import units
 from ckptlint.text.diagnostics import Applicability, Diagnostic
 from ckptlint.text.source import SourceFile, split_lines
-
-if TYPE_CHECKING:
-    from ckptlint.semantic.analysis import ModuleAnalysis
 
 __all__ = ["CkptlintLanguageServer", "create_server"]
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 FIX_ALL = "source.fixAll.ckptlint"
 CONFIG_NAMES = (".ckptlint.toml", "ckptlint.toml", "pyproject.toml")
-
-
-class BufferProject(Project):
-    """A :class:`~ckptlint.semantic.project.Project` that reads open documents from the editor's
-    buffers (unsaved text) before the files on disk."""
-
-    def __init__(self, buffer_text: Callable[[Path], str | None]) -> None:
-        super().__init__(partial=False, files_stable=False)  # open buffers are read whole, by analysis_for_file
-        self._buffer_text = buffer_text
-
-    def analysis_for_file(self, path: Path) -> ModuleAnalysis | None:
-        path = Path(os.path.abspath(path))
-        text = self._buffer_text(path)
-        if text is None:
-            return super().analysis_for_file(path)
-        if self._accessed is not None:
-            self._accessed.add(path)
-        if path not in self._analyses:
-            from ckptlint.semantic.parse import parse_source
-
-            name, is_package, root = module_name_for(path)
-            self.add_root(root)
-            try:
-                self._analyses[path] = parse_source(SourceFile(str(path), text), name, is_package)
-            except Exception:  # noqa: BLE001 - a buffer that does not parse: nothing to reach
-                self._analyses[path] = None
-        else:
-            self._analyses.move_to_end(path)
-        return self._analyses[path]
-
-    def forget(self, path: Path) -> None:
-        """Drop the analysis of ``path`` (its buffer changed)."""
-        self._analyses.pop(Path(os.path.abspath(path)), None)
 
 
 @dataclass
@@ -187,7 +149,16 @@ class CkptlintLanguageServer(LanguageServer):
     def lint(self, uri: str) -> Linted | None:
         """Lint the open document ``uri`` and publish what it finds; ``None`` for a
         document that is not a Python file on disk's namespace (``untitled:``) or whose
-        configuration is broken (shown as a message)."""
+        configuration is broken (shown as a message). The garbage collector pauses until the
+        diagnostics are out, then collects what the lint left (a full collection walks every
+        kept analysis: 100 ms and more with diffusers' modules, not while the client waits;
+        see :mod:`ckptlint.lint.collection`)."""
+        from ckptlint.lint.collection import collected_after
+
+        with collected_after():
+            return self._lint(uri)
+
+    def _lint(self, uri: str) -> Linted | None:
         from ckptlint.lint.linter import FileLinter
         from ckptlint.server.documents import lint_buffer
 
@@ -269,7 +240,7 @@ class CkptlintLanguageServer(LanguageServer):
         self.linted.pop(uri, None)
         path = to_fs_path(uri)
         if path:
-            self.project.forget(Path(path))
+            self.project.close(Path(path))
         for target in touched | {uri}:
             self.publish(target)
 

@@ -211,6 +211,36 @@ async def test_unsaved_buffer_of_another_module_takes_precedence(client: Languag
     assert found[0].range.start.line == 7
 
 
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_reached_module_changed_on_disk_or_in_a_buffer_is_read_again(client: LanguageClient, tmp_path: Path) -> None:
+    # the server keeps the modules a region reached between edits: never once they changed
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    blocks = tmp_path / "pkg" / "blocks.py"
+    quiet = "import torch\n\n\nclass Block(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+    noisy = quiet.replace("import torch\n", "import random\n\nimport torch\n").replace("x * 2", "x * random.random()")
+    blocks.write_text(quiet)
+    model = tmp_path / "pkg" / "model.py"
+    text = (
+        "from torch.utils.checkpoint import checkpoint\n\nfrom pkg.blocks import Block\n\n\n"
+        "def forward(x):\n    return checkpoint(Block(), x, use_reentrant=False)\n"
+    )
+    assert await _open(client, model, text) == []
+    blocks.write_text(noisy)  # saved by another program: the client's watcher reports it
+    client.diagnostics.pop(blocks.as_uri(), None)
+    event = lsp.FileEvent(uri=blocks.as_uri(), type=lsp.FileChangeType.Changed)
+    client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(changes=[event]))
+    await _barrier(client, model.as_uri())
+    assert [d.code for d in await _published(client, blocks.as_uri())] == ["CKP103"]
+    # then opened and edited back, unsaved (noisy on disk): the next edit of model.py reads the buffer
+    assert [d.code for d in await _open(client, blocks, noisy)] == ["CKP103"]  # placed there by model.py's lint
+    await _change(client, blocks, quiet, 2)  # (still shows model.py's finding until model.py is linted)
+    client.diagnostics.pop(blocks.as_uri(), None)
+    assert await _change(client, model, text + "\n", 2) == []
+    assert await _published(client, blocks.as_uri()) == []
+
+
 def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     from ckptlint import server
 
