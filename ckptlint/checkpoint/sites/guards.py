@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name
+from ckptlint.semantic.walk import iter_tree
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint.sites.site import CheckpointSite
@@ -144,15 +145,10 @@ def _self_assignments(function: cst.FunctionDef, attr: str) -> list[cst.BaseExpr
     if not function.params.params:
         return []
     self_name = function.params.params[0].name.value
-    found: list[cst.BaseExpression] = []
-
-    class _Visitor(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if type(node) in BINDING_NODES:
-                for assigned in assignments(node):
-                    if attribute_name(assigned, self_name) == attr:
-                        found.append(assigned.whole or cst.Ellipsis())
-            return True
-
-    function.body.visit(_Visitor())
-    return found
+    return [
+        assigned.whole or cst.Ellipsis()
+        for node in iter_tree(function.body)
+        if type(node) in BINDING_NODES
+        for assigned in assignments(node)
+        if attribute_name(assigned, self_name) == attr
+    ]
