@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ckptlint.lint.limits import internal_error
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from multiprocessing.context import DefaultContext, ForkContext
     from multiprocessing.process import BaseProcess
 
-__all__ = ["RECYCLE_RESIDENT_BYTES", "in_pool"]
+__all__ = ["RECYCLE_BETWEEN_PROJECTS_BYTES", "RECYCLE_RESIDENT_BYTES", "in_pool"]
 
 #: A worker whose resident memory is above this after a file is replaced by a fresh fork of
 #: the main process (which holds no parsed module) before its next file. A worker's memory
@@ -27,7 +28,11 @@ __all__ = ["RECYCLE_RESIDENT_BYTES", "in_pool"]
 #: repositories linted in one run (``--jobs 2``, 1,129 files analysed): a worker grew steadily
 #: to 355 MB resident; one tree alone (timm, ``--jobs 1``) peaks at 231 MB. The fresh worker
 #: parses again the modules the next files reach.
-RECYCLE_RESIDENT_BYTES = 240 * 1024 * 1024
+RECYCLE_RESIDENT_BYTES = 260 * 1024 * 1024
+#: The same, when the worker's next file is of another project than its last one: its cache is
+#: dropped then anyway (:meth:`~ckptlint.semantic.project.Project.track`), so a fresh worker
+#: costs nothing but the fork.
+RECYCLE_BETWEEN_PROJECTS_BYTES = 160 * 1024 * 1024
 
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -91,6 +96,29 @@ class _Pool:
         self.results[index] = result
         if self.on_result is not None:
             self.on_result(result)
+
+    def grown(self, worker: _Worker, done: int) -> bool:
+        """Whether ``worker``, which has just linted task ``done``, should be replaced by a
+        fresh fork before its next file (see :data:`RECYCLE_RESIDENT_BYTES`)."""
+        upcoming = self.peek(worker.slot)
+        if upcoming is None:
+            return False
+        resident = worker.resident_bytes()
+        if resident > RECYCLE_RESIDENT_BYTES:
+            return True
+        return resident > RECYCLE_BETWEEN_PROJECTS_BYTES and _project_of(self.tasks[upcoming]) != _project_of(
+            self.tasks[done]
+        )
+
+    def peek(self, slot: int) -> int | None:
+        """The task :meth:`take` would give ``slot`` next, without taking it."""
+        if not self.queues:
+            return None
+        own = self.queues[slot % len(self.queues)]
+        if own:
+            return own[-1]
+        longest = max(self.queues, key=len)
+        return longest[0] if longest else None
 
     def take(self, slot: int) -> int | None:
         if not self.queues:
@@ -157,7 +185,7 @@ class _Pool:
                     self.start(worker.slot)
                 continue
             self.finish(index, result)
-            if worker.resident_bytes() > RECYCLE_RESIDENT_BYTES and any(self.queues):
+            if self.grown(worker, index):
                 self.retire(worker, kill=False)  # it returns; a fresh fork takes its slot
                 self.start(worker.slot)
             elif not self.assign(worker):
@@ -175,6 +203,14 @@ class _Pool:
     def close(self) -> None:
         for worker in list(self.live.values()):
             self.retire(worker, kill=True)
+
+
+def _project_of(task: Task) -> Path:
+    """The project folder of ``task``'s file (:func:`~ckptlint.semantic.project.project_folder`
+    of its import root)."""
+    from ckptlint.semantic.project import module_name_for, project_folder
+
+    return project_folder(module_name_for(Path(os.path.abspath(task.path)))[2])
 
 
 def _poll_interval(workers: Iterable[_Worker], timeout: float | None) -> float:

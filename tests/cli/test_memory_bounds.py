@@ -92,3 +92,32 @@ def test_the_modules_of_a_project_are_dropped_when_the_next_file_is_of_another(t
     project.track(second)
     assert project.cached(first / "layers.py") is None
     assert project.analysis_for_file(second / "layers.py") is not None
+
+
+@pytest.mark.slow
+def test_a_worker_moving_to_another_project_is_replaced_at_the_lower_bound(tmp_path, monkeypatch):
+    from ckptlint.api import settings_for
+
+    paths = []
+    for project, count in (("first", 2), ("second", 6)):
+        folder = tmp_path / project
+        folder.mkdir()
+        (folder / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+        for i in range(count):
+            path = folder / f"m{i}.py"
+            path.write_text(CALL)
+            paths.append(path)
+    spawned = []
+    original = pool._Worker.spawn.__func__
+
+    def spawn(cls, *args, **kwargs):
+        spawned.append(1)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(pool._Worker, "spawn", classmethod(spawn))
+    monkeypatch.setattr(pool, "RECYCLE_RESIDENT_BYTES", 1 << 40)
+    monkeypatch.setattr(pool, "RECYCLE_BETWEEN_PROJECTS_BYTES", 0)
+    run = lint_run.lint_files(paths, lambda p: settings_for(), jobs=2)
+    assert [d.code for r in run.results for d in r.diagnostics] == ["CKP001"] * 8
+    # slot 0 lints first/m0, first/m1, then second/m0: one fresh worker there; slot 1 stays
+    assert len(spawned) == 3
