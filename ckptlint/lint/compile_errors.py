@@ -27,7 +27,7 @@ from ckptlint.rule_codes import SYNTAX_ERROR
 from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.text.source import SourceFile
 
-__all__ = ["compile_error", "compile_error_diagnostic"]
+__all__ = ["compile_error", "compile_error_diagnostic", "syntax_error_at"]
 
 #: A name no file has: CPython reads the line of the error from the named file otherwise.
 _FILENAME = "<ckptlint>"
@@ -70,6 +70,12 @@ def compile_error_diagnostic(source: SourceFile, *, top_level_await: bool = Fals
     row = min(max(1, line), len(source.line_starts))
     text = source.line(row)
     column = min(_character_column(text, offset), len(text) + 1)
+    return syntax_error_at(source, message, row, column)
+
+
+def syntax_error_at(source: SourceFile, message: str, row: int, column: int) -> Diagnostic:
+    """The CKP999 diagnostic of ``source`` at 1-based ``row`` and character ``column``:
+    ``Syntax error: <message>``, a point (start = end), suppressed by a noqa on ``row``."""
     return Diagnostic(
         code=SYNTAX_ERROR,
         message=f"Syntax error: {message}",

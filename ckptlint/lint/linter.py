@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ckptlint.config.settings import Settings
-from ckptlint.lint.compile_errors import compile_error
+from ckptlint.lint.compile_errors import compile_error, syntax_error_at
 from ckptlint.lint.gate import file_may_have_findings
 from ckptlint.lint.limits import (
     MAX_FILE_BYTES,
@@ -21,7 +21,7 @@ from ckptlint.lint.limits import (
     undecodable,
 )
 from ckptlint.lint.results import FileResult, FixMode, Problem, ProblemKind
-from ckptlint.rule_codes import SYNTAX_ERROR, UNUSED_NOQA
+from ckptlint.rule_codes import UNUSED_NOQA
 from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Fix
 from ckptlint.text.fixer import MAX_PASSES, apply_edits, select_fixes
@@ -505,11 +505,4 @@ def _syntax_error(source: SourceFile, exc: cst.ParserSyntaxError) -> Diagnostic:
             message = error.msg or message
     except Exception:  # noqa: BLE001 - RecursionError, MemoryError, ValueError: keep libcst's
         pass
-    return Diagnostic(
-        code=SYNTAX_ERROR,
-        message=f"Syntax error: {message}",
-        path=source.path,
-        start=(row, column),
-        end=(row, column),
-        noqa_row=row,
-    )
+    return syntax_error_at(source, message, row, column)
