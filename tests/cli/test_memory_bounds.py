@@ -14,8 +14,23 @@ from ckptlint.text.reading import read_regular
 CALL = "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)\n"
 
 
+@pytest.fixture
+def spawned(monkeypatch):
+    """The workers the pool forks in the test, counted as they start."""
+    started: list[object] = []
+    original = pool._Worker.spawn.__func__
+
+    def spawn(cls, *args, **kwargs):
+        worker = original(cls, *args, **kwargs)
+        started.append(worker)
+        return worker
+
+    monkeypatch.setattr(pool._Worker, "spawn", classmethod(spawn))
+    return started
+
+
 @pytest.mark.slow
-def test_a_worker_grown_past_the_bound_is_replaced_and_every_file_is_linted_once(tmp_path, monkeypatch):
+def test_a_worker_grown_past_the_bound_is_replaced_and_every_file_is_linted_once(tmp_path, monkeypatch, spawned):
     from ckptlint.api import settings_for
 
     paths = []
@@ -23,15 +38,6 @@ def test_a_worker_grown_past_the_bound_is_replaced_and_every_file_is_linted_once
         path = tmp_path / f"m{i}.py"
         path.write_text(CALL)
         paths.append(path)
-    spawned = []
-    original = pool._Worker.spawn.__func__
-
-    def spawn(cls, *args, **kwargs):
-        worker = original(cls, *args, **kwargs)
-        spawned.append(worker)
-        return worker
-
-    monkeypatch.setattr(pool._Worker, "spawn", classmethod(spawn))
     monkeypatch.setattr(pool, "RECYCLE_RESIDENT_BYTES", 0)  # every worker is over it after a file
     run = lint_run.lint_files(paths, lambda p: settings_for(), jobs=2)
     assert [os.path.basename(r.path) for r in run.results] == [p.name for p in paths]
@@ -40,20 +46,12 @@ def test_a_worker_grown_past_the_bound_is_replaced_and_every_file_is_linted_once
     assert len(spawned) == 2 + len(paths) - 2
 
 
-def test_a_worker_under_the_bound_keeps_linting(tmp_path, monkeypatch):
+def test_a_worker_under_the_bound_keeps_linting(tmp_path, monkeypatch, spawned):
     from ckptlint.api import settings_for
 
     paths = [tmp_path / f"m{i}.py" for i in range(4)]
     for path in paths:
         path.write_text(CALL)
-    spawned = []
-    original = pool._Worker.spawn.__func__
-
-    def spawn(cls, *args, **kwargs):
-        spawned.append(1)
-        return original(cls, *args, **kwargs)
-
-    monkeypatch.setattr(pool._Worker, "spawn", classmethod(spawn))
     monkeypatch.setattr(pool, "RECYCLE_RESIDENT_BYTES", 1 << 40)
     run = lint_run.lint_files(paths, lambda p: settings_for(), jobs=2)
     assert [d.code for r in run.results for d in r.diagnostics] == ["CKP001"] * 4
@@ -95,7 +93,7 @@ def test_the_modules_of_a_project_are_dropped_when_the_next_file_is_of_another(t
 
 
 @pytest.mark.slow
-def test_a_worker_moving_to_another_project_is_replaced_at_the_lower_bound(tmp_path, monkeypatch):
+def test_a_worker_moving_to_another_project_is_replaced_at_the_lower_bound(tmp_path, monkeypatch, spawned):
     from ckptlint.api import settings_for
 
     paths = []
@@ -107,14 +105,6 @@ def test_a_worker_moving_to_another_project_is_replaced_at_the_lower_bound(tmp_p
             path = folder / f"m{i}.py"
             path.write_text(CALL)
             paths.append(path)
-    spawned = []
-    original = pool._Worker.spawn.__func__
-
-    def spawn(cls, *args, **kwargs):
-        spawned.append(1)
-        return original(cls, *args, **kwargs)
-
-    monkeypatch.setattr(pool._Worker, "spawn", classmethod(spawn))
     monkeypatch.setattr(pool, "RECYCLE_RESIDENT_BYTES", 1 << 40)
     monkeypatch.setattr(pool, "RECYCLE_BETWEEN_PROJECTS_BYTES", 0)
     run = lint_run.lint_files(paths, lambda p: settings_for(), jobs=2)
