@@ -63,6 +63,30 @@ def test_linting_imports_no_torch(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_file_without_a_site_imports_no_libcst_and_no_requirement_parser(tmp_path: Path) -> None:
+    target = tmp_path / "m.py"
+    target.write_text("import torch\n\ndef gelu(x):\n    return torch.nn.functional.gelu(x)\n")
+    proc, modules = _imported_modules("--isolated", "--no-cache", str(target))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "ckptlint.lint.gate" in modules  # the measurement saw the linting path
+    assert [m for m in modules if m == "libcst" or m.startswith("libcst.")] == []
+    # packaging's requirement parser (markers, tags, logging) is imported to read a declaration
+    assert "packaging.requirements" not in modules
+    assert "ckptlint.config.requirement_files" not in modules
+
+
+@pytest.mark.slow
+def test_a_declaration_file_is_still_read(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("transformers==4.57.1\n")
+    target = tmp_path / "m.py"
+    target.write_text("x = 1\n")
+    proc, modules = _imported_modules("--no-cache", "--show-settings", str(target))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "ckptlint.config.requirement_files" in modules
+    assert "transformers" in proc.stdout and "4.57.1" in proc.stdout
+
+
+@pytest.mark.slow
 def test_python_dash_m_runs_this_checkout() -> None:
     proc = subprocess.run(
         [sys.executable, "-c", "import ckptlint; print(ckptlint.__file__)"],
