@@ -32,6 +32,8 @@ class ModuleLoader(Protocol):
 
     def record_read(self, path: Path) -> None: ...
 
+    def unsaved_bytes(self, path: Path) -> bytes | None: ...
+
 
 class ModuleAnalysis:
     """The analysis of one module.

@@ -125,6 +125,8 @@ class CkptlintLanguageServer(LanguageServer):
         self.linted: dict[str, Linted] = {}
         #: uri of a linted document -> uri of a document -> findings the first puts there
         self.placed: dict[str, dict[str, list[lsp.Diagnostic]]] = {}
+        #: uri of a linted document -> the files (absolute paths) its last lint read
+        self.reads: dict[str, frozenset[str]] = {}
         #: whether the client sent ``shutdown``; the process's exit status follows from it
         self.shut_down = False
         #: whether to ask the client for a watcher of configuration files (after ``initialized``)
@@ -183,6 +185,7 @@ class CkptlintLanguageServer(LanguageServer):
             result = lint_buffer(FileLinter(self.project), str(path), document.source, settings)
         linted = Linted(document.version, document.source, settings, result.diagnostics)
         self.linted[uri] = linted
+        self.reads[uri] = frozenset(result.dependencies)
         placed: dict[str, list[lsp.Diagnostic]] = {uri: []}
         for d in result.diagnostics:
             target = uri if d.path == str(path) else from_fs_path(d.path)
@@ -195,6 +198,18 @@ class CkptlintLanguageServer(LanguageServer):
         for target in sorted(touched, key=lambda t: (t != uri, t)):  # this document first
             self.publish(target)
         return linted
+
+    def lint_dependents(self, uri: str) -> None:
+        """Lint again the other open documents whose last lint read the file of ``uri``: an
+        unsaved edit of it, or closing it (its file on disk is read again), changes what their
+        regions reach."""
+        path = to_fs_path(uri)
+        if not path:
+            return
+        path = os.path.abspath(path)
+        for other in [u for u, read in self.reads.items() if u != uri and path in read]:
+            if other in self.linted:
+                self.lint(other)
 
     def lint_open_documents(self) -> None:
         """Lint every open document again (a configuration file or a module they may reach
@@ -238,11 +253,13 @@ class CkptlintLanguageServer(LanguageServer):
     def close(self, uri: str) -> None:
         touched = set(self.placed.pop(uri, {}))
         self.linted.pop(uri, None)
+        self.reads.pop(uri, None)
         path = to_fs_path(uri)
         if path:
             self.project.close(Path(path))
         for target in touched | {uri}:
             self.publish(target)
+        self.lint_dependents(uri)  # they read its buffer; now they read the file
 
     # ------------------------------------------------------------ conversion
     @staticmethod
@@ -388,6 +405,7 @@ def create_server() -> CkptlintLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: CkptlintLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
         ls.lint(params.text_document.uri)
+        ls.lint_dependents(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: CkptlintLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:

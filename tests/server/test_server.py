@@ -235,10 +235,43 @@ async def test_a_reached_module_changed_on_disk_or_in_a_buffer_is_read_again(cli
     assert [d.code for d in await _published(client, blocks.as_uri())] == ["CKP103"]
     # then opened and edited back, unsaved (noisy on disk): the next edit of model.py reads the buffer
     assert [d.code for d in await _open(client, blocks, noisy)] == ["CKP103"]  # placed there by model.py's lint
-    await _change(client, blocks, quiet, 2)  # (still shows model.py's finding until model.py is linted)
-    client.diagnostics.pop(blocks.as_uri(), None)
+    # the edit lints model.py again (it read blocks.py): its finding in blocks.py goes
+    assert await _change(client, blocks, quiet, 2) == []
     assert await _change(client, model, text + "\n", 2) == []
-    assert await _published(client, blocks.as_uri()) == []
+    assert list(client.diagnostics[blocks.as_uri()]) == []
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_an_unsaved_helper_makes_sites_and_its_edits_relint_the_callers(client: LanguageClient, tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    utils = tmp_path / "pkg" / "utils.py"
+    plain = "def run_checkpoint(fn, *args, **kwargs):\n    return fn(*args, **kwargs)\n"
+    helper = (
+        "from torch.utils.checkpoint import checkpoint\n\n\n"
+        "def run_checkpoint(fn, *args, **kwargs):\n    return checkpoint(fn, *args, **kwargs)\n"
+    )
+    assert await _open(client, utils, plain) == []
+    # unsaved: the helper checkpoints its parameter (the file on disk does not)
+    assert await _change(client, utils, helper, 2) == []
+    model = tmp_path / "pkg" / "model.py"
+    text = "from pkg.utils import run_checkpoint\n\n\ndef go(f, x):\n    return run_checkpoint(f, x)\n"
+    found = await _open(client, model, text)
+    assert [(d.code, d.range.start.line) for d in found] == [("CKP001", 4)]
+    # the helper's next unsaved edit lints model.py again, without an edit of model.py
+    client.diagnostics.pop(model.as_uri(), None)
+    await _change(client, utils, helper.replace("**kwargs)\n", "use_reentrant=False, **kwargs)\n"), 3)
+    await _barrier(client, model.as_uri())
+    assert await _published(client, model.as_uri()) == []
+    # closed unsaved: model.py reads the file on disk again, where nothing checkpoints
+    client.diagnostics.pop(model.as_uri(), None)
+    await _change(client, utils, helper, 4)
+    assert [d.code for d in await _published(client, model.as_uri())] == ["CKP001"]
+    client.diagnostics.pop(model.as_uri(), None)
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=utils.as_uri())))
+    await _barrier(client, model.as_uri())
+    assert await _published(client, model.as_uri()) == []
 
 
 def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, capsys) -> None:

@@ -59,13 +59,20 @@ def _checkpointing_defs(raw: bytes) -> list[bytes]:
     return found
 
 
-def _may_define_helper(path: Path, name: str) -> bool:
+def _may_define_helper(path: Path, name: str, unsaved: bytes | None = None) -> bool:
     """Whether the file at ``path`` defines a function or method ``name`` whose text mentions
-    a checkpoint API, or imports ``name`` (or ``*``), from its bytes (kept per file version)."""
+    a checkpoint API, or imports ``name`` (or ``*``), from its bytes (kept per file version);
+    ``unsaved``: its text in an editor's buffer, read instead of the file."""
+    found = _helper_names(unsaved) if unsaved is not None else _file_helper_names(path)
+    return name in found or "*" in found
+
+
+def _file_helper_names(path: Path) -> frozenset[str]:
+    """:func:`_helper_names` of the file at ``path``, kept per file version."""
     try:
         stat = path.stat()
     except OSError:
-        return False
+        return frozenset()
     key = (str(path), stat.st_size, stat.st_mtime_ns)
     found = _MENTIONS.get(key)
     if found is None:
@@ -75,11 +82,17 @@ def _may_define_helper(path: Path, name: str) -> bool:
             raw = b""
         if len(_MENTIONS) > _MAX_REMEMBERED:
             _MENTIONS.clear()  # a long-running server: old file versions
-        defined = _checkpointing_defs(raw)
-        for names in _FROM_IMPORT.findall(raw):  # re-exports: from .gradient import helper / *
-            defined += _WORD.findall(names) + ([b"*"] if b"*" in names else [])
-        found = _MENTIONS[key] = frozenset(d.decode("ascii", "replace") for d in defined)
-    return name in found or "*" in found
+        found = _MENTIONS[key] = _helper_names(raw)
+    return found
+
+
+def _helper_names(raw: bytes) -> frozenset[str]:
+    """The names ``raw`` defines with a ``def`` mentioning a checkpoint API, and those it
+    imports with ``from ... import`` (re-exports: ``from .gradient import helper`` / ``*``)."""
+    defined = _checkpointing_defs(raw)
+    for names in _FROM_IMPORT.findall(raw):
+        defined += _WORD.findall(names) + ([b"*"] if b"*" in names else [])
+    return frozenset(d.decode("ascii", "replace") for d in defined)
 
 
 class HelperResolver:
@@ -166,7 +179,7 @@ class HelperResolver:
         if path is None:
             return None
         self.project.record_read(Path(os.path.abspath(path)))
-        if not _may_define_helper(Path(path), defined):
+        if not _may_define_helper(Path(path), defined, self.project.unsaved_bytes(Path(path))):
             return None
         return self.project.analysis_for_names(module, [needed or defined])
 
