@@ -35,6 +35,7 @@ pygls keeps and edits incrementally (pygls 2.1's ``TextDocument.lines`` uses
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,9 @@ __all__ = ["CkptlintLanguageServer", "create_server"]
 PYTHON_SUFFIXES = (".py", ".pyi")
 FIX_ALL = "source.fixAll.ckptlint"
 CONFIG_NAMES = (".ckptlint.toml", "ckptlint.toml", "pyproject.toml")
+#: Seconds without a further edit of a document before the other open documents that read it
+#: are linted again (:meth:`CkptlintLanguageServer.schedule_dependents`).
+DEPENDENTS_DELAY = 0.3
 
 
 @dataclass
@@ -127,6 +131,8 @@ class CkptlintLanguageServer(LanguageServer):
         self.placed: dict[str, dict[str, list[lsp.Diagnostic]]] = {}
         #: uri of a linted document -> the files (absolute paths) its last lint read
         self.reads: dict[str, frozenset[str]] = {}
+        #: uri of an edited document -> the pending lint of the documents that read it
+        self.dependents_due: dict[str, asyncio.TimerHandle] = {}
         #: whether the client sent ``shutdown``; the process's exit status follows from it
         self.shut_down = False
         #: whether to ask the client for a watcher of configuration files (after ``initialized``)
@@ -199,6 +205,24 @@ class CkptlintLanguageServer(LanguageServer):
             self.publish(target)
         return linted
 
+    def schedule_dependents(self, uri: str) -> None:
+        """Lint the documents that read ``uri``'s file (:meth:`lint_dependents`) once it has
+        not changed for :data:`DEPENDENTS_DELAY` seconds: typing in a module that many open
+        documents reach does not lint them all at every keystroke."""
+        pending = self.dependents_due.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # called outside the server's loop
+            self.lint_dependents(uri)
+            return
+        self.dependents_due[uri] = loop.call_later(DEPENDENTS_DELAY, self._dependents_now, uri)
+
+    def _dependents_now(self, uri: str) -> None:
+        self.dependents_due.pop(uri, None)
+        self.lint_dependents(uri)
+
     def lint_dependents(self, uri: str) -> None:
         """Lint again the other open documents whose last lint read the file of ``uri``: an
         unsaved edit of it, or closing it (its file on disk is read again), changes what their
@@ -259,7 +283,7 @@ class CkptlintLanguageServer(LanguageServer):
             self.project.close(Path(path))
         for target in touched | {uri}:
             self.publish(target)
-        self.lint_dependents(uri)  # they read its buffer; now they read the file
+        self.schedule_dependents(uri)  # they read its buffer; now they read the file
 
     # ------------------------------------------------------------ conversion
     @staticmethod
@@ -405,7 +429,7 @@ def create_server() -> CkptlintLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: CkptlintLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
         ls.lint(params.text_document.uri)
-        ls.lint_dependents(params.text_document.uri)
+        ls.schedule_dependents(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: CkptlintLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:

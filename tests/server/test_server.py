@@ -52,6 +52,16 @@ async def _published(client: LanguageClient, uri: str, timeout: float = 60.0) ->
     raise AssertionError(f"no diagnostics published for {uri}")
 
 
+async def _eventually(client: LanguageClient, uri: str, codes: list[str], timeout: float = 60.0) -> None:
+    """Wait until the diagnostics last published for ``uri`` have these codes (documents that
+    read an edited one are linted again a moment after the edit)."""
+    for _ in range(int(timeout / 0.02)):
+        if [d.code for d in client.diagnostics.get(uri, ())] == codes:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{uri}: {[d.code for d in client.diagnostics.get(uri, ())]}, not {codes}")
+
+
 async def _barrier(client: LanguageClient, uri: str) -> None:
     """A request the server answers only after handling every message sent before it (pygls
     handles them in order, also those ``ckptlint server`` replays after its fast start), so
@@ -236,7 +246,8 @@ async def test_a_reached_module_changed_on_disk_or_in_a_buffer_is_read_again(cli
     # then opened and edited back, unsaved (noisy on disk): the next edit of model.py reads the buffer
     assert [d.code for d in await _open(client, blocks, noisy)] == ["CKP103"]  # placed there by model.py's lint
     # the edit lints model.py again (it read blocks.py): its finding in blocks.py goes
-    assert await _change(client, blocks, quiet, 2) == []
+    await _change(client, blocks, quiet, 2)
+    await _eventually(client, blocks.as_uri(), [])
     assert await _change(client, model, text + "\n", 2) == []
     assert list(client.diagnostics[blocks.as_uri()]) == []
 
@@ -260,18 +271,34 @@ async def test_an_unsaved_helper_makes_sites_and_its_edits_relint_the_callers(cl
     found = await _open(client, model, text)
     assert [(d.code, d.range.start.line) for d in found] == [("CKP001", 4)]
     # the helper's next unsaved edit lints model.py again, without an edit of model.py
-    client.diagnostics.pop(model.as_uri(), None)
     await _change(client, utils, helper.replace("**kwargs)\n", "use_reentrant=False, **kwargs)\n"), 3)
-    await _barrier(client, model.as_uri())
-    assert await _published(client, model.as_uri()) == []
-    # closed unsaved: model.py reads the file on disk again, where nothing checkpoints
-    client.diagnostics.pop(model.as_uri(), None)
+    await _eventually(client, model.as_uri(), [])
     await _change(client, utils, helper, 4)
-    assert [d.code for d in await _published(client, model.as_uri())] == ["CKP001"]
-    client.diagnostics.pop(model.as_uri(), None)
+    await _eventually(client, model.as_uri(), ["CKP001"])
+    # closed unsaved: model.py reads the file on disk again, where nothing checkpoints
     client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=utils.as_uri())))
-    await _barrier(client, model.as_uri())
-    assert await _published(client, model.as_uri()) == []
+    await _eventually(client, model.as_uri(), [])
+
+
+def test_typing_in_a_reached_module_lints_its_readers_once_it_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ckptlint.server import lsp as server_lsp
+
+    server = server_lsp.CkptlintLanguageServer()
+    linted: list[tuple[str, float]] = []
+    monkeypatch.setattr(server, "lint_dependents", lambda uri: linted.append((uri, asyncio.get_running_loop().time())))
+
+    async def type_then_pause() -> float:
+        for _ in range(10):  # ten edits in a row
+            server.schedule_dependents("file:///p/utils.py")
+        server.schedule_dependents("file:///p/other.py")
+        last = asyncio.get_running_loop().time()
+        await asyncio.sleep(server_lsp.DEPENDENTS_DELAY * 3)
+        return last
+
+    last = asyncio.run(type_then_pause())
+    assert sorted(uri for uri, _ in linted) == ["file:///p/other.py", "file:///p/utils.py"]  # once each
+    assert all(at >= last + server_lsp.DEPENDENTS_DELAY * 0.9 for _, at in linted)
+    assert server.dependents_due == {}
 
 
 def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
