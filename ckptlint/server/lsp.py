@@ -237,9 +237,16 @@ class CkptlintLanguageServer(LanguageServer):
 
     def lint_open_documents(self) -> None:
         """Lint every open document again (a configuration file or a module they may reach
-        changed)."""
+        changed); a pending lint of an edited document's readers is then done too."""
+        self.cancel_dependents()
         for uri in list(self.linted):
             self.lint(uri)
+
+    def cancel_dependents(self) -> None:
+        """Drop every pending lint of edited documents' readers."""
+        for pending in self.dependents_due.values():
+            pending.cancel()
+        self.dependents_due.clear()
 
     def register_configuration_watcher(self) -> None:
         """Ask the client to report changes of configuration files and Python modules
@@ -456,6 +463,7 @@ def create_server() -> CkptlintLanguageServer:
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: CkptlintLanguageServer, params: None) -> None:
         ls.shut_down = True
+        ls.cancel_dependents()  # nothing is published after shutdown
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: CkptlintLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:

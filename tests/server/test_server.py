@@ -300,6 +300,15 @@ def test_typing_in_a_reached_module_lints_its_readers_once_it_pauses(monkeypatch
     assert all(at >= last + server_lsp.DEPENDENTS_DELAY * 0.9 for _, at in linted)
     assert server.dependents_due == {}
 
+    async def edit_then_save() -> None:  # a save lints every open document: nothing left pending
+        server.schedule_dependents("file:///p/utils.py")
+        server.lint_open_documents()
+        await asyncio.sleep(server_lsp.DEPENDENTS_DELAY * 3)
+
+    linted.clear()
+    asyncio.run(edit_then_save())
+    assert linted == [] and server.dependents_due == {}
+
 
 def test_server_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     from ckptlint import server
