@@ -224,10 +224,10 @@ class Project:
         if self._accessed is not None:
             self._accessed.add(path if path.is_absolute() else Path(os.path.abspath(path)))
 
-    def unsaved_bytes(self, path: Path) -> bytes | None:
+    def unsaved_text(self, path: Path) -> str | None:
         """The text of ``path`` when it is read from elsewhere than the file on disk (an
-        editor's unsaved buffer, see :class:`ckptlint.server.buffers.BufferProject`), as
-        UTF-8; ``None`` here: read the file."""
+        editor's unsaved buffer, see :class:`ckptlint.server.buffers.BufferProject`); ``None``
+        here: read the file."""
         return None
 
     def add_root(self, root: Path) -> None:

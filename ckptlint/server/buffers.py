@@ -132,9 +132,8 @@ class BufferProject(Project):
         self.reparser.forget(os.path.abspath(path))
 
     # ------------------------------------------------------------------ reading
-    def unsaved_bytes(self, path: Path) -> bytes | None:
-        text = self._buffer_text(Path(os.path.abspath(path)))
-        return text.encode("utf-8", "surrogatepass") if text is not None else None
+    def unsaved_text(self, path: Path) -> str | None:
+        return self._buffer_text(Path(os.path.abspath(path)))
 
     def parse(self, source: SourceFile, module_name: str = "", is_package: bool = False) -> ModuleAnalysis:
         if not os.path.isabs(source.path):
