@@ -39,6 +39,7 @@ import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -143,8 +144,13 @@ class CkptlintLanguageServer(LanguageServer):
         encoding = getattr(self.workspace, "position_encoding", None) or "utf-16"
         return _Lines(text, str(getattr(encoding, "value", encoding)))
 
+    def open_document(self, uri: str) -> TextDocument | None:
+        """The open document ``uri``, however its characters are escaped (pygls 2.1 keeps
+        documents under the unescaped URI: ``my%20project`` is ``my project``)."""
+        return self.workspace.text_documents.get(unquote(uri))
+
     def _buffer_text(self, path: Path) -> str | None:
-        document = self.workspace.text_documents.get(from_fs_path(str(path)) or "")
+        document = self.open_document(from_fs_path(str(path)) or "")
         return document.source if document is not None else None
 
     def settings_for(self, path: Path) -> Settings:
@@ -173,7 +179,7 @@ class CkptlintLanguageServer(LanguageServer):
         path_text = to_fs_path(uri)
         if not path_text or not path_text.endswith(PYTHON_SUFFIXES) or "\x00" in path_text:
             return None
-        document = self.workspace.text_documents.get(uri)
+        document = self.open_document(uri)
         if document is None:
             return None  # not open: the server lints the editor's buffers only
         path = Path(os.path.abspath(path_text))
@@ -312,7 +318,7 @@ class CkptlintLanguageServer(LanguageServer):
     # ---------------------------------------------------------- code actions
     def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         uri = params.text_document.uri
-        document = self.workspace.text_documents.get(uri)
+        document = self.open_document(uri)
         if document is None:
             return []  # never opened (or closed): nothing linted, nothing to offer
         linted = self.linted.get(uri)
@@ -432,6 +438,7 @@ def create_server() -> CkptlintLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: CkptlintLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
         ls.lint(params.text_document.uri)
+        ls.schedule_dependents(params.text_document.uri)  # its buffer may differ from the file they read
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: CkptlintLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:

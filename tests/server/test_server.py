@@ -280,6 +280,55 @@ async def test_an_unsaved_helper_makes_sites_and_its_edits_relint_the_callers(cl
     await _eventually(client, model.as_uri(), [])
 
 
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_opening_a_changed_buffer_relints_its_readers(client: LanguageClient, tmp_path: Path) -> None:
+    # an editor restores an unsaved buffer after its readers were linted from the file on disk
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    utils = tmp_path / "pkg" / "utils.py"
+    utils.write_text("def run_checkpoint(fn, *args, **kwargs):\n    return fn(*args, **kwargs)\n")
+    model = tmp_path / "pkg" / "model.py"
+    text = "from pkg.utils import run_checkpoint\n\n\ndef go(f, x):\n    return run_checkpoint(f, x)\n"
+    assert await _open(client, model, text) == []
+    helper = (
+        "from torch.utils.checkpoint import checkpoint\n\n\n"
+        "def run_checkpoint(fn, *args, **kwargs):\n    return checkpoint(fn, *args, **kwargs)\n"
+    )
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            text_document=lsp.TextDocumentItem(uri=utils.as_uri(), language_id="python", version=1, text=helper)
+        )
+    )
+    await _eventually(client, model.as_uri(), ["CKP001"])
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_path_with_a_space_is_linted_after_an_edit(client: LanguageClient, tmp_path: Path) -> None:
+    # the client escapes the space (my%20project); pygls keeps the document unescaped
+    model = tmp_path / "my project" / "model.py"
+    assert "%20" in model.as_uri()
+    text = "from torch.utils.checkpoint import checkpoint\n\n\ndef forward(block, x):\n    return checkpoint(block, x)\n"
+    assert [d.code for d in await _open(client, model, text)] == ["CKP001"]
+    assert await _change(client, model, text.replace("x)\n", "x, use_reentrant=False)\n"), 2) == []
+    assert await _change(client, model, text, 3) != []
+
+
+def test_an_open_helper_module_is_scanned_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ckptlint.checkpoint.sites import helper_calls
+
+    scans: list[int] = []
+    real = helper_calls._helper_names
+    monkeypatch.setattr(helper_calls, "_helper_names", lambda raw: scans.append(len(raw)) or real(raw))
+    text = "import torch.utils.checkpoint as cp\n\n\ndef run(fn, *args):\n    return cp.checkpoint(fn, *args)\n"
+    for _ in range(50):  # a lint asks once per call site
+        assert helper_calls._may_define_helper(Path("/p/utils.py"), "run", "".join([text]))
+    assert len(scans) == 1
+    assert not helper_calls._may_define_helper(Path("/p/utils.py"), "run", text.replace("cp.checkpoint(fn", "fn("))
+    assert len(scans) == 2
+
+
 def test_typing_in_a_reached_module_lints_its_readers_once_it_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
     from ckptlint.server import lsp as server_lsp
 
