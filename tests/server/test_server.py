@@ -252,28 +252,33 @@ async def test_a_reached_module_changed_on_disk_or_in_a_buffer_is_read_again(cli
     assert list(client.diagnostics[blocks.as_uri()]) == []
 
 
+#: pkg/utils.py: a function that only calls its argument, and the helper that checkpoints it
+PLAIN_RUN = "def run_checkpoint(fn, *args, **kwargs):\n    return fn(*args, **kwargs)\n"
+HELPER_RUN = "from torch.utils.checkpoint import checkpoint\n\n\n" + PLAIN_RUN.replace("return fn(", "return checkpoint(fn, ")
+#: pkg/model.py: its caller (CKP001 at 5:12 when the helper checkpoints without use_reentrant)
+CALLER = "from pkg.utils import run_checkpoint\n\n\ndef go(f, x):\n    return run_checkpoint(f, x)\n"
+
+
+def _package(root: Path) -> tuple[Path, Path]:
+    """``pkg/utils.py`` (not written) and ``pkg/model.py`` of a package made under ``root``."""
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    return root / "pkg" / "utils.py", root / "pkg" / "model.py"
+
+
 @pytest.mark.slow
 @pytest.mark.asyncio
 async def test_an_unsaved_helper_makes_sites_and_its_edits_relint_the_callers(client: LanguageClient, tmp_path: Path) -> None:
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    utils = tmp_path / "pkg" / "utils.py"
-    plain = "def run_checkpoint(fn, *args, **kwargs):\n    return fn(*args, **kwargs)\n"
-    helper = (
-        "from torch.utils.checkpoint import checkpoint\n\n\n"
-        "def run_checkpoint(fn, *args, **kwargs):\n    return checkpoint(fn, *args, **kwargs)\n"
-    )
-    assert await _open(client, utils, plain) == []
+    utils, model = _package(tmp_path)
+    assert await _open(client, utils, PLAIN_RUN) == []
     # unsaved: the helper checkpoints its parameter (the file on disk does not)
-    assert await _change(client, utils, helper, 2) == []
-    model = tmp_path / "pkg" / "model.py"
-    text = "from pkg.utils import run_checkpoint\n\n\ndef go(f, x):\n    return run_checkpoint(f, x)\n"
-    found = await _open(client, model, text)
+    assert await _change(client, utils, HELPER_RUN, 2) == []
+    found = await _open(client, model, CALLER)
     assert [(d.code, d.range.start.line) for d in found] == [("CKP001", 4)]
     # the helper's next unsaved edit lints model.py again, without an edit of model.py
-    await _change(client, utils, helper.replace("**kwargs)\n", "use_reentrant=False, **kwargs)\n"), 3)
+    await _change(client, utils, HELPER_RUN.replace("**kwargs)\n", "use_reentrant=False, **kwargs)\n"), 3)
     await _eventually(client, model.as_uri(), [])
-    await _change(client, utils, helper, 4)
+    await _change(client, utils, HELPER_RUN, 4)
     await _eventually(client, model.as_uri(), ["CKP001"])
     # closed unsaved: model.py reads the file on disk again, where nothing checkpoints
     client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=utils.as_uri())))
@@ -284,20 +289,12 @@ async def test_an_unsaved_helper_makes_sites_and_its_edits_relint_the_callers(cl
 @pytest.mark.asyncio
 async def test_opening_a_changed_buffer_relints_its_readers(client: LanguageClient, tmp_path: Path) -> None:
     # an editor restores an unsaved buffer after its readers were linted from the file on disk
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    utils = tmp_path / "pkg" / "utils.py"
-    utils.write_text("def run_checkpoint(fn, *args, **kwargs):\n    return fn(*args, **kwargs)\n")
-    model = tmp_path / "pkg" / "model.py"
-    text = "from pkg.utils import run_checkpoint\n\n\ndef go(f, x):\n    return run_checkpoint(f, x)\n"
-    assert await _open(client, model, text) == []
-    helper = (
-        "from torch.utils.checkpoint import checkpoint\n\n\n"
-        "def run_checkpoint(fn, *args, **kwargs):\n    return checkpoint(fn, *args, **kwargs)\n"
-    )
+    utils, model = _package(tmp_path)
+    utils.write_text(PLAIN_RUN)
+    assert await _open(client, model, CALLER) == []
     client.text_document_did_open(
         lsp.DidOpenTextDocumentParams(
-            text_document=lsp.TextDocumentItem(uri=utils.as_uri(), language_id="python", version=1, text=helper)
+            text_document=lsp.TextDocumentItem(uri=utils.as_uri(), language_id="python", version=1, text=HELPER_RUN)
         )
     )
     await _eventually(client, model.as_uri(), ["CKP001"])
