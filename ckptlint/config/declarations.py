@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from ckptlint.config.requirement_files import RequirementList
 
 # ``packaging.requirements`` and ``packaging.utils`` (with the markers, tags and logging they
-# import: ~18 ms, a fifth of a start-up) and the declaration file readers are imported when a
-# requirement or a declaration file is read, not by every run.
+# import) and the declaration file readers are imported when a requirement or a declaration
+# file is read: a run that reads none imports 22 modules fewer.
 
 __all__ = [
     "DeclaredVersions",

@@ -42,6 +42,7 @@ _FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)
 _WORD = re.compile(rb"\w+")
 _MAX_HOPS = 3
 _MAX_REMEMBERED = 50_000
+_MAX_BUFFERS = 64
 _MAX_BASES = 4
 
 
@@ -76,8 +77,8 @@ def _buffer_helper_names(path: str, text: str) -> frozenset[str]:
     kept = _BUFFER_MENTIONS.get(path)
     if kept is not None and (kept[0] is text or kept[0] == text):
         return kept[1]
-    if len(_BUFFER_MENTIONS) > _MAX_REMEMBERED:
-        _BUFFER_MENTIONS.clear()
+    if len(_BUFFER_MENTIONS) >= _MAX_BUFFERS and path not in _BUFFER_MENTIONS:
+        _BUFFER_MENTIONS.clear()  # buffers of documents closed since: their texts are not kept
     found = _helper_names(text.encode("utf-8", "surrogatepass"))
     _BUFFER_MENTIONS[path] = (text, found)
     return found
