@@ -65,12 +65,14 @@ DEPENDENTS_DELAY = 0.3
 
 @dataclass
 class Linted:
-    """The last lint of one document: its version and text, settings and findings."""
+    """The last lint of one document: its version and text, settings and findings, and the
+    other files (absolute paths) it read."""
 
     version: int | None
     text: str
     settings: Settings
     diagnostics: list[Diagnostic]
+    reads: frozenset[str] = frozenset()
 
 
 _units = units
@@ -130,8 +132,6 @@ class CkptlintLanguageServer(LanguageServer):
         self.linted: dict[str, Linted] = {}
         #: uri of a linted document -> uri of a document -> findings the first puts there
         self.placed: dict[str, dict[str, list[lsp.Diagnostic]]] = {}
-        #: uri of a linted document -> the files (absolute paths) its last lint read
-        self.reads: dict[str, frozenset[str]] = {}
         #: uri of an edited document -> the pending lint of the documents that read it
         self.dependents_due: dict[str, asyncio.TimerHandle] = {}
         #: whether the client sent ``shutdown``; the process's exit status follows from it
@@ -195,9 +195,8 @@ class CkptlintLanguageServer(LanguageServer):
             result = FileResult(str(path))
         else:
             result = lint_buffer(FileLinter(self.project), str(path), document.source, settings)
-        linted = Linted(document.version, document.source, settings, result.diagnostics)
+        linted = Linted(document.version, document.source, settings, result.diagnostics, frozenset(result.dependencies))
         self.linted[uri] = linted
-        self.reads[uri] = frozenset(result.dependencies)
         placed: dict[str, list[lsp.Diagnostic]] = {uri: []}
         for d in result.diagnostics:
             target = uri if d.path == str(path) else from_fs_path(d.path)
@@ -230,16 +229,15 @@ class CkptlintLanguageServer(LanguageServer):
         self.lint_dependents(uri)
 
     def lint_dependents(self, uri: str) -> None:
-        """Lint again the other open documents whose last lint read the file of ``uri``: an
-        unsaved edit of it, or closing it (its file on disk is read again), changes what their
-        regions reach."""
+        """Lint again the other open documents whose last lint read the file of ``uri``:
+        opening it, an unsaved edit of it or closing it (its file on disk is read again)
+        changes what their regions reach."""
         path = to_fs_path(uri)
         if not path:
             return
         path = os.path.abspath(path)
-        for other in [u for u, read in self.reads.items() if u != uri and path in read]:
-            if other in self.linted:
-                self.lint(other)
+        for other in [u for u, linted in self.linted.items() if u != uri and path in linted.reads]:
+            self.lint(other)
 
     def lint_open_documents(self) -> None:
         """Lint every open document again (a configuration file or a module they may reach
@@ -290,7 +288,6 @@ class CkptlintLanguageServer(LanguageServer):
     def close(self, uri: str) -> None:
         touched = set(self.placed.pop(uri, {}))
         self.linted.pop(uri, None)
-        self.reads.pop(uri, None)
         path = to_fs_path(uri)
         if path:
             self.project.close(Path(path))
