@@ -151,13 +151,8 @@ def clean(paths: Iterable[Path], extra: Iterable[Path] = ()) -> list[Path]:
     each such folder once nothing else is left in it. Returns the folders cleaned."""
     candidates: list[Path] = [Path(p) for p in extra]
     for given in paths:
-        given = Path(given)
-        if not given.is_dir():
-            continue
-        for top, dirs, _ in os.walk(given):
-            if DEFAULT_CACHE_DIR in dirs:
-                candidates.append(Path(top) / DEFAULT_CACHE_DIR)
-            dirs[:] = [d for d in dirs if d not in (DEFAULT_CACHE_DIR, ".git")]
+        if Path(given).is_dir():
+            candidates += _default_cache_dirs(Path(given))
     cleaned: list[Path] = []
     for folder in candidates:
         folder = Path(os.path.abspath(folder))
@@ -166,3 +161,22 @@ def clean(paths: Iterable[Path], extra: Iterable[Path] = ()) -> list[Path]:
         if _clean_folder(folder):
             cleaned.append(folder)
     return cleaned
+
+
+def _default_cache_dirs(top: Path) -> list[Path]:
+    """The folders named ``.ckptlint_cache`` at or below ``top`` (not below ``.git`` nor inside
+    one another; links to folders not followed). A walk with a stack of its own: ``os.walk``
+    recurses before Python 3.12 and stops at a folder about 1,000 levels deep."""
+    found: list[Path] = []
+    pending = [str(top)]
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as entries:
+                folders = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+        except OSError:
+            continue
+        if DEFAULT_CACHE_DIR in folders:
+            found.append(Path(folder) / DEFAULT_CACHE_DIR)
+        pending += [os.path.join(folder, name) for name in reversed(folders) if name not in (DEFAULT_CACHE_DIR, ".git")]
+    return found
