@@ -68,7 +68,8 @@ def check(options: Options, invocation: Invocation, stop: StopFlag) -> int:
         if options.show_sites:
             from ckptlint.cli.show_sites import show_sites as _show_sites
 
-            emit(_show_sites(files, options.output_format or "concise") + "\n", options.output_file)
+            site_format = options.output_format or "concise"
+            emit(_show_sites(files, site_format) + "\n", options.output_file, fmt=site_format)
             return EXIT_OK
         stdin_path = invocation.stdin_path
         fmt = options.output_format or (resolver.for_path(stdin_path) if stdin_path else base_settings).output_format or "concise"
@@ -189,7 +190,7 @@ def _report(
     else:
         text = renderer(fmt)(diagnostics, ctx)
     # With --fix on stdin the fixed source goes to stdout, so the report goes to stderr (ruff).
-    emit(text, options.output_file, to_stderr=invocation.use_stdin and mode is FixMode.APPLY)
+    emit(text, options.output_file, to_stderr=invocation.use_stdin and mode is FixMode.APPLY, fmt=fmt)
 
     if stop or run.interrupted:
         written = sum(1 for r in run.results if r.changed) if mode is FixMode.APPLY else 0
