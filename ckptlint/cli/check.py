@@ -21,7 +21,10 @@ from ckptlint.cli.stdin import lint_stdin
 from ckptlint.rule_codes import IO_ERROR
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ckptlint.config.discovery import DiscoveryResult
+    from ckptlint.config.files import SettingsResolver
     from ckptlint.config.settings import Settings
     from ckptlint.lint.results import FixMode, RunResult
     from ckptlint.lint.stop import StopFlag
@@ -85,7 +88,7 @@ def check(options: Options, invocation: Invocation, stop: StopFlag) -> int:
             try:
                 run = lint_files(
                     files,
-                    resolver.for_path,
+                    _settings_for_pipes(resolver, cwd, found.linked if found is not None else []),
                     fix=invocation.mode,
                     unsafe_for=invocation.unsafe,
                     jobs=options.jobs,
@@ -209,6 +212,25 @@ def _report(
     if options.exit_non_zero_on_fix and fixed_total:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _settings_for_pipes(resolver: SettingsResolver, cwd: Path, named: list[Path]) -> Callable[[Path], Settings]:
+    """``resolver.for_path``, except that a pipe named on the command line (``<(git show
+    REV:model.py)`` is ``/dev/fd/63``) takes the settings of the working folder, as source
+    read from stdin does: its path lies in no project. ``named``: the files named on the
+    command line (only they can be pipes)."""
+    import stat
+
+    pipes = set()
+    for path in named:
+        try:
+            if stat.S_ISFIFO(os.stat(path).st_mode):
+                pipes.add(path)
+        except OSError:
+            continue
+    if not pipes:
+        return resolver.for_path
+    return lambda path: resolver.for_path(cwd if path in pipes else path)
 
 
 def sources(run: RunResult, mode: FixMode) -> dict[str, str]:
