@@ -30,7 +30,7 @@ def pipe() -> Iterator:
 
         def write() -> None:
             try:
-                os.write(write_end, data) if len(data) < 65536 else _write_all(write_end, data)
+                _write_all(write_end, data)
             except BrokenPipeError:  # the reader took what it allows and closed its end
                 pass
             finally:
