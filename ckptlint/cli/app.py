@@ -125,8 +125,10 @@ def main(**options: Any) -> None:
     `ckptlint server` starts the language server for editors (LSP over stdin/stdout; see
     `ckptlint server --help`).
     """
+    from ckptlint.cli.common import escape_unencodable_output
     from ckptlint.lint.stop import Interrupted, StopFlag
 
+    escape_unencodable_output()
     stop = StopFlag()
     with stop_on_signals(stop):
         try:

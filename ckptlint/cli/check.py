@@ -21,7 +21,10 @@ from ckptlint.cli.stdin import lint_stdin
 from ckptlint.rule_codes import IO_ERROR
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ckptlint.config.discovery import DiscoveryResult
+    from ckptlint.config.files import SettingsResolver
     from ckptlint.config.settings import Settings
     from ckptlint.lint.results import FixMode, RunResult
     from ckptlint.lint.stop import StopFlag
@@ -68,7 +71,8 @@ def check(options: Options, invocation: Invocation, stop: StopFlag) -> int:
         if options.show_sites:
             from ckptlint.cli.show_sites import show_sites as _show_sites
 
-            emit(_show_sites(files, options.output_format or "concise") + "\n", options.output_file)
+            site_format = options.output_format or "concise"
+            emit(_show_sites(files, site_format) + "\n", options.output_file, fmt=site_format)
             return EXIT_OK
         stdin_path = invocation.stdin_path
         fmt = options.output_format or (resolver.for_path(stdin_path) if stdin_path else base_settings).output_format or "concise"
@@ -84,7 +88,7 @@ def check(options: Options, invocation: Invocation, stop: StopFlag) -> int:
             try:
                 run = lint_files(
                     files,
-                    resolver.for_path,
+                    _settings_for_pipes(resolver, cwd, found.linked if found is not None else []),
                     fix=invocation.mode,
                     unsafe_for=invocation.unsafe,
                     jobs=options.jobs,
@@ -189,7 +193,7 @@ def _report(
     else:
         text = renderer(fmt)(diagnostics, ctx)
     # With --fix on stdin the fixed source goes to stdout, so the report goes to stderr (ruff).
-    emit(text, options.output_file, to_stderr=invocation.use_stdin and mode is FixMode.APPLY)
+    emit(text, options.output_file, to_stderr=invocation.use_stdin and mode is FixMode.APPLY, fmt=fmt)
 
     if stop or run.interrupted:
         written = sum(1 for r in run.results if r.changed) if mode is FixMode.APPLY else 0
@@ -208,6 +212,25 @@ def _report(
     if options.exit_non_zero_on_fix and fixed_total:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _settings_for_pipes(resolver: SettingsResolver, cwd: Path, named: list[Path]) -> Callable[[Path], Settings]:
+    """``resolver.for_path``, except that a pipe named on the command line (``<(git show
+    REV:model.py)`` is ``/dev/fd/63``) takes the settings of the working folder, as source
+    read from stdin does: its path lies in no project. ``named``: the files named on the
+    command line (only they can be pipes)."""
+    import stat
+
+    pipes = set()
+    for path in named:
+        try:
+            if stat.S_ISFIFO(os.stat(path).st_mode):
+                pipes.add(path)
+        except OSError:
+            continue
+    if not pipes:
+        return resolver.for_path
+    return lambda path: resolver.for_path(cwd if path in pipes else path)
 
 
 def sources(run: RunResult, mode: FixMode) -> dict[str, str]:

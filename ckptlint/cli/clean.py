@@ -26,11 +26,19 @@ def clean_caches(targets: list[Path], resolver: SettingsResolver, quiet: bool) -
     except ConfigError as exc:
         error(str(exc))
         return EXIT_ERROR
-    for folder in clean(targets, configured):
-        if quiet:
+    for done in clean(targets, configured):
+        if done.outcome == "broken link":  # said even with --quiet: the cache cannot be where it points
+            click.echo(f"warning: {done.folder}: the cache folder is a broken symbolic link; nothing removed", err=True)
+        elif quiet:
             continue
-        if folder.exists():  # it holds files ckptlint did not write: they stay
-            click.echo(f"Removed ckptlint's cache files from: {folder} (the other files there are kept)", err=True)
+        elif done.target is not None:  # written through the link: the link and its folder stay
+            click.echo(
+                f"Removed ckptlint's cache files from: {done.target} (through the symbolic link {done.folder}; "
+                "the link, the folder and any other files there are kept)",
+                err=True,
+            )
+        elif done.outcome == "files":  # it holds files ckptlint did not write: they stay
+            click.echo(f"Removed ckptlint's cache files from: {done.folder} (the other files there are kept)", err=True)
         else:
-            click.echo(f"Removed cache at: {folder}", err=True)
+            click.echo(f"Removed cache at: {done.folder}", err=True)
     return EXIT_OK

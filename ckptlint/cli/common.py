@@ -8,7 +8,18 @@ from typing import IO, Any
 
 import click
 
-__all__ = ["EXIT_ERROR", "EXIT_FINDINGS", "EXIT_OK", "binary", "emit", "error", "os_error", "stream_failed", "write_whole"]
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_FINDINGS",
+    "EXIT_OK",
+    "binary",
+    "emit",
+    "error",
+    "escape_unencodable_output",
+    "os_error",
+    "stream_failed",
+    "write_whole",
+]
 
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -18,15 +29,35 @@ def error(message: str) -> None:
     click.echo(f"error: {message}", err=True)
 
 
-def emit(text: str, output_file: Path | None, to_stderr: bool = False) -> None:
-    """Write the report ``text`` to ``output_file``, or to stdout (stderr with ``to_stderr``).
+def escape_unencodable_output() -> None:
+    """Make stdout and stderr escape what their encoding cannot hold (``backslashreplace``)
+    instead of failing: with ``PYTHONIOENCODING=ascii``, a cp1252 console or a pipe in such
+    a locale, a non-ASCII file name or source line would otherwise end the run with
+    ``UnicodeEncodeError`` and no report. ruff always writes its report; so does ckptlint.
+    A stream whose errors handler is not ``strict`` (stderr's is ``backslashreplace``, in the
+    POSIX locale stdout's is ``surrogateescape``) is left as it is."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) != "strict":
+            continue
+        try:
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # not a TextIOWrapper (a test's capture)
+            pass
+
+
+def emit(text: str, output_file: Path | None, to_stderr: bool = False, fmt: str | None = None) -> None:
+    """Write the report ``text`` (of output format ``fmt``) to ``output_file``, or to stdout
+    (stderr with ``to_stderr``).
 
     A file is written whole or not at all: to a temporary file in its folder, renamed over
     it once written (an existing report keeps its permissions; a crash or a full disk leaves
     it as it was). Text that cannot be written as UTF-8 (a lone surrogate) is escaped first
-    (:func:`ckptlint.output.base.printable`). A write that fails is one ``error:`` line and
-    exit status 2 (``SystemExit``)."""
-    from ckptlint.output.base import printable
+    (:func:`ckptlint.output.base.printable`); a file is UTF-8, a stream keeps its encoding and
+    what it cannot hold is escaped as the format allows (JSON ``\\u2192``, XML ``&#8594;``,
+    text ``\\u2192``: :func:`ckptlint.output.base.encodable`). A write that fails is one
+    ``error:`` line and exit status 2 (``SystemExit``)."""
+    from ckptlint.output import escape_style
+    from ckptlint.output.base import encodable, printable
 
     text = printable(text)
     if output_file is not None:
@@ -37,6 +68,7 @@ def emit(text: str, output_file: Path | None, to_stderr: bool = False) -> None:
             sys.exit(EXIT_ERROR)
         return
     stream = sys.stderr if to_stderr else sys.stdout
+    text = encodable(text, getattr(stream, "encoding", None) or "utf-8", escape_style(fmt))
     try:
         stream.write(text)
         stream.flush()

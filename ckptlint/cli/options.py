@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -127,14 +128,34 @@ def prepare(options: Options) -> Invocation:
     except (UnknownRuleSelector, InvalidTargetVersion) as exc:
         error(str(exc))
         sys.exit(EXIT_ERROR)
-    if options.config_file is not None and not options.config_file.is_file():
-        error(f"{options.config_file}: configuration file not found")
-        sys.exit(EXIT_ERROR)
+    if options.config_file is not None:
+        problem = _config_file_problem(options.config_file)
+        if problem is not None:
+            error(f"{options.config_file}: {problem}")
+            sys.exit(EXIT_ERROR)
     cwd = Path.cwd()
     resolver = SettingsResolver(cli, cwd=cwd, isolated=options.isolated, config=options.config_file)
     mode = FixMode.DIFF if options.diff else (FixMode.APPLY if options.fix else FixMode.NONE)
     stdin_path = Path(os.path.abspath(stdin_filename)) if use_stdin and stdin_filename is not None else None
     return Invocation(cwd, resolver, mode, unsafe_resolver(options.unsafe_fixes), use_stdin, stdin_path)
+
+
+def _config_file_problem(path: Path) -> str | None:
+    """Why ``--config PATH`` cannot be used, or ``None``: it does not exist, cannot be
+    reached, or is not a regular file (``/dev/null``, a FIFO: said as such, not read; a
+    configuration's folder is the root of its relative patterns and cache folder)."""
+    from ckptlint.config.discovery import os_reason
+    from ckptlint.text.reading import file_kind
+
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return "configuration file not found"
+    except OSError as exc:
+        return f"cannot read the configuration file: {os_reason(exc)}"
+    if not stat.S_ISREG(status.st_mode):
+        return f"not a regular file ({file_kind(status.st_mode)}); --config takes a TOML configuration file (for none: --isolated)"
+    return None
 
 
 def codes(values: tuple[str, ...]) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptlint.cli.common import EXIT_ERROR, EXIT_OK, error
+from ckptlint.cli.common import EXIT_ERROR, EXIT_OK, emit, error
 
 __all__ = ["explain", "list_rules"]
 
@@ -20,7 +20,7 @@ def explain(code: str, output_format: str | None) -> int:
         error(f"unknown rule code `{code}`")
         return EXIT_ERROR
     if output_format in ("json", "json-lines"):
-        click.echo(json.dumps(record, indent=2, ensure_ascii=False))
+        emit(json.dumps(record, indent=2, ensure_ascii=False) + "\n", None, fmt="json")
     else:
         click.echo(record["explanation"].rstrip("\n"))
     return EXIT_OK
@@ -34,7 +34,7 @@ def list_rules(output_format: str | None) -> int:
     from ckptlint.registry import RULES
 
     if output_format in ("json", "json-lines"):
-        click.echo(json.dumps([explain_record(code) for code in RULES], indent=2, ensure_ascii=False))
+        emit(json.dumps([explain_record(code) for code in RULES], indent=2, ensure_ascii=False) + "\n", None, fmt="json")
     else:
         click.echo(rule_list_text(), nl=False)
     return EXIT_OK

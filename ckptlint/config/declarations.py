@@ -117,13 +117,18 @@ class DeclaredVersions:
     def for_path(self, path: Path) -> tuple[TargetVersion, ...]:
         """The declared versions that apply to ``path`` (a file or folder), sorted by library."""
         directory = Path(os.path.abspath(path if path.is_dir() else path.parent))
-        found = self._nearest.get(directory)
-        if found is None:
-            here = self.in_folder(directory)
-            above = {t.library: t for t in self.for_path(directory.parent)} if directory.parent != directory else {}
-            found = tuple(sorted({**above, **here}.values(), key=lambda t: t.library))
-            self._nearest[directory] = found
-        return found
+        climbed: list[Path] = []  # folders not yet known, deepest first (a loop: any depth)
+        folder = directory
+        while folder not in self._nearest:
+            climbed.append(folder)
+            if folder.parent == folder:
+                break
+            folder = folder.parent
+        above = self._nearest.get(folder, ())
+        for folder in reversed(climbed):
+            merged = {t.library: t for t in above} | self.in_folder(folder)
+            above = self._nearest[folder] = tuple(sorted(merged.values(), key=lambda t: t.library))
+        return self._nearest[directory]
 
     def in_folder(self, folder: Path) -> dict[str, TargetVersion]:
         """The libraries the declaration files of ``folder`` itself name."""

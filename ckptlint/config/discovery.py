@@ -189,7 +189,7 @@ def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool 
             continue
         if absolute.is_dir():
             chain = _repository_chain(absolute)
-            _walk(absolute, resolver, gitignores, chain, result, seen, set())
+            _walk(absolute, resolver, gitignores, chain, result, seen)
             continue
         if force_exclude or settings.force_exclude:
             chain = _repository_chain(absolute.parent)
@@ -261,6 +261,26 @@ def _excluded_anywhere(path: Path, settings: Settings) -> bool:
 
 
 def _walk(
+    top: Path,
+    resolver: SettingsResolver,
+    gitignores: _GitIgnores,
+    chain: list[Path],
+    result: DiscoveryResult,
+    seen: set[Path],
+) -> None:
+    """Collect the files below ``top`` into ``result``: a walk with a stack of its own, not
+    recursion, so that a tree of any depth is walked (a folder 1,000 levels down would
+    exceed Python's recursion limit; past the system's path length its ``ENAMETOOLONG`` is
+    one problem of the run, CKP902)."""
+    visited: set[tuple[int, int]] = set()
+    pending: list[tuple[Path, list[Path]]] = [(top, chain)]
+    while pending:
+        directory, chain = pending.pop()
+        folders = _walk_folder(directory, resolver, gitignores, chain, result, seen, visited)
+        pending.extend((folder, chain + [folder]) for folder in reversed(folders))
+
+
+def _walk_folder(
     directory: Path,
     resolver: SettingsResolver,
     gitignores: _GitIgnores,
@@ -268,22 +288,24 @@ def _walk(
     result: DiscoveryResult,
     seen: set[Path],
     visited: set[tuple[int, int]],
-) -> None:
+) -> list[Path]:
+    """Collect the files of ``directory`` itself; return its folders still to walk (sorted)."""
     try:
         stat = os.stat(directory)
     except OSError as exc:
         result.problems.append((str(directory), os_reason(exc)))
-        return
+        return []
     key = (stat.st_dev, stat.st_ino)
     if key in visited:
-        return  # a symbolic link loop: each folder is walked once
+        return []  # a symbolic link loop: each folder is walked once
     visited.add(key)
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as exc:
         result.problems.append((str(directory), os_reason(exc)))
-        return
+        return []
     settings = resolver.for_path(directory)
+    folders: list[Path] = []
     for entry in entries:
         path = Path(entry.path)
         try:
@@ -302,7 +324,7 @@ def _walk(
                 continue
             if settings.respect_gitignore and gitignores.ignored(path, True, chain):
                 continue
-            _walk(path, resolver, gitignores, chain + [path], result, seen, visited)
+            folders.append(path)
             continue
         if not entry.name.endswith(PYTHON_SUFFIXES) and not (
             settings.notebooks and entry.name.endswith(NOTEBOOK_SUFFIX)
@@ -326,6 +348,7 @@ def _walk(
             result.files.append(path)
             if link:
                 result.linked.append(path)
+    return folders
 
 
 def os_reason(exc: OSError, missing: str = "broken symbolic link") -> str:
@@ -338,5 +361,6 @@ def os_reason(exc: OSError, missing: str = "broken symbolic link") -> str:
         errno.ENOENT: missing,
         errno.EACCES: "permission denied",
         errno.EISDIR: "is a directory",
+        errno.ENAMETOOLONG: "path too long for the system (ENAMETOOLONG)",
     }
     return reasons.get(exc.errno, exc.strerror or str(exc))  # type: ignore[arg-type]

@@ -277,12 +277,22 @@ class SettingsResolver:
         return found
 
     def _config_for_dir(self, directory: Path) -> Path | None:
-        if directory in self._config_of_dir:
-            return self._config_of_dir[directory]
-        found = _config_in(directory)
-        if found is None and directory.parent != directory:
-            found = self._config_for_dir(directory.parent)
-        self._config_of_dir[directory] = found
+        """The closest configuration file in ``directory`` (absolute) or above, remembered
+        for each folder on the way up (a loop, not recursion: a folder of any depth)."""
+        climbed: list[Path] = []
+        found: Path | None = None
+        folder = directory
+        while True:
+            if folder in self._config_of_dir:
+                found = self._config_of_dir[folder]
+                break
+            climbed.append(folder)
+            found = _config_in(folder)
+            if found is not None or folder.parent == folder:
+                break
+            folder = folder.parent
+        for folder in climbed:
+            self._config_of_dir[folder] = found
         return found
 
     def _settings(self, config: Path | None) -> Settings:

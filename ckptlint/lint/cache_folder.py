@@ -16,6 +16,13 @@ not name its build folder is not ours and stays), then the folders they leave em
 and ``.gitignore`` go only when they hold ckptlint's own text; a folder that still holds
 anything else (a user's files, another tool's cache) stays, with that content. ruff 0.17.6
 likewise leaves a shared ``--cache-dir`` intact.
+
+A cache folder that is a symbolic link (``--cache-dir LINK``, ``.ckptlint_cache -> elsewhere``)
+is where ckptlint wrote its cache: the runs write through the link. :func:`clean` removes
+ckptlint's files from the folder it points to, by the same rules, and keeps the link and that
+folder (emptied of ckptlint's files, it still serves the next run); a broken link is reported
+and left alone. ruff's ``remove_dir_all`` would remove just the link and leave the cache
+files where they lie.
 """
 
 from __future__ import annotations
@@ -23,9 +30,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CACHEDIR_TAG", "DEFAULT_CACHE_DIR", "GITIGNORE", "clean", "make_cache_dir"]
+__all__ = ["CACHEDIR_TAG", "DEFAULT_CACHE_DIR", "GITIGNORE", "Cleaned", "clean", "make_cache_dir"]
 
 DEFAULT_CACHE_DIR = ".ckptlint_cache"
 CACHEDIR_TAG = (
@@ -94,9 +102,10 @@ def _json_string(text: str) -> str:
     return json.dumps(text)
 
 
-def _clean_folder(folder: Path) -> bool:
+def _clean_folder(folder: Path, keep_folder: bool = False) -> bool:
     """Remove what ckptlint wrote in the cache folder ``folder``; remove ``folder`` itself
-    when nothing else is left. Returns whether anything was removed."""
+    when nothing else is left, unless ``keep_folder`` (a symbolic link points to it).
+    Returns whether anything was removed."""
     removed = False
     try:
         entries = list(os.scandir(folder))
@@ -130,7 +139,7 @@ def _clean_folder(folder: Path) -> bool:
             if _holds_text(marker, text):
                 marker.unlink()
         removed = True
-    if removed or ours:
+    if (removed or ours) and not keep_folder:
         removed = _remove_if_empty(folder) or removed
     return removed
 
@@ -145,24 +154,67 @@ def _remove_if_empty(folder: Path) -> bool:
         return False
 
 
-def clean(paths: Iterable[Path], extra: Iterable[Path] = ()) -> list[Path]:
+@dataclass(frozen=True)
+class Cleaned:
+    """A cache folder :func:`clean` looked at: ``folder`` as configured or found, ``target``
+    the folder it points to when it is a symbolic link (``None`` for a broken link), and
+    ``outcome``: ``"removed"`` (the folder went with ckptlint's files), ``"files"`` (its
+    other content, or the link and the folder it points to, stay) or ``"broken link"``
+    (nothing removed)."""
+
+    folder: Path
+    target: Path | None
+    outcome: str
+
+
+def clean(paths: Iterable[Path], extra: Iterable[Path] = ()) -> list[Cleaned]:
     """``--clean``: remove what ckptlint wrote in the cache folders below ``paths`` (folders
-    named ``.ckptlint_cache``) and in the folders ``extra`` (configured cache folders), and
-    each such folder once nothing else is left in it. Returns the folders cleaned."""
+    named ``.ckptlint_cache``, or links of that name) and in the folders ``extra`` (configured
+    cache folders), and each such folder once nothing else is left in it; through a symbolic
+    link, the files in the folder it points to (see the module docs). Returns what was
+    cleaned, and the broken links met."""
     candidates: list[Path] = [Path(p) for p in extra]
     for given in paths:
-        given = Path(given)
-        if not given.is_dir():
-            continue
-        for top, dirs, _ in os.walk(given):
-            if DEFAULT_CACHE_DIR in dirs:
-                candidates.append(Path(top) / DEFAULT_CACHE_DIR)
-            dirs[:] = [d for d in dirs if d not in (DEFAULT_CACHE_DIR, ".git")]
-    cleaned: list[Path] = []
+        if Path(given).is_dir():
+            candidates += _default_cache_dirs(Path(given))
+    cleaned: list[Cleaned] = []
+    seen: set[str] = set()
     for folder in candidates:
         folder = Path(os.path.abspath(folder))
-        if folder in cleaned or folder.is_symlink() or not folder.is_dir():
+        real = os.path.realpath(folder)
+        if str(folder) in seen or real in seen:
+            continue
+        seen.update((str(folder), real))
+        if folder.is_symlink():
+            if not os.path.isdir(real):
+                if not os.path.exists(real):
+                    cleaned.append(Cleaned(folder, None, "broken link"))
+                continue
+            if _clean_folder(Path(real), keep_folder=True):
+                cleaned.append(Cleaned(folder, Path(real), "files"))
+            continue
+        if not folder.is_dir():
             continue
         if _clean_folder(folder):
-            cleaned.append(folder)
+            cleaned.append(Cleaned(folder, None, "files" if folder.exists() else "removed"))
     return cleaned
+
+
+def _default_cache_dirs(top: Path) -> list[Path]:
+    """The entries named ``.ckptlint_cache`` at or below ``top`` (not below ``.git`` nor inside
+    one another; links to folders not walked, but a link of that name is listed). A walk with a stack of its own: ``os.walk``
+    recurses before Python 3.12 and stops at a folder about 1,000 levels deep."""
+    found: list[Path] = []
+    pending = [str(top)]
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listed = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
+        except OSError:
+            continue
+        folders = sorted(name for name, is_dir in listed if is_dir)
+        if any(name == DEFAULT_CACHE_DIR for name, _ in listed):  # a folder, or a link to one
+            found.append(Path(folder) / DEFAULT_CACHE_DIR)
+        pending += [os.path.join(folder, name) for name in reversed(folders) if name not in (DEFAULT_CACHE_DIR, ".git")]
+    return found

@@ -23,7 +23,7 @@ from ckptlint.lint.stop import Interrupted, StopFlag
 from ckptlint.lint.task import Task, linter_for, run_task, timed_out
 from ckptlint.lint.unused_noqa import settle_unused_noqa
 from ckptlint.rule_codes import UNUSED_NOQA
-from ckptlint.text.reading import check_regular, read_regular
+from ckptlint.text.reading import check_regular, is_pipe, read_pipe, read_regular
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -69,6 +69,7 @@ def lint_files(
     results: list[FileResult] = []
     counted, findings = 0, 0  # results[:counted] hold `findings` diagnostics
     tasks: list[Task] = []
+    uncached: set[str] = set()  # pipes: their path names nothing a later run could read again
     # a file whose size and modification time are those the cache recorded is not read
     # (ruff's cache does the same); a fix or --add-noqa needs the text, so it reads every file
     by_stat = cache is not None and fix is FixMode.NONE and not keep_sources
@@ -82,7 +83,15 @@ def lint_files(
         name = str(path)
         try:
             stat = path.stat()  # before reading: a write after it changes the time the cache keeps
-            check_regular(path, stat)  # a FIFO or /dev/zero named on the command line: not read
+            if is_pipe(stat):  # `ckptlint <(git show REV:model.py)`: read, bounded; never cached
+                found = _from_pipe(path, settings_for(path), fix, unsafe_for, keep_sources, file_timeout)
+                if isinstance(found, Task):
+                    tasks.append(found)
+                    uncached.add(name)
+                elif found is not None:
+                    results.append(found)
+                continue
+            check_regular(path, stat)  # /dev/zero, a socket named on the command line: not read
             size = stat.st_size
             if size > size_limit(name):  # not read whole: the gate's first test, streamed
                 if mentions(path, (b"checkpoint", b"CKP")):
@@ -133,15 +142,42 @@ def lint_files(
     else:
         linted = in_pool(tasks, workers, stop=stop, timeout=file_timeout, on_result=on_result)
     if cache is not None:
-        for task, result in zip(tasks, linted, strict=True):
-            if result is not None:
-                cache.store(result, task.settings)
+        _store(cache, tasks, linted, uncached)
     results += [r for r in linted if r is not None]
     results.sort(key=lambda r: r.path)
     if any(d.code == UNUSED_NOQA for r in results for d in r.diagnostics):
         settle_unused_noqa(results, {t.path: t.unsafe for t in tasks})
     left = sum(1 for r in linted if r is None)
     return RunResult(results, interrupted=bool(stop) or left > 0, files_done=len(files) - left)
+
+
+def _store(cache: ResultCache, tasks: list[Task], linted: list[FileResult | None], uncached: set[str]) -> None:
+    """Keep each file's result in ``cache``, but for the paths in ``uncached`` (pipes)."""
+    for task, result in zip(tasks, linted, strict=True):
+        if result is not None and task.path not in uncached:
+            cache.store(result, task.settings)
+
+
+def _from_pipe(
+    path: Path,
+    settings: Settings,
+    fix: FixMode,
+    unsafe_for: Callable[[Settings], bool],
+    keep_sources: bool,
+    timeout: float | None,
+) -> Task | FileResult | None:
+    """The pipe named on the command line at ``path``, read (:func:`read_pipe`: the size
+    limit of a file, ``timeout`` seconds for each wait): the task that lints it, the result
+    that says why it cannot be linted, or ``None`` when it cannot hold a finding. Raises
+    ``OSError``."""
+    name = str(path)
+    raw = read_pipe(path, size_limit(name), timeout)
+    if len(raw) > size_limit(name):
+        return FileResult(name, problems=[too_large(name, len(raw))])
+    if file_may_have_findings(raw, name):
+        return Task(name, raw, settings, fix, unsafe_for(settings), keep_sources)
+    problems = undecodable(name, raw)
+    return FileResult(name, problems=problems) if problems else None
 
 
 class _FileTimeout(BaseException):

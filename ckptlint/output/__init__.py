@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ckptlint.output.base import OutputContext, Renderer
     from ckptlint.text.diagnostics import Diagnostic
 
-__all__ = ["FORMATS", "renderer"]
+__all__ = ["FORMATS", "escape_style", "renderer"]
 
 #: format name -> module of ckptlint.output that defines ``render``.
 FORMATS: dict[str, str] = {
@@ -28,6 +28,16 @@ FORMATS: dict[str, str] = {
     "sarif": "sarif",
     "junit": "junit",
 }
+
+#: How a format's text escapes what the output stream cannot encode
+#: (:func:`ckptlint.output.base.encodable`); any other format: ``"text"``.
+_ESCAPES: dict[str, str] = {"json": "json", "json-lines": "json", "gitlab": "json", "sarif": "json", "junit": "xml"}
+
+
+def escape_style(name: str | None) -> str:
+    """``"json"``, ``"xml"`` or ``"text"``: how the text of format ``name`` is escaped for a
+    stream whose encoding cannot hold all of it."""
+    return _ESCAPES.get(name or "", "text")
 
 
 def renderer(name: str) -> Renderer:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ __all__ = [
     "OutputContext",
     "Renderer",
     "display_path",
+    "encodable",
     "find_repository_root",
     "printable",
     "raw_bytes",
@@ -160,6 +162,42 @@ def printable(text: str) -> str:
     except UnicodeEncodeError:
         return raw_bytes(text).decode("utf-8", "backslashreplace")
     return text
+
+
+def encodable(text: str, encoding: str, style: str = "text") -> str:
+    """``text`` with each character that ``encoding`` cannot hold escaped, so that a report
+    is written whole to a stream of any encoding (``PYTHONIOENCODING=ascii``, a cp1252
+    console) and stays valid in its format. ``style``: ``"json"`` writes JSON's own
+    ``\\uXXXX`` escapes (a surrogate pair above U+FFFF; the value read back is the same
+    text), ``"xml"`` character references (``&#8594;``), ``"text"`` Python's
+    ``backslashreplace`` (``\\u2192``). Text the encoding holds, or an encoding Python does
+    not know, is returned unchanged."""
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        pass
+    except LookupError:
+        return text
+    else:
+        return text
+    errors = {"json": _JSON_ESCAPE, "xml": "xmlcharrefreplace"}.get(style, "backslashreplace")
+    return text.encode(encoding, errors).decode(encoding)
+
+
+def _json_escape(exc: UnicodeError) -> tuple[str, int]:
+    """A codec error handler (:func:`codecs.register_error`): JSON's ``\\uXXXX`` escapes of
+    the characters an encoding cannot hold (UTF-16 surrogate pairs above U+FFFF, RFC 8259 §7)."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    escaped = []
+    for char in exc.object[exc.start : exc.end]:
+        for unit in char.encode("utf-16-be", "surrogatepass").hex(" ", 2).split():
+            escaped.append(f"\\u{unit}")
+    return "".join(escaped), exc.end
+
+
+_JSON_ESCAPE = "ckptlint.json-escape"
+codecs.register_error(_JSON_ESCAPE, _json_escape)
 
 
 def find_repository_root(start: Path) -> Path:

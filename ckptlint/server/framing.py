@@ -24,6 +24,7 @@ __all__ = [
     "INVALID_REQUEST",
     "MAX_BODY_BYTES",
     "PARSE_ERROR",
+    "SERVER_NOT_INITIALIZED",
     "ByteReader",
     "Connection",
     "Frame",
@@ -37,6 +38,7 @@ __all__ = [
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+SERVER_NOT_INITIALIZED = -32002  # LSP 3.17, ErrorCodes.ServerNotInitialized
 
 MAX_BODY_BYTES = 1 << 30
 """The longest body accepted (bytes); a larger ``Content-Length`` is refused rather than

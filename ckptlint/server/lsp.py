@@ -138,6 +138,9 @@ class CkptlintLanguageServer(LanguageServer):
         self.shut_down = False
         #: whether to ask the client for a watcher of configuration files (after ``initialized``)
         self.watch_configuration = False
+        #: open documents not linted because their configuration could not be read: linted
+        #: with the others once a configuration file is saved or changes
+        self.unconfigured: set[str] = set()
 
     # -------------------------------------------------------------- documents
     def _lines(self, text: str) -> _Lines:
@@ -187,7 +190,9 @@ class CkptlintLanguageServer(LanguageServer):
             settings = self.settings_for(path)
         except Exception as exc:  # noqa: BLE001 - a configuration that cannot be read (ConfigError, not UTF-8...)
             self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"ckptlint: {exc}"))
+            self.unconfigured.add(uri)
             return None
+        self.unconfigured.discard(uri)
         self.project.forget(path)
         if _excluded(path, settings):  # as the command line skips it in a folder (ruff's server too)
             from ckptlint.lint.results import FileResult
@@ -241,9 +246,10 @@ class CkptlintLanguageServer(LanguageServer):
 
     def lint_open_documents(self) -> None:
         """Lint every open document again (a configuration file or a module they may reach
-        changed); a pending lint of an edited document's readers is then done too."""
+        changed), those a broken configuration kept from being linted included; a pending
+        lint of an edited document's readers is then done too."""
         self.cancel_dependents()
-        for uri in list(self.linted):
+        for uri in [*self.linted, *sorted(self.unconfigured - set(self.linted))]:
             self.lint(uri)
 
     def cancel_dependents(self) -> None:
@@ -288,6 +294,7 @@ class CkptlintLanguageServer(LanguageServer):
     def close(self, uri: str) -> None:
         touched = set(self.placed.pop(uri, {}))
         self.linted.pop(uri, None)
+        self.unconfigured.discard(uri)
         path = to_fs_path(uri)
         if path:
             self.project.close(Path(path))

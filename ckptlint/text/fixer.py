@@ -11,6 +11,7 @@ with several hard links is rewritten in place so that the links stay one file.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -84,6 +85,8 @@ def write_atomically(path: Path, data: bytes, expected: bytes | None = None) -> 
     would leave the other links with the old text. Either way the caller has parsed and
     compiled ``data`` first.
 
+    Something that is not a regular file (a pipe named on the command line, a device) raises
+    :class:`~ckptlint.text.reading.NotRegularFile` and is neither read again nor written.
     When ``expected`` is given and the file's current bytes differ (it changed since it was
     read), nothing is written and :class:`FileChangedError` is raised. A file this process may
     not write itself raises ``PermissionError``, even where the folder would allow a rename;
@@ -91,6 +94,11 @@ def write_atomically(path: Path, data: bytes, expected: bytes | None = None) -> 
     :class:`FolderWriteError`. ``OSError`` passes through (an atomic write leaves the
     original file untouched).
     """
+    from ckptlint.text.reading import NotRegularFile, file_kind
+
+    status = os.stat(path)
+    if not stat.S_ISREG(status.st_mode):  # a pipe (`<(git show ...)`), a device: read, never written
+        raise NotRegularFile(f"not a regular file ({file_kind(status.st_mode)})")
     if expected is not None and path.read_bytes() != expected:
         raise FileChangedError(f"{path}: changed on disk while ckptlint ran; not written")
     target = Path(os.path.realpath(path))

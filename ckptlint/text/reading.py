@@ -13,7 +13,18 @@ from pathlib import Path
 
 from ckptlint.text.source import SourceFile, decode_source
 
-__all__ = ["NotRegularFile", "check_regular", "file_kind", "gate_bytes", "is_file_here", "load_source", "read_regular"]
+__all__ = [
+    "NotRegularFile",
+    "PipeTimeout",
+    "check_regular",
+    "file_kind",
+    "gate_bytes",
+    "is_file_here",
+    "is_pipe",
+    "load_source",
+    "read_pipe",
+    "read_regular",
+]
 
 
 def load_source(raw: bytes, path: str) -> SourceFile:
@@ -80,6 +91,51 @@ def read_regular(path: Path | str, limit: int) -> bytes:
             if len(data) == expected and expected <= limit:  # it grew since the fstat
                 data += handle.read(limit + 1 - expected)
             return data
+    finally:
+        os.close(fd)
+
+
+class PipeTimeout(OSError):
+    """A pipe whose writer sent neither more data nor its end within the time allowed."""
+
+
+def is_pipe(status: os.stat_result) -> bool:
+    """Whether ``status`` is a pipe's or FIFO's (``<(git show REV:model.py)``, ``/dev/stdin``
+    fed by a pipe, a ``mkfifo``)."""
+    return stat_module.S_ISFIFO(status.st_mode)
+
+
+def read_pipe(path: Path | str, limit: int, timeout: float | None = None) -> bytes:
+    """What the pipe or FIFO at ``path`` gives until its writer closes it, at most
+    ``limit + 1`` bytes (one more than allowed shows that it is over the limit; the rest is
+    not read). A pipe named on the command line is read, where a regular file's bounds still
+    hold: the size limit, and ``timeout`` seconds (``None``: none) for each wait for data
+    (:class:`PipeTimeout`). Opened without blocking, so a FIFO nobody writes to reads as
+    empty rather than waiting for a writer forever; something that is not a pipe raises
+    :class:`NotRegularFile`. Other ``OSError`` pass through."""
+    import select
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        status = os.fstat(fd)
+        if not is_pipe(status):
+            check_regular(path, status)
+            raise NotRegularFile("not a pipe; not read")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            try:
+                chunk = os.read(fd, min(1 << 16, limit + 1 - size))
+            except BlockingIOError:  # the writer is still at work
+                ready, _, _ = select.select([fd], [], [], timeout)
+                if not ready:
+                    raise PipeTimeout(f"nothing came from the pipe for {timeout:g} s; not read") from None
+                continue
+            if not chunk:
+                break  # the writer closed it (or there was none)
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
     finally:
         os.close(fd)
 

@@ -600,3 +600,37 @@ def test_server_disable_for_this_line_uses_the_noqa_line(tmp_path, text, row, ne
     assert edit is not None
     assert (edit.range.start.line, edit.range.start.character, edit.range.end.line) == (row - 1, 0, row - 1)
     assert edit.new_text == new_line
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_broken_configuration_once_fixed_lints_the_open_documents_again(client: LanguageClient, tmp_path: Path) -> None:
+    """A document opened under a broken pyproject.toml is linted once it is fixed: when the
+    client's watcher reports the change, and when the fixed file is saved in the editor."""
+    config = tmp_path / "later" / "pyproject.toml"
+    config.parent.mkdir()
+    path, uri = config.parent / "m.py", (config.parent / "m.py").as_uri()
+    elsewhere = (tmp_path / "never_opened.py").as_uri()  # a barrier that lints nothing itself
+    for notice in ("watched", "saved"):
+        config.write_text("[tool.ckptlint]\nbogus = 1\n")
+        client.messages.clear()
+        if notice == "watched":
+            path.write_text(SOURCE)
+            client.text_document_did_open(
+                lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=SOURCE))
+            )
+        else:
+            client.workspace_did_change_watched_files(
+                lsp.DidChangeWatchedFilesParams(changes=[lsp.FileEvent(uri=config.as_uri(), type=lsp.FileChangeType.Changed)])
+            )
+        await _barrier(client, elsewhere)
+        assert [m.message.split(": ", 2)[-1][:25] for m in client.messages] == ["unknown key `tool.ckptlin"]
+        client.diagnostics.pop(uri, None)
+        config.write_text("[tool.ckptlint]\n")
+        if notice == "watched":
+            event = lsp.FileEvent(uri=config.as_uri(), type=lsp.FileChangeType.Changed)
+            client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(changes=[event]))
+        else:
+            client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=config.as_uri())))
+        await _barrier(client, elsewhere)
+        assert [d.code for d in await _published(client, uri)] == ["CKP001"], notice

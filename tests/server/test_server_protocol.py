@@ -307,3 +307,50 @@ def test_fuzzed_server_survives_10000_messages_and_still_answers(tmp_path: Path,
     assert "Disable CKP001 for this line" in [a["title"] for a in last["result"]]
     assert answer(found, 99)["result"] is None
     assert status == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-start", "pygls"])
+def test_the_lifecycle_before_initialize_twice_and_after_shutdown(tmp_path: Path, fast: bool) -> None:
+    """LSP 3.17: a request before ``initialize`` is answered ServerNotInitialized (-32002) and
+    a notification dropped; a second ``initialize`` and a request after ``shutdown`` are
+    answered InvalidRequest (-32600); ``exit`` still ends the server."""
+    path = tmp_path / "m.py"
+    path.write_text(SOURCE)
+    data = (
+        code_action(5, path.as_uri())
+        + did_open(path, SOURCE)  # dropped: nothing is published for it
+        + initialize(tmp_path)
+        + notify("initialized", {})
+        + request(6, "initialize", {"processId": None, "capabilities": {}})
+        + request(99, "shutdown")
+        + code_action(7, path.as_uri())
+        + did_open(path, SOURCE)  # dropped
+        + request(8, "shutdown")
+        + notify("exit")
+    )
+    status, found, stderr = serve(data, tmp_path, fast)
+    assert "Traceback" not in stderr
+    assert [(m.get("id"), m["error"]["code"]) for m in found if "error" in m] == [(5, -32002), (6, -32600), (7, -32600), (8, -32600)]
+    assert "capabilities" in answer(found, 1)["result"] and answer(found, 99)["result"] is None
+    assert not [m for m in found if m.get("method") == "textDocument/publishDiagnostics"]
+    assert status == 0
+
+
+def test_an_open_string_kind_that_is_not_a_string_is_refused() -> None:
+    """lsprotocol passes a number through where a ``CodeActionKind`` (an open set of strings)
+    belongs; the gate's converter refuses it, so ``"only": [5]`` is -32602, not a crash."""
+    from lsprotocol import types as lsp
+
+    from ckptlint.server.gate import strict_converter
+
+    converter = strict_converter()
+    span = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+    params: dict[str, Any] = {"textDocument": {"uri": "file:///m.py"}, "range": span, "context": {"diagnostics": []}}
+    for only in (["quickfix", "source.fixAll.ckptlint"], None):
+        params["context"]["only"] = only
+        assert converter.structure(params, lsp.CodeActionParams).context.only == (tuple(only) if only else None)
+    for wrong in ([5], [True], [1.5]):
+        params["context"]["only"] = wrong
+        with pytest.raises(Exception, match="CodeActionParams"):
+            converter.structure(params, lsp.CodeActionParams)
