@@ -27,14 +27,23 @@ __all__ = ["main", "run"]
 
 
 class _Command(click.Command):
-    """The command, plus ``ckptlint server`` (the language server, :mod:`ckptlint.server`)
-    when ``server`` is the first argument (``ckptlint ./server`` lints a folder of that name)."""
+    """The command, plus ruff's subcommand spellings when the first argument is one
+    (:mod:`ckptlint.cli.subcommands`): ``ckptlint server`` (the language server,
+    :mod:`ckptlint.server`), ``ckptlint rule CODE`` and ``ckptlint check [PATHS]`` (this
+    command). ``ckptlint ./server`` lints a folder of that name."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args[:1] == ["server"]:
             from ckptlint.server import main as serve
 
             ctx.exit(serve(args[1:]))
+        if args[:1] in (["rule"], ["check"]):
+            from ckptlint.cli.subcommands import rule_command, warn_if_shadowed
+
+            warn_if_shadowed(args[0], args[1:])
+            if args[0] == "rule":
+                rule_command.main(args[1:], prog_name="ckptlint rule")
+            args = args[1:]
         return super().parse_args(ctx, args)
 
 
@@ -122,8 +131,11 @@ def main(**options: Any) -> None:
 
     Use `-` as the path (with --stdin-filename) to lint source read from stdin.
 
-    `ckptlint server` starts the language server for editors (LSP over stdin/stdout; see
-    `ckptlint server --help`).
+    `ckptlint check [OPTIONS] [PATHS]` is the same command (ruff's spelling). `ckptlint rule
+    CODE` prints a rule's documentation (`--all`: every rule). `ckptlint server` starts the
+    language server for editors (LSP over stdin/stdout; see `ckptlint server --help`). A first
+    argument `check`, `rule` or `server` is the command: write `./check` to lint a folder of
+    that name.
     """
     from ckptlint.lint.stop import Interrupted, StopFlag
 
