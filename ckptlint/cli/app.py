@@ -86,7 +86,7 @@ class _Command(click.Command):
     "--cache-dir",
     type=str,
     envvar="CKPTLINT_CACHE_DIR",
-    help="Where the cache lives [env: CKPTLINT_CACHE_DIR; default: .ckptlint_cache next to the configuration].",
+    help="Where the cache lives [env: CKPTLINT_CACHE_DIR; default: .ckptlint_cache at the project root].",
 )
 @click.option(
     "--clean",
