@@ -123,6 +123,12 @@ class _Command(click.Command):
     help="Seconds one file may take; a file that takes longer is reported (CKP902) and skipped; "
     "`inf` for no limit [default: 60].",
 )
+@click.option(
+    "-w",
+    "--watch",
+    is_flag=True,
+    help="Lint again whenever a Python or configuration file below PATHS changes (the `watch` extra; Ctrl-C stops).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print tracebacks of internal errors.")
 @click.version_option(__version__, "-V", "--version", prog_name="ckptlint", message="%(prog)s %(version)s")
@@ -167,6 +173,10 @@ def _main(stop: StopFlag, **values: Any) -> None:
         from ckptlint.cli.rules_info import list_rules
 
         sys.exit(list_rules(options.output_format))
+    if options.watch:
+        from ckptlint.cli.watch import watch
+
+        sys.exit(watch(options, stop))
     invocation = prepare(options)
     if options.clean:
         from ckptlint.cli.clean import clean_caches
