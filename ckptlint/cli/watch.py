@@ -3,7 +3,8 @@ a configuration file or a declaration of library versions below the paths change
 
 Changes come from `watchfiles <https://watchfiles.helpmanual.io/>`_ (the ``watch`` extra), which
 uses the system's notifications (inotify, FSEvents, ReadDirectoryChangesW) and groups the changes
-of one save (its debounce, 1.6 s at most). Each round starts on a cleared screen (when stdout is a
+of one save (its debounce, 1.6 s at most); its ``DefaultFilter`` drops changes below ``.git``,
+``.venv``, ``__pycache__``, ``node_modules`` and editors' swap files. Each round starts on a cleared screen (when stdout is a
 terminal), re-reads the configuration and prints the report as a plain run would; timestamped
 status lines (``[14:03:07] File change detected...``) go to stderr so that stdout stays the
 report. The first Ctrl-C (or SIGTERM) ends the watch with exit status 0, as ruff's does; one
@@ -16,7 +17,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from ckptlint.cli.options import Invocation, Options
     from ckptlint.lint.stop import StopFlag
 
-__all__ = ["WATCHED_NAMES", "WATCHED_SUFFIXES", "incompatible", "is_watched", "watch"]
+__all__ = ["WATCHED_NAMES", "WATCHED_SUFFIXES", "change_filter", "incompatible", "is_watched", "watch"]
 
 #: Files whose change starts a round: the linted files and what changes their settings (the
 #: configuration, ``.gitignore``, the declarations of library versions).
@@ -42,6 +43,16 @@ def is_watched(path: str) -> bool:
     if name.endswith(WATCHED_SUFFIXES) or name in WATCHED_NAMES:
         return True
     return name.endswith(".txt") and (name.startswith("requirements") or os.path.basename(os.path.dirname(path)) == "requirements")
+
+
+def change_filter() -> Callable[[Any, str], bool]:
+    """watchfiles' ``watch_filter``: a change starts a round when watchfiles' ``DefaultFilter``
+    keeps it (not below ``.git``, ``.venv``, ``__pycache__``, ``node_modules``; no swap file)
+    and :func:`is_watched` names it. Needs watchfiles."""
+    import watchfiles
+
+    default = watchfiles.DefaultFilter()
+    return lambda change, path: bool(default(change, path)) and is_watched(path)
 
 
 def incompatible(options: Options) -> str | None:
@@ -111,6 +122,7 @@ def watch(
     invocation = prepare(options)  # a usage error exits 2 before watching starts
     watched = _with_configuration(roots, invocation)
     stopped = _Stopped(stop, stop_event)
+    relevant = change_filter()
     round_number = 0
     message = "Starting linter in watch mode..."
     try:
@@ -127,7 +139,7 @@ def watch(
             changes = next(
                 watchfiles.watch(
                     *watched,
-                    watch_filter=lambda change, path: is_watched(path),
+                    watch_filter=relevant,
                     stop_event=stopped,
                     raise_interrupt=False,
                 ),

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ckptlint.cli.app import main
-from ckptlint.cli.watch import is_watched, watch
+from ckptlint.cli.watch import change_filter, is_watched, watch
 from ckptlint.lint.stop import StopFlag
 
 pytest.importorskip("watchfiles")
@@ -148,3 +148,13 @@ def test_without_watchfiles_it_says_what_to_install(run_cli, write, monkeypatch)
 )
 def test_which_changes_start_a_round(path: str, watched: bool) -> None:
     assert is_watched(path) is watched
+
+
+def test_changes_in_tool_folders_are_dropped(tmp_path: Path) -> None:
+    from watchfiles import Change
+
+    relevant = change_filter()
+    assert relevant(Change.modified, str(tmp_path / "src" / "m.py"))
+    assert not relevant(Change.added, str(tmp_path / ".venv" / "lib" / "site-packages" / "x.py"))
+    assert not relevant(Change.modified, str(tmp_path / ".git" / "config.py"))
+    assert not relevant(Change.modified, str(tmp_path / "src" / "notes.md"))
