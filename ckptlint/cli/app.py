@@ -37,13 +37,15 @@ class _Command(click.Command):
             from ckptlint.server import main as serve
 
             ctx.exit(serve(args[1:]))
-        if args[:1] in (["rule"], ["check"]):
-            from ckptlint.cli.subcommands import rule_command, warn_if_shadowed
+        from ckptlint.cli.subcommands import other_ruff_command, rule_command, warn_if_shadowed
 
+        if args[:1] in (["rule"], ["check"]):
             warn_if_shadowed(args[0], args[1:])
             if args[0] == "rule":
                 rule_command.main(args[1:], prog_name="ckptlint rule")
             args = args[1:]
+        elif (message := other_ruff_command(args)) is not None:
+            raise click.UsageError(message, ctx)
         return super().parse_args(ctx, args)
 
 

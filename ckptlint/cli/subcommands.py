@@ -14,10 +14,33 @@ import os
 
 import click
 
-__all__ = ["SUBCOMMANDS", "rule_command", "warn_if_shadowed"]
+__all__ = ["OTHER_RUFF_COMMANDS", "SUBCOMMANDS", "other_ruff_command", "rule_command", "warn_if_shadowed"]
 
 #: The words read as a command when they come first (``server``: :mod:`ckptlint.server`).
 SUBCOMMANDS = ("check", "rule", "server")
+
+#: ruff's other commands, and what stands for them here (``None``: nothing does). A first
+#: argument that is one of them and no existing path is a usage error naming the option,
+#: instead of a "no such file" finding.
+OTHER_RUFF_COMMANDS: dict[str, str | None] = {
+    "clean": "`ckptlint --clean`",
+    "version": "`ckptlint --version`",
+    "config": "`ckptlint --show-settings` (the settings of a file) and docs/configuration.md",
+    "linter": "`ckptlint rule --all`",
+    "format": None,
+    "analyze": None,
+}
+
+
+def other_ruff_command(args: list[str]) -> str | None:
+    """The ``error:`` message when ``args`` starts with one of ruff's other commands
+    (:data:`OTHER_RUFF_COMMANDS`) that names no existing path; else ``None``."""
+    if not args or args[0] not in OTHER_RUFF_COMMANDS or os.path.lexists(args[0]):
+        return None
+    name, instead = args[0], OTHER_RUFF_COMMANDS[args[0]]
+    if instead is None:
+        return f"`{name}` is neither a command of ckptlint (ruff's `{name}` has no counterpart here) nor a file or folder"
+    return f"`{name}` is not a command of ckptlint nor a file or folder; for ruff's `{name}`, use {instead}"
 
 
 def warn_if_shadowed(name: str, rest: list[str]) -> None:

@@ -89,3 +89,22 @@ def test_rule_usage_errors_exit_2(run_cli, args, stderr: str) -> None:
     assert result.exit_code == 2
     assert stderr in result.stderr
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("word", "hint"),
+    [("clean", "use `ckptlint --clean`"), ("version", "use `ckptlint --version`"), ("format", "has no counterpart here")],
+)
+def test_ruffs_other_commands_are_a_usage_error_that_names_the_option(run_cli, word: str, hint: str) -> None:
+    result = run_cli(word)
+    assert result.exit_code == 2
+    assert f"Error: `{word}` is " in result.stderr
+    assert hint in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_path_named_like_ruffs_other_commands_is_linted(run_cli, write) -> None:
+    write("clean/m.py", BAD)
+    result = run_cli("clean")
+    assert result.exit_code == 1
+    assert "clean/m.py:2:5: CKP001" in result.stdout
