@@ -61,6 +61,7 @@ def _run_action(project: Path, tmp_path: Path, inputs: dict[str, str]) -> subpro
         "GITHUB_PATH": str(tmp_path / "github_path"),
         "GITHUB_OUTPUT": str(tmp_path / "github_output"),
         "RUNNER_TEMP": str(tmp_path / "runner_temp"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "step_summary.md"),
     }
     step = _step("run")
     step_env = {name: _EXPRESSION.sub(lambda m: values[m.group(1)], str(value)) for name, value in step["env"].items()}
@@ -97,6 +98,8 @@ def test_findings_are_annotated_and_fail_the_step(project: Path, tmp_path: Path)
         "`checkpoint()` without `use_reentrant`: PyTorch warns and silently runs the legacy reentrant variant; "
         "pass `use_reentrant=False` (recommended)",
     ]
+    summary = (tmp_path / "step_summary.md").read_text(encoding="utf-8")  # the job summary's table
+    assert "src/err.py:5" in summary and "src/warn.py:2" in summary
 
 
 @pytest.mark.slow
