@@ -83,10 +83,12 @@ def test_the_pre_commit_config_runs(tmp_path: Path) -> None:
 
 def test_the_test_instructions_get_the_cpu_wheel_and_keep_the_ci_command() -> None:
     test = _section("Test")
-    commands = re.findall(r"```bash\n(.*?)\n```", test, re.DOTALL)
-    cpu = 'pip install "torch==2.13.0"\n--index-url https://download.pytorch.org/whl/cpu'
-    assert cpu in test
+    [block] = re.findall(r"```bash\n(.*?)\n```", test, re.DOTALL)
+    cpu, test_command = block.splitlines()  # the set-up is in the block, not in the prose
+    assert cpu == 'pip install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu'
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    test_command = next(c for c in commands if "pytest" in c)
     assert test_command in ci  # the command CI runs, unchanged
-    assert test.index(cpu) < test.index(test_command)
+    assert "pytest" in test_command and "torch==2.13.0" in test_command
+    prose = " ".join(test.replace(block, "").split())
+    assert '`python -m pytest -m "not slow"`' in prose  # the quick run is named
+    assert re.search(r"\d+ minutes", prose)  # how long the set-up takes

@@ -27,14 +27,25 @@ __all__ = ["main", "run"]
 
 
 class _Command(click.Command):
-    """The command, plus ``ckptlint server`` (the language server, :mod:`ckptlint.server`)
-    when ``server`` is the first argument (``ckptlint ./server`` lints a folder of that name)."""
+    """The command, plus ruff's subcommand spellings when the first argument is one
+    (:mod:`ckptlint.cli.subcommands`): ``ckptlint server`` (the language server,
+    :mod:`ckptlint.server`), ``ckptlint rule CODE`` and ``ckptlint check [PATHS]`` (this
+    command). ``ckptlint ./server`` lints a folder of that name."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args[:1] == ["server"]:
             from ckptlint.server import main as serve
 
             ctx.exit(serve(args[1:]))
+        from ckptlint.cli.subcommands import other_ruff_command, rule_command, warn_if_shadowed
+
+        if args[:1] in (["rule"], ["check"]):
+            warn_if_shadowed(args[0], args[1:])
+            if args[0] == "rule":
+                rule_command.main(args[1:], prog_name="ckptlint rule")
+            args = args[1:]
+        elif (message := other_ruff_command(args)) is not None:
+            raise click.UsageError(message, ctx)
         return super().parse_args(ctx, args)
 
 
@@ -77,7 +88,7 @@ class _Command(click.Command):
     "--cache-dir",
     type=str,
     envvar="CKPTLINT_CACHE_DIR",
-    help="Where the cache lives [env: CKPTLINT_CACHE_DIR; default: .ckptlint_cache next to the configuration].",
+    help="Where the cache lives [env: CKPTLINT_CACHE_DIR; default: .ckptlint_cache at the project root].",
 )
 @click.option(
     "--clean",
@@ -114,6 +125,12 @@ class _Command(click.Command):
     help="Seconds one file may take; a file that takes longer is reported (CKP902) and skipped; "
     "`inf` for no limit [default: 60].",
 )
+@click.option(
+    "-w",
+    "--watch",
+    is_flag=True,
+    help="Lint again whenever a Python or configuration file below PATHS changes (the `watch` extra; Ctrl-C stops).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print tracebacks of internal errors.")
 @click.version_option(__version__, "-V", "--version", prog_name="ckptlint", message="%(prog)s %(version)s")
@@ -122,8 +139,11 @@ def main(**options: Any) -> None:
 
     Use `-` as the path (with --stdin-filename) to lint source read from stdin.
 
-    `ckptlint server` starts the language server for editors (LSP over stdin/stdout; see
-    `ckptlint server --help`).
+    `ckptlint check [OPTIONS] [PATHS]` is the same command (ruff's spelling). `ckptlint rule
+    CODE` prints a rule's documentation (`--all`: every rule). `ckptlint server` starts the
+    language server for editors (LSP over stdin/stdout; see `ckptlint server --help`). A first
+    argument `check`, `rule` or `server` is the command: write `./check` to lint a folder of
+    that name.
     """
     from ckptlint.cli.common import escape_unencodable_output
     from ckptlint.lint.stop import Interrupted, StopFlag
@@ -157,6 +177,10 @@ def _main(stop: StopFlag, **values: Any) -> None:
         from ckptlint.cli.rules_info import list_rules
 
         sys.exit(list_rules(options.output_format))
+    if options.watch:
+        from ckptlint.cli.watch import watch
+
+        sys.exit(watch(options, stop))
     invocation = prepare(options)
     if options.clean:
         from ckptlint.cli.clean import clean_caches

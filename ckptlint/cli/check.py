@@ -62,6 +62,8 @@ def check(options: Options, invocation: Invocation, stop: StopFlag) -> int:
             found = discover(list(paths) or [Path(".")], resolver, force_exclude=bool(options.force_exclude))
             files = found.files
         stop.hard = False
+        if found is not None and found.gitignored and not options.quiet:
+            _note_gitignored(found.gitignored, found.gitignored_at_least)
         if options.show_files:
             for path in files:
                 click.echo(str(path))
@@ -231,6 +233,17 @@ def _settings_for_pipes(resolver: SettingsResolver, cwd: Path, named: list[Path]
     if not pipes:
         return resolver.for_path
     return lambda path: resolver.for_path(cwd if path in pipes else path)
+
+
+def _note_gitignored(count: int, at_least: bool) -> None:
+    """One ``warning:`` line: how many Python files ``.gitignore`` kept out of the run (git
+    does not track them), and the option that brings them back."""
+    files = f"{'at least ' if at_least else ''}{count} Python file{'s' if count != 1 else ''}"
+    click.echo(
+        f"warning: {files} ignored by .gitignore (and not tracked by git) {'were' if count != 1 or at_least else 'was'} "
+        "skipped; `--no-respect-gitignore` (or `respect-gitignore = false`) lints them",
+        err=True,
+    )
 
 
 def sources(run: RunResult, mode: FixMode) -> dict[str, str]:

@@ -62,6 +62,7 @@ class Options:
     file_timeout: float | None
     quiet: bool
     verbose: bool
+    watch: bool = False
 
 
 @dataclass

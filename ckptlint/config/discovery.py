@@ -5,7 +5,9 @@ Walks each given folder for ``*.py``, ``*.pyi`` and ``*.ipynb`` files (notebooks
 (ruff's default excludes, ``exclude``, ``extend-exclude``; gitignore-style patterns relative
 to the configuration's folder) and what ``.gitignore`` files ignore (pathspec's
 ``GitIgnoreSpec``; the files of the walked tree and of its parents up to the repository
-root, plus ``.git/info/exclude``). Files named explicitly are linted even when excluded,
+root, plus ``.git/info/exclude``), except files git tracks, which git itself never ignores
+(:mod:`ckptlint.config.git_tracked`); :attr:`DiscoveryResult.gitignored` counts the Python
+files so skipped. Files named explicitly are linted even when excluded,
 unless ``force-exclude`` is set. While walking, a symbolic link to a folder is never followed
 (as ruff's walker does not): a link such as ``vendor -> ../other`` or ``up -> ..`` would lead
 outside the tree. A link named on the command line is linted (a linked folder is walked, with
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ckptlint.config.files import SettingsResolver
+from ckptlint.config.git_tracked import TrackedFiles
 from ckptlint.config.patterns import exclude_matcher
 from ckptlint.config.settings import Settings
 from ckptlint.text.reading import is_file_here
@@ -49,6 +52,10 @@ class DiscoveryResult:
     missing: list[str] = field(default_factory=list)  # paths given that do not exist (CKP902)
     roots: list[Path] = field(default_factory=list)  # the paths given, resolved (where writes may go)
     linked: list[Path] = field(default_factory=list)  # files reached through a symbolic link
+    #: Python files (and notebooks) skipped because ``.gitignore`` ignores them and git does not
+    #: track them; ``gitignored_at_least``: the count stopped at the counting budget.
+    gitignored: int = 0
+    gitignored_at_least: bool = False
 
     def may_write(self, path: Path | str) -> bool:
         """Whether ``path`` resolves (symbolic links followed) to a file at or below one of
@@ -85,12 +92,21 @@ def _ignore_lines(path: Path) -> list[str]:
         return []
 
 
+#: Folder entries the count of Python files in ``.gitignore``-d folders may look at, in all.
+_COUNT_BUDGET = 20_000
+
+
 class _GitIgnores:
-    """The ``.gitignore`` specs that apply below a folder, deepest deciding."""
+    """The ``.gitignore`` specs that apply below a folder, deepest deciding; files git tracks
+    are never ignored. Counts the Python files it made the walk skip."""
 
     def __init__(self) -> None:
         self._specs: dict[Path, pathspec.GitIgnoreSpec | None] = {}
         self._prefilters: dict[Path, re.Pattern[str] | None] = {}
+        self._tracked = TrackedFiles()
+        self._is_repository: dict[Path, bool] = {}
+        self.skipped = 0
+        self._budget = _COUNT_BUDGET
 
     def spec_for(self, directory: Path) -> pathspec.GitIgnoreSpec | None:
         if directory not in self._specs:
@@ -122,8 +138,51 @@ class _GitIgnores:
                 continue  # no pattern matches: the same answer as check_file, ~100x sooner
             result = spec.check_file(relative)
             if result.include is not None:
-                return bool(result.include)
+                return bool(result.include) and not self._git_tracks(path, is_dir, chain[0])
         return False
+
+    def _git_tracks(self, path: Path, is_dir: bool, top: Path) -> bool:
+        """Whether git tracks ``path`` (a folder: a file below it) in the repository ``top``."""
+        if top not in self._is_repository:
+            self._is_repository[top] = os.path.lexists(top / ".git")
+        relative = _relative(path, top)
+        if not self._is_repository[top] or relative is None:
+            return False
+        return self._tracked.is_tracked(top, relative, is_dir)
+
+    def count_skipped(self, path: Path, is_dir: bool, settings: Settings) -> None:
+        """Count the Python files ``path`` (ignored) held back from the run: itself, or those
+        below the folder that the walk would have linted (links not followed, excludes
+        applied), within the budget of folder entries (:data:`_COUNT_BUDGET`)."""
+        if not is_dir:
+            self.skipped += 1
+            return
+        folders = [path]
+        while folders and self._budget > 0:
+            try:
+                entries = list(os.scandir(folders.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                self._budget -= 1
+                try:
+                    if entry.is_symlink():
+                        continue
+                    if entry.is_dir():
+                        if not is_excluded(Path(entry.path), settings, is_dir=True):
+                            folders.append(Path(entry.path))
+                    elif _is_python_name(entry.name, settings) and not is_excluded(Path(entry.path), settings):
+                        self.skipped += 1
+                except OSError:
+                    continue
+
+    @property
+    def counted_all(self) -> bool:
+        return self._budget > 0
+
+
+def _is_python_name(name: str, settings: Settings) -> bool:
+    return name.endswith(PYTHON_SUFFIXES) or (settings.notebooks and name.endswith(NOTEBOOK_SUFFIX))
 
 
 def _any_pattern_regex(spec: pathspec.GitIgnoreSpec) -> re.Pattern[str] | None:
@@ -206,6 +265,7 @@ def discover(paths: list[Path], resolver: SettingsResolver, force_exclude: bool 
             seen.add(absolute)
             result.files.append(absolute)
             result.linked.append(absolute)  # named: it may be another name of a walked file
+    result.gitignored, result.gitignored_at_least = gitignores.skipped, not gitignores.counted_all
     result.files.sort()
     if _may_overlap(paths, result.roots):
         result.files = _once_each(result.files)  # a folder reached under two names: every file
@@ -323,6 +383,7 @@ def _walk_folder(
             if is_excluded(path, settings, is_dir=True):
                 continue
             if settings.respect_gitignore and gitignores.ignored(path, True, chain):
+                gitignores.count_skipped(path, True, settings)
                 continue
             folders.append(path)
             continue
@@ -342,6 +403,7 @@ def _walk_folder(
         if is_excluded(path, settings):
             continue
         if settings.respect_gitignore and gitignores.ignored(path, False, chain):
+            gitignores.count_skipped(path, False, settings)
             continue
         if path not in seen:
             seen.add(path)

@@ -21,6 +21,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from ckptlint.config.declarations import DeclaredVersions, InvalidTargetVersion, parse_target_version
+from ckptlint.config.project_root import ProjectRoots
 from ckptlint.config.settings import (
     DEFAULT_EXCLUDES,
     OUTPUT_FORMATS,
@@ -256,6 +257,8 @@ class SettingsResolver:
         self._config_of_dir: dict[Path, Path | None] = {}
         self.declared = DeclaredVersions()
         self._with_versions: dict[tuple[Settings, tuple[TargetVersion, ...]], Settings] = {}
+        self._project_roots = ProjectRoots()
+        self._rooted: dict[Path, Settings] = {}  # the settings of no configuration, by project root
 
     def for_path(self, path: Path) -> Settings:
         """Settings for ``path`` (a file or folder). Raises :class:`ConfigError`."""
@@ -266,6 +269,8 @@ class SettingsResolver:
         else:
             directory = path if path.is_dir() else path.parent
             settings = self._settings(self._config_for_dir(Path(os.path.abspath(directory))))
+            if settings.config_path is None:
+                settings = self._cache_at_project_root(settings, Path(os.path.abspath(directory)))
         declared = self.declared.for_path(path)
         if not declared:
             return settings
@@ -274,6 +279,20 @@ class SettingsResolver:
         if found is None:
             versions = _overridden(declared, settings.target_versions)
             found = self._with_versions[key] = replace(settings, target_versions=versions)
+        return found
+
+    def _cache_at_project_root(self, settings: Settings, directory: Path) -> Settings:
+        """``settings`` (of no configuration file) with a relative cache folder placed at the
+        project root of ``directory`` (:mod:`ckptlint.config.project_root`), as ruff does;
+        unchanged outside a project, or with an absolute ``--cache-dir``/``CKPTLINT_CACHE_DIR``."""
+        if os.path.isabs(settings.cache_dir):
+            return settings
+        root = self._project_roots.for_folder(directory)
+        if root is None:
+            return settings
+        found = self._rooted.get(root)
+        if found is None:
+            found = self._rooted[root] = replace(settings, cache_dir=os.path.join(root, settings.cache_dir))
         return found
 
     def _config_for_dir(self, directory: Path) -> Path | None:

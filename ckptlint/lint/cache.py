@@ -90,13 +90,16 @@ def results_fingerprint(settings: Settings) -> str:
     """:meth:`Settings.fingerprint` of the settings that can change a file's findings:
     those that only steer discovery, output, the cache itself or whether unsafe fixes are
     applied (the findings carry every fix with its applicability) are left out, so that
-    ``--unsafe-fixes`` or another output format still reuse the cache."""
+    ``--unsafe-fixes`` or another output format still reuse the cache. The root (the
+    configuration's folder, else the working folder) matters only to ``per-file-ignores``;
+    without them it is left out too, so runs from any folder of a project share its cache."""
     from dataclasses import replace
 
     from ckptlint.config.settings import DEFAULT_EXCLUDES
 
     neutral = replace(
         settings,
+        root=settings.root if settings.per_file_ignores else Path("/"),
         unsafe_fixes=None,
         output_format=None,
         cache_dir=DEFAULT_CACHE_DIR,
