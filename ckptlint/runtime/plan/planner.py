@@ -2,56 +2,32 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import statistics
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
 from ..outputs import default_loss
-from . import render
 from .candidates import Candidates, resolve_candidates, switch_layers
 from .measure import Measurement, measure_blocks, signature
+from .render import chart_svg, summary, table, to_code
+from .result import BlockRow, PlanData, Verification
 from .safety import REMEDIES, judge
 from .solve import Item, Solution, brute_force, every_k, peak_of, smallest_peak, solve
 from .units import format_bytes, parse_budget
+from .verify import verify_plan
 from .wrap import unwrap, wrap
 
-if TYPE_CHECKING:
-    from .verify import Verification
+_NOT_NEEDED = "not needed to fit the budget"
+_SOLVER_NOTE = "solver:"
 
 __all__ = ["BlockRow", "BudgetTooSmall", "CheckpointPlan", "NoSafeBlocks", "plan_checkpointing"]
-
-
-@dataclass
-class BlockRow:
-    """One candidate block in a plan.
-
-    Attributes:
-        name: as ``model.named_modules()`` names it; kind: its class name.
-        saved_bytes: bytes it keeps for backward unless checkpointed; input_bytes: what a
-            checkpoint keeps instead; forward_s: its forward time (median; blocks of identical
-            structure and bytes share their group's median), seconds.
-        chosen: checkpointed by the plan; safe: may be checkpointed; reason: why not (unsafe),
-            or why it was left out; kind_of_reason: a key of
-            :data:`ckptlint.runtime.plan.safety.REMEDIES` or ``""``.
-    """
-
-    name: str
-    kind: str
-    saved_bytes: int
-    input_bytes: int
-    forward_s: float
-    chosen: bool = False
-    safe: bool = True
-    reason: str = ""
-    kind_of_reason: str = ""
-    group: str = ""
 
 
 class BudgetTooSmall(ValueError):
@@ -88,49 +64,9 @@ class NoSafeBlocks(ValueError):
         )
 
 
-@dataclass
-class CheckpointPlan:
-    """Which blocks to checkpoint under a budget, with what the memory model predicts.
-
-    Attributes:
-        rows: one :class:`BlockRow` per candidate, in model order.
-        budget_bytes: the budget, bytes.
-        predicted_peak_bytes: predicted activation peak with the plan applied, bytes.
-        predicted_recompute_s: predicted extra forward time per step, seconds.
-        no_checkpoint_peak_bytes: the measured peak without checkpointing, bytes.
-        rest_bytes: what the step holds besides the blocks' activations, bytes (memory model).
-        smallest_peak_bytes: the smallest predicted peak any plan reaches, bytes.
-        all_safe: the plan that checkpoints every safe candidate (a :class:`Solution`).
-        every_k: ``(k, Solution)`` for the best every-k-th-block plan that fits, or None.
-        measurement: the :class:`~ckptlint.runtime.plan.measure.Measurement`.
-        solve_s, audit_s, planning_s: solver, RNG audit and total planning time, seconds.
-        gap_bound_s: how much recompute time the solver's rounding may cost at most, seconds.
-        library: the library whose switch checkpoints exactly these candidates, or None.
-        notes: what the plan assumed (use_cache=False, eval mode ...).
-    """
-
-    rows: list[BlockRow]
-    budget_bytes: int
-    predicted_peak_bytes: int
-    predicted_recompute_s: float
-    no_checkpoint_peak_bytes: int
-    rest_bytes: int
-    smallest_peak_bytes: int
-    all_safe: Solution
-    every_k: tuple[int, Solution] | None
-    measurement: Measurement
-    solve_s: float = 0.0
-    audit_s: float = 0.0
-    planning_s: float = 0.0
-    gap_bound_s: float = 0.0
-    library: str | None = None
-    notes: list[str] = field(default_factory=list)
-    _context: tuple = field(default=(), repr=False)
-
-    @property
-    def chosen(self) -> list[str]:
-        """Names of the blocks to checkpoint, in model order."""
-        return [r.name for r in self.rows if r.chosen]
+class CheckpointPlan(PlanData):
+    """Which blocks to checkpoint under a budget (fields: :class:`~ckptlint.runtime.plan.result.PlanData`),
+    with the methods that apply, remove, verify and write it."""
 
     def items(self, *, safe_only: bool = True) -> list[Item]:
         """The solver's view of the safe blocks (bytes, seconds)."""
@@ -144,6 +80,22 @@ class CheckpointPlan:
     def brute_force(self) -> Solution | None:
         """The exact optimum over the safe blocks by enumeration (at most 22), same costs."""
         return brute_force(self.items(), self.solver_rest_bytes, self.budget_bytes)
+
+    def with_budget(self, budget: int | float | str) -> CheckpointPlan:
+        """The plan for another budget from the same measurement (no step runs).
+
+        Raises:
+            BudgetTooSmall, NoSafeBlocks: as :func:`plan_checkpointing`.
+        """
+        share = _share(budget)
+        limit = parse_budget(budget) if share is None else max(1, int(share * self.no_checkpoint_peak_bytes))
+        rows = [
+            dataclasses.replace(r, chosen=False, reason="" if r.reason == _NOT_NEEDED else r.reason) for r in self.rows
+        ]
+        notes = [n for n in self.notes if not n.startswith(_SOLVER_NOTE)]
+        plan = _solve(rows, limit, self.measurement, self.library, notes, self._context, self.audit_s)
+        plan.planning_s = self.planning_s - self.solve_s + plan.solve_s
+        return plan
 
     def apply(self, model: nn.Module) -> nn.Module:
         """Wrap the chosen blocks of ``model`` in non-reentrant checkpoint wrappers, in place;
@@ -159,25 +111,26 @@ class CheckpointPlan:
     def verify(self, *, iters: int = 3, tolerance: float = 0.05, equivalence: bool = True, **options: Any) -> Verification:
         """Check the plan on the model it was made for: on/off equivalence and the measured peak
         (:func:`ckptlint.runtime.plan.verify.verify_plan`)."""
-        from .verify import verify_plan
-
         model, inputs, kwargs, loss_fn = self._context
-        return verify_plan(self, model, inputs, kwargs, loss_fn, iters=iters, tolerance=tolerance, equivalence=equivalence, **options)
+        self.verification = verify_plan(
+            self, model, inputs, kwargs, loss_fn, iters=iters, tolerance=tolerance, equivalence=equivalence, **options
+        )
+        return self.verification
 
     def table(self) -> str:
         """A text table: per block saved MiB, input MiB, forward ms, chosen, why not."""
-        return render.table(self)
+        return table(self)
 
     def to_code(self, style: str = "auto") -> str:
         """The snippet that applies this plan (``"switch"``, ``"check_fn"`` or ``"auto"``)."""
-        return render.to_code(self, style)
+        return to_code(self, style)
 
     def chart_svg(self) -> str:
         """An SVG bar chart: saved MiB per block, the chosen ones, the budget line."""
-        return render.chart_svg(self)
+        return chart_svg(self)
 
     def __str__(self) -> str:
-        return render.summary(self) + "\n" + self.table()
+        return summary(self) + "\n" + self.table()
 
 
 def _forward_kwargs(model: nn.Module, given: dict[str, Any] | None, library: str | None, notes: list[str]) -> dict[str, Any]:
@@ -225,7 +178,8 @@ def plan_checkpointing(
     Args:
         model: the module, in the mode it trains in (``train()``), on its device.
         *inputs: positional inputs of ``model.forward``.
-        budget: bytes (int or float) or a string such as ``"8GiB"``, ``"512MiB"``.
+        budget: bytes (int or float), a string such as ``"8GiB"``, ``"512MiB"``, or a share of
+            the measured peak without checkpointing, ``"50%"``.
         loss_fn: maps the output to a scalar; default :func:`ckptlint.runtime.default_loss`.
         candidates: block names, module classes, or a predicate ``(name, module) -> bool``;
             default: the layers a library switch checkpoints, else the children of the deepest
@@ -243,7 +197,8 @@ def plan_checkpointing(
         ValueError, TypeError: a bad budget or bad candidates; what the model's step raises.
     """
     started = time.perf_counter()
-    limit = parse_budget(budget)
+    share = _share(budget)
+    limit = parse_budget(budget) if share is None else 0
     names = resolve_candidates(model, candidates)
     notes: list[str] = []
     found = switch_layers(model)
@@ -273,9 +228,24 @@ def plan_checkpointing(
     for r in rows:
         if r.safe and r.saved_bytes <= r.input_bytes:
             r.reason = "its inputs are not smaller than what it saves: checkpointing it cannot lower the peak"
+    if share is not None:
+        limit = max(1, int(share * (measured.rest_bytes + sum(r.saved_bytes for r in rows))))
     plan = _solve(rows, limit, measured, library, notes, (model, inputs, kwargs, loss_fn), audit_s)
     plan.planning_s = time.perf_counter() - started
     return plan
+
+
+def _share(budget: int | float | str) -> float | None:
+    """``0.5`` for ``"50%"``; None for an absolute budget. Raises ValueError for a bad share."""
+    if not isinstance(budget, str) or not budget.strip().endswith("%"):
+        return None
+    try:
+        share = float(budget.strip()[:-1]) / 100
+    except ValueError:
+        raise ValueError(f"budget {budget!r}: expected a share such as '50%'") from None
+    if not 0 < share:
+        raise ValueError(f"budget {budget!r}: the share must be positive")
+    return share
 
 
 def _solve(
@@ -298,7 +268,7 @@ def _solve(
     for r in rows:
         r.chosen = r.name in chosen
         if r.safe and not r.chosen and not r.reason:
-            r.reason = "not needed to fit the budget"
+            r.reason = _NOT_NEEDED
     plan = CheckpointPlan(
         rows, limit,
         found.peak if found is not None else smallest,

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
 
+from .result import PlanData
 from .units import format_bytes
-
-if TYPE_CHECKING:
-    from .planner import CheckpointPlan
 
 __all__ = ["chart_svg", "summary", "table", "to_code"]
 
 _MIB = 2**20
 
 
-def summary(plan: CheckpointPlan) -> str:
+def summary(plan: PlanData) -> str:
     """A few lines: budget, predicted peak and recompute, against checkpointing every safe block."""
     m = plan.measurement
     lines = [
@@ -36,7 +33,7 @@ def summary(plan: CheckpointPlan) -> str:
     return "\n".join(lines)
 
 
-def table(plan: CheckpointPlan) -> str:
+def table(plan: PlanData) -> str:
     """Per block: saved MiB, input MiB, forward ms, chosen, why not."""
     width = max([len("block"), *(len(r.name) for r in plan.rows)])
     head = f"{'block':<{width}}  {'kind':<22} {'saved MiB':>10} {'input MiB':>10} {'fwd ms':>8}  {'chosen':<6}  why not"
@@ -52,7 +49,7 @@ def table(plan: CheckpointPlan) -> str:
     return "\n".join(lines)
 
 
-def _switch_code(plan: CheckpointPlan) -> str | None:
+def _switch_code(plan: PlanData) -> str | None:
     chosen, names = set(plan.chosen), [r.name for r in plan.rows]
     if plan.library == "transformers":
         for k in range(1, len(names) + 1):
@@ -72,7 +69,7 @@ def _switch_code(plan: CheckpointPlan) -> str | None:
     return None
 
 
-def _check_fn_code(plan: CheckpointPlan) -> str:
+def _check_fn_code(plan: PlanData) -> str:
     names = ",\n".join(f"    {n!r}" for n in plan.chosen)
     return (
         "import functools\n\n"
@@ -89,7 +86,7 @@ def _check_fn_code(plan: CheckpointPlan) -> str:
     )
 
 
-def to_code(plan: CheckpointPlan, style: str = "auto") -> str:
+def to_code(plan: PlanData, style: str = "auto") -> str:
     """Python that applies the plan to a variable ``model``.
 
     ``"switch"``: the library's switch with its layer selection (transformers
@@ -116,7 +113,7 @@ def to_code(plan: CheckpointPlan, style: str = "auto") -> str:
     return _check_fn_code(plan)
 
 
-def chart_svg(plan: CheckpointPlan) -> str:
+def chart_svg(plan: PlanData) -> str:
     """An SVG bar chart: saved MiB per block (chosen blocks filled, unsafe ones hatched grey),
     the input MiB a checkpoint keeps, and the budget's share left for the blocks as a line."""
     rows = plan.rows

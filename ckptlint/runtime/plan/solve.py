@@ -216,7 +216,7 @@ def solve(items: Sequence[Item], rest: int, budget: int, *, resolution: int = RE
         ordered, peak_of(items, rest, chosen), _time(items, chosen),
         gap_bound_s=gap,
         groups=len(groups), items=len(items),
-        notes=[f"{len(items)} candidates in {len(groups)} groups of identical blocks; times rounded to {unit * 1e3:.4f} ms"],
+        notes=[f"solver: {len(items)} candidates in {len(groups)} groups of identical blocks; times rounded to {unit * 1e3:.4f} ms"],
     )
 
 

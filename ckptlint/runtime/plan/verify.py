@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -23,56 +22,10 @@ from torch import nn
 from ..memory import StepMeasurement, compare_memory
 from ..onoff import check_checkpointing_equivalent
 from ..outputs import default_loss
-from ..report import EquivalenceReport
-from .units import format_bytes
+from .result import PlanData, Verification
 from .wrap import WRAPPED, wrap
 
-if TYPE_CHECKING:
-    from .planner import CheckpointPlan
-
 __all__ = ["Verification", "verify_plan"]
-
-
-@dataclass
-class Verification:
-    """What :func:`verify_plan` found.
-
-    Attributes:
-        equivalent: the on/off check passed (None when not run or nothing is checkpointed).
-        report: its :class:`~ckptlint.runtime.EquivalenceReport`, or None.
-        budget_bytes, predicted_peak_bytes: from the plan, bytes.
-        measured_peak_bytes: the planned step's peak, bytes; plain_peak_bytes: the plain step's.
-        peak_method: how the peaks were measured.
-        plain_step_s, planned_step_s: median step times, seconds.
-        within_budget: ``measured_peak_bytes <= budget_bytes * (1 + tolerance)``.
-    """
-
-    equivalent: bool | None
-    report: EquivalenceReport | None
-    budget_bytes: int
-    predicted_peak_bytes: int
-    measured_peak_bytes: int
-    plain_peak_bytes: int
-    peak_method: str
-    plain_step_s: float
-    planned_step_s: float
-    tolerance: float
-    within_budget: bool
-
-    @property
-    def ok(self) -> bool:
-        """Within budget and equivalent (or equivalence not checked)."""
-        return self.within_budget and self.equivalent is not False
-
-    def __str__(self) -> str:
-        eq = {True: "passed", False: "FAILED", None: "not run"}[self.equivalent]
-        return "\n".join([
-            f"verify: on/off equivalence {eq}; measured peak {format_bytes(self.measured_peak_bytes)} "
-            f"(predicted {format_bytes(self.predicted_peak_bytes)}, budget {format_bytes(self.budget_bytes)}, "
-            f"{'within' if self.within_budget else 'OVER'} budget + {self.tolerance:.0%}; plain step "
-            f"{format_bytes(self.plain_peak_bytes)})",
-            f"  step time {self.planned_step_s * 1e3:.2f} ms planned vs {self.plain_step_s * 1e3:.2f} ms plain; peak: {self.peak_method}",
-        ])
 
 
 def _peak(m: StepMeasurement) -> tuple[int, str]:
@@ -97,7 +50,7 @@ def _copy(model: nn.Module) -> nn.Module:
 
 
 def verify_plan(
-    plan: CheckpointPlan,
+    plan: PlanData,
     model: nn.Module,
     inputs: tuple,
     forward_kwargs: dict[str, Any],
