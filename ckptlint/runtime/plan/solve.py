@@ -149,8 +149,18 @@ def solve(items: Sequence[Item], rest: int, budget: int, *, resolution: int = RE
     Returns None when no set fits (see :func:`smallest_peak`), an empty set when nothing needs
     checkpointing. Items whose inputs are at least their saved bytes are never chosen (they
     cannot lower the peak). Runs in O(groups x resolution) vector steps: >= 1,000 distinct
-    blocks in well under a second.
+    blocks in under a second. torch runs the vector steps on one thread (the vectors are short:
+    more threads only wait on each other); the thread count is put back afterwards.
     """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _solve(items, rest, budget, resolution)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _solve(items: Sequence[Item], rest: int, budget: int, resolution: int) -> Solution | None:
     base = rest + sum(it.saved for it in items)
     if base <= budget:
         return Solution([], base, 0.0, items=len(items))
