@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from ckptlint.runtime.plan import Item, brute_force, every_k, parse_budget, solve  # noqa: E402
-from ckptlint.runtime.plan.solve import peak_of, smallest_peak  # noqa: E402
+from ckptlint.runtime.plan import Item, brute_force, every_k, parse_budget, solve
+from ckptlint.runtime.plan.solve import peak_of, smallest_peak
 
 
 def _instance(rng: random.Random, n: int) -> tuple[list[Item], int]:

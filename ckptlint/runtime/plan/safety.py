@@ -87,7 +87,8 @@ def judge(model: nn.Module, blocks: list[BlockMeasurement], inputs: dict[str, tu
             seen = f"; changed {', '.join(stats[:3])}" if stats else ""
             out[b.name] = Verdict(
                 False, "running statistics",
-                f"{', '.join(b.training_norms[:3])} update running statistics in training mode{seen} [CKP203]",
+                f"{', '.join(b.training_norms[:3])} {'updates' if len(b.training_norms) == 1 else 'update'} "
+                f"running statistics in training mode{seen} [CKP203]",
             )
         elif b.changed_buffers or b.changed_attributes:
             what = [f"buffer {n}" for n in b.changed_buffers] + [f"attribute {n}" for n in b.changed_attributes]
