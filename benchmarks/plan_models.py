@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.nn import functional as F  # noqa: N812
+from torch.nn import functional as F
 
 
 def _gen(seed: int = 0) -> torch.Generator:
@@ -54,7 +54,8 @@ def t5() -> dict[str, Any]:
     )
     ids = torch.randint(2, 128, (4, 64), generator=_gen())
     labels = torch.randint(2, 128, (4, 48), generator=_gen(1))
-    return {"model": T5ForConditionalGeneration(cfg).train(), "inputs": (ids,), "forward_kwargs": {"labels": labels}, "loss_fn": lambda o: o.loss}
+    model = T5ForConditionalGeneration(cfg).train()
+    return {"model": model, "inputs": (ids,), "forward_kwargs": {"labels": labels}, "loss_fn": lambda o: o.loss}
 
 
 def vit() -> dict[str, Any]:
@@ -67,7 +68,8 @@ def vit() -> dict[str, Any]:
     )
     pixels = torch.randn(8, 3, 32, 32, generator=_gen())
     labels = torch.randint(0, 10, (8,), generator=_gen(1))
-    return {"model": ViTForImageClassification(cfg).train(), "inputs": (pixels,), "forward_kwargs": {"labels": labels}, "loss_fn": lambda o: o.loss}
+    model = ViTForImageClassification(cfg).train()
+    return {"model": model, "inputs": (pixels,), "forward_kwargs": {"labels": labels}, "loss_fn": lambda o: o.loss}
 
 
 def unet() -> dict[str, Any]:
@@ -122,7 +124,7 @@ class ConvNeXtLike(nn.Module):
         super().__init__()
         self.stem = nn.Conv2d(3, dims[0], 4, stride=4)
         cins = (dims[0], *dims[:-1])
-        self.stages = nn.ModuleList(ConvNeXtStage(c, d, n, 0.1) for c, d, n in zip(cins, dims, depths))
+        self.stages = nn.ModuleList(ConvNeXtStage(c, d, n, 0.1) for c, d, n in zip(cins, dims, depths, strict=True))
         self.head = nn.Linear(dims[-1], 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
