@@ -235,3 +235,25 @@ def test_the_command_line_prints_a_plan_and_its_code(tmp_path, monkeypatch, caps
 def test_the_fixture_plans_and_verifies(ckpt_plan):
     plan = ckpt_plan(make_net(4), sample(), budget="60%", to_device=False)
     assert plan.verification is not None and plan.verification.ok
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(32, 128), nn.Linear(128, 32)
+
+    def forward(self, x):
+        return x + self.b(torch.relu(self.a(x)))
+
+
+def test_saved_and_input_bytes_are_the_storages_autograd_keeps():
+    torch.manual_seed(0)
+    model = Net([Mlp() for _ in range(3)]).train()
+    plan = plan_checkpointing(model, sample(), budget="100%")
+    for row in plan.rows:
+        # a(x) saves x (64 x 32 floats); relu's output (64 x 128) is saved by relu and by b, once
+        assert row.saved_bytes == 64 * 32 * 4 + 64 * 128 * 4
+        assert row.input_bytes == 64 * 32 * 4
+    m = plan.measurement
+    assert m.rest_bytes == m.step_peak_bytes - sum(r.saved_bytes for r in plan.rows)
+    assert m.step_s > 0 and m.counted_step_s > 0 and all(len(r_runs) == 3 for r_runs in [b.forward_runs_s for b in m.blocks])

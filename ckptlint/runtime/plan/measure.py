@@ -1,11 +1,12 @@
 """Measure each candidate block: bytes it saves for backward, bytes of its inputs, forward time.
 
-One :func:`ckptlint.runtime.measure` call runs two training steps on the model (parameter
-gradients allocated beforehand, so they are not counted as step memory):
+Two training steps run on the model (parameter gradients allocated beforehand, so they are not
+counted as step memory):
 
 * the timed step: module hooks on the candidates time each block's forward (the first sample);
-* the counted step (which :func:`measure` runs under its op-level peak tracker, CPU included,
-  and which gives ``max_memory_allocated`` on CUDA): forward pre/post hooks keep a stack of the
+* the counted step, whose peak is the step's peak (CUDA: ``max_memory_allocated`` above the
+  memory allocated before it; CPU and other devices: :func:`ckptlint.runtime.measure`, which
+  runs it under its op-level peak tracker): forward pre/post hooks keep a stack of the
   running candidates, and a ``torch.autograd.graph.saved_tensors_hooks`` pack hook gives each
   tensor autograd saves to the innermost running block. Storages are counted once
   (``untyped_storage()``, keyed by device and ``data_ptr``); parameters, buffers, the caller's
@@ -92,6 +93,8 @@ class Measurement:
         rest_bytes: ``step_peak_bytes`` minus every block's ``saved_bytes``, plus shared inputs
             no block saves: what the step holds besides the blocks' own activations, bytes.
         step_s: the timed step (with the timing hooks), seconds.
+        counted_step_s: the counted step (saved-tensor hooks; on the CPU also the op-level peak
+            tracker, whose per-op Python dispatch is most of the measurement's overhead), seconds.
         measure_s: wall time of the whole measurement, seconds.
         hook_overhead_s: the hooks' own time within it (calls x measured cost per call), seconds.
         inputs: sample block inputs for the RNG audit: ``{name: (args, kwargs)}`` (detached).
@@ -107,6 +110,7 @@ class Measurement:
     hook_overhead_s: float
     device: str
     inputs: dict[str, tuple[tuple, dict]] = field(default_factory=dict)
+    counted_step_s: float = 0.0
 
 
 def signature(module: nn.Module) -> str:
@@ -300,22 +304,27 @@ def measure_blocks(
     def step() -> None:
         rec.reset("time" if calls["n"] == 0 else "count")
         calls["n"] += 1
+        rec.sync()
+        t0 = time.perf_counter()
         model.zero_grad(set_to_none=False)
         with torch.autograd.graph.saved_tensors_hooks(rec.pack, lambda t: t) if rec.mode == "count" else contextlib.nullcontext():
             out = model(*inputs, **forward_kwargs)
             loss = loss_fn(out)
         if loss is not None and loss.requires_grad:
             loss.backward()
+        rec.sync()
+        step_times.append(time.perf_counter() - t0)
         if rec.mode == "time":
             samples.append(dict(rec.elapsed))
             step_calls.update(rec.calls)
 
     samples: list[dict[str, float]] = []
     step_calls: dict[str, int] = {}
+    step_times: list[float] = []
     try:
         for p in grads:
             p.grad = torch.zeros_like(p)
-        stats = measure(step, device=device, warmup=0, iters=1)
+        peak, method = _peak_of_steps(step, device)
         rec.capture = set(audit or ())
         for i in range(repeats - 1):
             rec.reset("capture" if i == 0 else "time")
@@ -331,13 +340,33 @@ def measure_blocks(
                 if n in buffers and b.shape == buffers[n].shape:
                     b.copy_(buffers[n])
         restore_rng(rng)
-    if device.type == "cpu" or stats.peak_step_bytes is None:
-        peak, method = stats.op_peak_bytes, "op-level peak (ckptlint.runtime.measure)"
-        if peak is None:
-            peak, method = stats.saved_activation_bytes, "saved activations (the step cannot run under a dispatch mode)"
-    else:
-        peak, method = stats.peak_step_bytes, "max_memory_allocated above the start of the step"
-    return _summarise(model, names, rec, samples, step_calls, peak, method, stats.median_time_s, started, device)
+    measured = _summarise(model, names, rec, samples, step_calls, peak, method, step_times[0], started, device)
+    measured.counted_step_s = step_times[-1]
+    return measured
+
+
+def _peak_of_steps(step: Callable[[], None], device: torch.device) -> tuple[int, str]:
+    """Run ``step`` twice (timed, then counted); return the counted step's peak and its method.
+
+    CUDA: the second step's ``torch.cuda.max_memory_allocated`` above ``memory_allocated``
+    before it (the first step warms up the allocator and libraries). Elsewhere
+    :func:`ckptlint.runtime.measure`: its op-level peak (CPU), or its peak-memory figure on
+    other accelerators.
+    """
+    if device.type == "cuda":
+        step()
+        torch.cuda.synchronize(device)
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        step()
+        torch.cuda.synchronize(device)
+        return int(torch.cuda.max_memory_allocated(device)) - before, "max_memory_allocated above the start of the step"
+    stats = measure(step, device=device, warmup=0, iters=1)
+    if device.type != "cpu" and stats.peak_step_bytes is not None:
+        return stats.peak_step_bytes, "peak memory above the start of the step (ckptlint.runtime.measure)"
+    if stats.op_peak_bytes is not None:
+        return stats.op_peak_bytes, "op-level peak (ckptlint.runtime.measure)"
+    return stats.saved_activation_bytes, "saved activations (the step cannot run under a dispatch mode)"
 
 
 def _summarise(

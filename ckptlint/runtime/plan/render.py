@@ -26,8 +26,9 @@ def summary(plan: PlanData) -> str:
         k, sol = plan.every_k
         lines.append(f"  best every-k that fits: k={k}, {sol.time_s * 1e3:.2f} ms, peak {format_bytes(sol.peak)}")
     lines.append(
-        f"  planning {plan.planning_s:.2f} s (measure {m.measure_s:.2f} s, of it hooks ~{m.hook_overhead_s * 1e3:.2f} ms; "
-        f"RNG audit {plan.audit_s:.2f} s; solve {plan.solve_s * 1e3:.1f} ms); peak measured as {m.peak_method}"
+        f"  planning {plan.planning_s:.2f} s: measure {m.measure_s:.2f} s (timed step {m.step_s:.3f} s, counted step "
+        f"{m.counted_step_s:.3f} s, block hooks ~{m.hook_overhead_s * 1e3:.2f} ms), RNG audit {plan.audit_s:.2f} s, "
+        f"solve {plan.solve_s * 1e3:.1f} ms; peak: {m.peak_method}"
     )
     lines += [f"  note: {n}" for n in plan.notes]
     return "\n".join(lines)
