@@ -175,17 +175,19 @@ def _solve(items: Sequence[Item], rest: int, budget: int, resolution: int) -> So
         g.weight = round(g.time_s / unit)
     width = sum(g.weight * len(g.members) for g in groups) + 1
     dp = torch.zeros(width, dtype=torch.int64)  # dp[u]: the largest saving at a rounded cost <= u
-    history: list[tuple[int, int, torch.Tensor]] = []  # (group, copies, taken at cost u)
+    history: list[tuple[int, int, torch.Tensor]] = []  # (group, copies, taken at cost u: take[u - weight])
 
     def add(dp: torch.Tensor, gi: int, copies: int) -> torch.Tensor:
         g = groups[gi]
         w, v = g.weight * copies, g.value * copies
-        shifted = torch.full_like(dp, -1)
-        if w < width:
-            shifted[w:] = dp[: width - w] + v
-        take = shifted > dp
+        if w >= width:
+            return dp
+        tail = dp[: width - w] + v  # taking the copies: cost u - w -> u
+        take = tail > dp[w:]
         history.append((gi, copies, take))
-        return torch.where(take, shifted, dp)
+        out = dp.clone()
+        out[w:] = torch.maximum(dp[w:], tail)
+        return out
 
     def add_many(dp: torch.Tensor, gi: int, count: int) -> torch.Tensor:
         k = 1
@@ -200,9 +202,8 @@ def _solve(items: Sequence[Item], rest: int, budget: int, resolution: int) -> So
     for gi, g in enumerate(groups):
         dp_with = add_many(dp, gi, len(g.members) - 1)
         need = base + g.saved - budget - g.value  # saving still needed after one forced block of g
-        reach = dp_with >= need
-        if bool(reach.any()):
-            u = int(torch.argmax(reach.to(torch.int8)))
+        if int(dp_with[-1]) >= need:  # dp is non-decreasing in u: binary search
+            u = int(torch.searchsorted(dp_with, torch.tensor([need], dtype=torch.int64))[0])
             cost = u + g.weight
             if best is None or cost < best[0]:
                 best = (cost, gi, len(history), u)
@@ -213,9 +214,10 @@ def _solve(items: Sequence[Item], rest: int, budget: int, resolution: int) -> So
     counts = [0] * len(groups)
     counts[forced] += 1
     for gi, copies, take in reversed(history[:length]):
-        if bool(take[u]):
+        w = groups[gi].weight * copies
+        if u >= w and bool(take[u - w]):
             counts[gi] += copies
-            u -= groups[gi].weight * copies
+            u -= w
     chosen = {m.name for gi, g in enumerate(groups) for m in _spread(g.members, counts[gi])}
     ordered = [it.name for it in items if it.name in chosen]
     # true(C) - true(C*) <= err(C) - err(C*) with err = time - unit * weight per block
