@@ -135,10 +135,31 @@ def solver_timing() -> list[str]:
     return out
 
 
+def scaling() -> list[str]:
+    """Planning cost against one step for larger GPT-2 configs (the tracker's per-op cost shrinks)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    out = []
+    for width, seq in ((256, 256), (512, 512)):
+        torch.manual_seed(0)
+        cfg = GPT2Config(n_layer=6, n_embd=width, n_head=4, vocab_size=512, n_positions=1024, bos_token_id=0, eos_token_id=0)
+        model = GPT2LMHeadModel(cfg).train()
+        ids = torch.randint(0, 512, (4, seq), generator=torch.Generator().manual_seed(0))
+        plan = plan_checkpointing(model, ids, budget="50%", loss_fn=lambda o: o.loss, forward_kwargs={"labels": ids})
+        check = plan.verify(iters=2, equivalence=False)
+        out.append(
+            f"- GPT-2 n_embd={width}, 4x{seq} tokens: planning {plan.planning_s:.1f} s = {plan.planning_s / check.plain_step_s:.1f}x "
+            f"one step ({check.plain_step_s:.2f} s); predicted {_mib(plan.predicted_peak_bytes)} MiB, measured "
+            f"{_mib(check.measured_peak_bytes)} MiB, budget {_mib(plan.budget_bytes)} MiB, {len(plan.chosen)} of 6 blocks"
+        )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--out", default=None)
+    parser.add_argument("--scaling", action="store_true", help="only the planning cost on two larger GPT-2 configs (~3 min)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
@@ -148,6 +169,9 @@ def main() -> None:
         logging.set_verbosity_error()
     except ImportError:
         pass
+    if args.scaling:
+        print("\n".join(scaling()))
+        return
     cases = []
     for name in args.models.split(","):
         t0 = time.perf_counter()
