@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 import xml.etree.ElementTree as ET
 
@@ -227,6 +228,10 @@ def test_the_command_line_prints_a_plan_and_its_code(tmp_path, monkeypatch, caps
     out = capsys.readouterr().out
     assert "checkpoint plan:" in out and "blocks.0" in out and "check_fn" in out and "equivalence passed" in out
     assert (tmp_path / "c.svg").read_text().startswith("<svg")
+    assert main(["planfactory:make", "--budget", "60%", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [b["name"] for b in data["blocks"]] == [f"blocks.{i}" for i in range(4)]
+    assert data["predicted_peak_bytes"] <= data["budget_bytes"] and data["chosen"]
     assert main(["planfactory:make", "--budget", "10"]) == 2
     assert "smallest predicted activation peak" in capsys.readouterr().err
     assert main(["planfactory:nothing", "--budget", "1GiB"]) == 3
