@@ -115,33 +115,51 @@ def to_code(plan: PlanData, style: str = "auto") -> str:
 
 
 def chart_svg(plan: PlanData) -> str:
-    """An SVG bar chart: saved MiB per block (chosen blocks filled, unsafe ones hatched grey),
-    the input MiB a checkpoint keeps, and the budget's share left for the blocks as a line."""
+    """An SVG chart of activation memory along the forward, one bar per block: the memory kept
+    after the block without checkpointing (outline) and with the plan (filled: checkpointed
+    blocks blue, unsafe ones grey, others light blue), the rest of the step at the bottom, and
+    lines for the budget (red, dashed) and the predicted peak (with the largest recomputed
+    block, dotted)."""
     rows = plan.rows
-    bar, gap, left, top, height = 18, 6, 220, 30, 220
-    scale_max = max([1, *(r.saved_bytes for r in rows)])
-    block_budget = max(0, plan.budget_bytes - plan.rest_bytes)
-    width = left + len(rows) * (bar + gap) + 40
+    bar, gap, left, top, height = 22, 6, 90, 40, 240
+    plain, planned = [plan.rest_bytes], [plan.rest_bytes]
+    for r in rows:
+        plain.append(plain[-1] + r.saved_bytes)
+        planned.append(planned[-1] + (r.input_bytes if r.chosen else r.saved_bytes))
+    top_value = max([1, plain[-1], plan.budget_bytes, plan.predicted_peak_bytes])
+    width = max(720, left + len(rows) * (bar + gap) + 120)
+
+    def y(value: float) -> float:
+        return top + height - height * value / top_value
+
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + height + 150}" font-family="sans-serif" font-size="11">',
-        f'<text x="10" y="18">saved MiB per block (filled: checkpointed; grey: unsafe; red: inputs); '
-        f'budget {html.escape(format_bytes(plan.budget_bytes))}, '
-        f'predicted peak {html.escape(format_bytes(plan.predicted_peak_bytes))}</text>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + height + 160}" '
+        'font-family="sans-serif" font-size="11">',
+        f'<text x="10" y="16">activation memory kept after each block: outline without checkpointing, filled with the plan '
+        f'({len(plan.chosen)} of {len(rows)} blocks checkpointed, blue)</text>',
+        f'<text x="10" y="30">budget {html.escape(format_bytes(plan.budget_bytes))}, predicted peak '
+        f'{html.escape(format_bytes(plan.predicted_peak_bytes))}, without checkpointing '
+        f'{html.escape(format_bytes(plan.no_checkpoint_peak_bytes))}</text>',
+        f'<rect x="{left - 8}" y="{y(plan.rest_bytes):.1f}" width="{len(rows) * (bar + gap) + 8}" '
+        f'height="{y(0) - y(plan.rest_bytes):.1f}" fill="#eeeeee"/>',
     ]
     for i, r in enumerate(rows):
         x = left + i * (bar + gap)
-        h = height * r.saved_bytes / scale_max
-        hi = height * min(r.input_bytes, scale_max) / scale_max
-        colour = "#2b6cb0" if r.chosen else ("#bbbbbb" if not r.safe else "#ffffff")
-        parts.append(f'<rect x="{x}" y="{top + height - h:.1f}" width="{bar}" height="{h:.1f}" fill="{colour}" stroke="#2b6cb0"/>')
-        parts.append(f'<rect x="{x}" y="{top + height - hi:.1f}" width="{bar}" height="{hi:.1f}" fill="#e53e3e" opacity="0.6"/>')
-        parts.append(
-            f'<text transform="translate({x + bar / 2},{top + height + 8}) rotate(60)">{html.escape(r.name)}</text>'
-        )
-    parts.append(f'<text x="10" y="{top + 12}">{scale_max / _MIB:.2f} MiB</text><text x="10" y="{top + height}">0</text>')
-    per_block = block_budget / max(1, len(rows))
-    y = top + height - height * min(per_block, scale_max) / scale_max
-    parts.append(f'<line x1="{left - 10}" x2="{width - 20}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e53e3e" stroke-dasharray="4 3"/>')
-    parts.append(f'<text x="10" y="{y - 3:.1f}">budget / block</text>')
+        colour = "#2b6cb0" if r.chosen else ("#999999" if not r.safe else "#bee3f8")
+        parts.append(f'<rect x="{x}" y="{y(plain[i + 1]):.1f}" width="{bar}" height="{y(0) - y(plain[i + 1]):.1f}" '
+                     'fill="none" stroke="#4a5568" stroke-dasharray="2 2"/>')
+        parts.append(f'<rect x="{x + 3}" y="{y(planned[i + 1]):.1f}" width="{bar - 6}" '
+                     f'height="{y(0) - y(planned[i + 1]):.1f}" fill="{colour}"/>')
+        parts.append(f'<text transform="translate({x + bar / 2},{top + height + 8}) rotate(60)">{html.escape(r.name)}</text>')
+    right = left + len(rows) * (bar + gap)
+    for value, label, style in (
+        (plan.budget_bytes, "budget", 'stroke="#e53e3e" stroke-dasharray="6 3"'),
+        (plan.predicted_peak_bytes, "predicted peak", 'stroke="#2b6cb0" stroke-dasharray="1 3"'),
+    ):
+        parts.append(f'<line x1="{left - 8}" x2="{right}" y1="{y(value):.1f}" y2="{y(value):.1f}" {style} stroke-width="1.5"/>')
+        parts.append(f'<text x="{right + 4}" y="{y(value) + 4:.1f}">{label}</text>')
+    parts.append(f'<text x="10" y="{y(top_value) + 4:.1f}">{top_value / _MIB:.1f} MiB</text>')
+    parts.append(f'<text x="10" y="{y(0):.1f}">0</text>')
+    parts.append(f'<text x="10" y="{y(plan.rest_bytes / 2) + 4:.1f}">rest</text>')
     parts.append("</svg>")
     return "\n".join(parts)
