@@ -17,6 +17,9 @@ Provides:
   (:func:`ckptlint.runtime.audit_rng`) and ``ckpt_memory``
   (:func:`ckptlint.runtime.compare_memory`; reports are listed at the end of the run and
   attached to the test's ``user_properties``).
+* fixture ``ckpt_plan``: :func:`ckptlint.runtime.plan_checkpointing` on the device, verified
+  (on/off equivalence, measured peak within the budget) unless ``verify=False``; the plan's
+  table is attached to the test's ``user_properties``.
 """
 
 from __future__ import annotations
@@ -277,3 +280,40 @@ def ckpt_rng_audit(ckpt_device: Any) -> RngAuditor:
 def ckpt_memory(ckpt_device: Any, request: pytest.FixtureRequest) -> MemoryComparer:
     """``compare_memory`` / ``measure`` on the ``--ckpt-device`` device (see MemoryComparer)."""
     return MemoryComparer(ckpt_device, request)
+
+
+class PlanChecker:
+    """Callable returned by the ``ckpt_plan`` fixture.
+
+    ``ckpt_plan(model, *inputs, budget=..., verify=True, to_device=True, **options)`` moves a
+    copy of the model and the tensor inputs to ``device`` (unless ``to_device=False``), calls
+    :func:`ckptlint.runtime.plan_checkpointing` with ``options`` (``loss_fn``, ``candidates``,
+    ``forward_kwargs``, ``repeats``) and, with ``verify``, ``plan.verify()``; fails the test
+    (``AssertionError``) when the plan is not equivalent or its measured peak exceeds the
+    budget + 5 %. Returns the plan; ``plan.verification`` holds the verification (or None).
+    """
+
+    def __init__(self, device: Any, request: pytest.FixtureRequest) -> None:
+        self.device = device
+        self._request = request
+
+    def __call__(self, model: Any, *inputs: Any, budget: Any, verify: bool = True, to_device: bool = True, **options: Any) -> Any:
+        __tracebackhide__ = True
+        from ckptlint.runtime import plan_checkpointing
+
+        if to_device:
+            model, inputs = _to_device(model, self.device), _to_device(inputs, self.device)
+            if isinstance(options.get("forward_kwargs"), dict):
+                options["forward_kwargs"] = _to_device(options["forward_kwargs"], self.device)
+        plan = plan_checkpointing(model, *inputs, budget=budget, **options)
+        self._request.node.user_properties.append(("ckpt_plan", plan.table()))
+        plan.verification = plan.verify() if verify else None
+        if plan.verification is not None and not plan.verification.ok:
+            raise AssertionError(f"the checkpoint plan failed its check:\n{plan.verification}\n{plan}")
+        return plan
+
+
+@pytest.fixture
+def ckpt_plan(ckpt_device: Any, request: pytest.FixtureRequest) -> PlanChecker:
+    """``plan_checkpointing`` + ``plan.verify()`` on the ``--ckpt-device`` device (see PlanChecker)."""
+    return PlanChecker(ckpt_device, request)

@@ -11,6 +11,8 @@
   restore their generator.
 * :func:`measure` / :func:`compare_memory` -- step time, saved-activation bytes and (CUDA) peak
   memory of a plain and a checkpointed step.
+* :func:`plan_checkpointing` -- which blocks to checkpoint so a step fits a memory budget, at
+  the least recompute (:mod:`ckptlint.runtime.plan`).
 
 The static linter (``ckptlint``) never imports this package, so it works without torch.
 """
@@ -38,6 +40,7 @@ from .onoff import (
     check_checkpointing_equivalent,
     compare_checkpointing_memory,
 )
+from .plan import CheckpointPlan, plan_checkpointing
 from .report import (
     CheckpointingWarning,
     CheckpointMismatch,
@@ -54,6 +57,7 @@ __all__ = [
     "DEFAULT_VARIANTS",
     "WARNING_KEYS",
     "CheckpointMismatch",
+    "CheckpointPlan",
     "CheckpointingWarning",
     "Difference",
     "EquivalenceReport",
@@ -77,6 +81,7 @@ __all__ = [
     "compare_memory",
     "default_loss",
     "measure",
+    "plan_checkpointing",
     "restore_rng",
     "stash_plan",
 ]
