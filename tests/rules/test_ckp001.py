@@ -1027,3 +1027,70 @@ def test_the_hf_fix_inside_a_double_quoted_f_string_uses_single_quotes() -> None
     compile(fixed, "fixed.py", "exec")
     single = source.replace('f"enabled: ', "f'enabled: ").replace('()}")', "()}')")
     assert '{"use_reentrant": False}' in fix_source(single, select=["CKP001"], unsafe=True)
+
+
+def test_message_states_the_switch_and_its_default() -> None:
+    source = """\
+        import torch.utils.checkpoint as cp
+        from torch import nn
+        class Block(nn.Module):
+            def __init__(self, dim, with_cp=False):
+                super().__init__()
+                self.with_cp = with_cp
+                self.fc = nn.Linear(dim, dim)
+            def forward(self, x):
+                if self.with_cp and x.requires_grad:
+                    return cp.checkpoint(self.fc, x)
+                return self.fc(x)
+        """
+    (d,) = findings(source, "CKP001")
+    assert d.message.endswith(
+        "pass `use_reentrant=False` (recommended); this code runs only when `self.with_cp` is true "
+        "(it defaults to `False`) and `x.requires_grad`"
+    )
+
+
+def test_message_states_a_parameter_switch_a_while_test_and_an_else() -> None:
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+        def run(blocks, x, use_checkpoint=None):
+            if use_checkpoint:
+                x = checkpoint(blocks[0], x)
+            while x.numel() > 4:
+                x = checkpoint(blocks[1], x)
+            if not fast:
+                pass
+            else:
+                x = checkpoint(blocks[2], x)
+            return x
+        """
+    conditions = [d.message.split("(recommended)")[1] for d in findings(source, "CKP001")]
+    assert conditions == [
+        "; this code runs only when `use_checkpoint` is true (it defaults to `None`)",
+        "; this code runs only when `x.numel() > 4`",
+        "; this code runs only when `fast`",
+    ]
+
+
+def test_a_rebound_parameter_is_no_switch_and_unguarded_calls_state_nothing() -> None:
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+        def run(block, x, use_checkpoint=False):
+            use_checkpoint = use_checkpoint or FORCE
+            if use_checkpoint:
+                x = checkpoint(block, x)
+            return checkpoint(block, x)
+        """
+    first, second = findings(source, "CKP001")
+    assert first.message.endswith("; this code runs only when `use_checkpoint`")
+    assert second.message.endswith("(recommended)")
+
+
+def test_hugging_face_switch_states_its_condition() -> None:
+    source = """\
+        def train(model, args):
+            if args.gradient_checkpointing:
+                model.gradient_checkpointing_enable()
+        """
+    (d,) = findings(source, "CKP001")
+    assert d.message.endswith('{"use_reentrant": False}`; this code runs only when `args.gradient_checkpointing`')
