@@ -15,6 +15,7 @@ from ckptlint.facts.version_facts import HF_DEFAULT_REENTRANT
 from ckptlint.facts.versions import Placement
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_node
+from ckptlint.rules.library_advice import is_timm, kwargs_advice, remote_code, remote_code_message, timm_message
 from ckptlint.semantic.callables import signature_of
 from ckptlint.text.diagnostics import Applicability, Fix
 
@@ -207,6 +208,11 @@ class CheckpointWithoutUseReentrant(Rule):
         sites = site_index(ctx.analysis).sites
         chosen_by_every_call = _bindings_chosen_by_every_call(sites)
         for site in sites:
+            if is_timm(site) and site.use_reentrant.is_absent and site.reported_here and not site.function_keywords:
+                text = timm_message(ctx, site)  # releases before 1.0.13 run torch's omitted default
+                if text is not None:
+                    ctx.report(site.call, text, fix=_fix(ctx, site) if "pass `use_reentrant=False`" in text else None, site=site)
+                continue
             if site.reentrancy is not Reentrancy.OMITTED_REENTRANT or not site.reported_here:
                 continue
             if site.form is SiteForm.HELPER_CALL and "use_reentrant" not in site.caller_options:
@@ -226,7 +232,17 @@ class CheckpointWithoutUseReentrant(Rule):
                     continue  # every declared transformers defaults to use_reentrant=False
                 if decision.placement is not Placement.UNDECLARED:
                     versions = decision.which("transformers")
-            ctx.report(site.call, _message(site, versions), fix=_fix(ctx, site), site=site)
+            fix = _fix(ctx, site)
+            message = _message(site, versions)
+            if site.api.kind in _HF_KINDS:
+                loaded = remote_code(ctx, site) if site.api.kind is ApiKind.HF_ENABLE else None
+                advice = kwargs_advice(ctx, _kwargs_name(site))
+                if loaded is not None:
+                    message = remote_code_message(_what(site), _kwargs_name(site), loaded)
+                elif not advice.usable and site.use_reentrant.origin is OptionOrigin.DEFAULT:
+                    message = message.split("; pass `", 1)[0] + "; " + advice.note
+                    fix = None  # the keyword raises TypeError on the releases that lack it
+            ctx.report(site.call, message, fix=fix, site=site)
 
 
 def _transformers_default_decides(site: CheckpointSite) -> bool:
