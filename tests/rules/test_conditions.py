@@ -74,3 +74,26 @@ def test_home_made_recompute_states_the_guard_of_its_re_run(code: str) -> None:
     )
     (d,) = findings(source, code)
     assert d.message.endswith("; this code runs only when `ctx.needs_input_grad[0]`"), d.message
+
+
+def test_an_early_exit_before_the_call_is_its_condition() -> None:
+    source = CHECKPOINT + textwrap.dedent(
+        """\
+        class Block:
+            def __init__(self, with_cp=False):
+                self.with_cp = with_cp
+            def forward(self, x):
+                if not self.with_cp:
+                    return self.f(x)
+                if x.numel() == 0: raise ValueError("empty")
+                return checkpoint(self.f, x)
+        """
+    )
+    (d,) = findings(source, "CKP001")
+    assert d.message.endswith(SWITCH + " and `not (x.numel() == 0)`"), d.message
+
+
+def test_an_if_that_does_not_exit_is_no_condition() -> None:
+    source = CHECKPOINT + "def run(f, x, use_cp=False):\n    if use_cp:\n        x = x + 1\n    return checkpoint(f, x)\n"
+    (d,) = findings(source, "CKP001")
+    assert "this code runs only when" not in d.message

@@ -99,7 +99,10 @@ def guard_conjuncts(analysis: ModuleAnalysis, node: cst.CSTNode) -> list[tuple[c
     """The conditions that must hold for ``node`` to run, outermost first, each as (its
     expression, its text): each conjunct of the test of an ``if`` (or ``while``) whose body holds
     the node, and ``not (test)`` (no expression) for one whose ``else`` holds it (``not X``
-    gives ``X``), up to the function around the node."""
+    gives ``X``), up to the function around the node. An ``if`` without ``else`` before the node
+    in the same block whose body ends in ``return``, ``raise``, ``continue`` or ``break``
+    (``if not self.with_cp: return self.block(x)``) guards it the same way: the node runs only
+    when its test is false."""
     from ckptlint.checkpoint.sites.options import torch_version_test
 
     model = analysis.model
@@ -108,6 +111,17 @@ def guard_conjuncts(analysis: ModuleAnalysis, node: cst.CSTNode) -> list[tuple[c
     for ancestor in model.ancestors(node):
         if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             break
+        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)) and below in ancestor.body:
+            earlier = ancestor.body[: ancestor.body.index(below)]
+            exits = [
+                statement.test
+                for statement in earlier
+                if isinstance(statement, cst.If)
+                and statement.orelse is None
+                and _exits(statement.body)
+                and torch_version_test(statement.test, model) is None
+            ]
+            found[:0] = [conjunct for test in exits for conjunct in _negated(analysis, test)]
         if (
             isinstance(ancestor, (cst.If, cst.IfExp, cst.While))
             and below is not ancestor.test
@@ -122,6 +136,25 @@ def guard_conjuncts(analysis: ModuleAnalysis, node: cst.CSTNode) -> list[tuple[c
                 found[:0] = [(None, f"not ({analysis.text_of(test)})")]
         below = ancestor
     return found
+
+
+def _negated(analysis: ModuleAnalysis, test: cst.BaseExpression) -> list[tuple[cst.BaseExpression | None, str]]:
+    """What must hold when ``test`` is false: ``not X`` gives the conjuncts of ``X``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return [(c, analysis.text_of(c)) for c in _conjuncts(test.expression)]
+    return [(None, f"not ({analysis.text_of(test)})")]
+
+
+def _exits(body: cst.BaseSuite) -> bool:
+    """Whether a suite's last statement leaves the block (``return``, ``raise``, ``continue``,
+    ``break``)."""
+    statements = body.body
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else last
+    return isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break))
 
 
 def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
