@@ -97,3 +97,9 @@ def test_an_if_that_does_not_exit_is_no_condition() -> None:
     source = CHECKPOINT + "def run(f, x, use_cp=False):\n    if use_cp:\n        x = x + 1\n    return checkpoint(f, x)\n"
     (d,) = findings(source, "CKP001")
     assert "this code runs only when" not in d.message
+
+
+def test_a_switch_on_by_default_is_named_with_its_default() -> None:
+    source = in_class(CHECKPOINT, "x = checkpoint(self.f, x)").replace("with_cp=False", "with_cp=True")
+    (d,) = findings(source, "CKP001")
+    assert d.message.endswith("; this code runs only when `self.with_cp` is true (it defaults to `True`)")

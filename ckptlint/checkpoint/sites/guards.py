@@ -30,7 +30,8 @@ __all__ = ["ConstructorSwitch", "guard_conjuncts", "node_condition", "site_condi
 @dataclass(frozen=True)
 class ConstructorSwitch:
     """A switch a site needs on: ``self.<attribute>`` set once in ``__init__`` from
-    ``<parameter>``, whose default is ``default`` (its source text: ``False``, ``None``, ``0``)."""
+    ``<parameter>``, whose default is ``default`` (its source text: ``False``, ``None``, ``0``,
+    ``True``)."""
 
     attribute: str
     parameter: str
@@ -51,11 +52,12 @@ def node_condition(analysis: ModuleAnalysis, node: cst.CSTNode) -> str:
     only when ... and ..."`` (``""`` when no ``if`` or ``while`` guards it), from the conjuncts
     of the tests (statements and expressions, ``elif`` included) around it in its function
     (:func:`guard_conjuncts`): first the switches among them -- ``self.X`` where the class's
-    ``__init__`` assigns ``self.X`` once, from a parameter whose default is ``False``, ``None``
-    or ``0``, and no other method assigns it, and a parameter of the function itself with such a
-    default that the function never rebinds -- as "`self.with_cp` is true (it defaults to
-    `False`)", then the others as written (a test the ``else`` branch needs false reads ``not
-    (...)``); a torch-version check that every release ckptlint judges passes is left out."""
+    ``__init__`` assigns ``self.X`` once, from a parameter whose default is ``False``,
+    ``None``, ``0`` or ``True``, and no other method assigns it, and a parameter of the
+    function itself with such a default that the function never rebinds -- as "`self.with_cp`
+    is true (it defaults to `False`)" (a reader sees whether the code runs by default), then
+    the others as written (a test the ``else`` branch needs false reads ``not (...)``); a
+    torch-version check that every release ckptlint judges passes is left out."""
     function, cls = _function_and_class(analysis, node)
     self_name = function.params.params[0].name.value if function is not None and function.params.params else None
     switches: list[str] = []
@@ -179,7 +181,7 @@ def _constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | 
     for param in (*init.params.params, *init.params.kwonly_params):
         if param.name.value == parameter:
             default = param.default
-            if isinstance(default, cst.Name) and default.value in ("False", "None"):
+            if isinstance(default, cst.Name) and default.value in ("False", "None", "True"):
                 return ConstructorSwitch(attr, parameter, default.value)
             if isinstance(default, cst.Integer) and default.value == "0":
                 return ConstructorSwitch(attr, parameter, "0")
@@ -188,13 +190,13 @@ def _constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | 
 
 
 def _parameter_default(function: cst.FunctionDef, name: str) -> str | None:
-    """The default (``False``, ``None`` or ``0``) of ``function``'s parameter ``name`` when the
+    """The default (``False``, ``None``, ``0`` or ``True``) of ``function``'s parameter ``name`` when the
     function never rebinds it, else ``None``."""
     for param in (*function.params.params, *function.params.kwonly_params):
         if param.name.value != name:
             continue
         default = param.default
-        if isinstance(default, cst.Name) and default.value in ("False", "None"):
+        if isinstance(default, cst.Name) and default.value in ("False", "None", "True"):
             text = default.value
         elif isinstance(default, cst.Integer) and default.value == "0":
             text = "0"
