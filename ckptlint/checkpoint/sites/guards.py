@@ -102,9 +102,9 @@ def guard_conjuncts(analysis: ModuleAnalysis, node: cst.CSTNode) -> list[tuple[c
     expression, its text): each conjunct of the test of an ``if`` (or ``while``) whose body holds
     the node, and ``not (test)`` (no expression) for one whose ``else`` holds it (``not X``
     gives ``X``), up to the function around the node. An ``if`` without ``else`` before the node
-    in the same block whose body ends in ``return``, ``raise``, ``continue`` or ``break``
-    (``if not self.with_cp: return self.block(x)``) guards it the same way: the node runs only
-    when its test is false."""
+    in the same block whose body is one ``return``, ``continue`` or ``break`` (``if not
+    self.with_cp: return self.block(x)``, :func:`_exits`) guards it the same way: the node runs
+    only when its test is false."""
     from ckptlint.checkpoint.sites.options import torch_version_test
 
     model = analysis.model
@@ -148,15 +148,19 @@ def _negated(analysis: ModuleAnalysis, test: cst.BaseExpression) -> list[tuple[c
 
 
 def _exits(body: cst.BaseSuite) -> bool:
-    """Whether a suite's last statement leaves the block (``return``, ``raise``, ``continue``,
-    ``break``)."""
-    statements = body.body
-    if not statements:
+    """Whether a suite is one statement that leaves the block: ``return``, ``continue`` or
+    ``break`` (the switch idiom ``if not self.with_cp: return self.f(x)``). A longer body (a
+    debug or empty-dataset branch that logs, then returns) and ``raise`` (an error check, which
+    every line after it implies) are not read as conditions: they would only lengthen messages."""
+    statements = list(body.body)
+    if len(statements) != 1:
         return False
-    last = statements[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1] if last.body else last
-    return isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break))
+    only = statements[0]
+    if isinstance(only, cst.SimpleStatementLine):
+        if len(only.body) != 1:
+            return False
+        only = only.body[0]
+    return isinstance(only, (cst.Return, cst.Continue, cst.Break))
 
 
 def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
