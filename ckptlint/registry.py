@@ -108,6 +108,14 @@ _INFOS: tuple[RuleInfo, ...] = (
         _SOMETIMES,
     ),
     RuleInfo(
+        "CKP005",
+        "reentrant-checkpoint-not-needed",
+        "Explicit `use_reentrant=True` where nothing in the recomputed region needs the legacy variant",
+        _W,
+        _ALWAYS,
+        default_enabled=False,
+    ),
+    RuleInfo(
         "CKP101",
         "rng-state-not-preserved",
         "`preserve_rng_state=False` while the recomputed region draws random numbers",

@@ -104,12 +104,14 @@ def test_the_else_branch_of_a_negated_switch_names_it_too(tmp_path: Path, run_cl
     assert found[3].endswith("only when `self.with_cp` is true (it defaults to `None`)")
 
 
-def test_a_switch_on_by_default_is_stated_as_written_and_unguarded_code_states_nothing(tmp_path: Path, run_cli, write) -> None:
+def test_a_switch_on_by_default_is_stated_with_its_default_and_unguarded_code_states_nothing(
+    tmp_path: Path, run_cli, write
+) -> None:
     write("pkg/__init__.py", "")
     write("pkg/model.py", textwrap.dedent(MODEL).replace("with_cp=False", "with_cp=True"))
     write("pkg/blocks.py", textwrap.dedent(BLOCKS).replace("{norm}", "BatchNorm1d"))
     (found,) = _findings(run_cli, "--no-cache", ".")
-    assert found[3].endswith("; this code runs only when `self.with_cp` and `x.requires_grad`")
+    assert found[3].endswith("; this code runs only when `self.with_cp` is true (it defaults to `True`) and `x.requires_grad`")
     write("pkg/model.py", textwrap.dedent(MODEL).replace("if self.with_cp and x.requires_grad:", "if True:"))
     (found,) = _findings(run_cli, "--no-cache", ".")
     assert found[3].endswith("; this code runs only when `True`")

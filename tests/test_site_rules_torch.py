@@ -3,6 +3,8 @@ the installed torch (2.13.0+cpu in CI), each next to the linter's verdict on the
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import tempfile
 import warnings
 
@@ -156,3 +158,67 @@ def test_dcp_facts() -> None:
         assert isinstance(error, AttributeError) and "storage_meta" in str(error)
         with pytest.raises(AttributeError):
             dcp.load_state_dict(state, f"{folder}/b", no_dist=True)  # a path as storage_reader
+
+
+def _fix_applicability(source: str) -> str:
+    from ckptlint.api import lint_source
+
+    (found,) = lint_source(source, select=["CKP001"])
+    assert found.fix is not None and "use_reentrant=True" not in "".join(e.content for e in found.fix.edits)
+    return found.fix.applicability.value
+
+
+@pytest.mark.parametrize("context", ["no_grad", "inference_mode", "set_grad_enabled(False)"])
+def test_ckp001_safe_fix_where_grad_is_off_runs_the_same(context: str) -> None:
+    """CKP001's fix is safe under a grad-off context: both variants run the function once
+    (same calls, same values, nothing recorded), so ``use_reentrant=False`` changes nothing."""
+    spelled = context if "(" in context else f"{context}()"
+    source = f"import torch\n{IMPORT}with torch.{spelled}:\n    y = checkpoint(block, x)\n"
+    assert _fix_applicability(source) == "safe"
+    torch.manual_seed(0)
+    block = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Dropout(0.5), torch.nn.Linear(4, 2))
+    x = x_in()
+    results = {}
+    for use_reentrant in (True, False):
+        calls: list[int] = []
+        handle = block.register_forward_hook(lambda *_, seen=calls: seen.append(1))
+        torch.manual_seed(1)
+        with eval(f"torch.{spelled}"):
+            y = checkpoint(block, x, use_reentrant=use_reentrant)
+        handle.remove()
+        assert not y.requires_grad
+        results[use_reentrant] = (y, len(calls))
+    assert torch.equal(results[True][0], results[False][0])
+    assert results[True][1] == results[False][1] == 1
+
+
+@pytest.mark.parametrize("options", [{"b": 1}, {"context_fn": lambda: (torch.no_grad(), torch.no_grad())}, {"debug": True}])
+def test_ckp001_safe_fix_where_the_reentrant_variant_raises(options: dict) -> None:
+    """CKP001's fix is safe where the omitted (reentrant) variant raises at the call whatever
+    the inputs: the code never ran there, and with ``use_reentrant=False`` it runs."""
+    spelled = ", ".join(f"{k}={'make' if callable(v) else v!r}" for k, v in options.items())
+    assert _fix_applicability(f"{IMPORT}y = checkpoint(fn, x, {spelled})\n") == "safe"
+    with pytest.raises(ValueError):
+        checkpoint(fn, x_in(), **options)
+    if "context_fn" in options:
+        options = {"context_fn": lambda: (contextlib.nullcontext(), contextlib.nullcontext())}
+    logging.disable(logging.CRITICAL)  # debug=True logs the recorded operators
+    try:
+        checkpoint(fn, x_in(), use_reentrant=False, **options).sum().backward()
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def test_ckp001_fix_stays_unsafe_where_the_variants_differ() -> None:
+    """Without a grad-requiring positional input the reentrant variant leaves the parameters
+    inside without gradient and the non-reentrant one does not: the fix changes behaviour."""
+    assert _fix_applicability(f"{IMPORT}y = checkpoint(block, x)\n") == "unsafe"
+    block = torch.nn.Linear(3, 2)
+    grads = {}
+    for use_reentrant in (True, False):
+        block.zero_grad(set_to_none=True)
+        y = checkpoint(block, torch.randn(2, 3), use_reentrant=use_reentrant)
+        if y.requires_grad:  # reentrant: False, nothing to call backward on
+            y.sum().backward()
+        grads[use_reentrant] = block.weight.grad
+    assert grads[True] is None and grads[False] is not None

@@ -14,7 +14,10 @@ name; for one they do not name, its range is an alternative.
 
 Overrides (``[tool.ckptlint] target-versions``, ``--target-version``) replace what is declared
 for their library; ``--isolated`` reads no declaration. A declaration file that cannot be read
-gives one ``warning:`` line (on stderr) and declares nothing.
+gives one ``warning:`` line (on stderr) and declares nothing; a requirement of a tracked library
+that gives no version range (a URL, an editable checkout, a marker no environment torch installs
+in meets, a line pip's parser refuses) gives a ``warning:`` line saying so, and the rest of the
+file is read.
 """
 
 from __future__ import annotations
@@ -146,11 +149,17 @@ class DeclaredVersions:
 
         for path in files:
             try:
-                lists += read_declarations(path)
+                read = read_declarations(path)
             except DeclarationError as exc:
                 self.warn(f"{exc}; its declared library versions are ignored")
+                continue
             except (RecursionError, MemoryError, UnicodeError, ValueError) as exc:
                 self.warn(f"{path}: cannot read declared library versions ({type(exc).__name__}); ignored")
+                continue
+            for found in read:
+                for note in found.skipped:
+                    self.warn(note)
+            lists += read
         return lists
 
 
@@ -174,17 +183,20 @@ def _combined(lists: Iterable[RequirementList]) -> dict[str, TargetVersion]:
     """Per library, the union of the lists that name it (their specifier sets as alternatives);
     an extra or dependency group counts only for a library its file's main list leaves out."""
     lists = list(lists)
-    in_main = {(found.path, library) for found in lists if not found.additive for library in found.specifiers}
+    in_main = {(found.path, library) for found in lists if not found.additive for library in found.ranges()}
     alternatives: dict[str, list[str]] = {}
     sources: dict[str, list[str]] = {}
     lines: dict[str, int] = {}
     for found in lists:
-        for library, specifier in found.specifiers.items():
+        for library, specifiers in found.ranges().items():
+            if not specifiers:
+                continue
             if found.additive and (found.path, library) in in_main:
                 continue  # an extra or group installs on top of the main list: within its range
-            text = str(specifier)
-            if text not in alternatives.setdefault(library, []):
-                alternatives[library].append(text)
+            for specifier in specifiers:
+                text = str(specifier)
+                if text not in alternatives.setdefault(library, []):
+                    alternatives[library].append(text)
             if str(found.path) not in sources.setdefault(library, []):
                 sources[library].append(str(found.path))
             lines.setdefault(library, found.lines.get(library, 0))

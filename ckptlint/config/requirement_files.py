@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
+from ckptlint.config.markers import ENVIRONMENTS, EVERYWHERE, holds_in
 from ckptlint.facts.version_facts import CONDA_NAMES, TRACKED_LIBRARIES
 from ckptlint.text.reading import is_file_here
 
@@ -54,40 +56,113 @@ class RequirementList:
     Attributes:
         path: the file read.
         label: which list of the file (``"[project] dependencies"``, ``"extra train"``).
-        specifiers: library -> the specifier set all its requirements of the list allow.
+        specifiers: library -> the specifier set all its requirements without marker allow.
+        conditional: library -> its requirements under a marker that holds in some environments
+            only, each with the indexes of the :data:`~ckptlint.config.markers.ENVIRONMENTS`
+            where it applies (:meth:`ranges` combines them).
         lines: library -> 1-based line of its first requirement (0: unknown).
         additive: installed on top of the file's main list (an extra, a dependency group):
             for a library the main list names, it adds no version the main list does not allow.
+        skipped: what was declared for a tracked library but gives no version range, one
+            sentence each (``"requirements.txt:3: `timm @ https://...`: a URL, no version range"``).
     """
 
     path: Path
     label: str
     additive: bool = False
     specifiers: dict[str, SpecifierSet] = field(default_factory=dict)
+    conditional: dict[str, list[tuple[SpecifierSet, frozenset[int]]]] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
 
-    def add(self, name: str, specifier: SpecifierSet | str, line: int) -> None:
-        library: str = canonicalize_name(name)
-        library = CONDA_NAMES.get(library, library)
-        if library not in _TRACKED:
+    def add(self, name: str, specifier: SpecifierSet | str, line: int, environments: frozenset[int] = EVERYWHERE) -> None:
+        library = tracked_name(name)
+        if library is None:
             return
         specifier = SpecifierSet(str(specifier))
-        current = self.specifiers.get(library)
-        self.specifiers[library] = specifier if current is None else current & specifier
+        if environments != EVERYWHERE:
+            self.conditional.setdefault(library, []).append((specifier, environments))
+        else:
+            current = self.specifiers.get(library)
+            self.specifiers[library] = specifier if current is None else current & specifier
         if not self.lines.get(library):
             self.lines[library] = line  # the list's own file rather than an included one (0)
 
-    def add_requirement(self, text: str, line: int, *, where: str) -> None:
+    def skip(self, where: str, text: str, reason: str) -> None:
+        """Say that ``text`` (at ``where``), a requirement of a tracked library, gives no range."""
+        self.skipped.append(f"{where}: `{' '.join(text.split())}`: {reason}; not read as a declared version")
+
+    def ranges(self) -> dict[str, list[SpecifierSet]]:
+        """Library -> the specifier sets this list allows, one per group of environments that
+        differ (one without markers): in each environment, the requirements that apply there
+        are intersected; the environments are alternatives."""
+        found: dict[str, list[SpecifierSet]] = {}
+        for library in {*self.specifiers, *self.conditional}:
+            base = self.specifiers.get(library)
+            conditional = self.conditional.get(library, [])
+            if not conditional:
+                found[library] = [base] if base is not None else []
+                continue
+            alternatives: list[SpecifierSet] = []
+            for index in range(len(ENVIRONMENTS)):
+                applying = [specifier for specifier, where in conditional if index in where]
+                if base is None and not applying:
+                    continue  # not installed in this environment by this list
+                combined = SpecifierSet(str(base)) if base is not None else SpecifierSet()
+                for specifier in applying:
+                    combined &= specifier
+                if str(combined) not in {str(a) for a in alternatives}:
+                    alternatives.append(combined)
+            found[library] = alternatives
+        return found
+
+    def add_requirement(self, text: str, line: int, *, where: str, extra: str = "") -> None:
         """Parse a PEP 508 requirement; one that ``packaging`` refuses raises
         :class:`DeclarationError` when it names a tracked library, and is skipped otherwise
-        (a URL, a local path, an option of another tool)."""
+        (a URL, a local path, an option of another tool). Its marker is evaluated
+        (``extra``: the extra it is installed with)."""
         try:
             requirement = Requirement(text)
         except InvalidRequirement as exc:
             if _names_tracked(text):
                 raise DeclarationError(f"{where}: cannot parse requirement `{text}`: {exc}") from None
             return
-        self.add(requirement.name, requirement.specifier, line)
+        self.add_parsed(requirement.name, requirement.specifier, requirement.url, requirement.marker, line, where, text, extra)
+
+    def add_parsed(
+        self,
+        name: str,
+        specifier: SpecifierSet,
+        url: str | None,
+        marker: object,
+        line: int,
+        where: str,
+        text: str,
+        extra: str = "",
+    ) -> None:
+        """Add a parsed requirement: a URL gives no range (said in :attr:`skipped`), a marker
+        restricts it to the environments where it holds (:func:`~ckptlint.config.markers.holds_in`)."""
+        if tracked_name(name) is None:
+            return
+        if url:
+            self.skip(where, text, "a URL or path, which pins no version ckptlint can read")
+            return
+        try:
+            environments = holds_in(str(marker) if marker is not None else None, extra)
+        except ValueError as exc:
+            self.skip(where, text, str(exc))
+            return
+        if not environments:
+            self.skip(where, text, f"its marker `{marker}` holds in no environment torch 2.13 installs in (Python 3.10 to 3.15)")
+            return
+        self.add(name, specifier, line, environments)
+
+
+def tracked_name(name: str) -> str | None:
+    """The tracked library ``name`` denotes (PEP 503 normalised, conda's names mapped), or ``None``."""
+    library: str = canonicalize_name(name)
+    library = CONDA_NAMES.get(library, library)
+    return library if library in _TRACKED else None
 
 
 def _names_tracked(text: str) -> bool:
@@ -112,13 +187,15 @@ def _line_of(text: str, name: str) -> int:
     return text.count("\n", 0, match.start()) + 1 if match else 0
 
 
-def _list_from_strings(path: Path, label: str, items: Any, text: str, *, additive: bool = False) -> RequirementList:
+def _list_from_strings(
+    path: Path, label: str, items: Any, text: str, *, additive: bool = False, extra: str = ""
+) -> RequirementList:
     found = RequirementList(path, label, additive=additive)
     if not isinstance(items, list):
         raise DeclarationError(f"{path}: {label} must be a list of requirement strings")
     for item in items:
         if isinstance(item, str):
-            found.add_requirement(item, _line_of_item(text, item), where=f"{path}: {label}")
+            found.add_requirement(item, _line_of_item(text, item), where=f"{path}: {label}", extra=extra)
     return found
 
 
@@ -148,7 +225,8 @@ def _pyproject(path: Path) -> list[RequirementList]:
     extras = project.get("optional-dependencies", {})
     if isinstance(extras, dict):
         for extra, items in extras.items():
-            lists.append(_list_from_strings(path, f"[project.optional-dependencies] {extra}", items, text, additive=True))
+            label = f"[project.optional-dependencies] {extra}"
+            lists.append(_list_from_strings(path, label, items, text, additive=True, extra=str(extra)))
     groups = data.get("dependency-groups", {})
     if isinstance(groups, dict):
         for group in groups:
@@ -244,39 +322,87 @@ def _requirements(path: Path) -> list[RequirementList]:
 
 
 def _requirements_into(found: RequirementList, path: Path, seen: set[Path]) -> None:
-    """Read ``path`` into ``found``; ``-r``/``-c`` files (relative to the including file)
-    are read into the same list: pip installs and constrains them together."""
+    """Read ``path`` into ``found`` with pip's own parser (``pip_requirements_parser``, pip's
+    ``req_file.py``); ``-r``/``-c`` files (relative to the including file) are read into the same
+    list, as pip installs and constrains them together, each file once (an include loop ends
+    there). A requirement of a tracked library that gives no range (``-e``, a URL, a path, a
+    line pip refuses) is said in :attr:`RequirementList.skipped`."""
+    import pip_requirements_parser as pip_parser
+
+    path = Path(os.path.normpath(os.path.abspath(path)))
     if path in seen:
         return
     if len(seen) >= _MAX_INCLUDES:
         raise DeclarationError(f"{path}: more than {_MAX_INCLUDES} included requirements files")
     seen.add(path)
-    text = _read_text(path)
-    logical: list[tuple[int, str]] = []
-    pending = ""
-    start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
-        if not pending:
-            start = number
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise DeclarationError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if size > _READ_LIMIT:
+        raise DeclarationError(f"{path}: larger than {_READ_LIMIT // (1024 * 1024)} MB")
+    try:
+        parsed = pip_parser.RequirementsFile.from_file(str(path), include_nested=False)
+    except (OSError, ValueError, UnicodeError) as exc:
+        raise DeclarationError(f"{path}: cannot read: {exc}") from None
+    own = path == Path(os.path.normpath(os.path.abspath(found.path)))
+    for requirement in parsed.requirements:
+        number = requirement.line_number or 0
+        where = f"{path}:{number}"
+        text = requirement.line or ""
+        name = requirement.name or _wheel_name(requirement)
+        if name is None or tracked_name(name) is None:
             continue
-        logical.append((start, (pending + line).strip()))
-        pending = ""
-    for number, line in logical:
-        if not line:
+        if requirement.is_editable:
+            found.skip(where, text, "an editable checkout, which pins no version ckptlint can read")
             continue
-        include = re.match(r"^(?:-r|--requirement|-c|--constraint)(?:\s+|=)(\S+)", line)
-        if include:
-            target = path.parent / include.group(1)
-            if not is_file_here(target):
-                raise DeclarationError(f"{path}:{number}: included file `{include.group(1)}` not found")
-            _requirements_into(found, target, seen)
-            continue
-        if line.startswith("-") or "://" in line or line.startswith((".", "/")):
-            continue  # options (-e, --index-url), URLs and local paths: no version range
-        found.add_requirement(line, number if path == found.path else 0, where=f"{path}:{number}")
+        specifier = requirement.specifier or SpecifierSet()
+        url = None
+        if requirement.link is not None:
+            version = _wheel_version(requirement)
+            if version is None:
+                url = str(requirement.link.url)
+            else:
+                specifier = SpecifierSet(f"=={version}")
+        found.add_parsed(name, specifier, url, requirement.marker, number if own else 0, where, text)
+    for invalid in parsed.invalid_lines:
+        if _names_tracked(invalid.line or ""):
+            first = (invalid.error_message or "").strip().splitlines()[:1]
+            reason = "cannot parse requirement" + (f" ({first[0]})" if first else "")
+            found.skip(f"{path}:{invalid.line_number}", invalid.line or "", reason)
+    for option in parsed.options:
+        for key in ("requirements", "constraints"):
+            for include in option.options.get(key, ()):
+                target = path.parent / include
+                if not is_file_here(target):
+                    raise DeclarationError(f"{path}:{option.line_number}: included file `{include}` not found")
+                _requirements_into(found, target, seen)
+
+
+def _wheel_name(requirement: Any) -> str | None:
+    """The project name of a wheel URL's file (``torch-2.1.0+cu121-cp310-...whl``), else ``None``."""
+    parts = _wheel_parts(requirement)
+    return parts[0] if parts else None
+
+
+def _wheel_version(requirement: Any) -> str | None:
+    """The version of a wheel URL's file, without its local label (``2.1.0``), else ``None``."""
+    parts = _wheel_parts(requirement)
+    return parts[1].public if parts else None
+
+
+def _wheel_parts(requirement: Any) -> tuple[str, Any] | None:
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    link = requirement.link
+    filename = getattr(link, "filename", "") if link is not None else ""
+    if not filename.endswith(".whl"):
+        return None
+    try:
+        name, version, _, _ = parse_wheel_filename(filename)
+    except (InvalidWheelFilename, ValueError):
+        return None
+    return str(name), version
 
 
 # ---------------------------------------------------------------- setup.cfg / setup.py
@@ -296,7 +422,8 @@ def _setup_cfg(path: Path) -> list[RequirementList]:
     if parser.has_section("options.extras_require"):
         for extra, value in parser.items("options.extras_require"):
             items = [line for line in value.splitlines() if line.strip()]
-            lists.append(_list_from_strings(path, f"[options.extras_require] {extra}", items, text, additive=True))
+            label = f"[options.extras_require] {extra}"
+            lists.append(_list_from_strings(path, label, items, text, additive=True, extra=extra.split(":")[0]))
     return lists
 
 
@@ -379,7 +506,8 @@ def _environment(path: Path) -> list[RequirementList]:
 
 def _conda_spec(text: str, path: Path) -> tuple[str, SpecifierSet]:
     """A conda match spec in PEP 440: ``=2.1`` (and ``2.1``, ``2.1.*``) is ``==2.1.*``,
-    ``==2.1.0`` exact, a build string after a second ``=`` or a space is dropped."""
+    ``==2.1.0`` exact, ``>=1.13`` as written (also with spaces: ``pytorch >= 1.13``, and
+    ``>=1.13,<2``), a build string after a second ``=`` or a space is dropped."""
     spec = text.split("::", 1)[-1].strip()
     match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*)$", spec)
     if match is None:
@@ -387,6 +515,9 @@ def _conda_spec(text: str, path: Path) -> tuple[str, SpecifierSet]:
     name, rest = match.group(1), match.group(2).strip()
     if not rest:
         return name, SpecifierSet()
+    # an operator may be followed by spaces (`>= 1.13`, `>=1.13, <2`): join it to its version
+    rest = re.sub(r"(==|>=|<=|!=|~=|>|<)\s+", r"\1", rest)
+    rest = re.sub(r"\s*([,|])\s*", r"\1", rest)
     rest = rest.split()[0]  # "2.1.* py3.10_cuda" -> the version part
     if rest.startswith("=") and not rest.startswith("=="):
         rest = rest[1:].split("=", 1)[0]

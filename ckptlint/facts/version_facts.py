@@ -20,8 +20,10 @@ from ckptlint.facts.versions import VersionRange, specifier_range
 __all__ = [
     "CONDA_NAMES",
     "HF_ACTIVATION_CHECKPOINTING_API",
+    "HF_CHECKPOINTING_KWARGS",
     "HF_DEFAULT_NON_REENTRANT",
     "HF_DEFAULT_REENTRANT",
+    "TIMM_CHECKPOINT_REENTRANT",
     "TRACKED_LIBRARIES",
     "VERSION_FACTS",
     "VersionFact",
@@ -109,4 +111,51 @@ HF_ACTIVATION_CHECKPOINTING_API = VersionFact(
     ),
 )
 
-VERSION_FACTS = (HF_DEFAULT_REENTRANT, HF_DEFAULT_NON_REENTRANT, HF_ACTIVATION_CHECKPOINTING_API)
+HF_CHECKPOINTING_KWARGS = VersionFact(
+    key="hf-gradient-checkpointing-kwargs",
+    library="transformers",
+    specifiers=">=4.35",
+    holds=(
+        "`gradient_checkpointing_enable(gradient_checkpointing_kwargs=None)` and `TrainingArguments("
+        "gradient_checkpointing_kwargs=...)` exist; before 4.35 the method takes no argument (passing "
+        "the keyword raises TypeError) and the models' own checkpoint calls choose the variant"
+    ),
+    source=(
+        "transformers wheels from PyPI: 4.35.0 modeling_utils.py lines 1850-1872 (`def gradient_checkpointing_enable("
+        "self, gradient_checkpointing_kwargs=None)`, `functools.partial(checkpoint, **gradient_checkpointing_kwargs)`), "
+        "training_args.py line 1137 (`gradient_checkpointing_kwargs: dict = field(default=None, ...)`); 4.34.1 "
+        "modeling_utils.py line 1819 (`def gradient_checkpointing_enable(self):`, then "
+        "`self.apply(partial(self._set_gradient_checkpointing, value=True))`), no such field in training_args.py"
+    ),
+)
+
+TIMM_CHECKPOINT_REENTRANT = VersionFact(
+    key="timm-checkpoint-seq-reentrant",
+    library="timm",
+    specifiers="<1.0.13",
+    holds=(
+        "`timm.models.checkpoint_seq(functions, x, every=1, flatten=False, skip_last=False, "
+        "preserve_rng_state=True)` calls torch's `checkpoint(..., preserve_rng_state=...)` without "
+        "`use_reentrant` (torch warns and runs the reentrant variant) and takes no `use_reentrant` (passing it "
+        "raises TypeError); `timm.models` has no `checkpoint` of its own (`timm.models._manipulate.checkpoint` is "
+        "torch's, imported). From 1.0.13 both take `use_reentrant=None`, which reads "
+        "`timm.layers.use_reentrant_ckpt()`: False unless `TIMM_REENTRANT_CKPT` is set or "
+        "`set_reentrant_ckpt(True)` was called"
+    ),
+    source=(
+        "huggingface/pytorch-image-models tags: v0.6.5 to v1.0.12 timm/models/_manipulate.py (helpers.py before "
+        "0.9) line 10 `from torch.utils.checkpoint import checkpoint`, v1.0.12 lines 186-250 (`x = checkpoint("
+        "run_function(start, end, functions), x, preserve_rng_state=preserve_rng_state)`); v1.0.13 (2025-01-09) "
+        "lines 189-208 (`def checkpoint(function, *args, use_reentrant=None, **kwargs)`), 211-281 (`checkpoint_seq(..., "
+        "use_reentrant=None)`, `torch.utils.checkpoint.checkpoint(..., use_reentrant=use_reentrant)`), "
+        "timm/layers/config.py lines 38-41 and 159-165; unchanged to v1.0.28"
+    ),
+)
+
+VERSION_FACTS = (
+    HF_DEFAULT_REENTRANT,
+    HF_DEFAULT_NON_REENTRANT,
+    HF_ACTIVATION_CHECKPOINTING_API,
+    HF_CHECKPOINTING_KWARGS,
+    TIMM_CHECKPOINT_REENTRANT,
+)

@@ -19,7 +19,7 @@ import libcst as cst
 
 from ckptlint.checkpoint.analyses.reentrant_backward import may_skip_backward, never_backward
 from ckptlint.checkpoint.sites.call_errors import always_raises
-from ckptlint.checkpoint.sites.guards import site_condition
+from ckptlint.checkpoint.sites.guards import node_condition, site_condition
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.facts.version_facts import VersionFact
 from ckptlint.facts.versions import Decision, TargetVersion, decide
@@ -165,6 +165,12 @@ class RuleContext:
             self._conditions[key] = site_condition(self.analysis, site)
         return self._conditions[key]
 
+    def condition_at(self, node: cst.CSTNode, analysis: ModuleAnalysis | None = None) -> str:
+        """The condition under which ``node`` (of ``analysis``, default the linted module)
+        runs, as :meth:`condition` states it for a site; for the findings of rules that read
+        calls rather than sites (:func:`~ckptlint.checkpoint.sites.guards.node_condition`)."""
+        return node_condition(analysis or self.analysis, node)
+
     @cached_property
     def regions(self) -> RegionBuilder:
         """The region builder shared by every rule run on this module."""
@@ -182,16 +188,21 @@ class RuleContext:
         code: str | None = None,
         once: bool = False,
         site: CheckpointSite | None = None,
+        guarded: cst.CSTNode | None = None,
     ) -> None:
         """Report ``message`` at ``node`` of ``analysis`` (default: the linted module).
 
         With ``once``, a node already reported by this rule is skipped (a statement reached
         from several checkpoint sites is reported for the first). With ``site`` (the region
-        rules), the message ends with the condition under which the site runs
-        (:meth:`condition`) when an ``if`` guards it."""
+        rules, and every rule whose finding is about a site), the message ends with the
+        condition under which the site runs (:meth:`condition`) when an ``if`` or ``while``
+        guards it; with ``guarded`` (a node of ``analysis``: the call a call-level rule reads),
+        with the condition under which that node runs (:meth:`condition_at`)."""
         where = analysis or self.analysis
         if site is not None:
             message += self.condition(site)
+        elif guarded is not None:
+            message += self.condition_at(guarded, where)
         start, end = where.range(node)
         diagnostic = Diagnostic(
             code=code or self.code,

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import libcst as cst
 
 from ckptlint.checkpoint.analyses.function_keywords import reentrant_call_refuses_keywords
+from ckptlint.checkpoint.analyses.grad_mode import GradMode, grad_mode_at
 from ckptlint.checkpoint.sites.options import OptionOrigin, OptionState
 from ckptlint.checkpoint.sites.site import Reentrancy
 from ckptlint.checkpoint.sites.sites import CheckpointSite, SiteForm, site_index
@@ -16,10 +15,10 @@ from ckptlint.facts.version_facts import HF_DEFAULT_REENTRANT
 from ckptlint.facts.versions import Placement
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_node
+from ckptlint.rules.library_advice import is_timm, kwargs_advice, remote_code, remote_code_message, timm_message
 from ckptlint.semantic.callables import signature_of
 from ckptlint.text.diagnostics import Applicability, Fix
 
-_KEEP_MESSAGE = "Pass `{keyword}=True` (keeps the reentrant variant PyTorch runs now)"
 _RECEIVER_STEPS = 100
 _HF_DICT = '{"use_reentrant": False}'
 _HF_ENTRY = '"use_reentrant": False'
@@ -209,6 +208,11 @@ class CheckpointWithoutUseReentrant(Rule):
         sites = site_index(ctx.analysis).sites
         chosen_by_every_call = _bindings_chosen_by_every_call(sites)
         for site in sites:
+            if is_timm(site) and site.use_reentrant.is_absent and site.reported_here and not site.function_keywords:
+                text = timm_message(ctx, site)  # releases before 1.0.13 run torch's omitted default
+                if text is not None:
+                    ctx.report(site.call, text, fix=_fix(ctx, site) if "pass `use_reentrant=False`" in text else None, site=site)
+                continue
             if site.reentrancy is not Reentrancy.OMITTED_REENTRANT or not site.reported_here:
                 continue
             if site.form is SiteForm.HELPER_CALL and "use_reentrant" not in site.caller_options:
@@ -228,7 +232,17 @@ class CheckpointWithoutUseReentrant(Rule):
                     continue  # every declared transformers defaults to use_reentrant=False
                 if decision.placement is not Placement.UNDECLARED:
                     versions = decision.which("transformers")
-            ctx.report(site.call, _message(site, versions), fix=_fix(ctx, site))
+            fix = _fix(ctx, site)
+            message = _message(site, versions)
+            if site.api.kind in _HF_KINDS:
+                loaded = remote_code(ctx, site) if site.api.kind is ApiKind.HF_ENABLE else None
+                advice = kwargs_advice(ctx, _kwargs_name(site))
+                if loaded is not None:
+                    message = remote_code_message(_what(site), _kwargs_name(site), loaded)
+                elif not advice.usable and site.use_reentrant.origin is OptionOrigin.DEFAULT:
+                    message = message.split("; pass `", 1)[0] + "; " + advice.note
+                    fix = None  # the keyword raises TypeError on the releases that lack it
+            ctx.report(site.call, message, fix=fix, site=site)
 
 
 def _transformers_default_decides(site: CheckpointSite) -> bool:
@@ -382,14 +396,40 @@ def _message(site: CheckpointSite, versions: str | None = None) -> str:
 
 
 def _raises_when_reentrant(site: CheckpointSite) -> bool:
-    """torch.utils.checkpoint 2.9: the reentrant variant raises ValueError for function
-    keyword arguments, a non-default ``context_fn`` and ``debug`` other than ``False``."""
+    """torch.utils.checkpoint 2.9-2.13: the reentrant variant raises ValueError for function
+    keyword arguments, a non-default ``context_fn`` and ``debug`` other than ``False``
+    (``checkpoint()``: "Unexpected keyword arguments", "Passing `context_fn` or `debug` is only
+    supported when use_reentrant=False")."""
     if site.function_keywords:
         return True
     if site.option("context_fn").is_passed:
         return True
     debug = site.option("debug")
     return debug.is_passed and not debug.is_false
+
+
+def _records_nothing(ctx: RuleContext, site: CheckpointSite) -> bool:
+    """The call runs where grad mode is off (``with torch.no_grad()``, ``inference_mode()``,
+    ``set_grad_enabled(False)``, or such a decorator, in its own function): neither variant
+    records a graph, both run the function once and return what it returns
+    (torch.utils.checkpoint 2.13: ``CheckpointFunction.forward`` runs it under ``no_grad``; the
+    non-reentrant generator sees an input saver without ``grad_fn`` and runs it plainly,
+    lines 1566-1569). Only for a direct call: a ``partial`` or a wrapper runs where it is
+    called, and a helper's own code may turn grad mode back on."""
+    if site.form not in (SiteForm.CALL, SiteForm.BOUND_CALL) or site.api.kind not in (ApiKind.FUNCTION, ApiKind.SEQUENTIAL):
+        return False
+    return grad_mode_at(site.call, ctx.analysis.model).mode is GradMode.DISABLED
+
+
+def variant_keeps_behaviour(ctx: RuleContext, site: CheckpointSite) -> bool:
+    """Whether passing ``use_reentrant=False`` provably changes nothing that works today: the
+    reentrant variant raises at this call whatever the inputs (:func:`_raises_when_reentrant`),
+    or no graph is recorded (:func:`_records_nothing`). Everywhere else the variants differ in
+    ways the text does not decide (which tensors require grad at run time, nested or
+    keyword-only inputs, ``torch.autograd.grad`` elsewhere, grad mode read inside the region,
+    early stop of recomputation, the metadata check of recomputed tensors), so the fix is
+    unsafe there."""
+    return _raises_when_reentrant(site) or _records_nothing(ctx, site)
 
 
 def _passed_none(site: CheckpointSite) -> cst.BaseExpression | None:
@@ -414,31 +454,20 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
         a.keyword is not None and not signature.accepts(a.keyword.value) for a in site.function_keywords
     ):
         return None  # the function refuses the keyword too: the fix would trade ValueError for TypeError
-    raises = _raises_when_reentrant(site)
-    applicability = Applicability.SAFE if raises else Applicability.UNSAFE
+    # No fix writes use_reentrant=True: the recommended variant is the only fix, safe where it
+    # provably changes nothing that works today (variant_keeps_behaviour), unsafe elsewhere.
+    applicability = Applicability.SAFE if variant_keeps_behaviour(ctx, site) else Applicability.UNSAFE
     passed = site.use_reentrant.arg
     if _passed_none(site) is not None and passed is not None:
         # use_reentrant=None (keyword, or checkpoint_sequential's 4th positional): replace
         # the value; adding the keyword would repeat it.
-        fix = ctx.fix(applicability, "Pass `use_reentrant=False`", replace_node(analysis, passed.value, "False"))
-        keep = ctx.fix(Applicability.SAFE, _KEEP_MESSAGE.format(keyword="use_reentrant"), replace_node(analysis, passed.value, "True"))
-    elif site.use_reentrant.origin is OptionOrigin.DICT or site.arguments.double_starred:
+        return ctx.fix(applicability, "Pass `use_reentrant=False`", replace_node(analysis, passed.value, "False"))
+    if site.use_reentrant.origin is OptionOrigin.DICT or site.arguments.double_starred:
         return None
-    elif site.form is SiteForm.HELPER_CALL and _keywords_reach_other_calls(site):
+    if site.form is SiteForm.HELPER_CALL and _keywords_reach_other_calls(site):
         return None  # the keyword would also reach the helper's call without checkpointing
-    else:
-        keyword = _keyword(site)
-        fix = ctx.fix(applicability, f"Pass `{keyword}=False`", *add_keyword_argument(analysis, site.call, f"{keyword}=False"))
-        keep = ctx.fix(
-            Applicability.SAFE,
-            _KEEP_MESSAGE.format(keyword=keyword),
-            *add_keyword_argument(analysis, site.call, f"{keyword}=True"),
-        )
-    # torch.utils.checkpoint 2.9-2.13: an omitted (or None) use_reentrant warns, then
-    # `use_reentrant = True`; passing True runs the same code without the warning, so it is
-    # the safe fix --fix applies, and False (recommended, another variant) needs --unsafe-fixes.
-    # Where the reentrant variant raises, False is safe and True would keep the error.
-    return fix if raises else replace(fix, fallback=keep)
+    keyword = _keyword(site)
+    return ctx.fix(applicability, f"Pass `{keyword}=False`", *add_keyword_argument(analysis, site.call, f"{keyword}=False"))
 
 
 def _hf_fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:

@@ -207,7 +207,7 @@ def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
     refused = refused_keywords(ctx.regions, ctx.analysis, site, keywords)
     message = _function_message(ctx, site, raising, ignored, refused)
     # with refused keywords use_reentrant=False would only trade the ValueError for a TypeError
-    ctx.report(site.call, message, fix=None if refused else _fix(ctx, site, bool(raising)))
+    ctx.report(site.call, message, fix=None if refused else _fix(ctx, site, bool(raising)), site=site)
 
 
 def _check_open_dictionary(ctx: RuleContext, site: CheckpointSite) -> None:
@@ -331,7 +331,7 @@ def _check_sequential(ctx: RuleContext, site: CheckpointSite) -> None:
             f"{keyword_list(unexpected)} raise ValueError (Unexpected keyword arguments)"
         )
     if problems:
-        ctx.report(site.call, f"{_what(site)}: {'; '.join(problems)}")
+        ctx.report(site.call, f"{_what(site)}: {'; '.join(problems)}", site=site)
 
 
 def _check_composable(ctx: RuleContext, site: CheckpointSite) -> None:
@@ -346,4 +346,4 @@ def _check_composable(ctx: RuleContext, site: CheckpointSite) -> None:
     if unexpected:
         problems.append(f"{keyword_list(unexpected)} raise ValueError (Unexpected keyword arguments)")
     if problems:
-        ctx.report(site.call, f"composable `checkpoint()`: {'; '.join(problems)}")
+        ctx.report(site.call, f"composable `checkpoint()`: {'; '.join(problems)}", site=site)

@@ -116,7 +116,7 @@ class MisspelledCheckpointOption(Rule):
             if site.save_misuse is not None:
                 continue
             for misspelling in _misspellings(ctx, site):
-                ctx.report(misspelling.node, _message(site, misspelling), fix=_fix(ctx, site, misspelling))
+                ctx.report(misspelling.node, _message(site, misspelling), fix=_fix(ctx, site, misspelling), site=site)
 
 
 def _misspellings(ctx: RuleContext, site: CheckpointSite) -> tuple[Misspelling, ...]:

@@ -101,7 +101,7 @@ class DeprecatedCheckpointingAlias(Rule):
                 continue
             if not renames:
                 continue
-            ctx.report(site.call, _message(renames, decision), fix=_fix(ctx, site, renames))
+            ctx.report(site.call, _message(renames, decision), fix=_fix(ctx, site, renames), site=site)
 
 
 def _renames(call: cst.Call, *, method: bool) -> list[cst.Name]:

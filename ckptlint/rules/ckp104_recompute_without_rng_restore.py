@@ -93,4 +93,5 @@ class RecomputeWithoutRngRestore(Rule):
                     "re-run draws other ones than forward did, so the gradients belong to another network; "
                     "save `torch.get_rng_state()` (and the device's) in forward and restore them around the "
                     "re-run under `torch.random.fork_rng()`, or use `torch.utils.checkpoint.checkpoint`",
+                    guarded=call,
                 )

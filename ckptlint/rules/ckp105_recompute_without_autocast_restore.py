@@ -64,4 +64,5 @@ class RecomputeWithoutAutocastRestore(Rule):
                     "the recompute runs in float32 and produces other activations than forward; capture `torch.is_autocast_enabled()` / "
                     "`torch.get_autocast_dtype()` in forward and re-enter `torch.autocast(...)` around the "
                     "re-run (or use `torch.amp.custom_fwd`/`custom_bwd`)",
+                    guarded=call,
                 )

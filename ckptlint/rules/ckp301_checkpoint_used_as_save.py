@@ -126,4 +126,6 @@ class CheckpointUsedAsSave(Rule):
             if misuse is None:
                 continue
             short = site.api.name.rsplit(".", 1)[-1]
-            ctx.report(site.call, save_message(f"`{short}()`", misuse), fix=torch_save_fix(ctx, ctx.analysis, site.call, misuse))
+            ctx.report(
+                site.call, save_message(f"`{short}()`", misuse), fix=torch_save_fix(ctx, ctx.analysis, site.call, misuse), site=site
+            )

@@ -102,6 +102,7 @@ class CheckpointModuleCalled(Rule):
                     f"activation checkpointing does not save training state either: {misuse.reason}. "
                     + save_advice(misuse),
                     fix=torch_save_fix(ctx, analysis, call, misuse),
+                    guarded=call,
                 )
                 continue
             fix = ctx.fix(
@@ -114,6 +115,7 @@ class CheckpointModuleCalled(Rule):
                 f"{what}, not a function: calling it raises TypeError ('module' object is not "
                 f"callable); call `{callee}.checkpoint(...)`",
                 fix=fix,
+                guarded=call,
             )
 
 

@@ -111,6 +111,7 @@ class DistributedCheckpointMisuse(Rule):
                         f"{callee} takes a state dict, but it is given {evidence}: it fails with AttributeError "
                         f"(no attribute '{missing}'); pass `{{\"model\": {_text(ctx, state.value)}.state_dict()}}` "
                         "or `get_state_dict(...)` from torch.distributed.checkpoint.state_dict",
+                        guarded=call,
                     )
             storage = _argument(call, 1, "storage_writer" if function.operation is DcpOperation.SAVE else "storage_reader")
             if storage is not None and _pathish(storage.value, model):
@@ -128,6 +129,7 @@ class DistributedCheckpointMisuse(Rule):
                     storage.value,
                     f"{callee}: {where} is taken as `{role}`, not as the checkpoint path, and a path there "
                     f"fails with AttributeError (for `save`/`load` wrapped in CheckpointException); {advice}",
+                    guarded=call,
                 )
             if function.returns_none and _result_used(call, model):
                 ctx.report(
@@ -135,6 +137,7 @@ class DistributedCheckpointMisuse(Rule):
                     f"{callee} loads in place into the state dict it is given and returns None: its return "
                     "value is used here; read the loaded values from the dict you passed (then call "
                     "`model.load_state_dict(...)` or `set_state_dict(...)`)",
+                    guarded=call,
                 )
 
 

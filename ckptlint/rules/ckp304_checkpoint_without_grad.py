@@ -124,4 +124,5 @@ class CheckpointWithoutGrad(Rule):
                 f"`{short}()` runs {how} `{spelled}` (line {row}): autograd records nothing, so nothing "
                 "is saved for backward or recomputed and the checkpoint only adds overhead; call the "
                 "function directly here, or enable grad if this code is meant to train",
+                site=site,
             )

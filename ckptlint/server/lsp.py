@@ -8,9 +8,8 @@ lsprotocol 2025.x; LSP 3.17).
   (a region reaching a function defined here) is published here too.
 - ``textDocument/codeAction`` offers, for each finding in the requested range, its fix
   (``quickfix``; unsafe fixes only when the file's configuration sets
-  ``unsafe-fixes = true``, as ruff's server does; display-only fixes never), its safe
-  fallback as well (CKP001: ``use_reentrant=True``, the preferred action, beside the
-  recommended but unsafe ``use_reentrant=False``), and
+  ``unsafe-fixes = true``, as ruff's server does; display-only fixes never; a safe fix is the
+  preferred action), a fix's fallback where it has one, and
   "Disable CODE for this line" (adds or extends ``# noqa: CODE``), plus
   ``source.fixAll.ckptlint``: every applicable fix at once.
 - A document that could not be checked (over the size limit, too deeply nested, a lone
@@ -342,7 +341,7 @@ class CkptlintLanguageServer(LanguageServer):
             if not wants_quickfix or d.path != os.path.abspath(path or "") or not (d.start[0] <= last and d.end[0] >= first):
                 continue
             lsp_diagnostic = self.to_lsp(d, lines)
-            # the fix and its safe fallback (CKP001: use_reentrant=False, unsafe, and =True)
+            # the fix and its fallback, where it has one
             for fix in d.fix.alternatives() if d.fix is not None else ():
                 if not fix.applies(unsafe):
                     continue

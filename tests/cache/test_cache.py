@@ -275,13 +275,13 @@ def test_fix_uses_cached_results_whose_fixes_do_not_apply(tmp_path: Path, run_cl
     assert "use_reentrant" not in (tmp_path / "train.py").read_text()
 
 
-def test_fix_does_not_use_a_cached_result_whose_safe_fallback_applies(tmp_path: Path, run_cli, counted) -> None:
+def test_fix_does_not_use_a_cached_result_whose_safe_fix_applies(tmp_path: Path, run_cli, counted) -> None:
     path = tmp_path / "train.py"
-    path.write_text(textwrap.dedent(FIXABLE))
+    path.write_text(textwrap.dedent(FIXABLE).replace("checkpoint(f, x)", "checkpoint(f, x, debug=True)"))
     _run(run_cli)
-    found, hits, misses = _lint_and_count(run_cli, counted, "--fix")  # use_reentrant=True is safe: applied
+    found, hits, misses = _lint_and_count(run_cli, counted, "--fix")  # the reentrant variant raises: safe, applied
     assert (found, hits, misses) == ([], 0, 1)
-    assert "return checkpoint(f, x, use_reentrant=True)" in path.read_text()
+    assert "return checkpoint(f, x, debug=True, use_reentrant=False)" in path.read_text()
 
 
 def test_diff_uses_cache_only_without_applicable_fixes(tmp_path: Path, run_cli, counted) -> None:

@@ -151,11 +151,11 @@ def test_fix_leaves_unsafe_findings_exit_1(run_cli, write) -> None:
     assert path.read_text() == UNSAFE_ONLY
 
 
-def test_fix_passes_use_reentrant_true_by_default(run_cli, write) -> None:
-    path = write("m.py", BAD)  # torch runs the reentrant variant when use_reentrant is omitted: True keeps it
+def test_fix_never_passes_use_reentrant_true(run_cli, write) -> None:
+    path = write("m.py", BAD)  # use_reentrant=False changes the variant here: unsafe, not applied
     result = run_cli("--fix", "m.py")
-    assert result.exit_code == 0
-    assert path.read_text() == IMPORT + "y = checkpoint(f, x, use_reentrant=True)\n"
+    assert result.exit_code == 1
+    assert path.read_text() == BAD
 
 
 def test_diff_prints_writes_nothing_exits_1(run_cli, write) -> None:
@@ -204,9 +204,9 @@ def test_statistics(run_cli, write) -> None:
     result = run_cli("--statistics", "--select", "CKP001", "a.py")
     assert result.exit_code == 1
     assert result.stdout == (
-        "2\tCKP001\t[*] checkpoint-without-use-reentrant\n"
+        "2\tCKP001\t[-] checkpoint-without-use-reentrant\n"  # only the call whose reentrant variant raises
         "Found 2 errors.\n"
-        "[*] 2 fixable with the `--fix` option.\n"
+        "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
     )
 
 

@@ -277,18 +277,48 @@ def test_hf_use_reentrant_none_in_dict_is_replaced() -> None:
     ],
 )
 def test_applicability(call: str, safe: bool) -> None:
-    """``use_reentrant=False`` is safe where the reentrant variant raises; elsewhere it is
-    unsafe and ``--fix`` applies its safe fallback ``use_reentrant=True`` (torch 2.9-2.13 run
-    the reentrant variant when the keyword is omitted)."""
+    """``use_reentrant=False`` is the only fix: safe where the reentrant variant raises,
+    unsafe (hidden from ``--fix``) elsewhere; no fix ever writes ``use_reentrant=True``."""
     (found,) = lint_source(IMPORT + call + "\n", select=["CKP001"])
     assert found.fix is not None
     assert found.fix.applicability.value == ("safe" if safe else "unsafe")
-    fallback = found.fix.fallback
-    assert (fallback is None) if safe else (fallback is not None and fallback.applicability.value == "safe")
+    assert found.fix.fallback is None
     after = IMPORT + call[:-1] + ", use_reentrant=False)\n"
-    kept = IMPORT + call[:-1] + ", use_reentrant=True)\n"
-    assert fix(IMPORT + dedent(call + "\n"), "CKP001", unsafe=False) == (after if safe else kept)
+    assert fix(IMPORT + dedent(call + "\n"), "CKP001", unsafe=False) == (after if safe else IMPORT + call + "\n")
     assert fix(IMPORT + dedent(call + "\n"), "CKP001", unsafe=True) == after
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\nwith torch.no_grad():\n    y = checkpoint(f, x)\n",
+        "import torch\n@torch.inference_mode()\ndef g(x):\n    return checkpoint(f, x)\n",
+        "import torch\nwith torch.set_grad_enabled(False):\n    y = checkpoint(f, x)\n",
+    ],
+)
+def test_fix_is_safe_where_grad_is_off(source: str) -> None:
+    """Under ``no_grad`` neither variant records anything: ``use_reentrant=False`` is safe."""
+    (found,) = lint_source(IMPORT + source, select=["CKP001"])
+    assert found.fix is not None and found.fix.applicability.value == "safe"
+    assert fix(IMPORT + source, "CKP001", unsafe=False) == IMPORT + source.replace("(f, x)", "(f, x, use_reentrant=False)")
+
+
+def test_fix_is_unsafe_where_grad_mode_is_unknown_or_bound_elsewhere() -> None:
+    sources = [
+        "import torch\nwith torch.set_grad_enabled(train):\n    y = checkpoint(f, x)\n",
+        "import torch, functools\nwith torch.no_grad():\n    ck = functools.partial(checkpoint, preserve_rng_state=True)\n",
+        "import torch\nwith torch.no_grad():\n    def g(x):\n        return checkpoint(f, x)\n",
+    ]
+    for source in sources:
+        (found,) = lint_source(IMPORT + source, select=["CKP001"])
+        assert found.fix is not None and found.fix.applicability.value == "unsafe", source
+
+
+def test_no_fix_writes_use_reentrant_true() -> None:
+    """Whatever the mode, ``--fix`` never locks in the legacy variant."""
+    for call in ("checkpoint(f, x)", "checkpoint(f, x, use_reentrant=None)", "checkpoint(f, x, preserve_rng_state=False)"):
+        for unsafe in (False, True):
+            assert "use_reentrant=True" not in fix_source(IMPORT + call + "\n", unsafe=unsafe)
 
 
 MIXED = IMPORT + "a = checkpoint(f, x)\nb = checkpoint(f, x, mask=m)\n"
@@ -305,10 +335,10 @@ def test_concise_output_marks_fixable_and_summarises(run_cli, write) -> None:
     result = run_cli("--select", "CKP001", "m.py")
     assert result.exit_code == 1
     assert result.stdout == (
-        f"m.py:2:5: {MESSAGE.format(marker=' [*]')}\n"  # use_reentrant=True, safe
-        f"m.py:3:5: {MESSAGE.format(marker=' [*]')}\n"
+        f"m.py:2:5: {MESSAGE.format(marker='')}\n"  # use_reentrant=False, unsafe: hidden
+        f"m.py:3:5: {MESSAGE.format(marker=' [*]')}\n"  # the reentrant variant raises: safe
         "Found 2 errors.\n"
-        "[*] 2 fixable with the `--fix` option.\n"
+        "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
     )
     result = run_cli("--unsafe-fixes", "--select", "CKP001", "m.py")
     assert result.stdout.splitlines()[-2:] == ["Found 2 errors.", "[*] 2 fixable with the `--fix` option."]
@@ -321,13 +351,13 @@ def test_plain_fix_applies_safe_fixes_only(run_cli, write) -> None:
     assert result.exit_code == 1
     assert path.read_text() == (
         IMPORT
-        + "a = checkpoint(f, x, use_reentrant=True)\nb = checkpoint(f, x, mask=m, use_reentrant=False)\n"
+        + "a = checkpoint(f, x)\nb = checkpoint(f, x, mask=m, use_reentrant=False)\n"
         + "model.gradient_checkpointing_enable()\n"
     )
-    assert result.stdout.startswith("m.py:4:1: CKP001 `gradient_checkpointing_enable()` without")
+    assert result.stdout.startswith("m.py:2:5: CKP001 `checkpoint()` without")
     assert result.stdout.endswith(
-        "Found 3 errors (2 fixed, 1 remaining).\n"
-        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
+        "Found 3 errors (1 fixed, 2 remaining).\n"
+        "No fixes available (2 hidden fixes can be enabled with the `--unsafe-fixes` option).\n"
     )
 
 
@@ -405,25 +435,29 @@ def test_no_fix_when_the_function_refuses_the_keyword_too() -> None:
     assert "pass the value positionally or bind it inside the function" in found["CKP002"].message
 
 
-def test_ckp001_fallback_round_trips_through_the_cache_record() -> None:
+def test_fix_with_a_fallback_round_trips_through_the_cache_record() -> None:
+    from dataclasses import replace
+
     from ckptlint.text.diagnostics import Diagnostic
 
     (found,) = lint_source(IMPORT + "checkpoint(f, x)\n", select=["CKP001"])
+    assert found.fix is not None
+    found = replace(found, fix=replace(found.fix, fallback=replace(found.fix, message="other")))
     again = Diagnostic.from_dict(found.to_dict())
     assert again == found and again.fix is not None and again.fix.fallback == found.fix.fallback  # type: ignore[union-attr]
 
 
-def test_ckp001_fallback_replaces_an_explicit_none() -> None:
+def test_ckp001_replaces_an_explicit_none_with_false_only() -> None:
     source = IMPORT.replace("checkpoint\n", "checkpoint_sequential\n") + "checkpoint_sequential(m, 2, x, None)\n"
-    assert fix(source, "CKP001", unsafe=False) == source.replace("None)", "True)")
+    assert fix(source, "CKP001", unsafe=False) == source
     assert fix(source, "CKP001", unsafe=True) == source.replace("None)", "False)")
 
 
-def test_extend_unsafe_fixes_demotes_the_fallback_too(run_cli, write) -> None:
-    path = write("m.py", IMPORT + "y = checkpoint(f, x)\n")
+def test_extend_unsafe_fixes_demotes_a_safe_fix(run_cli, write) -> None:
+    path = write("m.py", IMPORT + "y = checkpoint(f, x, mask=m)\n")
     write("pyproject.toml", '[tool.ckptlint]\nextend-unsafe-fixes = ["CKP001"]\n')
-    result = run_cli("--fix", "m.py")
-    assert result.exit_code == 1 and path.read_text() == IMPORT + "y = checkpoint(f, x)\n"
+    result = run_cli("--fix", "--select", "CKP001", "m.py")
+    assert result.exit_code == 1 and path.read_text() == IMPORT + "y = checkpoint(f, x, mask=m)\n"
 
 
 def test_fix_of_a_sole_generator_argument_adds_parentheses() -> None:

@@ -130,7 +130,7 @@ def test_full_shows_source_caret_and_fix_diff(project: Path, run_cli) -> None:
     assert result.exit_code == 1
     text = result.stdout
     assert "\r" not in text
-    assert text.startswith(f"CKP001 [*] {CKP001_MESSAGE}\n")
+    assert text.startswith(f"CKP001 {CKP001_MESSAGE}\n")  # the fix is unsafe here: no [*]
     # a one-line finding with its fix diff: tests/test_snapshots.py (golden file of the full format)
     expected_multi = "\n".join(
         [
@@ -146,10 +146,10 @@ def test_full_shows_source_caret_and_fix_diff(project: Path, run_cli) -> None:
             "  | |_____^",
             "9 |       return checkpoint(block, y, use_reentrant=False)",
             "  |",
-            "help: Pass `use_reentrant=True` (keeps the reentrant variant PyTorch runs now)",
+            "help: Pass `use_reentrant=False`",
             "  |",
             "7 |         x + 1,",
-            "8 +         use_reentrant=True,",
+            "8 +         use_reentrant=False,",
             "9 |     )",
             "  |",
             "",
@@ -158,7 +158,10 @@ def test_full_shows_source_caret_and_fix_diff(project: Path, run_cli) -> None:
     assert expected_multi in text
     assert " --> crlf.py:3:5\n" in text
     assert "3 | y = checkpoint(f, x)  # trailing\n  |     ^^^^^^^^^^^^^^^^\n" in text
-    assert text.endswith("  |\n\nFound 3 errors.\n[*] 3 fixable with the `--fix` option.\n")
+    assert text.endswith(
+        "note: This is an unsafe fix and may change runtime behavior\n\n"
+        "Found 3 errors.\nNo fixes available (3 hidden fixes can be enabled with the `--unsafe-fixes` option).\n"
+    )
     unsafe = _lint(run_cli, "full", "--unsafe-fixes", "pkg", "crlf.py").stdout  # the fix --fix --unsafe-fixes applies
     assert "help: Pass `use_reentrant=False`\n" in unsafe and "8 +         use_reentrant=False,\n" in unsafe
     assert unsafe.endswith(
@@ -562,11 +565,11 @@ def test_full_gutter_widens_with_line_numbers(project: Path, run_cli) -> None:
         "12 | v10 = checkpoint(f, x)\n"
         "13 | v11 = checkpoint(f, x)\n"
         "   |       ^^^^^^^^^^^^^^^^\n"
-        "help: Pass `use_reentrant=True` (keeps the reentrant variant PyTorch runs now)\n"
+        "help: Pass `use_reentrant=False`\n"
         "   |\n"
         "12 | v10 = checkpoint(f, x)\n"
         "   - v11 = checkpoint(f, x)\n"
-        "13 + v11 = checkpoint(f, x, use_reentrant=True)\n"
+        "13 + v11 = checkpoint(f, x, use_reentrant=False)\n"
         "   |\n"
     ) in text
 

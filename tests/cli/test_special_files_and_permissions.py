@@ -115,7 +115,7 @@ def test_an_unreadable_file_named_on_the_command_line_is_ckp902(open_folder: Pat
     result = run_process("--no-cache", "secret.py", "ok.py", cwd=open_folder, unprivileged=True)
     assert result.exit_code == 1, result.stderr
     assert result.stdout.splitlines()[:2] == [
-        "ok.py:3:5: CKP001 [*] `checkpoint()` without `use_reentrant`: PyTorch warns and silently runs the legacy "
+        "ok.py:3:5: CKP001 `checkpoint()` without `use_reentrant`: PyTorch warns and silently runs the legacy "
         "reentrant variant; pass `use_reentrant=False` (recommended)",
         "secret.py:1:1: CKP902 cannot read: permission denied",
     ]

@@ -1027,3 +1027,140 @@ def test_the_hf_fix_inside_a_double_quoted_f_string_uses_single_quotes() -> None
     compile(fixed, "fixed.py", "exec")
     single = source.replace('f"enabled: ', "f'enabled: ").replace('()}")', "()}')")
     assert '{"use_reentrant": False}' in fix_source(single, select=["CKP001"], unsafe=True)
+
+
+def test_message_states_the_switch_and_its_default() -> None:
+    source = """\
+        import torch.utils.checkpoint as cp
+        from torch import nn
+        class Block(nn.Module):
+            def __init__(self, dim, with_cp=False):
+                super().__init__()
+                self.with_cp = with_cp
+                self.fc = nn.Linear(dim, dim)
+            def forward(self, x):
+                if self.with_cp and x.requires_grad:
+                    return cp.checkpoint(self.fc, x)
+                return self.fc(x)
+        """
+    (d,) = findings(source, "CKP001")
+    assert d.message.endswith(
+        "pass `use_reentrant=False` (recommended); this code runs only when `self.with_cp` is true "
+        "(it defaults to `False`) and `x.requires_grad`"
+    )
+
+
+def test_message_states_a_parameter_switch_a_while_test_and_an_else() -> None:
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+        def run(blocks, x, use_checkpoint=None):
+            if use_checkpoint:
+                x = checkpoint(blocks[0], x)
+            while x.numel() > 4:
+                x = checkpoint(blocks[1], x)
+            if not fast:
+                pass
+            else:
+                x = checkpoint(blocks[2], x)
+            return x
+        """
+    conditions = [d.message.split("(recommended)")[1] for d in findings(source, "CKP001")]
+    assert conditions == [
+        "; this code runs only when `use_checkpoint` is true (it defaults to `None`)",
+        "; this code runs only when `x.numel() > 4`",
+        "; this code runs only when `fast`",
+    ]
+
+
+def test_a_rebound_parameter_is_no_switch_and_unguarded_calls_state_nothing() -> None:
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+        def run(block, x, use_checkpoint=False):
+            use_checkpoint = use_checkpoint or FORCE
+            if use_checkpoint:
+                x = checkpoint(block, x)
+            return checkpoint(block, x)
+        """
+    first, second = findings(source, "CKP001")
+    assert first.message.endswith("; this code runs only when `use_checkpoint`")
+    assert second.message.endswith("(recommended)")
+
+
+def test_hugging_face_switch_states_its_condition() -> None:
+    source = """\
+        def train(model, args):
+            if args.gradient_checkpointing:
+                model.gradient_checkpointing_enable()
+        """
+    (d,) = findings(source, "CKP001")
+    assert d.message.endswith('{"use_reentrant": False}`; this code runs only when `args.gradient_checkpointing`')
+
+
+# ---------------------------------------------------------------- library versions
+
+
+def _messages(source: str, versions: dict[str, str] | None) -> list[tuple[str, bool]]:
+    from ckptlint.testing import lint
+
+    return [(d.message, d.fix is not None) for d in lint(source, ["CKP001"], versions=versions) if d.code == "CKP001"]
+
+
+@pytest.mark.parametrize(
+    ("declared", "advice", "fixed"),
+    [
+        ("==4.30.0", "those releases have no `gradient_checkpointing_kwargs` (it came in 4.35", False),
+        ("==4.33.3", "those releases have no `gradient_checkpointing_kwargs` (it came in 4.35", False),
+        (">=4.30,<5", "the releases before 4.35 that the declared range also allows have no", False),
+        (">=4.35", 'pass `gradient_checkpointing_kwargs={"use_reentrant": False}`', True),
+    ],
+)
+def test_kwargs_advice_follows_the_declared_transformers(declared: str, advice: str, fixed: bool) -> None:
+    ((message, has_fix),) = _messages("model.gradient_checkpointing_enable()\n", {"transformers": declared})
+    assert advice in message and has_fix is fixed
+    if not fixed:
+        assert message.endswith('require transformers>=4.35, then pass `gradient_checkpointing_kwargs={"use_reentrant": False}`')
+
+
+@pytest.mark.parametrize(("flag", "when"), [("True", ""), ("args.trust_remote_code", " when `args.trust_remote_code` is true")])
+def test_trust_remote_code_receiver_is_stated_as_unknown(flag: str, when: str) -> None:
+    source = f"""\
+        from transformers import AutoModelForCausalLM
+        def main(args):
+            model = AutoModelForCausalLM.from_pretrained(args.path, trust_remote_code={flag})
+            model.gradient_checkpointing_enable()
+        """
+    ((message, _),) = _messages(source, None)
+    assert message.startswith(
+        "`gradient_checkpointing_enable()` without `gradient_checkpointing_kwargs` on a model loaded with "
+        f"`trust_remote_code` (line 3){when}: the model's own code, which ckptlint does not read, decides"
+    )
+    assert "transformers before 5.0 runs" not in message
+    plain = source.replace(f", trust_remote_code={flag}", ", trust_remote_code=False")
+    assert "transformers before 5.0 runs the legacy reentrant checkpoint" in _messages(plain, None)[0][0]
+
+
+TIMM = """\
+    from timm.models import checkpoint_seq
+    from timm.models._manipulate import checkpoint
+    class Net:
+        def forward(self, x):
+            if self.grad_checkpointing:
+                x = checkpoint_seq(self.blocks, x)
+            return checkpoint(self.head, x)
+    """
+
+
+def test_timm_before_1_0_13_runs_reentrant_and_is_reported_with_the_versions() -> None:
+    (seq, plain) = _messages(TIMM, {"timm": ">=0.9.16"})
+    assert seq[0].startswith(
+        "`checkpoint_seq()` without `use_reentrant`: with timm >=0.9.16,<1.0.13, which `timm>=0.9.16` "
+        "(target_versions) allows, timm calls torch's checkpoint without it"
+    )
+    assert "so require timm>=1.0.13 to choose the variant; this code runs only when `self.grad_checkpointing`" in seq[0]
+    assert seq[1] is False  # checkpoint_seq takes no use_reentrant before 1.0.13: no fix
+    assert "`timm.models._manipulate.checkpoint` is torch's" in plain[0] and plain[1] is True
+
+
+@pytest.mark.parametrize("declared", [">=1.0.13", None])
+def test_timm_from_1_0_13_or_undeclared_is_not_reported(declared: str | None) -> None:
+    assert _messages(TIMM, {"timm": declared} if declared else None) == []

@@ -34,8 +34,8 @@ def test_attribute_spelling() -> None:
 
 def test_after_the_fix_ckp001_fires_on_the_new_site() -> None:
     src = "from torch.utils import checkpoint\ny = checkpoint(f, x)\n"
-    # the new site gets CKP001's safe fix on the next pass
-    assert fix_source(src) == "from torch.utils import checkpoint\ny = checkpoint.checkpoint(f, x, use_reentrant=True)\n"
+    # the new site gets CKP001's fix on the next pass (unsafe here: applied with --unsafe-fixes only)
+    assert fix_source(src) == "from torch.utils import checkpoint\ny = checkpoint.checkpoint(f, x)\n"
     assert fix_source(src, unsafe=True) == (
         "from torch.utils import checkpoint\ny = checkpoint.checkpoint(f, x, use_reentrant=False)\n"
     )

@@ -17,8 +17,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from ckptlint.text.source import split_lines
 
-#: CKP001's safe fix (torch 2.9-2.13 run the reentrant variant when use_reentrant is omitted)
-KEEP = "Pass `use_reentrant=True` (keeps the reentrant variant PyTorch runs now)"
+#: CKP001's fix here: unsafe (the variant changes; no fix ever writes use_reentrant=True)
+FIX = "Pass `use_reentrant=False` (CKP001) (unsafe fix)"
 
 
 SOURCE = "from torch.utils.checkpoint import checkpoint\n\n\ndef forward(block, x):\n    return checkpoint(block, x)\n"
@@ -142,13 +142,8 @@ async def test_diagnostic_quick_fix_and_clean_after_the_edit(client: LanguageCli
 
     actions = await _actions(client, path.as_uri(), d)
     titles = [a.title for a in actions]
-    assert titles == [
-        "Pass `use_reentrant=False` (CKP001) (unsafe fix)",
-        f"{KEEP} (CKP001)",
-        "Disable CKP001 for this line",
-        "ckptlint: fix all auto-fixable problems",
-    ]
-    assert [a.is_preferred for a in actions[:2]] == [False, True]  # the safe one
+    assert titles == [FIX, "Disable CKP001 for this line", "ckptlint: fix all auto-fixable problems"]
+    assert actions[0].is_preferred is False  # unsafe: never the preferred action
     fix = actions[0]
     assert fix.kind == lsp.CodeActionKind.QuickFix and fix.edit is not None and fix.edit.changes is not None
     fixed = _apply(SOURCE, list(fix.edit.changes[path.as_uri()]))
@@ -163,13 +158,9 @@ async def test_unsafe_fix_needs_the_configuration_and_noqa_action_works(client: 
     path = tmp_path / "strict" / "model.py"
     (d,) = await _open(client, path, SOURCE)
     actions = await _actions(client, path.as_uri(), d)
-    titles = [a.title for a in actions]  # unsafe-fixes not set there: the safe use_reentrant=True only
-    assert titles == [f"{KEEP} (CKP001)", "Disable CKP001 for this line", "ckptlint: fix all auto-fixable problems"]
-    keep = actions[0].edit
-    assert keep is not None and keep.changes is not None
-    kept = _apply(SOURCE, list(keep.changes[path.as_uri()]))
-    assert kept.splitlines()[4] == "    return checkpoint(block, x, use_reentrant=True)"
-    edit = actions[1].edit
+    titles = [a.title for a in actions]  # unsafe-fixes not set there: no fix offered (never use_reentrant=True)
+    assert titles == ["Disable CKP001 for this line"]  # and nothing for "fix all" to apply
+    edit = actions[0].edit
     assert edit is not None and edit.changes is not None
     silenced = _apply(SOURCE, list(edit.changes[path.as_uri()]))
     assert silenced.splitlines()[4] == "    return checkpoint(block, x)  # noqa: CKP001"
@@ -181,11 +172,7 @@ async def test_unsafe_fix_needs_the_configuration_and_noqa_action_works(client: 
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=path.as_uri())))
     (d,) = await _published(client, path.as_uri())
     actions = await _actions(client, path.as_uri(), d)
-    assert [a.title for a in actions][:3] == [
-        "Pass `use_reentrant=False` (CKP001) (unsafe fix)",
-        f"{KEEP} (CKP001)",
-        "Disable CKP001 for this line",
-    ]
+    assert [a.title for a in actions][:2] == [FIX, "Disable CKP001 for this line"]
 
 
 @pytest.mark.slow

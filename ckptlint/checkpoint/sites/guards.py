@@ -24,13 +24,14 @@ if TYPE_CHECKING:
     from ckptlint.checkpoint.sites.site import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["ConstructorSwitch", "guard_conjuncts", "site_condition"]
+__all__ = ["ConstructorSwitch", "guard_conjuncts", "node_condition", "site_condition"]
 
 
 @dataclass(frozen=True)
 class ConstructorSwitch:
     """A switch a site needs on: ``self.<attribute>`` set once in ``__init__`` from
-    ``<parameter>``, whose default is ``default`` (its source text: ``False``, ``None``, ``0``)."""
+    ``<parameter>``, whose default is ``default`` (its source text: ``False``, ``None``, ``0``,
+    ``True``)."""
 
     attribute: str
     parameter: str
@@ -42,24 +43,37 @@ MAX_CONDITION = 80
 
 
 def site_condition(analysis: ModuleAnalysis, site: CheckpointSite) -> str:
-    """The message suffix that states when ``site`` runs, ``"; this code runs only when ... and
-    ..."`` (``""`` when no ``if`` guards it), from the conjuncts of the ``if`` tests
-    (statements and expressions, ``elif`` included) around it in its function
-    (:func:`guard_conjuncts`): first the constructor switches among them -- ``self.X`` where the
-    class's ``__init__`` assigns ``self.X`` once, from a parameter whose default is ``False``,
-    ``None`` or ``0``, and no other method assigns it -- as "`self.with_cp` is true (it defaults
-    to `False`)", then the others as written (a test the ``else`` branch needs false reads
-    ``not (...)``); a torch-version check that every release ckptlint judges passes is left out."""
-    function, cls = _function_and_class(analysis, site)
+    """The message suffix that states when ``site`` runs (:func:`node_condition` at its call)."""
+    return node_condition(analysis, site.call)
+
+
+def node_condition(analysis: ModuleAnalysis, node: cst.CSTNode) -> str:
+    """The message suffix that states when ``node`` (of ``analysis``) runs, ``"; this code runs
+    only when ... and ..."`` (``""`` when no ``if`` or ``while`` guards it), from the conjuncts
+    of the tests (statements and expressions, ``elif`` included) around it in its function
+    (:func:`guard_conjuncts`): first the switches among them -- ``self.X`` where the class's
+    ``__init__`` assigns ``self.X`` once, from a parameter whose default is ``False``,
+    ``None``, ``0`` or ``True``, and no other method assigns it, and a parameter of the
+    function itself with such a default that the function never rebinds -- as "`self.with_cp`
+    is true (it defaults to `False`)" (a reader sees whether the code runs by default), then
+    the others as written (a test the ``else`` branch needs false reads ``not (...)``); a
+    torch-version check that every release ckptlint judges passes is left out."""
+    function, cls = _function_and_class(analysis, node)
     self_name = function.params.params[0].name.value if function is not None and function.params.params else None
     switches: list[str] = []
     others: list[str] = []
-    for node, text in guard_conjuncts(analysis, site):
-        switch = None
-        if cls is not None and isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self_name:
-            switch = _constructor_parameter(cls, node.attr.value)
-        if switch is not None:
-            part = f"`self.{switch.attribute}` is true (it defaults to `{switch.default}`)"
+    for conjunct, text in guard_conjuncts(analysis, node):
+        part = None
+        on_self = isinstance(conjunct, cst.Attribute) and isinstance(conjunct.value, cst.Name) and conjunct.value.value == self_name
+        if cls is not None and on_self and isinstance(conjunct, cst.Attribute):
+            switch = _constructor_parameter(cls, conjunct.attr.value)
+            if switch is not None:
+                part = f"`self.{switch.attribute}` is true (it defaults to `{switch.default}`)"
+        elif function is not None and isinstance(conjunct, cst.Name) and conjunct.value != self_name:
+            default = _parameter_default(function, conjunct.value)
+            if default is not None:
+                part = f"`{conjunct.value}` is true (it defaults to `{default}`)"
+        if part is not None:
             if part not in switches:
                 switches.append(part)
             continue
@@ -72,10 +86,10 @@ def site_condition(analysis: ModuleAnalysis, site: CheckpointSite) -> str:
     return "; this code runs only when " + " and ".join(parts) if parts else ""
 
 
-def _function_and_class(analysis: ModuleAnalysis, site: CheckpointSite) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:
-    """The ``def`` around ``site`` (``None`` when a lambda is nearer) and the class above it."""
+def _function_and_class(analysis: ModuleAnalysis, node: cst.CSTNode) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:
+    """The ``def`` around ``node`` (``None`` when a lambda is nearer) and the class above it."""
     function: cst.FunctionDef | cst.Lambda | None = None
-    for ancestor in analysis.model.ancestors(site.call):
+    for ancestor in analysis.model.ancestors(node):
         if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)) and function is None:
             function = ancestor
         elif isinstance(ancestor, cst.ClassDef):
@@ -83,20 +97,38 @@ def _function_and_class(analysis: ModuleAnalysis, site: CheckpointSite) -> tuple
     return (function if isinstance(function, cst.FunctionDef) else None), None
 
 
-def guard_conjuncts(analysis: ModuleAnalysis, site: CheckpointSite) -> list[tuple[cst.BaseExpression | None, str]]:
-    """The conditions that must hold for ``site`` to run, outermost first, each as (its
-    expression, its text): each conjunct of the test of an ``if`` whose body holds the site, and
-    ``not (test)`` (no expression) for one whose ``else`` holds it (``not X`` gives ``X``), up to
-    the function around the site."""
+def guard_conjuncts(analysis: ModuleAnalysis, node: cst.CSTNode) -> list[tuple[cst.BaseExpression | None, str]]:
+    """The conditions that must hold for ``node`` to run, outermost first, each as (its
+    expression, its text): each conjunct of the test of an ``if`` (or ``while``) whose body holds
+    the node, and ``not (test)`` (no expression) for one whose ``else`` holds it (``not X``
+    gives ``X``), up to the function around the node. An ``if`` without ``else`` before the node
+    in the same block whose body is one ``return``, ``continue`` or ``break`` (``if not
+    self.with_cp: return self.block(x)``, :func:`_exits`) guards it the same way: the node runs
+    only when its test is false."""
     from ckptlint.checkpoint.sites.options import torch_version_test
 
     model = analysis.model
-    below: cst.CSTNode = site.call
+    below: cst.CSTNode = node
     found: list[tuple[cst.BaseExpression | None, str]] = []
-    for ancestor in model.ancestors(site.call):
+    for ancestor in model.ancestors(node):
         if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             break
-        if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test and torch_version_test(ancestor.test, model) is None:
+        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)) and below in ancestor.body:
+            earlier = ancestor.body[: ancestor.body.index(below)]
+            exits = [
+                statement.test
+                for statement in earlier
+                if isinstance(statement, cst.If)
+                and statement.orelse is None
+                and _exits(statement.body)
+                and torch_version_test(statement.test, model) is None
+            ]
+            found[:0] = [conjunct for test in exits for conjunct in _negated(analysis, test)]
+        if (
+            isinstance(ancestor, (cst.If, cst.IfExp, cst.While))
+            and below is not ancestor.test
+            and torch_version_test(ancestor.test, model) is None
+        ):
             test = ancestor.test
             if below is ancestor.body:
                 found[:0] = [(c, analysis.text_of(c)) for c in _conjuncts(test)]
@@ -106,6 +138,29 @@ def guard_conjuncts(analysis: ModuleAnalysis, site: CheckpointSite) -> list[tupl
                 found[:0] = [(None, f"not ({analysis.text_of(test)})")]
         below = ancestor
     return found
+
+
+def _negated(analysis: ModuleAnalysis, test: cst.BaseExpression) -> list[tuple[cst.BaseExpression | None, str]]:
+    """What must hold when ``test`` is false: ``not X`` gives the conjuncts of ``X``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return [(c, analysis.text_of(c)) for c in _conjuncts(test.expression)]
+    return [(None, f"not ({analysis.text_of(test)})")]
+
+
+def _exits(body: cst.BaseSuite) -> bool:
+    """Whether a suite is one statement that leaves the block: ``return``, ``continue`` or
+    ``break`` (the switch idiom ``if not self.with_cp: return self.f(x)``). A longer body (a
+    debug or empty-dataset branch that logs, then returns) and ``raise`` (an error check, which
+    every line after it implies) are not read as conditions: they would only lengthen messages."""
+    statements = list(body.body)
+    if len(statements) != 1:
+        return False
+    only = statements[0]
+    if isinstance(only, cst.SimpleStatementLine):
+        if len(only.body) != 1:
+            return False
+        only = only.body[0]
+    return isinstance(only, (cst.Return, cst.Continue, cst.Break))
 
 
 def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -130,12 +185,38 @@ def _constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | 
     for param in (*init.params.params, *init.params.kwonly_params):
         if param.name.value == parameter:
             default = param.default
-            if isinstance(default, cst.Name) and default.value in ("False", "None"):
+            if isinstance(default, cst.Name) and default.value in ("False", "None", "True"):
                 return ConstructorSwitch(attr, parameter, default.value)
             if isinstance(default, cst.Integer) and default.value == "0":
                 return ConstructorSwitch(attr, parameter, "0")
             return None
     return None
+
+
+def _parameter_default(function: cst.FunctionDef, name: str) -> str | None:
+    """The default (``False``, ``None``, ``0`` or ``True``) of ``function``'s parameter ``name`` when the
+    function never rebinds it, else ``None``."""
+    for param in (*function.params.params, *function.params.kwonly_params):
+        if param.name.value != name:
+            continue
+        default = param.default
+        if isinstance(default, cst.Name) and default.value in ("False", "None", "True"):
+            text = default.value
+        elif isinstance(default, cst.Integer) and default.value == "0":
+            text = "0"
+        else:
+            return None
+        rebound = any(
+            type(node) in BINDING_NODES and any(_target_name(a) == name for a in assignments(node))
+            for node in iter_tree(function.body)
+        )
+        return None if rebound else text
+    return None
+
+
+def _target_name(assigned: object) -> str | None:
+    target = getattr(assigned, "target", None)
+    return target.value if isinstance(target, cst.Name) else None
 
 
 def _self_assignments(function: cst.FunctionDef, attr: str) -> list[cst.BaseExpression]:

@@ -1,0 +1,140 @@
+"""What CKP001 may advise where a library's version or a model's own code decides: the
+transformers releases that have ``gradient_checkpointing_kwargs``, timm's ``checkpoint_seq``
+before 1.0.13, and models loaded with ``trust_remote_code=True``
+(:data:`~ckptlint.facts.version_facts.HF_CHECKPOINTING_KWARGS`,
+:data:`~ckptlint.facts.version_facts.TIMM_CHECKPOINT_REENTRANT`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ckptlint.checkpoint.sites.site import CheckpointSite
+from ckptlint.facts.apis import TIMM_CHECKPOINT, TIMM_CHECKPOINT_SEQ
+from ckptlint.facts.version_facts import HF_CHECKPOINTING_KWARGS, TIMM_CHECKPOINT_REENTRANT
+from ckptlint.facts.versions import Placement
+from ckptlint.rules.base import RuleContext
+from ckptlint.semantic.assignments import BINDING_NODES, assignments
+from ckptlint.semantic.walk import iter_tree
+
+__all__ = ["KwargsAdvice", "RemoteCode", "kwargs_advice", "remote_code", "timm_message"]
+
+
+@dataclass(frozen=True)
+class KwargsAdvice:
+    """Whether the declared transformers has ``gradient_checkpointing_kwargs``.
+
+    Attributes:
+        usable: every declared release has it (or nothing is declared): advise it, with a fix.
+        note: what to say instead or besides (``""`` when ``usable``).
+    """
+
+    usable: bool
+    note: str = ""
+
+
+def kwargs_advice(ctx: RuleContext, kwargs_name: str) -> KwargsAdvice:
+    """Whether advising ``gradient_checkpointing_kwargs`` fits the declared transformers
+    (4.35 and later only); ``activation_checkpointing_kwargs`` is 5.24's, always usable where
+    it is written."""
+    if kwargs_name != "gradient_checkpointing_kwargs":
+        return KwargsAdvice(True)
+    decision = ctx.decide(HF_CHECKPOINTING_KWARGS)
+    if decision.placement in (Placement.INSIDE, Placement.UNDECLARED):
+        return KwargsAdvice(True)
+    then = f'require transformers>=4.35, then pass `{kwargs_name}={{"use_reentrant": False}}`'
+    if decision.placement is Placement.OUTSIDE:
+        return KwargsAdvice(
+            False, f"those releases have no `{kwargs_name}` (it came in 4.35; passing it raises TypeError): {then}"
+        )
+    return KwargsAdvice(
+        False,
+        f"the releases before 4.35 that the declared range also allows have no `{kwargs_name}` (TypeError there): {then}",
+    )
+
+
+@dataclass(frozen=True)
+class RemoteCode:
+    """A receiver loaded with ``trust_remote_code``: ``condition`` is ``""`` for a literal
+    ``True``, else the expression's text (it holds when that is true); ``row``: the load's line."""
+
+    condition: str
+    row: int
+
+
+def remote_code(ctx: RuleContext, site: CheckpointSite) -> RemoteCode | None:
+    """The ``trust_remote_code=...`` load (not literally ``False``) of the receiver of
+    ``receiver.gradient_checkpointing_enable()``: a name, or ``self.attr``, assigned in the
+    function (for a name) or the class (for ``self.attr``) around the call from a call that
+    passes it. Such a model's class is its repository's own code, which decides what the method
+    runs; ckptlint does not read it."""
+    func = site.call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    receiver = func.value
+    model = ctx.analysis.model
+    scope: cst.CSTNode | None = None
+    for ancestor in model.ancestors(site.call):
+        if isinstance(receiver, cst.Name) and isinstance(ancestor, (cst.FunctionDef, cst.Module)):
+            scope = ancestor
+            break
+        if isinstance(receiver, cst.Attribute) and isinstance(ancestor, cst.ClassDef):
+            scope = ancestor
+            break
+    if scope is None:
+        return None
+    wanted = ctx.analysis.text_of(receiver)
+    for node in iter_tree(scope):
+        if type(node) not in BINDING_NODES:
+            continue
+        for assigned in assignments(node):
+            if ctx.analysis.text_of(assigned.target) != wanted or not isinstance(assigned.value, cst.Call):
+                continue
+            for arg in assigned.value.args:
+                if arg.keyword is None or arg.keyword.value != "trust_remote_code":
+                    continue
+                value = arg.value
+                if isinstance(value, cst.Name) and value.value == "False":
+                    continue
+                literal = isinstance(value, cst.Name) and value.value == "True"
+                row = ctx.analysis.range(assigned.value)[0][0]
+                return RemoteCode("" if literal else ctx.analysis.text_of(value), row)
+    return None
+
+
+def remote_code_message(what: str, kwargs_name: str, loaded: RemoteCode) -> str:
+    """CKP001's text for a receiver loaded with ``trust_remote_code``: what runs is unknown."""
+    when = "" if not loaded.condition else f" when `{loaded.condition}` is true"
+    return (
+        f"{what} without `{kwargs_name}` on a model loaded with `trust_remote_code` (line {loaded.row}){when}: "
+        "the model's own code, which ckptlint does not read, decides which checkpoint this runs; if it keeps "
+        f'transformers\' method, pass `{kwargs_name}={{"use_reentrant": False}}` to choose the non-reentrant variant'
+    )
+
+
+def is_timm(site: CheckpointSite) -> bool:
+    return site.api in (TIMM_CHECKPOINT_SEQ, TIMM_CHECKPOINT)
+
+
+def timm_message(ctx: RuleContext, site: CheckpointSite) -> str | None:
+    """CKP001's text for timm's ``checkpoint_seq()``/``checkpoint()`` without ``use_reentrant``
+    where the declared timm has releases before 1.0.13 (``None``: no finding: nothing declared,
+    whose default timm's run-time setting decides, or every declared release is 1.0.13 or later)."""
+    decision = ctx.decide(TIMM_CHECKPOINT_REENTRANT)
+    if decision.placement not in (Placement.INSIDE, Placement.PARTLY):
+        return None
+    which = decision.which("timm")
+    if site.api is TIMM_CHECKPOINT:
+        return (
+            f"`checkpoint()` without `use_reentrant`: with {which}, timm has no `checkpoint` of its own "
+            "(`timm.models._manipulate.checkpoint` is torch's, imported; `timm.models` exports none), so PyTorch "
+            "warns and silently runs the legacy reentrant variant; pass `use_reentrant=False` (recommended; timm "
+            "1.0.13 and later take it too)"
+        )
+    newer = "" if decision.placement is Placement.INSIDE else " (1.0.13 and later default to the non-reentrant one)"
+    return (
+        f"`checkpoint_seq()` without `use_reentrant`: with {which}, timm calls torch's checkpoint without it, so "
+        f"PyTorch warns and silently runs the legacy reentrant variant{newer}; those releases take no "
+        "`use_reentrant` (TypeError), so require timm>=1.0.13 to choose the variant"
+    )
