@@ -49,7 +49,7 @@ def site_condition(analysis: ModuleAnalysis, site: CheckpointSite) -> str:
 
 def node_condition(analysis: ModuleAnalysis, node: cst.CSTNode) -> str:
     """The message suffix that states when ``node`` (of ``analysis``) runs, ``"; this code runs
-    only when ... and ..."`` (``""`` when no ``if`` or ``while`` guards it), from the conjuncts
+    only when ... and ..."`` (``""`` when no ``if`` guards it), from the conjuncts
     of the tests (statements and expressions, ``elif`` included) around it in its function
     (:func:`guard_conjuncts`): first the switches among them -- ``self.X`` where the class's
     ``__init__`` assigns ``self.X`` once, from a parameter whose default is ``False``,
@@ -99,12 +99,13 @@ def _function_and_class(analysis: ModuleAnalysis, node: cst.CSTNode) -> tuple[cs
 
 def guard_conjuncts(analysis: ModuleAnalysis, node: cst.CSTNode) -> list[tuple[cst.BaseExpression | None, str]]:
     """The conditions that must hold for ``node`` to run, outermost first, each as (its
-    expression, its text): each conjunct of the test of an ``if`` (or ``while``) whose body holds
-    the node, and ``not (test)`` (no expression) for one whose ``else`` holds it (``not X``
-    gives ``X``), up to the function around the node. An ``if`` without ``else`` before the node
-    in the same block whose body is one ``return``, ``continue`` or ``break`` (``if not
-    self.with_cp: return self.block(x)``, :func:`_exits`) guards it the same way: the node runs
-    only when its test is false."""
+    expression, its text): each conjunct of the test of an ``if`` whose body holds the node, and
+    ``not (test)`` (no expression) for one whose ``else`` holds it (``not X`` gives ``X``), up to
+    the function around the node. An ``if`` without ``else`` before the node in the same block
+    whose body is one ``return``, ``continue`` or ``break`` (``if not self.with_cp: return
+    self.block(x)``, :func:`_exits`) guards it the same way: the node runs only when its test is
+    false. A ``while`` test bounds a loop (``l < num_layers``, ``True``) and is no switch a user
+    turns on: it is left out."""
     from ckptlint.checkpoint.sites.options import torch_version_test
 
     model = analysis.model
@@ -125,7 +126,7 @@ def guard_conjuncts(analysis: ModuleAnalysis, node: cst.CSTNode) -> list[tuple[c
             ]
             found[:0] = [conjunct for test in exits for conjunct in _negated(analysis, test)]
         if (
-            isinstance(ancestor, (cst.If, cst.IfExp, cst.While))
+            isinstance(ancestor, (cst.If, cst.IfExp))
             and below is not ancestor.test
             and torch_version_test(ancestor.test, model) is None
         ):
