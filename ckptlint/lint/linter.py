@@ -52,6 +52,11 @@ PARTIAL_SHARE = 0.5
 #: load: 114 CPU-s on average without the bound, 102 with it; 13 of 56 partial parses kept).
 MIN_PARTIAL_LINES = 1000
 
+#: ... or at least this many characters: a short file of very long lines (five lines of
+#: 33,000-element lists, 0.5 MiB) costs libcst about 20 s and 700 MB parsed whole, while the
+#: statements its sites need are a few hundred characters.
+MIN_PARTIAL_CHARS = 256 * 1024
+
 
 def _relative_to(path: str, root: Path) -> str:
     try:
@@ -229,7 +234,8 @@ class FileLinter:
             # a file the project cannot parse again (given on stdin, in memory) is parsed
             # whole: a rule that needs more of it could not ask for it
             return whole(source, module_name, is_package)
-        if self.project.mode != "partial" and len(source.line_starts) < MIN_PARTIAL_LINES:
+        short = len(source.line_starts) < MIN_PARTIAL_LINES and len(source.text) < MIN_PARTIAL_CHARS
+        if self.project.mode != "partial" and short:
             return whole(source, module_name, is_package)  # the index would cost more than it can save
         from ckptlint.checkpoint.sites.site_statements import site_statements
         from ckptlint.semantic.index import index_for
@@ -243,21 +249,27 @@ class FileLinter:
             names |= index.statements[i].binds | index.statements[i].mentions
         chosen, covered = index.select(names)
         chosen |= seeds
-        if len(chosen) == len(index.statements) or not self._worth_selecting(index, chosen):
+        if len(chosen) == len(index.statements) or not self._worth_selecting(index, chosen, source):
             return whole(source, module_name, is_package)
         analysis = parse_selection(source, index, chosen, covered, module_name, is_package)
         return analysis if analysis is not None else whole(source, module_name, is_package)
 
-    def _worth_selecting(self, index: ModuleIndex, chosen: frozenset[int] | set[int]) -> bool:
+    def _worth_selecting(self, index: ModuleIndex, chosen: frozenset[int] | set[int], source: SourceFile) -> bool:
         """Whether parsing the statements ``chosen`` saves enough to pay for the index and a
         second parse when a region asks for more: always in the ``partial`` parse mode; in
-        ``sites``, when they span less than :data:`PARTIAL_SHARE` of the file's lines (on the
-        corpus the class that holds a site is most of its file: 84% of the lines)."""
+        ``sites``, when they span less than :data:`PARTIAL_SHARE` of the file's lines or of its
+        characters (on the corpus the class that holds a site is most of its file: 84% of the
+        lines; a file of a few huge data lines is the other way round)."""
         if self.project.mode == "partial":
             return True
-        lines = sum(index.statements[i].end - index.statements[i].start + 1 for i in chosen)
+        starts = source.line_starts
+        lines = chars = 0
+        for i in chosen:
+            statement = index.statements[i]
+            lines += statement.end - statement.start + 1
+            chars += (starts[statement.end] if statement.end < len(starts) else len(source.text)) - starts[statement.start - 1]
         total = index.statements[-1].end if index.statements else 0
-        return lines < PARTIAL_SHARE * total
+        return lines < PARTIAL_SHARE * total or chars < PARTIAL_SHARE * len(source.text)
 
     def _again(
         self, analysis: ModuleAnalysis, source: SourceFile, module_name: str, is_package: bool, whole: bool
@@ -394,7 +406,7 @@ class FileLinter:
             current = replace(current, text=new_text)
             diagnostics, problems = self.check(current, settings, module_name, is_package)
             broken = None
-            if _does_not_parse(current):  # (a CKP999 of the compiler alone is no parse error)
+            if _does_not_parse(current, source):  # (a CKP999 of the compiler alone is no parse error)
                 broken = f"does not parse ({compile_error(current.text) or 'libcst cannot parse it'})"
             elif (why := compile_error(current.text)) is not None and compile_error(source.text) is None:
                 broken = f"does not compile ({why})"
@@ -444,9 +456,17 @@ class FileLinter:
         result.fixed_text = None
 
 
-def _does_not_parse(source: SourceFile) -> bool:
+def _does_not_parse(source: SourceFile, before: SourceFile) -> bool:
+    """Whether the fixed text ``source`` fails to parse: CPython's parser decides (no libcst
+    tree of the whole file, which costs a file of long data lines seconds and hundreds of MB);
+    where it cannot tell (a nesting deeper than its recursion allows) and could not for the
+    text ``before`` the fix either, libcst's parser does."""
     from ckptlint.semantic.parse import parse_source
 
+    if _cpython_parses(source.text):
+        return False
+    if _cpython_parses(before.text):
+        return True  # the fix broke what parsed
     try:
         parse_source(source)
     except Exception:  # noqa: BLE001 - a syntax error, too deeply nested...

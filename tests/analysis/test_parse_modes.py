@@ -100,3 +100,32 @@ def test_a_large_file_with_a_small_site_is_parsed_partially_by_default(tmp_path:
     small.write_text(textwrap.dedent(SITE) + textwrap.dedent(UNRELATED).format(n=0), encoding="utf-8")
     _, counts = _run(monkeypatch, "sites", [small])
     assert counts.get("files_parsed_partial", 0) == 0 and counts.get("files_parsed_whole") == 1
+
+
+def test_a_short_file_of_long_data_lines_is_parsed_partially(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Five 33,000-element list lines and one checkpoint call (0.5 MiB): few lines, but the
+    statements the site needs are a few hundred characters of it; parsed whole, libcst took
+    about 20 s and 700 MB for it."""
+    monkeypatch.delenv("CKPTLINT_WHOLE_PARSE", raising=False)
+    data = "y = [" + ", ".join(["1"] * 33_000) + "]\n"
+    source = "from torch.utils.checkpoint import checkpoint\n" + data * 5 + "def f(block, x):\n    return checkpoint(block, x)\n"
+    assert len(source) > linter.MIN_PARTIAL_CHARS and source.count("\n") < linter.MIN_PARTIAL_LINES
+    path = tmp_path / "model.py"
+    path.write_text(source, encoding="utf-8")
+    sites, counts = _run(monkeypatch, "sites", [path])
+    assert [row[0] for row in sites] == ["CKP001"]
+    assert counts.get("files_parsed_partial") == 1 and counts.get("files_parsed_whole", 0) == 0
+    assert counts.get("chars_parsed", 0) < 1_000  # the import and the function, not the data
+
+
+def test_a_fix_is_checked_by_cpythons_parser_not_a_whole_libcst_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ckptlint.semantic import parse
+    from ckptlint.text.source import SourceFile
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("libcst parsed the whole fixed file")
+
+    monkeypatch.setattr(parse, "parse_source", refuse)
+    before = SourceFile("m.py", "f(x)\n")
+    assert not linter._does_not_parse(SourceFile("m.py", "f(x, use_reentrant=False)\n"), before)
+    assert linter._does_not_parse(SourceFile("m.py", "f(x, use_reentrant=False\n"), before)
