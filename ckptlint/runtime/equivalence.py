@@ -14,6 +14,7 @@ from torch.utils.checkpoint import checkpoint
 
 from .call_options import LossTypeError, check_loss
 from .compare import Difference, compare_tensors, compare_values, flatten, short_repr
+from .diagnosis import Evidence, diagnose
 from .inputs import clone_inputs
 from .notes import _vacuity_notes, _warn_vacuous
 from .outputs import _ignore_matcher, default_loss
@@ -22,9 +23,7 @@ from .report import (
     CheckpointingWarning,
     CheckpointMismatch,
     EquivalenceReport,
-    Evidence,
     VariantResult,
-    diagnose,
     variant_label,
 )
 from .rng_audit import RngRecord, audit_rng

@@ -23,6 +23,7 @@ from torch import nn
 
 from .call_options import LossTypeError, check_loss, forward_arguments
 from .compare import Difference, compare_values, flatten
+from .diagnosis import Evidence, diagnose
 from .equivalence import (
     _WARNING_TEXT,
     _compare,
@@ -43,9 +44,7 @@ from .recompute import RecomputeCounter, record_checkpoint_calls
 from .report import (
     CheckpointMismatch,
     EquivalenceReport,
-    Evidence,
     VariantResult,
-    diagnose,
     variant_label,
 )
 from .rng_audit import audit_rng
