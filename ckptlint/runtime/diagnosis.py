@@ -44,6 +44,13 @@ class Evidence:
         autocast_lost: recomputed modules that ran under autocast in the forward only.
         grad_mode_branch: the reentrant variant ran and the region's code reads
             ``torch.is_grad_enabled()``.
+        changed_attributes: module attributes (``training`` included) with another value when
+            the region was recomputed than in its forward, e.g. ``"attribute block.temperature
+            (1.0 in the forward, 2.0 when recomputed)"``.
+        mutated_inputs: inputs the reference step changed in place (``"input[1]"``).
+        output_none: the checked function returned None.
+        api: ``"model"`` (the on/off check, with ``enable``) or ``"function"`` (the check of one
+            checkpointed callable, with ``variants``): the advice names only that API's options.
     """
 
     reentrant: bool
@@ -63,6 +70,10 @@ class Evidence:
     rng_not_restored: list[str] = field(default_factory=list)
     autocast_lost: list[str] = field(default_factory=list)
     grad_mode_branch: bool = False
+    changed_attributes: list[str] = field(default_factory=list)
+    mutated_inputs: list[str] = field(default_factory=list)
+    output_none: bool = False
+    api: str = "model"
 
 
 
@@ -255,8 +266,8 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
         out.append(
             Suggestion(
                 "CKP105",
-                "the recomputation of " + ", ".join(ev.autocast_lost[:3]) + " ran without the autocast "
-                "of the forward (a home-made recompute in backward, outside the torch.autocast block): "
+                "the recomputation ran under another autocast than the forward: " + "; ".join(ev.autocast_lost[:3])
+                + " (a home-made recompute in backward that does not re-enter the forward's autocast state): "
                 "it computed in another dtype than the forward",
                 "re-enter the forward's autocast state around the re-run (save torch.is_autocast_enabled() "
                 "and torch.get_autocast_dtype() in forward), or use torch.utils.checkpoint",
@@ -274,8 +285,11 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
             )
         )
         rng_explained = True
+    found = _state_causes(differences, ev, wrong, bool(grad_diffs))
+    out += found
+    rng_explained = rng_explained or bool(found)
     state = [d for d in differences if d.kind in ("python_state", "module_attr", "input_state")]
-    if state:
+    if state and not (ev.mutated_inputs and all(d.kind == "input_state" for d in state)):
         out.append(
             Suggestion(
                 "CKP202",
@@ -325,8 +339,11 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
                     None,
                     "nothing was recomputed (no checkpointed region ran again during backward), so "
                     "checkpointing's recomputation did not cause this: the checkpointed run differs in "
-                    "something else (what enable changed, or state this check does not isolate)",
-                    "check what enable changes besides turning checkpointing on",
+                    + ("something else (what enable changed, or state this check does not isolate)" if ev.api == "model"
+                       else "something else (state this check does not isolate)"),
+                    "check what enable changes besides turning checkpointing on" if ev.api == "model"
+                    else "check that the loss depends on the function's output (loss_fn=) and that the variant's "
+                    "options are the ones to test",
                 )
             )
     seen: set[tuple[str | None, str]] = set()
@@ -336,3 +353,50 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
             seen.add((s.code, s.cause))
             unique.append(s)
     return unique
+
+
+
+def _state_causes(differences: list[Difference], ev: Evidence, wrong: bool, grad_diffs: bool) -> list[Suggestion]:
+    """Causes that name the state the recomputation read or wrote: a module attribute changed
+    between forward and recomputation, an input or parameter written in place, a function that
+    returned None under the reentrant variant."""
+    out: list[Suggestion] = []
+    if ev.changed_attributes and (wrong or ev.error is not None):
+        out.append(
+            Suggestion(
+                "CKP201",
+                "the recomputation read module state that changed after the forward: "
+                + "; ".join(ev.changed_attributes[:3]) + ", so it computed other values than the forward",
+                "pass the value in as an argument, or leave the attribute unchanged between the forward and backward",
+            )
+        )
+    if ev.mutated_inputs:
+        out.append(
+            Suggestion(
+                "CKP202",
+                "the region modifies " + ", ".join(ev.mutated_inputs[:3]) + " in place: a side effect "
+                "on the input, which the recomputation repeats (and then reads the modified input)",
+                "clone the input before changing it (x = x.clone()), or change it outside the checkpointed function",
+            )
+        )
+    params = [d for d in differences if d.kind == "param_value"]
+    if params:
+        out.append(
+            Suggestion(
+                "CKP202",
+                "the region writes parameter " + ", ".join(d.name.removeprefix("parameter ") for d in params[:3])
+                + " in place, and the recomputation writes it again",
+                "update parameters outside the checkpointed function (in the optimizer step)",
+            )
+        )
+    if ev.output_none and ev.reentrant and (grad_diffs or ev.error is not None):
+        out.append(
+            Suggestion(
+                None,
+                "the function returned None: the reentrant variant runs the forward under torch.no_grad() "
+                "and gives gradient history only to the tensors it returns, so tensors the function leaves "
+                "elsewhere (a list, an attribute) carry none and their gradients never reach the region",
+                "return the tensors from the checkpointed function, or use use_reentrant=False",
+            )
+        )
+    return out

@@ -29,6 +29,7 @@ from .report import (
 from .rng_audit import RngRecord, audit_rng
 from .states import RngSnapshot, capture_rng, rng_differences
 from .step_code import code_names, step_functions
+from .switches import unwrap_name
 from .targets import Isolated, find_modules, plain_attributes
 from .warning_keys import classify_warning
 
@@ -68,6 +69,9 @@ class _Step:
     checkpoint_calls: list[Any] = field(default_factory=list)
     rng_not_restored: list[str] = field(default_factory=list)
     autocast_lost: list[str] = field(default_factory=list)
+    changed_attributes: list[str] = field(default_factory=list)
+    param_values: dict[str, torch.Tensor] = field(default_factory=dict)
+    param_initial: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def _record_input_grads(step: _Step, args: Any, kw: dict[str, Any]) -> None:
@@ -78,6 +82,33 @@ def _record_input_grads(step: _Step, args: Any, kw: dict[str, Any]) -> None:
         for name, leaf in flatten(tree, prefix):
             if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
                 step.input_grads[f"grad of {name}"] = _keep(leaf.grad)
+
+
+def _changed_parameters(modules: dict[str, nn.Module], initial: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``{"parameter NAME": copy}`` of the parameters whose value after a step differs from
+    ``initial`` (the value every step starts from): a step writes to them in place."""
+    out = {}
+    for prefix, module in modules.items():
+        dot = f"{prefix}." if prefix else ""
+        for name, p in module.named_parameters():
+            key = f"parameter {dot}{unwrap_name(name)}"
+            start = initial.get(key)
+            if start is not None and (start.shape != p.shape or not torch.equal(start.detach(), p.detach())):
+                out[key] = p.detach().clone()
+    return out
+
+
+def _parameter_differences(ref: _Step, var: _Step, rtol: float | None, atol: float | None) -> list[Difference]:
+    """Parameters left with other values by the checkpointed step than by the reference."""
+    diffs = []
+    for name in list(ref.param_values) + [k for k in var.param_values if k not in ref.param_values]:
+        start = ref.param_initial.get(name)
+        a, b = ref.param_values.get(name, start), var.param_values.get(name, start)
+        d = compare_tensors("param_value", name, a, b, rtol=rtol, atol=atol)
+        if d is not None:
+            d.detail = "; ".join(x for x in (d.detail, "value after the step (written in place)") if x)
+            diffs.append(d)
+    return diffs
 
 
 def _keep(value: Any) -> Any:
@@ -214,6 +245,7 @@ def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[
         diffs += _output_differences(ref, var, rtol, atol, ignore)
     if var.error is None:
         diffs += _gradient_and_buffer_differences(ref, var, rtol, atol)
+        diffs += _parameter_differences(ref, var, rtol, atol)
         diffs += _input_state_differences(ref, var, rtol, atol)
         for name in ref.generators:
             if not torch.equal(ref.generators[name], var.generators.get(name, ref.generators[name])):

@@ -26,6 +26,7 @@ from .compare import Difference, compare_values, flatten
 from .diagnosis import Evidence, diagnose
 from .equivalence import (
     _WARNING_TEXT,
+    _changed_parameters,
     _compare,
     _ignore_matcher,
     _keep,
@@ -40,7 +41,8 @@ from .inputs import clone_inputs
 from .memory import MemoryReport, compare_memory
 from .module_state import capture_module_state
 from .process_state import ProcessState, watch_process
-from .recompute import RecomputeCounter, record_checkpoint_calls
+from .recompute import RecomputeCounter, call_differences, call_regions, record_checkpoint_calls
+from .region_evidence import backward_random_ops, mutated_inputs, region_code_names
 from .report import (
     CheckpointMismatch,
     EquivalenceReport,
@@ -49,7 +51,6 @@ from .report import (
 )
 from .rng_audit import audit_rng
 from .states import capture_rng
-from .step_code import code_names, step_functions
 from .switches import (
     find_switch,
     is_checkpointing_on,
@@ -96,6 +97,11 @@ class _Copies:
             turn_off(model)
         return model
 
+    def initial_parameters(self) -> dict[str, torch.Tensor]:
+        """``{"parameter NAME": tensor}``: the caller's parameters, the values every step
+        starts from (not copied: the caller's model is never run)."""
+        return {f"parameter {unwrap_name(n)}": p for n, p in self.original.named_parameters()}
+
     def checkpointed(self) -> nn.Module:
         model = self.plain()
         returned = self.enable_fn(model)
@@ -104,7 +110,7 @@ class _Copies:
 
 def _run(
     model: nn.Module,
-    root: str,
+    copies: _Copies,
     inputs: tuple,
     kwargs: dict[str, Any],
     loss_fn: Callable[[Any], torch.Tensor | None],
@@ -113,11 +119,12 @@ def _run(
     reraise: bool,
 ) -> tuple[_Step, dict[str, int]]:
     process.restore()
-    step = _Step()
+    root, initial = copies.root, copies.initial_parameters()
+    step = _Step(param_initial=initial)
     counter = RecomputeCounter(model)
     args = clone_inputs(inputs)
     kw = clone_inputs(kwargs)
-    with warnings.catch_warnings(record=True) as caught, record_checkpoint_calls() as ckpt_calls:
+    with warnings.catch_warnings(record=True) as caught, record_checkpoint_calls(counter) as ckpt_calls:
         warnings.simplefilter("always")
         try:
             out = model(*args, **kw)
@@ -148,11 +155,16 @@ def _run(
     step.rng = capture_rng()
     step.python_state = process.capture()
     step.input_state = _keep_tree(tuple(args), "input") + _keep_tree(kw, "kwargs")
+    step.param_values = _changed_parameters({"": model}, initial)
     regions = counter.regions()
+    for name, times in call_regions(ckpt_calls).items():
+        regions.setdefault(name, times)
     step.calls = 1 + max(regions.values(), default=0)
     step.checkpoint_calls = list(ckpt_calls)
-    step.rng_not_restored = counter.rng_not_restored()
-    step.autocast_lost = counter.autocast_lost()
+    rng, autocast, attrs = call_differences(ckpt_calls)
+    step.rng_not_restored = counter.rng_not_restored() + [n for n in rng if n not in counter.rng_not_restored()]
+    step.autocast_lost = counter.autocast_changed() + [a for a in autocast if a not in counter.autocast_changed()]
+    step.changed_attributes = counter.changed_attributes() + [a for a in attrs if a not in counter.changed_attributes()]
     return step, regions
 
 
@@ -219,13 +231,6 @@ def _top_level(name: str) -> str:
     return found.group(0) if found is not None else name
 
 
-def _region_names(model: nn.Module, regions: dict[str, int]) -> set[str]:
-    """Names the code of the recomputed regions looks up (``is_grad_enabled`` ...)."""
-    modules = {unwrap_name(n): m for n, m in model.named_modules()}
-    chosen = [modules[r] for r in regions if r in modules]
-    return {name for fn in step_functions(chosen, []) for name in code_names(fn.__code__)}
-
-
 def check_checkpointing_equivalent(
     model: nn.Module,
     *inputs: Any,
@@ -258,7 +263,7 @@ def check_checkpointing_equivalent(
     process = watch_process([plain, checkpointed], [loss_fn])
     try:
         try:
-            ref, ref_regions = _run(plain, root, inputs, fkw, loss, process, reraise=True)
+            ref, ref_regions = _run(plain, copies, inputs, fkw, loss, process, reraise=True)
         except LossTypeError:
             raise
         except Exception as exc:
@@ -268,7 +273,7 @@ def check_checkpointing_equivalent(
                 "the reference copy still recomputes " + ", ".join(ref_regions)
                 + ": checkpointing could not be turned off; pass a model with checkpointing off"
             )
-        var, regions = _run(checkpointed, root, inputs, fkw, loss, process, reraise=False)
+        var, regions = _run(checkpointed, copies, inputs, fkw, loss, process, reraise=False)
         only = _one_run_only(ref, var, ignore)
         if only:
             patterns += list(only)
@@ -280,8 +285,8 @@ def check_checkpointing_equivalent(
             )
             if loss_fn is None:  # the first two steps summed them into the loss: run both again
                 loss = functools.partial(default_loss, ignore=ignore)
-                ref, _ = _run(copies.plain(), root, inputs, fkw, loss, process, reraise=True)
-                var, regions = _run(copies.checkpointed(), root, inputs, fkw, loss, process, reraise=False)
+                ref, _ = _run(copies.plain(), copies, inputs, fkw, loss, process, reraise=True)
+                var, regions = _run(copies.checkpointed(), copies, inputs, fkw, loss, process, reraise=False)
         for key in switched:  # set by `enable` itself, not by the step
             ref.attrs.pop(key, None)
             var.attrs.pop(key, None)
@@ -293,10 +298,10 @@ def check_checkpointing_equivalent(
         result = VariantResult(options, full_label, diffs, [], var.calls, ref.calls, var.warnings, [], var.error)
         result.recomputations = regions
         if diffs:
-            again, _ = _run(copies.plain(), root, inputs, fkw, loss, process, reraise=False)
+            again, _ = _run(copies.plain(), copies, inputs, fkw, loss, process, reraise=False)
             unstable = sorted({d.name for d in _compare(ref, again, rtol, atol, ignore)})
             result.suggestions, result.audit = _diagnose(
-                diffs, ref, var, regions, options, copies, inputs, fkw, process, unstable, checkpointed
+                diffs, ref, var, regions, options, copies, inputs, fkw, process, unstable, checkpointed, loss
             )
             result.audit_preserve_rng_state = _preserve(options, var) is not False
         notes += _vacuity_notes(
@@ -323,11 +328,27 @@ def _preserve(options: dict[str, Any], var: _Step) -> bool | None:
 def _diagnose(
     diffs: list[Difference], ref: _Step, var: _Step, regions: dict[str, int], options: dict[str, Any],
     copies: _Copies, inputs: tuple, fkw: dict[str, Any], process: ProcessState, unstable: list[str],
-    checkpointed: nn.Module,
+    checkpointed: nn.Module, loss: Callable[[Any], torch.Tensor | None],
 ) -> tuple[list, list | None]:
     """The likely causes of ``diffs`` and the RNG audit to show (None when it would mislead)."""
     preserve = _preserve(options, var)
-    home_made = bool(regions) and not var.checkpoint_calls
+    rng_not_restored = list(var.rng_not_restored)
+    recomputed = bool(regions)
+    if not regions:  # a region without submodules re-run by a home-made recompute: random ops in backward
+        model = copies.checkpointed()
+
+        def step() -> None:
+            out = model(*clone_inputs(inputs), **clone_inputs(fkw))
+            value = loss(out)
+            if value is not None and value.requires_grad:
+                value.backward()
+
+        process.restore()
+        mode = backward_random_ops(step)
+        process.restore()
+        recomputed = bool(mode.backward)
+        rng_not_restored += [f"a region without submodules ({op} re-ran in backward)" for op in mode.not_restored()]
+    home_made = recomputed and not var.checkpoint_calls
     try:
         audit = audit_rng(copies.plain(), *inputs, kwargs=fkw, preserve_rng_state=preserve is not False)
     except Exception:  # noqa: BLE001 - the audit only explains
@@ -354,12 +375,14 @@ def _diagnose(
         reference_state_changes=changed,
         audit=audit,
         error=var.error,
-        recomputed=bool(regions),
+        recomputed=recomputed,
         unstable=unstable,
         home_made=home_made,
-        rng_not_restored=var.rng_not_restored,
+        rng_not_restored=rng_not_restored,
         autocast_lost=var.autocast_lost,
-        grad_mode_branch=reentrant and "is_grad_enabled" in _region_names(checkpointed, regions),
+        grad_mode_branch=reentrant and "is_grad_enabled" in region_code_names(var.checkpoint_calls, checkpointed, regions),
+        changed_attributes=var.changed_attributes,
+        mutated_inputs=mutated_inputs(inputs, fkw, ref.input_state),
     )
     return diagnose(diffs, evidence), (None if home_made else audit)
 
