@@ -19,6 +19,7 @@ from .inputs import clone_inputs
 from .notes import _vacuity_notes, _warn_vacuous
 from .outputs import _ignore_matcher, default_loss
 from .process_state import ProcessState, watch_process
+from .region_evidence import mutated_inputs
 from .report import (
     CheckpointingWarning,
     CheckpointMismatch,
@@ -233,7 +234,9 @@ def _run_step(
     return step
 
 
-def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[[str], bool] | None = None) -> list[Difference]:
+def _compare(
+    ref: _Step, var: _Step, rtol: float | None, atol: float | None, ignore: Callable[[str], bool] | None = None
+) -> list[Difference]:
     """Every difference of the checkpointed step ``var`` from the reference step ``ref``: its
     error, outputs, gradients, buffers, inputs after the step, module attributes, Python
     state and RNG states, in that order."""
@@ -258,7 +261,7 @@ def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[
 
 
 def _output_differences(
-    ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[[str], bool] | None
+    ref: _Step, var: _Step, rtol: float | None, atol: float | None, ignore: Callable[[str], bool] | None
 ) -> list[Difference]:
     """Outputs of another type, present in one run only, or with other values."""
     diffs: list[Difference] = []
@@ -282,7 +285,7 @@ def _output_differences(
     return diffs
 
 
-def _gradient_and_buffer_differences(ref: _Step, var: _Step, rtol: float, atol: float) -> list[Difference]:
+def _gradient_and_buffer_differences(ref: _Step, var: _Step, rtol: float | None, atol: float | None) -> list[Difference]:
     """Input and parameter gradients, then buffers, that differ from the reference's."""
     diffs: list[Difference] = []
     for kind, a, b in (("input_grad", ref.input_grads, var.input_grads), ("param_grad", ref.param_grads, var.param_grads)):
@@ -297,7 +300,7 @@ def _gradient_and_buffer_differences(ref: _Step, var: _Step, rtol: float, atol: 
     return diffs
 
 
-def _input_state_differences(ref: _Step, var: _Step, rtol: float, atol: float) -> list[Difference]:
+def _input_state_differences(ref: _Step, var: _Step, rtol: float | None, atol: float | None) -> list[Difference]:
     """Inputs (and generators passed in them) left in another state by the step."""
     diffs: list[Difference] = []
     ref_in, var_in = dict(ref.input_state), dict(var.input_state)
@@ -353,8 +356,8 @@ def check_checkpoint_equivalent(
     module_or_fn: Callable,
     *inputs: Any,
     variants: Iterable[dict[str, Any]] | None = None,
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
+    rtol: float | None = None,
+    atol: float | None = None,
     kwargs: dict[str, Any] | None = None,
     loss_fn: Callable[[Any], torch.Tensor | None] | None = None,
     ignore_warnings: Iterable[str] = (),
@@ -440,6 +443,9 @@ def check_checkpoint_equivalent(
                         recomputed=var.calls > ref.calls,
                         unstable=unstable,
                         grad_mode_branch=reentrant and "is_grad_enabled" in _names_used(found, module_or_fn),
+                        mutated_inputs=mutated_inputs(inputs, kwargs, ref.input_state),
+                        output_none=ref.output_type == "NoneType",
+                        api="function",
                     )
                     result.suggestions = diagnose(diffs, evidence)
                 results.append(result)
@@ -480,8 +486,8 @@ def assert_checkpoint_equivalent(
     module_or_fn: Callable,
     *inputs: Any,
     variants: Iterable[dict[str, Any]] | None = None,
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
+    rtol: float | None = None,
+    atol: float | None = None,
     kwargs: dict[str, Any] | None = None,
     loss_fn: Callable[[Any], torch.Tensor | None] | None = None,
     ignore_warnings: Iterable[str] = (),

@@ -10,6 +10,7 @@ callable. It also counts, per checkpointed region, how often the region was reco
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import inspect
 import re
@@ -50,6 +51,7 @@ from .report import (
     variant_label,
 )
 from .rng_audit import audit_rng
+from .rounding import is_small_gap, rounding_note, to_float64
 from .states import capture_rng
 from .switches import (
     find_switch,
@@ -90,16 +92,21 @@ class _Copies:
     original: nn.Module
     enable_fn: Callable[[nn.Module], Any]
     root: str
+    float64: bool = False
 
     def plain(self) -> nn.Module:
         model = copy.deepcopy(self.original)
+        if self.float64:
+            model = model.to(torch.float64)
         if is_checkpointing_on(model):
             turn_off(model)
         return model
 
     def initial_parameters(self) -> dict[str, torch.Tensor]:
         """``{"parameter NAME": tensor}``: the caller's parameters, the values every step
-        starts from (not copied: the caller's model is never run)."""
+        starts from (not copied: the caller's model is never run); none for float64 copies."""
+        if self.float64:
+            return {}
         return {f"parameter {unwrap_name(n)}": p for n, p in self.original.named_parameters()}
 
     def checkpointed(self) -> nn.Module:
@@ -209,7 +216,7 @@ def _given(**options: Any) -> list[str]:
     return [k for k, v in options.items() if v is not _DEFAULTS[k]]
 
 
-_DEFAULTS: dict[str, Any] = {"enable": "auto", "loss_fn": None, "rtol": 1e-5, "atol": 1e-6, "ignore_outputs": (), "ignore_warnings": ()}
+_DEFAULTS: dict[str, Any] = {"enable": "auto", "loss_fn": None, "rtol": None, "atol": None, "ignore_outputs": (), "ignore_warnings": ()}
 
 
 def _one_run_only(ref: _Step, var: _Step, ignore: Callable[[str], bool] | None) -> dict[str, str]:
@@ -236,8 +243,8 @@ def check_checkpointing_equivalent(
     *inputs: Any,
     enable: Any = _DEFAULTS["enable"],
     loss_fn: Callable[[Any], torch.Tensor | None] | None = _DEFAULTS["loss_fn"],
-    rtol: float = _DEFAULTS["rtol"],
-    atol: float = _DEFAULTS["atol"],
+    rtol: float | None = _DEFAULTS["rtol"],
+    atol: float | None = _DEFAULTS["atol"],
     ignore_outputs: Iterable[str] = _DEFAULTS["ignore_outputs"],
     ignore_warnings: Iterable[str] = _DEFAULTS["ignore_warnings"],
     forward_kwargs: dict[str, Any] | None = None,
@@ -295,6 +302,12 @@ def check_checkpointing_equivalent(
             if key not in ref.warnings and key not in ignored:
                 diffs.append(Difference("warning", key, "torch.utils.checkpoint warned: " + _WARNING_TEXT[key]))
         full_label = label + (f" ({variant_label(options)})" if options else "")
+        if is_small_gap(diffs):
+            gap = _float64_gap(copies, inputs, fkw, loss, process, ignore)
+            if gap is not None:
+                notes.append(rounding_note(diffs, gap))
+                if not gap:
+                    diffs = []
         result = VariantResult(options, full_label, diffs, [], var.calls, ref.calls, var.warnings, [], var.error)
         result.recomputations = regions
         if diffs:
@@ -313,6 +326,24 @@ def check_checkpointing_equivalent(
     report = EquivalenceReport([result], rtol, atol, notes=notes)
     _warn_vacuous(report)
     return report
+
+
+def _float64_gap(
+    copies: _Copies, inputs: tuple, fkw: dict[str, Any], loss: Callable[[Any], torch.Tensor | None],
+    process: ProcessState, ignore: Callable[[str], bool] | None,
+) -> list[Difference] | None:
+    """The differences of the two steps rerun in float64 (model and floating inputs converted,
+    float64 tolerances); None when the model cannot run in float64."""
+    wide = dataclasses.replace(copies, float64=True)
+    args, kw = to_float64(inputs), to_float64(fkw)
+    try:
+        ref, _ = _run(wide.plain(), wide, args, kw, loss, process, reraise=True)
+    except LossTypeError:
+        raise
+    except Exception:  # noqa: BLE001 - a model that cannot run in float64 keeps the float32 verdict
+        return None
+    var, _ = _run(wide.checkpointed(), wide, args, kw, loss, process, reraise=False)
+    return _compare(ref, var, None, None, ignore)
 
 
 def _preserve(options: dict[str, Any], var: _Step) -> bool | None:
@@ -392,8 +423,8 @@ def assert_checkpointing_equivalent(
     *inputs: Any,
     enable: Any = _DEFAULTS["enable"],
     loss_fn: Callable[[Any], torch.Tensor | None] | None = _DEFAULTS["loss_fn"],
-    rtol: float = _DEFAULTS["rtol"],
-    atol: float = _DEFAULTS["atol"],
+    rtol: float | None = _DEFAULTS["rtol"],
+    atol: float | None = _DEFAULTS["atol"],
     ignore_outputs: Iterable[str] = _DEFAULTS["ignore_outputs"],
     ignore_warnings: Iterable[str] = _DEFAULTS["ignore_warnings"],
     forward_kwargs: dict[str, Any] | None = None,

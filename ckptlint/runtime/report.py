@@ -198,14 +198,15 @@ class EquivalenceReport:
 
     Attributes:
         results: one :class:`VariantResult` per variant, in the given order.
-        rtol, atol: the tolerances used for floating-point tensors.
+        rtol, atol: the tolerances used for floating-point tensors; None: those of each
+            tensor's dtype (:data:`ckptlint.runtime.compare.DTYPE_TOLERANCES`).
         notes: what the check could not prove, e.g. ``"eval mode: ..."``, ``"no random op
             ..."``, ``"the checkpointed step never recomputed ..."``; empty when nothing to say.
     """
 
     results: list[VariantResult]
-    rtol: float
-    atol: float
+    rtol: float | None
+    atol: float | None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -221,10 +222,20 @@ class EquivalenceReport:
             if failed
             else f"checkpoint is equivalent to the plain step in all {n} variants"
         )
-        head += f" (reference: the same step without checkpoint; rtol={self.rtol:g}, atol={self.atol:g})"
+        head += f" (reference: the same step without checkpoint; {tolerance_text(self.rtol, self.atol)})"
         lines = [head] + [r.describe(i, n) for i, r in enumerate(self.results, 1)]
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def tolerance_text(rtol: float | None, atol: float | None) -> str:
+    """``rtol=1e-05, atol=1e-06``; a tolerance left None reads "of each tensor's dtype"."""
+    if rtol is not None and atol is not None:
+        return f"rtol={rtol:g}, atol={atol:g}"
+    given = ", ".join(f"{k}={v:g}" for k, v in (("rtol", rtol), ("atol", atol)) if v is not None)
+    return "tolerances of each tensor's dtype as in torch.testing.assert_close (float32: rtol=1.3e-06, atol=1e-05)" + (
+        f", {given}" if given else ""
+    )
 
 
 class CheckpointMismatch(AssertionError):
