@@ -136,6 +136,7 @@ def _run(
         try:
             out = model(*args, **kw)
             step.outputs = [(n, _keep(v)) for n, v in flatten(out, "output")]
+            step.output_type = type(out).__name__
             loss = loss_fn(out)
             check_loss(loss)
             if loss is not None and loss.requires_grad:
@@ -223,6 +224,8 @@ def _one_run_only(ref: _Step, var: _Step, ignore: Callable[[str], bool] | None) 
     """``{output name: "the reference" | "the checkpointed"}`` for outputs of one run only."""
     if var.error is not None:
         return {}
+    if ref.output_type != var.output_type and len(ref.outputs) == len(var.outputs):
+        return {}  # the same leaves in another container (a NamedTuple come back as a tuple): compared by position
     a, b = dict(ref.outputs), dict(var.outputs)
     out = {n: "the reference" for n in a if n not in b}
     out.update({n: "the checkpointed" for n in b if n not in a})

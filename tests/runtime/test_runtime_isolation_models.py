@@ -18,6 +18,7 @@ pytest.importorskip("torch")
 pytest.importorskip("numpy")
 import numpy as np
 import torch
+from process_check import keeps_process_state  # tests/runtime/process_check.py
 from torch.utils.checkpoint import checkpoint
 
 from ckptlint import runtime
@@ -35,31 +36,12 @@ HITS = {"n": 0}
 CHANGED: list[str] = []
 
 
-def process_state() -> tuple:
-    return (torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy(), list(LOG), dict(HITS))
+def watched_globals() -> dict:
+    return {"LOG": LOG, "HITS": HITS}
 
 
-def keeps_process_state(check):
-    """``check`` that also records (in CHANGED) any difference in the process state between
-    just before and just after the call: torch/Python/NumPy RNG and this module's globals."""
-
-    @functools.wraps(check)
-    def wrapper(*args, **kwargs):
-        before = process_state()
-        try:
-            return check(*args, **kwargs)
-        finally:
-            after = process_state()
-            names = ["torch RNG", "Python random", "NumPy RNG", "LOG", "HITS"]
-            same = [torch.equal(before[0], after[0]), before[1] == after[1], bool((before[2] == after[2]).all()),
-                    before[3] == after[3], before[4] == after[4]]
-            CHANGED.extend(n for n, ok in zip(names, same, strict=True) if not ok)
-
-    return wrapper
-
-
-assert_checkpointing_equivalent = keeps_process_state(runtime.assert_checkpointing_equivalent)
-check_checkpointing_equivalent = keeps_process_state(runtime.check_checkpointing_equivalent)
+assert_checkpointing_equivalent = keeps_process_state(runtime.assert_checkpointing_equivalent, watched_globals, CHANGED)
+check_checkpointing_equivalent = keeps_process_state(runtime.check_checkpointing_equivalent, watched_globals, CHANGED)
 
 
 @pytest.fixture(autouse=True)
