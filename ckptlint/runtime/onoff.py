@@ -156,9 +156,10 @@ def _run(
     _record_input_grads(step, args, kw)
     for name, p in model.named_parameters():
         if p.requires_grad:
-            step.param_grads[f"grad of {unwrap_name(name)}"] = _keep(p.grad)
+            # the copy is never run again: its gradients are kept without a clone (peak memory)
+            step.param_grads[f"grad of {unwrap_name(name)}"] = None if p.grad is None else p.grad.detach()
     for name, b in model.named_buffers():
-        step.buffers[f"buffer {unwrap_name(name)}"] = _keep(b)
+        step.buffers[f"buffer {unwrap_name(name)}"] = b.detach()
     step.attrs = capture_module_state(model, root)
     step.rng = capture_rng()
     step.python_state = process.capture()

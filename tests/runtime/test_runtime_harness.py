@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import functools
 import random
-import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -29,6 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from process_check import keeps_process_state
+from timm_import import import_timm
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
 from torch.utils.checkpoint import checkpoint
@@ -532,17 +531,8 @@ def diffusers_enable(**kwargs):
     return lambda m: m.enable_gradient_checkpointing(gradient_checkpointing_func=fn)
 
 
-STUB = Path(__file__).parent / "torchvision_stub"
-
-
 def timm_model(name):
-    try:
-        import torchvision  # noqa: F401 - a real torchvision, where one imports
-    except Exception:  # noqa: BLE001 - the PyPI wheel raises RuntimeError beside the CPU torch wheel
-        sys.modules.pop("torchvision", None)
-        if str(STUB) not in sys.path:
-            sys.path.insert(0, str(STUB))
-    timm = pytest.importorskip("timm")
+    timm = import_timm()
     torch.manual_seed(0)
     if name == "vit":
         return timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=16, patch_size=8, embed_dim=32, depth=2,

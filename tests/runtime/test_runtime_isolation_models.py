@@ -3,7 +3,7 @@
 Every correct model passes, every planted bug fails with the right rule code, and after each
 check the process state (the watched globals of this module, torch/Python/NumPy RNG) is what it
 was before (the autouse fixture compares). transformers and diffusers are in the test extra;
-timm needs a torchvision that imports beside the CPU torch wheel, so its tests skip without one.
+timm imports through a test-only torchvision stand-in (timm_import.py) and skips where timm is not installed.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ pytest.importorskip("numpy")
 import numpy as np
 import torch
 from process_check import keeps_process_state  # tests/runtime/process_check.py
+from timm_import import import_timm  # tests/runtime/timm_import.py
 from torch.utils.checkpoint import checkpoint
 
 from ckptlint import runtime
@@ -226,11 +227,7 @@ def test_diffusers_eval_mode_still_recomputes(native_convolutions):
 
 
 def timm_or_skip():
-    try:
-        import timm
-    except Exception as exc:  # noqa: BLE001 - PyPI's torchvision raises RuntimeError beside CPU torch
-        pytest.skip(f"timm does not import here: {type(exc).__name__}: {exc}")
-    return timm
+    return import_timm()
 
 
 def test_timm_vit_passes_and_resnet_batchnorm_fails_with_ckp203():
