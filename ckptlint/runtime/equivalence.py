@@ -28,6 +28,7 @@ from .report import (
     variant_label,
 )
 from .rng_audit import RngRecord, audit_rng
+from .rounding import float64_copy, is_small_gap, rounding_note, to_float64
 from .states import RngSnapshot, capture_rng, rng_differences
 from .step_code import code_names, step_functions
 from .switches import unwrap_name
@@ -172,10 +173,11 @@ def _run_step(
     process: ProcessState,
     *,
     reraise: bool,
+    initial: dict[str, torch.Tensor] | None = None,
 ) -> _Step:
     process.restore()
     target, modules = isolated.fresh()
-    step = _Step()
+    step = _Step(param_initial=initial or {})
 
     def counted(*args: Any, **kw: Any) -> Any:
         step.calls += 1  # noqa: CKP202 - counting recomputations is the point
@@ -231,6 +233,7 @@ def _run_step(
     step.python_state = process.capture()
     step.input_state = _keep_tree(tuple(args), "input") + _keep_tree(kw, "kwargs")
     step.generators = {f"generator {k}": g.get_state() for k, g in isolated.generators.items()}
+    step.param_values = _changed_parameters(modules, step.param_initial)
     return step
 
 
@@ -371,6 +374,10 @@ def check_checkpoint_equivalent(
     ignore = _ignore_matcher(ignore_outputs)
     loss = functools.partial(default_loss, ignore=ignore) if loss_fn is None else loss_fn
     found = dict(modules or {}) or find_modules(module_or_fn)
+    initial = {
+        f"parameter {prefix + '.' if prefix else ''}{unwrap_name(name)}": p.detach().clone()
+        for prefix, m in found.items() for name, p in m.named_parameters()
+    }
     process = watch_process(list(found.values()), [module_or_fn, loss_fn])
     positional_grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in inputs)
     results: list[VariantResult] = []
@@ -380,7 +387,7 @@ def check_checkpoint_equivalent(
     try:
         with Isolated(module_or_fn, modules=modules) as isolated:
             try:
-                ref = _run_step(isolated, inputs, kwargs, None, loss, process, reraise=True)
+                ref = _run_step(isolated, inputs, kwargs, None, loss, process, reraise=True, initial=initial)
             except LossTypeError:
                 raise
             except Exception as exc:
@@ -408,8 +415,14 @@ def check_checkpoint_equivalent(
                         )
                     )
                     continue
-                var = _run_step(isolated, inputs, kwargs, variant, loss, process, reraise=False)
+                var = _run_step(isolated, inputs, kwargs, variant, loss, process, reraise=False, initial=initial)
                 diffs = _compare(ref, var, rtol, atol, ignore)
+                if is_small_gap(diffs) and isolated.copyable:
+                    gap = _float64_gap(module_or_fn, inputs, kwargs, variant, loss, process, ignore)
+                    if gap is not None:
+                        notes.append(f"{variant_label(variant)}: " + rounding_note(diffs, gap))
+                        if not gap:
+                            diffs = []
                 for key in var.warnings:
                     if key not in ref.warnings and key not in ignored:
                         diffs.append(Difference("warning", key, "torch.utils.checkpoint warned: " + _WARNING_TEXT[key]))
@@ -425,7 +438,7 @@ def check_checkpoint_equivalent(
                             audit = []
                         finally:
                             process.restore()
-                        again = _run_step(isolated, inputs, kwargs, None, loss, process, reraise=False)
+                        again = _run_step(isolated, inputs, kwargs, None, loss, process, reraise=False, initial=initial)
                         unstable = sorted({d.name for d in _compare(ref, again, rtol, atol, ignore)})
                     result.audit = audit
                     evidence = Evidence(
@@ -449,7 +462,7 @@ def check_checkpoint_equivalent(
                     )
                     result.suggestions = diagnose(diffs, evidence)
                 results.append(result)
-            notes = _vacuity_notes(
+            notes += _vacuity_notes(
                 isolated_modules=list(find_modules(module_or_fn).values()) if isolated.copyable else list(isolated._shared.values()),
                 start_rng=process.rng,
                 ref=ref,
@@ -460,6 +473,25 @@ def check_checkpoint_equivalent(
     report = EquivalenceReport(results, rtol, atol, notes=notes)
     _warn_vacuous(report)
     return report
+
+
+def _float64_gap(
+    module_or_fn: Callable, inputs: tuple, kwargs: dict[str, Any], variant: dict[str, Any],
+    loss: Callable[[Any], torch.Tensor | None], process: ProcessState, ignore: Callable[[str], bool] | None,
+) -> list[Difference] | None:
+    """The differences of the reference and ``variant`` steps rerun in float64 (a copy of the
+    module converted, floating inputs too); None when that cannot run."""
+    try:
+        wide = float64_copy(module_or_fn)
+        with Isolated(wide) as isolated:
+            args, kw = to_float64(inputs), to_float64(kwargs)
+            ref = _run_step(isolated, args, kw, None, loss, process, reraise=True)
+            var = _run_step(isolated, args, kw, variant, loss, process, reraise=False)
+    except LossTypeError:
+        raise
+    except Exception:  # noqa: BLE001 - a model that cannot run in float64 keeps the verdict of its dtype
+        return None
+    return _compare(ref, var, None, None, ignore)
 
 
 def _changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[Any, Any]]:

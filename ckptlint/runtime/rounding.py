@@ -8,13 +8,17 @@ difference caused by checkpointing (another dropout mask, state read twice) does
 
 from __future__ import annotations
 
+import copy
+import functools
+import types
 from typing import Any
 
 import torch
+from torch import nn
 
 from .compare import Difference
 
-__all__ = ["SMALL_GAP", "is_small_gap", "rounding_note", "to_float64"]
+__all__ = ["SMALL_GAP", "float64_copy", "is_small_gap", "rounding_note", "to_float64"]
 
 #: a difference is small when its largest absolute gap is at most this fraction of the largest
 #: absolute value of the reference tensor
@@ -48,6 +52,23 @@ def to_float64(value: Any) -> Any:
     if type(value) is dict:
         return {k: to_float64(v) for k, v in value.items()}
     return value
+
+
+def float64_copy(fn: Any) -> Any:
+    """A float64 deep copy of a module, of a bound method of one, or of a ``functools.partial``
+    (the modules among its arguments converted). Raises ``TypeError`` for other callables: a
+    plain function's modules are the caller's and are not converted."""
+    if isinstance(fn, nn.Module):
+        return copy.deepcopy(fn).to(torch.float64)
+    if isinstance(fn, types.MethodType) and isinstance(fn.__self__, nn.Module):
+        return getattr(copy.deepcopy(fn.__self__).to(torch.float64), fn.__func__.__name__)
+    if isinstance(fn, functools.partial):
+        wide = copy.deepcopy(fn)
+        for a in (*wide.args, *wide.keywords.values()):
+            if isinstance(a, nn.Module):
+                a.to(torch.float64)
+        return wide
+    raise TypeError(f"cannot make a float64 copy of {type(fn).__name__}")
 
 
 def rounding_note(differences: list[Difference], float64: list[Difference]) -> str:

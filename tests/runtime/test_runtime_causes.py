@@ -438,3 +438,18 @@ def test_function_returning_none_under_the_reentrant_variant_names_no_enable_opt
     text = str(info.value)
     assert "enable" not in text
     assert "the function returned None" in text and "return the tensors" in text
+
+
+def test_block_check_reruns_a_float32_rounding_gap_in_float64():
+    torch.manual_seed(0)
+    block = FastPath()
+    x = torch.randn(8, 16, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    report = assert_checkpoint_equivalent(block, x, variants=[{"use_reentrant": True}], rtol=0, atol=1e-9)
+    assert any("rerun in float64 both steps agree" in n for n in report.notes)
+
+
+def test_block_check_names_a_parameter_written_in_place():
+    model = WeightDecayInForward()
+    with pytest.raises(CheckpointMismatch) as info:
+        assert_checkpoint_equivalent(model.body, x_in(), variants=[{"use_reentrant": False}])
+    assert "parameter lin.weight" in causes(info.value) and info.value.rule_codes == {"CKP202"}
