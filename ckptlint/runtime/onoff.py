@@ -314,15 +314,16 @@ def check_checkpointing_equivalent(
                     diffs = []
         result = VariantResult(options, full_label, diffs, [], var.calls, ref.calls, var.warnings, [], var.error)
         result.recomputations = regions
+        recomputed = bool(regions)
         if diffs:
             again, _ = _run(copies.plain(), copies, inputs, fkw, loss, process, reraise=False)
             unstable = sorted({d.name for d in _compare(ref, again, rtol, atol, ignore)})
-            result.suggestions, result.audit = _diagnose(
+            result.suggestions, result.audit, recomputed = _diagnose(
                 diffs, ref, var, regions, options, copies, inputs, fkw, process, unstable, checkpointed, loss
             )
             result.audit_preserve_rng_state = _preserve(options, var) is not False
         notes += _vacuity_notes(
-            isolated_modules=[plain], start_rng=process.rng, ref=ref, results=[result], recomputed=bool(regions),
+            isolated_modules=[plain], start_rng=process.rng, ref=ref, results=[result], recomputed=recomputed,
             library=library,
         )
     finally:
@@ -364,8 +365,9 @@ def _diagnose(
     diffs: list[Difference], ref: _Step, var: _Step, regions: dict[str, int], options: dict[str, Any],
     copies: _Copies, inputs: tuple, fkw: dict[str, Any], process: ProcessState, unstable: list[str],
     checkpointed: nn.Module, loss: Callable[[Any], torch.Tensor | None],
-) -> tuple[list, list | None]:
-    """The likely causes of ``diffs`` and the RNG audit to show (None when it would mislead)."""
+) -> tuple[list, list | None, bool]:
+    """The likely causes of ``diffs``, the RNG audit to show (None when it would mislead) and
+    whether something was recomputed (random ops in backward count)."""
     preserve = _preserve(options, var)
     rng_not_restored = list(var.rng_not_restored)
     recomputed = bool(regions)
@@ -419,7 +421,7 @@ def _diagnose(
         changed_attributes=var.changed_attributes,
         mutated_inputs=mutated_inputs(inputs, fkw, ref.input_state),
     )
-    return diagnose(diffs, evidence), (None if home_made else audit)
+    return diagnose(diffs, evidence), (None if home_made else audit), recomputed
 
 
 def assert_checkpointing_equivalent(
