@@ -19,6 +19,7 @@ from .inputs import clone_inputs
 from .notes import _vacuity_notes, _warn_vacuous
 from .outputs import _ignore_matcher, default_loss
 from .process_state import ProcessState, watch_process
+from .recompute import attribute_snapshot, in_backward, snapshot_changes
 from .region_evidence import mutated_inputs
 from .report import (
     CheckpointingWarning,
@@ -179,8 +180,12 @@ def _run_step(
     target, modules = isolated.fresh()
     step = _Step(param_initial=initial or {})
 
+    noted: dict[bool, dict[str, Any]] = {}
+
     def counted(*args: Any, **kw: Any) -> Any:
         step.calls += 1  # noqa: CKP202 - counting recomputations is the point
+        if ckpt_options is not None and in_backward() not in noted:
+            noted[in_backward()] = attribute_snapshot(modules)  # the state the forward / recomputation starts from
         return target(*args, **kw)
 
     args = clone_inputs(inputs)
@@ -234,6 +239,8 @@ def _run_step(
     step.input_state = _keep_tree(tuple(args), "input") + _keep_tree(kw, "kwargs")
     step.generators = {f"generator {k}": g.get_state() for k, g in isolated.generators.items()}
     step.param_values = _changed_parameters(modules, step.param_initial)
+    if False in noted and True in noted:
+        step.changed_attributes = snapshot_changes(noted[False], noted[True])
     return step
 
 
@@ -457,6 +464,7 @@ def check_checkpoint_equivalent(
                         unstable=unstable,
                         grad_mode_branch=reentrant and "is_grad_enabled" in _names_used(found, module_or_fn),
                         mutated_inputs=mutated_inputs(inputs, kwargs, ref.input_state),
+                        changed_attributes=var.changed_attributes,
                         output_none=ref.output_type == "NoneType",
                         api="function",
                     )

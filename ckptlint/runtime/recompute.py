@@ -400,3 +400,19 @@ def call_differences(calls: list[CheckpointCall]) -> tuple[list[str], list[str],
         autocast += [f"{c.name} ({t})" for t in autocast_changes(c.forward, c.recompute) if f"{c.name} ({t})" not in autocast]
         attrs += [a for a in attribute_changes(c.owner_name, c.forward, c.recompute) if a not in attrs]
     return rng, autocast, attrs
+
+
+def attribute_snapshot(modules: dict[str, nn.Module]) -> dict[str, _Call]:
+    """``{module name: noted state}`` of every submodule of ``modules`` (``{prefix: module}``):
+    its state attributes and ``training`` (no RNG or autocast)."""
+    out: dict[str, _Call] = {}
+    for prefix, module in modules.items():
+        for name, sub in module.named_modules():
+            where = ".".join(p for p in (prefix, unwrap_name(name)) if p) or type(module).__name__
+            out[where] = _Call(torch.empty(0), {}, _attributes(sub))
+    return out
+
+
+def snapshot_changes(forward: dict[str, _Call], recompute: dict[str, _Call]) -> list[str]:
+    """The attributes that differ between two :func:`attribute_snapshot` of the same modules."""
+    return [c for where in forward if where in recompute for c in attribute_changes(where, forward[where], recompute[where])]

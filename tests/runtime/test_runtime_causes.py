@@ -453,3 +453,10 @@ def test_block_check_names_a_parameter_written_in_place():
     with pytest.raises(CheckpointMismatch) as info:
         assert_checkpoint_equivalent(model.body, x_in(), variants=[{"use_reentrant": False}])
     assert "parameter lin.weight" in causes(info.value) and info.value.rule_codes == {"CKP202"}
+
+
+def test_block_check_names_a_memo_the_recomputation_reads():
+    with pytest.raises(CheckpointMismatch) as info:
+        assert_checkpoint_equivalent(Memo(), x_in(), variants=[{"use_reentrant": False}])
+    assert info.value.rule_codes == {"CKP201"}
+    assert "attribute Memo.memo (None in the forward, a tensor of shape (4, 8) when recomputed)" in causes(info.value)
