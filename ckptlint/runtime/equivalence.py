@@ -18,6 +18,7 @@ from .diagnosis import Evidence, diagnose
 from .inputs import clone_inputs
 from .notes import _vacuity_notes, _warn_vacuous
 from .outputs import _ignore_matcher, default_loss
+from .parameter_values import _changed_parameters, _parameter_differences
 from .process_state import ProcessState, watch_process
 from .recompute import attribute_snapshot, in_backward, snapshot_changes
 from .region_evidence import mutated_inputs
@@ -85,33 +86,6 @@ def _record_input_grads(step: _Step, args: Any, kw: dict[str, Any]) -> None:
         for name, leaf in flatten(tree, prefix):
             if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
                 step.input_grads[f"grad of {name}"] = _keep(leaf.grad)
-
-
-def _changed_parameters(modules: dict[str, nn.Module], initial: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """``{"parameter NAME": copy}`` of the parameters whose value after a step differs from
-    ``initial`` (the value every step starts from): a step writes to them in place."""
-    out = {}
-    for prefix, module in modules.items():
-        dot = f"{prefix}." if prefix else ""
-        for name, p in module.named_parameters():
-            key = f"parameter {dot}{unwrap_name(name)}"
-            start = initial.get(key)
-            if start is not None and (start.shape != p.shape or not torch.equal(start.detach(), p.detach())):
-                out[key] = p.detach().clone()
-    return out
-
-
-def _parameter_differences(ref: _Step, var: _Step, rtol: float | None, atol: float | None) -> list[Difference]:
-    """Parameters left with other values by the checkpointed step than by the reference."""
-    diffs = []
-    for name in list(ref.param_values) + [k for k in var.param_values if k not in ref.param_values]:
-        start = ref.param_initial.get(name)
-        a, b = ref.param_values.get(name, start), var.param_values.get(name, start)
-        d = compare_tensors("param_value", name, a, b, rtol=rtol, atol=atol)
-        if d is not None:
-            d.detail = "; ".join(x for x in (d.detail, "value after the step (written in place)") if x)
-            diffs.append(d)
-    return diffs
 
 
 def _keep(value: Any) -> Any:

@@ -27,7 +27,6 @@ from .compare import Difference, compare_values, flatten
 from .diagnosis import Evidence, diagnose
 from .equivalence import (
     _WARNING_TEXT,
-    _changed_parameters,
     _compare,
     _ignore_matcher,
     _keep,
@@ -41,6 +40,7 @@ from .equivalence import (
 from .inputs import clone_inputs
 from .memory import MemoryReport, compare_memory
 from .module_state import capture_module_state
+from .parameter_values import _changed_parameters
 from .process_state import ProcessState, watch_process
 from .recompute import RecomputeCounter, call_differences, call_regions, record_checkpoint_calls
 from .region_evidence import backward_random_ops, mutated_inputs, region_code_names
