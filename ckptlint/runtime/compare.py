@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["Difference", "compare_tensors", "compare_values", "flatten", "short_repr", "values_equal"]
+__all__ = ["DTYPE_TOLERANCES", "Difference", "tolerances", "compare_tensors", "compare_values", "flatten", "short_repr", "values_equal"]
 
 
 @dataclass
@@ -40,6 +40,7 @@ class Difference:
         variant_none: the checkpointed value is None; ``variant_none and not reference_none``
             is the reentrant no-input-requires-grad symptom for gradients.
         variant: label of the checkpoint variant this difference belongs to.
+        scale: the largest absolute value of the reference tensor (tensors only).
     """
 
     kind: str
@@ -50,6 +51,7 @@ class Difference:
     reference_none: bool = False
     variant_none: bool = False
     variant: str = ""
+    scale: float | None = None
 
     def describe(self) -> str:
         """One line, e.g. ``grad of 0.weight: max abs diff 0.0123, max rel diff 0.456``.
@@ -160,7 +162,7 @@ def values_equal(a: Any, b: Any) -> bool:
 
 
 def compare_values(
-    kind: str, name: str, reference: Any, value: Any, *, rtol: float, atol: float, ignore: Any = None
+    kind: str, name: str, reference: Any, value: Any, *, rtol: float | None, atol: float | None, ignore: Any = None
 ) -> list[Difference]:
     """Flatten two nested values (see :func:`flatten`) and compare leaf by leaf.
 
@@ -183,14 +185,35 @@ def compare_values(
     return out
 
 
+#: ``{dtype: (rtol, atol)}``: the tolerances of ``torch.testing.assert_close`` for each dtype
+#: (torch 2.13 ``torch/testing/_comparison.py``, ``_DTYPE_PRECISIONS``); other dtypes compare exactly
+DTYPE_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+    torch.complex32: (1e-3, 1e-5),
+    torch.complex64: (1.3e-6, 1e-5),
+    torch.complex128: (1e-7, 1e-7),
+}
+
+
+def tolerances(dtype: torch.dtype, rtol: float | None, atol: float | None) -> tuple[float, float]:
+    """``(rtol, atol)`` for a tensor of ``dtype``: the given values, or where None those of
+    :data:`DTYPE_TOLERANCES`."""
+    default = DTYPE_TOLERANCES.get(dtype, (0.0, 0.0))
+    return (default[0] if rtol is None else rtol, default[1] if atol is None else atol)
+
+
 def compare_tensors(
-    kind: str, name: str, reference: Any, value: Any, *, rtol: float, atol: float
+    kind: str, name: str, reference: Any, value: Any, *, rtol: float | None, atol: float | None
 ) -> Difference | None:
     """Compare two values by content and return a :class:`Difference` or None when equal.
 
     Floating and complex tensors are equal when ``|value - reference| <= atol + rtol * |reference|``
-    elementwise (``torch.allclose`` semantics, NaN equal to NaN); integer and bool tensors must
-    be exactly equal. Shape, dtype or device mismatches and None-vs-tensor are differences.
+    elementwise (``torch.allclose`` semantics, NaN equal to NaN; a tolerance given as None
+    follows the reference's dtype, :func:`tolerances`); integer and bool tensors must be exactly
+    equal. Shape, dtype or device mismatches and None-vs-tensor are differences.
     Non-tensor leaves are compared with ``==``.
     """
     if reference is None and value is None:
@@ -224,6 +247,7 @@ def compare_tensors(
     a = reference.detach()
     b = value.detach()
     if a.is_floating_point() or a.is_complex():
+        rtol, atol = tolerances(a.dtype, rtol, atol)
         close = torch.isclose(b, a, rtol=rtol, atol=atol, equal_nan=True)
         if bool(close.all()):
             return None
@@ -246,4 +270,5 @@ def compare_tensors(
     parts = [f"shape {tuple(reference.shape)}"] if reference.dim() else []
     if at_zero:
         parts.append("differs where the reference is 0" if max_rel is not None else "the reference is 0 where they differ")
-    return Difference(kind, name, "; ".join(parts), max_abs=float(diff.max()), max_rel=max_rel)
+    scale = float(torch.nan_to_num(a64.abs(), nan=0.0, posinf=0.0).max()) if a64.numel() else 0.0
+    return Difference(kind, name, "; ".join(parts), max_abs=float(diff.max()), max_rel=max_rel, scale=scale)

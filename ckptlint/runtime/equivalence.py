@@ -14,22 +14,26 @@ from torch.utils.checkpoint import checkpoint
 
 from .call_options import LossTypeError, check_loss
 from .compare import Difference, compare_tensors, compare_values, flatten, short_repr
+from .diagnosis import Evidence, diagnose
 from .inputs import clone_inputs
 from .notes import _vacuity_notes, _warn_vacuous
 from .outputs import _ignore_matcher, default_loss
+from .parameter_values import _changed_parameters, _parameter_differences
 from .process_state import ProcessState, watch_process
+from .recompute import attribute_snapshot, in_backward, snapshot_changes
+from .region_evidence import mutated_inputs
 from .report import (
     CheckpointingWarning,
     CheckpointMismatch,
     EquivalenceReport,
-    Evidence,
     VariantResult,
-    diagnose,
     variant_label,
 )
 from .rng_audit import RngRecord, audit_rng
+from .rounding import float64_copy, is_small_gap, rounding_note, to_float64
 from .states import RngSnapshot, capture_rng, rng_differences
 from .step_code import code_names, step_functions
+from .switches import unwrap_name
 from .targets import Isolated, find_modules, plain_attributes
 from .warning_keys import classify_warning
 
@@ -69,6 +73,9 @@ class _Step:
     checkpoint_calls: list[Any] = field(default_factory=list)
     rng_not_restored: list[str] = field(default_factory=list)
     autocast_lost: list[str] = field(default_factory=list)
+    changed_attributes: list[str] = field(default_factory=list)
+    param_values: dict[str, torch.Tensor] = field(default_factory=dict)
+    param_initial: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def _record_input_grads(step: _Step, args: Any, kw: dict[str, Any]) -> None:
@@ -141,13 +148,18 @@ def _run_step(
     process: ProcessState,
     *,
     reraise: bool,
+    initial: dict[str, torch.Tensor] | None = None,
 ) -> _Step:
     process.restore()
     target, modules = isolated.fresh()
-    step = _Step()
+    step = _Step(param_initial=initial or {})
+
+    noted: dict[bool, dict[str, Any]] = {}
 
     def counted(*args: Any, **kw: Any) -> Any:
         step.calls += 1  # noqa: CKP202 - counting recomputations is the point
+        if ckpt_options is not None and in_backward() not in noted:
+            noted[in_backward()] = attribute_snapshot(modules)  # the state the forward / recomputation starts from
         return target(*args, **kw)
 
     args = clone_inputs(inputs)
@@ -200,10 +212,15 @@ def _run_step(
     step.python_state = process.capture()
     step.input_state = _keep_tree(tuple(args), "input") + _keep_tree(kw, "kwargs")
     step.generators = {f"generator {k}": g.get_state() for k, g in isolated.generators.items()}
+    step.param_values = _changed_parameters(modules, step.param_initial)
+    if False in noted and True in noted:
+        step.changed_attributes = snapshot_changes(noted[False], noted[True])
     return step
 
 
-def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[[str], bool] | None = None) -> list[Difference]:
+def _compare(
+    ref: _Step, var: _Step, rtol: float | None, atol: float | None, ignore: Callable[[str], bool] | None = None
+) -> list[Difference]:
     """Every difference of the checkpointed step ``var`` from the reference step ``ref``: its
     error, outputs, gradients, buffers, inputs after the step, module attributes, Python
     state and RNG states, in that order."""
@@ -215,6 +232,7 @@ def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[
         diffs += _output_differences(ref, var, rtol, atol, ignore)
     if var.error is None:
         diffs += _gradient_and_buffer_differences(ref, var, rtol, atol)
+        diffs += _parameter_differences(ref, var, rtol, atol)
         diffs += _input_state_differences(ref, var, rtol, atol)
         for name in ref.generators:
             if not torch.equal(ref.generators[name], var.generators.get(name, ref.generators[name])):
@@ -227,7 +245,7 @@ def _compare(ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[
 
 
 def _output_differences(
-    ref: _Step, var: _Step, rtol: float, atol: float, ignore: Callable[[str], bool] | None
+    ref: _Step, var: _Step, rtol: float | None, atol: float | None, ignore: Callable[[str], bool] | None
 ) -> list[Difference]:
     """Outputs of another type, present in one run only, or with other values."""
     diffs: list[Difference] = []
@@ -251,7 +269,7 @@ def _output_differences(
     return diffs
 
 
-def _gradient_and_buffer_differences(ref: _Step, var: _Step, rtol: float, atol: float) -> list[Difference]:
+def _gradient_and_buffer_differences(ref: _Step, var: _Step, rtol: float | None, atol: float | None) -> list[Difference]:
     """Input and parameter gradients, then buffers, that differ from the reference's."""
     diffs: list[Difference] = []
     for kind, a, b in (("input_grad", ref.input_grads, var.input_grads), ("param_grad", ref.param_grads, var.param_grads)):
@@ -266,7 +284,7 @@ def _gradient_and_buffer_differences(ref: _Step, var: _Step, rtol: float, atol: 
     return diffs
 
 
-def _input_state_differences(ref: _Step, var: _Step, rtol: float, atol: float) -> list[Difference]:
+def _input_state_differences(ref: _Step, var: _Step, rtol: float | None, atol: float | None) -> list[Difference]:
     """Inputs (and generators passed in them) left in another state by the step."""
     diffs: list[Difference] = []
     ref_in, var_in = dict(ref.input_state), dict(var.input_state)
@@ -322,8 +340,8 @@ def check_checkpoint_equivalent(
     module_or_fn: Callable,
     *inputs: Any,
     variants: Iterable[dict[str, Any]] | None = None,
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
+    rtol: float | None = None,
+    atol: float | None = None,
     kwargs: dict[str, Any] | None = None,
     loss_fn: Callable[[Any], torch.Tensor | None] | None = None,
     ignore_warnings: Iterable[str] = (),
@@ -337,6 +355,10 @@ def check_checkpoint_equivalent(
     ignore = _ignore_matcher(ignore_outputs)
     loss = functools.partial(default_loss, ignore=ignore) if loss_fn is None else loss_fn
     found = dict(modules or {}) or find_modules(module_or_fn)
+    initial = {
+        f"parameter {prefix + '.' if prefix else ''}{unwrap_name(name)}": p.detach().clone()
+        for prefix, m in found.items() for name, p in m.named_parameters()
+    }
     process = watch_process(list(found.values()), [module_or_fn, loss_fn])
     positional_grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in inputs)
     results: list[VariantResult] = []
@@ -346,7 +368,7 @@ def check_checkpoint_equivalent(
     try:
         with Isolated(module_or_fn, modules=modules) as isolated:
             try:
-                ref = _run_step(isolated, inputs, kwargs, None, loss, process, reraise=True)
+                ref = _run_step(isolated, inputs, kwargs, None, loss, process, reraise=True, initial=initial)
             except LossTypeError:
                 raise
             except Exception as exc:
@@ -374,8 +396,14 @@ def check_checkpoint_equivalent(
                         )
                     )
                     continue
-                var = _run_step(isolated, inputs, kwargs, variant, loss, process, reraise=False)
+                var = _run_step(isolated, inputs, kwargs, variant, loss, process, reraise=False, initial=initial)
                 diffs = _compare(ref, var, rtol, atol, ignore)
+                if is_small_gap(diffs) and isolated.copyable:
+                    gap = _float64_gap(module_or_fn, inputs, kwargs, variant, loss, process, ignore)
+                    if gap is not None:
+                        notes.append(f"{variant_label(variant)}: " + rounding_note(diffs, gap))
+                        if not gap:
+                            diffs = []
                 for key in var.warnings:
                     if key not in ref.warnings and key not in ignored:
                         diffs.append(Difference("warning", key, "torch.utils.checkpoint warned: " + _WARNING_TEXT[key]))
@@ -391,7 +419,7 @@ def check_checkpoint_equivalent(
                             audit = []
                         finally:
                             process.restore()
-                        again = _run_step(isolated, inputs, kwargs, None, loss, process, reraise=False)
+                        again = _run_step(isolated, inputs, kwargs, None, loss, process, reraise=False, initial=initial)
                         unstable = sorted({d.name for d in _compare(ref, again, rtol, atol, ignore)})
                     result.audit = audit
                     evidence = Evidence(
@@ -409,10 +437,14 @@ def check_checkpoint_equivalent(
                         recomputed=var.calls > ref.calls,
                         unstable=unstable,
                         grad_mode_branch=reentrant and "is_grad_enabled" in _names_used(found, module_or_fn),
+                        mutated_inputs=mutated_inputs(inputs, kwargs, ref.input_state),
+                        changed_attributes=var.changed_attributes,
+                        output_none=ref.output_type == "NoneType",
+                        api="function",
                     )
                     result.suggestions = diagnose(diffs, evidence)
                 results.append(result)
-            notes = _vacuity_notes(
+            notes += _vacuity_notes(
                 isolated_modules=list(find_modules(module_or_fn).values()) if isolated.copyable else list(isolated._shared.values()),
                 start_rng=process.rng,
                 ref=ref,
@@ -423,6 +455,25 @@ def check_checkpoint_equivalent(
     report = EquivalenceReport(results, rtol, atol, notes=notes)
     _warn_vacuous(report)
     return report
+
+
+def _float64_gap(
+    module_or_fn: Callable, inputs: tuple, kwargs: dict[str, Any], variant: dict[str, Any],
+    loss: Callable[[Any], torch.Tensor | None], process: ProcessState, ignore: Callable[[str], bool] | None,
+) -> list[Difference] | None:
+    """The differences of the reference and ``variant`` steps rerun in float64 (a copy of the
+    module converted, floating inputs too); None when that cannot run."""
+    try:
+        wide = float64_copy(module_or_fn)
+        with Isolated(wide) as isolated:
+            args, kw = to_float64(inputs), to_float64(kwargs)
+            ref = _run_step(isolated, args, kw, None, loss, process, reraise=True)
+            var = _run_step(isolated, args, kw, variant, loss, process, reraise=False)
+    except LossTypeError:
+        raise
+    except Exception:  # noqa: BLE001 - a model that cannot run in float64 keeps the verdict of its dtype
+        return None
+    return _compare(ref, var, None, None, ignore)
 
 
 def _changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
@@ -449,8 +500,8 @@ def assert_checkpoint_equivalent(
     module_or_fn: Callable,
     *inputs: Any,
     variants: Iterable[dict[str, Any]] | None = None,
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
+    rtol: float | None = None,
+    atol: float | None = None,
     kwargs: dict[str, Any] | None = None,
     loss_fn: Callable[[Any], torch.Tensor | None] | None = None,
     ignore_warnings: Iterable[str] = (),

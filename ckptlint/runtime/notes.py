@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import torch
 from torch import nn
 
 from .report import CheckpointingWarning, EquivalenceReport, VariantResult
@@ -33,6 +34,15 @@ def _vacuity_notes(
             "no random op drew from a global generator in the reference step (torch CPU/device, "
             "Python random, NumPy): the RNG handling of checkpoint was not tested"
         )
+    nan = _nan_values(ref)
+    if nan:
+        total = len(list(_compared_tensors(ref)))
+        notes.append(
+            f"NaN in the reference step: {len(nan)} of {total} output and gradient tensors hold NaN ("
+            + ", ".join(nan[:4]) + (", ..." if len(nan) > 4 else "")
+            + "); NaN is taken as equal to NaN in the comparison, so those values proved nothing about "
+            "checkpointing: fix the NaN (learning rate, inputs, an overflow) and check again"
+        )
     ran = [r for r in results if r.not_applicable is None and r.error is None]
     never = recomputed is False if recomputed is not None else bool(ran) and all(r.calls <= r.reference_calls for r in ran)
     if never:
@@ -44,12 +54,22 @@ def _vacuity_notes(
     return notes
 
 
+def _compared_tensors(ref: Any) -> list[tuple[str, torch.Tensor]]:
+    grads = list(ref.input_grads.items()) + list(ref.param_grads.items())
+    return [(n, t) for n, t in list(ref.outputs) + grads if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())]
+
+
+def _nan_values(ref: Any) -> list[str]:
+    """Names of the reference step's output and gradient tensors that hold a NaN."""
+    return [n for n, t in _compared_tensors(ref) if bool(torch.isnan(t).any())]
+
+
 def _warn_vacuous(report: EquivalenceReport) -> None:
     """Warn (:class:`CheckpointingWarning`) when a passing check proves nothing."""
     if not report.ok:
         return
     for note in report.notes:
-        if note.startswith(("eval mode", "the checkpointed step never recomputed")):
+        if note.startswith(("eval mode", "the checkpointed step never recomputed", "NaN in the reference step")):
             warnings.warn(f"the checkpoint check passed but proves little: {note}", CheckpointingWarning, stacklevel=4)
 
 

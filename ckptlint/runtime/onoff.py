@@ -10,6 +10,7 @@ callable. It also counts, per checkpointed region, how often the region was reco
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import inspect
 import re
@@ -23,6 +24,7 @@ from torch import nn
 
 from .call_options import LossTypeError, check_loss, forward_arguments
 from .compare import Difference, compare_values, flatten
+from .diagnosis import Evidence, diagnose
 from .equivalence import (
     _WARNING_TEXT,
     _compare,
@@ -38,19 +40,19 @@ from .equivalence import (
 from .inputs import clone_inputs
 from .memory import MemoryReport, compare_memory
 from .module_state import capture_module_state
+from .parameter_values import _changed_parameters
 from .process_state import ProcessState, watch_process
-from .recompute import RecomputeCounter, record_checkpoint_calls
+from .recompute import RecomputeCounter, call_differences, call_regions, record_checkpoint_calls
+from .region_evidence import backward_random_ops, mutated_inputs, region_code_names
 from .report import (
     CheckpointMismatch,
     EquivalenceReport,
-    Evidence,
     VariantResult,
-    diagnose,
     variant_label,
 )
 from .rng_audit import audit_rng
+from .rounding import is_small_gap, rounding_note, to_float64
 from .states import capture_rng
-from .step_code import code_names, step_functions
 from .switches import (
     find_switch,
     is_checkpointing_on,
@@ -90,12 +92,22 @@ class _Copies:
     original: nn.Module
     enable_fn: Callable[[nn.Module], Any]
     root: str
+    float64: bool = False
 
     def plain(self) -> nn.Module:
         model = copy.deepcopy(self.original)
+        if self.float64:
+            model = model.to(torch.float64)
         if is_checkpointing_on(model):
             turn_off(model)
         return model
+
+    def initial_parameters(self) -> dict[str, torch.Tensor]:
+        """``{"parameter NAME": tensor}``: the caller's parameters, the values every step
+        starts from (not copied: the caller's model is never run); none for float64 copies."""
+        if self.float64:
+            return {}
+        return {f"parameter {unwrap_name(n)}": p for n, p in self.original.named_parameters()}
 
     def checkpointed(self) -> nn.Module:
         model = self.plain()
@@ -105,7 +117,7 @@ class _Copies:
 
 def _run(
     model: nn.Module,
-    root: str,
+    copies: _Copies,
     inputs: tuple,
     kwargs: dict[str, Any],
     loss_fn: Callable[[Any], torch.Tensor | None],
@@ -114,15 +126,17 @@ def _run(
     reraise: bool,
 ) -> tuple[_Step, dict[str, int]]:
     process.restore()
-    step = _Step()
+    root, initial = copies.root, copies.initial_parameters()
+    step = _Step(param_initial=initial)
     counter = RecomputeCounter(model)
     args = clone_inputs(inputs)
     kw = clone_inputs(kwargs)
-    with warnings.catch_warnings(record=True) as caught, record_checkpoint_calls() as ckpt_calls:
+    with warnings.catch_warnings(record=True) as caught, record_checkpoint_calls(counter) as ckpt_calls:
         warnings.simplefilter("always")
         try:
             out = model(*args, **kw)
             step.outputs = [(n, _keep(v)) for n, v in flatten(out, "output")]
+            step.output_type = type(out).__name__
             loss = loss_fn(out)
             check_loss(loss)
             if loss is not None and loss.requires_grad:
@@ -142,18 +156,24 @@ def _run(
     _record_input_grads(step, args, kw)
     for name, p in model.named_parameters():
         if p.requires_grad:
-            step.param_grads[f"grad of {unwrap_name(name)}"] = _keep(p.grad)
+            # the copy is never run again: its gradients are kept without a clone (peak memory)
+            step.param_grads[f"grad of {unwrap_name(name)}"] = None if p.grad is None else p.grad.detach()
     for name, b in model.named_buffers():
-        step.buffers[f"buffer {unwrap_name(name)}"] = _keep(b)
+        step.buffers[f"buffer {unwrap_name(name)}"] = b.detach()
     step.attrs = capture_module_state(model, root)
     step.rng = capture_rng()
     step.python_state = process.capture()
     step.input_state = _keep_tree(tuple(args), "input") + _keep_tree(kw, "kwargs")
+    step.param_values = _changed_parameters({"": model}, initial)
     regions = counter.regions()
+    for name, times in call_regions(ckpt_calls).items():
+        regions.setdefault(name, times)
     step.calls = 1 + max(regions.values(), default=0)
     step.checkpoint_calls = list(ckpt_calls)
-    step.rng_not_restored = counter.rng_not_restored()
-    step.autocast_lost = counter.autocast_lost()
+    rng, autocast, attrs = call_differences(ckpt_calls)
+    step.rng_not_restored = counter.rng_not_restored() + [n for n in rng if n not in counter.rng_not_restored()]
+    step.autocast_lost = counter.autocast_changed() + [a for a in autocast if a not in counter.autocast_changed()]
+    step.changed_attributes = counter.changed_attributes() + [a for a in attrs if a not in counter.changed_attributes()]
     return step, regions
 
 
@@ -198,13 +218,15 @@ def _given(**options: Any) -> list[str]:
     return [k for k, v in options.items() if v is not _DEFAULTS[k]]
 
 
-_DEFAULTS: dict[str, Any] = {"enable": "auto", "loss_fn": None, "rtol": 1e-5, "atol": 1e-6, "ignore_outputs": (), "ignore_warnings": ()}
+_DEFAULTS: dict[str, Any] = {"enable": "auto", "loss_fn": None, "rtol": None, "atol": None, "ignore_outputs": (), "ignore_warnings": ()}
 
 
 def _one_run_only(ref: _Step, var: _Step, ignore: Callable[[str], bool] | None) -> dict[str, str]:
     """``{output name: "the reference" | "the checkpointed"}`` for outputs of one run only."""
     if var.error is not None:
         return {}
+    if ref.output_type != var.output_type and len(ref.outputs) == len(var.outputs):
+        return {}  # the same leaves in another container (a NamedTuple come back as a tuple): compared by position
     a, b = dict(ref.outputs), dict(var.outputs)
     out = {n: "the reference" for n in a if n not in b}
     out.update({n: "the checkpointed" for n in b if n not in a})
@@ -220,20 +242,13 @@ def _top_level(name: str) -> str:
     return found.group(0) if found is not None else name
 
 
-def _region_names(model: nn.Module, regions: dict[str, int]) -> set[str]:
-    """Names the code of the recomputed regions looks up (``is_grad_enabled`` ...)."""
-    modules = {unwrap_name(n): m for n, m in model.named_modules()}
-    chosen = [modules[r] for r in regions if r in modules]
-    return {name for fn in step_functions(chosen, []) for name in code_names(fn.__code__)}
-
-
 def check_checkpointing_equivalent(
     model: nn.Module,
     *inputs: Any,
     enable: Any = _DEFAULTS["enable"],
     loss_fn: Callable[[Any], torch.Tensor | None] | None = _DEFAULTS["loss_fn"],
-    rtol: float = _DEFAULTS["rtol"],
-    atol: float = _DEFAULTS["atol"],
+    rtol: float | None = _DEFAULTS["rtol"],
+    atol: float | None = _DEFAULTS["atol"],
     ignore_outputs: Iterable[str] = _DEFAULTS["ignore_outputs"],
     ignore_warnings: Iterable[str] = _DEFAULTS["ignore_warnings"],
     forward_kwargs: dict[str, Any] | None = None,
@@ -259,7 +274,7 @@ def check_checkpointing_equivalent(
     process = watch_process([plain, checkpointed], [loss_fn])
     try:
         try:
-            ref, ref_regions = _run(plain, root, inputs, fkw, loss, process, reraise=True)
+            ref, ref_regions = _run(plain, copies, inputs, fkw, loss, process, reraise=True)
         except LossTypeError:
             raise
         except Exception as exc:
@@ -269,7 +284,7 @@ def check_checkpointing_equivalent(
                 "the reference copy still recomputes " + ", ".join(ref_regions)
                 + ": checkpointing could not be turned off; pass a model with checkpointing off"
             )
-        var, regions = _run(checkpointed, root, inputs, fkw, loss, process, reraise=False)
+        var, regions = _run(checkpointed, copies, inputs, fkw, loss, process, reraise=False)
         only = _one_run_only(ref, var, ignore)
         if only:
             patterns += list(only)
@@ -281,8 +296,8 @@ def check_checkpointing_equivalent(
             )
             if loss_fn is None:  # the first two steps summed them into the loss: run both again
                 loss = functools.partial(default_loss, ignore=ignore)
-                ref, _ = _run(copies.plain(), root, inputs, fkw, loss, process, reraise=True)
-                var, regions = _run(copies.checkpointed(), root, inputs, fkw, loss, process, reraise=False)
+                ref, _ = _run(copies.plain(), copies, inputs, fkw, loss, process, reraise=True)
+                var, regions = _run(copies.checkpointed(), copies, inputs, fkw, loss, process, reraise=False)
         for key in switched:  # set by `enable` itself, not by the step
             ref.attrs.pop(key, None)
             var.attrs.pop(key, None)
@@ -291,17 +306,24 @@ def check_checkpointing_equivalent(
             if key not in ref.warnings and key not in ignored:
                 diffs.append(Difference("warning", key, "torch.utils.checkpoint warned: " + _WARNING_TEXT[key]))
         full_label = label + (f" ({variant_label(options)})" if options else "")
+        if is_small_gap(diffs):
+            gap = _float64_gap(copies, inputs, fkw, loss, process, ignore)
+            if gap is not None:
+                notes.append(rounding_note(diffs, gap))
+                if not gap:
+                    diffs = []
         result = VariantResult(options, full_label, diffs, [], var.calls, ref.calls, var.warnings, [], var.error)
         result.recomputations = regions
+        recomputed = bool(regions)
         if diffs:
-            again, _ = _run(copies.plain(), root, inputs, fkw, loss, process, reraise=False)
+            again, _ = _run(copies.plain(), copies, inputs, fkw, loss, process, reraise=False)
             unstable = sorted({d.name for d in _compare(ref, again, rtol, atol, ignore)})
-            result.suggestions, result.audit = _diagnose(
-                diffs, ref, var, regions, options, copies, inputs, fkw, process, unstable, checkpointed
+            result.suggestions, result.audit, recomputed = _diagnose(
+                diffs, ref, var, regions, options, copies, inputs, fkw, process, unstable, checkpointed, loss
             )
             result.audit_preserve_rng_state = _preserve(options, var) is not False
         notes += _vacuity_notes(
-            isolated_modules=[plain], start_rng=process.rng, ref=ref, results=[result], recomputed=bool(regions),
+            isolated_modules=[plain], start_rng=process.rng, ref=ref, results=[result], recomputed=recomputed,
             library=library,
         )
     finally:
@@ -309,6 +331,24 @@ def check_checkpointing_equivalent(
     report = EquivalenceReport([result], rtol, atol, notes=notes)
     _warn_vacuous(report)
     return report
+
+
+def _float64_gap(
+    copies: _Copies, inputs: tuple, fkw: dict[str, Any], loss: Callable[[Any], torch.Tensor | None],
+    process: ProcessState, ignore: Callable[[str], bool] | None,
+) -> list[Difference] | None:
+    """The differences of the two steps rerun in float64 (model and floating inputs converted,
+    float64 tolerances); None when the model cannot run in float64."""
+    wide = dataclasses.replace(copies, float64=True)
+    args, kw = to_float64(inputs), to_float64(fkw)
+    try:
+        ref, _ = _run(wide.plain(), wide, args, kw, loss, process, reraise=True)
+    except LossTypeError:
+        raise
+    except Exception:  # noqa: BLE001 - a model that cannot run in float64 keeps the float32 verdict
+        return None
+    var, _ = _run(wide.checkpointed(), wide, args, kw, loss, process, reraise=False)
+    return _compare(ref, var, None, None, ignore)
 
 
 def _preserve(options: dict[str, Any], var: _Step) -> bool | None:
@@ -324,11 +364,28 @@ def _preserve(options: dict[str, Any], var: _Step) -> bool | None:
 def _diagnose(
     diffs: list[Difference], ref: _Step, var: _Step, regions: dict[str, int], options: dict[str, Any],
     copies: _Copies, inputs: tuple, fkw: dict[str, Any], process: ProcessState, unstable: list[str],
-    checkpointed: nn.Module,
-) -> tuple[list, list | None]:
-    """The likely causes of ``diffs`` and the RNG audit to show (None when it would mislead)."""
+    checkpointed: nn.Module, loss: Callable[[Any], torch.Tensor | None],
+) -> tuple[list, list | None, bool]:
+    """The likely causes of ``diffs``, the RNG audit to show (None when it would mislead) and
+    whether something was recomputed (random ops in backward count)."""
     preserve = _preserve(options, var)
-    home_made = bool(regions) and not var.checkpoint_calls
+    rng_not_restored = list(var.rng_not_restored)
+    recomputed = bool(regions)
+    if not regions:  # a region without submodules re-run by a home-made recompute: random ops in backward
+        model = copies.checkpointed()
+
+        def step() -> None:
+            out = model(*clone_inputs(inputs), **clone_inputs(fkw))
+            value = loss(out)
+            if value is not None and value.requires_grad:
+                value.backward()
+
+        process.restore()
+        mode = backward_random_ops(step)
+        process.restore()
+        recomputed = bool(mode.backward)
+        rng_not_restored += [f"a region without submodules ({op} re-ran in backward)" for op in mode.not_restored()]
+    home_made = recomputed and not var.checkpoint_calls
     try:
         audit = audit_rng(copies.plain(), *inputs, kwargs=fkw, preserve_rng_state=preserve is not False)
     except Exception:  # noqa: BLE001 - the audit only explains
@@ -355,14 +412,16 @@ def _diagnose(
         reference_state_changes=changed,
         audit=audit,
         error=var.error,
-        recomputed=bool(regions),
+        recomputed=recomputed,
         unstable=unstable,
         home_made=home_made,
-        rng_not_restored=var.rng_not_restored,
+        rng_not_restored=rng_not_restored,
         autocast_lost=var.autocast_lost,
-        grad_mode_branch=reentrant and "is_grad_enabled" in _region_names(checkpointed, regions),
+        grad_mode_branch=reentrant and "is_grad_enabled" in region_code_names(var.checkpoint_calls, checkpointed, regions),
+        changed_attributes=var.changed_attributes,
+        mutated_inputs=mutated_inputs(inputs, fkw, ref.input_state),
     )
-    return diagnose(diffs, evidence), (None if home_made else audit)
+    return diagnose(diffs, evidence), (None if home_made else audit), recomputed
 
 
 def assert_checkpointing_equivalent(
@@ -370,8 +429,8 @@ def assert_checkpointing_equivalent(
     *inputs: Any,
     enable: Any = _DEFAULTS["enable"],
     loss_fn: Callable[[Any], torch.Tensor | None] | None = _DEFAULTS["loss_fn"],
-    rtol: float = _DEFAULTS["rtol"],
-    atol: float = _DEFAULTS["atol"],
+    rtol: float | None = _DEFAULTS["rtol"],
+    atol: float | None = _DEFAULTS["atol"],
     ignore_outputs: Iterable[str] = _DEFAULTS["ignore_outputs"],
     ignore_warnings: Iterable[str] = _DEFAULTS["ignore_warnings"],
     forward_kwargs: dict[str, Any] | None = None,

@@ -17,6 +17,7 @@ Globals of torch's own modules are not watched.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,31 @@ def _set_cell(cell: types.CellType, value: Any) -> None:
     cell.cell_contents = value
 
 
+#: how many attributes of one object are watched at most
+MAX_OBJECT_ATTRIBUTES = 64
+
+
+def _is_user_object(value: Any) -> bool:
+    """An instance of a class of the program or a third-party library (not the standard
+    library's, not torch's) that keeps its attributes in ``__dict__``: a ``CONFIG`` object."""
+    kind = type(value)
+    module = (getattr(kind, "__module__", "") or "").split(".")[0]
+    if module in sys.stdlib_module_names or module in ("torch", "builtins", "numpy"):
+        return False
+    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType, functools.partial, nn.Module)):
+        return False
+    return isinstance(getattr(value, "__dict__", None), dict)
+
+
+def _attribute_slots(obj: Any, label: str) -> list[Slot]:
+    """One slot per state attribute of a user object (``global CONFIG.scale``)."""
+    return [
+        Slot(f"{label}.{k}", functools.partial(getattr, obj, k), functools.partial(setattr, obj, k))
+        for k, v in list(vars(obj).items())[:MAX_OBJECT_ATTRIBUTES]
+        if is_state(v)
+    ]
+
+
 def _slots(functions: list[types.FunctionType]) -> list[Slot]:
     found: dict[tuple[int, str], tuple[str, str, Slot]] = {}
     for fn in functions:
@@ -57,7 +83,13 @@ def _slots(functions: list[types.FunctionType]) -> list[Slot]:
             continue
         for name in sorted(code_names(fn.__code__)):
             key = (id(g), name)
-            if key in found or name not in g or not is_state(g[name]):
+            if key in found or name not in g:
+                continue
+            if _is_user_object(g[name]):
+                for slot in _attribute_slots(g[name], f"global {name}"):
+                    found[(id(g[name]), slot.label)] = (name, f"global {module}.{slot.label.removeprefix('global ')}", slot)
+                continue
+            if not is_state(g[name]):
                 continue
             slot = Slot(f"global {name}", functools.partial(g.__getitem__, name), functools.partial(g.__setitem__, name))
             found[key] = (name, f"global {module}.{name}", slot)
@@ -67,7 +99,13 @@ def _slots(functions: list[types.FunctionType]) -> list[Slot]:
                 value = cell.cell_contents
             except ValueError:  # empty cell
                 continue
-            if key in found or not is_state(value):
+            if key in found:
+                continue
+            if _is_user_object(value):
+                for slot in _attribute_slots(value, f"nonlocal {name}"):
+                    found[(id(value), slot.label)] = (name, f"nonlocal {slot.label.removeprefix('nonlocal ')} of {fn.__qualname__}", slot)
+                continue
+            if not is_state(value):
                 continue
             slot = Slot(f"nonlocal {name}", functools.partial(_cell_value, cell), functools.partial(_set_cell, cell))
             found[key] = (name, f"nonlocal {name} of {fn.__qualname__}", slot)

@@ -29,42 +29,121 @@ from typing import Any
 import torch
 import torch.utils.checkpoint as torch_checkpoint
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 
+from .compare import short_repr, values_equal
+from .module_state import SWITCH_ATTRIBUTES, module_attributes
+from .state_values import state_copy
 from .switches import unwrap_name
 
-__all__ = ["CheckpointCall", "RecomputeCounter", "record_checkpoint_calls"]
+__all__ = ["BackwardRandomOps", "CheckpointCall", "RecomputeCounter", "in_backward", "record_checkpoint_calls"]
 
 
-@dataclass(frozen=True)
+@dataclass
 class CheckpointCall:
-    """One call of torch.utils.checkpoint seen during a step."""
+    """One call of torch.utils.checkpoint seen during a step.
+
+    Attributes:
+        reentrant, preserve_rng_state: the implementation and option the call used.
+        function: the function checkpointed (a module, a bound method, a partial ...).
+        name: the function's name in the model (``block``, ``ParamOnly.body``, a qualname).
+        recomputations: times the function ran again while backward ran.
+        hooked: some submodule's forward pre-hook ran during a recomputation (the region has
+            submodules, so :meth:`RecomputeCounter.regions` names it already).
+        forward, recompute: the state at the first forward call and the first recomputation.
+    """
 
     reentrant: bool
     preserve_rng_state: bool
+    function: Any = None
+    name: str = ""
+    owner_name: str = ""
+    recomputations: int = 0
+    hooked: bool = False
+    forward: _Call | None = None
+    recompute: _Call | None = None
+
+
+def in_backward() -> bool:
+    """True while the autograd engine runs a backward pass (``torch._C._current_graph_task_id``)."""
+    task = getattr(torch._C, "_current_graph_task_id", None)
+    return task is not None and task() != -1
+
+
+def _owner(function: Any) -> nn.Module | None:
+    """The module whose code ``function`` runs: itself, a bound method's ``self``, a partial's."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    if isinstance(function, nn.Module):
+        return function
+    owner = getattr(function, "__self__", None)
+    return owner if isinstance(owner, nn.Module) else None
+
+
+def _function_name(function: Any, names: dict[int, str], root: str) -> str:
+    inner = function
+    while isinstance(inner, functools.partial):
+        inner = inner.func
+    owner = _owner(function)
+    if owner is not None and id(owner) in names:
+        where = names[id(owner)] or root
+        method = getattr(inner, "__name__", "forward")
+        return where if method in ("forward", "__call__") or isinstance(inner, nn.Module) else f"{where}.{method}"
+    return getattr(inner, "__qualname__", None) or type(inner).__qualname__
 
 
 @contextlib.contextmanager
-def record_checkpoint_calls() -> Iterator[list[CheckpointCall]]:
+def record_checkpoint_calls(counter: RecomputeCounter | None = None) -> Iterator[list[CheckpointCall]]:
     """Yield a list that fills with a :class:`CheckpointCall` per torch.utils.checkpoint call
-    made inside the block (torch's functions are put back on exit). When torch's internals are
-    not where this expects them, nothing is recorded."""
+    made inside the block (torch's functions are put back on exit). The function each call
+    checkpoints is wrapped to count its recomputations and note the state it starts from
+    (``counter``, when given, names it as in its model and tells whether submodules ran).
+    When torch's internals are not where this expects them, nothing is recorded."""
     calls: list[CheckpointCall] = []
     originals: dict[str, Any] = {name: getattr(torch_checkpoint, name, None) for name in _RECORDED}
     reentrant_fn, generator = originals["CheckpointFunction"], originals["_checkpoint_without_reentrant_generator"]
     if reentrant_fn is None or generator is None:
         yield calls
         return
+    names = {} if counter is None else {id(m): unwrap_name(n) for n, m in counter.model.named_modules()}
+    root = "" if counter is None else type(counter.model).__name__
+
+    def watched(function: Any, call: CheckpointCall) -> Any:
+        call.function, call.name = function, _function_name(function, names, root)
+        owner = _owner(function)
+        call.owner_name = (names.get(id(owner)) or root) if owner is not None else call.name
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            backward = in_backward()
+            if backward:
+                call.recomputations += 1
+            if (call.recompute if backward else call.forward) is None:
+                state = _Call(torch.get_rng_state(), _autocast_state(), _attributes(owner) if owner is not None else {})
+                if backward:
+                    call.recompute = state
+                else:
+                    call.forward = state
+            before = counter.hook_calls if counter is not None else 0
+            try:
+                return function(*args, **kwargs)
+            finally:
+                if backward and counter is not None and counter.hook_calls > before:
+                    call.hooked = True
+
+        return run
 
     class RecordingFunction:
         @staticmethod
         def apply(function: Any, preserve: Any, *args: Any) -> Any:
-            calls.append(CheckpointCall(True, bool(preserve)))
-            return reentrant_fn.apply(function, preserve, *args)
+            call = CheckpointCall(True, bool(preserve))
+            calls.append(call)
+            return reentrant_fn.apply(watched(function, call), preserve, *args)
 
     @functools.wraps(generator)
     def recording_generator(function: Any, preserve: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append(CheckpointCall(False, bool(preserve)))
-        return (yield from generator(function, preserve, *args, **kwargs))
+        call = CheckpointCall(False, bool(preserve))
+        calls.append(call)
+        return (yield from generator(watched(function, call), preserve, *args, **kwargs))
 
     _replace(torch_checkpoint, {"CheckpointFunction": RecordingFunction, "_checkpoint_without_reentrant_generator": recording_generator})
     try:
@@ -85,17 +164,31 @@ def _replace(module: types.ModuleType, values: dict[str, Any]) -> None:
         setattr(module, name, value)
 
 
-def _autocast_state() -> tuple[bool, bool]:
-    try:
-        return bool(torch.is_autocast_enabled("cpu")), bool(torch.is_autocast_enabled("cuda"))
-    except TypeError:  # pragma: no cover - torch < 2.4 takes no device type
-        return bool(torch.is_autocast_cpu_enabled()), bool(torch.is_autocast_enabled())
+def _autocast_state() -> dict[str, torch.dtype | None]:
+    """``{"cpu": dtype or None, "cuda": ...}``: the autocast dtype of each device type, None where
+    autocast is off (``torch.is_autocast_enabled`` / ``torch.get_autocast_dtype``, torch >= 2.4)."""
+    out: dict[str, torch.dtype | None] = {}
+    for device in ("cpu", "cuda"):
+        try:
+            on = bool(torch.is_autocast_enabled(device))
+            out[device] = torch.get_autocast_dtype(device) if on else None
+        except (TypeError, RuntimeError, AttributeError):  # pragma: no cover - torch < 2.4
+            out[device] = None
+    return out
+
+
+def _attributes(module: nn.Module) -> dict[str, Any]:
+    """Copies of the state attributes of ``module`` itself and its ``training`` flag."""
+    out = {k: state_copy(v) for k, v in module_attributes(module).items() if k not in SWITCH_ATTRIBUTES}
+    out["training"] = module.training
+    return out
 
 
 @dataclass
 class _Call:
     rng: torch.Tensor
-    autocast: tuple[bool, bool]
+    autocast: dict[str, torch.dtype | None]
+    attributes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -113,6 +206,7 @@ class RecomputeCounter:
     backward_calls: dict[str, int] = field(default_factory=dict)
     parents: dict[str, str] = field(default_factory=dict)
     wrapped: set[str] = field(default_factory=set)
+    hook_calls: int = 0
     _states: dict[tuple[str, bool], list[_Call]] = field(default_factory=dict)
     _handles: list = field(default_factory=list)
 
@@ -126,13 +220,13 @@ class RecomputeCounter:
             self._handles.append(module.register_forward_pre_hook(functools.partial(self._hook, clean)))
 
     def _hook(self, name: str, module: nn.Module, args: Any) -> None:
-        task = getattr(torch._C, "_current_graph_task_id", None)
-        backward = task is not None and task() != -1
+        backward = in_backward()
         calls = self.backward_calls if backward else self.forward_calls
         calls[name] = calls.get(name, 0) + 1
+        self.hook_calls += backward
         states = self._states.setdefault((name, backward), [])
-        if len(states) < 4:
-            states.append(_Call(torch.get_rng_state(), _autocast_state()))
+        if not states:
+            states.append(_Call(torch.get_rng_state(), _autocast_state(), _attributes(module)))
 
     def remove(self) -> None:
         """Remove the hooks."""
@@ -197,12 +291,128 @@ class RecomputeCounter:
                 out.append(name)
         return out
 
-    def autocast_lost(self) -> list[str]:
-        """Outermost recomputed modules that ran under autocast in the forward and without it
-        when recomputed."""
+    def autocast_changed(self) -> list[str]:
+        """Outermost recomputed modules recomputed under another autocast dtype than their
+        forward, e.g. ``"block (autocast bfloat16 in the forward, float16 when recomputed)"``."""
         out = []
         for name in self._outermost():
             fwd, bwd = self._states.get((name, False)), self._states.get((name, True))
-            if fwd and bwd and any(f and not b for f, b in zip(fwd[0].autocast, bwd[0].autocast, strict=False)):
-                out.append(name)
+            if fwd and bwd:
+                out += [f"{name or type(self.model).__name__} ({text})" for text in autocast_changes(fwd[0], bwd[0])]
         return out
+
+    def changed_attributes(self) -> list[str]:
+        """Attributes of recomputed modules (``training`` included) whose value at the first
+        recomputation differs from the first forward call, e.g. ``"attribute block.temperature
+        (1.0 in the forward, 2.0 when recomputed)"``."""
+        out = []
+        for name in sorted(self.backward_calls):
+            fwd, bwd = self._states.get((name, False)), self._states.get((name, True))
+            if fwd and bwd:
+                out += attribute_changes(name or type(self.model).__name__, fwd[0], bwd[0])
+        return out
+
+
+def autocast_changes(forward: _Call, recompute: _Call) -> list[str]:
+    """``"autocast bfloat16 in the forward, float16 when recomputed"`` per device type."""
+    out = []
+    for device, dtype in forward.autocast.items():
+        again = recompute.autocast.get(device)
+        if dtype != again:
+            def say(d: torch.dtype | None) -> str:
+                return "no autocast" if d is None else f"autocast {str(d).removeprefix('torch.')}"
+
+            out.append(f"{device}: {say(dtype)} in the forward, {say(again)} when recomputed")
+    return out
+
+
+def _say(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    return short_repr(value)
+
+
+def attribute_changes(where: str, forward: _Call, recompute: _Call) -> list[str]:
+    """The attributes that differ between two noted calls of one module."""
+    out = []
+    for key in forward.attributes.keys() | recompute.attributes.keys():
+        a, b = forward.attributes.get(key), recompute.attributes.get(key)
+        if not values_equal(a, b) or (a is None) != (b is None):
+            out.append(f"attribute {where}.{key} ({_say(a)} in the forward, {_say(b)} when recomputed)")
+    return sorted(out)
+
+
+class BackwardRandomOps(TorchDispatchMode):
+    """Notes every random op (ATen ops tagged ``nondeterministic_seeded``) with the CPU RNG
+    state before it and whether it ran while backward ran: autograd's own backward formulas draw
+    no random numbers, so a random op in backward is a recomputation, even of a region without
+    submodules that no hook sees.
+
+    Attributes:
+        forward, backward: ``[(op name, shape, CPU RNG state before the op)]``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forward: list[tuple[str, tuple, torch.Tensor]] = []
+        self.backward: list[tuple[str, tuple, torch.Tensor]] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if torch.Tag.nondeterministic_seeded in getattr(func, "tags", ()):
+            first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            shape = tuple(first.shape) if first is not None else ()
+            (self.backward if in_backward() else self.forward).append((str(func), shape, torch.get_rng_state()))
+        return func(*args, **(kwargs or {}))
+
+    def not_restored(self) -> list[str]:
+        """Random ops re-run in backward from another RNG state than the same op (name and
+        shape) had in the forward."""
+        out = []
+        for op, shape, state in self.backward:
+            same = [s for o, sh, s in self.forward if (o, sh) == (op, shape)]
+            if same and not any(torch.equal(s, state) for s in same) and op not in out:
+                out.append(op)
+        return out
+
+
+def call_regions(calls: list[CheckpointCall]) -> dict[str, int]:
+    """``{name: recomputations}`` of checkpointed functions that re-ran without running any
+    submodule (plain tensor code on parameters): regions no forward pre-hook sees."""
+    out: dict[str, int] = {}
+    for c in calls:
+        if c.recomputations and not c.hooked:
+            out[c.name] = max(out.get(c.name, 0), c.recomputations)
+    return out
+
+
+def call_differences(calls: list[CheckpointCall]) -> tuple[list[str], list[str], list[str]]:
+    """What changed between the forward and the first recomputation of each checkpointed
+    function: ``(names recomputed from another CPU RNG state, autocast changes, attribute
+    changes of the function's module)``."""
+    rng: list[str] = []
+    autocast: list[str] = []
+    attrs: list[str] = []
+    for c in calls:
+        if c.forward is None or c.recompute is None:
+            continue
+        if not torch.equal(c.forward.rng, c.recompute.rng) and c.name not in rng:
+            rng.append(c.name)
+        autocast += [f"{c.name} ({t})" for t in autocast_changes(c.forward, c.recompute) if f"{c.name} ({t})" not in autocast]
+        attrs += [a for a in attribute_changes(c.owner_name, c.forward, c.recompute) if a not in attrs]
+    return rng, autocast, attrs
+
+
+def attribute_snapshot(modules: dict[str, nn.Module]) -> dict[str, _Call]:
+    """``{module name: noted state}`` of every submodule of ``modules`` (``{prefix: module}``):
+    its state attributes and ``training`` (no RNG or autocast)."""
+    out: dict[str, _Call] = {}
+    for prefix, module in modules.items():
+        for name, sub in module.named_modules():
+            where = ".".join(p for p in (prefix, unwrap_name(name)) if p) or type(module).__name__
+            out[where] = _Call(torch.empty(0), {}, _attributes(sub))
+    return out
+
+
+def snapshot_changes(forward: dict[str, _Call], recompute: dict[str, _Call]) -> list[str]:
+    """The attributes that differ between two :func:`attribute_snapshot` of the same modules."""
+    return [c for where in forward if where in recompute for c in attribute_changes(where, forward[where], recompute[where])]

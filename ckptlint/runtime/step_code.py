@@ -5,6 +5,8 @@ The helpers watch the globals and closure cells these functions name (see
 
 * the ``forward`` (and an own ``__call__``) of every class in the MRO of every submodule, except
   torch's own classes (``torch.nn.Linear`` ...), whose code keeps no state of this kind;
+* functions stored as attributes of a submodule (``self.tick = make_counter()``: a deep copy of
+  the module shares them and their closure cells with the caller's);
 * every hook registered on a submodule (forward, forward pre-, backward, full backward and
   backward pre-hooks, state-dict and load-state-dict hooks; torch 2.13
   ``torch/nn/modules/module.py`` keeps them in ``_forward_hooks`` ... ``_load_state_dict_post_hooks``)
@@ -157,6 +159,13 @@ def step_functions(models: list[nn.Module], callables: list[Any]) -> list[types.
     for model in models:
         starts += list(_class_functions(model))
         for module in model.modules():
+            for value in vars(module).values():  # functions stored on the module: self.tick = make_counter()
+                if isinstance(value, (types.FunctionType, functools.partial)) or (
+                    isinstance(value, types.MethodType) and not isinstance(value.__self__, nn.Module)
+                ):
+                    fn = _function_of(value)
+                    if fn is not None:
+                        starts.append((None, fn))
             for _, hook in hooks_of(module):
                 fn = _function_of(hook)
                 if fn is not None:

@@ -3,7 +3,7 @@
 Every correct model passes, every planted bug fails with the right rule code, and after each
 check the process state (the watched globals of this module, torch/Python/NumPy RNG) is what it
 was before (the autouse fixture compares). transformers and diffusers are in the test extra;
-timm needs a torchvision that imports beside the CPU torch wheel, so its tests skip without one.
+timm imports through a test-only torchvision stand-in (timm_import.py) and skips where timm is not installed.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ pytest.importorskip("torch")
 pytest.importorskip("numpy")
 import numpy as np
 import torch
+from process_check import keeps_process_state  # tests/runtime/process_check.py
+from timm_import import import_timm  # tests/runtime/timm_import.py
 from torch.utils.checkpoint import checkpoint
 
 from ckptlint import runtime
@@ -35,31 +37,12 @@ HITS = {"n": 0}
 CHANGED: list[str] = []
 
 
-def process_state() -> tuple:
-    return (torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy(), list(LOG), dict(HITS))
+def watched_globals() -> dict:
+    return {"LOG": LOG, "HITS": HITS}
 
 
-def keeps_process_state(check):
-    """``check`` that also records (in CHANGED) any difference in the process state between
-    just before and just after the call: torch/Python/NumPy RNG and this module's globals."""
-
-    @functools.wraps(check)
-    def wrapper(*args, **kwargs):
-        before = process_state()
-        try:
-            return check(*args, **kwargs)
-        finally:
-            after = process_state()
-            names = ["torch RNG", "Python random", "NumPy RNG", "LOG", "HITS"]
-            same = [torch.equal(before[0], after[0]), before[1] == after[1], bool((before[2] == after[2]).all()),
-                    before[3] == after[3], before[4] == after[4]]
-            CHANGED.extend(n for n, ok in zip(names, same, strict=True) if not ok)
-
-    return wrapper
-
-
-assert_checkpointing_equivalent = keeps_process_state(runtime.assert_checkpointing_equivalent)
-check_checkpointing_equivalent = keeps_process_state(runtime.check_checkpointing_equivalent)
+assert_checkpointing_equivalent = keeps_process_state(runtime.assert_checkpointing_equivalent, watched_globals, CHANGED)
+check_checkpointing_equivalent = keeps_process_state(runtime.check_checkpointing_equivalent, watched_globals, CHANGED)
 
 
 @pytest.fixture(autouse=True)
@@ -244,11 +227,7 @@ def test_diffusers_eval_mode_still_recomputes(native_convolutions):
 
 
 def timm_or_skip():
-    try:
-        import timm
-    except Exception as exc:  # noqa: BLE001 - PyPI's torchvision raises RuntimeError beside CPU torch
-        pytest.skip(f"timm does not import here: {type(exc).__name__}: {exc}")
-    return timm
+    return import_timm()
 
 
 def test_timm_vit_passes_and_resnet_batchnorm_fails_with_ckp203():

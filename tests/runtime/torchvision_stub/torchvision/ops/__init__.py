@@ -1,0 +1,3 @@
+from .misc import FrozenBatchNorm2d
+
+__all__ = ["FrozenBatchNorm2d"]
