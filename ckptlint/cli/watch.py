@@ -136,6 +136,9 @@ def watch(
             if after_round is not None:
                 after_round(round_number, status)
             round_number += 1
+            # a configuration file deleted or renamed since is no longer watched (watchfiles
+            # refuses a path that does not exist: "No path was found")
+            watched = [p for p in watched if p in roots or p.exists()]
             changes = next(
                 watchfiles.watch(
                     *watched,

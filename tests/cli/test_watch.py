@@ -86,6 +86,33 @@ def test_rounds_follow_changes_of_code_and_configuration(tmp_path: Path, monkeyp
 
 
 @pytest.mark.slow
+def test_a_deleted_configuration_file_is_no_longer_watched(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The ``pyproject.toml`` above the watched folder is watched beside it; once deleted, the
+    watch goes on (watchfiles refuses a path that does not exist: "No path was found")."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.ckptlint]\nignore = ["CKP001"]\n')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(BAD)
+    stop_event = threading.Event()
+    statuses: list[int] = []
+    writers: list[_Writer] = []
+
+    def after_round(number: int, status: int) -> None:
+        statuses.append(status)
+        capsys.readouterr()
+        for writer in writers:
+            writer.done.set()
+        if number == 0:
+            (tmp_path / "pyproject.toml").unlink()
+            writers.append(_Writer(tmp_path / "pkg" / "m.py", BAD + "z = 1\n"))
+        else:
+            stop_event.set()
+
+    assert watch(_options("--watch", "--no-cache", "pkg"), StopFlag(), stop_event=stop_event, after_round=after_round) == 0
+    assert statuses[0] == 0 and statuses[-1] == 1  # CKP001 ignored, then reported without the configuration
+
+
+@pytest.mark.slow
 def test_ctrl_c_ends_the_watch_with_status_0(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(BAD)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
