@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 from .states import accelerator_type, capture_rng, restore_rng
 
-__all__ = ["MemoryReport", "StepMeasurement", "compare_memory", "default_device", "measure"]
+__all__ = ["MemoryReport", "StepMeasurement", "compare_memory", "default_device", "format_bytes", "measure"]
 
 
 def default_device() -> torch.device:
@@ -391,15 +391,20 @@ class MemoryReport:
         return "\n".join(lines)
 
 
+def format_bytes(n: float) -> str:
+    """``"1.50 GiB"``, ``"12.00 MiB"``, ``"512 B"`` (binary units)."""
+    for div, suffix in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(n) >= div:
+            return f"{n / div:.2f} {suffix}"
+    return f"{int(n)} B"
+
+
 def _fmt(value: Any, unit: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     if unit == "s":
         return f"{value * 1e3:.3f} ms"
-    for div, suffix in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if abs(value) >= div:
-            return f"{value / div:.2f} {suffix}"
-    return f"{value} B"
+    return format_bytes(value)
 
 
 def compare_memory(

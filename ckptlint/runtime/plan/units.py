@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import re
 
+from ckptlint.runtime.memory import format_bytes
+
 __all__ = ["format_bytes", "parse_budget"]
 
 _UNITS = {
@@ -41,11 +43,3 @@ def parse_budget(budget: int | float | str) -> int:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"budget must be a positive size, got {budget!r}")
     return int(value)
-
-
-def format_bytes(n: float) -> str:
-    """``"1.50 GiB"``, ``"12.0 MiB"``, ``"512 B"`` (binary units)."""
-    for div, suffix in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if abs(n) >= div:
-            return f"{n / div:.2f} {suffix}"
-    return f"{int(n)} B"
