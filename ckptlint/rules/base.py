@@ -19,7 +19,7 @@ import libcst as cst
 
 from ckptlint.checkpoint.analyses.reentrant_backward import may_skip_backward, never_backward
 from ckptlint.checkpoint.sites.call_errors import always_raises
-from ckptlint.checkpoint.sites.guards import node_condition, site_condition
+from ckptlint.checkpoint.sites.guards import Condition, condition_parts, format_condition, joined, node_condition
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.facts.version_facts import VersionFact
 from ckptlint.facts.versions import Decision, TargetVersion, decide
@@ -119,7 +119,7 @@ class RuleContext:
             analysis.project = project  # sites follow imports into the linted tree
         self._sink = sink
         self._reported: set[tuple[str, int]] = set()
-        self._conditions: dict[int, str] = {}
+        self._conditions: dict[int, Condition] = {}
         self.code = ""
 
     def decide(self, fact: VersionFact) -> Decision:
@@ -160,10 +160,23 @@ class RuleContext:
         only when `self.with_cp` is true (it defaults to `False`) and `x.requires_grad`"``),
         read from the function and class around it (:func:`~ckptlint.checkpoint.sites.guards.site_condition`);
         ``""`` when no ``if`` guards it. Answered once per site."""
+        return format_condition(self._site_parts(site))
+
+    def _site_parts(self, site: CheckpointSite) -> Condition:
         key = id(site.call)
         if key not in self._conditions:
-            self._conditions[key] = site_condition(self.analysis, site)
+            self._conditions[key] = condition_parts(self.analysis, site.call)
         return self._conditions[key]
+
+    def region_condition(self, site: CheckpointSite, node: cst.CSTNode, analysis: ModuleAnalysis | None = None) -> str:
+        """The condition under which ``node`` (of ``analysis``, default the linted module), a
+        node of the region ``site`` recomputes, runs there: the site's (:meth:`condition`), then
+        the tests around ``node`` in its own function and those of its callers (a switch inside
+        the region, ``if self.dropnet_ratio > 0: frand = float(uniform(0, 1))``)."""
+        where = analysis or self.analysis
+        if where is self.analysis and any(ancestor is site.call for ancestor in (node, *where.model.ancestors(node))):
+            return self.condition(site)
+        return format_condition(joined(self._site_parts(site), condition_parts(where, node)))
 
     def condition_at(self, node: cst.CSTNode, analysis: ModuleAnalysis | None = None) -> str:
         """The condition under which ``node`` (of ``analysis``, default the linted module)
@@ -195,12 +208,13 @@ class RuleContext:
         With ``once``, a node already reported by this rule is skipped (a statement reached
         from several checkpoint sites is reported for the first). With ``site`` (the region
         rules, and every rule whose finding is about a site), the message ends with the
-        condition under which the site runs (:meth:`condition`) when an ``if`` or ``while``
-        guards it; with ``guarded`` (a node of ``analysis``: the call a call-level rule reads),
+        condition under which the site runs (:meth:`condition`) when an ``if`` guards it, and,
+        for a node of the region outside the site's call, the tests around that node
+        (:meth:`region_condition`); with ``guarded`` (a node of ``analysis``: the call a call-level rule reads),
         with the condition under which that node runs (:meth:`condition_at`)."""
         where = analysis or self.analysis
         if site is not None:
-            message += self.condition(site)
+            message += self.region_condition(site, node, where)
         elif guarded is not None:
             message += self.condition_at(guarded, where)
         start, end = where.range(node)

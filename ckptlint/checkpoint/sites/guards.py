@@ -12,34 +12,33 @@ the modules it imports, never on other text of the project).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
-
-from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name
-from ckptlint.semantic.walk import iter_tree
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint.sites.site import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["ConstructorSwitch", "guard_conjuncts", "node_condition", "site_condition"]
-
-
-@dataclass(frozen=True)
-class ConstructorSwitch:
-    """A switch a site needs on: ``self.<attribute>`` set once in ``__init__`` from
-    ``<parameter>``, whose default is ``default`` (its source text: ``False``, ``None``, ``0``,
-    ``True``)."""
-
-    attribute: str
-    parameter: str
-    default: str
+__all__ = [
+    "Condition",
+    "caller_parts",
+    "condition_parts",
+    "format_condition",
+    "guard_conjuncts",
+    "joined",
+    "node_condition",
+    "site_condition",
+]
 
 
 #: Longest condition text shown (longer ones end with an ellipsis).
 MAX_CONDITION = 80
+#: How many calls up the conditions of a function's callers are read.
+MAX_CALLER_DEPTH = 3
+
+#: A condition: its conjuncts, each a text in backquotes (a switch followed by its default).
+Condition = tuple[str, ...]
 
 
 def site_condition(analysis: ModuleAnalysis, site: CheckpointSite) -> str:
@@ -49,30 +48,46 @@ def site_condition(analysis: ModuleAnalysis, site: CheckpointSite) -> str:
 
 def node_condition(analysis: ModuleAnalysis, node: cst.CSTNode) -> str:
     """The message suffix that states when ``node`` (of ``analysis``) runs, ``"; this code runs
-    only when ... and ..."`` (``""`` when no ``if`` guards it), from the conjuncts
-    of the tests (statements and expressions, ``elif`` included) around it in its function
-    (:func:`guard_conjuncts`): first the switches among them -- ``self.X`` where the class's
-    ``__init__`` assigns ``self.X`` once, from a parameter whose default is ``False``,
-    ``None``, ``0`` or ``True``, and no other method assigns it, and a parameter of the
-    function itself with such a default that the function never rebinds -- as "`self.with_cp`
-    is true (it defaults to `False`)" (a reader sees whether the code runs by default), then
-    the others as written (a test the ``else`` branch needs false reads ``not (...)``); a
-    torch-version check that every release ckptlint judges passes is left out."""
+    only when ... and ..."`` (``""`` when no ``if`` guards it): :func:`format_condition` of
+    :func:`condition_parts`."""
+    return format_condition(condition_parts(analysis, node))
+
+
+def format_condition(parts: Condition) -> str:
+    """``parts`` as a message suffix."""
+    return "; this code runs only when " + " and ".join(parts) if parts else ""
+
+
+def joined(*conditions: Condition) -> Condition:
+    """The parts of all of ``conditions``, in order, each once."""
+    parts: list[str] = []
+    for condition in conditions:
+        parts += [part for part in condition if part not in parts]
+    return tuple(parts)
+
+
+def condition_parts(analysis: ModuleAnalysis, node: cst.CSTNode, depth: int = 0) -> Condition:
+    """When ``node`` (of ``analysis``) runs, as texts with their backquotes: first those under
+    which every call of its function runs (:func:`caller_parts`), then the conjuncts of the
+    tests (statements and expressions, ``elif`` included) around it in its function
+    (:func:`guard_conjuncts`), the switches among them first. A switch is ``self.X`` where
+    the class's ``__init__`` assigns ``self.X`` once, from a parameter whose default is
+    ``False``, ``None``, ``0`` or ``True``, and no other method assigns it, a parameter of the
+    function itself with such a default that the function never rebinds, or a command-line
+    flag or a config field whose default the module (or a config class it imports) gives
+    (:mod:`~ckptlint.checkpoint.sites.switch_defaults`) -- as "`self.with_cp` is true (it
+    defaults to `False`)" (a reader sees whether the code runs by default); a comparison of
+    such a switch names its default too; the others are as written (a test the ``else``
+    branch needs false reads ``not (...)``); a torch-version check that every release
+    ckptlint judges passes is left out."""
+    from ckptlint.checkpoint.sites.switch_defaults import SwitchReader
+
     function, cls = _function_and_class(analysis, node)
-    self_name = function.params.params[0].name.value if function is not None and function.params.params else None
+    reader = SwitchReader(analysis, function, cls)
     switches: list[str] = []
     others: list[str] = []
     for conjunct, text in guard_conjuncts(analysis, node):
-        part = None
-        on_self = isinstance(conjunct, cst.Attribute) and isinstance(conjunct.value, cst.Name) and conjunct.value.value == self_name
-        if cls is not None and on_self and isinstance(conjunct, cst.Attribute):
-            switch = _constructor_parameter(cls, conjunct.attr.value)
-            if switch is not None:
-                part = f"`self.{switch.attribute}` is true (it defaults to `{switch.default}`)"
-        elif function is not None and isinstance(conjunct, cst.Name) and conjunct.value != self_name:
-            default = _parameter_default(function, conjunct.value)
-            if default is not None:
-                part = f"`{conjunct.value}` is true (it defaults to `{default}`)"
+        part = reader.part(conjunct) if conjunct is not None else None
         if part is not None:
             if part not in switches:
                 switches.append(part)
@@ -82,8 +97,24 @@ def node_condition(analysis: ModuleAnalysis, node: cst.CSTNode) -> str:
             text = text[: MAX_CONDITION - 1] + "\u2026"
         if f"`{text}`" not in others:
             others.append(f"`{text}`")
-    parts = switches + others
-    return "; this code runs only when " + " and ".join(parts) if parts else ""
+    own = joined(tuple(switches), tuple(others))
+    if function is None or depth >= MAX_CALLER_DEPTH:
+        return own
+    return joined(caller_parts(analysis, function, depth), own)
+
+
+def caller_parts(analysis: ModuleAnalysis, function: cst.FunctionDef, depth: int = 0) -> Condition:
+    """The conditions under which every call of ``function`` runs (the switch one call up:
+    ``if self.memory_efficient: out = self.call_checkpoint_bottleneck(x)``), when the module
+    shows every call (:func:`~ckptlint.checkpoint.sites.callers.calls_of`): the parts all
+    the calls' conditions share; none when a call runs unconditionally."""
+    from ckptlint.checkpoint.sites.callers import calls_of
+
+    calls = calls_of(analysis, function)
+    if not calls:
+        return ()
+    first, *rest = [condition_parts(analysis, call, depth + 1) for call in calls]
+    return tuple(part for part in first if all(part in other for other in rest))
 
 
 def _function_and_class(analysis: ModuleAnalysis, node: cst.CSTNode) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:
@@ -125,11 +156,7 @@ def guard_conjuncts(analysis: ModuleAnalysis, node: cst.CSTNode) -> list[tuple[c
                 and torch_version_test(statement.test, model) is None
             ]
             found[:0] = [conjunct for test in exits for conjunct in _negated(analysis, test)]
-        if (
-            isinstance(ancestor, (cst.If, cst.IfExp))
-            and below is not ancestor.test
-            and torch_version_test(ancestor.test, model) is None
-        ):
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test and torch_version_test(ancestor.test, model) is None:
             test = ancestor.test
             if below is ancestor.body:
                 found[:0] = [(c, analysis.text_of(c)) for c in _conjuncts(test)]
@@ -168,69 +195,3 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _conjuncts(test.left) + _conjuncts(test.right)
     return [test]
-
-
-def _constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | None:
-    assigned: list[tuple[cst.FunctionDef, cst.BaseExpression]] = []
-    init = None
-    for statement in cls.body.body:
-        if not isinstance(statement, cst.FunctionDef):
-            continue
-        if statement.name.value == "__init__":
-            init = statement
-        for node in _self_assignments(statement, attr):
-            assigned.append((statement, node))
-    if init is None or len(assigned) != 1 or assigned[0][0] is not init or not isinstance(assigned[0][1], cst.Name):
-        return None
-    parameter = assigned[0][1].value
-    for param in (*init.params.params, *init.params.kwonly_params):
-        if param.name.value == parameter:
-            default = param.default
-            if isinstance(default, cst.Name) and default.value in ("False", "None", "True"):
-                return ConstructorSwitch(attr, parameter, default.value)
-            if isinstance(default, cst.Integer) and default.value == "0":
-                return ConstructorSwitch(attr, parameter, "0")
-            return None
-    return None
-
-
-def _parameter_default(function: cst.FunctionDef, name: str) -> str | None:
-    """The default (``False``, ``None``, ``0`` or ``True``) of ``function``'s parameter ``name`` when the
-    function never rebinds it, else ``None``."""
-    for param in (*function.params.params, *function.params.kwonly_params):
-        if param.name.value != name:
-            continue
-        default = param.default
-        if isinstance(default, cst.Name) and default.value in ("False", "None", "True"):
-            text = default.value
-        elif isinstance(default, cst.Integer) and default.value == "0":
-            text = "0"
-        else:
-            return None
-        rebound = any(
-            type(node) in BINDING_NODES and any(_target_name(a) == name for a in assignments(node))
-            for node in iter_tree(function.body)
-        )
-        return None if rebound else text
-    return None
-
-
-def _target_name(assigned: object) -> str | None:
-    target = getattr(assigned, "target", None)
-    return target.value if isinstance(target, cst.Name) else None
-
-
-def _self_assignments(function: cst.FunctionDef, attr: str) -> list[cst.BaseExpression]:
-    """The values assigned to ``<first parameter>.attr`` in ``function``, in every binding form
-    (:func:`~ckptlint.semantic.assignments.assignments`); a target that does not get a whole
-    value (augmented, unpacked from a call) counts as ``...``: it is not a plain copy."""
-    if not function.params.params:
-        return []
-    self_name = function.params.params[0].name.value
-    return [
-        assigned.whole or cst.Ellipsis()
-        for node in iter_tree(function.body)
-        if type(node) in BINDING_NODES
-        for assigned in assignments(node)
-        if attribute_name(assigned, self_name) == attr
-    ]
