@@ -110,6 +110,22 @@ class ExpressionEvaluator:
             info.bases = [v for base in node.bases for v in self.values(base.value, Context(analysis), 0)]
         return info
 
+    def held(self, instance: InstanceValue) -> list[Value]:
+        """What an instance of a class of the tree holds: the values its class and its bases of
+        the tree give its attributes (``self.layer1 = make_res_layer(...)``, ``add_module``,
+        ``append``), evaluated with the constructor's bindings (``instance.env``), containers
+        opened (their elements, then theirs, to :data:`MAX_EVAL_DEPTH` levels). Methods and
+        properties are not attributes it holds."""
+        names = dict.fromkeys(n for info in class_mro(instance.info) for n in (*info.attributes, *info.appended))
+        found: list[Value] = []
+        level = [v for name in names for v in self._attribute(instance, name, 0) if not isinstance(v, FunctionValue)]
+        for _ in range(MAX_EVAL_DEPTH):
+            found += level
+            level = [e for v in level if isinstance(v, ContainerValue) for e in v.elements]
+            if not level:
+                break
+        return found[: _MAX_VALUES * 4]
+
     def enclosing_class(self, analysis: ModuleAnalysis, node: cst.CSTNode) -> ClassInfo | None:
         """The class whose method contains ``node`` (``self``'s class there)."""
         function = analysis.model.enclosing(node, cst.FunctionDef)
@@ -387,7 +403,8 @@ class ExpressionEvaluator:
                         if ret.value is not None
                         for v in self.values(ret.value, method_ctx, depth + 1)
                     ]
-                return [FunctionValue(node, method_ctx, bound_method=True)]
+                # a staticmethod reached through an instance binds no `self`
+                return [FunctionValue(node, method_ctx, bound_method=self_parameter(node) is not None)]
             out: list[Value] = []
             extra: list[Value] = []
             for info in class_mro(base.info):

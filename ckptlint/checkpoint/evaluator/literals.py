@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ckptlint.checkpoint.evaluator.class_summary import class_mro, self_parameter
-from ckptlint.checkpoint.evaluator.denotations import MAX_EVAL_DEPTH, Context
+from ckptlint.checkpoint.evaluator.denotations import MAX_EVAL_DEPTH, ClassInfo, Context
 from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.bindings import Binding, BindingKind
 
@@ -31,6 +31,52 @@ def _constructor_setting(value: cst.BaseExpression, method: cst.FunctionDef | No
     if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
         return False
     return True
+
+def _self_write_class(analysis: ModuleAnalysis, node: cst.CSTNode, attr: str) -> cst.ClassDef | None:
+    """The class ``C`` when ``node`` assigns ``attr`` only as ``self.<attr>`` (``self`` the first
+    parameter of the method of ``C`` it is written in, directly in ``C``'s body), else ``None``."""
+    model = analysis.model
+    function = model.enclosing(node, cst.FunctionDef)
+    if not isinstance(function, cst.FunctionDef):
+        return None
+    cls = model.parent(function)
+    cls = model.parent(cls) if isinstance(cls, cst.IndentedBlock) else None
+    self_name = self_parameter(function)
+    if not isinstance(cls, cst.ClassDef) or self_name is None:
+        return None
+    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [getattr(node, "target", None)]
+    for target in targets:
+        if isinstance(target, cst.Attribute) and target.attr.value == attr:
+            if not (isinstance(target.value, cst.Name) and target.value.value == self_name):
+                return None
+        elif target is not None and not isinstance(target, cst.Attribute):
+            return None  # a tuple target: not read here
+    return cls
+
+
+def _related_classes(analysis: ModuleAnalysis, owner: ClassInfo) -> set[str]:
+    """The names of ``owner``, its bases of the tree and the classes of ``analysis``'s module
+    that derive from one of them (by the last name of a base, repeatedly)."""
+    related = {info.name for info in class_mro(owner)}
+    classes = [n for n in analysis.model.scope_of_definition if isinstance(n, cst.ClassDef)]
+    grown = True
+    while grown:
+        grown = False
+        for cls in classes:
+            if cls.name.value in related:
+                continue
+            bases = {_last_name(b.value) for b in cls.bases}
+            if bases & related:
+                related.add(cls.name.value)
+                grown = True
+    return related
+
+
+def _last_name(expr: cst.BaseExpression) -> str:
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return expr.value if isinstance(expr, cst.Name) else ""
+
 
 #: Calls that return a copy of their one argument (``copy.deepcopy(cfg)``).
 _COPY_FUNCTIONS = frozenset({"copy.deepcopy", "copy.copy", "builtins.dict"})
@@ -224,7 +270,7 @@ class LiteralDecisions:
             len(assigned) == 1
             and not assigned[0][3]  # a position of a call's result: not a literal
             and _constructor_setting(assigned[0][0], assigned[0][2])
-            and not self.assigned_outside(assigned[0][1].analysis, expr.attr.value, assigned[0][2])
+            and not self.assigned_outside(assigned[0][1].analysis, expr.attr.value, assigned[0][2], ctx.self_class)
         ):
             value, info, _, _ = assigned[0]
             owner_ctx = Context(info.analysis, ctx.self_class, ctx.self_env, self_env=ctx.self_env)
@@ -284,9 +330,15 @@ class LiteralDecisions:
                 return NOT_LITERAL
         return tuple(items)
 
-    def assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None) -> bool:
+    def assigned_outside(
+        self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None, owner: ClassInfo | None = None
+    ) -> bool:
         """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in ``analysis``'s module
-        outside the function ``init`` (or in a statement a partial parse left out)."""
+        outside the function ``init`` (or in a statement a partial parse left out). With
+        ``owner`` (the class whose instance is read), ``self.<attr> = ...`` in a method of a
+        class of the module that is neither ``owner``, a base of it, nor a subclass of one of
+        them does not count: it sets another class's instances (mmaction2's blocks and
+        backbones each keep their own ``self.norm_cfg``)."""
         if attr in analysis.unparsed_attribute_writes:
             return True  # written in a statement a partial parse left out (never inside `init`)
         key = (id(analysis), attr)
@@ -301,7 +353,15 @@ class LiteralDecisions:
                 if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets):
                     found.append(node)
             self._outside[key] = found
-        return any(not any(a is init for a in analysis.model.ancestors(node)) for node in found)
+        writes = [node for node in found if not any(a is init for a in analysis.model.ancestors(node))]
+        if owner is None or not writes:
+            return bool(writes)
+        related = _related_classes(analysis, owner)
+        for node in writes:
+            writer = _self_write_class(analysis, node, attr)
+            if writer is None or writer.name.value in related:
+                return True
+        return False
 
     def decide(self, test: cst.BaseExpression, ctx: Context) -> bool | None:
         """Whether the branch condition ``test`` is true (``True``/``False``) when evaluated
