@@ -457,7 +457,7 @@ class ExpressionEvaluator:
             ]
         if names & CONTAINER_CLASSES:
             args = [a for a in call.args if a.keyword is None]
-            if any(n.endswith(".Sequential") for n in names):
+            if any(n.endswith((".Sequential", ".SequentialModule")) for n in names):
                 return [self._container([(a.value, a.star == "*") for a in args], ctx, depth)]
             if len(args) == 1 and not args[0].star:
                 inner = self.values(args[0].value, ctx, depth + 1)
