@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ckptlint.checkpoint.evaluator.class_summary import class_mro, self_parameter
+from ckptlint.checkpoint.evaluator.config_values import annotated_class, shipped_values
 from ckptlint.checkpoint.evaluator.denotations import MAX_EVAL_DEPTH, ClassInfo, Context
 from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.bindings import Binding, BindingKind
+from ckptlint.semantic.reaching import reaching
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
@@ -167,6 +169,7 @@ class LiteralDecisions:
 
     def __init__(self) -> None:
         self._outside: dict[tuple[int, str], list[cst.CSTNode]] = {}
+        self._shipped: dict[tuple[int, int, str], frozenset[object] | None] = {}
 
     def literal(self, expr: cst.BaseExpression | None, ctx: Context, depth: int = 0) -> object:
         """The Python value ``expr`` has when evaluated in ``ctx``, or :data:`NOT_LITERAL`.
@@ -368,11 +371,96 @@ class LiteralDecisions:
         in ``ctx``, or ``None`` when it is not decided (then both branches may run)."""
         value = self.literal(test, ctx)
         if value is NOT_LITERAL:
-            return None
+            return self._decide_by_choices(test, ctx)
         try:
             return bool(value)
         except Exception:  # noqa: BLE001 - a literal whose truth cannot be taken
             return None
+
+    def choices(self, expr: cst.BaseExpression, ctx: Context, depth: int = 0) -> frozenset[object] | None:
+        """The values ``expr`` may have in ``ctx`` when not one is known: a field of a
+        configuration class of the module read through a parameter annotated with it
+        (``cfg.attn_layer``, ``cfg: NfCfg``) has the values the module's own configurations give
+        it (:func:`~ckptlint.checkpoint.evaluator.config_values.shipped_values`), followed through
+        the argument a call bound to a parameter, a local name assigned once and
+        ``.lower()``/``.upper()``; ``None`` when unknown."""
+        value = self.literal(expr, ctx, depth)
+        if value is not NOT_LITERAL:
+            return frozenset({value}) if isinstance(value, (str, int, float, bool, type(None))) else None
+        if depth > MAX_EVAL_DEPTH:
+            return None
+        model = ctx.analysis.model
+        if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute):
+            method = expr.func.attr.value
+            inner = self.choices(expr.func.value, ctx, depth + 1) if method in ("lower", "upper") else None
+            if inner is None:
+                return None
+            return frozenset(getattr(v, method)() for v in inner if isinstance(v, str))
+        name = expr.value if isinstance(expr, cst.Attribute) else expr
+        if not isinstance(name, cst.Name) or name not in model.scopes:
+            return None
+        # a binding whose own statement holds the read (`t = t.lower()`) does not reach it
+        bindings = [b for b in reaching(model, name) if not any(a is b.node for a in model.ancestors(name))]
+        if len(bindings) > 1 and isinstance(expr, cst.Name):
+            found: set[object] = set()
+            for one in bindings:  # every binding that may reach the read: the union
+                values = self._binding_choices(one, ctx, depth)
+                if values is None:
+                    return None
+                found |= values
+            return frozenset(found)
+        if len(bindings) != 1:
+            return None
+        binding = bindings[0]
+        if isinstance(expr, cst.Attribute):
+            copied = binding.value if binding.kind is BindingKind.ASSIGNMENT else None
+            if isinstance(copied, cst.Call) and copied.args and isinstance(copied.args[0].value, cst.Name):
+                # `cfg = replace(cfg, **kwargs)`: the configuration it was given, overlaid
+                func = copied.func.attr if isinstance(copied.func, cst.Attribute) else copied.func
+                source = copied.args[0].value
+                copies = [b for b in reaching(model, source) if b is not binding] if getattr(func, "value", "") == "replace" else []
+                binding = copies[0] if len(copies) == 1 else binding
+            if binding in ctx.env or binding.kind is not BindingKind.PARAMETER or not isinstance(binding.node, cst.Param):
+                return None
+            cls = annotated_class(ctx.analysis, binding.node)
+            if cls is None:
+                return None
+            key = (id(ctx.analysis), id(cls), expr.attr.value)
+            if key not in self._shipped:
+                self._shipped[key] = shipped_values(ctx.analysis, cls, expr.attr.value)
+            return self._shipped[key]
+        return self._binding_choices(binding, ctx, depth)
+
+    def _binding_choices(self, binding: Binding, ctx: Context, depth: int) -> frozenset[object] | None:
+        """:meth:`choices` of a name's binding: the argument bound to a parameter, an assigned value."""
+        if binding in ctx.env:
+            arg, arg_ctx = ctx.env[binding]
+            return self.choices(arg, arg_ctx, depth + 1)
+        if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
+            return self.choices(binding.value, ctx, depth + 1)
+        return None
+
+    def _decide_by_choices(self, test: cst.BaseExpression, ctx: Context) -> bool | None:
+        """``test`` decided by every value its operand may have (:meth:`choices`): ``attn_type
+        == 'lambda'`` is false when no shipped configuration gives ``'lambda'``."""
+        operand = test.left if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 else test
+        if not isinstance(operand, (cst.Name, cst.Attribute, cst.Call)):
+            return None
+        values = self.choices(operand, ctx)
+        if not values:
+            return None
+        if operand is test:
+            outcomes = {bool(v) for v in values}
+        else:
+            assert isinstance(test, cst.Comparison)
+            right = self.literal(test.comparisons[0].comparator, ctx)
+            if right is NOT_LITERAL:
+                return None
+            results = [_compare(test.comparisons[0].operator, v, right) for v in values]
+            if any(r is NOT_LITERAL for r in results):
+                return None
+            outcomes = {bool(r) for r in results}
+        return outcomes.pop() if len(outcomes) == 1 else None
 
     def runs(self, node: cst.CSTNode, ctx: Context) -> bool:
         """Whether ``node`` can run when its function runs in ``ctx``: ``False`` when it sits

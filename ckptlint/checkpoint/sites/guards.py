@@ -30,12 +30,19 @@ __all__ = ["ConstructorSwitch", "guard_conjuncts", "node_condition", "site_condi
 @dataclass(frozen=True)
 class ConstructorSwitch:
     """A switch a site needs on: ``self.<attribute>`` set once in ``__init__`` from
-    ``<parameter>``, whose default is ``default`` (its source text: ``False``, ``None``, ``0``,
-    ``True``)."""
+    ``<parameter>`` (``""``: set to the literal ``default``), whose default is ``default`` (its
+    source text: ``False``, ``None``, ``0``, ``True``), and the other methods of the class that
+    set it (``setters``: timm's ``set_grad_checkpointing(self, enable=True)``)."""
 
     attribute: str
     parameter: str
     default: str
+    setters: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        """"`self.with_cp` is true (it defaults to `False`)", naming the setters when there are."""
+        set_by = " or ".join(f"`{name}()`" for name in self.setters)
+        return f"`self.{self.attribute}` is true (it defaults to `{self.default}`{f'; set by {set_by}' if set_by else ''})"
 
 
 #: Longest condition text shown (longer ones end with an ellipsis).
@@ -68,7 +75,7 @@ def node_condition(analysis: ModuleAnalysis, node: cst.CSTNode) -> str:
         if cls is not None and on_self and isinstance(conjunct, cst.Attribute):
             switch = _constructor_parameter(cls, conjunct.attr.value)
             if switch is not None:
-                part = f"`self.{switch.attribute}` is true (it defaults to `{switch.default}`)"
+                part = switch.text()
         elif function is not None and isinstance(conjunct, cst.Name) and conjunct.value != self_name:
             default = _parameter_default(function, conjunct.value)
             if default is not None:
@@ -171,6 +178,10 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | None:
+    """``self.<attr>`` as a switch of ``cls``: set once in ``__init__``, from a parameter with a
+    default of :func:`_switch_default`'s kind or to such a literal (timm's ``self.grad_checkpointing
+    = False``), and set by other methods of the class only when ``__init__`` sets it to a literal
+    (those are its setters, named); ``None`` otherwise."""
     assigned: list[tuple[cst.FunctionDef, cst.BaseExpression]] = []
     init = None
     for statement in cls.body.body:
@@ -180,17 +191,29 @@ def _constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | 
             init = statement
         for node in _self_assignments(statement, attr):
             assigned.append((statement, node))
-    if init is None or len(assigned) != 1 or assigned[0][0] is not init or not isinstance(assigned[0][1], cst.Name):
+    in_init = [value for method, value in assigned if method is init]
+    if init is None or len(in_init) != 1:
         return None
-    parameter = assigned[0][1].value
+    setters = tuple(dict.fromkeys(method.name.value for method, _ in assigned if method is not init))
+    literal = _switch_default(in_init[0])
+    if literal is not None:
+        return ConstructorSwitch(attr, "", literal, setters[:2])
+    if setters or not isinstance(in_init[0], cst.Name):
+        return None
+    parameter = in_init[0].value
     for param in (*init.params.params, *init.params.kwonly_params):
         if param.name.value == parameter:
-            default = param.default
-            if isinstance(default, cst.Name) and default.value in ("False", "None", "True"):
-                return ConstructorSwitch(attr, parameter, default.value)
-            if isinstance(default, cst.Integer) and default.value == "0":
-                return ConstructorSwitch(attr, parameter, "0")
-            return None
+            default = _switch_default(param.default) if param.default is not None else None
+            return ConstructorSwitch(attr, parameter, default) if default is not None else None
+    return None
+
+
+def _switch_default(expr: cst.BaseExpression) -> str | None:
+    """The source text of ``False``, ``None``, ``True`` or ``0``, else ``None``."""
+    if isinstance(expr, cst.Name) and expr.value in ("False", "None", "True"):
+        return expr.value
+    if isinstance(expr, cst.Integer) and expr.value == "0":
+        return "0"
     return None
 
 
