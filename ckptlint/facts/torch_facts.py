@@ -116,6 +116,26 @@ LAYERS: dict[str, LayerFact] = {
     for name, fact in {**_DROPOUTS, **_NORMS, **_CONTAINERS}.items()
 }
 
+#: e2cnn and escnn (their ``nn/modules/batchnormalization/inner.py``, e2cnn 0.2, escnn 1.0):
+#: ``InnerBatchNorm(in_type, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)``
+#: builds one ``torch.nn.BatchNorm3d(..., track_running_stats=track_running_stats)`` per field
+#: size (``self.add_module('batch_norm_[{s}]', _batchnorm)``) and runs each in ``forward``.
+#: ``SequentialModule(*modules)`` (``nn/modules/sequential_module.py``) adds its arguments with
+#: ``add_module`` and runs them in order, as ``nn.Sequential`` does.
+_EQUIVARIANT_PATHS = (".nn.", ".nn.modules.", ".nn.modules.batchnormalization.", ".nn.modules.batchnormalization.inner.",
+                      ".nn.modules.sequential_module.")
+_EQUIVARIANT = {
+    "InnerBatchNorm": LayerFact("enn.InnerBatchNorm", LayerKind.RUNNING_STATS, ("track_running_stats", 4, True), False),
+    "SequentialModule": LayerFact("enn.SequentialModule", LayerKind.CONTAINER),
+}
+LAYERS.update(
+    {f"{library}{path}{name}": fact for library in ("e2cnn", "escnn") for path in _EQUIVARIANT_PATHS for name, fact in _EQUIVARIANT.items()}
+)
+
+#: Layers that hold torch layers of the running-statistics family (``LayerFact.name`` -> the
+#: held layer's): ``isinstance(m, _BatchNorm)`` over ``self.modules()`` finds what they hold.
+_HOLDS = {"enn.InnerBatchNorm": "nn.BatchNorm3d"}
+
 CONTAINER_CLASSES = frozenset(q for q, fact in LAYERS.items() if fact.kind is LayerKind.CONTAINER) | {
     "builtins.list",
     "builtins.tuple",
@@ -144,13 +164,16 @@ def batchnorm_instances(qualified: str) -> frozenset[str]:
     LazyBatchNorm2d), every BatchNorm for ``_BatchNorm``, every norm with running statistics for
     ``_NormBase``; empty for anything else."""
     if qualified == "torch.nn.modules.batchnorm._NormBase":
-        return _NORM_BASE_FAMILY
-    if qualified in _BATCHNORM_BASES or any(qualified.endswith("." + base) for base in _BATCHNORM_BASES[1:]):
-        return _BATCHNORM_FAMILY
-    fact = LAYERS.get(qualified)
-    if fact is None or fact.kind is not LayerKind.RUNNING_STATS:
-        return frozenset()
-    return frozenset({fact.name})
+        found = _NORM_BASE_FAMILY
+    elif qualified in _BATCHNORM_BASES or any(qualified.endswith("." + base) for base in _BATCHNORM_BASES[1:]):
+        found = _BATCHNORM_FAMILY
+    else:
+        fact = LAYERS.get(qualified)
+        if fact is None or fact.kind is not LayerKind.RUNNING_STATS or fact.name in _HOLDS:
+            return frozenset()
+        found = frozenset({fact.name})
+    # a layer that holds one of them is frozen with it (`m.eval()` reaches what it holds)
+    return found | {holder for holder, held in _HOLDS.items() if held in found}
 
 
 def layer_fact(qualified_names: frozenset[str] | set[str]) -> tuple[str, LayerFact] | None:

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ckptlint.checkpoint.analyses.frozen_norms import Freeze, frozen_batchnorms
+from ckptlint.checkpoint.analyses.frozen_norms import Freeze, frozen_batchnorms, parent_freeze
+from ckptlint.checkpoint.analyses.parent_builds import parent_builds
 from ckptlint.checkpoint.evaluator.region import site_label
-from ckptlint.facts.torch_facts import LayerKind
+from ckptlint.facts.torch_facts import NORM_FACTORIES, LayerKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
+
+if TYPE_CHECKING:
+    from ckptlint.checkpoint.evaluator.denotations import LayerUse
+    from ckptlint.checkpoint.evaluator.region import Region
+    from ckptlint.checkpoint.sites.site import CheckpointSite
 
 
 class BatchNormInCheckpoint(Rule):
@@ -65,27 +74,11 @@ class BatchNormInCheckpoint(Rule):
         for site, region in ctx.site_regions():
             if site.api.patches_batchnorm:
                 continue  # fairscale's checkpoint_wrapper stops the second update (apis.py)
-            layers = []
-            seen: set[object] = set()
-            frozen: Freeze | None = None
-            looked = False  # for the frozen layers (once a site, when a layer needs it)
-            for layer in region.layers:
-                if (
-                    layer.fact.kind is not LayerKind.RUNNING_STATS
-                    or layer.switched_on() is False
-                    or region.constructs(layer)
-                ):
-                    continue
-                if not looked:
-                    frozen, looked = frozen_batchnorms(ctx.regions, site, analysis), True
-                if frozen is not None and layer.fact.name in frozen.layers:
-                    continue  # the backbone's train() keeps it in eval mode by default (norm_eval)
-                # distinct layers, not references: one constructor line reached twelve times
-                # (a factory called per block) is counted once
-                key = id(layer.call) if layer.call is not None else layer.qualified
-                if key not in seen:
-                    seen.add(key)
-                    layers.append(layer)
+            # the backbone's freeze is looked up once a site, when a layer needs it
+            layers = _running_layers(region, partial(_frozen, [], ctx, site))
+            built_by = ""
+            if not layers:
+                layers, built_by = _built_by_parents(ctx, site)
             if not layers:
                 continue
             first = layers[0]
@@ -97,8 +90,82 @@ class BatchNormInCheckpoint(Rule):
             ctx.report(
                 site.call,
                 f"{first.fact.name}{made}{more} runs in the region recomputed by the checkpoint at "
-                f"{site_label(site, analysis, analysis)}: its running statistics update twice per step in "
+                f"{site_label(site, analysis, analysis)}{built_by}: its running statistics update twice per step in "
                 "training; keep BatchNorm outside the checkpoint, use GroupNorm/LayerNorm, or compensate "
                 "the momentum",
                 site=site,
             )
+
+
+def _frozen(found: list[Freeze | None], ctx: RuleContext, site: CheckpointSite) -> Freeze | None:
+    if not found:
+        found.append(frozen_batchnorms(ctx.regions, site, ctx.analysis))
+    return found[0]
+
+
+def _given(freeze: Freeze | None) -> Freeze | None:
+    return freeze
+
+
+def _running_layers(region: Region, frozen: Callable[[], Freeze | None]) -> list[LayerUse]:
+    """The distinct layers with running statistics that ``region`` runs (switched on, made
+    before it, not kept in eval mode by ``frozen()``'s backbone)."""
+    layers: list[LayerUse] = []
+    seen: set[object] = set()
+    for layer in region.layers:
+        if layer.fact.kind is not LayerKind.RUNNING_STATS or layer.switched_on() is False or region.constructs(layer):
+            continue
+        freeze = frozen()
+        if freeze is not None and layer.fact.name in freeze.layers:
+            continue  # the backbone's train() keeps it in eval mode by default (norm_eval)
+        # distinct layers, not references: one constructor line reached twelve times
+        # (a factory called per block) is counted once
+        key = id(layer.call) if layer.call is not None else layer.qualified
+        if key not in seen:
+            seen.add(key)
+            layers.append(layer)
+    return layers
+
+
+def _built_by_parents(ctx: RuleContext, site: CheckpointSite) -> tuple[list[LayerUse], str]:
+    """The layers with running statistics that ``site`` recomputes in the blocks the classes
+    of its module build (a backbone handing its ``norm_cfg`` down), and the condition that
+    says so: `` when `Bottleneck` is built by `ResNetAudio` with its defaults (norm_cfg type
+    `BN2d`)``; ``([], "")`` when none does."""
+    builder = ctx.regions
+    layers: list[LayerUse] = []
+    parents: list[str] = []
+    configs: list[str] = []
+    seen: set[object] = set()
+    for build in parent_builds(builder, site, ctx.analysis):
+        region = builder.region(site, ctx.analysis, build.instance)
+        found = _running_layers(region, partial(_given, parent_freeze(builder, build.parent)))
+        if not found:
+            continue
+        parents.append(build.parent.name)
+        configs += [c for c in (_config_label(layer) for layer in found) if c]
+        for layer in found:
+            key = id(layer.call) if layer.call is not None else layer.qualified
+            if key not in seen:
+                seen.add(key)
+                layers.append(layer)
+    if not layers:
+        return [], ""
+    block = builder.enclosing_class(ctx.analysis, site.call)
+    parents = list(dict.fromkeys(parents))
+    names = " or ".join(f"`{p}`" for p in parents)
+    shown = f" ({', '.join(dict.fromkeys(configs))})" if configs else ""
+    what = f"`{block.name}`" if block is not None else "the block"
+    return layers, f" when {what} is built by {names} with {'their' if len(parents) > 1 else 'its'} defaults{shown}"
+
+
+def _config_label(layer: LayerUse) -> str:
+    """``norm_cfg type `BN2d```: the config a factory built ``layer`` from, by the factory's
+    keyword and the config's ``type``; ``""`` for a layer built otherwise."""
+    if not isinstance(layer.config, dict) or layer.call is None:
+        return ""
+    kind = layer.config.get("type")
+    model = layer.analysis.model
+    names = model.qualified_names(layer.call.func) if layer.call.func in model.scopes else frozenset()
+    keyword = next((NORM_FACTORIES[n].config[0] for n in sorted(names) if n in NORM_FACTORIES), "cfg")
+    return f"{keyword} type `{kind}`" if isinstance(kind, str) else f"{keyword} type {layer.fact.name}"

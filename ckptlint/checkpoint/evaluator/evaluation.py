@@ -110,6 +110,21 @@ class ExpressionEvaluator:
             info.bases = [v for base in node.bases for v in self.values(base.value, Context(analysis), 0)]
         return info
 
+    def held(self, instance: InstanceValue, opened: bool = True) -> list[Value]:
+        """What an instance of a class of the tree holds: the values its class and its bases of
+        the tree give its attributes (``self.layer1 = make_res_layer(...)``, ``add_module``,
+        ``append``), evaluated with the constructor's bindings (``instance.env``), containers
+        opened (to :data:`MAX_EVAL_DEPTH` levels) when ``opened``. Methods are not held."""
+        names = dict.fromkeys(n for info in class_mro(instance.info) for n in (*info.attributes, *info.appended))
+        found: list[Value] = []
+        level = [v for name in names for v in self._attribute(instance, name, 0) if not isinstance(v, FunctionValue)]
+        for _ in range(MAX_EVAL_DEPTH if opened else 1):
+            found += level
+            level = [e for v in level if isinstance(v, ContainerValue) for e in v.elements]
+            if not level:
+                break
+        return found[: _MAX_VALUES * 4]
+
     def enclosing_class(self, analysis: ModuleAnalysis, node: cst.CSTNode) -> ClassInfo | None:
         """The class whose method contains ``node`` (``self``'s class there)."""
         function = analysis.model.enclosing(node, cst.FunctionDef)
@@ -231,8 +246,9 @@ class ExpressionEvaluator:
         model = ctx.analysis.model
         out: list[Value] = []
         bindings = model.bindings_at(expr)
-        for binding in bindings:
-            out += self._binding(binding, ctx, depth)
+        for binding in bindings:  # not an assignment in a branch the bindings decide against
+            if binding.kind is not BindingKind.ASSIGNMENT or self._decisions.runs(binding.node, ctx):
+                out += self._binding(binding, ctx, depth)
         if not bindings and model.star_imports:
             out += self._star_imported(ctx.analysis, expr.value, depth)
         return out
@@ -387,7 +403,8 @@ class ExpressionEvaluator:
                         if ret.value is not None
                         for v in self.values(ret.value, method_ctx, depth + 1)
                     ]
-                return [FunctionValue(node, method_ctx, bound_method=True)]
+                # a staticmethod reached through an instance binds no `self`
+                return [FunctionValue(node, method_ctx, bound_method=self_parameter(node) is not None)]
             out: list[Value] = []
             extra: list[Value] = []
             for info in class_mro(base.info):
@@ -440,7 +457,7 @@ class ExpressionEvaluator:
             ]
         if names & CONTAINER_CLASSES:
             args = [a for a in call.args if a.keyword is None]
-            if any(n.endswith(".Sequential") for n in names):
+            if any(n.endswith((".Sequential", ".SequentialModule")) for n in names):
                 return [self._container([(a.value, a.star == "*") for a in args], ctx, depth)]
             if len(args) == 1 and not args[0].star:
                 inner = self.values(args[0].value, ctx, depth + 1)
@@ -457,6 +474,9 @@ class ExpressionEvaluator:
             ]
             if same:
                 return same
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "children" and not call.args:
+            held = [self.held(v, False) for v in self.values(call.func.value, ctx, depth + 1) if isinstance(v, InstanceValue)]
+            return [ContainerValue([h for h in one if _module_like(h)], False) for one in held]
         out: list[Value] = []
         for callee in self.values(call.func, ctx, depth + 1):
             if isinstance(callee, ClassValue):
@@ -572,3 +592,9 @@ class ExpressionEvaluator:
         init_ctx = Context(owner.analysis, callee.info, open_call=callee.partial)  # a partial's arguments are not seen
         bound = bind_arguments(FunctionValue(node, init_ctx, bound_method=True), tuple(call.args), ctx)
         return bound.env if bound.open_call or bound.bound is not node else ConstructorEnv(bound.env, node)
+
+
+def _module_like(value: Value) -> bool:
+    """Whether a value an instance holds can be a submodule (an instance, a layer, a sequence),
+    one that ``self.children()`` yields (timm's RegStage: ``checkpoint_seq(self.children(), x)``)."""
+    return isinstance(value, (InstanceValue, LayerUse)) or (isinstance(value, ContainerValue) and value.sequential)

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ckptlint.checkpoint.evaluator.class_summary import class_mro, self_parameter
-from ckptlint.checkpoint.evaluator.denotations import MAX_EVAL_DEPTH, Context
+from ckptlint.checkpoint.evaluator.config_values import annotated_class, shipped_values
+from ckptlint.checkpoint.evaluator.denotations import MAX_EVAL_DEPTH, ClassInfo, Context
 from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.bindings import Binding, BindingKind
+from ckptlint.semantic.reaching import reaching
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
@@ -31,6 +33,52 @@ def _constructor_setting(value: cst.BaseExpression, method: cst.FunctionDef | No
     if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
         return False
     return True
+
+def _self_write_class(analysis: ModuleAnalysis, node: cst.CSTNode, attr: str) -> cst.ClassDef | None:
+    """The class ``C`` when ``node`` assigns ``attr`` only as ``self.<attr>`` (``self`` the first
+    parameter of the method of ``C`` it is written in, directly in ``C``'s body), else ``None``."""
+    model = analysis.model
+    function = model.enclosing(node, cst.FunctionDef)
+    if not isinstance(function, cst.FunctionDef):
+        return None
+    cls = model.parent(function)
+    cls = model.parent(cls) if isinstance(cls, cst.IndentedBlock) else None
+    self_name = self_parameter(function)
+    if not isinstance(cls, cst.ClassDef) or self_name is None:
+        return None
+    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [getattr(node, "target", None)]
+    for target in targets:
+        if isinstance(target, cst.Attribute) and target.attr.value == attr:
+            if not (isinstance(target.value, cst.Name) and target.value.value == self_name):
+                return None
+        elif target is not None and not isinstance(target, cst.Attribute):
+            return None  # a tuple target: not read here
+    return cls
+
+
+def _related_classes(analysis: ModuleAnalysis, owner: ClassInfo) -> set[str]:
+    """The names of ``owner``, its bases of the tree and the classes of ``analysis``'s module
+    that derive from one of them (by the last name of a base, repeatedly)."""
+    related = {info.name for info in class_mro(owner)}
+    classes = [n for n in analysis.model.scope_of_definition if isinstance(n, cst.ClassDef)]
+    grown = True
+    while grown:
+        grown = False
+        for cls in classes:
+            if cls.name.value in related:
+                continue
+            bases = {_last_name(b.value) for b in cls.bases}
+            if bases & related:
+                related.add(cls.name.value)
+                grown = True
+    return related
+
+
+def _last_name(expr: cst.BaseExpression) -> str:
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return expr.value if isinstance(expr, cst.Name) else ""
+
 
 #: Calls that return a copy of their one argument (``copy.deepcopy(cfg)``).
 _COPY_FUNCTIONS = frozenset({"copy.deepcopy", "copy.copy", "builtins.dict"})
@@ -121,6 +169,7 @@ class LiteralDecisions:
 
     def __init__(self) -> None:
         self._outside: dict[tuple[int, str], list[cst.CSTNode]] = {}
+        self._shipped: dict[tuple[int, int, str], frozenset[object] | None] = {}
 
     def literal(self, expr: cst.BaseExpression | None, ctx: Context, depth: int = 0) -> object:
         """The Python value ``expr`` has when evaluated in ``ctx``, or :data:`NOT_LITERAL`.
@@ -224,7 +273,7 @@ class LiteralDecisions:
             len(assigned) == 1
             and not assigned[0][3]  # a position of a call's result: not a literal
             and _constructor_setting(assigned[0][0], assigned[0][2])
-            and not self.assigned_outside(assigned[0][1].analysis, expr.attr.value, assigned[0][2])
+            and not self.assigned_outside(assigned[0][1].analysis, expr.attr.value, assigned[0][2], ctx.self_class)
         ):
             value, info, _, _ = assigned[0]
             owner_ctx = Context(info.analysis, ctx.self_class, ctx.self_env, self_env=ctx.self_env)
@@ -284,9 +333,15 @@ class LiteralDecisions:
                 return NOT_LITERAL
         return tuple(items)
 
-    def assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None) -> bool:
+    def assigned_outside(
+        self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None, owner: ClassInfo | None = None
+    ) -> bool:
         """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in ``analysis``'s module
-        outside the function ``init`` (or in a statement a partial parse left out)."""
+        outside the function ``init`` (or in a statement a partial parse left out). With
+        ``owner`` (the class whose instance is read), ``self.<attr> = ...`` in a method of a
+        class of the module that is neither ``owner``, a base of it, nor a subclass of one of
+        them does not count: it sets another class's instances (mmaction2's blocks and
+        backbones each keep their own ``self.norm_cfg``)."""
         if attr in analysis.unparsed_attribute_writes:
             return True  # written in a statement a partial parse left out (never inside `init`)
         key = (id(analysis), attr)
@@ -301,18 +356,111 @@ class LiteralDecisions:
                 if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets):
                     found.append(node)
             self._outside[key] = found
-        return any(not any(a is init for a in analysis.model.ancestors(node)) for node in found)
+        writes = [node for node in found if not any(a is init for a in analysis.model.ancestors(node))]
+        if owner is None or not writes:
+            return bool(writes)
+        related = _related_classes(analysis, owner)
+        for node in writes:
+            writer = _self_write_class(analysis, node, attr)
+            if writer is None or writer.name.value in related:
+                return True
+        return False
 
     def decide(self, test: cst.BaseExpression, ctx: Context) -> bool | None:
         """Whether the branch condition ``test`` is true (``True``/``False``) when evaluated
         in ``ctx``, or ``None`` when it is not decided (then both branches may run)."""
         value = self.literal(test, ctx)
         if value is NOT_LITERAL:
-            return None
+            return self._decide_by_choices(test, ctx)
         try:
             return bool(value)
         except Exception:  # noqa: BLE001 - a literal whose truth cannot be taken
             return None
+
+    def choices(self, expr: cst.BaseExpression, ctx: Context, depth: int = 0) -> frozenset[object] | None:
+        """The values ``expr`` may have in ``ctx`` when not one is known: a field of a
+        configuration class of the module read through a parameter annotated with it
+        (``cfg.attn_layer``, ``cfg: NfCfg``) has the values the module's own configurations give
+        it (:func:`~ckptlint.checkpoint.evaluator.config_values.shipped_values`), followed through
+        the argument a call bound to a parameter, a local name assigned once and
+        ``.lower()``/``.upper()``; ``None`` when unknown."""
+        value = self.literal(expr, ctx, depth)
+        if value is not NOT_LITERAL:
+            return frozenset({value}) if isinstance(value, (str, int, float, bool, type(None))) else None
+        if depth > MAX_EVAL_DEPTH:
+            return None
+        model = ctx.analysis.model
+        if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute):
+            method = expr.func.attr.value
+            inner = self.choices(expr.func.value, ctx, depth + 1) if method in ("lower", "upper") else None
+            if inner is None:
+                return None
+            return frozenset(getattr(v, method)() for v in inner if isinstance(v, str))
+        name = expr.value if isinstance(expr, cst.Attribute) else expr
+        if not isinstance(name, cst.Name) or name not in model.scopes:
+            return None
+        # a binding whose own statement holds the read (`t = t.lower()`) does not reach it
+        bindings = [b for b in reaching(model, name) if not any(a is b.node for a in model.ancestors(name))]
+        if len(bindings) > 1 and isinstance(expr, cst.Name):
+            found: set[object] = set()
+            for one in bindings:  # every binding that may reach the read: the union
+                values = self._binding_choices(one, ctx, depth)
+                if values is None:
+                    return None
+                found |= values
+            return frozenset(found)
+        if len(bindings) != 1:
+            return None
+        binding = bindings[0]
+        if isinstance(expr, cst.Attribute):
+            copied = binding.value if binding.kind is BindingKind.ASSIGNMENT else None
+            if isinstance(copied, cst.Call) and copied.args and isinstance(copied.args[0].value, cst.Name):
+                # `cfg = replace(cfg, **kwargs)`: the configuration it was given, overlaid
+                func = copied.func.attr if isinstance(copied.func, cst.Attribute) else copied.func
+                source = copied.args[0].value
+                copies = [b for b in reaching(model, source) if b is not binding] if getattr(func, "value", "") == "replace" else []
+                binding = copies[0] if len(copies) == 1 else binding
+            if binding in ctx.env or binding.kind is not BindingKind.PARAMETER or not isinstance(binding.node, cst.Param):
+                return None
+            cls = annotated_class(ctx.analysis, binding.node)
+            if cls is None:
+                return None
+            key = (id(ctx.analysis), id(cls), expr.attr.value)
+            if key not in self._shipped:
+                self._shipped[key] = shipped_values(ctx.analysis, cls, expr.attr.value)
+            return self._shipped[key]
+        return self._binding_choices(binding, ctx, depth)
+
+    def _binding_choices(self, binding: Binding, ctx: Context, depth: int) -> frozenset[object] | None:
+        """:meth:`choices` of a name's binding: the argument bound to a parameter, an assigned value."""
+        if binding in ctx.env:
+            arg, arg_ctx = ctx.env[binding]
+            return self.choices(arg, arg_ctx, depth + 1)
+        if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
+            return self.choices(binding.value, ctx, depth + 1)
+        return None
+
+    def _decide_by_choices(self, test: cst.BaseExpression, ctx: Context) -> bool | None:
+        """``test`` decided by every value its operand may have (:meth:`choices`): ``attn_type
+        == 'lambda'`` is false when no shipped configuration gives ``'lambda'``."""
+        operand = test.left if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 else test
+        if not isinstance(operand, (cst.Name, cst.Attribute, cst.Call)):
+            return None
+        values = self.choices(operand, ctx)
+        if not values:
+            return None
+        if operand is test:
+            outcomes = {bool(v) for v in values}
+        else:
+            assert isinstance(test, cst.Comparison)
+            right = self.literal(test.comparisons[0].comparator, ctx)
+            if right is NOT_LITERAL:
+                return None
+            results = [_compare(test.comparisons[0].operator, v, right) for v in values]
+            if any(r is NOT_LITERAL for r in results):
+                return None
+            outcomes = {bool(r) for r in results}
+        return outcomes.pop() if len(outcomes) == 1 else None
 
     def runs(self, node: cst.CSTNode, ctx: Context) -> bool:
         """Whether ``node`` can run when its function runs in ``ctx``: ``False`` when it sits

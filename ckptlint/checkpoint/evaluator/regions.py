@@ -123,18 +123,31 @@ class RegionBuilder:
         self.decisions = LiteralDecisions()
         self.imports = ImportResolver(project)
         self.evaluator = ExpressionEvaluator(self.budget, self.decisions, self.imports)
-        self._regions: dict[CheckpointSite, Region] = {}
+        self._regions: dict[object, Region] = {}
+        self._kept: list[InstanceValue] = []
 
     # ------------------------------------------------------------------ queries
-    def region(self, site: CheckpointSite, analysis: ModuleAnalysis) -> Region:
+    def region(self, site: CheckpointSite, analysis: ModuleAnalysis, built: InstanceValue | None = None) -> Region:
         """The region of ``site`` (a site of ``analysis``'s module), built once, within
-        :data:`REGION_BUDGET` steps."""
-        found = self._regions.get(site)
+        :data:`REGION_BUDGET` steps. With ``built``, an instance of the site's class (or of a
+        subclass) that a constructor call made (:meth:`held`), the region it recomputes: its
+        ``self`` is that instance, so ``__init__``'s parameters hold what the call passed;
+        without, ``self`` is an instance built with ``__init__``'s defaults."""
+        key = site if built is None else (site, id(built))
+        found = self._regions.get(key)
         if found is None:
             with self.budget.query(REGION_BUDGET):
-                found = self._build(site, analysis)
-            self._regions[site] = found
+                found = self._build(site, analysis, built)
+            self._regions[key] = found
+            if built is not None:
+                self._kept.append(built)  # its id stays its own while the region is kept
         return found
+
+    def held(self, instance: InstanceValue) -> list[Value]:
+        """What an instance of a class of the tree holds, containers opened
+        (:meth:`ExpressionEvaluator.held`), within :data:`QUERY_BUDGET` steps."""
+        with self.budget.query(QUERY_BUDGET):
+            return self.evaluator.held(instance)
 
     def values(
         self, expr: cst.BaseExpression, analysis: ModuleAnalysis, budget: int = 0, classes_only: bool = False
@@ -228,11 +241,14 @@ class RegionBuilder:
         return self.evaluator.enclosing_class(analysis, node)
 
     # ------------------------------------------------------------------ building
-    def _build(self, site: CheckpointSite, analysis: ModuleAnalysis) -> Region:
+    def _build(self, site: CheckpointSite, analysis: ModuleAnalysis, built: InstanceValue | None) -> Region:
         region = Region(site, analysis)
         if site.function is None:
             return region
-        ctx = Context(analysis, self.enclosing_class(analysis, site.call))
+        if built is not None:
+            ctx = Context(analysis, built.info, self_env=built.env)
+        else:
+            ctx = Context(analysis, self.enclosing_class(analysis, site.call))
         entries = self._entries(site, ctx, 0)
         # torch's own code alone is no resolution: a torch wrapper may hold anything
         region.resolved = any(not isinstance(v, TorchValue) for values, _, _ in entries for v in values)

@@ -54,12 +54,18 @@ _MAX_HOPS = 3
 @dataclass(frozen=True)
 class ConstructorSwitch:
     """A switch a site needs on: ``self.<attribute>`` set once in ``__init__`` from
-    ``<parameter>``, whose default is ``default`` (its source text: ``False``, ``None``, ``0``,
-    ``True``, or another literal)."""
+    ``<parameter>`` (``""``: set to the literal ``default``), whose default is ``default`` (its
+    source text: ``False``, ``None``, ``0``, ``True``, or another literal), and the other methods
+    of the class that set it (``setters``: timm's ``set_grad_checkpointing(self, enable=True)``)."""
 
     attribute: str
     parameter: str
     default: str
+    setters: tuple[str, ...] = ()
+
+    def set_by(self) -> str:
+        """``"; set by `set_grad_checkpointing()`"`` when other methods set it, else ``""``."""
+        return "; set by " + " or ".join(f"`{name}()`" for name in self.setters) if self.setters else ""
 
 
 class SwitchReader:
@@ -82,10 +88,15 @@ class SwitchReader:
                 return None
             left = self.analysis.text_of(conjunct.left)
             return f"`{' '.join(self.analysis.text_of(conjunct).split())}` (`{left}` defaults to `{default}`)"
-        default = self.default(conjunct)
+        set_by = ""
+        if isinstance(conjunct, cst.Attribute) and self._is_self(conjunct.value) and self.cls is not None:
+            switch = constructor_parameter(self.cls, conjunct.attr.value)
+            default, set_by = (switch.default, switch.set_by()) if switch is not None else (None, "")
+        else:
+            default = self.default(conjunct)
         if default is None or default not in _SWITCH_DEFAULTS:
             return None
-        return f"`{' '.join(self.analysis.text_of(conjunct).split())}` is true (it defaults to `{default}`)"
+        return f"`{' '.join(self.analysis.text_of(conjunct).split())}` is true (it defaults to `{default}`{set_by})"
 
     def default(self, expr: cst.BaseExpression) -> str | None:
         """The source text of the literal default of ``expr``, a switch (see the module
@@ -155,12 +166,28 @@ class SwitchReader:
 
 
 def constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | None:
-    """``self.attr`` assigned once, in ``__init__``, from a parameter with a literal default."""
+    """``self.attr`` as a switch of ``cls``: assigned once, in ``__init__``, from a parameter
+    with a literal default; or set in ``__init__`` to a literal (timm's ``self.grad_checkpointing
+    = False``) and by other methods of the class (its setters, named); ``None`` otherwise."""
     stored = _stored_from_parameter(cls, attr)
-    if not isinstance(stored, cst.Param):
+    if isinstance(stored, cst.Param):
+        default = _literal(stored.default)
+        return ConstructorSwitch(attr, stored.name.value, default) if default is not None else None
+    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if init is None:
         return None
-    default = _literal(stored.default)
-    return ConstructorSwitch(attr, stored.name.value, default) if default is not None else None
+    in_init = _self_assignments(init, attr)
+    literal = _literal(in_init[0]) if len(in_init) == 1 else None
+    if literal is None:
+        return None
+    setters = tuple(
+        dict.fromkeys(
+            s.name.value
+            for s in cls.body.body
+            if isinstance(s, cst.FunctionDef) and s is not init and _self_assignments(s, attr)
+        )
+    )
+    return ConstructorSwitch(attr, "", literal, setters[:2])
 
 
 def _stored_from_parameter(cls: cst.ClassDef, attr: str) -> cst.Param | cst.Call | None:
