@@ -313,14 +313,13 @@ def measure(side: str, paths: list[Path], root: Path) -> dict[str, float]:
     """In this process: build ``side``'s model (``"libcst"``: libcst parse + model;
     ``"ast"``: ``ast.parse`` + model) of each file, one at a time, each dropped before the
     next; the CPU seconds of the builds and the process's peak resident memory above what
-    it held before the first (Linux: ``ru_maxrss``)."""
-    import resource
-
+    it held before the first (Linux: ``VmHWM``, which, unlike ``ru_maxrss``, does not carry
+    over the peak of the process that started this one)."""
     from ckptlint.text.source import decode_source
 
     texts = [(decode_source(p.read_bytes(), str(p)).text, *module_name_of(p, root)) for p in paths]
     gc.collect()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _peak_rss_kib()
     cpu = 0.0
     for text, name, package in texts:
         begin = time.process_time()
@@ -333,8 +332,15 @@ def measure(side: str, paths: list[Path], root: Path) -> dict[str, float]:
         cpu += time.process_time() - begin
         model.release()
         del model
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = _peak_rss_kib()
     return {"cpu_s": cpu, "peak_rss_mib": peak / 1024, "peak_above_start_mib": (peak - before) / 1024}
+
+
+def _peak_rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
 
 
 def _measure_in_child(side: str, paths: list[Path], root: Path) -> dict[str, float]:
@@ -353,8 +359,8 @@ def _measure_in_child(side: str, paths: list[Path], root: Path) -> dict[str, flo
     return json.loads(done.stdout)
 
 
-def run_tree(root: Path, every_file: bool = False) -> dict[str, object]:
-    """Compare and time both models on the (gated) files of ``root``."""
+def run_tree(root: Path, every_file: bool = False, timing_only: bool = False) -> dict[str, object]:
+    """Compare (unless ``timing_only``) and time both models on the (gated) files of ``root``."""
     from ckptlint.lint.gate import file_may_have_findings
     from ckptlint.text.source import decode_source
 
@@ -378,6 +384,8 @@ def run_tree(root: Path, every_file: bool = False) -> dict[str, object]:
             continue
         name, package = module_name_of(path, root)
         compared.append(path)
+        if timing_only:
+            continue
         found = compare(text, name, package)
         found.mismatches = [f"{path.relative_to(root)}: {m}" for m in found.mismatches]
         total.add(found)
@@ -403,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("trees", nargs="+", type=Path)
     parser.add_argument("--all", action="store_true", help="every .py file, not only the gated ones")
     parser.add_argument("--json", type=Path, help="write the numbers here")
+    parser.add_argument("--timing-only", action="store_true", help="time both builds without comparing them")
     parser.add_argument("--measure", choices=("libcst", "ast"), help=argparse.SUPPRESS)
     parser.add_argument("--files-from", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -413,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     reports = []
     for tree in args.trees:
-        report = run_tree(tree.resolve(), args.all)
+        report = run_tree(tree.resolve(), args.all, args.timing_only)
         reports.append(report)
         cst_side, ast_side = report["libcst"], report["ast"]
         print(
@@ -423,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{len(report['mismatches'])} mismatches; "  # type: ignore[arg-type]
             f"CPU libcst {cst_side['cpu_s']:.2f} s, ast {ast_side['cpu_s']:.2f} s "  # type: ignore[index]
             f"({cst_side['cpu_s'] / max(ast_side['cpu_s'], 1e-9):.1f}x); peak RSS above start "  # type: ignore[index]
-            f"libcst {cst_side['peak_above_start_mib']:.1f} MiB, ast {ast_side['peak_above_start_mib']:.1f} MiB"  # type: ignore[index]
+            f"libcst {cst_side['peak_above_start_mib']:.1f} MiB, ast {ast_side['peak_above_start_mib']:.1f} MiB "  # type: ignore[index]
+            f"(peak RSS libcst {cst_side['peak_rss_mib']:.0f} MiB, ast {ast_side['peak_rss_mib']:.0f} MiB)"  # type: ignore[index]
         )
         for mismatch in report["mismatches"][:20]:  # type: ignore[index]
             print("  ", mismatch)
