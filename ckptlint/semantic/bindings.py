@@ -1,12 +1,29 @@
 """The records of the semantic model (pyflakes' explicit bindings, kinds as types): scopes, the
-bindings of names in them, and mutations of objects reachable from names."""
+bindings of names in them, and mutations of objects reachable from names.
+
+The records are generic over the tree they point into: ``N`` is the type of a node, ``E`` of
+an expression. Unparametrised (``Scope``, ``Binding``) they are libcst's
+(:mod:`ckptlint.semantic.model`); the model on CPython's ``ast``
+(:mod:`ckptlint.semantic.ast_model`) uses ``Scope[ast.AST, ast.expr]`` and so on. Nothing here
+imports a parser at run time."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING, Generic
 
-import libcst as cst
+if TYPE_CHECKING:
+    import libcst as cst
+    from typing_extensions import TypeVar
+
+    N = TypeVar("N", default=cst.CSTNode)
+    E = TypeVar("E", default=cst.BaseExpression)
+else:
+    from typing import TypeVar
+
+    N = TypeVar("N")
+    E = TypeVar("E")
 
 __all__ = ["EACH", "ENTER", "Assigned", "Binding", "BindingKind", "Mutation", "MutationKind", "Scope", "ScopeKind"]
 
@@ -59,7 +76,7 @@ EACH = "each"
 ENTER = "enter"
 
 @dataclass(frozen=True, eq=False)
-class Assigned:
+class Assigned(Generic[N, E]):
     """One elementary target of a binding and where its value comes from.
 
     Attributes:
@@ -79,16 +96,16 @@ class Assigned:
         attr: for an attribute target, the attribute name; else ``None``.
     """
 
-    node: cst.CSTNode
+    node: N
     kind: BindingKind
-    target: cst.BaseExpression
-    value: cst.BaseExpression | None
+    target: E
+    value: E | None
     path: tuple[int | str, ...] = ()
-    owner: cst.BaseExpression | None = None
+    owner: E | None = None
     attr: str | None = None
 
     @property
-    def whole(self) -> cst.BaseExpression | None:
+    def whole(self) -> E | None:
         """``value`` when the target gets all of it (no path, not augmented), else ``None``."""
         if self.path or self.kind is BindingKind.AUGMENTED:
             return None
@@ -96,7 +113,7 @@ class Assigned:
 
 
 @dataclass(eq=False)
-class Binding:
+class Binding(Generic[N, E]):
     """One place where a name gets a value.
 
     Attributes:
@@ -117,12 +134,12 @@ class Binding:
 
     name: str
     kind: BindingKind
-    node: cst.CSTNode
-    scope: Scope
-    value: cst.BaseExpression | None = None
+    node: N
+    scope: Scope[N, E]
+    value: E | None = None
     target: str | None = None
-    declared_in: Scope | None = None
-    assigned: Assigned | None = None
+    declared_in: Scope[N, E] | None = None
+    assigned: Assigned[N, E] | None = None
 
 class MutationKind(str, Enum):
     """How a :class:`Mutation` writes into its object."""
@@ -134,7 +151,7 @@ class MutationKind(str, Enum):
     DELETE = "delete"  # del obj[k], del obj.attr
 
 @dataclass(eq=False)
-class Mutation:
+class Mutation(Generic[N, E]):
     """A write into an object reachable from a name, without rebinding the name.
 
     ``obj.attr = v``, ``obj[k] = v``, ``obj.attr += v``, ``del obj[k]`` and mutating method
@@ -143,28 +160,28 @@ class Mutation:
     """
 
     base: str
-    node: cst.CSTNode
-    scope: Scope
+    node: N
+    scope: Scope[N, E]
     kind: MutationKind
     method: str | None = None
 
 @dataclass(eq=False)
-class Scope:
+class Scope(Generic[N, E]):
     """A Python scope: the module, a class body, a function, a lambda or a comprehension."""
 
     kind: ScopeKind
-    node: cst.CSTNode
-    parent: Scope | None
+    node: N
+    parent: Scope[N, E] | None
     qualname: str
-    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    bindings: dict[str, list[Binding[N, E]]] = field(default_factory=dict)
     globals: set[str] = field(default_factory=set)
     nonlocals: set[str] = field(default_factory=set)
 
-    def add(self, binding: Binding) -> None:
+    def add(self, binding: Binding[N, E]) -> None:
         self.bindings.setdefault(binding.name, []).append(binding)
 
     @property
-    def function_scope(self) -> Scope:
+    def function_scope(self) -> Scope[N, E]:
         """The nearest enclosing function or module scope (comprehensions and lambdas count
         as part of the function that contains them for ``global``/walrus purposes)."""
         scope = self

@@ -81,7 +81,7 @@ class SemanticModel:
         self.module = module
         self.module_name = module_name
         self.is_package = is_package
-        self.module_scope = Scope(ScopeKind.MODULE, module, None, "")
+        self.module_scope: Scope = Scope(ScopeKind.MODULE, module, None, "")
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
         self.scopes: dict[cst.CSTNode, Scope] = {}
         self.calls: list[cst.Call] = []

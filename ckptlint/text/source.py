@@ -109,6 +109,14 @@ class SourceFile:
         row = bisect.bisect_right(self.line_starts, offset)
         return row, offset - self.line_starts[row - 1] + 1
 
+    def ast_position(self, lineno: int, col_offset: int) -> Position:
+        """The 1-based ``(row, column)`` of a position CPython's ``ast`` reports: its
+        ``col_offset`` counts UTF-8 bytes of the line, the column counts characters."""
+        line = self.line(lineno)
+        if line.isascii():
+            return lineno, col_offset + 1
+        return lineno, len(line.encode("utf-8")[:col_offset].decode("utf-8", "replace")) + 1
+
     def line(self, row: int) -> str:
         """The text of 1-based line ``row`` without its line ending."""
         starts = self.line_starts

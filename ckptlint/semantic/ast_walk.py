@@ -1,0 +1,83 @@
+"""Fast reading of CPython ``ast`` trees: a node's children, where a node starts, the names
+a ``Name``/``Attribute`` chain spells.
+
+``ast.iter_child_nodes`` is a generator that reads every field, the context and operator
+singletons (``Load()``, ``Add()``) included; :func:`child_nodes` reads, per node class, only the
+fields that can hold a node, with one ``operator.attrgetter``, and returns a list.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from operator import attrgetter
+
+__all__ = ["base_name", "child_nodes", "dotted_name", "start"]
+
+#: Fields that never hold a child node: names and flags, and the shared context and operator
+#: singletons (``ctx``, ``op``, ``ops``), which are no part of the source.
+_SCALAR_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "arg", "attr", "name", "asname", "module", "level", "kind", "type_comment",
+     "is_async", "simple", "conversion", "tag", "lineno"}
+)
+_GETTERS: dict[type, Callable[[ast.AST], tuple[object, ...]]] = {}
+
+
+def _no_fields(node: ast.AST) -> tuple[object, ...]:
+    return ()
+
+
+def _getter(kind: type) -> Callable[[ast.AST], tuple[object, ...]]:
+    names = [] if kind is ast.Constant else [f for f in kind._fields if f not in _SCALAR_FIELDS]  # type: ignore[attr-defined]
+    if not names:
+        getter = _no_fields
+    elif len(names) == 1:
+        single = attrgetter(names[0])
+
+        def getter(node: ast.AST) -> tuple[object, ...]:
+            return (single(node),)
+    else:
+        getter = attrgetter(*names)  # type: ignore[assignment]
+    _GETTERS[kind] = getter
+    return getter
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """The child nodes of ``node`` in field order (``ast.iter_child_nodes`` without the
+    context and operator singletons)."""
+    getter = _GETTERS.get(type(node)) or _getter(type(node))
+    found: list[ast.AST] = []
+    for value in getter(node):
+        if type(value) is list:
+            found.extend([item for item in value if isinstance(item, ast.AST)])
+        elif isinstance(value, ast.AST):
+            found.append(value)
+    return found
+
+
+def start(node: ast.AST) -> tuple[int, int]:
+    """Where ``node`` starts, as CPython reports it: ``(line, UTF-8 byte column)``, both as
+    ``ast`` counts them. A node without a position (``comprehension``, ``withitem``,
+    ``arguments``, ``match_case``) starts where its first child does."""
+    lineno = getattr(node, "lineno", None)
+    if lineno is not None:
+        return lineno, node.col_offset  # type: ignore[attr-defined]
+    starts = [start(child) for child in child_nodes(node)]
+    return min(starts) if starts else (0, 0)
+
+
+def dotted_name(expr: ast.AST | None) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else ``None``."""
+    if type(expr) is ast.Name:
+        return expr.id
+    if type(expr) is ast.Attribute:
+        base = dotted_name(expr.value)
+        return f"{base}.{expr.attr}" if base is not None else None
+    return None
+
+
+def base_name(expr: ast.AST) -> str | None:
+    """The leftmost name of ``a.b[c].d``, or ``None`` when it is not a plain name."""
+    while type(expr) is ast.Attribute or type(expr) is ast.Subscript:
+        expr = expr.value
+    return expr.id if type(expr) is ast.Name else None
