@@ -12,6 +12,7 @@ from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.facts.torch_facts import (
     LayerFact,
 )
+from ckptlint.facts.wrappers import ForwardingWrapper
 from ckptlint.semantic.bindings import Binding
 
 if TYPE_CHECKING:
@@ -62,6 +63,15 @@ class TorchValue(OpaqueValue):
     """Something of torch (``nn.Linear``, ``nn.Linear(4, 4)``, ``torch.matmul``) that is
     none of the layers the torchfacts tables describe: known, with no random draws or
     running statistics of its own. Attributes and calls of it are torch values too."""
+
+@dataclass(eq=False, repr=False)
+class ForwardingValue(OpaqueValue):
+    """A library's wrapper of a model that forwards some attribute lookups to it (DeepSpeed's
+    engine, :data:`~ckptlint.facts.wrappers.FORWARDING_WRAPPERS`): ``wrapped`` are the values
+    the model may be; the wrapper's other attributes are not known."""
+
+    wrapped: list[Value]
+    wrapper: ForwardingWrapper
 
 @dataclass(eq=False, repr=False)
 class ModuleValue(Value):
@@ -175,6 +185,25 @@ def partially_applied(value: Value) -> Value:
     if isinstance(value, ClassValue):
         return ClassValue(value.info, partial=True)
     return value
+
+def wrapper_returned(wrapper: ForwardingWrapper, wrapped: list[Value]) -> Value:
+    """What a call of :data:`~ckptlint.facts.wrappers.FORWARDING_WRAPPERS` returns, given the
+    values of the model it wraps: the wrapper, or the tuple that holds it."""
+    value = ForwardingValue(wrapped, wrapper)
+    if wrapper.element is None:
+        return value
+    position, length = wrapper.element
+    elements: list[Value] = [OpaqueValue() for _ in range(length)]
+    elements[position] = value
+    return ContainerValue(elements)
+
+def attribute_owners(value: Value, name: str) -> list[Value]:
+    """The objects that answer ``value.name``: for a library's wrapper that forwards ``name`` to
+    the model it wraps (DeepSpeed's engine), the model's values (through wrappers of wrappers;
+    ``[]`` when the model is not known), else ``value`` itself."""
+    if isinstance(value, ForwardingValue) and name in value.wrapper.forwarded:
+        return [owner for wrapped in value.wrapped for owner in attribute_owners(wrapped, name)]
+    return [value]
 
 def call_argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
     positional = [a for a in call.args if a.keyword is None and not a.star]

@@ -24,6 +24,7 @@ from ckptlint.checkpoint.evaluator.denotations import (
     ConstructorEnv,
     ContainerValue,
     Context,
+    ForwardingValue,
     FunctionValue,
     InstanceValue,
     LayerClassValue,
@@ -32,8 +33,10 @@ from ckptlint.checkpoint.evaluator.denotations import (
     OpaqueValue,
     TorchValue,
     Value,
+    attribute_owners,
     call_argument,
     partially_applied,
+    wrapper_returned,
 )
 from ckptlint.checkpoint.evaluator.iteration import iterated_container
 from ckptlint.checkpoint.evaluator.literals import skip_self_copies
@@ -47,8 +50,10 @@ from ckptlint.facts.torch_facts import (
     NormFactory,
     layer_fact,
 )
+from ckptlint.facts.wrappers import FORWARDING_WRAPPERS
 from ckptlint.semantic.assignments import candidate_values
 from ckptlint.semantic.bindings import EACH, Binding, BindingKind, MutationKind, ScopeKind
+from ckptlint.semantic.reaching import reaching
 from ckptlint.semantic.walk import returns_of
 
 if TYPE_CHECKING:
@@ -74,26 +79,18 @@ class ExpressionEvaluator:
 
     def __init__(self, budget: EvaluationBudget, decisions: LiteralDecisions, imports: ImportResolver) -> None:
         self._budget = budget
-        self._memo = budget.memo
         self._decisions = decisions
         self._imports = imports
         self._classes: dict[cst.ClassDef, ClassInfo] = {}
 
     def values(self, expr: cst.BaseExpression, ctx: Context, depth: int = 0) -> list[Value]:
-        """The abstract values ``expr`` may denote when evaluated in ``ctx`` (``[]``: unknown);
-        ``depth`` counts the evaluations above (past :data:`MAX_EVAL_DEPTH` nothing is
-        known). Each call takes a step of the budget and is memoised for the query."""
-        if depth > MAX_EVAL_DEPTH:
-            return []
-        key = (id(expr), id(ctx))
-        known = self._memo.get(key)
-        if known is not None and known[0] is ctx and known[1] is expr:
-            return known[2]
-        if not self._budget.take():
-            return []
-        found = self._evaluate(expr, ctx, depth)[:_MAX_VALUES]
-        self._memo[key] = (ctx, expr, found)
-        return found
+        """The abstract values ``expr`` may denote when evaluated in ``ctx`` (``[]``: unknown,
+        an opaque value in a complete query: :meth:`EvaluationBudget.query`); ``depth`` counts
+        the evaluations above (past :attr:`EvaluationBudget.depth` nothing is known). Each call takes
+        a step of the budget and is memoised for the query (:meth:`EvaluationBudget.evaluate`)."""
+        if depth > self._budget.depth:
+            return [OpaqueValue()] if self._budget.complete else []
+        return self._budget.evaluate(expr, ctx, lambda: self._evaluate(expr, ctx, depth), _MAX_VALUES)
 
     def called(self, func: cst.BaseExpression, ctx: Context) -> list[Value]:
         """What calling ``func`` runs (functions, module instances, layers); constructing an
@@ -231,6 +228,9 @@ class ExpressionEvaluator:
         model = ctx.analysis.model
         out: list[Value] = []
         bindings = model.bindings_at(expr)
+        if self._budget.complete and len(bindings) > 1:  # less those a plain assignment kills first
+            live = {id(b) for b in reaching(model, expr)}
+            bindings = [b for b in bindings if id(b) in live]
         for binding in bindings:
             out += self._binding(binding, ctx, depth)
         if not bindings and model.star_imports:
@@ -361,6 +361,12 @@ class ExpressionEvaluator:
     def _attribute(self, base: Value, name: str, depth: int) -> list[Value]:
         if isinstance(base, TorchValue):
             return [base]
+        if isinstance(base, ForwardingValue):
+            if name == base.wrapper.holder:
+                return list(base.wrapped)
+            if name not in base.wrapper.forwarded:
+                return []  # may be the wrapper's own attribute
+            return [v for owner in attribute_owners(base, name) for v in self._attribute(owner, name, depth + 1)]
         if isinstance(base, ModuleValue):
             analysis = self._imports.module(base.module, (name,))
             if analysis is None:
@@ -415,6 +421,10 @@ class ExpressionEvaluator:
             factory = NORM_FACTORIES.get(name)
             if factory is not None:
                 return self._norm_factory(factory, call, ctx, depth)
+            wrapper = FORWARDING_WRAPPERS.get(name)
+            if wrapper is not None:  # `deepspeed.initialize(model=critic)`: an engine forwarding to `critic`
+                arg = call_argument(call, *wrapper.model)
+                return [wrapper_returned(wrapper, self.values(arg.value, ctx, depth + 1) if arg and not arg.star else [])]
         if "builtins.getattr" in names and len(call.args) >= 2 and not any(a.star for a in call.args):
             return self._getattr(call, ctx, depth)
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "get" and 1 <= len(call.args) <= 2:
@@ -548,7 +558,7 @@ class ExpressionEvaluator:
             # torch's own code: its random and stateful layers and functions are in the
             # torchfacts tables, so whatever else it is, it is known and plain
             return [TorchValue()]
-        if depth > MAX_EVAL_DEPTH or not self._imports.may_load(qualified):
+        if depth > self._budget.depth or not self._imports.may_load(qualified):
             return []
         if self._imports.is_module(qualified):
             return [ModuleValue(qualified)]
