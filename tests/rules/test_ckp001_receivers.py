@@ -233,3 +233,34 @@ def test_the_same_tree_with_a_model_of_the_current_format_is_reported(tmp_path: 
     # the lang_decoder is a model that takes the kwargs: reported where it is called on it;
     # the engine still calls the project class's own method, which takes none
     assert _rows(run_cli, "vl") == [("model.py", "CKP001", 12), ("train.py", "CKP001", 8)]
+
+
+def test_the_assignment_just_before_the_read_decides() -> None:
+    # LAVIS's BLIP-2 Vicuna: a vendored LLaMA of the old format is switched on, then wrapped by
+    # peft in the same block; a read after the wrapping may be the peft model (not known)
+    source = """\
+        from peft import get_peft_model
+        from torch import nn
+        from transformers import PreTrainedModel
+
+
+        class OldLlama(PreTrainedModel):
+            def _set_gradient_checkpointing(self, module, value=False):
+                module.gradient_checkpointing = value
+
+
+        class Blip(nn.Module):
+            def __init__(self, path, lora, config):
+                super().__init__()
+                if lora:
+                    self.llm = OldLlama.from_pretrained(path)
+                    self.llm.resize_token_embeddings(100)
+                    self.peft_config = config
+                    self.llm.gradient_checkpointing_enable()
+                    self.llm = get_peft_model(self.llm, config)
+                    self.llm.gradient_checkpointing_enable()
+                for _ in range(2):
+                    self.llm.gradient_checkpointing_enable()
+                    self.llm = OldLlama.from_pretrained(path)
+    """
+    assert located(source) == [(20, "CKP001"), (22, "CKP001")]

@@ -53,7 +53,7 @@ from ckptlint.facts.torch_facts import (
 from ckptlint.facts.wrappers import FORWARDING_WRAPPERS
 from ckptlint.semantic.assignments import candidate_values
 from ckptlint.semantic.bindings import EACH, Binding, BindingKind, MutationKind, ScopeKind
-from ckptlint.semantic.reaching import reaching
+from ckptlint.semantic.reaching import attribute_set_before, reaching
 from ckptlint.semantic.walk import returns_of
 
 if TYPE_CHECKING:
@@ -126,15 +126,9 @@ class ExpressionEvaluator:
         if isinstance(expr, cst.Name):
             return self._name(expr, ctx, depth)
         if isinstance(expr, cst.Attribute):
-            nested = self._nested_self_attribute(expr, ctx, depth)
-            if nested:
-                return nested
-            out: list[Value] = []
-            for base in self.values(expr.value, ctx, depth + 1):
-                out += self._attribute(base, expr.attr.value, depth)
-            return out
+            return self._attribute_read(expr, ctx, depth)
         if isinstance(expr, cst.Subscript):
-            out = []
+            out: list[Value] = []
             key: object = NOT_LITERAL
             if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice):
                 # `self.resnets[1:]` (diffusers' `zip(self.attentions, self.resnets[1:])`): a
@@ -186,6 +180,18 @@ class ExpressionEvaluator:
         if isinstance(expr, cst.BooleanOperation):
             return self.values(expr.left, ctx, depth + 1) + self.values(expr.right, ctx, depth + 1)
         return []
+
+    def _attribute_read(self, expr: cst.Attribute, ctx: Context, depth: int) -> list[Value]:
+        assigned = attribute_set_before(ctx.analysis.model, expr) if self._budget.complete else None
+        if assigned is not None:  # `self.llm = Llama(...)` just before: what the read sees
+            return self.values(assigned, ctx, depth + 1)
+        nested = self._nested_self_attribute(expr, ctx, depth)
+        if nested:
+            return nested
+        out: list[Value] = []
+        for base in self.values(expr.value, ctx, depth + 1):
+            out += self._attribute(base, expr.attr.value, depth)
+        return out
 
     def _nested_self_attribute(self, expr: cst.Attribute, ctx: Context, depth: int) -> list[Value]:
         """``self.mid.block_1`` where the class assigns ``self.mid.block_1 = ...`` itself
