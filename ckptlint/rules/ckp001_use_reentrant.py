@@ -259,8 +259,10 @@ def _kwargs_name(site: CheckpointSite) -> str:
 
 def _receiver_decides(ctx: RuleContext, site: CheckpointSite) -> bool:
     """Whether ``receiver.gradient_checkpointing_enable(...)`` is not decided by Hugging Face's
-    ``gradient_checkpointing_kwargs``: every value the receiver may be is an instance of a
-    class of the linted tree that either
+    ``gradient_checkpointing_kwargs``: every value the receiver may be (directly, or as the
+    model a DeepSpeed engine forwards the method to: ``engine, *_ =
+    deepspeed.initialize(model=critic)``, :mod:`ckptlint.facts.wrappers`) is known, and is an
+    instance of a class of the linted tree that either
 
     - defines the method itself without ``gradient_checkpointing_kwargs`` (and without
       ``**kwargs``): not Hugging Face's method, and passing the keyword would raise TypeError;
@@ -272,9 +274,11 @@ def _receiver_decides(ctx: RuleContext, site: CheckpointSite) -> bool:
     if not isinstance(func, cst.Attribute):
         return False
     kwargs_name = _kwargs_name(site)
-    # a receiver built by a class of the tree is a few steps away (`model = Model()`, `self`);
-    # a small budget keeps this question from following long call chains into other files
-    values = ctx.regions.values(func.value, ctx.analysis, budget=_RECEIVER_STEPS, classes_only=True)
+    # a receiver built by a class of the tree is a few steps away (`model = Model()`, `self`, a
+    # builder function's return); a small budget keeps this question from following long call
+    # chains into other files. What is not known stays among the values (a complete query), so
+    # `model = AutoModel...; if flag: model = Wrapper(model)` is not taken for the wrapper alone.
+    values = ctx.regions.receivers(func.value, func.attr.value, ctx.analysis, budget=_RECEIVER_STEPS)
     if not values:
         return False
     for value in values:

@@ -120,7 +120,7 @@ def _own_method(ctx: RuleContext, site: CheckpointSite) -> bool:
     func = site.call.func
     if not isinstance(func, cst.Attribute):
         return False
-    values = ctx.regions.values(func.value, ctx.analysis, budget=_RECEIVER_STEPS, classes_only=True)
+    values = ctx.regions.receivers(func.value, func.attr.value, ctx.analysis, budget=_RECEIVER_STEPS)
     return any(ctx.regions.method_signature(value, _ALIAS_METHOD) is not None for value in values)
 
 

@@ -4,14 +4,14 @@ bindings) and for module globals read inside functions (the module's last bindin
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
 from ckptlint.semantic.bindings import Binding, BindingKind
 from ckptlint.semantic.model import SemanticModel
 
-__all__ = ["reaching"]
+__all__ = ["attribute_set_before", "reaching"]
 
 
 def reaching(model: SemanticModel, name_node: cst.Name, decide: Callable[[cst.BaseExpression], bool | None] | None = None) -> list[Binding]:
@@ -105,3 +105,80 @@ def _last_module_bindings(
         places.append((binding, index[id(node)], unconditional))
     killed = max((place for _, place, sure in places if sure), default=-1)
     return [binding for binding, place, _ in places if place >= killed] or bindings
+
+
+def attribute_set_before(model: SemanticModel, read: cst.Attribute) -> cst.BaseExpression | None:
+    """For a read of ``owner.attr`` (``owner`` a name, ``self.llm = Llama(...)`` then
+    ``self.llm.enable()``): the value of the last ``owner.attr = value`` statement before the
+    read in straight-line code of its function, in the read's own block or one around it, with
+    no statement between them that assigns ``owner`` or ``owner.attr`` otherwise and no loop
+    around the read that does; ``None`` when there is none. A call between them that sets the
+    attribute (a method of ``owner``) is not followed."""
+    if not isinstance(read.value, cst.Name):
+        return None
+    owner, attr = read.value.value, read.attr.value
+    below: cst.CSTNode = read
+    for ancestor in model.ancestors(read):
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
+            return None
+        if isinstance(ancestor, (cst.For, cst.While)) and _assigns(ancestor, owner, attr):
+            return None  # a later iteration may see what the loop's body assigns
+        if isinstance(ancestor, cst.IndentedBlock):
+            statements = list(ancestor.body)
+            position = next((i for i, s in enumerate(statements) if s is below), 0)
+            for statement in reversed(statements[:position]):
+                small = statement.body[-1] if isinstance(statement, cst.SimpleStatementLine) else None
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and _is(small.targets[0].target, owner, attr):
+                    return small.value
+                if _assigns(statement, owner, attr):
+                    return None
+        below = ancestor
+    return None
+
+
+def _is(node: cst.CSTNode, owner: str, attr: str | None) -> bool:
+    """``node`` spells ``owner.attr`` (``owner`` itself for ``attr=None``)."""
+    if attr is None:
+        return isinstance(node, cst.Name) and node.value == owner
+    return isinstance(node, cst.Attribute) and node.attr.value == attr and _is(node.value, owner, None)
+
+
+def _assigns(node: cst.CSTNode, owner: str, attr: str) -> bool:
+    """Whether ``node`` assigns ``owner`` or ``owner.attr`` anywhere (any assignment form, a
+    ``for``/``with`` target, ``del``, ``setattr``)."""
+    for child in _walk(node):
+        targets: list[cst.CSTNode] = []
+        if isinstance(child, cst.Assign):
+            targets = [t.target for t in child.targets]
+        elif isinstance(child, (cst.AugAssign, cst.AnnAssign)):
+            targets = [child.target]
+        elif isinstance(child, (cst.For, cst.CompFor)):
+            targets = [child.target]
+        elif isinstance(child, cst.AsName):
+            targets = [child.name]
+        elif isinstance(child, cst.Del):
+            targets = [child.target]
+        elif isinstance(child, cst.NamedExpr):
+            targets = [child.target]
+        elif isinstance(child, cst.Call) and isinstance(child.func, cst.Name) and child.func.value == "setattr":
+            return True
+        if any(_is(t, owner, attr) or _is(t, owner, None) for target in targets for t in _unpacked(target)):
+            return True
+    return False
+
+
+def _unpacked(target: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The names and attributes a target assigns (``a, (b.c, *d)``: ``a``, ``b.c``, ``d``)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _unpacked(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _unpacked(target.value)
+    else:
+        yield target
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield node
+    for child in node.children:
+        yield from _walk(child)

@@ -29,6 +29,7 @@ def self_parameter(method: cst.FunctionDef) -> str | None:
             return None
     return params[0].name.value
 
+
 def summarise_class(analysis: ModuleAnalysis, node: cst.ClassDef) -> ClassInfo:
     """The summary of class ``node`` of ``analysis``: its methods, the values assigned to its
     attributes (class body, ``self.x = ...`` in any method, ``setattr``, ``add_module``...),
@@ -66,12 +67,12 @@ def _summarise(analysis: ModuleAnalysis, node: cst.ClassDef) -> ClassInfo:
             _record_self_write(info, inner, self_name, method)
     return info
 
+
 def self_attribute(expr: cst.BaseExpression, self_name: str) -> str | None:
     """``attr`` when ``expr`` is ``<self_name>.attr``, else ``None``."""
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == self_name:
         return expr.attr.value
     return None
-
 
 
 def _record(info: ClassInfo, name: str, assigned: Assigned, method: cst.FunctionDef | None) -> None:
@@ -111,9 +112,7 @@ def _record_self_write(info: ClassInfo, node: cst.CSTNode, self_name: str, metho
                 _record(info, f"{outer}.{assigned.attr}", assigned, method)
 
 
-def _record_registration(
-    info: ClassInfo, node: cst.Call, func: cst.Attribute, self_name: str, method: cst.FunctionDef
-) -> None:
+def _record_registration(info: ClassInfo, node: cst.Call, func: cst.Attribute, self_name: str, method: cst.FunctionDef) -> None:
     """``self.register_buffer(...)``, ``self.add_module(name, m)``, ``self.blocks.append(m)``..."""
     method_name = func.attr.value
     owner = func.value
@@ -134,10 +133,12 @@ def _record_registration(
         for arg in node.args:
             info.appended.setdefault(attr, []).append((arg.value, method))
 
+
 def dynamic_key(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> str:
     """An attribute name known only at run time, keyed by the code that computes it
     (``self.norm1_name``): ``add_module`` and ``getattr`` with the same code meet there."""
     return "\0" + analysis.module.code_for_node(expr).strip()
+
 
 def is_property(method: cst.FunctionDef) -> bool:
     for decorator in method.decorators:
@@ -146,7 +147,6 @@ def is_property(method: cst.FunctionDef) -> bool:
         if name in ("property", "cached_property"):
             return True
     return False
-
 
 
 def class_mro(info: ClassInfo) -> list[ClassInfo]:

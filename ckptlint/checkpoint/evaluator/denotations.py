@@ -12,6 +12,7 @@ from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.facts.torch_facts import (
     LayerFact,
 )
+from ckptlint.facts.wrappers import ForwardingWrapper
 from ckptlint.semantic.bindings import Binding
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ __all__ = ["AttributeValue", "ClassInfo", "ConstructorEnv", "Context", "LayerUse
 
 
 MAX_EVAL_DEPTH = 12
+
 
 @dataclass(eq=False, repr=False)
 class Context:
@@ -39,6 +41,7 @@ class Context:
     #: parameters of other enclosing functions were bound by calls not seen.
     bound: cst.CSTNode | None = None
 
+
 class ConstructorEnv(dict):
     """``__init__``'s parameters bound by a constructor call seen whole (no ``*``/``**``
     arguments): a parameter of ``init`` it does not bind holds its default. An instance whose
@@ -48,20 +51,34 @@ class ConstructorEnv(dict):
         super().__init__(bound)
         self.init = init
 
+
 class Value:
     """Something an expression may evaluate to."""
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {describe_value(self)}>"
 
+
 class OpaqueValue(Value):
     """A value that exists but is not understood (``nn.Linear(4, 4)``): it keeps the
     positions of container elements (``checkpoint_sequential`` segments) exact."""
+
 
 class TorchValue(OpaqueValue):
     """Something of torch (``nn.Linear``, ``nn.Linear(4, 4)``, ``torch.matmul``) that is
     none of the layers the torchfacts tables describe: known, with no random draws or
     running statistics of its own. Attributes and calls of it are torch values too."""
+
+
+@dataclass(eq=False, repr=False)
+class ForwardingValue(OpaqueValue):
+    """A library's wrapper of a model that forwards some attribute lookups to it (DeepSpeed's
+    engine, :data:`~ckptlint.facts.wrappers.FORWARDING_WRAPPERS`): ``wrapped`` are the values
+    the model may be; the wrapper's other attributes are not known."""
+
+    wrapped: list[Value]
+    wrapper: ForwardingWrapper
+
 
 @dataclass(eq=False, repr=False)
 class ModuleValue(Value):
@@ -70,17 +87,20 @@ class ModuleValue(Value):
 
     module: str
 
+
 @dataclass(eq=False, repr=False)
 class FunctionValue(Value):
     node: cst.FunctionDef | cst.Lambda
     ctx: Context
     bound_method: bool = False  # reached as ``obj.method``: the first parameter is bound
 
+
 @dataclass(eq=False, repr=False)
 class ClassValue(Value):
     info: ClassInfo
     #: made by ``functools.partial(cls, ...)``: its constructor calls are not seen whole
     partial: bool = False
+
 
 @dataclass(eq=False, repr=False)
 class InstanceValue(Value):
@@ -90,10 +110,12 @@ class InstanceValue(Value):
     info: ClassInfo
     env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
 
+
 @dataclass(eq=False, repr=False)
 class LayerClassValue(Value):
     qualified: str
     fact: LayerFact
+
 
 @dataclass(eq=False, repr=False)
 class LayerUse(Value):
@@ -140,6 +162,7 @@ class LayerUse(Value):
         except (TypeError, ValueError):
             return None
 
+
 @dataclass(eq=False, repr=False)
 class ContainerValue(Value):
     """``nn.Sequential``/``nn.ModuleList``/a list: ``elements`` in order when ``exact``."""
@@ -166,6 +189,7 @@ class ContainerValue(Value):
                 return [self.elements[key]]
         return None
 
+
 def partially_applied(value: Value) -> Value:
     """``value`` as ``functools.partial(value, ...)`` returns it, when the partial binds arguments:
     a later call of it passes more than it shows, so its parameters' defaults are not known to
@@ -175,6 +199,28 @@ def partially_applied(value: Value) -> Value:
     if isinstance(value, ClassValue):
         return ClassValue(value.info, partial=True)
     return value
+
+
+def wrapper_returned(wrapper: ForwardingWrapper, wrapped: list[Value]) -> Value:
+    """What a call of :data:`~ckptlint.facts.wrappers.FORWARDING_WRAPPERS` returns, given the
+    values of the model it wraps: the wrapper, or the tuple that holds it."""
+    value = ForwardingValue(wrapped, wrapper)
+    if wrapper.element is None:
+        return value
+    position, length = wrapper.element
+    elements: list[Value] = [OpaqueValue() for _ in range(length)]
+    elements[position] = value
+    return ContainerValue(elements)
+
+
+def attribute_owners(value: Value, name: str) -> list[Value]:
+    """The objects that answer ``value.name``: for a library's wrapper that forwards ``name`` to
+    the model it wraps (DeepSpeed's engine), the model's values (through wrappers of wrappers;
+    ``[]`` when the model is not known), else ``value`` itself."""
+    if isinstance(value, ForwardingValue) and name in value.wrapper.forwarded:
+        return [owner for wrapped in value.wrapped for owner in attribute_owners(wrapped, name)]
+    return [value]
+
 
 def call_argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
     positional = [a for a in call.args if a.keyword is None and not a.star]
@@ -214,6 +260,7 @@ class ClassInfo:
     def name(self) -> str:
         return self.node.name.value
 
+
 def replace_ctx(ctx: Context, **changes: object) -> Context:
     """A copy of ``ctx`` with the fields named in ``changes`` replaced."""
     fields: dict[str, Any] = {
@@ -227,6 +274,7 @@ def replace_ctx(ctx: Context, **changes: object) -> Context:
     }
     fields.update(changes)
     return Context(**fields)
+
 
 def describe_value(value: Value) -> str:
     if isinstance(value, FunctionValue):

@@ -24,6 +24,7 @@ from ckptlint.checkpoint.evaluator.denotations import (
     ConstructorEnv,
     ContainerValue,
     Context,
+    ForwardingValue,
     FunctionValue,
     InstanceValue,
     LayerClassValue,
@@ -32,11 +33,13 @@ from ckptlint.checkpoint.evaluator.denotations import (
     OpaqueValue,
     TorchValue,
     Value,
+    attribute_owners,
     call_argument,
     partially_applied,
+    wrapper_returned,
 )
 from ckptlint.checkpoint.evaluator.iteration import iterated_container
-from ckptlint.checkpoint.evaluator.literals import skip_self_copies
+from ckptlint.checkpoint.evaluator.norm_configs import norm_factory_values
 from ckptlint.checkpoint.sites.options import NOT_LITERAL
 from ckptlint.facts.apis import PARTIAL_QUALIFIED_NAMES
 from ckptlint.facts.hf_formats import CLASS_CONSTRUCTORS
@@ -44,11 +47,12 @@ from ckptlint.facts.torch_facts import (
     CONTAINER_CLASSES,
     MODULE_METHODS_RETURNING_SELF,
     NORM_FACTORIES,
-    NormFactory,
     layer_fact,
 )
+from ckptlint.facts.wrappers import FORWARDING_WRAPPERS
 from ckptlint.semantic.assignments import candidate_values
 from ckptlint.semantic.bindings import EACH, Binding, BindingKind, MutationKind, ScopeKind
+from ckptlint.semantic.reaching import attribute_set_before, reaching
 from ckptlint.semantic.walk import returns_of
 
 if TYPE_CHECKING:
@@ -74,26 +78,18 @@ class ExpressionEvaluator:
 
     def __init__(self, budget: EvaluationBudget, decisions: LiteralDecisions, imports: ImportResolver) -> None:
         self._budget = budget
-        self._memo = budget.memo
         self._decisions = decisions
         self._imports = imports
         self._classes: dict[cst.ClassDef, ClassInfo] = {}
 
     def values(self, expr: cst.BaseExpression, ctx: Context, depth: int = 0) -> list[Value]:
-        """The abstract values ``expr`` may denote when evaluated in ``ctx`` (``[]``: unknown);
-        ``depth`` counts the evaluations above (past :data:`MAX_EVAL_DEPTH` nothing is
-        known). Each call takes a step of the budget and is memoised for the query."""
-        if depth > MAX_EVAL_DEPTH:
-            return []
-        key = (id(expr), id(ctx))
-        known = self._memo.get(key)
-        if known is not None and known[0] is ctx and known[1] is expr:
-            return known[2]
-        if not self._budget.take():
-            return []
-        found = self._evaluate(expr, ctx, depth)[:_MAX_VALUES]
-        self._memo[key] = (ctx, expr, found)
-        return found
+        """The abstract values ``expr`` may denote when evaluated in ``ctx`` (``[]``: unknown,
+        an opaque value in a complete query: :meth:`EvaluationBudget.query`); ``depth`` counts
+        the evaluations above (past :attr:`EvaluationBudget.depth` nothing is known). Each call takes
+        a step of the budget and is memoised for the query (:meth:`EvaluationBudget.evaluate`)."""
+        if depth > self._budget.depth:
+            return [OpaqueValue()] if self._budget.complete else []
+        return self._budget.evaluate(expr, ctx, lambda: self._evaluate(expr, ctx, depth), _MAX_VALUES)
 
     def called(self, func: cst.BaseExpression, ctx: Context) -> list[Value]:
         """What calling ``func`` runs (functions, module instances, layers); constructing an
@@ -144,15 +140,9 @@ class ExpressionEvaluator:
         if isinstance(expr, cst.Name):
             return self._name(expr, ctx, depth)
         if isinstance(expr, cst.Attribute):
-            nested = self._nested_self_attribute(expr, ctx, depth)
-            if nested:
-                return nested
-            out: list[Value] = []
-            for base in self.values(expr.value, ctx, depth + 1):
-                out += self._attribute(base, expr.attr.value, depth)
-            return out
+            return self._attribute_read(expr, ctx, depth)
         if isinstance(expr, cst.Subscript):
-            out = []
+            out: list[Value] = []
             key: object = NOT_LITERAL
             if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice):
                 # `self.resnets[1:]` (diffusers' `zip(self.attentions, self.resnets[1:])`): a
@@ -205,6 +195,18 @@ class ExpressionEvaluator:
             return self.values(expr.left, ctx, depth + 1) + self.values(expr.right, ctx, depth + 1)
         return []
 
+    def _attribute_read(self, expr: cst.Attribute, ctx: Context, depth: int) -> list[Value]:
+        assigned = attribute_set_before(ctx.analysis.model, expr) if self._budget.complete else None
+        if assigned is not None:  # `self.llm = Llama(...)` just before: what the read sees
+            return self.values(assigned, ctx, depth + 1)
+        nested = self._nested_self_attribute(expr, ctx, depth)
+        if nested:
+            return nested
+        out: list[Value] = []
+        for base in self.values(expr.value, ctx, depth + 1):
+            out += self._attribute(base, expr.attr.value, depth)
+        return out
+
     def _nested_self_attribute(self, expr: cst.Attribute, ctx: Context, depth: int) -> list[Value]:
         """``self.mid.block_1`` where the class assigns ``self.mid.block_1 = ...`` itself
         (on a plain ``nn.Module()`` holder); ``[]`` otherwise."""
@@ -246,6 +248,9 @@ class ExpressionEvaluator:
         model = ctx.analysis.model
         out: list[Value] = []
         bindings = model.bindings_at(expr)
+        if self._budget.complete and len(bindings) > 1:  # less those a plain assignment kills first
+            live = {id(b) for b in reaching(model, expr)}
+            bindings = [b for b in bindings if id(b) in live]
         for binding in bindings:  # not an assignment in a branch the bindings decide against
             if binding.kind is not BindingKind.ASSIGNMENT or self._decisions.runs(binding.node, ctx):
                 out += self._binding(binding, ctx, depth)
@@ -345,8 +350,7 @@ class ExpressionEvaluator:
         if not extra:
             return values
         return [
-            ContainerValue(v.elements + extra, exact=False, sequential=v.sequential) if isinstance(v, ContainerValue) else v
-            for v in values
+            ContainerValue(v.elements + extra, exact=False, sequential=v.sequential) if isinstance(v, ContainerValue) else v for v in values
         ]
 
     def _at_path(self, expr: cst.BaseExpression, path: tuple[int | str, ...], ctx: Context, depth: int) -> list[Value]:
@@ -377,6 +381,12 @@ class ExpressionEvaluator:
     def _attribute(self, base: Value, name: str, depth: int) -> list[Value]:
         if isinstance(base, TorchValue):
             return [base]
+        if isinstance(base, ForwardingValue):
+            if name == base.wrapper.holder:
+                return list(base.wrapped)
+            if name not in base.wrapper.forwarded:
+                return []  # may be the wrapper's own attribute
+            return [v for owner in attribute_owners(base, name) for v in self._attribute(owner, name, depth + 1)]
         if isinstance(base, ModuleValue):
             analysis = self._imports.module(base.module, (name,))
             if analysis is None:
@@ -431,7 +441,11 @@ class ExpressionEvaluator:
         for name in names:
             factory = NORM_FACTORIES.get(name)
             if factory is not None:
-                return self._norm_factory(factory, call, ctx, depth)
+                return norm_factory_values(factory, call, ctx, depth, values=self.values, literal=self._decisions.literal)
+            wrapper = FORWARDING_WRAPPERS.get(name)
+            if wrapper is not None:  # `deepspeed.initialize(model=critic)`: an engine forwarding to `critic`
+                arg = call_argument(call, *wrapper.model)
+                return [wrapper_returned(wrapper, self.values(arg.value, ctx, depth + 1) if arg and not arg.star else [])]
         if "builtins.getattr" in names and len(call.args) >= 2 and not any(a.star for a in call.args):
             return self._getattr(call, ctx, depth)
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "get" and 1 <= len(call.args) <= 2:
@@ -488,66 +502,13 @@ class ExpressionEvaluator:
                 # torch wrappers of a module (checkpoint_wrapper, DDP, torch.compile) run it
                 first = next((a for a in call.args if a.keyword is None and not a.star), None)
                 if first is not None:
-                    out += [
-                        v
-                        for v in self.values(first.value, ctx, depth + 1)
-                        if isinstance(v, (InstanceValue, ContainerValue, LayerUse))
-                    ]
+                    out += [v for v in self.values(first.value, ctx, depth + 1) if isinstance(v, (InstanceValue, ContainerValue, LayerUse))]
             elif isinstance(callee, FunctionValue) and isinstance(callee.node, cst.FunctionDef):
                 inner_ctx = bind_arguments(callee, tuple(call.args), ctx)
                 for ret in returns_of(callee.node, partial(self._decisions.decide, ctx=inner_ctx)):
                     if ret.value is not None:
                         out += self.values(ret.value, inner_ctx, depth + 1)
         return out
-
-    def _norm_factory(self, factory: NormFactory, call: cst.Call, ctx: Context, depth: int) -> list[Value]:
-        """A norm layer built from a config (``build_norm_layer(dict(type='BN'), c)``, a ``ConvModule``
-        running it): the layer ``cfg['type']`` names (its other keys are the layer's keywords);
-        an opaque value for a type without training behaviour (GroupNorm); nothing when unknown."""
-        keyword, position = factory.config
-        arg = call_argument(call, keyword, position)
-        if arg is None:
-            return []
-        layer: Value | None = None
-        config = self._decisions.literal(arg.value, ctx, depth + 1)
-        if isinstance(config, dict) and isinstance(config.get("type"), str):
-            qualified = factory.types.get(config["type"])
-            if qualified is None:
-                return []
-            fact = layer_fact({qualified})
-            layer = LayerUse(fact[0], fact[1], call, ctx, config) if fact is not None else OpaqueValue()
-        else:
-            for value in self._config_types(arg.value, ctx, depth + 1):
-                layer = LayerUse(value.qualified, value.fact, call, ctx, config)
-                break
-        if layer is None:
-            return []
-        return [ContainerValue([OpaqueValue(), layer])] if factory.returns_pair or factory.module else [layer]
-
-    def _config_types(self, expr: cst.BaseExpression, ctx: Context, depth: int) -> list[LayerClassValue]:
-        """The torch layer classes given as ``type=`` of a ``dict(type=nn.BatchNorm2d, ...)``
-        config (followed through names and parameters like :meth:`literal`)."""
-        if depth > MAX_EVAL_DEPTH:
-            return []
-        model = ctx.analysis.model
-        if isinstance(expr, cst.Name) and expr in model.scopes:
-            bindings = skip_self_copies(model.lookup(expr.value, model.scope_of(expr)), model)
-            if len(bindings) != 1:
-                return []
-            binding = bindings[0]
-            if binding in ctx.env:
-                arg, arg_ctx = ctx.env[binding]
-                return self._config_types(arg, arg_ctx, depth + 1)
-            if isinstance(binding.node, cst.Param) and binding.node.default is not None:
-                return self._config_types(binding.node.default, Context(ctx.analysis, ctx.self_class), depth + 1)
-            if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
-                return self._config_types(binding.value, ctx, depth + 1)
-            return []
-        if isinstance(expr, cst.Call) and "builtins.dict" in model.qualified_names(expr.func):
-            for argument in expr.args:
-                if argument.keyword is not None and argument.keyword.value == "type":
-                    return [v for v in self.values(argument.value, ctx, depth + 1) if isinstance(v, LayerClassValue)]
-        return []
 
     def _getattr(self, call: cst.Call, ctx: Context, depth: int) -> list[Value]:
         """``getattr(obj, name)``: the attribute when ``name`` is known, or, for a name only
@@ -568,7 +529,7 @@ class ExpressionEvaluator:
             # torch's own code: its random and stateful layers and functions are in the
             # torchfacts tables, so whatever else it is, it is known and plain
             return [TorchValue()]
-        if depth > MAX_EVAL_DEPTH or not self._imports.may_load(qualified):
+        if depth > self._budget.depth or not self._imports.may_load(qualified):
             return []
         if self._imports.is_module(qualified):
             return [ModuleValue(qualified)]

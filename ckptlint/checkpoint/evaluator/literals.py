@@ -34,6 +34,7 @@ def _constructor_setting(value: cst.BaseExpression, method: cst.FunctionDef | No
         return False
     return True
 
+
 def _self_write_class(analysis: ModuleAnalysis, node: cst.CSTNode, attr: str) -> cst.ClassDef | None:
     """The class ``C`` when ``node`` assigns ``attr`` only as ``self.<attr>`` (``self`` the first
     parameter of the method of ``C`` it is written in, directly in ``C``'s body), else ``None``."""
@@ -123,6 +124,7 @@ def _string_literal(raw: str) -> object:
     except (ValueError, SyntaxError):
         return NOT_LITERAL
 
+
 _BUILTIN_TYPES: dict[str, type] = {
     "list": list,
     "dict": dict,
@@ -135,11 +137,13 @@ _BUILTIN_TYPES: dict[str, type] = {
     "NoneType": type(None),
 }
 
+
 @dataclass(frozen=True)
 class _BuiltinType:
     """A builtin class as a literal (``list`` in ``type(x) == list``)."""
 
     name: str
+
 
 def _compare(operator: cst.BaseCompOp, left: object, right: object) -> object:
     """``left <operator> right`` for the operators branch conditions use, or NOT_LITERAL."""
@@ -159,6 +163,7 @@ def _compare(operator: cst.BaseCompOp, left: object, right: object) -> object:
     except Exception:  # noqa: BLE001 - incomparable literals
         return NOT_LITERAL
     return NOT_LITERAL
+
 
 class LiteralDecisions:
     """Literal values and branch decisions of the region evaluator: what Python value an
@@ -333,9 +338,7 @@ class LiteralDecisions:
                 return NOT_LITERAL
         return tuple(items)
 
-    def assigned_outside(
-        self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None, owner: ClassInfo | None = None
-    ) -> bool:
+    def assigned_outside(self, analysis: ModuleAnalysis, attr: str, init: cst.FunctionDef | None, owner: ClassInfo | None = None) -> bool:
         """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in ``analysis``'s module
         outside the function ``init`` (or in a statement a partial parse left out). With
         ``owner`` (the class whose instance is read), ``self.<attr> = ...`` in a method of a

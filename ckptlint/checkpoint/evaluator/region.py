@@ -33,6 +33,7 @@ class BranchDecider(Protocol):
 #: Levels of calls followed below the checkpointed callable (its own body is level 0).
 MAX_DEPTH = 3
 
+
 @dataclass(eq=False, repr=False)
 class Frame:
     """One function body that runs on recompute.
@@ -131,6 +132,7 @@ class Frame:
             return self_parameter(self.function)
         return None
 
+
 @dataclass(eq=False, repr=False)
 class LayerCall:
     """A torch layer run in the region: ``invocation`` is the call that runs it inside
@@ -139,6 +141,7 @@ class LayerCall:
     layer: LayerUse
     invocation: cst.Call | None
     frame: Frame | None
+
 
 @dataclass(eq=False, repr=False)
 class Pending:
@@ -149,6 +152,7 @@ class Pending:
     caller: Context
     invocation: cst.Call | None
     frame: Frame | None
+
 
 @dataclass(eq=False, repr=False)
 class Region:
@@ -192,6 +196,7 @@ class Region:
         functions = {id(frame.function) for frame in self.frames}
         model = layer.analysis.model
         return any(id(a) in functions for a in model.ancestors(layer.call) if isinstance(a, (cst.FunctionDef, cst.Lambda)))
+
 
 def site_label(site: CheckpointSite, site_analysis: ModuleAnalysis, reported_in: ModuleAnalysis) -> str:
     """``model.py:42``: where the site is, relative to the folder of the file a finding is

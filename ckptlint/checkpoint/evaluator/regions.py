@@ -64,6 +64,7 @@ from ckptlint.checkpoint.evaluator.denotations import (
     LayerUse,
     TorchValue,
     Value,
+    attribute_owners,
     describe_value,
     replace_ctx,
 )
@@ -150,7 +151,12 @@ class RegionBuilder:
             return self.evaluator.held(instance)
 
     def values(
-        self, expr: cst.BaseExpression, analysis: ModuleAnalysis, budget: int = 0, classes_only: bool = False
+        self,
+        expr: cst.BaseExpression,
+        analysis: ModuleAnalysis,
+        budget: int = 0,
+        classes_only: bool = False,
+        complete: bool = False,
     ) -> list[Value]:
         """The abstract values ``expr`` (a node of ``analysis``'s module) may denote, evaluated
         where it is written (``self`` is an instance of the enclosing class): functions,
@@ -159,9 +165,23 @@ class RegionBuilder:
         default :data:`QUERY_BUDGET`; a small one keeps a cheap question from loading the
         files that deep call chains reach). With ``classes_only``, other modules are loaded
         only for imported CapWords names (classes, by convention), never for functions or
-        modules, so the question costs at most the files of those classes."""
-        with self.imports.classes_only(classes_only), self.budget.query(budget or QUERY_BUDGET):
+        modules, so the question costs at most the files of those classes. With ``complete``,
+        what is not known is an opaque value among the others
+        (:meth:`EvaluationBudget.query`)."""
+        with self.imports.classes_only(classes_only), self.budget.query(budget or QUERY_BUDGET, complete):
             return self.evaluator.values(expr, Context(analysis, self.enclosing_class(analysis, expr)))
+
+    def receivers(
+        self, expr: cst.BaseExpression, name: str, analysis: ModuleAnalysis, budget: int = 0, classes_only: bool = False
+    ) -> list[Value]:
+        """The objects that answer ``expr.name`` (``expr`` a node of ``analysis``'s module):
+        :meth:`values` of ``expr``, where a library's wrapper that forwards ``name`` to the model
+        it wraps (``engine, *_ = deepspeed.initialize(model=critic)``) is replaced by what the
+        model may be. The query is complete (:meth:`EvaluationBudget.query`): what is not known
+        is an opaque value among the others, so an answer of classes of the tree is whole.
+        ``budget`` and ``classes_only`` as for :meth:`values`."""
+        values = self.values(expr, analysis, budget, classes_only, complete=True)
+        return [owner for value in values for owner in attribute_owners(value, name)]
 
     def method_signature(self, value: Value, name: str) -> Signature | None:
         """The signature of method ``name`` (``self`` bound) of an instance of a class of the
@@ -393,9 +413,4 @@ def _names_code(func: cst.BaseExpression, frame: Frame) -> bool:
         bindings = model.lookup(func.value, model.scope_of(func))
         return bool(bindings) and all(b.kind is not BindingKind.IMPORT for b in bindings)
     self_name = frame.self_parameter()
-    return (
-        self_name is not None
-        and isinstance(func, cst.Attribute)
-        and isinstance(func.value, cst.Name)
-        and func.value.value == self_name
-    )
+    return self_name is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == self_name
