@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.analyses.end_resets import end_resets
 from ckptlint.checkpoint.analyses.outer_state import (
     OuterWrite,
     Owner,
@@ -62,8 +63,10 @@ def outer_writes(region: Region) -> list[OuterWrite]:
 
     Not reported: writes under a recompute-phase predicate (``if not is_recomputing():``,
     :data:`~ckptlint.facts.phases.RECOMPUTE_PHASE_PREDICATES`: they run in one phase only, by design),
-    pushes and pops that balance within the region (:func:`balanced_calls`), and RNG-tracker
-    bookkeeping when the site's API saves and restores the tracker around the recompute."""
+    pushes and pops that balance within the region (:func:`balanced_calls`), RNG-tracker
+    bookkeeping when the site's API saves and restores the tracker around the recompute, and
+    statistics the region resets to a constant after writing them
+    (:func:`~ckptlint.checkpoint.analyses.end_resets.end_resets`)."""
     found: list[OuterWrite] = []
     functions = {id(frame.function) for frame in region.frames}
     balanced = balanced_calls(region)
@@ -82,7 +85,8 @@ def outer_writes(region: Region) -> list[OuterWrite]:
             and not after_last_saved(frame, w.node, early_stop)
         ]
     fresh = _fresh_targets(region)
-    return [w for w in found if not _all_fresh(w, fresh)]
+    resets = end_resets(region)
+    return [w for w in found if not _all_fresh(w, fresh) and not resets.covers(w)]
 
 def _stops_early(region: Region) -> bool:
     """Whether the site runs the non-reentrant variant of an API that stops early
