@@ -30,8 +30,18 @@ What is recognised: ``forward(ctx, ..., P, ...)`` stores its parameter ``P`` on 
 runs ``P`` or its elements (a ``for`` loop over ``P``, ``enumerate``/``reversed``/slices of
 it, or a tuple unpacking of it); ``backward`` takes the stored value from ``ctx`` (directly
 or through a local name) and, for its elements, calls either a method ``M`` that some class
-of the module defines with ``torch.enable_grad()`` in its body (the block's own
-``backward_pass``), or the element itself inside ``with torch.enable_grad()``.
+of the module defines and that runs a part of its block under ``torch.enable_grad()`` (the
+block's own ``backward_pass``), or the element itself inside ``with torch.enable_grad()``.
+
+- karttikeya/minREV ``fast_rev.py`` (PaReprop, commit b0d95f2): ``FastRevBackProp(RevBackProp)``
+  overrides only ``backward`` and inherits ``forward`` from ``rev.py``; it takes
+  ``layer = layers[-1]`` and, per step, ``for i, (this_layer, next_layer) in
+  enumerate(zip(layers[1:][::-1], layers[:-1][::-1]))``, re-running blocks through
+  ``FineReversibleBlock.backward_pass_recover`` (``self.G(Y_1)`` and ``self.F(X_2)`` under
+  ``torch.enable_grad()``) while ``backward_pass_grads`` only calls ``.backward`` on tensors
+  it is handed. ``revswin.py`` has the same subclass next to its base. The caller
+  (:mod:`ckptlint.checkpoint.sites.homemade`) hands such a class's bases to
+  :func:`reversible_shape`.
 """
 
 from __future__ import annotations
@@ -292,10 +302,13 @@ def _runs_self_with_grad(method: cst.FunctionDef) -> bool:
         return False
     owner = params[0]
 
-    def runs_self(node: cst.CSTNode) -> bool:
-        return isinstance(node, cst.Call) and (
-            _is_attr(node.func, owner) or (isinstance(node.func, cst.Name) and node.func.value == owner)
-        )
+    def runs_self(node: cst.CSTNode) -> bool:  # self(x), self.G(y), self.f.forward(y)
+        if not isinstance(node, cst.Call):
+            return False
+        func = node.func
+        while isinstance(func, cst.Attribute):
+            func = func.value
+        return isinstance(func, cst.Name) and func.value == owner
 
     stack: list[tuple[cst.CSTNode, bool]] = [(method.body, False)]
     statement_switch = False  # torch.set_grad_enabled(True) as a statement: the rest of the method
