@@ -187,10 +187,19 @@ _gc_keyword = KeywordSearch("gradient_checkpointing").search
 _ac_keyword = KeywordSearch("activation_checkpointing").search  # transformers 5.24's name of the switch
 
 
+# ``def backward(ctx, ...)``: a subclass of an ``autograd.Function`` of another module.
+_CTX_BACKWARD = re.compile(rb"def[ \t]+backward[ \t]*\([ \t]*ctx\b")
+
+
 def _home_made(raw: bytes) -> bool:
     """A ``torch.autograd.Function`` that may re-run a stored callable in ``backward``
-    (CKP104/CKP105 judge the implementation)."""
-    return b"Function" in raw and b"enable_grad" in raw and b"backward" in raw
+    (CKP104/CKP105 judge the implementation), or a subclass of one that overrides
+    ``backward``."""
+    return (
+        b"enable_grad" in raw
+        and b"backward" in raw
+        and (b"Function" in raw or _CTX_BACKWARD.search(raw) is not None)
+    )
 
 
 def file_may_have_findings(raw: bytes, path: str) -> bool:

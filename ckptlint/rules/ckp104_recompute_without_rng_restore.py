@@ -80,7 +80,7 @@ class RecomputeWithoutRngRestore(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        found = home_made(ctx.analysis.model)
+        found = home_made(ctx.analysis.model, ctx.analysis.project)
         for implementation in found.implementations.values():
             if implementation.restores_rng:
                 continue

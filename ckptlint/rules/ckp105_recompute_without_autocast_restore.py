@@ -52,7 +52,7 @@ class RecomputeWithoutAutocastRestore(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        found = home_made(ctx.analysis.model)
+        found = home_made(ctx.analysis.model, ctx.analysis.project)
         for implementation in found.implementations.values():
             if implementation.restores_autocast:
                 continue

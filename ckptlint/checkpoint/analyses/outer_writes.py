@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.checkpoint.analyses.end_resets import end_resets
 from ckptlint.checkpoint.analyses.outer_state import (
     OuterWrite,
     Owner,
@@ -40,11 +41,12 @@ from ckptlint.checkpoint.analyses.write_exemptions import (
     written_once,
 )
 from ckptlint.checkpoint.evaluator.denotations import ClassInfo
-from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.evaluator.region import MAX_DEPTH, Frame, Region
 from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.assignments import assignments
 from ckptlint.semantic.bindings import (
     MUTATING_METHODS,
+    Binding,
     Scope,
     ScopeKind,
 )
@@ -62,8 +64,10 @@ def outer_writes(region: Region) -> list[OuterWrite]:
 
     Not reported: writes under a recompute-phase predicate (``if not is_recomputing():``,
     :data:`~ckptlint.facts.phases.RECOMPUTE_PHASE_PREDICATES`: they run in one phase only, by design),
-    pushes and pops that balance within the region (:func:`balanced_calls`), and RNG-tracker
-    bookkeeping when the site's API saves and restores the tracker around the recompute."""
+    pushes and pops that balance within the region (:func:`balanced_calls`), RNG-tracker
+    bookkeeping when the site's API saves and restores the tracker around the recompute, and
+    statistics the region resets to a constant after writing them
+    (:func:`~ckptlint.checkpoint.analyses.end_resets.end_resets`)."""
     found: list[OuterWrite] = []
     functions = {id(frame.function) for frame in region.frames}
     balanced = balanced_calls(region)
@@ -82,7 +86,8 @@ def outer_writes(region: Region) -> list[OuterWrite]:
             and not after_last_saved(frame, w.node, early_stop)
         ]
     fresh = _fresh_targets(region)
-    return [w for w in found if not _all_fresh(w, fresh)]
+    resets = end_resets(region)
+    return [w for w in found if not _all_fresh(w, fresh) and not resets.covers(w)]
 
 def _stops_early(region: Region) -> bool:
     """Whether the site runs the non-reentrant variant of an API that stops early
@@ -373,11 +378,64 @@ def _target_write(frame: Frame, scope: Scope | None, target: cst.BaseExpression,
         base = base_name(target)
         if base is None or shape_bookkeeping(node):
             return None
-        kind, _ = owner_of(frame, base, target)
+        kind, bindings = owner_of(frame, base, target)
+        verb = "augments" if isinstance(node, cst.AugAssign) else "assigns"
         if kind in (Owner.OUTER, Owner.SELF):
-            verb = "augments" if isinstance(node, cst.AugAssign) else "assigns"
             return f"{verb} `{frame_text(frame, target)}`, {describe(kind, base)}"
+        if kind is Owner.PARAMETER and _fixed_slot(frame, target):
+            origin = _handed_in(frame, base, bindings)
+            if origin is not None:
+                return f"{verb} `{frame_text(frame, target)}` of {origin}"
     return None
+
+
+def _fixed_slot(frame: Frame, target: cst.BaseExpression) -> bool:
+    """``cache["padding"]``, ``cache.state``: one slot of an object, the same on every call
+    (an item with a computed key, ``x[mask]``, is left to the tensor code it usually is)."""
+    if isinstance(target, cst.Attribute):
+        return True
+    if not isinstance(target, cst.Subscript) or len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+        return False
+    return literal_value(target.slice[0].slice.value, frame.analysis.model) is not NOT_LITERAL
+
+
+def _handed_in(frame: Frame, name: str, bindings: list[Binding]) -> str | None:
+    """For the parameter ``name`` of ``frame``: what outside the region the object it holds
+    comes from, followed up the calls that handed it down (``self.conv1(h,
+    cache=layer_cache["conv1"])`` in a frame whose ``layer_cache`` the checkpoint call
+    passes); ``None`` when the region made it (a local of a caller), when it is a ``*args`` /
+    ``**kwargs`` container made for the call, or when the call that bound it is not known."""
+    current, handed = frame, name
+    for _ in range(MAX_DEPTH + 1):
+        binding = next((b for b in bindings if current.is_parameter(b)), None)
+        if binding is None or _star_parameter(current, binding):
+            return None
+        if current.caller is None:
+            return f"the object that the checkpoint call passes as `{handed}`" if handed == name else (
+                f"the object that the checkpoint call passes as `{handed}` (handed down as `{name}`)"
+            )
+        bound = current.ctx.env.get(binding)
+        caller = current.caller
+        if bound is None or bound[1] is not caller.ctx:
+            return None
+        expr = bound[0]
+        base = base_name(expr)
+        if base is None:
+            return None
+        kind, bindings = owner_of(caller, base, expr)
+        if kind in (Owner.SELF, Owner.OUTER):
+            owner = "the module's" if kind is Owner.SELF else "the outer object"
+            return f"{owner} `{frame_text(caller, expr)}` (handed down as `{name}` by `{caller.via}`)"
+        if kind is not Owner.PARAMETER:
+            return None
+        current, handed = caller, base
+    return None
+
+
+def _star_parameter(frame: Frame, binding: Binding) -> bool:
+    function = frame.function
+    params = function.params
+    return any(isinstance(p, cst.Param) and p is binding.node for p in (params.star_arg, params.star_kwarg))
 
 
 def _installed_from_outside(info: ClassInfo | None, owner: cst.BaseExpression, self_name: str | None) -> bool:

@@ -213,11 +213,26 @@ def _local_setter(call: cst.Call, model: SemanticModel) -> bool:
     return False
 
 def constant_write(frame: Frame, node: cst.CSTNode) -> bool:
-    """Whether ``node`` assigns a literal constant (``None``, a bool, a number, a string)."""
+    """Whether ``node`` assigns a constant: a literal (``None``, a bool, a number, a string)
+    or an empty container (``[]``, ``{}``, ``list()``: a new one on every run, equal to the
+    last)."""
     value = getattr(node, "value", None)
     if not isinstance(node, (cst.Assign, cst.AnnAssign)) or value is None:
         return False
-    return literal_value(value, frame.analysis.model) is not NOT_LITERAL
+    return constant_key(value, frame.analysis.model) is not None
+
+#: Calls that build an empty container: ``list()`` is as constant as ``[]``.
+_EMPTY_CONSTRUCTORS = frozenset({"list", "dict", "set", "tuple"})
+
+def constant_key(value: cst.BaseExpression, model: SemanticModel) -> object | None:
+    """What constant ``value`` denotes, as a key that compares equal for equal constants
+    (literals by their value, empty containers by their kind), or ``None``."""
+    if isinstance(value, (cst.List, cst.Dict, cst.Set, cst.Tuple)) and not value.elements:
+        return ("empty", type(value).__name__)
+    if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Name) and value.func.value in _EMPTY_CONSTRUCTORS:
+        return ("empty", value.func.value.capitalize())
+    literal = literal_value(value, model)
+    return None if literal is NOT_LITERAL else ("literal", literal)
 
 #: Tensor methods ``f`` with ``f(f(t, *a), *a) == f(t, *a)``: converting twice with the same
 #: arguments gives what converting once gave.

@@ -43,6 +43,9 @@ class Frame:
         ctx: its evaluation context (module, ``self`` class, bound arguments).
         depth: 0 for the checkpointed callable, +1 for each call below it.
         via: how it was reached, for messages (``"Block.forward"``).
+        caller, invocation: the frame whose call first reached this one and that call
+            (``None`` for the checkpointed callable); a function called from several
+            places is one frame, reached first from these.
     """
 
     function: cst.FunctionDef | cst.Lambda
@@ -50,6 +53,8 @@ class Frame:
     depth: int
     via: str
     builder: BranchDecider | None = None
+    caller: Frame | None = None
+    invocation: cst.Call | None = None
     _decisions: dict[int, bool | None] = field(default_factory=dict, repr=False)
     #: The nodes walked so far (in walk order) and the walk producing the rest (``None``
     #: once it is exhausted): every rule walks the frames of every region, and the walk

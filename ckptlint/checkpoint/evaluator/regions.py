@@ -288,7 +288,7 @@ class RegionBuilder:
                     frame_ctx = bind_arguments(value, item.args, item.caller)
                 else:
                     frame_ctx = replace_ctx(frame_ctx, open_call=True)  # called with arguments not seen
-                frame = Frame(value.node, frame_ctx, item.depth, item.via, self)
+                frame = Frame(value.node, frame_ctx, item.depth, item.via, self, item.frame, item.invocation)
                 region.frames.append(frame)
                 if item.depth >= MAX_DEPTH:
                     region.cut_calls += [

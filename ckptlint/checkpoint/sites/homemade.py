@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -40,7 +41,13 @@ from ckptlint.semantic.bindings import Assigned, BindingKind
 from ckptlint.semantic.model import SemanticModel
 from ckptlint.semantic.syntax import class_methods, last_name, own_nodes, positional_parameters
 
+if TYPE_CHECKING:
+    from ckptlint.semantic.analysis import ModuleLoader
+
 __all__ = ["Helper", "HomeMade", "Implementation", "home_made"]
+
+#: Classes followed up from a subclass to its ``autograd.Function`` base.
+_MAX_BASE_HOPS = 3
 
 # Callee names (last part, lower case) that save or restore an RNG state.
 
@@ -95,23 +102,28 @@ class HomeMade:
     helpers: dict[str, Helper] = field(default_factory=dict)
 
 
-def home_made(model: SemanticModel) -> HomeMade:
+def home_made(model: SemanticModel, loader: ModuleLoader | None = None) -> HomeMade:
     """Home-made implementations and helpers defined in the module of ``model`` (found once,
-    kept in the model's memo)."""
-    found = model.memo.get("home_made")
+    kept in the model's memo). With ``loader`` (the linted tree), a class whose
+    ``autograd.Function`` base is in a module this one imports is read with that base's
+    methods."""
+    key = "home_made" if loader is None else "home_made/tree"
+    found = model.memo.get(key)
     if found is None:
-        found = model.memo["home_made"] = _find(model)
+        found = model.memo[key] = _find(model, loader)
     return found  # type: ignore[return-value]
 
 
-def _find(model: SemanticModel) -> HomeMade:
+def _find(model: SemanticModel, loader: ModuleLoader | None) -> HomeMade:
     out = HomeMade()
     for node, scope in model.scope_of_definition.items():
         if not isinstance(node, cst.ClassDef):
             continue
-        if not any(model.qualified_names(base.value) & AUTOGRAD_FUNCTION_BASES for base in node.bases):
-            continue
-        implementation = _implementation(node, scope.qualname, model) or _reversible(node, scope.qualname, model)
+        if any(model.qualified_names(base.value) & AUTOGRAD_FUNCTION_BASES for base in node.bases):
+            implementation = _implementation(node, scope.qualname, model) or _reversible(node, scope.qualname, model)
+        else:
+            bases = _function_bases(node, model, loader, 0)
+            implementation = _reversible(node, scope.qualname, model, bases) if bases else None
         if implementation is not None:
             out.implementations[_qualified(model, scope.qualname)] = implementation
     if out.implementations:
@@ -234,10 +246,53 @@ def _implementation(node: cst.ClassDef, qualname: str, model: SemanticModel) -> 
     return implementation
 
 
-def _reversible(node: cst.ClassDef, qualname: str, model: SemanticModel) -> Implementation | None:
+def _function_bases(
+    node: cst.ClassDef, model: SemanticModel, loader: ModuleLoader | None, hops: int
+) -> list[tuple[cst.ClassDef, cst.Module]]:
+    """The classes from ``node`` up to a direct subclass of ``autograd.Function`` (nearest
+    first, with their modules): bases of this module or of a module of the tree that this one
+    imports them from (``from rev import RevBackProp``); empty when no base leads there."""
+    if hops >= _MAX_BASE_HOPS:
+        return []
+    for base in node.bases:
+        for qualified in sorted(model.qualified_names(base.value)):
+            found = _class_named(qualified, model, loader)
+            if found is None:
+                continue
+            base_node, base_model = found
+            if any(base_model.qualified_names(b.value) & AUTOGRAD_FUNCTION_BASES for b in base_node.bases):
+                return [(base_node, base_model.module)]
+            above = _function_bases(base_node, base_model, loader, hops + 1)
+            if above:
+                return [(base_node, base_model.module), *above]
+    return []
+
+
+def _class_named(
+    qualified: str, model: SemanticModel, loader: ModuleLoader | None
+) -> tuple[cst.ClassDef, SemanticModel] | None:
+    module, _, name = qualified.rpartition(".")
+    if module != model.module_name:
+        if loader is None or not module or module.split(".")[0] in ("torch", "builtins"):
+            return None
+        if loader.file_for_module(module) is None:
+            return None
+        analysis = loader.analysis_for_names(module, [name])
+        if analysis is None:
+            return None
+        model = analysis.model
+    for binding in model.module_scope.bindings.get(name, ()):
+        if binding.kind is BindingKind.CLASS and isinstance(binding.node, cst.ClassDef):
+            return binding.node, model
+    return None
+
+
+def _reversible(
+    node: cst.ClassDef, qualname: str, model: SemanticModel, bases: list[tuple[cst.ClassDef, cst.Module]] | None = None
+) -> Implementation | None:
     """A reversible-network recompute (:mod:`ckptlint.checkpoint.sites.reversible`) as an
     implementation whose sites recompute the blocks passed to ``apply``."""
-    shape = reversible_shape(node, model.module)
+    shape = reversible_shape(node, model.module, bases or ())
     if shape is None:
         return None
     qualified = _qualified(model, qualname)

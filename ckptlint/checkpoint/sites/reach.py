@@ -70,7 +70,7 @@ class Recogniser:
         self.model = model
         self.project = project
         self.path = Path(os.path.abspath(path)) if path else None
-        self._home = home_made(model)
+        self._home = home_made(model, project)
         self._stars: list[str] | None = None
 
     def api_of_call(self, call: cst.Call, names: frozenset[str]) -> CheckpointApi | None:
@@ -267,7 +267,7 @@ def _external(qualified: str, project: ModuleLoader, hops: int) -> CheckpointApi
             return None
         model = analysis.model
         rest = parts[cut:]
-        found = home_made(model)
+        found = home_made(model, project)
         own = model.module_name or module  # a namespace package's module names itself shorter
         if rest[-1] == "apply" and len(rest) == 2:
             implementation = found.implementations.get(f"{own}.{rest[0]}")

@@ -30,13 +30,23 @@ What is recognised: ``forward(ctx, ..., P, ...)`` stores its parameter ``P`` on 
 runs ``P`` or its elements (a ``for`` loop over ``P``, ``enumerate``/``reversed``/slices of
 it, or a tuple unpacking of it); ``backward`` takes the stored value from ``ctx`` (directly
 or through a local name) and, for its elements, calls either a method ``M`` that some class
-of the module defines with ``torch.enable_grad()`` in its body (the block's own
-``backward_pass``), or the element itself inside ``with torch.enable_grad()``.
+of the module defines and that runs a part of its block under ``torch.enable_grad()`` (the
+block's own ``backward_pass``), or the element itself inside ``with torch.enable_grad()``.
+
+- karttikeya/minREV ``fast_rev.py`` (PaReprop, commit b0d95f2): ``FastRevBackProp(RevBackProp)``
+  overrides only ``backward`` and inherits ``forward`` from ``rev.py``; it takes
+  ``layer = layers[-1]`` and, per step, ``for i, (this_layer, next_layer) in
+  enumerate(zip(layers[1:][::-1], layers[:-1][::-1]))``, re-running blocks through
+  ``FineReversibleBlock.backward_pass_recover`` (``self.G(Y_1)`` and ``self.F(X_2)`` under
+  ``torch.enable_grad()``) while ``backward_pass_grads`` only calls ``.backward`` on tensors
+  it is handed. ``revswin.py`` has the same subclass next to its base. The caller
+  (:mod:`ckptlint.checkpoint.sites.homemade`) hands such a class's bases to
+  :func:`reversible_shape`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeGuard
 
@@ -75,10 +85,19 @@ class ReversibleShape:
     restores_autocast: bool
 
 
-def reversible_shape(node: cst.ClassDef, module: cst.Module) -> ReversibleShape | None:
+def reversible_shape(
+    node: cst.ClassDef, module: cst.Module, bases: Sequence[tuple[cst.ClassDef, cst.Module]] = ()
+) -> ReversibleShape | None:
     """The reversible recompute of the ``autograd.Function`` subclass ``node`` (a class of
-    ``module``), or ``None`` when it is not one."""
-    methods = class_methods(node)
+    ``module``), or ``None`` when it is not one. ``bases``: the classes ``node`` inherits
+    from (nearest first) with their modules, when it is not itself a direct subclass of
+    ``Function``: a method ``node`` does not define is theirs (minREV's ``FastRevBackProp``
+    overrides only ``backward`` and inherits ``forward`` from ``RevBackProp`` of another
+    module), and their modules' blocks may define the method that re-runs a block."""
+    methods: dict[str, cst.FunctionDef] = {}
+    for base, _ in reversed(bases):
+        methods |= class_methods(base)
+    methods |= class_methods(node)
     forward, backward = methods.get("forward"), methods.get("backward")
     if forward is None or backward is None:
         return None
@@ -97,6 +116,9 @@ def reversible_shape(node: cst.ClassDef, module: cst.Module) -> ReversibleShape 
     bctx = backward_params[0]
     holders = {attr: _holders(backward, bctx, attr) for attr in run}
     recomputing = _recomputing_methods(module)
+    for _, base_module in bases:
+        for name, found in _recomputing_methods(base_module).items():
+            recomputing.setdefault(name, []).extend(m for m in found if m not in recomputing[name])
     for attr, names in holders.items():
         elements = _elements(backward, bctx, attr, names)
         reruns, method = _reruns(backward, elements, recomputing)
@@ -156,27 +178,67 @@ def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
             return expr
 
 
-def _loop_element(target: cst.BaseAssignTargetExpression) -> str | None:
-    if isinstance(target, cst.Name):
-        return target.value
-    if isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name):
-        return target.elements[1].value.value  # for i, block in enumerate(blocks)
-    return None
+def _loop_elements(
+    target: cst.BaseExpression, iterated: cst.BaseExpression, is_source: Callable[[cst.BaseExpression], bool]
+) -> set[str]:
+    """The names ``for TARGET in ITERATED`` binds to elements of the collection ``is_source``
+    recognises: ``for block in blocks[::-1]``, ``for i, block in enumerate(...)``, and
+    ``for i, (this, next) in enumerate(zip(layers[1:][::-1], layers[:-1][::-1]))`` (minREV's
+    PaReprop, two neighbouring blocks per step)."""
+    while True:
+        if isinstance(iterated, cst.Subscript) and all(isinstance(e.slice, cst.Slice) for e in iterated.slice):
+            iterated = iterated.value  # blocks[::-1]
+        elif _called(iterated, "reversed", "list", "tuple", "iter"):
+            iterated = iterated.args[0].value
+        else:
+            break
+    elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
+    if _called(iterated, "enumerate"):
+        if elements is None or len(elements) != 2:
+            return set()
+        return _loop_elements(elements[1].value, iterated.args[0].value, is_source)
+    if _called(iterated, "zip"):
+        if elements is None or len(elements) != len(iterated.args):
+            return set()
+        return {n for e, a in zip(elements, iterated.args, strict=True) for n in _loop_elements(e.value, a.value, is_source)}
+    if isinstance(target, cst.Name) and is_source(_unwrapped(iterated)):
+        return {target.value}
+    return set()
+
+
+def _called(expr: cst.BaseExpression, *names: str) -> TypeGuard[cst.Call]:
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Name)
+        and expr.func.value in names
+        and bool(expr.args)
+        and all(a.star == "" and a.keyword is None for a in expr.args)
+    )
+
+
+def _indexed(expr: cst.BaseExpression, is_source: Callable[[cst.BaseExpression], bool]) -> bool:
+    """``layers[-1]``, ``layers[::-1][0]``: one element of the collection."""
+    return (
+        isinstance(expr, cst.Subscript)
+        and len(expr.slice) == 1
+        and isinstance(expr.slice[0].slice, cst.Index)
+        and is_source(_unwrapped(expr.value))
+    )
 
 
 def _element_names(function: cst.FunctionDef, is_source: Callable[[cst.BaseExpression], bool]) -> set[str]:
-    """Names bound to elements of the collection ``is_source`` recognises: ``for`` targets
-    and tuple unpackings."""
+    """Names bound to elements of the collection ``is_source`` recognises: ``for`` targets,
+    tuple unpackings and one element taken by index (``layer = layers[-1]``)."""
     names: set[str] = set()
     for node in own_nodes(function):
-        if isinstance(node, cst.For) and is_source(_unwrapped(node.iter)):
-            element = _loop_element(node.target)
-            if element is not None:
-                names.add(element)
+        if isinstance(node, cst.For):
+            names |= _loop_elements(node.target, node.iter, is_source)
         elif isinstance(node, cst.Assign) and is_source(node.value):
             for target in node.targets:
                 if isinstance(target.target, (cst.Tuple, cst.List)):
                     names |= {e.value.value for e in target.target.elements if isinstance(e.value, cst.Name)}
+        elif isinstance(node, cst.Assign) and _indexed(node.value, is_source):
+            names |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
     return names
 
 
@@ -220,15 +282,48 @@ def _is_true(expr: cst.BaseExpression) -> bool:
 
 
 def _recomputing_methods(module: cst.Module) -> dict[str, list[cst.FunctionDef]]:
-    """Methods of the module's classes that enable grad in their body, by name."""
+    """Methods of the module's classes that run a part of their block (``self.G(Y_1)``,
+    ``self(x)``) inside ``with torch.enable_grad()``, by name. A method that only calls
+    ``.backward`` on tensors it is handed there (PaReprop's ``backward_pass_grads``) re-runs
+    nothing."""
     found: dict[str, list[cst.FunctionDef]] = {}
     for statement in module.body:
         if not isinstance(statement, cst.ClassDef):
             continue
         for name, method in class_methods(statement).items():
-            if name != "forward" and any(_enables_grad(n) for n in own_nodes(method)):
+            if name != "forward" and _runs_self_with_grad(method):
                 found.setdefault(name, []).append(method)
     return found
+
+
+def _runs_self_with_grad(method: cst.FunctionDef) -> bool:
+    params = positional_parameters(method)
+    if not params:
+        return False
+    owner = params[0]
+
+    def runs_self(node: cst.CSTNode) -> bool:  # self(x), self.G(y), self.f.forward(y)
+        if not isinstance(node, cst.Call):
+            return False
+        func = node.func
+        while isinstance(func, cst.Attribute):
+            func = func.value
+        return isinstance(func, cst.Name) and func.value == owner
+
+    stack: list[tuple[cst.CSTNode, bool]] = [(method.body, False)]
+    statement_switch = False  # torch.set_grad_enabled(True) as a statement: the rest of the method
+    while stack:
+        node, grad = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.With) and any(_enables_grad(item.item) for item in node.items):
+            grad = True
+        elif isinstance(node, cst.Expr) and _enables_grad(node.value):
+            statement_switch = True
+        if runs_self(node) and (grad or statement_switch):
+            return True
+        stack.extend(reversed([(child, grad) for child in children(node)]))  # source order
+    return False
 
 
 def _reruns(
