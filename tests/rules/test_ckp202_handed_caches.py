@@ -99,10 +99,12 @@ def test_a_cache_slot_the_region_reads_back_is_reported_where_it_is_written() ->
     assert [(r, c) for r, c, _ in found] == [(_row(KVAE, 'cache["padding"] = torch.clone('), "CKP202")]
     message = found[0][2]
     assert (
-        "it assigns `cache[\"padding\"]` of the object that the checkpoint call passes as `layer_cache` "
+        'it assigns `cache["padding"]` of the object that the checkpoint call passes as `layer_cache` '
         "(handed down as `cache`), which runs again during backward" in message
     )
-    assert message.endswith("this code runs only when `torch.is_grad_enabled()` and `self.gradient_checkpointing`")
+    assert message.endswith(
+        "this code runs only when `self.gradient_checkpointing` is true (it defaults to `False`) and `torch.is_grad_enabled()`"
+    )
 
 
 def test_a_slot_set_once_to_a_constant_is_not_reported() -> None:
@@ -150,7 +152,7 @@ def test_a_cache_handed_down_from_module_state_is_reported() -> None:
     found = located(source, ["CKP202"], messages=True)
     assert [(r, c) for r, c, _ in found] == [(_row(source, 'cache["padding"] = torch.clone('), "CKP202")]
     assert (
-        "assigns `cache[\"padding\"]` of the module's `self.conv_cache` (handed down as `cache` by "
+        'assigns `cache["padding"]` of the module\'s `self.conv_cache` (handed down as `cache` by '
         "`CachedResnetBlock3D.forward`)" in found[0][2]
     )
 
