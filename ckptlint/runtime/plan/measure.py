@@ -134,7 +134,7 @@ class Measurement:
         shared_bytes: storages met in two or more blocks, bytes (in ``rest_bytes``).
         rest_bytes: ``step_peak_bytes`` minus every block's ``saved_bytes``, plus shared inputs
             no block saves: what the step holds besides the blocks' own activations, bytes.
-        counted_step_s: the counted step (hooks; on the CPU the backward under the tracker), seconds.
+        counted_step_s: the counted step, with the planner's hooks, seconds.
         rerun_s: the lone reruns of blocks of small timing groups, seconds; reruns: how many.
         warmup_s: the plain warm-up step before the counted one (devices with memory statistics), seconds.
         measure_s: wall time of the whole measurement, seconds.
