@@ -27,9 +27,9 @@ blocks, and no dispatch mode runs, so the forward runs at its own speed:
   attribute of its modules (numbers, strings, lengths of lists and dicts).
 * **random draws**: the state of every generator a block can draw from whose draws checkpoint
   might not replay is compared before and after each call: the default generators of an
-  initialised accelerator, ``torch.Generator`` objects among its arguments, in its modules' attributes
-  (through lists, tuples and dicts) and in the globals and closures its modules' ``forward``
-  names, Python's ``random`` and NumPy's global generator. A draw is judged as
+  initialised accelerator, ``torch.Generator`` objects among its arguments, in its modules'
+  attributes (through lists, tuples and dicts) and in the globals and closures its modules'
+  ``forward`` names, Python's ``random`` and NumPy's global generator. A draw is judged as
   :func:`ckptlint.runtime.audit_rng` judges an op on that generator
   (:func:`~ckptlint.runtime.rng_audit.classify_random_op` with the
   :func:`~ckptlint.runtime.rng_audit.stash_plan` of the block's positional inputs). A generator
@@ -39,12 +39,16 @@ blocks, and no dispatch mode runs, so the forward runs at its own speed:
 **The step's peak**: on CUDA and accelerators with memory statistics, ``max_memory_allocated``
 above the memory allocated before the counted step, after one plain warm-up step (first-use
 allocations such as cuBLAS workspaces are not step memory; that step also copies the inputs
-for the reruns). On the CPU, the op-level peak of the backward: the storages the forward
-left for backward (every saved tensor's, and the output's and loss's) are counted from the
-forward, and the backward runs under :class:`ckptlint.runtime.memory.OpPeakTracker`, which adds
-every storage an op makes and drops each one when it is freed. Temporaries the forward frees
-before backward, and tensors a forward keeps elsewhere (module attributes, attributes of a
-custom ``autograd.Function``'s ``ctx``), are not in it.
+for the reruns). On the CPU, :class:`~ckptlint.runtime.plan.watch.LiveBytes`: the storages the
+forward leaves for backward (every saved tensor's, the output's and the loss's), then each
+gradient an autograd node of the backward returns (node hooks, no dispatch mode), each
+counted until its storage is freed; the peak is taken at the end of each node (its saved
+tensors and its incoming and outgoing gradients still held). On the evaluation models this
+equals the op-level peak of :func:`ckptlint.runtime.measure`, except where a temporary the
+forward frees before backward outgrows the backward's peak; tensors a forward keeps elsewhere
+(module attributes, attributes of a custom ``autograd.Function``'s ``ctx``) and temporaries
+inside a node are not in it either. :meth:`~ckptlint.runtime.plan.CheckpointPlan.verify`
+measures the op-level peak.
 
 The measurement's own cost is reported: its wall time, the counted step's and the reruns'
 seconds, and the time spent inside its hooks. Gradients, buffers, every global RNG and the
