@@ -157,11 +157,11 @@ def plan_checkpointing(
     """Choose the blocks of ``model`` to checkpoint so one training step's activation peak fits
     ``budget``, at the least recompute time.
 
-    Runs one counted training step and one timed forward of ``model`` on ``inputs``, and blocks
-    of a structure met fewer than ``repeats`` times alone again for more time samples (on CUDA
-    and accelerators with memory statistics one plain warm-up step first; see
-    :mod:`ckptlint.runtime.plan.measure`), and solves the memory model of
-    :mod:`ckptlint.runtime.plan.solve`.
+    Runs one counted training step of ``model`` on ``inputs`` (bytes, times, safety and the
+    step's peak from the same step), then blocks of a structure met fewer than ``repeats`` times
+    alone again for more time samples (on CUDA and accelerators with memory statistics one
+    plain warm-up step first; see :mod:`ckptlint.runtime.plan.measure`), and solves the memory
+    model of :mod:`ckptlint.runtime.plan.solve`.
     Parameters and their gradients are not part of the budget: it bounds what the step holds
     on top of them (activations, their gradients, temporaries).
 
