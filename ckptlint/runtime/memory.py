@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -54,7 +53,16 @@ if TYPE_CHECKING:
 
 from .states import accelerator_type, capture_rng, restore_rng
 
-__all__ = ["MemoryReport", "StepMeasurement", "compare_memory", "default_device", "format_bytes", "measure"]
+__all__ = [
+    "MemoryReport",
+    "StepMeasurement",
+    "compare_memory",
+    "default_device",
+    "format_bytes",
+    "has_memory_stats",
+    "measure",
+    "step_memory_rise",
+]
 
 
 def default_device() -> torch.device:
@@ -109,6 +117,20 @@ class _SavedTensorCounter:
         return t
 
 
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors of an op's argument or result: a tensor, or (nested) tuples and lists of them."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    out: list[torch.Tensor] = []
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            if isinstance(v, torch.Tensor):
+                out.append(v)
+            elif isinstance(v, (tuple, list)):
+                out += _tensors(v)
+    return out
+
+
 class _OpPeakTracker(TorchDispatchMode):
     """Running total of bytes held by storages that ops create; its maximum is the op peak."""
 
@@ -121,38 +143,32 @@ class _OpPeakTracker(TorchDispatchMode):
     def _freed(self, key: Any) -> None:
         self.current -= self.live.pop(key, 0)
 
-    @staticmethod
-    def _key(t: torch.Tensor) -> tuple[Any, int, int] | None:
-        try:
-            storage = t.untyped_storage()
-            return (str(t.device), storage.data_ptr()), storage.nbytes(), 0
-        except Exception:  # noqa: BLE001 - tensors without a storage (some subclasses)
-            return None
-
     def __torch_dispatch__(
         self, func: OpOverload, types: Collection[type], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         out = func(*args, **(kwargs or {}))
-        # views and in-place results share an input's storage: nothing new was allocated
-        inputs = set()
-        for a in tree_leaves((args, kwargs)):
-            if isinstance(a, torch.Tensor):
-                k = self._key(a)
-                if k is not None:
-                    inputs.add(k[0])
-        for t in tree_leaves(out):
-            if not isinstance(t, torch.Tensor):
-                continue
+        inputs: set[Any] | None = None
+        for t in _tensors(out):
             try:
                 storage = t.untyped_storage()
                 ptr = storage.data_ptr()
             except Exception:  # noqa: BLE001 - tensors without a storage (some subclasses)
                 continue
-            key = (str(t.device), ptr)
-            if ptr == 0 or key in self.live or key in inputs:
+            key = (t.device, ptr)
+            if ptr == 0 or key in self.live:
                 continue
-            self.live[key] = storage.nbytes()
-            self.current += storage.nbytes()
+            if inputs is None:  # views and in-place results share an input's storage: nothing new was allocated
+                inputs = set()
+                for a in _tensors(args) + (_tensors(list(kwargs.values())) if kwargs else []):
+                    try:
+                        inputs.add((a.device, a.untyped_storage().data_ptr()))
+                    except Exception:  # noqa: BLE001 - tensors without a storage (some subclasses)
+                        continue
+            if key in inputs:
+                continue
+            nbytes = storage.nbytes()
+            self.live[key] = nbytes
+            self.current += nbytes
             self.peak = max(self.peak, self.current)
             weakref.finalize(storage, self._freed, key)
         return out
@@ -268,6 +284,19 @@ class _Runner:
             return counter
         counter.op_peak = tracker.peak
         return counter
+
+
+def has_memory_stats(device: str | torch.device) -> bool:
+    """Whether ``device`` reports allocated memory (CUDA, accelerators with a memory API; not the CPU)."""
+    return _memory_api(torch.device(device)) is not None
+
+
+def step_memory_rise(step_fn: Callable[[], Any], device: str | torch.device) -> tuple[float, int | None]:
+    """Run ``step_fn`` once on ``device``: its seconds, and how far allocated memory rose above
+    the level before it (``max_memory_allocated`` after ``reset_peak_memory_stats``, minus
+    ``memory_allocated`` before), bytes; None where the device has no memory statistics."""
+    seconds, _, rise = _Runner(device).timed(step_fn)
+    return seconds, rise
 
 
 def _result(device: torch.device, runs: list[tuple[float, int | None, int | None]], counter: _SavedTensorCounter) -> StepMeasurement:

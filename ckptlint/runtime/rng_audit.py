@@ -41,7 +41,15 @@ from .pyglobals import watch_state
 from .states import capture_rng, numpy_states_equal, restore_rng
 from .targets import Isolated
 
-__all__ = ["RngRecord", "StashPlan", "audit_rng", "stash_plan"]
+__all__ = [
+    "NUMPY_RANDOM_RECORD",
+    "PYTHON_RANDOM_RECORD",
+    "RngRecord",
+    "StashPlan",
+    "audit_rng",
+    "classify_random_op",
+    "stash_plan",
+]
 
 
 @dataclass(frozen=True)
@@ -208,7 +216,19 @@ class _RandomOpRecorder(TorchDispatchMode):
         return out
 
 
-def _classify(op: str, device: str, gen: Any, plan: StashPlan) -> RngRecord:
+#: the record for a function that consumed Python's ``random`` module
+PYTHON_RANDOM_RECORD = RngRecord(
+    "random (Python module)", "cpu", False, "python random", "Python's random module is never stashed by checkpoint", "CKP103",
+)
+#: the record for a function that consumed NumPy's global generator
+NUMPY_RANDOM_RECORD = RngRecord(
+    "numpy.random (global)", "cpu", False, "numpy", "NumPy's global generator is never stashed by checkpoint", "CKP103",
+)
+
+
+def classify_random_op(op: str, device: str, gen: Any, plan: StashPlan) -> RngRecord:
+    """Whether checkpoint, stashing as ``plan`` says, replays the random op ``op`` that ran on
+    ``device`` with generator ``gen`` (None: the default one), as an :class:`RngRecord`."""
     if not _is_default_generator(gen):
         return RngRecord(
             op, device, False, "explicit generator",
@@ -282,19 +302,9 @@ def audit_rng(
         restore_rng(start)
         watched.restore(saved_globals)
         isolated.close()
-    records = [_classify(op, dev, gen, plan) for op, dev, gen in recorder.calls]
+    records = [classify_random_op(op, dev, gen, plan) for op, dev, gen in recorder.calls]
     if start.python != end.python:
-        records.append(
-            RngRecord(
-                "random (Python module)", "cpu", False, "python random",
-                "Python's random module is never stashed by checkpoint", "CKP103",
-            )
-        )
+        records.append(PYTHON_RANDOM_RECORD)
     if not numpy_states_equal(start.numpy, end.numpy):
-        records.append(
-            RngRecord(
-                "numpy.random (global)", "cpu", False, "numpy",
-                "NumPy's global generator is never stashed by checkpoint", "CKP103",
-            )
-        )
+        records.append(NUMPY_RANDOM_RECORD)
     return records

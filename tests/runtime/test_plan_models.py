@@ -261,4 +261,5 @@ def test_saved_and_input_bytes_are_the_storages_autograd_keeps():
         assert row.input_bytes == 64 * 32 * 4
     m = plan.measurement
     assert m.rest_bytes == m.step_peak_bytes - sum(r.saved_bytes for r in plan.rows)
-    assert m.step_s > 0 and m.counted_step_s > 0 and all(len(r_runs) == 3 for r_runs in [b.forward_runs_s for b in m.blocks])
+    assert m.counted_step_s > 0 and m.reruns == 0 and m.rerun_s < m.counted_step_s  # three identical blocks: three samples
+    assert all(b.forward_runs_s == m.blocks[0].forward_runs_s and len(b.forward_runs_s) == 3 for b in m.blocks)

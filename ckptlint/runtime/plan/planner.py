@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import statistics
 import time
 import warnings
 from collections.abc import Callable
@@ -15,7 +14,7 @@ from torch import nn
 
 from ..outputs import default_loss
 from .candidates import Candidates, resolve_candidates, switch_layers
-from .measure import Measurement, measure_blocks, signature
+from .measure import Measurement, measure_blocks
 from .render import chart_svg, summary, table, to_code
 from .result import BlockRow, PlanData, Verification
 from .safety import REMEDIES, judge
@@ -93,7 +92,7 @@ class CheckpointPlan(PlanData):
             dataclasses.replace(r, chosen=False, reason="" if r.reason == _NOT_NEEDED else r.reason) for r in self.rows
         ]
         notes = [n for n in self.notes if not n.startswith(_SOLVER_NOTE)]
-        plan = _solve(rows, limit, self.measurement, self.library, notes, self._context, self.audit_s)
+        plan = _solve(rows, limit, self.measurement, self.library, notes, self._context)
         plan.planning_s = self.planning_s - self.solve_s + plan.solve_s
         return plan
 
@@ -146,17 +145,6 @@ def _forward_kwargs(model: nn.Module, given: dict[str, Any] | None, library: str
     return kwargs
 
 
-def _smoothed(rows: list[BlockRow]) -> None:
-    """Blocks of identical structure and bytes take their group's median time (measurement noise)."""
-    groups: dict[tuple, list[BlockRow]] = {}
-    for r in rows:
-        groups.setdefault((r.group, r.saved_bytes, r.input_bytes), []).append(r)
-    for members in groups.values():
-        median = statistics.median(r.forward_s for r in members)
-        for r in members:
-            r.forward_s = median
-
-
 def plan_checkpointing(
     model: nn.Module,
     *inputs: Any,
@@ -169,9 +157,11 @@ def plan_checkpointing(
     """Choose the blocks of ``model`` to checkpoint so one training step's activation peak fits
     ``budget``, at the least recompute time.
 
-    Runs two training steps and ``repeats - 1`` forwards of ``model`` on ``inputs`` (see
-    :mod:`ckptlint.runtime.plan.measure`), audits one block per structure for random ops
-    checkpoint does not replay, and solves the memory model of :mod:`ckptlint.runtime.plan.solve`.
+    Runs one counted training step of ``model`` on ``inputs`` (bytes, times, safety and the
+    step's peak from the same step), then blocks of a structure met fewer than ``repeats`` times
+    alone again for more time samples (on CUDA and accelerators with memory statistics one
+    plain warm-up step first; see :mod:`ckptlint.runtime.plan.measure`), and solves the memory
+    model of :mod:`ckptlint.runtime.plan.solve`.
     Parameters and their gradients are not part of the budget: it bounds what the step holds
     on top of them (activations, their gradients, temporaries).
 
@@ -185,7 +175,7 @@ def plan_checkpointing(
             default: the layers a library switch checkpoints, else the children of the deepest
             ``ModuleList`` (:mod:`ckptlint.runtime.plan.candidates`).
         forward_kwargs: keyword arguments of ``model.forward``.
-        repeats: forward-time samples per block (median), >= 1.
+        repeats: forward-time samples per group of identical blocks (median), >= 1.
 
     Returns:
         a :class:`CheckpointPlan` (an empty ``chosen`` when the plain step fits).
@@ -207,16 +197,10 @@ def plan_checkpointing(
     if not model.training:
         notes.append("the model is in eval mode: the plan is for an eval-mode step (call model.train() to plan training)")
     loss = loss_fn if loss_fn is not None else default_loss
-    first_of: dict[str, str] = {}
-    for n in names:
-        first_of.setdefault(signature(model.get_submodule(n)), n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        measured = measure_blocks(model, inputs, kwargs, loss, names, repeats=repeats, audit=set(first_of.values()))
-        audit_start = time.perf_counter()
-        verdicts = judge(model, measured.blocks, measured.inputs)
-        audit_s = time.perf_counter() - audit_start
-    measured.inputs = {}
+        measured = measure_blocks(model, inputs, kwargs, loss, names, repeats=repeats)
+    verdicts = judge(measured.blocks)
     rows = [
         BlockRow(
             b.name, b.kind, b.saved_bytes, b.input_bytes, b.forward_s, safe=verdicts[b.name].safe,
@@ -224,13 +208,12 @@ def plan_checkpointing(
         )
         for b in measured.blocks
     ]
-    _smoothed(rows)
     for r in rows:
         if r.safe and r.saved_bytes <= r.input_bytes:
             r.reason = "its inputs are not smaller than what it saves: checkpointing it cannot lower the peak"
     if share is not None:
         limit = max(1, int(share * (measured.rest_bytes + sum(r.saved_bytes for r in rows))))
-    plan = _solve(rows, limit, measured, library, notes, (model, inputs, kwargs, loss_fn), audit_s)
+    plan = _solve(rows, limit, measured, library, notes, (model, inputs, kwargs, loss_fn))
     plan.planning_s = time.perf_counter() - started
     return plan
 
@@ -249,7 +232,7 @@ def _share(budget: int | float | str) -> float | None:
 
 
 def _solve(
-    rows: list[BlockRow], limit: int, measured: Measurement, library: str | None, notes: list[str], context: tuple, audit_s: float,
+    rows: list[BlockRow], limit: int, measured: Measurement, library: str | None, notes: list[str], context: tuple,
 ) -> CheckpointPlan:
     safe_items = [Item(r.name, r.saved_bytes, r.input_bytes, r.forward_s, r.group) for r in rows if r.safe]
     rest = measured.rest_bytes + sum(r.saved_bytes for r in rows if not r.safe)
@@ -274,7 +257,7 @@ def _solve(
         found.peak if found is not None else smallest,
         found.time_s if found is not None else sum(it.time_s for it in safe_items if it.name in chosen),
         no_ckpt, measured.rest_bytes, smallest, all_safe, best_k, measured,
-        solve_s=solve_s, audit_s=audit_s, gap_bound_s=found.gap_bound_s if found is not None else 0.0,
+        solve_s=solve_s, gap_bound_s=found.gap_bound_s if found is not None else 0.0,
         library=library, notes=notes + (found.notes if found is not None else []), _context=context,
     )
     if found is None:

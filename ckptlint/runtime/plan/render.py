@@ -22,12 +22,13 @@ def summary(plan: PlanData) -> str:
         f"  predicted recompute {plan.predicted_recompute_s * 1e3:.2f} ms per step "
         f"(checkpointing every safe block: {plan.all_safe.time_s * 1e3:.2f} ms)",
     ]
+    warmup = f"warm-up step {m.warmup_s:.3f} s, " if m.warmup_s else ""
     if plan.every_k is not None:
         k, sol = plan.every_k
         lines.append(f"  best every-k that fits: k={k}, {sol.time_s * 1e3:.2f} ms, peak {format_bytes(sol.peak)}")
     lines.append(
-        f"  planning {plan.planning_s:.2f} s: measure {m.measure_s:.2f} s (timed step {m.step_s:.3f} s, counted step "
-        f"{m.counted_step_s:.3f} s, block hooks ~{m.hook_overhead_s * 1e3:.2f} ms), RNG audit {plan.audit_s:.2f} s, "
+        f"  planning {plan.planning_s:.2f} s: measure {m.measure_s:.2f} s ({warmup}counted step {m.counted_step_s:.3f} s, "
+        f"{m.reruns} lone block runs {m.rerun_s:.3f} s, own hooks {m.hook_overhead_s * 1e3:.1f} ms), "
         f"solve {plan.solve_s * 1e3:.1f} ms; peak: {m.peak_method}"
     )
     lines += [f"  note: {n}" for n in plan.notes]

@@ -19,8 +19,8 @@ class BlockRow:
     Attributes:
         name: as ``model.named_modules()`` names it; kind: its class name.
         saved_bytes: bytes it keeps for backward unless checkpointed; input_bytes: what a
-            checkpoint keeps instead; forward_s: its forward time (median; blocks of identical
-            structure and bytes share their group's median), seconds.
+            checkpoint keeps instead; forward_s: its forward time (the median over the samples of
+            the blocks of identical structure and inputs), seconds.
         chosen: checkpointed by the plan; safe: may be checkpointed; reason: why not (unsafe),
             or why it was left out; kind_of_reason: a key of
             :data:`ckptlint.runtime.plan.safety.REMEDIES` or ``""``.
@@ -96,7 +96,7 @@ class PlanData:
         all_safe: the plan that checkpoints every safe candidate (a :class:`Solution`).
         every_k: ``(k, Solution)`` for the best every-k-th-block plan that fits, or None.
         measurement: the :class:`~ckptlint.runtime.plan.measure.Measurement`.
-        solve_s, audit_s, planning_s: solver, RNG audit and total planning time, seconds.
+        solve_s, planning_s: solver and total planning time (measurement included), seconds.
         gap_bound_s: how much recompute time the solver's rounding may cost at most, seconds.
         library: the library whose switch checkpoints exactly these candidates, or None.
         notes: what the plan assumed (use_cache=False, eval mode ...).
@@ -114,7 +114,6 @@ class PlanData:
     every_k: tuple[int, Solution] | None
     measurement: Measurement
     solve_s: float = 0.0
-    audit_s: float = 0.0
     planning_s: float = 0.0
     gap_bound_s: float = 0.0
     library: str | None = None

@@ -6,10 +6,10 @@
   (eval-mode) norms and ``track_running_stats=False`` are safe.
 * **state writes**: the block's forward changed a buffer (``_version`` or the object) or a plain
   attribute of one of its modules; the recomputation writes it again.
-* **random ops checkpoint does not replay**: :func:`ckptlint.runtime.audit_rng` on the block
-  with the inputs it received (explicit ``torch.Generator``, Python ``random``, NumPy, a device
-  whose RNG is not stashed, rules CKP101-CKP103). Blocks of identical structure share one
-  audit (their code and configuration are the same).
+* **random ops checkpoint does not replay**: the random draws the block made in the measured
+  step, judged as :func:`ckptlint.runtime.audit_rng` judges them for the inputs the block
+  received (explicit ``torch.Generator``, Python ``random``, NumPy, a device whose RNG is not
+  stashed, rules CKP101-CKP103; see :mod:`ckptlint.runtime.plan.measure`).
 * **never run**: the forward of the step did not call the block.
 """
 
@@ -17,10 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torch import nn
-
-from ..rng_audit import audit_rng
-from ..states import capture_rng, restore_rng
 from .measure import BlockMeasurement
 
 __all__ = ["REMEDIES", "Verdict", "judge"]
@@ -56,13 +52,8 @@ class Verdict:
     reason: str = ""
 
 
-def _rng_verdict(block: nn.Module, args: tuple, kwargs: dict) -> Verdict | None:
-    rng = capture_rng()
-    try:
-        records = audit_rng(block, *args, kwargs=kwargs, preserve_rng_state=True)
-    finally:
-        restore_rng(rng)
-    bad = [r for r in records if not r.preserved]
+def _rng_verdict(block: BlockMeasurement) -> Verdict | None:
+    bad = [r for r in block.random_ops if not r.preserved]
     if not bad:
         return None
     first = bad[0]
@@ -70,14 +61,8 @@ def _rng_verdict(block: nn.Module, args: tuple, kwargs: dict) -> Verdict | None:
     return Verdict(False, "random ops", f"{first.op} on {first.device}: {first.reason} [{first.rule}]{more}")
 
 
-def judge(model: nn.Module, blocks: list[BlockMeasurement], inputs: dict[str, tuple[tuple, dict]]) -> dict[str, Verdict]:
-    """A :class:`Verdict` per block name. ``inputs``: sample inputs per audited block (one per
-    structure signature); a block without a sample takes the verdict of its signature's audit."""
-    audits: dict[str, Verdict | None] = {}
-    by_sig = {b.signature: b.name for b in blocks if b.name in inputs}
-    for sig, name in by_sig.items():
-        args, kwargs = inputs[name]
-        audits[sig] = _rng_verdict(model.get_submodule(name), args, kwargs)
+def judge(blocks: list[BlockMeasurement]) -> dict[str, Verdict]:
+    """A :class:`Verdict` per block name, from what the measurement saw the block do."""
     out: dict[str, Verdict] = {}
     for b in blocks:
         if b.calls == 0:
@@ -93,7 +78,7 @@ def judge(model: nn.Module, blocks: list[BlockMeasurement], inputs: dict[str, tu
         elif b.changed_buffers or b.changed_attributes:
             what = [f"buffer {n}" for n in b.changed_buffers] + [f"attribute {n}" for n in b.changed_attributes]
             out[b.name] = Verdict(False, "state writes", "its forward writes " + ", ".join(what[:4]) + " [CKP202]")
-        elif (rng := audits.get(b.signature)) is not None:
+        elif (rng := _rng_verdict(b)) is not None:
             out[b.name] = rng
         else:
             out[b.name] = Verdict(True)
