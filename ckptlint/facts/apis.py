@@ -337,9 +337,18 @@ TE_CHECKPOINT = CheckpointApi(
     rng_restored=("cpu", "cuda", "tracker"),
     restores_autocast=True,
     source=(
-        "TransformerEngine transformer_engine/pytorch/distributed.py:660-720 (kwargs.pop('use_reentrant', "
-        "True)), _CheckpointFunction 330-380 (CPU RNG + get_rng_state_tracker states; autocast contexts "
-        "from _get_active_autocast_contexts 289-327)"
+        "TransformerEngine transformer_engine/pytorch/distributed.py, re-exported as transformer_engine.pytorch."
+        "checkpoint (pytorch/__init__.py:62). v1.5 to v2.18 (checked at each minor release): "
+        "checkpoint(function, *args, **kwargs) pops use_reentrant (default True, no warning), "
+        "distribute_saved_activations (False), tp_group and get_rng_state_tracker (None) from kwargs and "
+        "forwards the rest to the function in both variants (2.18 lines 657-760); the deprecated positional "
+        "form (function, bool, tracker, group, *args) still accepted (DeprecationWarning). Reentrant: "
+        "_CheckpointFunction (327-472) restores the CPU and the device's default generator, and the "
+        "tracker's states when get_rng_state_tracker is given; non-reentrant: _CheckpointFrame (475-522), the "
+        "same states. Autocast of forward re-entered from v1.7 (_get_active_autocast_contexts, #791; "
+        "v1.5-v1.6 do not); from v1.7 a function without TE modules goes to torch's checkpoint with "
+        "use_reentrant passed. Before v1.5: checkpoint(function, distribute_saved_activations, "
+        "get_cuda_rng_tracker, tp_group, *args, **kwargs), always reentrant (v1.4 lines 301-349)"
     ),
 )
 
