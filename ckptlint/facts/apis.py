@@ -418,6 +418,48 @@ FAIRSEQ_CHECKPOINT_WRAPPER = CheckpointApi(
     ),
 )
 
+XFORMERS_CHECKPOINT = CheckpointApi(
+    name="xformers.checkpoint",
+    kind=ApiKind.LIBRARY_FUNCTION,
+    qualified_names=("xformers.checkpoint", "xformers.checkpoint.checkpoint"),
+    positional=("function",),
+    options=("preserve_rng_state", "policy_fn"),
+    reentrant_when_omitted=False,
+    accepts_function_kwargs=True,
+    fixed_reentrancy="non-reentrant",
+    stops_early=True,
+    source=(
+        "facebookresearch/xformers xformers/checkpoint.py, re-exported by xformers/__init__.py:12-17 (the "
+        "package's `checkpoint` is the function): v0.0.24 to v0.0.35 lines 175-206 checkpoint(function, *args, "
+        "preserve_rng_state=True, policy_fn=None, **kwargs) returns torch.utils.checkpoint.checkpoint(function, "
+        "*args, use_reentrant=False, preserve_rng_state=..., context_fn=selective_checkpoint_context_fn(policy_fn), "
+        "**kwargs) (torch's RNG and autocast restore, its early stop); v0.0.22 to v0.0.23.post1 its "
+        "own saved-tensor hooks with the same restores (fork_rng of the CPU and the inputs' devices, autocast "
+        "from _get_autocast_kwargs; v0.0.23.post1 lines 138-279), no early stop"
+    ),
+)
+
+XFORMERS_SELECTIVE_WRAPPER = CheckpointApi(
+    name="xformers.checkpoint.selective_checkpoint_wrapper",
+    kind=ApiKind.LIBRARY_WRAPPER,
+    qualified_names=(
+        "xformers.selective_checkpoint_wrapper",
+        "xformers.checkpoint.selective_checkpoint_wrapper",
+        "xformers.checkpoint.SelectiveCheckpointWrapper",
+    ),
+    positional=("module", "memory_budget", "policy_fn"),
+    options=("memory_budget", "policy_fn"),
+    reentrant_when_omitted=False,
+    fixed_reentrancy="non-reentrant",
+    stops_early=True,
+    source=(
+        "facebookresearch/xformers xformers/checkpoint.py (from v0.0.23.post1; v0.0.35 lines 475-545): "
+        "selective_checkpoint_wrapper(module, memory_budget=None, policy_fn=None) returns "
+        "SelectiveCheckpointWrapper(ActivationWrapper), whose forward calls xformers' checkpoint(module, "
+        "*args, **kwargs, policy_fn=...); exactly one of memory_budget and policy_fn (ValueError otherwise)"
+    ),
+)
+
 APPLY_ACTIVATION_CHECKPOINTING = CheckpointApi(
     name="apply_activation_checkpointing",
     kind=ApiKind.POLICY,
@@ -517,6 +559,8 @@ ALL_APIS = (
     TORCH_CHECKPOINT_FUNCTION,
     FAIRSCALE_CHECKPOINT_WRAPPER,
     FAIRSEQ_CHECKPOINT_WRAPPER,
+    XFORMERS_CHECKPOINT,
+    XFORMERS_SELECTIVE_WRAPPER,
     APPLY_ACTIVATION_CHECKPOINTING,
     LIGHTNING_FSDP_STRATEGY,
     TORCHTUNE_SET_ACTIVATION_CHECKPOINTING,
