@@ -189,8 +189,9 @@ _ac_keyword = KeywordSearch("activation_checkpointing").search  # transformers 5
 
 def _home_made(raw: bytes) -> bool:
     """A ``torch.autograd.Function`` that may re-run a stored callable in ``backward``
-    (CKP104/CKP105 judge the implementation)."""
-    return b"Function" in raw and b"enable_grad" in raw and b"backward" in raw
+    (CKP104/CKP105 judge the implementation), or a gradient hook that may re-run the model
+    (:mod:`ckptlint.checkpoint.sites.hook_recompute`, CKP105)."""
+    return (b"Function" in raw or b"register_hook" in raw) and b"enable_grad" in raw and b"backward" in raw
 
 
 def file_may_have_findings(raw: bytes, path: str) -> bool:
