@@ -21,7 +21,7 @@ from ckptlint.facts.version_facts import (
     PEFT_KBIT_EMPTY_KWARGS,
     TIMM_CHECKPOINT_REENTRANT,
 )
-from ckptlint.facts.versions import Placement
+from ckptlint.facts.versions import Decision, Placement
 from ckptlint.rules.base import RuleContext
 from ckptlint.semantic.assignments import BINDING_NODES, assignments
 from ckptlint.semantic.walk import iter_tree
@@ -175,6 +175,12 @@ def peft_condition(ctx: RuleContext, site: CheckpointSite) -> str:
     return f"; peft turns checkpointing on only {when}the model is quantized (8-bit or 4-bit, GPTQ, AQLM, EETQ, HQQ, torchao)"
 
 
+def _declared(decision: Decision, fallback: str) -> str:
+    """The declaration a decision read, for messages (``fallback`` when nothing is declared)."""
+    target = decision.target
+    return f"`{target.declared}` ({target.where})" if target is not None else fallback
+
+
 def peft_advice(ctx: RuleContext, site: CheckpointSite, generic: str) -> PeftAdvice | None:
     """CKP001 at ``prepare_model_for_kbit_training(...)`` whose variant is reentrant.
 
@@ -182,40 +188,52 @@ def peft_advice(ctx: RuleContext, site: CheckpointSite, generic: str) -> PeftAdv
     Hugging Face text). Without kwargs, peft 0.6 and later pass ``{}``, never ``None``, so
     transformers' default does not apply and torch's omitted ``use_reentrant`` does (reentrant
     whatever the transformers release); before 0.6 peft calls ``gradient_checkpointing_enable()``
-    and transformers' default decides (``None``: no finding, every declared transformers is 5.0 or later)."""
+    and transformers' default decides (``None``: no finding, every declared transformers is 5.0
+    or later). Where the model's method takes no kwargs (transformers before 4.35) peft calls it
+    without them and ignores those it was given (a FutureWarning, no error)."""
     condition = peft_condition(ctx, site)
     if site.use_reentrant.origin is not OptionOrigin.DEFAULT:
         return PeftAdvice(generic + condition, True)
     kwargs = "gradient_checkpointing_kwargs"
     then = f'pass `{kwargs}={{"use_reentrant": False}}`'
-    transformers = kwargs_advice(ctx, kwargs)
-    decision = ctx.decide(PEFT_KBIT_EMPTY_KWARGS)
-    if decision.placement is Placement.OUTSIDE:
+    peft = ctx.decide(PEFT_KBIT_EMPTY_KWARGS)
+    transformers = ctx.decide(HF_CHECKPOINTING_KWARGS)
+    if transformers.placement is Placement.OUTSIDE:
+        return PeftAdvice(
+            f"`prepare_model_for_kbit_training()`: with {_declared(transformers, 'transformers before 4.35')}, "
+            "`model.gradient_checkpointing_enable()` takes no kwargs, so peft calls it without them (and ignores "
+            f"`{kwargs}` with a FutureWarning) and the model's own checkpoint calls choose the variant; require "
+            f"transformers>=4.35, then {then}" + condition,
+            False,
+        )
+    if peft.placement is Placement.OUTSIDE:
         default = ctx.decide(HF_DEFAULT_REENTRANT)
         if default.placement is Placement.OUTSIDE:
             return None
-        target = decision.target
-        declared = f"`{target.declared}` ({target.where})" if target is not None else "peft before 0.6"
         when = f"with {default.which('transformers')}, transformers" if default.placement is Placement.PARTLY else (
             "transformers before 5.0"
         )
         return PeftAdvice(
-            f"`prepare_model_for_kbit_training()`: with {declared}, peft calls "
+            f"`prepare_model_for_kbit_training()`: with {_declared(peft, 'peft before 0.6')}, peft calls "
             f"`model.gradient_checkpointing_enable()` without kwargs, and {when} runs the legacy reentrant "
             f"checkpoint; those peft releases take no `{kwargs}` (TypeError): require peft>=0.6, then {then}" + condition,
             False,
         )
-    older = (
-        f"; the peft releases before 0.6 that the declared range also allows take no `{kwargs}` (TypeError): "
-        f"require peft>=0.6, then {then}"
-        if decision.placement is Placement.PARTLY
-        else f"; {then}"
-    )
-    if not transformers.usable:
-        older = "; " + transformers.note
+    if peft.placement is Placement.PARTLY:
+        advice = (
+            f"; the peft releases before 0.6 that the declared range also allows take no `{kwargs}` (TypeError): "
+            f"require peft>=0.6, then {then}"
+        )
+    else:
+        advice = f"; {then}"
+    if transformers.placement is Placement.PARTLY:
+        advice += (
+            " (with the transformers releases before 4.35 that the declared range also allows, peft ignores it "
+            "with a FutureWarning and the model's own checkpoint calls choose the variant)"
+        )
     return PeftAdvice(
         f"`prepare_model_for_kbit_training()` without `{kwargs}`: peft hands `model.gradient_checkpointing_enable()` "
         f"an empty `{kwargs}={{}}`, so transformers' default does not apply and PyTorch warns and silently runs the "
-        f"legacy reentrant variant, whatever the transformers release{older}" + condition,
-        decision.placement is not Placement.PARTLY and transformers.usable,
+        f"legacy reentrant variant, whatever the transformers release{advice}" + condition,
+        peft.placement is not Placement.PARTLY,
     )

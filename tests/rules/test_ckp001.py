@@ -1238,7 +1238,15 @@ def test_peft_kbit_preparation_with_a_dictionary_without_the_key() -> None:
         ("==0.5.0", None, "`prepare_model_for_kbit_training()`: with `peft==0.5.0` (target_versions), peft calls", False),
         ("==0.5.0", ">=5.0", None, False),
         (">=0.4", None, _PEFT_EMPTY + "; the peft releases before 0.6 that the declared range also allows", False),
-        (">=0.6", "==4.33.3", _PEFT_EMPTY + "; those releases have no `gradient_checkpointing_kwargs`", False),
+        # transformers before 4.35: peft calls the method without kwargs and ignores those it is given
+        (
+            ">=0.6",
+            "==4.33.3",
+            "`prepare_model_for_kbit_training()`: with `transformers==4.33.3` (target_versions), "
+            "`model.gradient_checkpointing_enable()` takes no kwargs, so peft calls it without them",
+            False,
+        ),
+        (">=0.6", ">=4.30", _PEFT_EMPTY + '; pass `gradient_checkpointing_kwargs={"use_reentrant": False}` (with the', True),
         (">=0.6", ">=4.35", _PEFT_EMPTY + '; pass `gradient_checkpointing_kwargs={"use_reentrant": False}`', True),
     ],
 )
