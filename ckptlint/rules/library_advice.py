@@ -233,7 +233,7 @@ def peft_advice(ctx: RuleContext, site: CheckpointSite, generic: str) -> PeftAdv
         )
     return PeftAdvice(
         f"`prepare_model_for_kbit_training()` without `{kwargs}`: peft hands `model.gradient_checkpointing_enable()` "
-        f"an empty `{kwargs}={{}}`, so transformers' default does not apply and PyTorch warns and silently runs the "
-        f"legacy reentrant variant, whatever the transformers release{advice}" + condition,
+        f"an empty `{kwargs}={{}}` (where it takes them: transformers 4.35 and later), so transformers' default does not "
+        f"apply and PyTorch warns and silently runs the legacy reentrant variant, with transformers 5 too{advice}" + condition,
         peft.placement is not Placement.PARTLY,
     )

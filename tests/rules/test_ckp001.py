@@ -1179,8 +1179,9 @@ PEFT = """\
 
 _PEFT_EMPTY = (
     "`prepare_model_for_kbit_training()` without `gradient_checkpointing_kwargs`: peft hands "
-    "`model.gradient_checkpointing_enable()` an empty `gradient_checkpointing_kwargs={}`, so transformers' default "
-    "does not apply and PyTorch warns and silently runs the legacy reentrant variant, whatever the transformers release"
+    "`model.gradient_checkpointing_enable()` an empty `gradient_checkpointing_kwargs={}` (where it takes them: "
+    "transformers 4.35 and later), so transformers' default does not apply and PyTorch warns and silently runs the "
+    "legacy reentrant variant, with transformers 5 too"
 )
 _PEFT_QUANTIZED = "the model is quantized (8-bit or 4-bit, GPTQ, AQLM, EETQ, HQQ, torchao)"
 
