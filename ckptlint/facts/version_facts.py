@@ -23,6 +23,7 @@ __all__ = [
     "HF_CHECKPOINTING_KWARGS",
     "HF_DEFAULT_NON_REENTRANT",
     "HF_DEFAULT_REENTRANT",
+    "PEFT_KBIT_EMPTY_KWARGS",
     "TIMM_CHECKPOINT_REENTRANT",
     "TRACKED_LIBRARIES",
     "VERSION_FACTS",
@@ -152,10 +153,32 @@ TIMM_CHECKPOINT_REENTRANT = VersionFact(
     ),
 )
 
+PEFT_KBIT_EMPTY_KWARGS = VersionFact(
+    key="peft-kbit-empty-kwargs",
+    library="peft",
+    specifiers=">=0.6",
+    holds=(
+        "`prepare_model_for_kbit_training(model, use_gradient_checkpointing=True, gradient_checkpointing_kwargs=None)` "
+        "turns kwargs None into `{}` and, for a quantized model, calls `model.gradient_checkpointing_enable("
+        "gradient_checkpointing_kwargs={})` where the method takes the keyword (transformers 4.35 and later), so "
+        "transformers' own default (None -> use_reentrant True before 5.0, False from 5.0) never applies and torch's "
+        "checkpoint runs without `use_reentrant` (it warns and runs reentrant); before 0.6 the function takes no "
+        "kwargs and calls `gradient_checkpointing_enable()` (transformers' default decides)"
+    ),
+    source=(
+        "huggingface/peft tags: v0.6.0 src/peft/utils/other.py lines 66, 86-87 (`if gradient_checkpointing_kwargs is "
+        "None: gradient_checkpointing_kwargs = {}`), 112-129 (`_supports_gc_kwargs` from the method's signature, "
+        "`model.gradient_checkpointing_enable(**gc_enable_kwargs)`); unchanged to v0.20.0 lines 183-184, 235-251; "
+        "v0.5.0 lines 81, 115 (`model.gradient_checkpointing_enable()`); transformers 5.24.0 modeling_utils.py "
+        "_activation_checkpointing_enable (`if activation_checkpointing_kwargs is None:`, so `{}` is kept)"
+    ),
+)
+
 VERSION_FACTS = (
     HF_DEFAULT_REENTRANT,
     HF_DEFAULT_NON_REENTRANT,
     HF_ACTIVATION_CHECKPOINTING_API,
     HF_CHECKPOINTING_KWARGS,
     TIMM_CHECKPOINT_REENTRANT,
+    PEFT_KBIT_EMPTY_KWARGS,
 )

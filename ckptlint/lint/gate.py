@@ -193,12 +193,13 @@ _CTX_BACKWARD = re.compile(rb"def[ \t]+backward[ \t]*\([ \t]*ctx\b")
 
 def _home_made(raw: bytes) -> bool:
     """A ``torch.autograd.Function`` that may re-run a stored callable in ``backward``
-    (CKP104/CKP105 judge the implementation), or a subclass of one that overrides
-    ``backward``."""
+    (CKP104/CKP105 judge the implementation), a subclass of one that overrides ``backward``, or
+    a gradient hook that may re-run the model (:mod:`ckptlint.checkpoint.sites.hook_recompute`,
+    CKP105)."""
     return (
         b"enable_grad" in raw
         and b"backward" in raw
-        and (b"Function" in raw or _CTX_BACKWARD.search(raw) is not None)
+        and (b"Function" in raw or b"register_hook" in raw or _CTX_BACKWARD.search(raw) is not None)
     )
 
 

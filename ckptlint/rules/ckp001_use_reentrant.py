@@ -15,7 +15,15 @@ from ckptlint.facts.version_facts import HF_DEFAULT_REENTRANT
 from ckptlint.facts.versions import Placement
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_node
-from ckptlint.rules.library_advice import is_timm, kwargs_advice, remote_code, remote_code_message, timm_message
+from ckptlint.rules.library_advice import (
+    is_peft,
+    is_timm,
+    kwargs_advice,
+    peft_advice,
+    remote_code,
+    remote_code_message,
+    timm_message,
+)
 from ckptlint.semantic.callables import signature_of
 from ckptlint.text.diagnostics import Applicability, Fix
 
@@ -221,6 +229,11 @@ class CheckpointWithoutUseReentrant(Rule):
                 continue
             if site.save_misuse is not None:
                 continue  # CKP301: not a real checkpoint; adding the option would hide it
+            if is_peft(site):
+                peft = peft_advice(ctx, site, _message(site))
+                if peft is not None:
+                    ctx.report(site.call, peft.message, fix=_fix(ctx, site) if peft.fixable else None, site=site)
+                continue
             if site.api.kind is ApiKind.HF_ENABLE and _receiver_decides(ctx, site):
                 continue  # the receiver's own method, or an old-format model that ignores the kwargs
             if reentrant_call_refuses_keywords(ctx.regions, ctx.analysis, site):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ckptlint.checkpoint.sites.homemade import home_made
+from ckptlint.checkpoint.sites.hook_recompute import hook_recomputes
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 
@@ -64,5 +65,20 @@ class RecomputeWithoutAutocastRestore(Rule):
                     "the recompute runs in float32 and produces other activations than forward; capture `torch.is_autocast_enabled()` / "
                     "`torch.get_autocast_dtype()` in forward and re-enter `torch.autocast(...)` around the "
                     "re-run (or use `torch.amp.custom_fwd`/`custom_bwd`)",
+                    guarded=call,
+                )
+        for hook in hook_recomputes(ctx.analysis.model):
+            if hook.restores_autocast:
+                continue
+            row = ctx.analysis.range(hook.registration)[0][0]
+            for call in hook.reruns:
+                ctx.report(
+                    call,
+                    f"`{hook.hook.name.value}`, a gradient hook (registered at line {row}), re-runs the model in "
+                    "backward outside the autocast state of forward: when forward runs under `torch.autocast` "
+                    "(mixed precision) and backward is called outside it, as PyTorch's recipe does, the recompute "
+                    "runs in float32, so the cached gradients are applied to "
+                    "other activations than those they were computed for; capture `torch.is_autocast_enabled()` / "
+                    "`torch.get_autocast_dtype()` in forward and re-enter `torch.autocast(...)` around the re-run",
                     guarded=call,
                 )

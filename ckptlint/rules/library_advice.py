@@ -1,8 +1,9 @@
 """What CKP001 may advise where a library's version or a model's own code decides: the
 transformers releases that have ``gradient_checkpointing_kwargs``, timm's ``checkpoint_seq``
-before 1.0.13, and models loaded with ``trust_remote_code=True``
-(:data:`~ckptlint.facts.version_facts.HF_CHECKPOINTING_KWARGS`,
-:data:`~ckptlint.facts.version_facts.TIMM_CHECKPOINT_REENTRANT`)."""
+before 1.0.13, peft's ``prepare_model_for_kbit_training``, and models loaded with
+``trust_remote_code=True`` (:data:`~ckptlint.facts.version_facts.HF_CHECKPOINTING_KWARGS`,
+:data:`~ckptlint.facts.version_facts.TIMM_CHECKPOINT_REENTRANT`,
+:data:`~ckptlint.facts.version_facts.PEFT_KBIT_EMPTY_KWARGS`)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,22 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ckptlint.checkpoint.sites.options import OptionOrigin, OptionState
 from ckptlint.checkpoint.sites.site import CheckpointSite
-from ckptlint.facts.apis import TIMM_CHECKPOINT, TIMM_CHECKPOINT_SEQ
-from ckptlint.facts.version_facts import HF_CHECKPOINTING_KWARGS, TIMM_CHECKPOINT_REENTRANT
-from ckptlint.facts.versions import Placement
+from ckptlint.checkpoint.sites.site_builders import LIBRARY_SWITCH
+from ckptlint.facts.apis import PEFT_PREPARE_KBIT, TIMM_CHECKPOINT, TIMM_CHECKPOINT_SEQ
+from ckptlint.facts.version_facts import (
+    HF_CHECKPOINTING_KWARGS,
+    HF_DEFAULT_REENTRANT,
+    PEFT_KBIT_EMPTY_KWARGS,
+    TIMM_CHECKPOINT_REENTRANT,
+)
+from ckptlint.facts.versions import Decision, Placement
 from ckptlint.rules.base import RuleContext
 from ckptlint.semantic.assignments import BINDING_NODES, assignments
 from ckptlint.semantic.walk import iter_tree
 
-__all__ = ["KwargsAdvice", "RemoteCode", "kwargs_advice", "remote_code", "timm_message"]
+__all__ = ["KwargsAdvice", "PeftAdvice", "RemoteCode", "is_peft", "kwargs_advice", "peft_advice", "remote_code", "timm_message"]
 
 
 @dataclass(frozen=True)
@@ -137,4 +145,95 @@ def timm_message(ctx: RuleContext, site: CheckpointSite) -> str | None:
         f"`checkpoint_seq()` without `use_reentrant`: with {which}, timm calls torch's checkpoint without it, so "
         f"PyTorch warns and silently runs the legacy reentrant variant{newer}; those releases take no "
         "`use_reentrant` (TypeError), so require timm>=1.0.13 to choose the variant"
+    )
+
+
+@dataclass(frozen=True)
+class PeftAdvice:
+    """CKP001's finding at peft's ``prepare_model_for_kbit_training(...)``: its text, and
+    whether the fix (``gradient_checkpointing_kwargs={"use_reentrant": False}``) fits every
+    declared release."""
+
+    message: str
+    fixable: bool
+
+
+def is_peft(site: CheckpointSite) -> bool:
+    return site.api is PEFT_PREPARE_KBIT
+
+
+def peft_condition(ctx: RuleContext, site: CheckpointSite) -> str:
+    """When peft turns checkpointing on at all: its switch on, and a quantized model."""
+    switch = site.option(LIBRARY_SWITCH)
+    if switch.is_absent:
+        when = f"when `{LIBRARY_SWITCH}` is true (it defaults to `True`) and "
+    elif switch.state is OptionState.LITERAL:
+        when = "when "
+    else:
+        text = ctx.analysis.text_of(switch.node) if switch.node is not None else LIBRARY_SWITCH
+        when = f"when `{text}` is true and "
+    return f"; peft turns checkpointing on only {when}the model is quantized (8-bit or 4-bit, GPTQ, AQLM, EETQ, HQQ, torchao)"
+
+
+def _declared(decision: Decision, fallback: str) -> str:
+    """The declaration a decision read, for messages (``fallback`` when nothing is declared)."""
+    target = decision.target
+    return f"`{target.declared}` ({target.where})" if target is not None else fallback
+
+
+def peft_advice(ctx: RuleContext, site: CheckpointSite, generic: str) -> PeftAdvice | None:
+    """CKP001 at ``prepare_model_for_kbit_training(...)`` whose variant is reentrant.
+
+    A kwargs dictionary written at the call goes to transformers as it is (``generic``, the
+    Hugging Face text). Without kwargs, peft 0.6 and later pass ``{}``, never ``None``, so
+    transformers' default does not apply and torch's omitted ``use_reentrant`` does (reentrant
+    whatever the transformers release); before 0.6 peft calls ``gradient_checkpointing_enable()``
+    and transformers' default decides (``None``: no finding, every declared transformers is 5.0
+    or later). Where the model's method takes no kwargs (transformers before 4.35) peft calls it
+    without them and ignores those it was given (a FutureWarning, no error)."""
+    condition = peft_condition(ctx, site)
+    if site.use_reentrant.origin is not OptionOrigin.DEFAULT:
+        return PeftAdvice(generic + condition, True)
+    kwargs = "gradient_checkpointing_kwargs"
+    then = f'pass `{kwargs}={{"use_reentrant": False}}`'
+    peft = ctx.decide(PEFT_KBIT_EMPTY_KWARGS)
+    transformers = ctx.decide(HF_CHECKPOINTING_KWARGS)
+    if transformers.placement is Placement.OUTSIDE:
+        return PeftAdvice(
+            f"`prepare_model_for_kbit_training()`: with {_declared(transformers, 'transformers before 4.35')}, "
+            "`model.gradient_checkpointing_enable()` takes no kwargs, so peft calls it without them (and ignores "
+            f"`{kwargs}` with a FutureWarning) and the model's own checkpoint calls choose the variant; require "
+            f"transformers>=4.35, then {then}" + condition,
+            False,
+        )
+    if peft.placement is Placement.OUTSIDE:
+        default = ctx.decide(HF_DEFAULT_REENTRANT)
+        if default.placement is Placement.OUTSIDE:
+            return None
+        when = f"with {default.which('transformers')}, transformers" if default.placement is Placement.PARTLY else (
+            "transformers before 5.0"
+        )
+        return PeftAdvice(
+            f"`prepare_model_for_kbit_training()`: with {_declared(peft, 'peft before 0.6')}, peft calls "
+            f"`model.gradient_checkpointing_enable()` without kwargs, and {when} runs the legacy reentrant "
+            f"checkpoint; those peft releases take no `{kwargs}` (TypeError): require peft>=0.6, then {then}" + condition,
+            False,
+        )
+    if peft.placement is Placement.PARTLY:
+        advice = (
+            f"; the peft releases before 0.6 that the declared range also allows take no `{kwargs}` (TypeError): "
+            f"require peft>=0.6, then {then}"
+        )
+    else:
+        advice = f"; {then}"
+    if transformers.placement is Placement.PARTLY:
+        advice += (
+            " (with the transformers releases before 4.35 that the declared range also allows, peft ignores it "
+            "with a FutureWarning and the model's own checkpoint calls choose the variant)"
+        )
+    return PeftAdvice(
+        f"`prepare_model_for_kbit_training()` without `{kwargs}`: peft hands `model.gradient_checkpointing_enable()` "
+        f"an empty `{kwargs}={{}}` (where it takes them: transformers 4.35 and later), so transformers' default does not "
+        f"apply and PyTorch warns and silently runs the legacy reentrant variant, with transformers 5 too{advice}" + condition,
+        peft.placement is not Placement.PARTLY,
     )

@@ -395,3 +395,58 @@ def test_a_cached_result_follows_an_edit_of_the_helpers_module(run_cli, write) -
     assert codes() == codes("--no-cache") == []
     write("pkg/utils.py", helper.format(""))
     assert codes() == codes("--no-cache") == [(5, "CKP001")]
+
+
+TE_EXTENSION = '''\
+def te_checkpoint(
+    forward_func, distribute_saved_activations, get_rng_state_tracker, tp_group, *args, **kwargs
+):
+    """Checkpointing with TransformerEngine."""
+    from transformer_engine.pytorch.distributed import checkpoint
+
+    if TE_NEWER:
+        return checkpoint(
+            forward_func,
+            *args,
+            distribute_saved_activations=distribute_saved_activations,
+            get_rng_state_tracker=get_rng_state_tracker,
+            tp_group=tp_group,
+            **kwargs,
+        )
+    return checkpoint(forward_func, distribute_saved_activations, get_rng_state_tracker, tp_group, *args)
+'''
+
+TE_LAYER = BLOCK + """\
+
+
+class Layer(nn.Module):
+    def __init__(self, fp8):
+        super().__init__()
+        self.fp8 = fp8
+        self.block = Block(4)
+
+    def forward(self, x, tracker, group):
+        if self.fp8:
+            # imported here to avoid a circular import
+            from pkg.extensions import te_checkpoint
+
+            return te_checkpoint(self.block, False, tracker, group, x)
+        return self.block(x)
+"""
+
+
+def test_a_helper_whose_signature_closes_at_the_def_indentation(run_cli, write) -> None:
+    """Megatron's ``te_checkpoint``: a signature written one parameter a line, whose ``):``
+    sits at the indentation of the ``def``, is the start of the helper's text, not its end."""
+    write("pkg/__init__.py", "")
+    write("pkg/extensions.py", TE_EXTENSION)
+    write("pkg/layer.py", TE_LAYER)
+    records = json.loads(run_cli("--show-sites", "--output-format", "json", "--isolated", "pkg/layer.py").stdout)
+    call = _row(TE_LAYER, "return te_checkpoint(")
+    assert [(r["location"]["row"], r["api"], r["helper"]["name"]) for r in records] == [
+        (call, "transformer_engine.pytorch.checkpoint", "te_checkpoint")
+    ]
+    assert records[0]["region"]["frames"][0]["name"] == "Block.forward"
+    result = run_cli("--isolated", "--no-cache", "--output-format", "json", "--exit-zero", "pkg/layer.py")
+    found = [(d["location"]["row"], d["code"]) for d in json.loads(result.stdout)]
+    assert found == [(call, "CKP203")]

@@ -259,6 +259,44 @@ def test_policy_with_neither_check_fn_nor_policy_is_not_resolved() -> None:
     assert located(source) == []
 
 
+def test_xformers_selective_wrapper_in_a_loop_over_blocks() -> None:
+    """xformers' ``selective_checkpoint_wrapper`` as projects use it: each block replaced by its
+    wrapper, under a config switch; the wrapped block's ``forward`` is the region."""
+    source = _with(BATCHNORM, "\n\n") + textwrap.dedent(
+        """\
+        from xformers.checkpoint import selective_checkpoint_wrapper
+
+
+        class Encoder(nn.Module):
+            def __init__(self, remat, policy_fn):
+                super().__init__()
+                self.blocks = nn.ModuleList([Block(8) for _ in range(4)])
+                if remat:
+                    for i, blk in enumerate(self.blocks):
+                        self.blocks[i] = selective_checkpoint_wrapper(blk, policy_fn=policy_fn)
+        """
+    )
+    row = next(i for i, line in enumerate(source.splitlines(), 1) if "selective_checkpoint_wrapper(blk" in line)
+    assert located(source) == [(row, "CKP203")]
+
+
+@pytest.mark.parametrize(
+    ("call", "codes"),
+    [
+        pytest.param("xformers.checkpoint(Block(8), x, policy_fn=policy)", ["CKP203"], id="package"),
+        pytest.param("checkpoint(Block(8), x)", ["CKP203"], id="module"),
+        # torch's non-reentrant checkpoint underneath, with the RNG restore that it is told to skip
+        pytest.param("checkpoint(Block(8), x, preserve_rng_state=False)", ["CKP101", "CKP203"], id="rng-off"),
+    ],
+)
+def test_xformers_checkpoint_runs_torchs_non_reentrant_checkpoint(call: str, codes: list[str]) -> None:
+    dropout = BATCHNORM.replace("torch.relu(self.bn(self.conv(x)))", "nn.functional.dropout(self.bn(self.conv(x)), 0.1)")
+    source = _with(dropout, "\n\n") + (
+        "import xformers\nfrom xformers.checkpoint import checkpoint\n\n\ndef run(x, policy):\n    return " + call + "\n"
+    )
+    assert sorted(code for _, code in located(source)) == codes
+
+
 def test_fairscale_wrapper_patches_batchnorm() -> None:
     source = _with(BATCHNORM, "\n\n") + (
         "from fairscale.nn import checkpoint_wrapper\n" + POLICY_TAIL.format(call="return checkpoint_wrapper(Block(8))")

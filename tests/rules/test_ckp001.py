@@ -1164,3 +1164,101 @@ def test_timm_before_1_0_13_runs_reentrant_and_is_reported_with_the_versions() -
 @pytest.mark.parametrize("declared", [">=1.0.13", None])
 def test_timm_from_1_0_13_or_undeclared_is_not_reported(declared: str | None) -> None:
     assert _messages(TIMM, {"timm": declared} if declared else None) == []
+
+
+# peft's switch, as QLoRA fine-tuning scripts call it: a 4-bit model, then the preparation
+PEFT = """\
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    def build(args):
+        bnb = BitsAndBytesConfig(load_in_4bit=True)
+        model = AutoModelForCausalLM.from_pretrained(args.model, quantization_config=bnb)
+        model = prepare_model_for_kbit_training(model{extra})
+        return get_peft_model(model, LoraConfig(r=8))
+    """
+
+_PEFT_EMPTY = (
+    "`prepare_model_for_kbit_training()` without `gradient_checkpointing_kwargs`: peft hands "
+    "`model.gradient_checkpointing_enable()` an empty `gradient_checkpointing_kwargs={}` (where it takes them: "
+    "transformers 4.35 and later), so transformers' default does not apply and PyTorch warns and silently runs the "
+    "legacy reentrant variant, with transformers 5 too"
+)
+_PEFT_QUANTIZED = "the model is quantized (8-bit or 4-bit, GPTQ, AQLM, EETQ, HQQ, torchao)"
+
+
+@pytest.mark.parametrize(
+    ("extra", "when"),
+    [
+        ("", "when `use_gradient_checkpointing` is true (it defaults to `True`) and "),
+        (", use_gradient_checkpointing=args.gradient_checkpointing", "when `args.gradient_checkpointing` is true and "),
+        (", True", "when "),
+    ],
+)
+def test_peft_kbit_preparation_without_kwargs_runs_reentrant(extra: str, when: str) -> None:
+    ((message, fixed),) = _messages(PEFT.format(extra=extra), None)
+    assert message == (
+        f'{_PEFT_EMPTY}; pass `gradient_checkpointing_kwargs={{"use_reentrant": False}}`; peft turns checkpointing '
+        f"on only {when}{_PEFT_QUANTIZED}"
+    )
+    assert fixed
+    # transformers 5's non-reentrant default does not help: peft never passes None
+    assert _messages(PEFT.format(extra=extra), {"transformers": ">=5.0"}) == [(message, True)]
+
+
+def test_peft_kbit_preparation_fix_passes_the_kwargs() -> None:
+    source = dedent(PEFT.format(extra=""))
+    fixed = fix(source, "CKP001", unsafe=True)
+    assert 'prepare_model_for_kbit_training(model, gradient_checkpointing_kwargs={"use_reentrant": False})' in fixed
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ", use_gradient_checkpointing=False",
+        ', gradient_checkpointing_kwargs={"use_reentrant": False}',
+        ', use_gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": True}',
+    ],
+)
+def test_peft_kbit_preparation_that_chooses_is_not_reported(extra: str) -> None:
+    assert _messages(PEFT.format(extra=extra), None) == []
+
+
+def test_peft_kbit_preparation_with_a_dictionary_without_the_key() -> None:
+    ((message, _),) = _messages(PEFT.format(extra=", gradient_checkpointing_kwargs={'preserve_rng_state': True}"), None)
+    assert message.startswith(
+        '`prepare_model_for_kbit_training()`: `gradient_checkpointing_kwargs` has no "use_reentrant" key, so torch'
+    )
+    switch = "`use_gradient_checkpointing` is true (it defaults to `True`)"
+    assert message.endswith(f"peft turns checkpointing on only when {switch} and {_PEFT_QUANTIZED}")
+
+
+@pytest.mark.parametrize(
+    ("peft", "transformers", "start", "fixed"),
+    [
+        # peft 0.4/0.5 call gradient_checkpointing_enable() without kwargs: transformers' default decides
+        ("==0.5.0", None, "`prepare_model_for_kbit_training()`: with `peft==0.5.0` (target_versions), peft calls", False),
+        ("==0.5.0", ">=5.0", None, False),
+        (">=0.4", None, _PEFT_EMPTY + "; the peft releases before 0.6 that the declared range also allows", False),
+        # transformers before 4.35: peft calls the method without kwargs and ignores those it is given
+        (
+            ">=0.6",
+            "==4.33.3",
+            "`prepare_model_for_kbit_training()`: with `transformers==4.33.3` (target_versions), "
+            "`model.gradient_checkpointing_enable()` takes no kwargs, so peft calls it without them",
+            False,
+        ),
+        (">=0.6", ">=4.30", _PEFT_EMPTY + '; pass `gradient_checkpointing_kwargs={"use_reentrant": False}` (with the', True),
+        (">=0.6", ">=4.35", _PEFT_EMPTY + '; pass `gradient_checkpointing_kwargs={"use_reentrant": False}`', True),
+    ],
+)
+def test_peft_kbit_preparation_follows_the_declared_versions(
+    peft: str, transformers: str | None, start: str | None, fixed: bool
+) -> None:
+    declared = {"peft": peft} | ({"transformers": transformers} if transformers else {})
+    found = _messages(PEFT.format(extra=""), declared)
+    if start is None:
+        assert found == []
+        return
+    ((message, has_fix),) = found
+    assert message.startswith(start), message
+    assert has_fix is fixed

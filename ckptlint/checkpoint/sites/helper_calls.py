@@ -49,13 +49,14 @@ _MAX_BASES = 4
 def _checkpointing_defs(raw: bytes) -> list[bytes]:
     """The names of the ``def``s of ``raw`` whose text (to the next line indented no deeper)
     mentions a checkpoint API: only those can be helpers (a module that loads "checkpoints"
-    of weights is not read for its other functions)."""
+    of weights is not read for its other functions). A line that starts with a closing
+    bracket (``):`` of a signature written one parameter a line) does not end the text."""
     if not any(word in raw for word in _WORDS):
         return []
     found: list[bytes] = []
     for match in _DEF.finditer(raw):
         indent = len(match.group(1))
-        end = re.compile(rb"\n[ \t]{0,%d}(?=[^\s#])" % indent).search(raw, match.end())
+        end = re.compile(rb"\n[ \t]{0,%d}(?=[^\s#)\]}])" % indent).search(raw, match.end())
         body = raw[match.end() : end.start() if end else len(raw)]
         if any(word in body for word in _WORDS):
             found.append(match.group(2))

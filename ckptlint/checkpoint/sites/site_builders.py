@@ -213,19 +213,30 @@ def _hf_reentrancy(use_reentrant: OptionValue, default_reentrant: bool) -> Reent
     torch, which runs reentrant (2.9-2.13); only absent kwargs take transformers' default."""
     return _reentrancy_from(use_reentrant, default_reentrant or use_reentrant.origin is not OptionOrigin.DEFAULT)
 
+#: The switch parameter of a library function that enables transformers' checkpointing (peft).
+LIBRARY_SWITCH = "use_gradient_checkpointing"
+
 def _build_hf_enable(
     api: CheckpointApi, form: SiteForm, call: cst.Call, arguments: CallArguments, model: SemanticModel
-) -> CheckpointSite:
-    """``gradient_checkpointing_enable(gradient_checkpointing_kwargs)``, or transformers 5.24's
-    ``activation_checkpointing_enable(activation_checkpointing_kwargs, every_n_layers, offload)``:
-    the kwargs are the first parameter of either."""
-    options = {name: arguments.option(name, model, position=index) for index, name in enumerate(api.positional)}
-    options["use_reentrant"] = use_reentrant = _hf_use_reentrant(options[api.positional[0]], model)
+) -> CheckpointSite | None:
+    """``gradient_checkpointing_enable(gradient_checkpointing_kwargs)``, transformers 5.24's
+    ``activation_checkpointing_enable(activation_checkpointing_kwargs, every_n_layers, offload)``,
+    or a library function that calls the first with the model it is given (peft's
+    ``prepare_model_for_kbit_training(model, use_gradient_checkpointing, gradient_checkpointing_kwargs)``:
+    no site where its switch is literally off)."""
+    options = {
+        name: arguments.option(name, model, position=index) for index, name in enumerate(api.positional) if name in api.options
+    }
+    switch = options.get(LIBRARY_SWITCH)
+    if switch is not None and switch.is_false:
+        return None
+    kwargs_name = next(name for name in api.options if name.endswith("_kwargs"))
+    options["use_reentrant"] = use_reentrant = _hf_use_reentrant(options[kwargs_name], model)
     reentrancy = _hf_reentrancy(use_reentrant, api.reentrant_when_omitted)
     site = _site(
         api, form, call, arguments, model, function=None, inputs=(), keywords=(), options=options, reentrancy=reentrancy
     )
-    site.extra["kwargs_option"] = api.positional[0]
+    site.extra["kwargs_option"] = kwargs_name
     return site
 
 def _build_hf_training_args(

@@ -62,6 +62,9 @@ __all__ = ["site_statements"]
 #: Recogniser's ``_FOLLOWED`` and ``_ARGUMENTS_LIKE``, and the gate's checkpoint-like names).
 _FOLLOWED_IMPORT = re.compile(r"(?i)checkpoint|ckpt|recompute|^apply$|(?:Arguments|Args|Config)$")
 _CHECKPOINT_LIKE = re.compile(r"(?i)checkpoint|ckpt|recompute|^apply$")
+#: Identifiers of a gradient hook that re-runs the model (``enable_grad`` in the hook,
+#: ``register_hook`` where it is registered: :mod:`ckptlint.checkpoint.sites.hook_recompute`).
+_HOOK_RECOMPUTE = frozenset({"register_hook", "enable_grad"})
 
 
 @lru_cache(maxsize=1)
@@ -109,11 +112,13 @@ def site_statements(index: ModuleIndex) -> frozenset[int]:
             continue
         ids = statement.identifiers
         home_made = "backward" in statement.defined  # an autograd.Function's backward, at any depth
+        hook = not ids.isdisjoint(_HOOK_RECOMPUTE)  # a gradient hook that re-runs the model, its registration
         if (
             not ids.isdisjoint(api)
             or not ids.isdisjoint(imported_api)
             or not statement.apply_receivers.isdisjoint(statement.mentions)
             or home_made
+            or hook
             or (index.star_import and any(_CHECKPOINT_LIKE.search(name) for name in ids))
         ):
             chosen.add(i)
