@@ -58,7 +58,10 @@ def test_real_notebook_findings_are_reported_per_cell(run_cli, case) -> None:
         f"checkpoint at {NAME}:cell 6:19: "
     )
     assert lines[1].startswith(f"{NAME}:cell 6:19:21: CKP001 `checkpoint()` without `use_reentrant`")
-    assert lines[1].endswith("; this code runs only when `self.grad_checkpointing` and `self.training`")
+    assert lines[1].endswith(
+        "; this code runs only when `self.grad_checkpointing` is true (it defaults to `False`; "
+        "set by `set_grad_checkpointing()`) and `self.training`"
+    )
     # the checkpoint in cell 10 carries a `noqa: CKP001` directive; shell escapes and magics are no syntax errors
     assert len([line for line in lines if ": CKP" in line]) == 2
     assert result.stderr == ""
