@@ -9,9 +9,9 @@ For one text, :func:`compare` finds the sites both ways and compares them as mul
   ``activation_checkpointing_enable`` or an API whatever the receiver
   (``_gradient_checkpointing_func``, ``activation_checkpoint_func``), or a method of an
   instance of an API class (``ckpt.checkpoint`` after ``ckpt = CheckpointWithoutOutput()``),
-  or ``self.attr(...)`` where the class stores a checkpoint function in ``self.attr``.
-  Left out: partial bindings and calls through them, helper calls, home-made implementations
-  and whatever the finder recognises by following other modules (re-exports,
+  or ``self.attr(...)`` where the class stores a checkpoint function in ``self.attr``; and
+  ``functools.partial(API, ...)`` bindings and calls through them.
+  Left out: helper calls, home-made implementations and whatever the finder recognises by following other modules (re-exports,
   ``TrainingArguments`` subclasses).
 - ``ast``: :func:`ckptlint.checkpoint.sites.ast_sites.direct_sites`, every site.
 
@@ -79,6 +79,8 @@ _SELF_KINDS = (ApiKind.FUNCTION, ApiKind.LIBRARY_FUNCTION)
 
 def covered(site: CheckpointSite, model: SemanticModel) -> bool:
     """Whether the ``ast`` finder covers ``site`` (see the module docstring)."""
+    if site.form in (SiteForm.PARTIAL, SiteForm.BOUND_CALL):
+        return True
     if site.form is not SiteForm.CALL or site.api.kind is ApiKind.HOME_MADE:
         return False
     func = site.call.func

@@ -371,14 +371,19 @@ class AstCallArguments:
     starred: list[ast.Starred]
     keywords: dict[str, ast.keyword]
     double_starred: list[ast.keyword]
+    #: the positional and ``*`` arguments in source order
+    ordered: list[ast.expr]
 
     @classmethod
-    def of(cls, call: ast.Call) -> AstCallArguments:
-        positional = [a for a in call.args if not isinstance(a, ast.Starred)]
-        starred = [a for a in call.args if isinstance(a, ast.Starred)]
+    def of(cls, call: ast.Call, skip_first: bool = False) -> AstCallArguments:
+        """The arguments of ``call``; without its first positional one with ``skip_first``
+        (``functools.partial(API, ...)``: the API)."""
+        ordered = call.args[1:] if skip_first else list(call.args)
+        positional = [a for a in ordered if not isinstance(a, ast.Starred)]
+        starred = [a for a in ordered if isinstance(a, ast.Starred)]
         keywords = {k.arg: k for k in call.keywords if k.arg is not None}
         double = [k for k in call.keywords if k.arg is None]
-        return cls(positional, starred, keywords, double)
+        return cls(positional, starred, keywords, double, ordered)
 
     def option(self, name: str, model: AstModel, position: int | None = None) -> AstOption:
         """Option ``name`` from a keyword, positional index ``position`` or ``**`` dictionaries."""
