@@ -14,9 +14,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from ckptlint.facts.context_managers import ENTER_RETURNS_ARGUMENT
 from ckptlint.semantic.bindings import EACH, ENTER, Assigned, BindingKind
 
-__all__ = ["AstAssigned", "assignments", "textual_key"]
+__all__ = ["AstAssigned", "assignments", "attribute_name", "candidate_values", "textual_key"]
 
 AstAssigned = Assigned[ast.AST, ast.expr]
 
@@ -118,4 +119,58 @@ def _display_items(value: ast.expr | None) -> list[ast.expr] | None:
         type(e) is ast.Starred for e in value.elts
     ):
         return list(value.elts)
+    return None
+
+
+def attribute_name(assigned: AstAssigned, owner: str) -> str | None:
+    """The attribute ``assigned`` sets on the object named ``owner`` (see
+    :func:`ckptlint.semantic.assignments.attribute_name`)."""
+    if type(assigned.owner) is ast.Name and assigned.owner.id == owner:
+        return assigned.attr
+    return None
+
+
+def candidate_values(
+    assigned: AstAssigned, qualified_names: Callable[[ast.expr], frozenset[str]] | None = None
+) -> list[ast.expr] | None:
+    """The expressions the target may hold, as far as the text says (see
+    :func:`ckptlint.semantic.assignments.candidate_values`)."""
+    if assigned.value is None or assigned.kind is BindingKind.AUGMENTED:
+        return None
+    current = [assigned.value]
+    for step in assigned.path:
+        following: list[ast.expr] = []
+        for expr in current:
+            if step == EACH:
+                items = list(expr.elts) if type(expr) is ast.Set else _display_items(expr)
+            elif step == ENTER:
+                items = _entered(expr, qualified_names)
+            else:
+                items = _display_items(expr)
+                items = [items[step]] if items is not None and -len(items) <= step < len(items) else None  # type: ignore[index,operator]
+            if items is None:
+                return None
+            following += items
+        current = following
+    return current
+
+
+def _entered(expr: ast.expr, qualified_names: Callable[[ast.expr], frozenset[str]] | None) -> list[ast.expr] | None:
+    if qualified_names is None or type(expr) is not ast.Call:
+        return None
+    call: ast.Call = expr
+    for name in qualified_names(call.func):
+        keyword = ENTER_RETURNS_ARGUMENT.get(name)
+        if keyword is None:
+            continue
+        given: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+        ordered = sorted(given, key=lambda a: (a.lineno, a.col_offset))
+        for index, arg in enumerate(ordered):
+            if type(arg) is ast.Starred or (type(arg) is ast.keyword and arg.arg is None):
+                return None
+            if type(arg) is not ast.keyword and index == 0:
+                return [arg]  # type: ignore[list-item]
+            if type(arg) is ast.keyword and arg.arg == keyword:
+                return [arg.value]
+        return None
     return None

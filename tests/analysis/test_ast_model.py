@@ -361,9 +361,12 @@ def test_assignments_of_every_form() -> None:
 
 
 def test_the_production_path_does_not_use_it() -> None:
-    """Not yet wired in: no module of the package imports the ``ast`` model."""
+    """Not yet wired in: no module of the package imports the ``ast`` model but the other
+    modules of the port (``ast_*.py``, themselves not imported by the rest)."""
     importers = []
     for path in (ROOT / "ckptlint").rglob("*.py"):
+        if path.name.startswith("ast_"):
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("ast_model"):
                 importers.append(path.relative_to(ROOT).as_posix())

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import partial as partial_of
+from typing import TYPE_CHECKING, Generic
 
 import libcst as cst
 
@@ -34,6 +35,19 @@ __all__ = [
     "mapping_alternatives",
     "option_from_mappings",
 ]
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    #: The expression an option's value is read from, and the call argument carrying it
+    #: (libcst's unless parametrised; ``OptionValue[ast.expr, ast.AST]`` for ``ast`` sites).
+    E = TypeVar("E", default=cst.BaseExpression)
+    A = TypeVar("A", default=cst.Arg)
+else:
+    from typing import TypeVar
+
+    E = TypeVar("E")
+    A = TypeVar("A")
 
 _MAX_DEPTH = 6
 
@@ -66,7 +80,7 @@ class OptionOrigin(str, Enum):
 
 
 @dataclass(frozen=True)
-class OptionValue:
+class OptionValue(Generic[E, A]):
     """What a call passes for one option.
 
     Attributes:
@@ -81,8 +95,8 @@ class OptionValue:
 
     state: OptionState
     value: object = None
-    node: cst.BaseExpression | None = None
-    arg: cst.Arg | None = None
+    node: E | None = None
+    arg: A | None = None
     origin: OptionOrigin = OptionOrigin.NONE
 
     @property

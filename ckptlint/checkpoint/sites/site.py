@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic
 
 import libcst as cst
 
@@ -19,7 +19,24 @@ from ckptlint.facts.apis import CheckpointApi
 from ckptlint.semantic.bindings import Scope
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
     from ckptlint.semantic.analysis import ModuleAnalysis
+
+    # A site's call, expressions, call arguments and their sorted form: libcst's unless
+    # parametrised (sites found on CPython's ``ast`` are ``CheckpointSite[ast.Call, ast.expr,
+    # ast.AST, AstCallArguments]``, see :mod:`ckptlint.checkpoint.sites.ast_sites`).
+    C = TypeVar("C", default=cst.Call)
+    E = TypeVar("E", default=cst.BaseExpression)
+    A = TypeVar("A", default=cst.Arg)
+    G = TypeVar("G", default=CallArguments)
+else:
+    from typing import TypeVar
+
+    C = TypeVar("C")
+    E = TypeVar("E")
+    A = TypeVar("A")
+    G = TypeVar("G")
 
 __all__ = [
     "CheckpointSite",
@@ -204,7 +221,7 @@ def _plan_text(call: HelperCall, name: str) -> str:
 
 
 @dataclass(eq=False)
-class CheckpointSite:
+class CheckpointSite(Generic[C, E, A, G]):
     """One use of a checkpoint API.
 
     Attributes:
@@ -238,16 +255,16 @@ class CheckpointSite:
 
     api: CheckpointApi
     form: SiteForm
-    call: cst.Call
-    arguments: CallArguments
-    function: cst.BaseExpression | None
-    inputs: tuple[cst.Arg, ...]
-    function_keywords: tuple[cst.Arg, ...]
-    options: dict[str, OptionValue]
+    call: C
+    arguments: G
+    function: E | None
+    inputs: tuple[A, ...]
+    function_keywords: tuple[A, ...]
+    options: dict[str, OptionValue[E, A]]
     reentrancy: Reentrancy
     hidden_arguments: bool
-    scope: Scope
-    binding: CheckpointSite | None = None
+    scope: Scope[Any, Any]
+    binding: CheckpointSite[C, E, A, G] | None = None
     extra: dict[str, object] = field(default_factory=dict)
     save_misuse: SaveMisuse | None = None
     misspellings: tuple[Misspelling, ...] = ()
@@ -259,16 +276,16 @@ class CheckpointSite:
         """The first keyword of this site that probably misspells ``option``."""
         return next((m for m in self.misspellings if m.option == option), None)
 
-    def is_misspelled(self, arg: cst.Arg) -> bool:
+    def is_misspelled(self, arg: A) -> bool:
         """Whether ``arg`` is one of :attr:`misspellings`."""
         return any(m.arg is arg for m in self.misspellings)
 
-    def option(self, name: str) -> OptionValue:
+    def option(self, name: str) -> OptionValue[E, A]:
         """The value passed for option ``name`` (``ABSENT`` when the API has no such option)."""
-        return self.options.get(name, ABSENT)
+        return self.options.get(name, ABSENT)  # type: ignore[arg-type]  # ABSENT holds no node
 
     @property
-    def use_reentrant(self) -> OptionValue:
+    def use_reentrant(self) -> OptionValue[E, A]:
         return self.option("use_reentrant")
 
     @property

@@ -1,0 +1,161 @@
+"""Checkpoint sites of one module found on CPython's ``ast``: the same sites (API, form, options,
+variant) :func:`ckptlint.checkpoint.sites.sites.collect_sites` finds on libcst for the calls it
+recognises without leaving the module:
+
+- a call whose callee's qualified names name an API of :mod:`ckptlint.facts.apis` (torch's
+  ``checkpoint``, ``checkpoint_sequential``, ``checkpoint_wrapper``, the composable
+  ``checkpoint``, other libraries' functions, sequences and wrappers, ``TrainingArguments``
+  and its kin, the policies of ``apply_activation_checkpointing`` and friends);
+- ``x.gradient_checkpointing_enable(...)`` / ``x.activation_checkpointing_enable(...)``
+  (:data:`~ckptlint.facts.apis.HF_ENABLE_METHODS`) and the method names that are an API
+  whatever the receiver (:data:`~ckptlint.facts.apis.METHOD_APIS`:
+  ``self._gradient_checkpointing_func(...)``);
+- methods of instances of an API class (:data:`~ckptlint.facts.apis.INSTANCE_METHOD_APIS`:
+  ``ckpt.checkpoint(f, x)`` after ``ckpt = CheckpointWithoutOutput()``, or ``self.ckpt`` set
+  so in the class) and ``self.attr(...)`` where the class stores a checkpoint function in
+  ``self.attr`` (:mod:`~ckptlint.checkpoint.sites.ast_receivers`);
+- ``functools.partial(API, ...)`` (``SiteForm.PARTIAL``) and calls through such a binding
+  (``SiteForm.BOUND_CALL``): ``ckpt(block, x)`` after ``ckpt = partial(API, ...)``, and
+  ``self.ckpt(block, x)`` after ``self.ckpt = partial(API, ...)`` (or a helper returning one).
+
+Not yet here (still libcst only): calls of helpers, home-made implementations, names followed
+into other modules, ``TrainingArguments`` subclasses; the region expression a policy site
+checkpoints (its ``function`` is ``None`` here), misspelled options and save misuses. Nothing
+on the linter's path imports this module yet.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ckptlint.checkpoint.sites.ast_options import (
+    AstCallArguments,
+    in_branch_torch_never_takes,
+    ordered_arguments,
+    torch_version_test,
+)
+from ckptlint.checkpoint.sites.ast_receivers import instance_method_api, self_attribute_api, self_partial
+from ckptlint.checkpoint.sites.ast_site_builders import AstSite, build_bound_call, build_site
+from ckptlint.checkpoint.sites.site import SiteForm
+from ckptlint.facts.apis import (
+    HF_ENABLE_METHODS,
+    METHOD_APIS,
+    PARTIAL_QUALIFIED_NAMES,
+    UTILS_CHECKPOINT_MODULE,
+    ApiKind,
+    api_for,
+)
+from ckptlint.facts.saving import DCP_FUNCTIONS
+from ckptlint.semantic.ast_model import AstModel
+from ckptlint.semantic.ast_reaching import reaching
+from ckptlint.semantic.bindings import BindingKind
+
+__all__ = ["AstSite", "direct_sites"]
+
+_Decide = Callable[[ast.expr], "bool | None"]
+
+
+@dataclass
+class _Calls:
+    """What the pass over the module's calls found (see ``sites._Calls``)."""
+
+    sites: list[AstSite] = field(default_factory=list)
+    partial_sites: dict[ast.Call, AstSite] = field(default_factory=dict)  # partial(API, ...)
+    partial_bindings: dict[ast.AST, AstSite] = field(default_factory=dict)  # name = partial(API, ...)
+    deferred: list[ast.Call] = field(default_factory=list)  # calls of a plain name
+    through_self: list[tuple[ast.Call, ast.Call]] = field(default_factory=list)  # self._ckpt(...), its partial
+
+
+def direct_sites(model: AstModel) -> list[AstSite]:
+    """The module's sites of the forms in the module docstring: those of API calls in the
+    order of ``model.calls``, then those of calls through partial bindings; a call in a branch
+    no judged torch release takes is none."""
+
+    def decide(test: ast.expr) -> bool | None:
+        return torch_version_test(test, model)
+
+    found = _Calls()
+    for call in model.calls:
+        _sort_call(call, model, decide, found)
+    sites = found.sites + _bound_call_sites(found, model, decide)
+    return [site for site in sites if not in_branch_torch_never_takes(model, site.call)]
+
+
+def _sort_call(call: ast.Call, model: AstModel, decide: _Decide, found: _Calls) -> None:
+    """Record ``call``'s site in ``found``, or the list it waits in (see ``sites._sort_call``)."""
+    func = call.func
+    names = model.qualified_names(func)
+    api = api_for(names)
+    if api is not None:
+        if isinstance(func, ast.Name) and _rebound_to_partials(model, func, decide):
+            found.deferred.append(call)  # `checkpoint = partial(checkpoint, ...)` at module level
+            return
+        _add(found, build_site(api, SiteForm.CALL, call, AstCallArguments.of(call), model))
+        return
+    if UTILS_CHECKPOINT_MODULE in names or any(name in DCP_FUNCTIONS for name in names):
+        return
+    if names & PARTIAL_QUALIFIED_NAMES and call.args:
+        first = ordered_arguments(call)[0]
+        if not isinstance(first, (ast.keyword, ast.Starred)):
+            inner = api_for(model.qualified_names(first))
+            if inner is not None and inner.kind is not ApiKind.HF_TRAINING_ARGS:
+                site = build_site(inner, SiteForm.PARTIAL, call, AstCallArguments.of(call, skip_first=True), model)
+                if site is not None:
+                    found.sites.append(site)
+                    found.partial_sites[call] = site
+                    parent = model.parent(call)
+                    if isinstance(parent, ast.Assign):
+                        found.partial_bindings[parent] = site
+            return
+    if isinstance(func, ast.Attribute):
+        other = HF_ENABLE_METHODS.get(func.attr) or METHOD_APIS.get(func.attr)
+        other = other or instance_method_api(func, model) or self_attribute_api(func, model)
+        if other is not None:
+            _add(found, build_site(other, SiteForm.CALL, call, AstCallArguments.of(call), model))
+            return
+        partial = self_partial(func, model)
+        if partial is not None:
+            found.through_self.append((call, partial))
+    elif isinstance(func, ast.Name):
+        found.deferred.append(call)
+
+
+def _add(found: _Calls, site: AstSite | None) -> None:
+    if site is not None:
+        found.sites.append(site)
+
+
+def _bound_call_sites(found: _Calls, model: AstModel, decide: _Decide) -> list[AstSite]:
+    """Sites of calls of a partial bound earlier (see ``sites._bound_call_sites``)."""
+    sites: list[AstSite] = []
+    for call, partial in found.through_self:
+        bound = found.partial_sites.get(partial)
+        if bound is not None:
+            site = build_bound_call(bound, call, model)
+            if site is not None:
+                sites.append(site)
+    if found.partial_bindings:
+        for call in found.deferred:
+            if not isinstance(call.func, ast.Name):
+                continue
+            for binding in reaching(model, call.func, decide):
+                bound = found.partial_bindings.get(binding.node)
+                if bound is not None and binding.kind is BindingKind.ASSIGNMENT:
+                    site = build_bound_call(bound, call, model)
+                    if site is not None:
+                        sites.append(site)
+                    break
+    return sites
+
+
+def _rebound_to_partials(model: AstModel, name: ast.Name, decide: _Decide) -> bool:
+    """See :func:`ckptlint.checkpoint.sites.sites._rebound_to_partials`."""
+    final = reaching(model, name, decide)
+    return len(final) < len(model.bindings_of(name)) and all(
+        b.kind is BindingKind.ASSIGNMENT
+        and isinstance(b.value, ast.Call)
+        and bool(model.qualified_names(b.value.func) & PARTIAL_QUALIFIED_NAMES)
+        for b in final
+    )
