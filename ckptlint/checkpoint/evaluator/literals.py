@@ -102,6 +102,19 @@ def _copy_of_itself(binding: Binding, model) -> bool:  # noqa: ANN001 - a Semant
     return func in model.scopes and bool(model.qualified_names(func) & _COPY_FUNCTIONS)
 
 
+def _runs_once(binding: Binding, model) -> bool:  # noqa: ANN001 - a SemanticModel
+    """Whether ``binding`` is an assignment that runs at most once a call of its function: not
+    in a loop, where its value could read what an earlier iteration assigned."""
+    if binding.kind is not BindingKind.ASSIGNMENT or binding.value is None:
+        return False
+    for ancestor in model.ancestors(binding.node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
+            return True
+        if isinstance(ancestor, (cst.For, cst.While)):
+            return False
+    return True
+
+
 def skip_self_copies(bindings: list[Binding], model) -> list[Binding]:  # noqa: ANN001 - a SemanticModel
     """``bindings`` of one name less its copies of itself, when one binding is left and the
     name is never mutated (item or method writes): mmpose's "protect mutable default
@@ -239,6 +252,9 @@ class LiteralDecisions:
         if expr not in model.scopes:
             return NOT_LITERAL
         bindings = skip_self_copies(model.lookup(expr.value, model.scope_of(expr)), model)
+        if len(bindings) > 1:  # `norm = {...}[norm]`: a binding's own value reads the name before it
+            ancestors = {id(a) for a in model.ancestors(expr)}
+            bindings = [b for b in bindings if not (id(b.value) in ancestors and _runs_once(b, model))]
         if not bindings and expr.value in _BUILTIN_TYPES:
             return _BuiltinType(expr.value)
         if len(bindings) != 1:
