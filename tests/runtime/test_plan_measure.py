@@ -129,3 +129,20 @@ def test_a_block_that_works_in_place_on_its_input_is_measured() -> None:
     model = nn.Sequential(nn.Linear(64, 64), Stem(), nn.Linear(64, 64), nn.ReLU(inplace=True), nn.Linear(64, 1))
     plan = plan_checkpointing(model, torch.randn(32, 64), budget="200%")
     assert plan.chosen == []
+
+
+def test_a_module_held_in_several_places_is_no_candidate() -> None:
+    # nn.ModuleList([b, b, b, big]): wrapping the one slot named_modules() names would leave
+    # the other two uses' activations, and the plan over budget
+    from torch import nn
+
+    from ckptlint.runtime.plan.candidates import resolve_candidates
+
+    shared = nn.Linear(8, 8)
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList([shared, shared, shared, nn.Linear(8, 8)])
+
+    assert resolve_candidates(Net(), None) == ["layers.3"]
