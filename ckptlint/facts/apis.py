@@ -9,6 +9,7 @@ transformers' modeling_utils.py / training_args.py (4.57, 5.0, 5.24; the default
 
 from __future__ import annotations
 
+from ckptlint.facts import library_apis as _library_apis
 from ckptlint.facts.api_types import (
     CHECKPOINT_OPTIONS,
     PARTIAL_QUALIFIED_NAMES,
@@ -43,26 +44,8 @@ __all__ = [
     "METHOD_APIS", "TRAINING_ARGUMENTS_BASES", "gate_names", "ApiKind", "CheckpointApi", "CHECKPOINT_OPTIONS",
     "HF_ENABLE_METHODS", "MODULE_EXPORTS", "PEFT_PREPARE_KBIT", "PARTIAL_QUALIFIED_NAMES", "UTILS_CHECKPOINT_MODULE",
     "api_for",
-    # other libraries' rows (ckptlint.facts.library_apis), part of this table
-    "HF_GRADIENT_CHECKPOINTING_FUNC",
-    "TIMM_CHECKPOINT_SEQ",
-    "TIMM_CHECKPOINT",
-    "DEEPSPEED_CHECKPOINT",
-    "DEEPSPEED_NON_REENTRANT",
-    "DEEPSPEED_PIPE_FUNC",
-    "MEGATRON_CHECKPOINT",
-    "MEGATRON_WITHOUT_OUTPUT",
-    "TE_CHECKPOINT",
-    "COLOSSALAI_CHECKPOINT",
-    "TORCH_CHECKPOINT_FUNCTION",
-    "FAIRSCALE_CHECKPOINT_WRAPPER",
-    "FAIRSEQ_CHECKPOINT_WRAPPER",
-    "XFORMERS_CHECKPOINT",
-    "XFORMERS_SELECTIVE_WRAPPER",
-    "APPLY_ACTIVATION_CHECKPOINTING",
-    "LIGHTNING_FSDP_STRATEGY",
-    "TORCHTUNE_SET_ACTIVATION_CHECKPOINTING",
-    "TRL_CONFIGS",
+    # other libraries' rows, part of this table
+    *_library_apis.__all__,
 ]
 
 

@@ -42,6 +42,7 @@ class LayerKind(str, Enum):
     RANDOM = "random"  # draws random numbers in training mode (dropout)
     RUNNING_STATS = "running-stats"  # updates buffers in training mode (BatchNorm)
     CONTAINER = "container"
+    PLAIN = "plain"  # neither: the same output and no state written, in training as in eval
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,30 @@ _NORMS = {
     "InstanceNorm3d": LayerFact("nn.InstanceNorm3d", LayerKind.RUNNING_STATS, ("track_running_stats", 4, False), False),
 }
 
+#: Leaf layers whose ``forward`` draws no random numbers and writes no state in either mode, and
+#: that hold no module they were given (torch 2.13, ``torch/nn/modules/linear.py``, ``conv.py``,
+#: ``normalization.py``, ``activation.py``, ``pooling.py``, ``flatten.py``, ``upsampling.py``,
+#: ``pixelshuffle.py``, ``padding.py``): a region that calls only these is known to recompute the
+#: same values. Left out on purpose: ``RReLU`` (random slopes in training), ``MultiheadAttention``
+#: (attention dropout), ``FractionalMaxPool*`` (random regions), ``Embedding``/``EmbeddingBag``
+#: (``max_norm`` renormalizes the weight in place), the RNN and transformer layers (dropout).
+_PLAIN_NAMES = (
+    "Identity Linear Bilinear LazyLinear "
+    "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d "
+    "LazyConv1d LazyConv2d LazyConv3d LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d "
+    "LayerNorm GroupNorm RMSNorm LocalResponseNorm "
+    "Threshold ReLU Hardtanh ReLU6 Sigmoid Hardsigmoid Tanh SiLU Mish Hardswish ELU CELU SELU GLU GELU "
+    "Hardshrink LeakyReLU LogSigmoid Softplus Softshrink PReLU Softsign Tanhshrink Softmin Softmax "
+    "Softmax2d LogSoftmax "
+    "MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d "
+    "AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d LPPool1d LPPool2d "
+    "Flatten Unflatten Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle "
+    "ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d "
+    "ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d CircularPad1d "
+    "CircularPad2d CircularPad3d"
+).split()
+_PLAIN = {name: LayerFact(f"nn.{name}", LayerKind.PLAIN) for name in _PLAIN_NAMES}
+
 _CONTAINERS = {
     "Sequential": LayerFact("nn.Sequential", LayerKind.CONTAINER),
     "ModuleList": LayerFact("nn.ModuleList", LayerKind.CONTAINER),
@@ -108,12 +133,15 @@ _CONTAINERS = {
 
 _MODULE_PATHS = ("torch.nn.", "torch.nn.modules.", "torch.nn.modules.dropout.", "torch.nn.modules.batchnorm.",
                  "torch.nn.modules.instancenorm.", "torch.nn.modules.container.", "torch.nn.modules.rnn.",
-                 "torch.nn.modules.activation.", "torch.nn.modules.transformer.")
+                 "torch.nn.modules.activation.", "torch.nn.modules.transformer.", "torch.nn.modules.linear.",
+                 "torch.nn.modules.conv.", "torch.nn.modules.normalization.", "torch.nn.modules.pooling.",
+                 "torch.nn.modules.flatten.", "torch.nn.modules.upsampling.", "torch.nn.modules.pixelshuffle.",
+                 "torch.nn.modules.padding.")
 
 LAYERS: dict[str, LayerFact] = {
     f"{prefix}{name}": fact
     for prefix in _MODULE_PATHS
-    for name, fact in {**_DROPOUTS, **_NORMS, **_CONTAINERS}.items()
+    for name, fact in {**_DROPOUTS, **_NORMS, **_CONTAINERS, **_PLAIN}.items()
 }
 
 #: e2cnn and escnn (their ``nn/modules/batchnormalization/inner.py``, e2cnn 0.2, escnn 1.0):

@@ -61,8 +61,9 @@ class RecomputeWithoutAutocastRestore(Rule):
                 ctx.report(
                     call,
                     f"`{implementation.node.name.value}.backward` re-runs {implementation.rerun_label} outside the "
-                    "autocast state of forward: when forward runs under `torch.autocast` (mixed precision), "
-                    "the recompute runs in float32 and produces other activations than forward; capture `torch.is_autocast_enabled()` / "
+                    "autocast state of forward: when forward runs under `torch.autocast` with float32 parameters "
+                    "(mixed precision), the recompute runs in float32 and produces other activations than forward; "
+                    "capture `torch.is_autocast_enabled()` / "
                     "`torch.get_autocast_dtype()` in forward and re-enter `torch.autocast(...)` around the "
                     "re-run (or use `torch.amp.custom_fwd`/`custom_bwd`)",
                     guarded=call,
@@ -76,7 +77,7 @@ class RecomputeWithoutAutocastRestore(Rule):
                     call,
                     f"`{hook.hook.name.value}`, a gradient hook (registered at line {row}), re-runs the model in "
                     "backward outside the autocast state of forward: when forward runs under `torch.autocast` "
-                    "(mixed precision) and backward is called outside it, as PyTorch's recipe does, the recompute "
+                    "with float32 parameters (mixed precision) and backward is called outside it, as PyTorch's recipe does, the recompute "
                     "runs in float32, so the cached gradients are applied to "
                     "other activations than those they were computed for; capture `torch.is_autocast_enabled()` / "
                     "`torch.get_autocast_dtype()` in forward and re-enter `torch.autocast(...)` around the re-run",

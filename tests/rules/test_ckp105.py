@@ -24,7 +24,7 @@ def test_home_made_recompute_is_reported_whatever_the_rest_of_the_code_base_does
     (tmp_path / "mpu" / "fp16.py").write_text("def convert(model):\n    return model.half()\n", encoding="utf-8")
     assert _codes(run_cli, "--no-cache", ".") == [("random.py", "CKP105")]
     result = run_cli("--output-format", "json", "--isolated", "--exit-zero", "--no-cache", "--select", "CKP105", "mpu/random.py")
-    assert "when forward runs under `torch.autocast` (mixed precision)" in json.loads(result.stdout)[0]["message"]
+    assert "when forward runs under `torch.autocast` with float32 parameters (mixed precision)" in json.loads(result.stdout)[0]["message"]
     cache = str(tmp_path / "cache")
     assert _codes(run_cli, "--cache-dir", cache, "mpu/random.py") == [("random.py", "CKP105")]
     (tmp_path / "mpu" / "train.py").write_text(
@@ -120,7 +120,8 @@ def test_gradient_hook_that_reruns_the_model_without_autocast_is_reported() -> N
     assert (row, column) == (rerun, CACHED_LOSS.splitlines()[rerun - 1].index("loss_obj.embed_iter(") + 1)
     assert message.startswith(
         f"`_backward_hook`, a gradient hook (registered at line {registered}), re-runs the model in backward outside "
-        "the autocast state of forward: when forward runs under `torch.autocast` (mixed precision) and backward"
+        "the autocast state of forward: when forward runs under `torch.autocast` with float32 parameters "
+        "(mixed precision) and backward"
     )
 
 

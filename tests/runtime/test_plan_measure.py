@@ -107,3 +107,42 @@ def test_blocks_of_one_structure_pool_their_times_and_small_groups_run_again():
     assert len(lone.forward_runs_s) == 3 and lone.forward_runs_s != pair[0].forward_runs_s
     assert all(b.forward_s == statistics.median(b.forward_runs_s) > 0 for b in m.blocks)
     assert m.rerun_s > 0 and m.hook_overhead_s > 0 and m.measure_s >= m.counted_step_s + m.rerun_s
+
+
+def test_a_block_that_works_in_place_on_its_input_is_measured() -> None:
+    # timm's resnet10t: a stem child whose first op is nn.ReLU(inplace=True); the lone timing
+    # rerun of a block gets non-leaf copies of its captured inputs
+    import torch
+    from torch import nn
+
+    from ckptlint.runtime import plan_checkpointing
+
+    class Stem(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.act = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            return self.act(x)
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64), Stem(), nn.Linear(64, 64), nn.ReLU(inplace=True), nn.Linear(64, 1))
+    plan = plan_checkpointing(model, torch.randn(32, 64), budget="200%")
+    assert plan.chosen == []
+
+
+def test_a_module_held_in_several_places_is_no_candidate() -> None:
+    # nn.ModuleList([b, b, b, big]): wrapping the one slot named_modules() names would leave
+    # the other two uses' activations, and the plan over budget
+    from torch import nn
+
+    from ckptlint.runtime.plan.candidates import resolve_candidates
+
+    shared = nn.Linear(8, 8)
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList([shared, shared, shared, nn.Linear(8, 8)])
+
+    assert resolve_candidates(Net(), None) == ["layers.3"]

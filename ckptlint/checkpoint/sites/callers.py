@@ -47,7 +47,12 @@ def calls_of(analysis: ModuleAnalysis, function: cst.FunctionDef) -> list[cst.Ca
     if isinstance(owner, cst.Module) and not name.startswith("_"):
         return None
     calls = _calls_by_name(analysis).get(name, [])
-    if not calls or _occurrences(analysis, name) != len(calls) + 1:
+    namesakes = _namesakes(analysis, owner, name) if isinstance(owner, cst.ClassDef) else []
+    if namesakes is None:
+        return None
+    if namesakes:  # the calls inside those classes call their own method
+        calls = [c for c in calls if not any(_self_call(analysis, c, other) for other in namesakes)]
+    if not calls or _occurrences(analysis, name) != len(_calls_by_name(analysis).get(name, [])) + 1 + len(namesakes):
         return None
     model = analysis.model
     for call in calls:
@@ -58,6 +63,33 @@ def calls_of(analysis: ModuleAnalysis, function: cst.FunctionDef) -> list[cst.Ca
         if not isinstance(owner, cst.ClassDef) and not isinstance(call.func, cst.Name):
             return None
     return calls
+
+
+def _namesakes(analysis: ModuleAnalysis, owner: cst.ClassDef, name: str) -> list[cst.ClassDef] | None:
+    """The other classes of the module that define a method ``name`` in their own body
+    (nanotron's ``_checkpointed_forward`` in both its MoE and decoder layers): a
+    ``self.name(...)`` inside one of them calls its own method. ``None`` when one of them is
+    a base or a subclass of ``owner`` by name (then ``self.name`` may mean either)."""
+    found: list[cst.ClassDef] = []
+    for node in iter_tree(analysis.module):
+        if not isinstance(node, cst.ClassDef) or node is owner:
+            continue
+        if not any(isinstance(s, cst.FunctionDef) and s.name.value == name for s in node.body.body):
+            continue
+        bases = {_base_name(b.value) for b in (*owner.bases, *node.bases)}
+        if {node.name.value, owner.name.value} & bases:
+            return None
+        found.append(node)
+    return found
+
+
+def _base_name(expr: cst.BaseExpression) -> str | None:
+    """The last name of a base class expression (``nn.Module`` -> ``Module``)."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return None
 
 
 def _owner(analysis: ModuleAnalysis, function: cst.FunctionDef) -> cst.CSTNode | None:

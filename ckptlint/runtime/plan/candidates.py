@@ -75,7 +75,8 @@ def default_candidates(model: nn.Module) -> list[str]:
 
 
 def resolve_candidates(model: nn.Module, candidates: Candidates) -> list[str]:
-    """Names for ``candidates`` (None: :func:`default_candidates`), outermost first-seen order.
+    """Names for ``candidates`` (None: :func:`default_candidates`), outermost first-seen order,
+    less the modules the model holds in more than one place (:func:`_shared_modules`).
 
     Raises:
         ValueError: a given name is not a submodule, or nothing matched.
@@ -101,6 +102,18 @@ def resolve_candidates(model: nn.Module, candidates: Candidates) -> list[str]:
         else:
             raise TypeError("candidates must be names, module classes or a predicate (name, module) -> bool, got " + repr(candidates))
         names = _outermost(n for n, m in modules.items() if n and match(n, m))
+    shared = _shared_modules(model)
+    names = [n for n in names if n not in shared]
     if not names:
         raise ValueError(f"{type(model).__name__}: no candidate block to checkpoint")
     return names
+
+
+def _shared_modules(model: nn.Module) -> set[str]:
+    """Names (as ``named_modules()`` gives them) of modules the model holds in more than one
+    place (``nn.ModuleList([b, b, b])``): wrapping one slot would leave the others' activations,
+    and ``named_modules()`` names only the first, so such a block is never a candidate."""
+    seen: dict[int, int] = {}
+    for _, module in model.named_modules(remove_duplicate=False):
+        seen[id(module)] = seen.get(id(module), 0) + 1
+    return {n for n, m in model.named_modules() if seen[id(m)] > 1}

@@ -412,10 +412,12 @@ def _timing_samples(
         if len(runs) < repeats and (sig, shapes) in captured:
             first, args, kwargs = captured[(sig, shapes)]
             for _ in range(repeats - len(runs)):
+                with torch.enable_grad():  # non-leaf copies: a block may work in place on its input
+                    run_args, run_kwargs = _fresh(args), {k: _fresh((v,))[0] for k, v in kwargs.items()}
                 sync()
                 t0 = time.perf_counter()
                 with torch.enable_grad():
-                    blocks[first](*args, **kwargs)
+                    blocks[first](*run_args, **run_kwargs)
                 sync()
                 runs.append((time.perf_counter() - t0) * calls)
                 reruns += 1
@@ -423,6 +425,13 @@ def _timing_samples(
             out[n] = runs
     captured.clear()
     return out, reruns
+
+
+def _fresh(values: tuple) -> tuple:
+    """``values`` with each tensor cloned (a non-leaf copy when it requires grad, so an in-place
+    first op of the block, ``nn.ReLU(inplace=True)``, neither fails on a leaf nor changes the
+    captured input)."""
+    return tuple(v.clone() if isinstance(v, torch.Tensor) else v for v in values)
 
 
 def _summarise(
