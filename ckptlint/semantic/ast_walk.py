@@ -1,5 +1,6 @@
 """Fast reading of CPython ``ast`` trees: a node's children, where a node starts, the names
-a ``Name``/``Attribute`` chain spells.
+a ``Name``/``Attribute`` chain spells, and the readings of :mod:`ckptlint.semantic.syntax`
+(a class's methods, a function's positional parameters and own nodes, a callee's last name).
 
 ``ast.iter_child_nodes`` is a generator that reads every field, the context and operator
 singletons (``Load()``, ``Add()``) included; :func:`child_nodes` reads, per node class, only the
@@ -9,10 +10,24 @@ fields that can hold a node, with one ``operator.attrgetter``, and returns a lis
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from operator import attrgetter
 
-__all__ = ["base_name", "child_nodes", "dotted_name", "start"]
+__all__ = [
+    "FUNCTIONS",
+    "base_name",
+    "child_nodes",
+    "class_methods",
+    "dotted_name",
+    "last_name",
+    "own_nodes",
+    "positional_parameters",
+    "start",
+]
+
+#: ``def`` and ``async def`` (one libcst ``FunctionDef``).
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_NOT_ENTERED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 #: Fields that never hold a child node: names and flags, and the shared context and operator
 #: singletons (``ctx``, ``op``, ``ops``), which are no part of the source.
@@ -81,3 +96,39 @@ def base_name(expr: ast.AST) -> str | None:
     while type(expr) is ast.Attribute or type(expr) is ast.Subscript:
         expr = expr.value
     return expr.id if type(expr) is ast.Name else None
+
+
+def last_name(expr: ast.AST) -> str:
+    """The last name of a dotted expression (``torch.cuda.amp.custom_bwd`` -> ``custom_bwd``),
+    of the called expression for a call; ``""`` for anything else (as
+    :func:`ckptlint.semantic.syntax.last_name`)."""
+    if type(expr) is ast.Call:
+        expr = expr.func
+    if type(expr) is ast.Attribute:
+        return expr.attr
+    if type(expr) is ast.Name:
+        return expr.id
+    return ""
+
+
+def class_methods(node: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The ``def`` statements of a class body, by name (the last one of a name wins)."""
+    return {s.name: s for s in node.body if isinstance(s, FUNCTIONS)}
+
+
+def positional_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """The names of ``function``'s positional-only and positional-or-keyword parameters, in order."""
+    return [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
+
+
+def own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """Every node of ``function``'s body, not entering nested ``def``, ``class`` and lambdas,
+    in the order of :func:`ckptlint.semantic.syntax.own_nodes` (last statement first, each
+    node before its children, later children first)."""
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _NOT_ENTERED):
+            continue
+        stack.extend(child_nodes(node))
