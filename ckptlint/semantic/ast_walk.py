@@ -19,6 +19,7 @@ __all__ = [
     "child_nodes",
     "class_methods",
     "dotted_name",
+    "fields_order_children",
     "last_name",
     "own_nodes",
     "positional_parameters",
@@ -121,14 +122,40 @@ def positional_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> l
     return [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
 
 
+def fields_order_children(node: ast.AST) -> list[ast.AST]:
+    """The children of ``node`` in the order libcst's fields hold them
+    (:func:`ckptlint.semantic.walk.children`), where it differs from :func:`child_nodes`: a
+    dict's keys and values alternate, a call's arguments are in source order (``ast`` keeps
+    keywords apart), an ``except`` clause's body comes before its type. Walks that stop at the
+    first match or keep a list read their nodes in libcst's order this way."""
+    kind = type(node)
+    if kind is ast.Dict:
+        found: list[ast.AST] = []
+        for key, value in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
+            if key is not None:
+                found.append(key)
+            found.append(value)
+        return found
+    if kind is ast.Call:
+        call: ast.Call = node  # type: ignore[assignment]
+        arguments: list[ast.AST] = [*call.args, *call.keywords]
+        if call.args and call.keywords:
+            arguments.sort(key=lambda a: (a.lineno, a.col_offset))  # type: ignore[attr-defined]
+        return [call.func, *arguments]
+    if kind is ast.ExceptHandler:
+        handler: ast.ExceptHandler = node  # type: ignore[assignment]
+        return [*handler.body, *([handler.type] if handler.type is not None else [])]
+    return child_nodes(node)
+
+
 def own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
     """Every node of ``function``'s body, not entering nested ``def``, ``class`` and lambdas,
     in the order of :func:`ckptlint.semantic.syntax.own_nodes` (last statement first, each
-    node before its children, later children first)."""
+    node before its children, later children first; :func:`fields_order_children`)."""
     stack: list[ast.AST] = list(function.body)
     while stack:
         node = stack.pop()
         yield node
         if isinstance(node, _NOT_ENTERED):
             continue
-        stack.extend(child_nodes(node))
+        stack.extend(fields_order_children(node))

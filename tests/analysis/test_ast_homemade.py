@@ -254,7 +254,51 @@ PROGRAMS = {
                         b(g)
                 return g, None
     """,
+    "libcst's order: dicts, keywords among starred arguments, except clauses": """
+        import torch
+
+        class P(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, blocks):
+                ctx.blocks = blocks
+                a, b = blocks
+                a(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                blocks = ctx.blocks
+                one = blocks[(0), 1]
+                two = blocks[(0, 1), 2]
+                three = blocks[((0), 1)]
+                with torch.enable_grad():
+                    one(g); two(g); three(g)
+                    d = {one(g): two(g), "k": blocks[0](g), **three(g)}
+                    for b in blocks:
+                        f(*g, k=b(g), *b(g))
+                return g, None
+
+        class S(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, fn, x):
+                ctx.fn = fn
+                return fn(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                try:
+                    pass
+                except ctx.fn(0):
+                    ctx.fn(7)
+                return {ctx.fn(1): ctx.fn(2), ctx.fn(3): ctx.fn(4)}, f(*g, k=ctx.fn(5), *ctx.fn(6))
+
+        def h(fn, **kw):
+            return S.apply(**kw), S.apply(fn, 1)
+    """,
 }
+
+
+_ORDER = "libcst's order: dicts, keywords among starred arguments, except clauses"
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -267,6 +311,7 @@ def test_programs(name: str) -> None:
         "stored callables every way": (3, 2),
         "reversible networks": (5, 0),
         "subscripts and arguments": (1, 0),
+        "libcst's order: dicts, keywords among starred arguments, except clauses": (2, 1),
     }[name]
     assert (found.implementations, found.helpers) == counts
 
@@ -292,6 +337,14 @@ def test_records_read_on_ast() -> None:
     reversible = home_made(AstModel.build(ast.parse(textwrap.dedent(PROGRAMS["reversible networks"])), "m"))
     fast = reversible.implementations["m.FastRevBackProp"]
     assert (fast.api.rerun_method, fast.function_index, [c.lineno for c in fast.reruns]) == ("backward_pass", 1, [60, 62])
+    ordered = home_made(AstModel.build(ast.parse(textwrap.dedent(PROGRAMS[_ORDER])), "m")).implementations
+    # libcst's walk: a dict's keys and values alternate, ``k=`` sits among the starred
+    # arguments, an ``except`` clause's type is read before its body
+    assert [(c.lineno, c.col_offset) for c in ordered["m.S"].reruns] == [
+        (37, 81), (37, 69), (37, 49), (37, 38), (37, 27), (37, 16), (35, 15), (36, 12)
+    ]  # fmt: skip
+    # ``blocks[(0), 1]`` and ``blocks[(0, 1), 2]`` take two indices, ``blocks[((0), 1)]`` one
+    assert [(c.lineno, c.col_offset) for c in ordered["m.P"].reruns] == [(19, 28), (20, 54), (22, 24), (22, 31)]
 
 
 def _reversible_test_programs() -> list[tuple[str, str]]:

@@ -5,8 +5,11 @@ were read), giving a :class:`~ckptlint.checkpoint.sites.reversible.ReversibleSha
 
 Where the two trees differ, this one reads what libcst's does: a ``for`` or ``with`` is either
 kind (``async`` included), a call's arguments are taken in source order (``ast`` keeps
-keywords apart), ``xs[(a, b)]`` is one index and ``xs[a, b]`` two (``ast`` gives a tuple for
-both; a parenthesised one starts before its first element).
+keywords apart), a node's children are walked in libcst's field order
+(:func:`ckptlint.semantic.ast_walk.fields_order_children`), ``xs[(a, b)]`` is one index and
+``xs[a, b]`` two (``ast`` gives a tuple for both; a parenthesised one starts before its first
+element and ends after its last). Known difference: ``xs[(a), (b)]`` reads as one index here,
+two in libcst (positions alone cannot tell it from ``xs[((a), (b))]``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import TypeGuard
 from ckptlint.checkpoint.sites.ast_options import argument_value, ordered_arguments
 from ckptlint.checkpoint.sites.reversible import ReversibleShape
 from ckptlint.facts.home_made import names_rng
-from ckptlint.semantic.ast_walk import child_nodes, class_methods, last_name, own_nodes, positional_parameters
+from ckptlint.semantic.ast_walk import class_methods, fields_order_children, last_name, own_nodes, positional_parameters
 
 __all__ = ["AstFunction", "reversible_shape"]
 
@@ -124,11 +127,16 @@ def _slices_only(subscript: ast.Subscript) -> bool:
 
 
 def _parenthesized(index: ast.Tuple) -> bool:
-    """``xs[(a, b)]`` (one element in libcst) rather than ``xs[a, b]`` (two)."""
+    """``xs[(a, b)]`` (one element in libcst) rather than ``xs[a, b]`` (two), read from
+    positions alone: a parenthesised tuple starts before its first element and ends after its
+    last. ``xs[(a), (b)]`` reads as parenthesised too (the one form this misreads)."""
     if not index.elts:
         return True
-    first = index.elts[0]
-    return (index.lineno, index.col_offset) != (first.lineno, first.col_offset)
+    first, last = index.elts[0], index.elts[-1]
+    return (index.lineno, index.col_offset) != (first.lineno, first.col_offset) and (
+        index.end_lineno,
+        index.end_col_offset,
+    ) != (last.end_lineno, last.end_col_offset)
 
 
 def _element_value(element: ast.expr) -> ast.expr:
@@ -280,7 +288,7 @@ def _runs_self_with_grad(method: AstFunction) -> bool:
             statement_switch = True
         if runs_self(node) and (grad or statement_switch):
             return True
-        stack.extend(reversed([(child, grad) for child in child_nodes(node)]))  # source order
+        stack.extend(reversed([(child, grad) for child in fields_order_children(node)]))  # source order
     return False
 
 
@@ -307,7 +315,7 @@ def _reruns(backward: AstFunction, elements: set[str], recomputing: dict[str, li
             ):
                 reruns.append(node)
                 method = func.attr
-        stack.extend(reversed([(child, grad) for child in child_nodes(node)]))  # source order
+        stack.extend(reversed([(child, grad) for child in fields_order_children(node)]))  # source order
     if method is not None:
         reruns = [c for c in reruns if type(c.func) is ast.Attribute]
     return reruns, method
