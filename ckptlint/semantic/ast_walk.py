@@ -1,5 +1,6 @@
 """Fast reading of CPython ``ast`` trees: a node's children, where a node starts, the names
-a ``Name``/``Attribute`` chain spells.
+a ``Name``/``Attribute`` chain spells, and the readings of :mod:`ckptlint.semantic.syntax`
+(a class's methods, a function's positional parameters and own nodes, a callee's last name).
 
 ``ast.iter_child_nodes`` is a generator that reads every field, the context and operator
 singletons (``Load()``, ``Add()``) included; :func:`child_nodes` reads, per node class, only the
@@ -9,10 +10,25 @@ fields that can hold a node, with one ``operator.attrgetter``, and returns a lis
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from operator import attrgetter
 
-__all__ = ["base_name", "child_nodes", "dotted_name", "start"]
+__all__ = [
+    "FUNCTIONS",
+    "base_name",
+    "child_nodes",
+    "class_methods",
+    "dotted_name",
+    "fields_order_children",
+    "last_name",
+    "own_nodes",
+    "positional_parameters",
+    "start",
+]
+
+#: ``def`` and ``async def`` (one libcst ``FunctionDef``).
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_NOT_ENTERED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 #: Fields that never hold a child node: names and flags, and the shared context and operator
 #: singletons (``ctx``, ``op``, ``ops``), which are no part of the source.
@@ -81,3 +97,65 @@ def base_name(expr: ast.AST) -> str | None:
     while type(expr) is ast.Attribute or type(expr) is ast.Subscript:
         expr = expr.value
     return expr.id if type(expr) is ast.Name else None
+
+
+def last_name(expr: ast.AST) -> str:
+    """The last name of a dotted expression (``torch.cuda.amp.custom_bwd`` -> ``custom_bwd``),
+    of the called expression for a call; ``""`` for anything else (as
+    :func:`ckptlint.semantic.syntax.last_name`)."""
+    if type(expr) is ast.Call:
+        expr = expr.func
+    if type(expr) is ast.Attribute:
+        return expr.attr
+    if type(expr) is ast.Name:
+        return expr.id
+    return ""
+
+
+def class_methods(node: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The ``def`` statements of a class body, by name (the last one of a name wins)."""
+    return {s.name: s for s in node.body if isinstance(s, FUNCTIONS)}
+
+
+def positional_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """The names of ``function``'s positional-only and positional-or-keyword parameters, in order."""
+    return [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
+
+
+def fields_order_children(node: ast.AST) -> list[ast.AST]:
+    """The children of ``node`` in the order libcst's fields hold them
+    (:func:`ckptlint.semantic.walk.children`), where it differs from :func:`child_nodes`: a
+    dict's keys and values alternate, a call's arguments are in source order (``ast`` keeps
+    keywords apart), an ``except`` clause's body comes before its type. Walks that stop at the
+    first match or keep a list read their nodes in libcst's order this way."""
+    kind = type(node)
+    if kind is ast.Dict:
+        found: list[ast.AST] = []
+        for key, value in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
+            if key is not None:
+                found.append(key)
+            found.append(value)
+        return found
+    if kind is ast.Call:
+        call: ast.Call = node  # type: ignore[assignment]
+        arguments: list[ast.AST] = [*call.args, *call.keywords]
+        if call.args and call.keywords:
+            arguments.sort(key=lambda a: (a.lineno, a.col_offset))  # type: ignore[attr-defined]
+        return [call.func, *arguments]
+    if kind is ast.ExceptHandler:
+        handler: ast.ExceptHandler = node  # type: ignore[assignment]
+        return [*handler.body, *([handler.type] if handler.type is not None else [])]
+    return child_nodes(node)
+
+
+def own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """Every node of ``function``'s body, not entering nested ``def``, ``class`` and lambdas,
+    in the order of :func:`ckptlint.semantic.syntax.own_nodes` (last statement first, each
+    node before its children, later children first; :func:`fields_order_children`)."""
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _NOT_ENTERED):
+            continue
+        stack.extend(fields_order_children(node))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic
 
 import libcst as cst
 
@@ -42,7 +42,22 @@ from ckptlint.semantic.model import SemanticModel
 from ckptlint.semantic.syntax import class_methods, last_name, own_nodes, positional_parameters
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
     from ckptlint.semantic.analysis import ModuleLoader
+
+    # The records' class, function and call nodes: libcst's unless parametrised (those found
+    # on CPython's ``ast`` are ``Implementation[ast.ClassDef, ast.Call]`` and so on, see
+    # :mod:`ckptlint.checkpoint.sites.ast_homemade`).
+    K = TypeVar("K", default=cst.ClassDef)
+    F = TypeVar("F", default=cst.FunctionDef)
+    C = TypeVar("C", default=cst.Call)
+else:
+    from typing import TypeVar
+
+    K = TypeVar("K")
+    F = TypeVar("F")
+    C = TypeVar("C")
 
 __all__ = ["Helper", "HomeMade", "Implementation", "home_made"]
 
@@ -53,7 +68,7 @@ _MAX_BASE_HOPS = 3
 
 
 @dataclass(eq=False)
-class Implementation:
+class Implementation(Generic[K, C]):
     """One home-made recompute ``autograd.Function``.
 
     Attributes:
@@ -66,10 +81,10 @@ class Implementation:
         api: the table row of its sites (``HOME_MADE`` with these facts).
     """
 
-    node: cst.ClassDef
+    node: K
     qualified: str
     function_index: int
-    reruns: list[cst.Call]
+    reruns: list[C]
     restores_rng: bool
     restores_autocast: bool
     api: CheckpointApi = field(default=HOME_MADE)
@@ -82,24 +97,24 @@ class Implementation:
 
 
 @dataclass(eq=False)
-class Helper:
+class Helper(Generic[F, K, C]):
     """A function that passes its parameter ``parameter`` (position ``index``) to an
     implementation's ``apply`` as the stored callable."""
 
-    node: cst.FunctionDef
+    node: F
     qualified: str
     parameter: str
     index: int
-    implementation: Implementation
+    implementation: Implementation[K, C]
     api: CheckpointApi = field(default=HOME_MADE)
 
 
 @dataclass
-class HomeMade:
+class HomeMade(Generic[F, K, C]):
     """The implementations and helpers of one module, by qualified name."""
 
-    implementations: dict[str, Implementation] = field(default_factory=dict)
-    helpers: dict[str, Helper] = field(default_factory=dict)
+    implementations: dict[str, Implementation[K, C]] = field(default_factory=dict)
+    helpers: dict[str, Helper[F, K, C]] = field(default_factory=dict)
 
 
 def home_made(model: SemanticModel, loader: ModuleLoader | None = None) -> HomeMade:

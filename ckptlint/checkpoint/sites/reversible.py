@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import TYPE_CHECKING, Generic, TypeGuard
 
 import libcst as cst
 
@@ -56,13 +56,24 @@ from ckptlint.facts.home_made import names_rng
 from ckptlint.semantic.syntax import class_methods, last_name, own_nodes, positional_parameters
 from ckptlint.semantic.walk import children
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    # The re-run calls: libcst's unless parametrised (``ReversibleShape[ast.Call]`` from
+    # :mod:`ckptlint.checkpoint.sites.ast_reversible`).
+    C = TypeVar("C", default=cst.Call)
+else:
+    from typing import TypeVar
+
+    C = TypeVar("C")
+
 __all__ = ["ReversibleShape", "reversible_shape"]
 
 _ITERATION_WRAPPERS = frozenset({"enumerate", "reversed", "list", "tuple", "iter"})
 
 
 @dataclass(frozen=True)
-class ReversibleShape:
+class ReversibleShape(Generic[C]):
     """What :func:`reversible_shape` read from one class.
 
     Attributes:
@@ -79,7 +90,7 @@ class ReversibleShape:
     """
 
     function_index: int
-    reruns: tuple[cst.Call, ...]
+    reruns: tuple[C, ...]
     method: str | None
     restores_rng: bool
     restores_autocast: bool

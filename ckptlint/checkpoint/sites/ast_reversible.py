@@ -1,0 +1,326 @@
+"""Reversible-network recompute on CPython's ``ast``: the same reading as
+:mod:`ckptlint.checkpoint.sites.reversible` (see its docstring for the shapes and where they
+were read), giving a :class:`~ckptlint.checkpoint.sites.reversible.ReversibleShape` of
+``ast.Call`` nodes.
+
+Where the two trees differ, this one reads what libcst's does: a ``for`` or ``with`` is either
+kind (``async`` included), a call's arguments are taken in source order (``ast`` keeps
+keywords apart), a node's children are walked in libcst's field order
+(:func:`ckptlint.semantic.ast_walk.fields_order_children`), ``xs[(a, b)]`` is one index and
+``xs[a, b]`` two (``ast`` gives a tuple for both; a parenthesised one starts before its first
+element and ends after its last). Known difference: ``xs[(a), (b)]`` reads as one index here,
+two in libcst (positions alone cannot tell it from ``xs[((a), (b))]``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from typing import TypeGuard
+
+from ckptlint.checkpoint.sites.ast_options import argument_value, ordered_arguments
+from ckptlint.checkpoint.sites.reversible import ReversibleShape
+from ckptlint.facts.home_made import names_rng
+from ckptlint.semantic.ast_walk import class_methods, fields_order_children, last_name, own_nodes, positional_parameters
+
+__all__ = ["AstFunction", "reversible_shape"]
+
+AstFunction = ast.FunctionDef | ast.AsyncFunctionDef
+
+_ITERATION_WRAPPERS = frozenset({"enumerate", "reversed", "list", "tuple", "iter"})
+_NOT_ENTERED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_FORS = (ast.For, ast.AsyncFor)
+_WITHS = (ast.With, ast.AsyncWith)
+
+
+def reversible_shape(
+    node: ast.ClassDef, module: ast.Module, bases: Sequence[tuple[ast.ClassDef, ast.Module]] = ()
+) -> ReversibleShape[ast.Call] | None:
+    """The reversible recompute of the ``autograd.Function`` subclass ``node`` (a class of
+    ``module``), or ``None`` (see :func:`ckptlint.checkpoint.sites.reversible.reversible_shape`)."""
+    methods: dict[str, AstFunction] = {}
+    for base, _ in reversed(bases):
+        methods |= class_methods(base)
+    methods |= class_methods(node)
+    forward, backward = methods.get("forward"), methods.get("backward")
+    if forward is None or backward is None:
+        return None
+    params = positional_parameters(forward)
+    backward_params = positional_parameters(backward)
+    if len(params) < 2 or not backward_params:
+        return None
+    ctx, rest = params[0], params[1:]
+    stored = _stored(forward, ctx, rest)
+    if not stored:
+        return None
+    forward_calls = [n for n in own_nodes(forward) if type(n) is ast.Call]
+    run = {attr for attr, parameter in stored.items() if _runs(forward, parameter, forward_calls)}
+    if not run:
+        return None
+    bctx = backward_params[0]
+    holders = {attr: _holders(backward, bctx, attr) for attr in run}
+    recomputing = _recomputing_methods(module)
+    for _, base_module in bases:
+        for name, found in _recomputing_methods(base_module).items():
+            recomputing.setdefault(name, []).extend(m for m in found if m not in recomputing[name])
+    for attr, names in holders.items():
+        elements = _elements(backward, bctx, attr, names)
+        reruns, method = _reruns(backward, elements, recomputing)
+        if not reruns:
+            continue
+        bodies = [backward, *(recomputing.get(method, ()) if method else ())]
+        backward_calls = [n for body in bodies for n in own_nodes(body) if type(n) is ast.Call]
+        restores_rng = any(names_rng(last_name(c)) or _asks_for_rng(c) for c in backward_calls)
+        custom_bwd = any("custom_bwd" in last_name(d) for d in backward.decorator_list)
+        reads_autocast = any("autocast" in last_name(c).lower() for c in forward_calls)
+        enters_autocast = any("autocast" in last_name(c).lower() for c in backward_calls)
+        return ReversibleShape(
+            function_index=rest.index(stored[attr]),
+            reruns=tuple(reruns),
+            method=method,
+            restores_rng=restores_rng,
+            restores_autocast=custom_bwd or (reads_autocast and enters_autocast),
+        )
+    return None
+
+
+# ---------------------------------------------------------------------------- reading
+def _is_attr(expr: ast.AST | None, owner: str, attr: str | None = None) -> TypeGuard[ast.Attribute]:
+    return type(expr) is ast.Attribute and type(expr.value) is ast.Name and expr.value.id == owner and (attr is None or expr.attr == attr)
+
+
+def _stored(forward: AstFunction, ctx: str, rest: list[str]) -> dict[str, str]:
+    """``ctx.ATTR = P`` with ``P`` a parameter: ATTR -> P."""
+    stored: dict[str, str] = {}
+    for node in own_nodes(forward):
+        if type(node) is ast.Assign and type(node.value) is ast.Name and node.value.id in rest:
+            for target in node.targets:
+                if _is_attr(target, ctx):
+                    stored[target.attr] = node.value.id
+    return stored
+
+
+def _first_argument(call: ast.Call) -> ast.expr:
+    """libcst's ``call.args[0].value``: the first argument in source order, without its ``*``."""
+    return argument_value(ordered_arguments(call)[0])
+
+
+def _unwrapped(expr: ast.expr) -> ast.expr:
+    """``enumerate(reversed(xs[::-1]))`` -> ``xs``."""
+    while True:
+        if type(expr) is ast.Subscript:
+            expr = expr.value
+        elif (
+            type(expr) is ast.Call and type(expr.func) is ast.Name and expr.func.id in _ITERATION_WRAPPERS and (expr.args or expr.keywords)
+        ):
+            expr = _first_argument(expr)
+        else:
+            return expr
+
+
+def _slices_only(subscript: ast.Subscript) -> bool:
+    """Every element of the subscript is a slice (``xs[::-1]``, ``xs[1:, :2]``)."""
+    index = subscript.slice
+    if type(index) is ast.Tuple and not _parenthesized(index):
+        return all(type(e) is ast.Slice for e in index.elts)
+    return type(index) is ast.Slice
+
+
+def _parenthesized(index: ast.Tuple) -> bool:
+    """``xs[(a, b)]`` (one element in libcst) rather than ``xs[a, b]`` (two), read from
+    positions alone: a parenthesised tuple starts before its first element and ends after its
+    last. ``xs[(a), (b)]`` reads as parenthesised too (the one form this misreads)."""
+    if not index.elts:
+        return True
+    first, last = index.elts[0], index.elts[-1]
+    return (index.lineno, index.col_offset) != (first.lineno, first.col_offset) and (
+        index.end_lineno,
+        index.end_col_offset,
+    ) != (last.end_lineno, last.end_col_offset)
+
+
+def _element_value(element: ast.expr) -> ast.expr:
+    return element.value if type(element) is ast.Starred else element
+
+
+def _loop_elements(target: ast.expr, iterated: ast.expr, is_source: Callable[[ast.expr], bool]) -> set[str]:
+    """The names ``for TARGET in ITERATED`` binds to elements of the collection ``is_source``
+    recognises (see :func:`ckptlint.checkpoint.sites.reversible._loop_elements`)."""
+    while True:
+        if type(iterated) is ast.Subscript and _slices_only(iterated):
+            iterated = iterated.value
+        elif _called(iterated, "reversed", "list", "tuple", "iter"):
+            iterated = iterated.args[0]
+        else:
+            break
+    elements = target.elts if type(target) is ast.Tuple or type(target) is ast.List else None
+    if _called(iterated, "enumerate"):
+        if elements is None or len(elements) != 2:
+            return set()
+        return _loop_elements(_element_value(elements[1]), iterated.args[0], is_source)
+    if _called(iterated, "zip"):
+        if elements is None or len(elements) != len(iterated.args):
+            return set()
+        return {n for e, a in zip(elements, iterated.args, strict=True) for n in _loop_elements(_element_value(e), a, is_source)}
+    if type(target) is ast.Name and is_source(_unwrapped(iterated)):
+        return {target.id}
+    return set()
+
+
+def _called(expr: ast.expr, *names: str) -> TypeGuard[ast.Call]:
+    return (
+        type(expr) is ast.Call
+        and type(expr.func) is ast.Name
+        and expr.func.id in names
+        and bool(expr.args)
+        and not expr.keywords
+        and not any(type(a) is ast.Starred for a in expr.args)
+    )
+
+
+def _indexed(expr: ast.expr, is_source: Callable[[ast.expr], bool]) -> bool:
+    """``layers[-1]``, ``layers[::-1][0]``: one element of the collection."""
+    if type(expr) is not ast.Subscript:
+        return False
+    index = expr.slice
+    one = type(index) is not ast.Slice and (type(index) is not ast.Tuple or _parenthesized(index))
+    return one and is_source(_unwrapped(expr.value))
+
+
+def _element_names(function: AstFunction, is_source: Callable[[ast.expr], bool]) -> set[str]:
+    """Names bound to elements of the collection ``is_source`` recognises: ``for`` targets,
+    tuple unpackings and one element taken by index (``layer = layers[-1]``)."""
+    names: set[str] = set()
+    for node in own_nodes(function):
+        if isinstance(node, _FORS):
+            names |= _loop_elements(node.target, node.iter, is_source)
+        elif type(node) is ast.Assign and is_source(node.value):
+            for target in node.targets:
+                if type(target) is ast.Tuple or type(target) is ast.List:
+                    for element in target.elts:
+                        value = _element_value(element)
+                        if type(value) is ast.Name:
+                            names.add(value.id)
+        elif type(node) is ast.Assign and _indexed(node.value, is_source):
+            names |= {t.id for t in node.targets if type(t) is ast.Name}
+    return names
+
+
+def _runs(forward: AstFunction, parameter: str, calls: list[ast.Call]) -> bool:
+    """Whether forward calls ``parameter`` or one of its elements."""
+
+    def is_source(expr: ast.expr) -> bool:
+        return type(expr) is ast.Name and expr.id == parameter
+
+    callable_names = _element_names(forward, is_source) | {parameter}
+    return any(type(c.func) is ast.Name and c.func.id in callable_names for c in calls)
+
+
+def _holders(backward: AstFunction, bctx: str, attr: str) -> set[str]:
+    """Local names bound to ``ctx.ATTR`` in backward (``layers = ctx.layers``)."""
+    names: set[str] = set()
+    for node in own_nodes(backward):
+        if type(node) is ast.Assign and _is_attr(node.value, bctx, attr):
+            names |= {t.id for t in node.targets if type(t) is ast.Name}
+    return names
+
+
+def _elements(backward: AstFunction, bctx: str, attr: str, holders: set[str]) -> set[str]:
+    def is_source(expr: ast.expr) -> bool:
+        return _is_attr(expr, bctx, attr) or (type(expr) is ast.Name and expr.id in holders)
+
+    return _element_names(backward, is_source)
+
+
+def _enables_grad(node: ast.AST) -> bool:
+    if type(node) is not ast.Call:
+        return False
+    name = last_name(node)
+    if name == "enable_grad":
+        return True
+    return name == "set_grad_enabled" and bool(node.args or node.keywords) and _is_true(_first_argument(node))
+
+
+def _is_true(expr: ast.expr) -> bool:
+    return type(expr) is ast.Constant and expr.value is True
+
+
+def _recomputing_methods(module: ast.Module) -> dict[str, list[AstFunction]]:
+    """Methods of the module's classes that run a part of their block inside ``with
+    torch.enable_grad()``, by name (see :func:`ckptlint.checkpoint.sites.reversible._recomputing_methods`)."""
+    found: dict[str, list[AstFunction]] = {}
+    for statement in module.body:
+        if type(statement) is not ast.ClassDef:
+            continue
+        for name, method in class_methods(statement).items():
+            if name != "forward" and _runs_self_with_grad(method):
+                found.setdefault(name, []).append(method)
+    return found
+
+
+def _grad_with(node: ast.AST) -> bool:
+    return isinstance(node, _WITHS) and any(_enables_grad(item.context_expr) for item in node.items)
+
+
+def _runs_self_with_grad(method: AstFunction) -> bool:
+    params = positional_parameters(method)
+    if not params:
+        return False
+    owner = params[0]
+
+    def runs_self(node: ast.AST) -> bool:  # self(x), self.G(y), self.f.forward(y)
+        if type(node) is not ast.Call:
+            return False
+        func = node.func
+        while type(func) is ast.Attribute:
+            func = func.value
+        return type(func) is ast.Name and func.id == owner
+
+    stack: list[tuple[ast.AST, bool]] = [(s, False) for s in reversed(method.body)]
+    statement_switch = False  # torch.set_grad_enabled(True) as a statement: the rest of the method
+    while stack:
+        node, grad = stack.pop()
+        if isinstance(node, _NOT_ENTERED):
+            continue
+        if _grad_with(node):
+            grad = True
+        elif type(node) is ast.Expr and _enables_grad(node.value):
+            statement_switch = True
+        if runs_self(node) and (grad or statement_switch):
+            return True
+        stack.extend(reversed([(child, grad) for child in fields_order_children(node)]))  # source order
+    return False
+
+
+def _reruns(backward: AstFunction, elements: set[str], recomputing: dict[str, list[AstFunction]]) -> tuple[list[ast.Call], str | None]:
+    reruns: list[ast.Call] = []
+    method: str | None = None
+    stack: list[tuple[ast.AST, bool]] = [(s, False) for s in reversed(backward.body)]
+    while stack:
+        node, grad = stack.pop()
+        if isinstance(node, _NOT_ENTERED):
+            continue
+        if _grad_with(node):
+            grad = True
+        if type(node) is ast.Call:
+            func = node.func
+            if type(func) is ast.Name and func.id in elements and grad:
+                reruns.append(node)
+            elif (
+                type(func) is ast.Attribute
+                and type(func.value) is ast.Name
+                and func.value.id in elements
+                and func.attr in recomputing
+                and method in (None, func.attr)
+            ):
+                reruns.append(node)
+                method = func.attr
+        stack.extend(reversed([(child, grad) for child in fields_order_children(node)]))  # source order
+    if method is not None:
+        reruns = [c for c in reruns if type(c.func) is ast.Attribute]
+    return reruns, method
+
+
+def _asks_for_rng(call: ast.Call) -> bool:
+    """``self.g(y1, set_rng=True)``: the block is asked to restore the RNG state it recorded."""
+    return any(k.arg is not None and "rng" in k.arg.lower() and _is_true(k.value) for k in call.keywords)
