@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.semantic.syntax import last_name
 from ckptlint.semantic.walk import iter_tree
 
 if TYPE_CHECKING:
@@ -76,20 +77,11 @@ def _namesakes(analysis: ModuleAnalysis, owner: cst.ClassDef, name: str) -> list
             continue
         if not any(isinstance(s, cst.FunctionDef) and s.name.value == name for s in node.body.body):
             continue
-        bases = {_base_name(b.value) for b in (*owner.bases, *node.bases)}
+        bases = {last_name(b.value) for b in (*owner.bases, *node.bases)}
         if {node.name.value, owner.name.value} & bases:
             return None
         found.append(node)
     return found
-
-
-def _base_name(expr: cst.BaseExpression) -> str | None:
-    """The last name of a base class expression (``nn.Module`` -> ``Module``)."""
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    return None
 
 
 def _owner(analysis: ModuleAnalysis, function: cst.FunctionDef) -> cst.CSTNode | None:

@@ -34,6 +34,7 @@ import libcst as cst
 
 from ckptlint.semantic.assignments import BINDING_NODES, assignments, attribute_name
 from ckptlint.semantic.bindings import BindingKind
+from ckptlint.semantic.syntax import last_name
 from ckptlint.semantic.walk import iter_tree
 
 if TYPE_CHECKING:
@@ -331,7 +332,7 @@ def _class_field(small: cst.BaseSmallStatement, field: str) -> cst.BaseExpressio
 
 def _field_default(value: cst.BaseExpression) -> str | None:
     """``False`` for ``False``, ``field(default=False)``, ``Field(default=False)``."""
-    if isinstance(value, cst.Call) and _last_name(value.func) in ("field", "Field"):
+    if isinstance(value, cst.Call) and last_name(value.func) in ("field", "Field"):
         for arg in value.args:
             if arg.keyword is not None and arg.keyword.value == "default":
                 return _literal(arg.value)
@@ -370,7 +371,7 @@ def _class_definition(analysis: ModuleAnalysis, qualified: str, hops: int) -> tu
 
 def _namespace_annotation(param: cst.Param) -> bool:
     """Whether ``param`` may hold an argparse namespace: no annotation, or ``Namespace``."""
-    return param.annotation is None or _last_name(param.annotation.annotation) == "Namespace"
+    return param.annotation is None or last_name(param.annotation.annotation) == "Namespace"
 
 
 def _parsed(value: cst.BaseExpression | None) -> bool:
@@ -378,12 +379,12 @@ def _parsed(value: cst.BaseExpression | None) -> bool:
     function named ``parse_args``, ``parse_known_args()[0]`` (or unpacked)."""
     if isinstance(value, cst.Subscript):
         value = value.value
-    return isinstance(value, cst.Call) and _last_name(value.func) in _PARSE_CALLS
+    return isinstance(value, cst.Call) and last_name(value.func) in _PARSE_CALLS
 
 
 def _unwrapped(annotation: cst.BaseExpression) -> cst.BaseExpression | None:
     """``C`` for ``C``, ``Optional[C]`` and ``C | None``."""
-    if isinstance(annotation, cst.Subscript) and _last_name(annotation.value) == "Optional" and len(annotation.slice) == 1:
+    if isinstance(annotation, cst.Subscript) and last_name(annotation.value) == "Optional" and len(annotation.slice) == 1:
         index = annotation.slice[0].slice
         return index.value if isinstance(index, cst.Index) else None
     if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
@@ -405,14 +406,6 @@ def _literal(value: cst.BaseExpression | None) -> str | None:
         return "-" + number.value if isinstance(number, (cst.Integer, cst.Float)) else None
     if isinstance(value, cst.SimpleString):
         return value.value
-    return None
-
-
-def _last_name(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
     return None
 
 
