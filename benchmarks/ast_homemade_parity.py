@@ -36,6 +36,10 @@ from ckptlint.semantic.parse import parse_module_unvalidated
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import SourceFile
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling parity_files
+
+from parity_files import comparable_files
+
 Position = tuple[int, int]
 _TIMES = ("libcst_parse", "libcst_model", "libcst_homemade", "ast_parse", "ast_model", "ast_homemade")
 
@@ -160,45 +164,17 @@ def compare(text: str, module_name: str = "", is_package: bool = False, path: st
 
 
 # --------------------------------------------------------------------------- corpus runs
-def module_name_of(path: Path, root: Path) -> tuple[str, bool]:
-    """The dotted name of ``path`` below ``root`` (folders as packages) and whether it is a package."""
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    is_package = parts[-1] == "__init__"
-    if is_package:
-        parts = parts[:-1]
-    return ".".join(parts), is_package
-
-
 def run_tree(root: Path, every_file: bool = False) -> dict[str, object]:
     """Compare both readings on the (gated) files of ``root`` and sum their CPU times."""
-    from ckptlint.lint.gate import file_may_have_findings
-    from ckptlint.text.source import decode_source
-
     total = HomeMadeComparison()
-    files = skipped = 0
-    for path in sorted(root.rglob("*.py")):
-        if not path.is_file():
-            continue
-        raw = path.read_bytes()
-        if not every_file and not file_may_have_findings(raw, str(path)):
-            continue
-        try:
-            text = decode_source(raw, str(path)).text
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ast.parse(text)
-            parse_module_unvalidated(text)
-        except Exception:  # noqa: BLE001 - a file one of the parsers refuses is not compared
-            skipped += 1
-            continue
-        name, package = module_name_of(path, root)
-        found = compare(text, name, package, str(path))
-        found.mismatches = [f"{path.relative_to(root)}: {m}" for m in found.mismatches]
+    compared, skipped = comparable_files(root, every_file)
+    for one in compared:
+        found = compare(one.text, one.module_name, one.is_package, str(one.path))
+        found.mismatches = [f"{one.path.relative_to(root)}: {m}" for m in found.mismatches]
         total.add(found)
-        files += 1
     return {
         "tree": root.name,
-        "files": files,
+        "files": len(compared),
         "skipped": skipped,
         "implementations": total.implementations,
         "helpers": total.helpers,

@@ -48,6 +48,10 @@ from ckptlint.semantic.parse import parse_module_unvalidated
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import SourceFile
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling parity_files
+
+from parity_files import comparable_files, module_name_of
+
 #: ``ast`` node classes under the name of libcst's class for the same node.
 _AST_NODE_NAMES = {
     "AsyncFor": "For",
@@ -300,15 +304,6 @@ def _check_multiset(what: str, expected: Iterable[object], got: Iterable[object]
 
 
 # --------------------------------------------------------------------------- corpus runs
-def module_name_of(path: Path, root: Path) -> tuple[str, bool]:
-    """The dotted name of ``path`` below ``root`` (folders as packages) and whether it is a package."""
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    is_package = parts[-1] == "__init__"
-    if is_package:
-        parts = parts[:-1]
-    return ".".join(parts), is_package
-
-
 def measure(side: str, paths: list[Path], root: Path) -> dict[str, float]:
     """In this process: build ``side``'s model (``"libcst"``: libcst parse + model;
     ``"ast"``: ``ast.parse`` + model) of each file, one at a time, each dropped before the
@@ -361,33 +356,12 @@ def _measure_in_child(side: str, paths: list[Path], root: Path) -> dict[str, flo
 
 def run_tree(root: Path, every_file: bool = False, timing_only: bool = False) -> dict[str, object]:
     """Compare (unless ``timing_only``) and time both models on the (gated) files of ``root``."""
-    from ckptlint.lint.gate import file_may_have_findings
-    from ckptlint.text.source import decode_source
-
     total = Comparison()
-    compared: list[Path] = []
-    skipped = 0
-    for path in sorted(root.rglob("*.py")):
-        if not path.is_file():
-            continue
-        raw = path.read_bytes()
-        if not every_file and not file_may_have_findings(raw, str(path)):
-            continue
-        try:
-            text = decode_source(raw, str(path)).text
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ast.parse(text)
-            parse_module_unvalidated(text)
-        except Exception:  # noqa: BLE001 - a file one of the parsers refuses is not compared
-            skipped += 1
-            continue
-        name, package = module_name_of(path, root)
-        compared.append(path)
-        if timing_only:
-            continue
-        found = compare(text, name, package)
-        found.mismatches = [f"{path.relative_to(root)}: {m}" for m in found.mismatches]
+    files, skipped = comparable_files(root, every_file)
+    compared = [f.path for f in files]
+    for one in [] if timing_only else files:
+        found = compare(one.text, one.module_name, one.is_package)
+        found.mismatches = [f"{one.path.relative_to(root)}: {m}" for m in found.mismatches]
         total.add(found)
     return {
         "tree": root.name,
