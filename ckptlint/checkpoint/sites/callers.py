@@ -72,10 +72,8 @@ def _namesakes(analysis: ModuleAnalysis, owner: cst.ClassDef, name: str) -> list
     ``self.name(...)`` inside one of them calls its own method. ``None`` when one of them is
     a base or a subclass of ``owner`` by name (then ``self.name`` may mean either)."""
     found: list[cst.ClassDef] = []
-    for node in iter_tree(analysis.module):
-        if not isinstance(node, cst.ClassDef) or node is owner:
-            continue
-        if not any(isinstance(s, cst.FunctionDef) and s.name.value == name for s in node.body.body):
+    for node in _classes_by_method(analysis).get(name, []):
+        if node is owner:
             continue
         bases = {last_name(b.value) for b in (*owner.bases, *node.bases)}
         if {node.name.value, owner.name.value} & bases:
@@ -110,6 +108,21 @@ def _self_call(analysis: ModuleAnalysis, call: cst.Call, cls: cst.ClassDef) -> b
     if ancestor is not cls or method is None or not method.params.params:
         return False
     return method.params.params[0].name.value == func.value.value
+
+
+def _classes_by_method(analysis: ModuleAnalysis) -> dict[str, list[cst.ClassDef]]:
+    """The module's classes by the names of the methods their own bodies define, built once
+    per module."""
+    cached = analysis.derived.get("classes_by_method")
+    if isinstance(cached, dict):
+        return cached
+    index: dict[str, list[cst.ClassDef]] = {}
+    for node in iter_tree(analysis.module):
+        if isinstance(node, cst.ClassDef):
+            for method in dict.fromkeys(s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)):
+                index.setdefault(method, []).append(node)
+    analysis.derived["classes_by_method"] = index
+    return index
 
 
 def _calls_by_name(analysis: ModuleAnalysis) -> dict[str, list[cst.Call]]:
