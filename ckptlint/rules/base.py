@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from ckptlint.checkpoint.analyses.path_conditions import path_parts
 from ckptlint.checkpoint.analyses.reentrant_backward import may_skip_backward, never_backward
 from ckptlint.checkpoint.sites.call_errors import always_raises
-from ckptlint.checkpoint.sites.guards import Condition, condition_parts, format_condition, joined, node_condition
+from ckptlint.checkpoint.sites.guards import Condition, condition_parts, format_condition, helper_parts, joined, node_condition
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.facts.version_facts import VersionFact
 from ckptlint.facts.versions import Decision, TargetVersion, decide
@@ -165,7 +166,7 @@ class RuleContext:
     def _site_parts(self, site: CheckpointSite) -> Condition:
         key = id(site.call)
         if key not in self._conditions:
-            self._conditions[key] = condition_parts(self.analysis, site.call)
+            self._conditions[key] = joined(condition_parts(self.analysis, site.call), helper_parts(self.analysis, site))
         return self._conditions[key]
 
     def region_condition(self, site: CheckpointSite, node: cst.CSTNode, analysis: ModuleAnalysis | None = None) -> str:
@@ -176,7 +177,17 @@ class RuleContext:
         where = analysis or self.analysis
         if where is self.analysis and any(ancestor is site.call for ancestor in (node, *where.model.ancestors(node))):
             return self.condition(site)
-        return format_condition(joined(self._site_parts(site), condition_parts(where, node)))
+        return format_condition(joined(self._site_parts(site), self._path_parts(site, node, where), condition_parts(where, node)))
+
+    def _path_parts(self, site: CheckpointSite, node: cst.CSTNode, where: ModuleAnalysis) -> Condition:
+        """The tests on the region's way to ``node`` (:func:`~ckptlint.checkpoint.analyses.path_conditions.path_parts`),
+        from the region followed deeper when the usual one was cut at its depth; none when
+        not every way is known."""
+        region = self.regions.region(site, self.analysis)
+        parts = path_parts(region, node, where)
+        if parts is None and region.resolved and not region.seen_whole():
+            parts = path_parts(self.regions.deep_region(site, self.analysis), node, where)
+        return parts or ()
 
     def condition_at(self, node: cst.CSTNode, analysis: ModuleAnalysis | None = None) -> str:
         """The condition under which ``node`` (of ``analysis``, default the linted module)

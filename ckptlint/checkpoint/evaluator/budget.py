@@ -142,6 +142,11 @@ class EvaluationBudget:
         """How deep the query in progress follows evaluations: past it nothing is known."""
         return _COMPLETE_DEPTH if self.complete else MAX_EVAL_DEPTH
 
+    @property
+    def ran_out(self) -> bool:
+        """Whether the query in progress has used all its steps (``False`` outside one)."""
+        return self._steps is not None and self._steps <= 0
+
     def take(self) -> bool:
         """Take one step: ``False`` when the query in progress has none left (then the
         expression is not evaluated), ``True`` otherwise (always outside a query)."""

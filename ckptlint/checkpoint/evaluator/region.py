@@ -14,7 +14,7 @@ import libcst as cst
 from ckptlint.checkpoint.evaluator.class_summary import self_parameter
 from ckptlint.checkpoint.evaluator.denotations import Context, LayerUse, Value
 from ckptlint.checkpoint.sites.site import CheckpointSite
-from ckptlint.semantic.bindings import Binding, BindingKind
+from ckptlint.semantic.bindings import Binding, BindingKind, ScopeKind
 from ckptlint.semantic.walk import nodes_of_function
 from ckptlint.text.source import location_label
 
@@ -46,6 +46,8 @@ class Frame:
         caller, invocation: the frame whose call first reached this one and that call
             (``None`` for the checkpointed callable); a function called from several
             places is one frame, reached first from these.
+        reached_from: every (frame, call) that reached it, the first included (``(None,
+            None)`` when it is the checkpointed callable itself).
     """
 
     function: cst.FunctionDef | cst.Lambda
@@ -55,6 +57,7 @@ class Frame:
     builder: BranchDecider | None = None
     caller: Frame | None = None
     invocation: cst.Call | None = None
+    reached_from: list[tuple[Frame | None, cst.Call | None]] = field(default_factory=list, repr=False)
     _decisions: dict[int, bool | None] = field(default_factory=dict, repr=False)
     #: The nodes walked so far (in walk order) and the walk producing the rest (``None``
     #: once it is exhausted): every rule walks the frames of every region, and the walk
@@ -185,6 +188,25 @@ class Region:
     #: calls of code of the program made at the last level followed (:data:`MAX_DEPTH`): what
     #: they run is not looked at
     cut_calls: list[tuple[cst.Call, Frame]] = field(default_factory=list)
+    #: the evaluation steps ran out while it was built: calls past that point are not followed
+    ran_out: bool = False
+
+    def seen_whole(self) -> bool:
+        """Whether every way the region's frames are reached inside it is known: no call
+        past the depth followed (:attr:`cut_calls`), the steps did not run out, and no
+        unknown callee is a local name (a parameter or variable holding a function of the
+        program may call any frame again; a module-level alias such as ``chunk =
+        ChunkFunction.apply`` is taken to run library or kernel code)."""
+        return (
+            self.resolved
+            and not self.cut_calls
+            and not self.ran_out
+            and not any(_may_call_back(call, frame) for call, frame in self.unknown_calls)
+        )
+
+    def frames_of(self, function: cst.FunctionDef | cst.Lambda) -> list[Frame]:
+        """The frames that run ``function`` (one for each class ``self`` may be)."""
+        return [frame for frame in self.frames if frame.function is function]
 
     @property
     def partial(self) -> bool:
@@ -201,6 +223,18 @@ class Region:
         functions = {id(frame.function) for frame in self.frames}
         model = layer.analysis.model
         return any(id(a) in functions for a in model.ancestors(layer.call) if isinstance(a, (cst.FunctionDef, cst.Lambda)))
+
+
+def _may_call_back(call: cst.Call, frame: Frame) -> bool:
+    """Whether the unknown callee of ``call`` (made in ``frame``) is a bare name bound
+    anywhere but by a module-level assignment."""
+    if not isinstance(call.func, cst.Name):
+        return False
+    model = frame.analysis.model
+    if call.func not in model.scopes:
+        return True
+    bindings = model.lookup(call.func.value, model.scope_of(call.func))
+    return not bindings or any(b.kind is not BindingKind.ASSIGNMENT or b.scope.kind is not ScopeKind.MODULE for b in bindings)
 
 
 def site_label(site: CheckpointSite, site_analysis: ModuleAnalysis, reported_in: ModuleAnalysis) -> str:

@@ -101,6 +101,10 @@ QUERY_BUDGET = 2_000
 #: pathologically slow; what is cut off is unknown, as past :data:`REGION_BUDGET`.
 FILE_BUDGET = 100_000
 
+#: Levels of calls a region is followed to where a finding needs every way its frames are
+#: reached (:meth:`RegionBuilder.deep_region`).
+DEEP_DEPTH = MAX_DEPTH + 3
+
 #: One way a site checkpoints: the values of the callable, the arguments it is called with
 #: (``None``: not seen) and the context they are evaluated in.
 _Entry = tuple[list[Value], "tuple[cst.Arg, ...] | None", Context]
@@ -118,8 +122,10 @@ class RegionBuilder:
         imports: the modules of the tree that imported names come from.
         evaluator: what an expression denotes."""
 
-    def __init__(self, project: Project | None) -> None:
+    def __init__(self, project: Project | None, max_depth: int = MAX_DEPTH) -> None:
         self.project = project
+        self.max_depth = max_depth
+        self._deeper: RegionBuilder | None = None
         self.budget = EvaluationBudget(FILE_BUDGET)
         self.decisions = LiteralDecisions()
         self.imports = ImportResolver(project)
@@ -139,10 +145,19 @@ class RegionBuilder:
         if found is None:
             with self.budget.query(REGION_BUDGET):
                 found = self._build(site, analysis, built)
+                found.ran_out = self.budget.ran_out
             self._regions[key] = found
             if built is not None:
                 self._kept.append(built)  # its id stays its own while the region is kept
         return found
+
+    def deep_region(self, site: CheckpointSite, analysis: ModuleAnalysis) -> Region:
+        """The region of ``site`` followed :data:`DEEP_DEPTH` calls deep, by a builder of its
+        own (its own steps): asked only where a finding needs every way a frame is reached
+        and the region of :meth:`region` was cut at its depth."""
+        if self._deeper is None:
+            self._deeper = RegionBuilder(self.project, DEEP_DEPTH)
+        return self._deeper.region(site, analysis)
 
     def held(self, instance: InstanceValue) -> list[Value]:
         """What an instance of a class of the tree holds, containers opened
@@ -273,24 +288,27 @@ class RegionBuilder:
         # torch's own code alone is no resolution: a torch wrapper may hold anything
         region.resolved = any(not isinstance(v, TorchValue) for values, _, _ in entries for v in values)
         region.entries = [v for values, _, _ in entries for v in values]
-        visited: set[tuple[int, int]] = set()
+        visited: dict[tuple[int, int], Frame] = {}
         work = [Pending(v, 0, describe_value(v), args, where, None, None) for values, args, where in entries for v in values]
         while work:
             item = work.pop(0)
             value = item.value
             if isinstance(value, FunctionValue):
                 key = (id(value.node), id(value.ctx.self_class))
-                if key in visited:
+                seen = visited.get(key)
+                if seen is not None:
+                    seen.reached_from.append((item.frame, item.invocation))
                     continue
-                visited.add(key)
                 frame_ctx = value.ctx
                 if item.args is not None:
                     frame_ctx = bind_arguments(value, item.args, item.caller)
                 else:
                     frame_ctx = replace_ctx(frame_ctx, open_call=True)  # called with arguments not seen
                 frame = Frame(value.node, frame_ctx, item.depth, item.via, self, item.frame, item.invocation)
+                frame.reached_from.append((item.frame, item.invocation))
+                visited[key] = frame
                 region.frames.append(frame)
-                if item.depth >= MAX_DEPTH:
+                if item.depth >= self.max_depth:
                     region.cut_calls += [
                         (node, frame) for node in frame.nodes() if isinstance(node, cst.Call) and _names_code(node.func, frame)
                     ]

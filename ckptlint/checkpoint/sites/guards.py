@@ -25,8 +25,11 @@ __all__ = [
     "caller_parts",
     "condition_parts",
     "format_condition",
+    "common",
     "guard_conjuncts",
+    "helper_parts",
     "joined",
+    "local_parts",
     "node_condition",
     "site_condition",
 ]
@@ -66,6 +69,38 @@ def joined(*conditions: Condition) -> Condition:
     return tuple(parts)
 
 
+def common(conditions: list[Condition]) -> Condition:
+    """The parts every one of ``conditions`` holds, in the first one's order (none when
+    ``conditions`` is empty): what holds whichever of several ways the code is reached."""
+    if not conditions:
+        return ()
+    first, *rest = conditions
+    return tuple(part for part in first if all(part in other for other in rest))
+
+
+def helper_parts(analysis: ModuleAnalysis, site: CheckpointSite, depth: int = 0) -> Condition:
+    """The tests inside the helper that ``site`` (a ``HELPER_CALL`` of ``analysis``) calls
+    around the checkpoint calls it may make there, each followed by ``(inside `helper()`)``
+    (PixArt's ``auto_grad_checkpoint`` checkpoints only ``if getattr(module,
+    'grad_checkpointing', False)``): the parts all those calls share. A bare flag parameter
+    of the helper that the call passes a literal for (``use_cp=True``) is left out: the call
+    already chose its branch. Helpers of helpers add their own, to :data:`MAX_CALLER_DEPTH`
+    levels; none for other sites."""
+    from ckptlint.checkpoint.sites.helper_sites import literal_flags
+
+    summary = site.helper
+    if summary is None or not site.alternatives or depth >= MAX_CALLER_DEPTH:
+        return ()
+    decided = literal_flags(site, analysis.model)
+    suffix = f" (inside `{summary.qualname}()`)"
+    ways: list[Condition] = []
+    for alternative in site.alternatives:
+        inner = alternative.site
+        own = _own_parts(summary.analysis, inner.call, decided)
+        ways.append(joined(tuple(part + suffix for part in own), helper_parts(summary.analysis, inner, depth + 1)))
+    return common(ways)
+
+
 def condition_parts(analysis: ModuleAnalysis, node: cst.CSTNode, depth: int = 0) -> Condition:
     """When ``node`` (of ``analysis``) runs, as texts with their backquotes: first those under
     which every call of its function runs (:func:`caller_parts`), then the conjuncts of the
@@ -80,6 +115,23 @@ def condition_parts(analysis: ModuleAnalysis, node: cst.CSTNode, depth: int = 0)
     such a switch names its default too; the others are as written (a test the ``else``
     branch needs false reads ``not (...)``); a torch-version check that every release
     ckptlint judges passes is left out."""
+    own = _own_parts(analysis, node)
+    function, _ = _function_and_class(analysis, node)
+    if function is None or depth >= MAX_CALLER_DEPTH:
+        return own
+    return joined(caller_parts(analysis, function, depth), own)
+
+
+def local_parts(analysis: ModuleAnalysis, node: cst.CSTNode) -> Condition:
+    """The parts of the tests around ``node`` in its own function (:func:`condition_parts`
+    without the callers')."""
+    return _own_parts(analysis, node)
+
+
+def _own_parts(analysis: ModuleAnalysis, node: cst.CSTNode, skipped: frozenset[str] = frozenset()) -> Condition:
+    """The parts of the tests around ``node`` in its own function (:func:`condition_parts`
+    without the callers'), the switches first; a conjunct that is one of the names
+    ``skipped`` (or ``not`` one) is left out."""
     from ckptlint.checkpoint.sites.switch_defaults import SwitchReader
 
     function, cls = _function_and_class(analysis, node)
@@ -87,6 +139,8 @@ def condition_parts(analysis: ModuleAnalysis, node: cst.CSTNode, depth: int = 0)
     switches: list[str] = []
     others: list[str] = []
     for conjunct, text in guard_conjuncts(analysis, node):
+        if _flag_name(conjunct) in skipped:
+            continue
         part = reader.part(conjunct) if conjunct is not None else None
         if part is not None:
             if part not in switches:
@@ -97,10 +151,14 @@ def condition_parts(analysis: ModuleAnalysis, node: cst.CSTNode, depth: int = 0)
             text = text[: MAX_CONDITION - 1] + "\u2026"
         if f"`{text}`" not in others:
             others.append(f"`{text}`")
-    own = joined(tuple(switches), tuple(others))
-    if function is None or depth >= MAX_CALLER_DEPTH:
-        return own
-    return joined(caller_parts(analysis, function, depth), own)
+    return joined(tuple(switches), tuple(others))
+
+
+def _flag_name(conjunct: cst.BaseExpression | None) -> str | None:
+    """``flag`` for a conjunct ``flag`` or ``not flag`` (a bare name), else ``None``."""
+    if isinstance(conjunct, cst.UnaryOperation) and isinstance(conjunct.operator, cst.Not):
+        conjunct = conjunct.expression
+    return conjunct.value if isinstance(conjunct, cst.Name) else None
 
 
 def caller_parts(analysis: ModuleAnalysis, function: cst.FunctionDef, depth: int = 0) -> Condition:
@@ -110,11 +168,7 @@ def caller_parts(analysis: ModuleAnalysis, function: cst.FunctionDef, depth: int
     the calls' conditions share; none when a call runs unconditionally."""
     from ckptlint.checkpoint.sites.callers import calls_of
 
-    calls = calls_of(analysis, function)
-    if not calls:
-        return ()
-    first, *rest = [condition_parts(analysis, call, depth + 1) for call in calls]
-    return tuple(part for part in first if all(part in other for other in rest))
+    return common([condition_parts(analysis, call, depth + 1) for call in calls_of(analysis, function) or ()])
 
 
 def _function_and_class(analysis: ModuleAnalysis, node: cst.CSTNode) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:

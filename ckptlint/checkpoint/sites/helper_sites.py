@@ -42,7 +42,7 @@ from ckptlint.semantic.syntax import last_name
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["HELPED_KINDS", "MAX_LEVELS", "build_helper_site", "inputs_bound", "summarise_helpers"]
+__all__ = ["HELPED_KINDS", "MAX_LEVELS", "build_helper_site", "inputs_bound", "literal_flags", "summarise_helpers"]
 
 #: Helper levels followed: a helper (1), a helper calling it (2), one calling that (3).
 MAX_LEVELS = 3
@@ -450,6 +450,18 @@ def _inputs(alive: tuple[HelperCall, ...], bound: _Bound) -> tuple[cst.Arg, ...]
                 return ()
             out.append(arg)
     return tuple(out)
+
+
+def literal_flags(site: CheckpointSite, model: SemanticModel) -> frozenset[str]:
+    """The flag parameters of the helper that ``site`` (a ``HELPER_CALL`` in ``model``'s
+    module) calls which the call passes a literal for, or leaves at a literal default: the
+    tests ``if flag:`` of those are decided by the call (empty for other sites)."""
+    summary = site.helper
+    if summary is None:
+        return frozenset()
+    bound = _Bound(summary, site.call)
+    names = {name for alternative in site.alternatives for name, _ in alternative.guards}
+    return frozenset(name for name in names if bound.literal(name, summary, model) is not NOT_LITERAL)
 
 
 def inputs_bound(site: CheckpointSite) -> bool:

@@ -1,0 +1,156 @@
+"""Conditions that live on the region's way to a finding or inside the helper a site calls,
+each in the shape of real code: unilm's YOCO writes ``incremental_state`` in a public function
+that the recomputed layer calls only ``if incremental_state is not None``; PixArt's
+``auto_grad_checkpoint`` checkpoints only ``if getattr(module, 'grad_checkpointing', False)``.
+A way to the finding that is not seen (past the depth followed, through a callback) makes the
+way's condition unknown: nothing is stated then."""
+
+from __future__ import annotations
+
+from ckptlint.testing import findings
+
+# A counter in a public function (its callers are never all known in its module), called by
+# the recomputed block only under a test of its argument.
+COUNTER = """\
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    def count(module, x):
+        module.calls += 1
+        return x
+
+
+    {chain}
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+            self.calls = 0
+
+        def forward(self, x, state=None, hook=None):
+            if state is not None:
+                x = {first}(self, x)
+    {more}
+            return self.proj(x)
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+
+        def forward(self, x, state):
+            return checkpoint(self.block, x, state, use_reentrant=False)
+    """
+STATED = "; this code runs only when `state is not None` (`state` defaults to `None`)"
+
+
+def _chain(levels: int) -> str:
+    """``step1`` ... ``stepN``, each calling the next; the last calls ``count``."""
+    steps = []
+    for level in range(1, levels + 1):
+        callee = f"step{level + 1}" if level < levels else "count"
+        steps.append(f"def step{level}(module, x):\n        return {callee}(module, x)\n")
+    return "\n\n    ".join(steps) or "pass"
+
+
+def _program(first: str = "count", chain: int = 0, more: str = "") -> str:
+    return COUNTER.format(first=first, chain=_chain(chain), more=more)
+
+
+def _message(source: str) -> str:
+    (d,) = findings(source, "CKP202")
+    return d.message
+
+
+def test_the_test_around_the_call_in_the_region_is_stated() -> None:
+    assert _message(_program()).endswith(STATED)
+
+
+def test_a_way_without_the_test_states_nothing() -> None:
+    message = _message(_program(more="        x = count(self, x)"))
+    assert "this code runs only when" not in message, message
+
+
+def test_a_way_followed_past_the_usual_depth_is_read_whole() -> None:
+    # a second way to count runs four calls below forward: the region is followed deeper
+    guarded = _program(chain=3, more="            x = step1(self, x)")
+    assert _message(guarded).endswith(STATED)
+    message = _message(_program(chain=3, more="        x = step1(self, x)"))
+    assert "this code runs only when" not in message, message
+
+
+def test_a_way_too_deep_to_follow_makes_the_condition_unknown() -> None:
+    guarded = _program(chain=8, more="            x = step1(self, x)")
+    message = _message(guarded)
+    assert "this code runs only when" not in message, message
+
+
+def test_a_callback_that_may_call_back_makes_the_condition_unknown() -> None:
+    source = _program(more="        x = hook(x)")
+    message = _message(source)
+    assert "this code runs only when" not in message, message
+
+
+# PixArt-alpha diffusion/model/utils.py and nets/PixArt.py
+PIXART = """\
+    from collections.abc import Iterable
+
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    def auto_grad_checkpoint(module, *args, **kwargs):
+        if getattr(module, 'grad_checkpointing', False):
+            if not isinstance(module, Iterable):
+                return checkpoint(module, *args, **kwargs)
+        return module(*args, **kwargs)
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = auto_grad_checkpoint(block, x)
+            return x
+    """
+
+
+def test_the_tests_inside_a_helper_are_stated_at_its_call() -> None:
+    (d,) = findings(PIXART, "CKP001")
+    assert d.message.endswith(
+        "; this code runs only when `getattr(module, 'grad_checkpointing', False)` (inside `auto_grad_checkpoint()`)"
+        " and `not isinstance(module, Iterable)` (inside `auto_grad_checkpoint()`)"
+    ), d.message
+
+
+FLAGGED = """\
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    def run(block, x, use_cp=False, training=True, **kwargs):
+        if use_cp and training:
+            return checkpoint(block, x, **kwargs)
+        return block(x)
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return run(self.block, x, use_cp=True, training=self.training)
+    """
+
+
+def test_a_flag_the_call_passes_a_literal_for_is_not_repeated() -> None:
+    (d,) = findings(FLAGGED, "CKP001")
+    assert d.message.endswith("; this code runs only when `training` is true (it defaults to `True`) (inside `run()`)"), d.message
