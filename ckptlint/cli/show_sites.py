@@ -16,8 +16,11 @@ policy or wrapper application, a call of a home-made implementation or its helpe
   options O"); the site's ``options`` are those the helper fixes or this call gives;
 - ``region``: ``status`` ``"resolved"`` (the checkpointed callable resolved to code or torch
   layers, followed to the end), ``"partial"`` (resolved, but the walk stopped at the depth
-  limit below some frame) or ``"unknown"``; ``frames``: each function body reached
-  (``{"name", "filename", "row"}``, ``row`` of its ``def``).
+  limit below some frame), ``"switch"`` (a call that turns on a model's own checkpointing,
+  ``model.gradient_checkpointing_enable()`` or ``TrainingArguments(gradient_checkpointing=True)``:
+  it names no callable; what is recomputed is decided by the model's own checkpoint calls,
+  listed as sites of their own where the model's code is in the tree) or ``"unknown"``;
+  ``frames``: each function body reached (``{"name", "filename", "row"}``, ``row`` of its ``def``).
 
 Files pass the same byte-level gate as linting (:mod:`ckptlint.lint.gate`), so the inventory is
 what the rules see; sites in files only another file's region reaches are not listed.
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from ckptlint.checkpoint.sites.sites import site_index
+from ckptlint.facts.api_types import ApiKind
 from ckptlint.lint.collection import collected_after
 from ckptlint.lint.gate import file_may_have_findings
 from ckptlint.text.source import location_label
@@ -43,7 +47,10 @@ if TYPE_CHECKING:
     from ckptlint.checkpoint.sites.site import CheckpointSite, HelperSummary
     from ckptlint.semantic.project import Project
 
-__all__ = ["SHOW_SITES_MAX_CHARS", "collect_site_records", "format_table", "show_sites"]
+__all__ = ["SHOW_SITES_MAX_CHARS", "SWITCH_KINDS", "collect_site_records", "format_table", "show_sites"]
+
+#: The API kinds whose sites turn on a model's own checkpointing rather than name a callable.
+SWITCH_KINDS = frozenset({ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS})
 
 #: The bound of the inventory's cache of parsed modules (characters of source; linting's is
 #: 3,000,000, see :class:`~ckptlint.semantic.project.Project`). The inventory runs in one
@@ -121,7 +128,7 @@ def _file_records(project: Project, raw: bytes, absolute: Path, name: str, is_pa
             name: _option_value(value) for name, value in sorted(site.options.items()) if not value.is_absent
         }
         options["use_reentrant"] = _variant(site)
-        region: dict[str, object] = {"status": "unknown", "frames": []}
+        region: dict[str, object] = {"status": "switch" if site.api.kind in SWITCH_KINDS else "unknown", "frames": []}
         if site.function is not None:
             try:
                 found = builder.region(site, analysis)
@@ -203,10 +210,13 @@ def format_table(records: list[dict]) -> str:
         lines.append(
             f"{where}  {record['api']}{via}  [{options}]  {region['status']}" + (f": {frames}{more}" if frames else "")
         )
-    counts = {status: sum(1 for r in records if r["region"]["status"] == status) for status in ("resolved", "partial", "unknown")}
+    counts = {
+        status: sum(1 for r in records if r["region"]["status"] == status) for status in ("resolved", "partial", "unknown", "switch")
+    }
+    switches = f", {counts['switch']} switch{'es' if counts['switch'] != 1 else ''}" if counts["switch"] else ""
     lines.append(
         f"{len(records)} site{'s' if len(records) != 1 else ''}: "
-        f"{counts['resolved']} resolved, {counts['partial']} partial, {counts['unknown']} unknown"
+        f"{counts['resolved']} resolved, {counts['partial']} partial, {counts['unknown']} unknown{switches}"
     )
     return "\n".join(lines)
 

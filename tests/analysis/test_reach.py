@@ -526,6 +526,26 @@ def test_show_sites_json_records(run_cli, write) -> None:
     assert table[-1] == "2 sites: 1 resolved, 0 partial, 1 unknown"
 
 
+def test_show_sites_gives_hugging_face_switches_their_own_status(run_cli, write) -> None:
+    # they name no callable: the model's own checkpoint calls are the sites with regions
+    write(
+        "train.py",
+        textwrap.dedent(
+            """\
+            from transformers import AutoModelForCausalLM, TrainingArguments
+
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            args = TrainingArguments("out", gradient_checkpointing=True)
+            """
+        ),
+    )
+    result = run_cli("--show-sites", "--output-format", "json", "--isolated", "train.py")
+    assert [record["region"]["status"] for record in json.loads(result.stdout)] == ["switch", "switch"]
+    table = run_cli("--show-sites", "--isolated", "train.py").stdout.splitlines()
+    assert table[-1] == "2 sites: 0 resolved, 0 partial, 0 unknown, 2 switches"
+
+
 def test_wrapper_function_of_an_api_in_the_same_module() -> None:
     source = _with(COUNTER, "\n\n") + textwrap.dedent(
         """\
