@@ -37,7 +37,7 @@ from ckptlint.facts.versions import TargetVersion
 from ckptlint.text.reading import is_file_here
 
 if TYPE_CHECKING:
-    from ckptlint.config.requirement_files import RequirementList
+    from ckptlint.config.requirement_files import RequirementList, Skipped
 
 # ``packaging.requirements`` and ``packaging.utils`` (with the markers, tags and logging they
 # import) and the declaration file readers are imported when a requirement or a declaration
@@ -48,8 +48,12 @@ __all__ = [
     "InvalidTargetVersion",
     "parse_target_version",
     "parse_target_version_option",
+    "skipped_notes",
     "stderr_warning",
 ]
+
+#: How many skipped requirements of one reason one file shows before it counts the rest.
+SHOWN_SKIPPED = 3
 
 _FIXED_NAMES = ("pyproject.toml", "setup.cfg", "setup.py", "environment.yml", "environment.yaml")
 
@@ -156,11 +160,28 @@ class DeclaredVersions:
             except (RecursionError, MemoryError, UnicodeError, ValueError) as exc:
                 self.warn(f"{path}: cannot read declared library versions ({type(exc).__name__}); ignored")
                 continue
-            for found in read:
-                for note in found.skipped:
-                    self.warn(note)
+            for note in skipped_notes(path, [skip for found in read for skip in found.skipped]):
+                self.warn(note)
             lists += read
         return lists
+
+
+def skipped_notes(path: Path, skipped: list[Skipped]) -> list[str]:
+    """One warning for each skipped requirement of the file ``path`` (its includes' too), in order; where more than
+    :data:`SHOWN_SKIPPED` share a reason (unsloth's pyproject.toml pins torch by 94 wheel URLs
+    and markers), the first ones of that reason and one line that counts the rest."""
+    by_kind: dict[str, list[Skipped]] = {}
+    for skip in skipped:
+        by_kind.setdefault(skip.kind, []).append(skip)
+    notes: list[str] = []
+    for kind, group in by_kind.items():
+        if len(group) <= SHOWN_SKIPPED:
+            notes += [str(skip) for skip in group]
+            continue
+        notes += [str(skip) for skip in group[: SHOWN_SKIPPED - 1]]
+        rest = len(group) - (SHOWN_SKIPPED - 1)
+        notes.append(f"{path}: {rest} more requirements of tracked libraries are not read as declared versions: {kind}")
+    return notes
 
 
 def _declaration_files(folder: Path) -> list[Path]:

@@ -37,7 +37,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["DeclarationError", "RequirementList", "read_declarations"]
+__all__ = ["DeclarationError", "RequirementList", "Skipped", "read_declarations", "wheel_version_of_url"]
 
 _TRACKED = frozenset(TRACKED_LIBRARIES)
 _MAX_INCLUDES = 32
@@ -47,6 +47,25 @@ _READ_LIMIT = 4 * 1024 * 1024  # bytes; a larger "requirements" file is not a re
 class DeclarationError(ValueError):
     """A declaration file that cannot be read; the message names the file and the reason."""
 
+
+
+#: Where a marker that is never true holds.
+MARKER_NOWHERE = "in no environment torch 2.13 installs in (Python 3.10 to 3.15)"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A requirement of a tracked library that gives no version range: where (``file:line``
+    or ``file: [table] group``), its text (whitespace collapsed), why (a phrase) and the kind
+    of reason, said of several (``"their markers hold in no environment ..."``)."""
+
+    where: str
+    text: str
+    reason: str
+    kind: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: `{self.text}`: {self.reason}; not read as a declared version"
 
 @dataclass
 class RequirementList:
@@ -73,7 +92,7 @@ class RequirementList:
     specifiers: dict[str, SpecifierSet] = field(default_factory=dict)
     conditional: dict[str, list[tuple[SpecifierSet, frozenset[int]]]] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
 
     def add(self, name: str, specifier: SpecifierSet | str, line: int, environments: frozenset[int] = EVERYWHERE) -> None:
         library = tracked_name(name)
@@ -88,9 +107,11 @@ class RequirementList:
         if not self.lines.get(library):
             self.lines[library] = line  # the list's own file rather than an included one (0)
 
-    def skip(self, where: str, text: str, reason: str) -> None:
-        """Say that ``text`` (at ``where``), a requirement of a tracked library, gives no range."""
-        self.skipped.append(f"{where}: `{' '.join(text.split())}`: {reason}; not read as a declared version")
+    def skip(self, where: str, text: str, reason: str, kind: str = "") -> None:
+        """Say that ``text`` (at ``where``), a requirement of a tracked library, gives no
+        range, and why; ``kind``: the reason without what is particular to this requirement
+        (default: the reason itself), for counting many alike."""
+        self.skipped.append(Skipped(where, " ".join(text.split()), reason, kind or reason))
 
     def ranges(self) -> dict[str, list[SpecifierSet]]:
         """Library -> the specifier sets this list allows, one per group of environments that
@@ -145,15 +166,18 @@ class RequirementList:
         if tracked_name(name) is None:
             return
         if url:
-            self.skip(where, text, "a URL or path, which pins no version ckptlint can read")
-            return
+            version = wheel_version_of_url(url, name)
+            if version is None:
+                self.skip(where, text, "a URL or path, which pins no version ckptlint can read")
+                return
+            specifier = SpecifierSet(f"=={version}")
         try:
             environments = holds_in(str(marker) if marker is not None else None, extra)
         except ValueError as exc:
             self.skip(where, text, str(exc))
             return
         if not environments:
-            self.skip(where, text, f"its marker `{marker}` holds in no environment torch 2.13 installs in (Python 3.10 to 3.15)")
+            self.skip(where, text, f"its marker `{marker}` holds {MARKER_NOWHERE}", f"their markers hold {MARKER_NOWHERE}")
             return
         self.add(name, specifier, line, environments)
 
@@ -377,6 +401,25 @@ def _requirements_into(found: RequirementList, path: Path, seen: set[Path]) -> N
                 if not is_file_here(target):
                     raise DeclarationError(f"{path}:{option.line_number}: included file `{include}` not found")
                 _requirements_into(found, target, seen)
+
+
+def wheel_version_of_url(url: str, name: str) -> str | None:
+    """The version of the wheel a URL names when its file is a wheel of ``name``
+    (``https://download.pytorch.org/whl/cu121/torch-2.1.0%2Bcu121-cp310-cp310-linux_x86_64.whl``
+    gives ``2.1.0``, the local label dropped), else ``None`` (a source archive, a VCS URL, a
+    folder). The file name is read by ``packaging.utils.parse_wheel_filename``."""
+    from urllib.parse import unquote, urlsplit
+
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    if not filename.endswith(".whl"):
+        return None
+    try:
+        wheel, version, _, _ = parse_wheel_filename(filename)
+    except (InvalidWheelFilename, ValueError):
+        return None
+    return version.public if wheel == canonicalize_name(name) else None
 
 
 def _wheel_name(requirement: Any) -> str | None:

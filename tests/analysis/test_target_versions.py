@@ -355,3 +355,35 @@ def test_conda_specs_with_spaces(tmp_path: Path, spec: str, expected: str) -> No
     warnings: list[str] = []
     found = _declared(tmp_path, warnings)
     assert warnings == [] and _range(found["torch"]) == expected
+
+
+def test_pyproject_wheel_urls_give_their_versions(tmp_path: Path) -> None:
+    # unsloth's pyproject.toml pins torch by wheel URLs in its extras
+    _write(tmp_path, "pyproject.toml", """\
+        [project]
+        name = "p"
+        dependencies = [
+            "torch @ https://download.pytorch.org/whl/cu121/torch-2.4.1%2Bcu121-cp310-cp310-linux_x86_64.whl#sha256=00",
+            "timm @ https://example.org/timm-0.9.16.tar.gz",
+        ]
+        """)
+    warnings: list[str] = []
+    found = _declared(tmp_path, warnings)
+    assert _range(found["torch"]) == "==2.4.1"
+    assert "timm" not in found
+    assert len(warnings) == 1 and "`timm @ https://example.org/timm-0.9.16.tar.gz`: a URL or path" in warnings[0]
+
+
+def test_many_requirements_skipped_alike_are_counted(tmp_path: Path) -> None:
+    lines = "".join(f'    "torch=={minor} ; python_version == \\"3.{minor}\\"",\n' for minor in range(5, 9))
+    _write(tmp_path, "pyproject.toml", '[project]\nname = "p"\ndependencies = [\n' + lines + ']\n')
+    warnings: list[str] = []
+    found = _declared(tmp_path, warnings)
+    assert "torch" not in found
+    assert len(warnings) == 3
+    assert "`torch==5 ; python_version == \"3.5\"`: its marker" in warnings[0]
+    assert "`torch==6 ; python_version == \"3.6\"`: its marker" in warnings[1]
+    assert warnings[2].endswith(
+        "pyproject.toml: 2 more requirements of tracked libraries are not read as declared versions: their markers hold"
+        " in no environment torch 2.13 installs in (Python 3.10 to 3.15)"
+    )
