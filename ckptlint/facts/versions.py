@@ -121,9 +121,39 @@ class VersionRange:
         return self.intersection(other.complement()).is_empty
 
     def __str__(self) -> str:
+        """``>=4.40,<5.0`` or ``<4.0 or >=4.2``; intervals that only single versions separate
+        (``!=4.52.0,!=4.52.1`` in a declaration) read as one with its exceptions:
+        ``>=4.51.3,<5.0.0 except 4.52.0 and 4.52.1``, ``... except 12 single versions``
+        beyond :data:`_SHOWN_EXCEPTIONS`."""
         if self.is_empty:
             return "no version"
-        return " or ".join(_interval_text(low, high) for low, high in self.intervals)
+        groups: list[tuple[_End | None, _End | None, list[Version]]] = []
+        for low, high in self.intervals:
+            if groups and _single_gap(groups[-1][1], low):
+                last_low, last_high, holes = groups[-1]
+                assert last_high is not None
+                groups[-1] = (last_low, high, [*holes, last_high.version])
+            else:
+                groups.append((low, high, []))
+        return " or ".join(_interval_text(low, high) + _exceptions(holes) for low, high, holes in groups)
+
+
+#: How many single versions left out of a range are named before they are counted.
+_SHOWN_EXCEPTIONS = 2
+
+
+def _single_gap(high: _End | None, low: _End | None) -> bool:
+    """Whether one interval ending at ``high`` and the next starting at ``low`` leave out
+    exactly one version between them (``<4.52.0`` then ``>4.52.0``)."""
+    return high is not None and low is not None and high.version == low.version and not (high.inclusive or low.inclusive)
+
+
+def _exceptions(holes: list[Version]) -> str:
+    if not holes:
+        return ""
+    if len(holes) <= _SHOWN_EXCEPTIONS:
+        return " except " + " and ".join(str(hole) for hole in holes)
+    return f" except {len(holes)} single versions"
 
 
 def _interval_text(low: _End | None, high: _End | None) -> str:

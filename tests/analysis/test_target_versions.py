@@ -387,3 +387,12 @@ def test_many_requirements_skipped_alike_are_counted(tmp_path: Path) -> None:
         "pyproject.toml: 2 more requirements of tracked libraries are not read as declared versions: their markers hold"
         " in no environment torch 2.13 installs in (Python 3.10 to 3.15)"
     )
+
+
+def test_single_versions_left_out_read_as_exceptions() -> None:
+    # unsloth's `transformers!=4.52.0,...,!=5.1.0,<=5.5.0,>=4.51.3`
+    assert str(specifier_range(">=4.4,!=4.5")) == ">=4.4 except 4.5"
+    assert str(specifier_range("!=4.52.0,!=4.52.1,<5")) == "<5 except 4.52.0 and 4.52.1"
+    assert str(specifier_range("!=4.52.0,!=4.52.1,!=4.53.0,<=5.5.0,>=4.51.3")) == ">=4.51.3,<=5.5.0 except 3 single versions"
+    assert str(specifier_range("<4.0,>=3")) == ">=3,<4.0"
+    assert str(specifier_range("!=3.*")) == "<3 or >=4"  # a gap wider than one version stays
