@@ -134,6 +134,43 @@ def test_read_of_a_memo_table_filled_in_the_region_is_not_a_changing_read():
     assert located(ITEMS, "CKP201") == [(28, "CKP201")]
 
 
+def test_memo_filled_through_a_chained_assignment_under_a_get_is_not_a_changing_read():
+    # axolotl's scattermoe grouped GEMM: `eng = _ENGINES.get(key)`, then `_ENGINES[key] = eng = ...`
+    source = """\
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+        _ENGINES: dict = {}
+
+
+        class Engine:
+            def __init__(self, m, n):
+                self.shape = (m, n)
+
+            def forward(self, x):
+                return x
+
+
+        def _engine(m, n):
+            key = (m, n)
+            eng = _ENGINES.get(key)
+            if eng is None:
+                _ENGINES[key] = eng = Engine(m, n)
+            return eng
+
+
+        def _body(x):
+            return _engine(x.shape[0], x.shape[1]).forward(x)
+
+
+        class Layer(nn.Module):
+            def forward(self, x):
+                return checkpoint(_body, x, use_reentrant=False)
+        """
+    assert located(source, "CKP201") == []
+    assert located(source.replace("if eng is None:", "if eng is None or True:"), "CKP201") == [(17, "CKP201")]
+
+
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
 
 

@@ -30,15 +30,20 @@ def path_parts(region: Region, node: cst.CSTNode, analysis: ModuleAnalysis) -> C
     frame that runs the function around it, the parts shared by every way it is reached (the
     tests around the reaching call in the calling frame, and that frame's own way); ``()``
     for the checkpointed callable's own body; ``None`` when the node is in no frame or the
-    region is not seen whole (:meth:`Region.seen_whole`)."""
+    region is not seen whole (:meth:`Region.seen_whole`) and the ways it shows need some
+    test (ways it does not show could only need fewer: with none needed, ``()`` is the answer
+    whatever the region leaves out)."""
     function = _function_of(node, analysis)
-    if function is None or not region.seen_whole():
+    if function is None:
         return None
     frames = [frame for frame in region.frames_of(function) if frame.analysis is analysis]
     if not frames:
         return None
     known: dict[int, Condition] = {}
-    return common([_frame_parts(frame, known, set()) for frame in frames])
+    parts = common([_frame_parts(frame, known, set()) for frame in frames])
+    if not parts:
+        return ()
+    return parts if region.seen_whole() else None
 
 
 def _frame_parts(frame: Frame, known: dict[int, Condition], active: set[int]) -> Condition:

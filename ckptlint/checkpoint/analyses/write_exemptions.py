@@ -344,15 +344,19 @@ def memo_fill(model: SemanticModel, node: cst.CSTNode) -> bool:
     """Whether the assignment ``node`` fills a memo table or a lazily initialised value under
     a test that turns false once it ran (``if key not in cache: cache[key] = v``, ``if
     self.x is None: self.x = v``, :func:`written_once` without a frame): the recomputation
-    reads what the forward's fill wrote, which it would compute the same way."""
-    if not isinstance(node, cst.Assign) or len(node.targets) != 1:
+    reads what the forward's fill wrote, which it would compute the same way. With several
+    targets (``cache[key] = eng = Engine(...)`` under ``if eng is None:`` after ``eng =
+    cache.get(key)``, axolotl's grouped GEMM engines), each target is a fill of the same guard."""
+    if not isinstance(node, cst.Assign):
         return False
-    slot = _slot(node.targets[0].target)
-    if slot is None:
-        return False
-    container, key = slot
     function = next((a for a in model.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
-    return function is not None and _memo_guarded(model, node, container, key, function)
+    if function is None:
+        return False
+    for target in node.targets:
+        slot = _slot(target.target)
+        if slot is None or not _memo_guarded(model, node, slot[0], slot[1], function):
+            return False
+    return True
 
 
 def _slot(target: cst.BaseExpression) -> tuple[str | None, str] | None:
