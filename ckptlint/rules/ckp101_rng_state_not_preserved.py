@@ -119,15 +119,19 @@ class RngStateNotPreserved(Rule):
         for key, sites in groups.items():
             judged = [s for s in sites if s.function is not None] or sites
             strong = None
+            maybe = None  # a random op whose switch (dropout probability, `training`) is not known
             unresolved = False
             unseen: tuple[CheckpointSite, tuple[cst.Call, Frame]] | None = None
             deep = False
             for site in judged:
                 region = ctx.regions.region(site, analysis)
                 ops = [op for op in random_ops(region) if op.active is not False]
-                if ops:
-                    strong = (site, ops[0])
+                sure = [op for op in ops if op.active]
+                if sure:
+                    strong = (site, sure[0])
                     break
+                if ops and maybe is None:
+                    maybe = (site, ops[0])
                 if not region.resolved:
                     unresolved = True
                 elif (region.partial or region.cut_calls) and unseen is None:
@@ -143,15 +147,22 @@ class RngStateNotPreserved(Rule):
                     "Remove `preserve_rng_state=False`",
                     *remove_argument(analysis, first.call, option.arg),
                 )
-            if strong is not None:
-                site, op = strong
+            shown = strong or maybe
+            if shown is not None:
+                site, op = shown
                 where = site_label(site, analysis, analysis)
                 at = f"{_short(op.analysis, analysis)}{op.analysis.range(op.node)[0][0]}"
+                draws = (
+                    f"draws random numbers ({op.name} at {at}): recomputation draws"
+                    if strong is not None
+                    else f"may draw random numbers ({op.name} at {at}, whose dropout probability or training "
+                    "switch ckptlint cannot read): when it does, recomputation draws"
+                )
                 ctx.report(
                     node,
                     f"`preserve_rng_state=False` but the region recomputed by the checkpoint at {where} "
-                    f"draws random numbers ({op.name} at {at}): recomputation draws different values and "
-                    "gradients are silently wrong; keep the default `preserve_rng_state=True`",
+                    f"{draws} different values and gradients are silently wrong; keep the default "
+                    "`preserve_rng_state=True`",
                     fix=fix,
                     site=first,
                 )

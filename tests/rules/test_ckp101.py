@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 
 from ckptlint.api import lint_source
-from ckptlint.testing import located
+from ckptlint.testing import findings, located
 
 UNIPERCEIVER = """\
     import torch
@@ -338,3 +338,25 @@ def test_a_random_op_below_the_levels_followed_gets_the_hedged_message() -> None
     three_levels = NESTED_FOUR_LEVELS.replace("        self.n = B3()\n", "        self.n = nn.Dropout(0.1)\n")
     (row, code, message) = located(three_levels, "CKP101", messages=True)[0]
     assert "draws random numbers (nn.Dropout" in message
+
+
+def test_an_op_whose_dropout_is_not_known_may_draw() -> None:
+    # lerobot's pi05 memory: `dropout = attention.dropout if attention.training else 0.0` where
+    # `attention` is a library module (SigLIP's attention, `attention_dropout` 0.0 by default)
+    source = """\
+        import torch.nn.functional as F
+        from torch.utils.checkpoint import checkpoint
+
+
+        def attend(attention, q, k, v):
+            dropout = attention.dropout if attention.training else 0.0
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout)
+
+
+        def forward(attention, q, k, v):
+            return checkpoint(attend, attention, q, k, v, use_reentrant=False, preserve_rng_state=False)
+        """
+    (d,) = findings(source, "CKP101")
+    assert "may draw random numbers (F.scaled_dot_product_attention at line 7, whose dropout probability" in d.message
+    (sure,) = findings(source.replace("dropout_p=dropout", "dropout_p=0.1"), "CKP101")
+    assert "draws random numbers (F.scaled_dot_product_attention at line 7)" in sure.message
