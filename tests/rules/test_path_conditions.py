@@ -154,3 +154,53 @@ FLAGGED = """\
 def test_a_flag_the_call_passes_a_literal_for_is_not_repeated() -> None:
     (d,) = findings(FLAGGED, "CKP001")
     assert d.message.endswith("; this code runs only when `training` is true (it defaults to `True`) (inside `run()`)"), d.message
+
+
+# unsloth models/rl.py: a fallback defined only when TRL lacks the function
+FALLBACK = """\
+    from contextlib import contextmanager
+
+
+    def patch(model):
+        try:
+            from trl.models.utils import unwrap_model_for_generation
+        except ImportError:
+
+            @contextmanager
+            def unwrap_model_for_generation(model, accelerator):
+                unwrapped = accelerator.unwrap_model(model)
+                if unwrapped.is_gradient_checkpointing:
+                    unwrapped.gradient_checkpointing_disable()
+                yield unwrapped
+                unwrapped.gradient_checkpointing_enable()
+
+        return unwrap_model_for_generation
+    """
+
+
+def test_code_defined_in_an_except_handler_states_what_must_raise() -> None:
+    (d,) = findings(FALLBACK, "CKP001")
+    assert d.message.endswith(
+        "; this code runs only when `from trl.models.utils import unwrap_model_for_generation` raises `ImportError`"
+    ), d.message
+    several = FALLBACK.replace(
+        "            from trl.models.utils import unwrap_model_for_generation\n",
+        "            import trl\n            from trl.models.utils import unwrap_model_for_generation\n",
+    )
+    (d,) = findings(several, "CKP001")
+    assert d.message.endswith("; this code runs only when the `try` block at line 5 raises `ImportError`"), d.message
+
+
+def test_a_function_defined_under_a_test_states_it() -> None:
+    source = """\
+        import torch.nn as nn
+        from torch.utils.checkpoint import checkpoint
+
+        USE_CHECKPOINT = False
+
+        if USE_CHECKPOINT:
+            def run(block, x):
+                return checkpoint(block, x)
+        """
+    (d,) = findings(source, "CKP001")
+    assert d.message.endswith("; this code runs only when `USE_CHECKPOINT`"), d.message

@@ -19,6 +19,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from ckptlint.checkpoint.sites.site import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
+    from ckptlint.semantic.model import SemanticModel
 
 __all__ = [
     "Condition",
@@ -42,6 +43,11 @@ MAX_CALLER_DEPTH = 3
 
 #: A condition: its conjuncts, each a text in backquotes (a switch followed by its default).
 Condition = tuple[str, ...]
+
+
+class Stated(str):
+    """A conjunct's text already written as it is shown, its backquotes included (an ``import``
+    statement that "raises `ImportError`"), rather than an expression to show in backquotes."""
 
 
 def site_condition(analysis: ModuleAnalysis, site: CheckpointSite) -> str:
@@ -119,7 +125,8 @@ def condition_parts(analysis: ModuleAnalysis, node: cst.CSTNode, depth: int = 0)
     function, _ = _function_and_class(analysis, node)
     if function is None or depth >= MAX_CALLER_DEPTH:
         return own
-    return joined(caller_parts(analysis, function, depth), own)
+    defined = _own_parts(analysis, function)
+    return joined(caller_parts(analysis, function, depth), defined, own)
 
 
 def local_parts(analysis: ModuleAnalysis, node: cst.CSTNode) -> Condition:
@@ -146,12 +153,16 @@ def _own_parts(analysis: ModuleAnalysis, node: cst.CSTNode, skipped: frozenset[s
             if part not in switches:
                 switches.append(part)
             continue
-        text = " ".join(text.split())
-        if len(text) > MAX_CONDITION:
-            text = text[: MAX_CONDITION - 1] + "\u2026"
-        if f"`{text}`" not in others:
-            others.append(f"`{text}`")
+        shown = text if isinstance(text, Stated) else f"`{_shortened(text)}`"
+        if shown not in others:
+            others.append(shown)
     return joined(tuple(switches), tuple(others))
+
+
+def _shortened(text: str) -> str:
+    """``text`` on one line, cut to :data:`MAX_CONDITION` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text[: MAX_CONDITION - 1] + "\u2026" if len(text) > MAX_CONDITION else text
 
 
 def _flag_name(conjunct: cst.BaseExpression | None) -> str | None:
@@ -210,6 +221,8 @@ def guard_conjuncts(analysis: ModuleAnalysis, node: cst.CSTNode) -> list[tuple[c
                 and torch_version_test(statement.test, model) is None
             ]
             found[:0] = [conjunct for test in exits for conjunct in _negated(analysis, test)]
+        if isinstance(ancestor, cst.ExceptHandler) and below is ancestor.body:
+            found[:0] = [(None, _raised(analysis, model, ancestor))]
         if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test and torch_version_test(ancestor.test, model) is None:
             test = ancestor.test
             if below is ancestor.body:
@@ -220,6 +233,19 @@ def guard_conjuncts(analysis: ModuleAnalysis, node: cst.CSTNode) -> list[tuple[c
                 found[:0] = [(None, f"not ({analysis.text_of(test)})")]
         below = ancestor
     return found
+
+
+def _raised(analysis: ModuleAnalysis, model: SemanticModel, handler: cst.ExceptHandler) -> Stated:
+    """What must happen for ``handler`` to run: its ``try`` block raises what it catches (the
+    statement of a one-statement block in backquotes, "raises `ImportError`"; "the `try` block
+    at line N raises ..." for a block of several statements)."""
+    caught = f"`{_shortened(analysis.text_of(handler.type))}`" if handler.type is not None else "an exception"
+    statement = next((a for a in model.ancestors(handler) if isinstance(a, cst.Try)), None)
+    body = list(statement.body.body) if statement is not None else []
+    if len(body) == 1:
+        return Stated(f"`{_shortened(analysis.text_of(body[0]))}` raises {caught}")
+    row = analysis.range(statement)[0][0] if statement is not None else 0
+    return Stated(f"the `try` block at line {row} raises {caught}")
 
 
 def _negated(analysis: ModuleAnalysis, test: cst.BaseExpression) -> list[tuple[cst.BaseExpression | None, str]]:
