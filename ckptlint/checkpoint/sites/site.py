@@ -30,6 +30,12 @@ if TYPE_CHECKING:
     E = TypeVar("E", default=cst.BaseExpression)
     A = TypeVar("A", default=cst.Arg)
     G = TypeVar("G", default=CallArguments)
+    # A helper's ``def``, the module it lives in (libcst's ``ModuleAnalysis``; the ``AstModel``
+    # on ``ast``) and the sites of its checkpoint calls (see
+    # :mod:`ckptlint.checkpoint.sites.ast_helper_sites`).
+    F = TypeVar("F", default=cst.FunctionDef)
+    M = TypeVar("M", default="ModuleAnalysis")
+    S = TypeVar("S", bound="CheckpointSite[Any, Any, Any, Any]", default="CheckpointSite")
 else:
     from typing import TypeVar
 
@@ -37,6 +43,9 @@ else:
     E = TypeVar("E")
     A = TypeVar("A")
     G = TypeVar("G")
+    F = TypeVar("F")
+    M = TypeVar("M")
+    S = TypeVar("S")
 
 __all__ = [
     "CheckpointSite",
@@ -132,7 +141,7 @@ class Misspelling:
 
 
 @dataclass(frozen=True, eq=False)
-class HelperCall:
+class HelperCall(Generic[S]):
     """One checkpoint call inside a helper (a helper may pick one of several by its flags).
 
     Attributes:
@@ -149,21 +158,22 @@ class HelperCall:
             input is anything else.
     """
 
-    site: CheckpointSite
+    site: S
     guards: tuple[tuple[str, bool], ...]
     plans: dict[str, tuple[str, ...]]
     inputs: tuple[tuple[str, ...], ...] | None
 
 
 @dataclass(frozen=True, eq=False)
-class HelperSummary:
+class HelperSummary(Generic[F, E, M, S]):
     """A function or method of the linted tree that passes its parameter ``parameter`` to a
     checkpoint API as the checkpointed callable: calls of it are sites
     (``SiteForm.HELPER_CALL``) whose callable is the argument bound to ``parameter``.
 
     Attributes:
         node: the ``def``; qualname: its name in its module (``run``, ``Net.ckpt``).
-        module: the module's dotted name; analysis: the module (a ``ModuleAnalysis``).
+        module: the module's dotted name; analysis: the module (a ``ModuleAnalysis``; the
+            ``AstModel`` for a helper read on ``ast``).
         parameter: the parameter checkpointed; method: ``self``/``cls`` is bound by the call.
         params: the positional parameters after ``self``; keyword_only: the keyword-only ones.
         defaults: the default expression of each parameter that has one.
@@ -175,18 +185,18 @@ class HelperSummary:
             option passed at a call reaches that code too.
     """
 
-    node: cst.FunctionDef
+    node: F
     qualname: str
     module: str
-    analysis: ModuleAnalysis
+    analysis: M
     parameter: str
     method: bool
     params: tuple[str, ...]
     keyword_only: tuple[str, ...]
-    defaults: dict[str, cst.BaseExpression]
+    defaults: dict[str, E]
     var_positional: str | None
     var_keyword: str | None
-    calls: tuple[HelperCall, ...]
+    calls: tuple[HelperCall[S], ...]
     level: int = 1
     keywords_elsewhere: bool = False
 
@@ -208,7 +218,7 @@ class HelperSummary:
         return f"{what} {self.qualname} passes its parameter {self.parameter} to checkpoint API {' or '.join(apis)}{shown}"
 
 
-def _plan_text(call: HelperCall, name: str) -> str:
+def _plan_text(call: HelperCall[Any], name: str) -> str:
     plan = call.plans[name]
     if plan[0] == "parameter":
         return f"<parameter {plan[1]}>"
@@ -268,8 +278,8 @@ class CheckpointSite(Generic[C, E, A, G]):
     extra: dict[str, object] = field(default_factory=dict)
     save_misuse: SaveMisuse | None = None
     misspellings: tuple[Misspelling, ...] = ()
-    helper: HelperSummary | None = None
-    alternatives: tuple[HelperCall, ...] = ()
+    helper: HelperSummary[Any, E, Any, CheckpointSite[C, E, A, G]] | None = None
+    alternatives: tuple[HelperCall[CheckpointSite[C, E, A, G]], ...] = ()
     caller_options: frozenset[str] = frozenset()
 
     def misspelling_of(self, option: str) -> Misspelling | None:

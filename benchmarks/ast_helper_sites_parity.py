@@ -1,0 +1,304 @@
+"""Helpers and the sites of their calls on CPython's ``ast`` against libcst's: same records, and what each costs.
+
+For one text, :func:`compare` reads the module both ways, for the module alone (no linted tree
+around it, so only helpers of the same module are called):
+
+- libcst: :func:`ckptlint.checkpoint.sites.sites.site_index` of the module, its ``helpers``
+  and its ``SiteForm.HELPER_CALL`` sites; kept when every checkpoint call a helper makes is a
+  site the ``ast`` finder covers (``ast_sites_parity.covered``, or a covered helper call),
+  the others counted as left out;
+- ``ast``: :func:`ckptlint.checkpoint.sites.ast_helper_sites.helper_sites` of its ``AstModel``.
+
+A helper is read as: its qualified name, module, parameter, whether it is a method, its
+positional and keyword-only parameters, each default (name, where its expression starts, its
+literal value), ``*``/``**`` names, level, whether it uses its ``**`` elsewhere, ``describe()``,
+and each checkpoint call it makes (the call's start, API, guards, plans, input plan). A helper
+call site is read as ``ast_sites_parity`` reads a site (API, form, call start and end, variant,
+hidden ``**`` options, every option's state, value, origin and where it starts), plus the
+helper's qualified name, where the checkpointed callable starts, each input (its ``*`` and
+where its value starts), the keywords forwarded to the function, the options the call
+decides, the alternatives it can reach (start, guards, plans), ``literal_flags`` and
+``inputs_bound``. Both are compared as multisets.
+
+Over a folder (``python benchmarks/ast_helper_sites_parity.py TREE [TREE ...]``): the files
+the gate lets through, each compared, and the CPU time of each side's parse, model and sites
+(libcst's whole ``site_index``; ``ast``'s direct sites and helper sites), summed over files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from ckptlint.checkpoint.sites import ast_helper_sites, helper_sites
+from ckptlint.checkpoint.sites.ast_options import literal_value as ast_literal_value
+from ckptlint.checkpoint.sites.ast_sites import direct_sites
+from ckptlint.checkpoint.sites.options import literal_value as cst_literal_value
+from ckptlint.checkpoint.sites.site import CheckpointSite, HelperCall, HelperSummary, SiteForm
+from ckptlint.checkpoint.sites.sites import site_index
+from ckptlint.semantic.analysis import ModuleAnalysis
+from ckptlint.semantic.ast_model import AstModel
+from ckptlint.semantic.model import SemanticModel
+from ckptlint.semantic.parse import parse_module_unvalidated
+from ckptlint.text.positions import node_offsets
+from ckptlint.text.source import SourceFile
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules
+
+from ast_sites_parity import _reading as site_reading
+from ast_sites_parity import covered
+from parity_files import comparable_files
+
+Position = tuple[int, int]
+_TIMES = ("libcst_parse", "libcst_model", "libcst_sites", "ast_parse", "ast_model", "ast_sites")
+
+
+@dataclass
+class HelperComparison:
+    """What :func:`compare` compared and where the two readings differ."""
+
+    helpers: int = 0  # libcst's helpers compared
+    sites: int = 0  # libcst's helper-call sites compared
+    alternatives: int = 0  # the checkpoint calls those sites can reach
+    levels: Counter[int] = field(default_factory=Counter)  # helpers compared, by level
+    left_out: Counter[str] = field(default_factory=Counter)
+    mismatches: list[str] = field(default_factory=list)
+    times: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_TIMES, 0.0))
+
+    def add(self, other: HelperComparison) -> None:
+        self.helpers += other.helpers
+        self.sites += other.sites
+        self.alternatives += other.alternatives
+        self.levels.update(other.levels)
+        self.left_out.update(other.left_out)
+        self.mismatches += other.mismatches
+        for key, value in other.times.items():
+            self.times[key] += value
+
+
+def _where(node: object, position: Callable[[object], Position]) -> Position | None:
+    # a parenthesized tuple starts at its parenthesis in ``ast``, inside it in libcst
+    return None if node is None or type(node) in (ast.Tuple, cst.Tuple) else position(node)
+
+
+def _arg(arg: object, position: Callable[[object], Position]) -> tuple:
+    """An input or forwarded keyword: its ``*``, its keyword and where its value starts."""
+    if isinstance(arg, cst.Arg):
+        return (arg.star, arg.keyword.value if arg.keyword is not None else None, _where(arg.value, position))
+    if isinstance(arg, ast.Starred):
+        return ("*", None, _where(arg.value, position))
+    if isinstance(arg, ast.keyword):
+        return ("**" if arg.arg is None else "", arg.arg, _where(arg.value, position))
+    return ("", None, _where(arg, position))
+
+
+def _call_reading(call: HelperCall, position: Callable[[object], Position]) -> tuple:
+    return (position(call.site.call), call.site.api.name, call.guards, tuple(sorted(call.plans.items())), call.inputs)
+
+
+def _helper_reading(helper: HelperSummary, position: Callable[[object], Position], literal: Callable[[object], object]) -> tuple:
+    defaults = tuple((name, _where(node, position), repr(literal(node))) for name, node in helper.defaults.items())
+    return (
+        "helper",
+        helper.qualname,
+        helper.module,
+        helper.parameter,
+        helper.method,
+        helper.params,
+        helper.keyword_only,
+        defaults,
+        helper.var_positional,
+        helper.var_keyword,
+        helper.level,
+        helper.keywords_elsewhere,
+        helper.describe(),
+        tuple(_call_reading(call, position) for call in helper.calls),
+    )
+
+
+def _site_reading(
+    site: CheckpointSite,
+    position: Callable[[object], Position],
+    end: Callable[[object], Position],
+    flags: frozenset[str],
+    bound: bool,
+) -> tuple:
+    assert site.helper is not None
+    return (
+        "helper call",
+        site_reading(site, position, end),
+        site.helper.qualname,
+        _where(site.function, position),
+        tuple(_arg(arg, position) for arg in site.inputs),
+        tuple(_arg(arg, position) for arg in site.function_keywords),
+        tuple(sorted(site.caller_options)),
+        tuple(_call_reading(call, position) for call in site.alternatives),
+        tuple(sorted(flags)),
+        bound,
+    )
+
+
+def _covered_helpers(helpers: dict[str, HelperSummary], model: SemanticModel) -> set[str]:
+    """The helpers all of whose checkpoint calls the ``ast`` reading can see: sites ``covered``
+    or calls of such a helper (helpers of a level below first)."""
+    ok: set[str] = set()
+    for name, helper in sorted(helpers.items(), key=lambda item: item[1].level):
+        if all(_site_covered(call.site, ok, model) for call in helper.calls):
+            ok.add(name)
+    return ok
+
+
+def _site_covered(site: CheckpointSite, ok: set[str], model: SemanticModel) -> bool:
+    if site.form is SiteForm.HELPER_CALL:
+        return site.helper is not None and site.helper.qualname in ok
+    return covered(site, model)
+
+
+def compare(text: str, module_name: str = "", is_package: bool = False, path: str = "<compared>") -> HelperComparison:
+    """Read the helpers of ``text`` and their calls both ways and compare them (see the module docstring)."""
+    result = HelperComparison()
+    times = result.times
+    source = SourceFile(path, text)
+
+    begin = time.process_time()
+    module = parse_module_unvalidated(text)
+    times["libcst_parse"] += time.process_time() - begin
+    analysis = ModuleAnalysis(source, module, module_name, is_package)
+    begin = time.process_time()
+    cst_model = analysis.model
+    times["libcst_model"] += time.process_time() - begin
+    begin = time.process_time()
+    index = site_index(analysis)
+    times["libcst_sites"] += time.process_time() - begin
+
+    begin = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = ast.parse(text)
+    times["ast_parse"] += time.process_time() - begin
+    begin = time.process_time()
+    ast_model = AstModel.build(tree, module_name, is_package)
+    times["ast_model"] += time.process_time() - begin
+    begin = time.process_time()
+    found = ast_helper_sites.helper_sites(ast_model, direct_sites(ast_model))
+    times["ast_sites"] += time.process_time() - begin
+
+    cst_helper_sites = [s for s in index.sites if s.form is SiteForm.HELPER_CALL]
+    if not (index.helpers or found.helpers or cst_helper_sites or found.sites):
+        analysis.release()
+        ast_model.release()
+        return result
+
+    offsets = node_offsets(module)
+
+    def cst_position(node: object) -> Position:
+        return source.position(offsets[node][0])  # type: ignore[index]
+
+    def cst_end(node: object) -> Position:
+        return source.position(offsets[node][1])  # type: ignore[index]
+
+    def ast_position(node: object) -> Position:
+        return source.ast_position(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+    def ast_end(node: object) -> Position:
+        return source.ast_position(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+
+    ok = _covered_helpers(index.helpers, cst_model)
+    expected: list[tuple] = []
+    for name, helper in index.helpers.items():
+        if name in ok:
+            expected.append(_helper_reading(helper, cst_position, lambda n: cst_literal_value(n, cst_model)))
+            result.helpers += 1
+            result.levels[helper.level] += 1
+        else:
+            result.left_out["helper whose checkpoint call only libcst sees"] += 1
+    for site in cst_helper_sites:
+        if site.helper is not None and site.helper.qualname in ok:
+            flags = helper_sites.literal_flags(site, cst_model)
+            expected.append(_site_reading(site, cst_position, cst_end, flags, helper_sites.inputs_bound(site)))
+            result.sites += 1
+            result.alternatives += len(site.alternatives)
+        else:
+            result.left_out["call of such a helper"] += 1
+    # what libcst leaves out is left out here too (its other calls may be seen on ``ast``)
+    hidden = set(index.helpers) - ok
+    got: list[tuple] = [
+        _helper_reading(helper, ast_position, lambda n: ast_literal_value(n, ast_model))  # type: ignore[arg-type]
+        for name, helper in found.helpers.items()
+        if name not in hidden
+    ]
+    for site in found.sites:
+        if site.helper is not None and site.helper.qualname in hidden:
+            continue
+        flags = ast_helper_sites.literal_flags(site, ast_model)
+        got.append(_site_reading(site, ast_position, ast_end, flags, ast_helper_sites.inputs_bound(site)))  # type: ignore[arg-type]
+    left, right = Counter(map(repr, expected)), Counter(map(repr, got))
+    for item in sorted((left - right).keys()):
+        result.mismatches.append(f"only in libcst: {item}")
+    for item in sorted((right - left).keys()):
+        result.mismatches.append(f"only in ast: {item}")
+    analysis.release()
+    ast_model.release()
+    return result
+
+
+# --------------------------------------------------------------------------- corpus runs
+def run_tree(root: Path, every_file: bool = False) -> dict[str, object]:
+    """Compare both readings on the (gated) files of ``root`` and sum their CPU times."""
+    total = HelperComparison()
+    compared, skipped = comparable_files(root, every_file)
+    for one in compared:
+        found = compare(one.text, one.module_name, one.is_package, str(one.path))
+        found.mismatches = [f"{one.path.relative_to(root)}: {m}" for m in found.mismatches]
+        total.add(found)
+    return {
+        "tree": root.name,
+        "files": len(compared),
+        "skipped": skipped,
+        "helpers": total.helpers,
+        "levels": dict(sorted(total.levels.items())),
+        "sites": total.sites,
+        "alternatives": total.alternatives,
+        "left_out": dict(total.left_out),
+        "mismatches": total.mismatches,
+        "cpu_s": {key: round(value, 3) for key, value in total.times.items()},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trees", nargs="+", type=Path)
+    parser.add_argument("--all", action="store_true", help="every .py file, not only the gated ones")
+    parser.add_argument("--json", type=Path, help="write the numbers here")
+    args = parser.parse_args(argv)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    reports = []
+    for tree in args.trees:
+        report = run_tree(tree.resolve(), args.all)
+        reports.append(report)
+        cpu: dict[str, float] = report["cpu_s"]  # type: ignore[assignment]
+        print(
+            f"{report['tree']}: {report['files']} files ({report['skipped']} skipped), {report['helpers']} helpers "
+            f"(by level {report['levels']}), {report['sites']} helper-call sites ({report['alternatives']} alternatives) "
+            f"compared, left out {report['left_out']}, {len(report['mismatches'])} mismatches; "  # type: ignore[arg-type]
+            f"CPU libcst sites {cpu['libcst_sites']:.2f} s, ast sites {cpu['ast_sites']:.2f} s"
+        )
+        for mismatch in report["mismatches"][:30]:  # type: ignore[index]
+            print("  ", mismatch)
+    if args.json is not None:
+        args.json.write_text(json.dumps(reports, indent=2), encoding="utf-8")
+    return 1 if any(r["mismatches"] for r in reports) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
