@@ -1,7 +1,7 @@
 """The files of a tree that the ``ast`` port's parity benchmarks compare
-(``ast_model_parity.py``, ``ast_sites_parity.py``, ``ast_homemade_parity.py``): the gated
-``.py`` files (every one with ``every_file``) that both CPython's parser and libcst accept,
-with their dotted module names (folders as packages)."""
+(``ast_model_parity.py``, ``ast_sites_parity.py``, ``ast_homemade_parity.py``,
+``ast_misuse_parity.py``): the gated ``.py`` files (every one with ``every_file``) that both
+CPython's parser and libcst accept, with their dotted module names (folders as packages)."""
 
 from __future__ import annotations
 

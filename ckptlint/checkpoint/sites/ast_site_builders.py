@@ -20,7 +20,7 @@ from ckptlint.checkpoint.sites.ast_options import (
 )
 from ckptlint.checkpoint.sites.options import OptionOrigin, OptionState, OptionValue
 from ckptlint.checkpoint.sites.site import CheckpointSite, Reentrancy, SiteForm
-from ckptlint.checkpoint.sites.site_builders import library_reentrancy, reentrancy_from
+from ckptlint.checkpoint.sites.site_builders import LIBRARY_SWITCH, library_reentrancy, reentrancy_from
 from ckptlint.facts.apis import CHECKPOINT_OPTIONS, PARTIAL_QUALIFIED_NAMES, ApiKind, CheckpointApi, api_for
 from ckptlint.facts.hf_formats import HF_KWARGS_OPTIONS
 from ckptlint.semantic.ast_model import AstModel
@@ -179,12 +179,21 @@ def _hf_reentrancy(use_reentrant: AstOption, default_reentrant: bool) -> Reentra
     return reentrancy_from(use_reentrant, default_reentrant or use_reentrant.origin is not OptionOrigin.DEFAULT)  # type: ignore[arg-type]
 
 
-def _build_hf_enable(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments: AstCallArguments, model: AstModel) -> AstSite:
-    options = {name: arguments.option(name, model, position=index) for index, name in enumerate(api.positional)}
-    options["use_reentrant"] = use_reentrant = _hf_use_reentrant(options[api.positional[0]], model)
+def _build_hf_enable(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments: AstCallArguments, model: AstModel) -> AstSite | None:
+    """A transformers switch, or a library function that calls one (peft's
+    ``prepare_model_for_kbit_training``): no site where its switch is literally off (see
+    :func:`ckptlint.checkpoint.sites.site_builders._build_hf_enable`)."""
+    options = {
+        name: arguments.option(name, model, position=index) for index, name in enumerate(api.positional) if name in api.options
+    }
+    switch = options.get(LIBRARY_SWITCH)
+    if switch is not None and switch.is_false:
+        return None
+    kwargs_name = next(name for name in api.options if name.endswith("_kwargs"))
+    options["use_reentrant"] = use_reentrant = _hf_use_reentrant(options[kwargs_name], model)
     reentrancy = _hf_reentrancy(use_reentrant, api.reentrant_when_omitted)
     site = _site(api, form, call, arguments, model, function=None, inputs=(), keywords=(), options=options, reentrancy=reentrancy)
-    site.extra["kwargs_option"] = api.positional[0]
+    site.extra["kwargs_option"] = kwargs_name
     return site
 
 

@@ -18,10 +18,14 @@ recognises without leaving the module:
   (``SiteForm.BOUND_CALL``): ``ckpt(block, x)`` after ``ckpt = partial(API, ...)``, and
   ``self.ckpt(block, x)`` after ``self.ckpt = partial(API, ...)`` (or a helper returning one).
 
+The sites of torch's and transformers' own APIs carry their misspelled options
+(:mod:`~ckptlint.checkpoint.sites.ast_misspelling`) and save misuse
+(:mod:`~ckptlint.checkpoint.sites.ast_misuse`), attached as ``collect_sites`` attaches them.
+
 Not yet here (still libcst only): calls of helpers, home-made implementations, names followed
 into other modules, ``TrainingArguments`` subclasses; the region expression a policy site
-checkpoints (its ``function`` is ``None`` here), misspelled options and save misuses. Nothing
-on the linter's path imports this module yet.
+checkpoints (its ``function`` is ``None`` here). Nothing on the linter's path imports this
+module yet.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ckptlint.checkpoint.sites.ast_misspelling import find_misspellings
+from ckptlint.checkpoint.sites.ast_misuse import find_save_misuse
 from ckptlint.checkpoint.sites.ast_options import (
     AstCallArguments,
     in_branch_torch_never_takes,
@@ -39,6 +45,7 @@ from ckptlint.checkpoint.sites.ast_options import (
 from ckptlint.checkpoint.sites.ast_receivers import instance_method_api, self_attribute_api, self_partial
 from ckptlint.checkpoint.sites.ast_site_builders import AstSite, build_bound_call, build_site
 from ckptlint.checkpoint.sites.site import SiteForm
+from ckptlint.checkpoint.sites.sites import _TORCH_KINDS
 from ckptlint.facts.apis import (
     HF_ENABLE_METHODS,
     METHOD_APIS,
@@ -71,7 +78,8 @@ class _Calls:
 def direct_sites(model: AstModel) -> list[AstSite]:
     """The module's sites of the forms in the module docstring: those of API calls in the
     order of ``model.calls``, then those of calls through partial bindings; a call in a branch
-    no judged torch release takes is none."""
+    no judged torch release takes is none. Each site of torch's or transformers' own APIs
+    carries its ``save_misuse`` and ``misspellings`` (as in ``sites.collect_sites``)."""
 
     def decide(test: ast.expr) -> bool | None:
         return torch_version_test(test, model)
@@ -80,7 +88,12 @@ def direct_sites(model: AstModel) -> list[AstSite]:
     for call in model.calls:
         _sort_call(call, model, decide, found)
     sites = found.sites + _bound_call_sites(found, model, decide)
-    return [site for site in sites if not in_branch_torch_never_takes(model, site.call)]
+    sites = [site for site in sites if not in_branch_torch_never_takes(model, site.call)]
+    for site in sites:
+        if site.api.kind in _TORCH_KINDS:
+            site.save_misuse = find_save_misuse(site, model)
+            site.misspellings = find_misspellings(site, model)
+    return sites
 
 
 def _sort_call(call: ast.Call, model: AstModel, decide: _Decide, found: _Calls) -> None:

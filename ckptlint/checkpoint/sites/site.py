@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     F = TypeVar("F", default=cst.FunctionDef)
     M = TypeVar("M", default="ModuleAnalysis")
     S = TypeVar("S", bound="CheckpointSite[Any, Any, Any, Any]", default="CheckpointSite")
+    # The node a misspelling renames: libcst's keyword ``Name`` or key string unless
+    # parametrised (on ``ast``, the ``ast.keyword`` or the key's ``ast.Constant``).
+    N = TypeVar("N", default=cst.CSTNode)
 else:
     from typing import TypeVar
 
@@ -46,6 +49,7 @@ else:
     F = TypeVar("F")
     M = TypeVar("M")
     S = TypeVar("S")
+    N = TypeVar("N")
 
 __all__ = [
     "CheckpointSite",
@@ -97,8 +101,11 @@ class SaveForm(str, Enum):
 
 
 @dataclass(frozen=True)
-class SaveMisuse:
+class SaveMisuse(Generic[E, A]):
     """Why a checkpoint call looks like saving (or loading) training state.
+
+    Generic over the expression and call-argument types: libcst's unless parametrised
+    (:mod:`ckptlint.checkpoint.sites.ast_misuse` builds ``SaveMisuse[ast.expr, AstArg]``).
 
     Attributes:
         reason: a phrase for messages (``"its callable is a `state_dict()` call"``).
@@ -111,16 +118,21 @@ class SaveMisuse:
 
     reason: str
     form: SaveForm
-    saved: cst.BaseExpression | None = None
-    destination: cst.BaseExpression | None = None
-    arguments: tuple[cst.Arg, ...] = ()
+    saved: E | None = None
+    destination: E | None = None
+    arguments: tuple[A, ...] = ()
 
 
 
 @dataclass(frozen=True)
-class Misspelling:
+class Misspelling(Generic[N, A, E]):
     """A keyword (or a key of a ``gradient_checkpointing_kwargs`` dict literal) that is
     probably a misspelled option.
+
+    Generic over the renamed node, call-argument and expression types: libcst's unless
+    parametrised (:mod:`ckptlint.checkpoint.sites.ast_misspelling` builds
+    ``Misspelling[ast.AST, AstArg, ast.expr]``, whose ``node`` for a keyword is the
+    ``ast.keyword``: ``ast`` has no node for the keyword's name, which starts it).
 
     Attributes:
         written: the name as written (``"use_reentrent"``).
@@ -134,9 +146,9 @@ class Misspelling:
     written: str
     option: str
     ratio: float
-    node: cst.CSTNode
-    arg: cst.Arg | None
-    value: cst.BaseExpression
+    node: N
+    arg: A | None
+    value: E
 
 
 
@@ -276,13 +288,13 @@ class CheckpointSite(Generic[C, E, A, G]):
     scope: Scope[Any, Any]
     binding: CheckpointSite[C, E, A, G] | None = None
     extra: dict[str, object] = field(default_factory=dict)
-    save_misuse: SaveMisuse | None = None
-    misspellings: tuple[Misspelling, ...] = ()
+    save_misuse: SaveMisuse[E, A] | None = None
+    misspellings: tuple[Misspelling[Any, A, E], ...] = ()
     helper: HelperSummary[Any, E, Any, CheckpointSite[C, E, A, G]] | None = None
     alternatives: tuple[HelperCall[CheckpointSite[C, E, A, G]], ...] = ()
     caller_options: frozenset[str] = frozenset()
 
-    def misspelling_of(self, option: str) -> Misspelling | None:
+    def misspelling_of(self, option: str) -> Misspelling[Any, A, E] | None:
         """The first keyword of this site that probably misspells ``option``."""
         return next((m for m in self.misspellings if m.option == option), None)
 
