@@ -396,3 +396,29 @@ def test_import_time_configuration_is_not_mutable_state() -> None:
             return checkpoint(f, x, use_reentrant=False)
     """
     assert located(source, "CKP201") == []
+
+
+def test_a_mutation_under_a_test_states_when_it_changes():
+    # unsloth's LlamaModel_fast_forward: `if IS_GEMMA2: kwargs["use_sliding_window"] = idx % 2 == 0`
+    source = """\
+        from torch.utils.checkpoint import checkpoint
+
+        IS_GEMMA2 = False
+
+
+        def forward(layers, hidden, **kwargs):
+            for idx, layer in enumerate(layers):
+                if IS_GEMMA2:
+                    kwargs["use_sliding_window"] = idx % 2 == 0
+
+                def custom_forward(*inputs):
+                    return layer(*inputs, **kwargs)
+
+                hidden = checkpoint(custom_forward, hidden, use_reentrant=False)
+            return hidden
+        """
+    (d,) = [d for d in lint_source(textwrap.dedent(source)) if d.code == "CKP201" and "`kwargs`" in d.message]
+    assert "`kwargs` (mutated at line 9, in the loop that runs the checkpoint when `IS_GEMMA2`)" in d.message, d.message
+    plain = source.replace("if IS_GEMMA2:\n                    ", "")
+    (d,) = [d for d in lint_source(textwrap.dedent(plain)) if d.code == "CKP201" and "`kwargs`" in d.message]
+    assert "`kwargs` (mutated at line 8, in the loop that runs the checkpoint)" in d.message, d.message

@@ -28,6 +28,7 @@ from ckptlint.checkpoint.analyses.write_exemptions import (
     phase_guarded,
 )
 from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.sites.guards import local_parts
 from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.bindings import (
@@ -267,7 +268,9 @@ def _closure_change(
     The owner function's own code is ordered against the call (:func:`_write_after`); a
     ``nonlocal`` rebinding or a mutation made in a nested function runs whenever that
     function is called, so it counts. When the call is not in the owner function (a factory
-    returned the closure), the owner's own writes all ran before the closure escaped.
+    returned the closure), the owner's own writes all ran before the closure escaped. A
+    mutation under tests of its own function says them ("mutated at line 9, in the loop that
+    runs the checkpoint when `IS_GEMMA2`"); one without comes first.
     """
     model = analysis.model
     scope = binding_list[0].scope
@@ -295,6 +298,7 @@ def _closure_change(
         if how == "loop":
             return f"reassigned at line {row} {LOOP_REBINDING}"
         return f"reassigned at line {row}, after the checkpoint call"
+    found: list[str] = []
     for mutation in model.mutations:
         if mutation.base != name or not _resolves_to(analysis, mutation, scope):
             continue
@@ -313,8 +317,12 @@ def _closure_change(
         row = analysis.range(mutation.node)[0][0]
         # not LOOP_REBINDING: binding a mutated object as a default argument would not help
         where = {"loop": ", in the loop that runs the checkpoint", "after": ", after the checkpoint call"}
-        return f"mutated at line {row}{where.get(change, '')}"
-    return None
+        when = local_parts(analysis, mutation.node)
+        if not when:
+            return f"mutated at line {row}{where.get(change, '')}"
+        # unsloth's `if IS_GEMMA2: kwargs["use_sliding_window"] = ...`: it changes only then
+        found.append(f"mutated at line {row}{where.get(change, '')} when {' and '.join(when)}")
+    return found[0] if found else None
 
 def _same_constant(model: SemanticModel, bindings: list[Binding]) -> bool:
     """Whether every binding assigns one and the same constant (``None``, a bool, a number, a
