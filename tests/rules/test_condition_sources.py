@@ -357,3 +357,50 @@ def test_dataclass_fields_of_an_imported_config_are_named(tmp_path: Path, run_cl
         "; this code runs only when `cfg.use_checkpoint` is true (it defaults to `False`) and "
         "`cfg.checkpoint_every > 0` (`cfg.checkpoint_every` defaults to `0`)"
     ), messages[1]
+
+
+# mmpose's ResNeSt/SE bottlenecks: the switch is stored by the base class's constructor, and the
+# subclass passes its other arguments on through **kwargs.
+INHERITED = """\
+    import torch.nn as nn
+    import torch.utils.checkpoint as cp
+
+
+    class Bottleneck(nn.Module):
+        def __init__(self, in_channels, out_channels, stride=1, with_cp=False):
+            super().__init__()
+            self.conv = nn.Conv2d(in_channels, out_channels, 3, stride)
+            self.with_cp = with_cp
+
+
+    class SEBottleneck(Bottleneck):
+        def __init__(self, in_channels, out_channels, se_ratio=16, **kwargs):
+            super().__init__(in_channels, out_channels, **kwargs)
+            self.se_ratio = se_ratio
+
+        def forward(self, x):
+            if self.with_cp and x.requires_grad:
+                return cp.checkpoint(self.conv, x)
+            return self.conv(x)
+    """
+
+
+def test_a_switch_the_base_class_stores_names_its_default() -> None:
+    (d,) = findings(INHERITED, "CKP001")
+    assert d.message.endswith(
+        "; this code runs only when `self.with_cp` is true (it defaults to `False`) and `x.requires_grad`"
+    ), d.message
+
+
+def test_a_subclass_that_passes_the_switch_on_itself_names_no_inherited_default() -> None:
+    passed_on = "super().__init__(in_channels, out_channels, **kwargs)"
+    for changed in (
+        INHERITED.replace(passed_on, "super().__init__(in_channels, out_channels, with_cp=True)"),
+        INHERITED.replace(passed_on, "super().__init__(in_channels, out_channels, 1, True)"),
+        INHERITED.replace("se_ratio=16, **kwargs", "se_ratio=16, with_cp=True, **kwargs"),
+    ):
+        (d,) = findings(changed, "CKP001")
+        assert d.message.endswith("; this code runs only when `self.with_cp` and `x.requires_grad`"), d.message
+    own = INHERITED.replace("self.se_ratio = se_ratio", "self.se_ratio = se_ratio\n            self.with_cp = True")
+    (d,) = findings(own, "CKP001")  # the subclass's own setting is its default
+    assert "`self.with_cp` is true (it defaults to `True`)" in d.message, d.message

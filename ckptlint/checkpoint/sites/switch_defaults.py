@@ -92,6 +92,8 @@ class SwitchReader:
         set_by = ""
         if isinstance(conjunct, cst.Attribute) and self._is_self(conjunct.value) and self.cls is not None:
             switch = constructor_parameter(self.cls, conjunct.attr.value)
+            if switch is None:
+                switch = inherited_switch(self.analysis, self.cls, conjunct.attr.value)
             default, set_by = (switch.default, switch.set_by()) if switch is not None else (None, "")
         else:
             default = self.default(conjunct)
@@ -189,6 +191,63 @@ def constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | N
         )
     )
     return ConstructorSwitch(attr, "", literal, setters[:2])
+
+
+def inherited_switch(analysis: ModuleAnalysis, cls: cst.ClassDef, attr: str, hops: int = 0) -> ConstructorSwitch | None:
+    """``self.attr`` as a switch that ``cls`` (of ``analysis``'s module) inherits: ``cls`` never
+    assigns it, and its base class (of the module or of one it imports,
+    :func:`_class_named`) stores it from an ``__init__`` parameter that ``cls`` leaves at its
+    default -- ``cls`` has no ``__init__``, or its ``__init__`` has no parameter of that name
+    and calls ``super().__init__(...)`` with neither that keyword nor enough positional
+    arguments to reach it (mmpose's ResNeSt ``Bottleneck(_Bottleneck)`` passes ``**kwargs``
+    on, and ``with_cp=False`` is the base's). ``None`` otherwise, and for a class with several
+    bases."""
+    if hops > _MAX_HOPS or len(cls.bases) != 1 or _assigns_anywhere(cls, attr):
+        return None
+    found = _class_named(analysis, cls.bases[0].value, hops)
+    if found is None:
+        return None
+    base_analysis, base = found
+    switch = constructor_parameter(base, attr) or inherited_switch(base_analysis, base, attr, hops + 1)
+    if switch is None or (switch.parameter and not _leaves_default(cls, base, switch.parameter)):
+        return None
+    return switch
+
+
+def _assigns_anywhere(cls: cst.ClassDef, attr: str) -> bool:
+    return any(isinstance(s, cst.FunctionDef) and _self_assignments(s, attr) for s in cls.body.body)
+
+
+def _init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
+    return next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+
+
+def _leaves_default(cls: cst.ClassDef, base: cst.ClassDef, parameter: str) -> bool:
+    """Whether constructing ``cls`` leaves ``base.__init__``'s ``parameter`` at its default."""
+    init = _init_of(cls)
+    if init is None:
+        return True
+    names = [p.name.value for p in (*init.params.params, *init.params.kwonly_params)]
+    if parameter in names:
+        return False
+    supers = [
+        node
+        for node in iter_tree(init.body)
+        if isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "__init__"
+    ]
+    base_init = _init_of(base)
+    if len(supers) != 1 or base_init is None:
+        return False
+    positions = [p.name.value for p in base_init.params.params][1:]  # after self
+    if parameter not in positions and parameter not in [p.name.value for p in base_init.params.kwonly_params]:
+        return False
+    args = supers[0].args
+    if any(a.star == "*" for a in args) or any(a.keyword is not None and a.keyword.value == parameter for a in args):
+        return False
+    positional = sum(1 for a in args if a.keyword is None and not a.star)
+    return parameter not in positions or positional <= positions.index(parameter)
 
 
 def _stored_from_parameter(cls: cst.ClassDef, attr: str) -> cst.Param | cst.Call | None:
