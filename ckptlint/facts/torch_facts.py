@@ -27,6 +27,7 @@ __all__ = [
     "LayerFact",
     "LayerKind",
     "NORM_FACTORIES",
+    "norm_factory",
     "NormFactory",
     "PYTHON_RANDOM_PREFIXES",
     "PYTHON_RANDOM_STATE_SETTERS",
@@ -371,6 +372,17 @@ NORM_FACTORIES.update(
         for name in ("mmcv.cnn.ConvModule", "mmcv.cnn.bricks.ConvModule", "mmcv.cnn.bricks.conv_module.ConvModule")
     }
 )
+
+
+def norm_factory(qualified: str) -> NormFactory | None:
+    """The norm factory named ``qualified`` (:data:`NORM_FACTORIES`), or one of a vendored copy
+    of mmcv, whose names end with mmcv's (ControlNet's ``annotator.uniformer.mmcv.cnn
+    .build_norm_layer``), as the ``_BatchNorm`` bases of vendored copies are read; ``None``
+    otherwise."""
+    found = NORM_FACTORIES.get(qualified)
+    if found is None and ".mmcv." in qualified:
+        found = next((factory for name, factory in NORM_FACTORIES.items() if qualified.endswith("." + name)), None)
+    return found
 
 
 # ---------------------------------------------------------------------------- version checks

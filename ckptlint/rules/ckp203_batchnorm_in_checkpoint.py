@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ckptlint.checkpoint.analyses.frozen_norms import Freeze, frozen_batchnorms, parent_freeze
 from ckptlint.checkpoint.analyses.parent_builds import parent_builds
 from ckptlint.checkpoint.evaluator.region import site_label
-from ckptlint.facts.torch_facts import NORM_FACTORIES, LayerKind
+from ckptlint.facts.torch_facts import LayerKind, norm_factory
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 if TYPE_CHECKING:
@@ -167,5 +167,5 @@ def _config_label(layer: LayerUse) -> str:
     kind = layer.config.get("type")
     model = layer.analysis.model
     names = model.qualified_names(layer.call.func) if layer.call.func in model.scopes else frozenset()
-    keyword = next((NORM_FACTORIES[n].config[0] for n in sorted(names) if n in NORM_FACTORIES), "cfg")
+    keyword = next((factory.config[0] for n in sorted(names) if (factory := norm_factory(n)) is not None), "cfg")
     return f"{keyword} type `{kind}`" if isinstance(kind, str) else f"{keyword} type {layer.fact.name}"

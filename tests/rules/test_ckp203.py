@@ -127,6 +127,16 @@ def test_batchnorm_frozen_by_default_norm_eval_of_the_backbone_is_not_reported()
     assert located(alone, "CKP203") == [(24, "CKP203")]
 
 
+def test_a_vendored_copy_of_mmcv_builds_the_same_norms():
+    # ControlNet's annotator/uniformer vendors mmcv and mmseg: `from annotator.uniformer.mmcv.cnn import ...`
+    vendored = MMDET_RESNET.replace("{default}", "False").replace(
+        "from mmcv.cnn import build_norm_layer", "from annotator.uniformer.mmcv.cnn import build_norm_layer"
+    )
+    assert located(vendored, "CKP203") == [(24, "CKP203")]
+    other = vendored.replace("annotator.uniformer.mmcv.cnn", "annotator.uniformer.mmcvx.cnn")
+    assert located(other, "CKP203") == []  # another package that only ends alike is not mmcv
+
+
 def test_freezing_backbone_shapes_that_stay_reported():
     frozen = textwrap.dedent(MMDET_RESNET.replace("{default}", "True"))
     variants = {

@@ -35,7 +35,7 @@ import libcst as cst
 
 from ckptlint.checkpoint.analyses.class_users import class_users
 from ckptlint.checkpoint.evaluator.denotations import ClassInfo, InstanceValue
-from ckptlint.facts.torch_facts import NORM_FACTORIES
+from ckptlint.facts.torch_facts import norm_factory
 from ckptlint.semantic.walk import iter_tree
 
 if TYPE_CHECKING:
@@ -106,6 +106,6 @@ def _builds_configured_norm(builder: RegionBuilder, cls: ClassInfo) -> bool:
         model = info.analysis.model
         for node in iter_tree(info.node):
             if isinstance(node, cst.Call) and node.func in model.scopes:
-                if any(name in NORM_FACTORIES for name in model.qualified_names(node.func)):
+                if any(norm_factory(name) is not None for name in model.qualified_names(node.func)):
                     return True
     return False

@@ -46,8 +46,8 @@ from ckptlint.facts.hf_formats import CLASS_CONSTRUCTORS
 from ckptlint.facts.torch_facts import (
     CONTAINER_CLASSES,
     MODULE_METHODS_RETURNING_SELF,
-    NORM_FACTORIES,
     layer_fact,
+    norm_factory,
 )
 from ckptlint.facts.wrappers import FORWARDING_WRAPPERS
 from ckptlint.semantic.assignments import candidate_values
@@ -439,7 +439,7 @@ class ExpressionEvaluator:
         model = ctx.analysis.model
         names = model.qualified_names(call.func) if call.func in model.scopes else frozenset()
         for name in names:
-            factory = NORM_FACTORIES.get(name)
+            factory = norm_factory(name)
             if factory is not None:
                 return norm_factory_values(factory, call, ctx, depth, values=self.values, literal=self._decisions.literal)
             wrapper = FORWARDING_WRAPPERS.get(name)
