@@ -296,7 +296,7 @@ def _closure_change(
         if binding.kind is BindingKind.LOOP and how == "loop":
             return LOOP_VARIABLE + f" at line {row}"
         if how == "loop":
-            return f"reassigned at line {row} {LOOP_REBINDING}"
+            return f"reassigned at line {row}{_varies_when(analysis, binding)} {LOOP_REBINDING}"
         return f"reassigned at line {row}, after the checkpoint call"
     found: list[str] = []
     for mutation in model.mutations:
@@ -323,6 +323,23 @@ def _closure_change(
         # unsloth's `if IS_GEMMA2: kwargs["use_sliding_window"] = ...`: it changes only then
         found.append(f"mutated at line {row}{where.get(change, '')} when {' and '.join(when)}")
     return found[0] if found else None
+
+def _varies_when(analysis: ModuleAnalysis, binding: Binding) -> str:
+    """``, when `T`,`` for a rebinding to ``A if T else C`` whose other branch is a constant
+    (unsloth's ``past_key_value = past_key_values[idx] if past_key_values is not None else
+    None``: the same ``None`` every iteration unless ``T`` holds), ``, when `not (T)`,`` for
+    ``C if T else A``; ``""`` otherwise."""
+    value = binding.value
+    if not isinstance(value, cst.IfExp):
+        return ""
+    model = analysis.model
+    test = " ".join(analysis.text_of(value.test).split())
+    if literal_value(value.orelse, model) is not NOT_LITERAL and literal_value(value.body, model) is NOT_LITERAL:
+        return f", when `{test}`,"
+    if literal_value(value.body, model) is not NOT_LITERAL and literal_value(value.orelse, model) is NOT_LITERAL:
+        return f", when `not ({test})`,"
+    return ""
+
 
 def _same_constant(model: SemanticModel, bindings: list[Binding]) -> bool:
     """Whether every binding assigns one and the same constant (``None``, a bool, a number, a
