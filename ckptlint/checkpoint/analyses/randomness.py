@@ -85,6 +85,13 @@ def _switch_active(call: cst.Call, switch: tuple[str, int, object] | None, frame
     return switch_is_on(value, off)
 
 
+def _module_training(call: cst.Call, switch: tuple[str, int, object]) -> bool:
+    """Whether the training argument ``switch`` names is a module's ``.training`` flag
+    (``F.dropout(x, 0.1, self.training)``): on in training, where recomputation runs."""
+    arg = _argument(call, switch[0], switch[1])
+    return arg is not None and isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "training"
+
+
 def _builder(frame: Frame | None) -> RegionBuilder | None:
     builder = frame.builder if frame is not None else None
     return builder if isinstance(builder, RegionBuilder) else None
@@ -112,6 +119,8 @@ def random_ops(region: Region) -> list[RandomOp]:
                     active = _switch_active(node, fact.switch, frame, 0)
                 if active is not False and fact.training is not None:
                     training = _switch_active(node, fact.training, frame, False)
+                    if training is None and _module_training(node, fact.training):
+                        training = True  # `training=self.training`: on whenever the module trains
                     active = False if training is False else active if training else None
                 ops.append(RandomOp(node, frame.analysis, fact.name, frame, active, _first_positional(node)))
             elif isinstance(node.func, cst.Attribute) and node.func.attr.value in RANDOM_METHODS:
