@@ -426,3 +426,45 @@ def test_a_mutation_under_a_test_states_when_it_changes():
     (d,) = [d for d in lint_source(textwrap.dedent(plain)) if d.code == "CKP201" and "`kwargs`" in d.message]
     assert "`kwargs` (mutated at line 8, in the loop that runs the checkpoint)" in d.message, d.message
 
+
+
+def test_writes_in_both_branches_state_no_condition():
+    mutated = """\
+        from torch.utils.checkpoint import checkpoint
+
+        IS_GEMMA2 = False
+
+
+        def forward(layers, hidden, **kwargs):
+            for idx, layer in enumerate(layers):
+                if IS_GEMMA2:
+                    kwargs["window"] = idx % 2 == 0
+                else:
+                    kwargs["window"] = idx
+
+                def custom_forward(*inputs):
+                    return layer(*inputs, **kwargs)
+
+                hidden = checkpoint(custom_forward, hidden, use_reentrant=False)
+            return hidden
+        """
+    (d,) = [d for d in lint_source(textwrap.dedent(mutated)) if d.code == "CKP201" and "`kwargs`" in d.message]
+    assert "`kwargs` (mutated at line 9, in the loop that runs the checkpoint)" in d.message, d.message
+    rebound = """\
+        from torch.utils.checkpoint import checkpoint
+
+
+        def forward(layers, hidden, flag=False):
+            for idx, layer in enumerate(layers):
+                v = idx if flag else 0
+                if not flag:
+                    v = idx
+
+                def custom_forward(*inputs):
+                    return layer(*inputs, v)
+
+                hidden = checkpoint(custom_forward, hidden, use_reentrant=False)
+            return hidden
+        """
+    (d,) = [d for d in lint_source(textwrap.dedent(rebound)) if d.code == "CKP201" and "`v`" in d.message]
+    assert "`v` (reassigned at line 6 in the loop that also runs the checkpoint)" in d.message, d.message

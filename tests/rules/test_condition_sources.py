@@ -401,6 +401,22 @@ def test_a_subclass_that_passes_the_switch_on_itself_names_no_inherited_default(
     ):
         (d,) = findings(changed, "CKP001")
         assert d.message.endswith("; this code runs only when `self.with_cp` and `x.requires_grad`"), d.message
+    for edit in (
+        "kwargs.setdefault('with_cp', True)",
+        "kwargs['with_cp'] = True",
+        "kwargs.update(with_cp=True)",
+        "kwargs.update(extra)",
+    ):
+        changed = INHERITED.replace(f"            {passed_on}", f"            {edit}\n            {passed_on}")
+        (d,) = findings(changed, "CKP001")
+        assert d.message.endswith("; this code runs only when `self.with_cp` and `x.requires_grad`"), (edit, d.message)
+    merged = INHERITED.replace(passed_on, "super().__init__(in_channels, out_channels, **{'with_cp': True, **kwargs})")
+    (d,) = findings(merged, "CKP001")
+    assert d.message.endswith("; this code runs only when `self.with_cp` and `x.requires_grad`"), d.message
+    set_under_a_test = "self.se_ratio = se_ratio\n            if se_ratio > 8:\n                self.with_cp = True"
+    sometimes = INHERITED.replace("self.se_ratio = se_ratio", set_under_a_test)
+    (d,) = findings(sometimes, "CKP001")  # set only under a test: no default is known
+    assert d.message.endswith("; this code runs only when `self.with_cp` and `x.requires_grad`"), d.message
     own = INHERITED.replace("self.se_ratio = se_ratio", "self.se_ratio = se_ratio\n            self.with_cp = True")
     (d,) = findings(own, "CKP001")  # the subclass's own setting is its default
     assert "`self.with_cp` is true (it defaults to `True`)" in d.message, d.message

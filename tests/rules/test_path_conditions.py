@@ -204,3 +204,29 @@ def test_a_function_defined_under_a_test_states_it() -> None:
         """
     (d,) = findings(source, "CKP001")
     assert d.message.endswith("; this code runs only when `USE_CHECKPOINT`"), d.message
+
+
+def test_a_function_defined_in_a_loop_states_no_test_of_its_def() -> None:
+    # the function defined at `i == 0` is called again at `i == 1`
+    source = """\
+        import torch.nn as nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                self.calls = 0
+
+            def forward(self, x):
+                for i, block in enumerate(self.blocks):
+                    if i == 0:
+                        def run(y, block=block):
+                            self.calls += 1
+                            return block(y)
+                    x = checkpoint(run, x, use_reentrant=False)
+                return x
+        """
+    (d,) = findings(source, "CKP202")
+    assert "this code runs only when" not in d.message, d.message

@@ -28,7 +28,7 @@ from ckptlint.checkpoint.analyses.write_exemptions import (
     phase_guarded,
 )
 from ckptlint.checkpoint.evaluator.region import Frame, Region
-from ckptlint.checkpoint.sites.guards import local_parts
+from ckptlint.checkpoint.sites.guards import Condition, common, local_parts
 from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.bindings import (
@@ -296,9 +296,10 @@ def _closure_change(
         if binding.kind is BindingKind.LOOP and how == "loop":
             return LOOP_VARIABLE + f" at line {row}"
         if how == "loop":
-            return f"reassigned at line {row}{_varies_when(analysis, binding)} {LOOP_REBINDING}"
+            when = _varies_when(analysis, binding) if len(writes) == 1 else ""  # another write may vary always
+            return f"reassigned at line {row}{when} {LOOP_REBINDING}"
         return f"reassigned at line {row}, after the checkpoint call"
-    found: list[str] = []
+    found: list[tuple[str, Condition]] = []
     for mutation in model.mutations:
         if mutation.base != name or not _resolves_to(analysis, mutation, scope):
             continue
@@ -317,12 +318,14 @@ def _closure_change(
         row = analysis.range(mutation.node)[0][0]
         # not LOOP_REBINDING: binding a mutated object as a default argument would not help
         where = {"loop": ", in the loop that runs the checkpoint", "after": ", after the checkpoint call"}
-        when = local_parts(analysis, mutation.node)
-        if not when:
-            return f"mutated at line {row}{where.get(change, '')}"
-        # unsloth's `if IS_GEMMA2: kwargs["use_sliding_window"] = ...`: it changes only then
-        found.append(f"mutated at line {row}{where.get(change, '')} when {' and '.join(when)}")
-    return found[0] if found else None
+        found.append((f"mutated at line {row}{where.get(change, '')}", local_parts(analysis, mutation.node)))
+    if not found:
+        return None
+    # unsloth's `if IS_GEMMA2: kwargs["use_sliding_window"] = ...`: it changes only then; with
+    # several writes, only what they all need (one without tests: nothing)
+    needed = common([parts for _, parts in found])
+    return found[0][0] + (f" when {' and '.join(needed)}" if needed else "")
+
 
 def _varies_when(analysis: ModuleAnalysis, binding: Binding) -> str:
     """``, when `T`,`` for a rebinding to ``A if T else C`` whose other branch is a constant

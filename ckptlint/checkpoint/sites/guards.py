@@ -125,8 +125,19 @@ def condition_parts(analysis: ModuleAnalysis, node: cst.CSTNode, depth: int = 0)
     function, _ = _function_and_class(analysis, node)
     if function is None or depth >= MAX_CALLER_DEPTH:
         return own
-    defined = _own_parts(analysis, function)
-    return joined(caller_parts(analysis, function, depth), defined, own)
+    return joined(caller_parts(analysis, function, depth), _definition_parts(analysis, function), own)
+
+
+def _definition_parts(analysis: ModuleAnalysis, function: cst.FunctionDef) -> Condition:
+    """The tests around ``function``'s own ``def`` (its body runs only if the ``def`` ran, so
+    only when they held): none when the ``def`` sits in a loop of its scope (a function an
+    earlier iteration defined stays callable when the test no longer holds)."""
+    for ancestor in analysis.model.ancestors(function):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
+            break
+        if isinstance(ancestor, (cst.For, cst.While)):
+            return ()
+    return _own_parts(analysis, function)
 
 
 def local_parts(analysis: ModuleAnalysis, node: cst.CSTNode) -> Condition:

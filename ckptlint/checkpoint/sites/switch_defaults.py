@@ -180,7 +180,7 @@ def constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | N
     if init is None:
         return None
     in_init = _self_assignments(init, attr)
-    literal = _literal(in_init[0]) if len(in_init) == 1 else None
+    literal = _literal(in_init[0]) if len(in_init) == 1 and _top_level_assignment(init, attr) else None
     if literal is None:
         return None
     setters = tuple(
@@ -246,8 +246,26 @@ def _leaves_default(cls: cst.ClassDef, base: cst.ClassDef, parameter: str) -> bo
     args = supers[0].args
     if any(a.star == "*" for a in args) or any(a.keyword is not None and a.keyword.value == parameter for a in args):
         return False
+    if not _kwargs_passed_untouched(init, supers[0], parameter):
+        return False
     positional = sum(1 for a in args if a.keyword is None and not a.star)
     return parameter not in positions or positional <= positions.index(parameter)
+
+
+def _kwargs_passed_untouched(init: cst.FunctionDef, call: cst.Call, parameter: str) -> bool:
+    """Whether ``init`` hands its ``**`` parameter to ``call`` as it came (no
+    ``kwargs.setdefault(...)``, ``kwargs[...] = ...``, ``kwargs.update(...)``, no other ``**``
+    argument, no text naming ``parameter``): what the caller did not pass keeps the base
+    class's default."""
+    star = init.params.star_kwarg
+    doubles = [a for a in call.args if a.star == "**"]
+    if any(not (isinstance(a.value, cst.Name) and star is not None and a.value.value == star.name.value) for a in doubles):
+        return False
+    names = [n for n in iter_tree(init.body) if isinstance(n, cst.Name)]
+    if star is not None and any(n.value == star.name.value for n in names if not any(n is a.value for a in doubles)):
+        return False
+    strings = [n for n in iter_tree(init.body) if isinstance(n, cst.SimpleString)]
+    return not any(parameter in s.value for s in strings) and not any(n.value == parameter for n in names)
 
 
 def _stored_from_parameter(cls: cst.ClassDef, attr: str) -> cst.Param | cst.Call | None:
@@ -471,6 +489,20 @@ def _literal(value: cst.BaseExpression | None) -> str | None:
 def _target_name(assigned: object) -> str | None:
     target = getattr(assigned, "target", None)
     return target.value if isinstance(target, cst.Name) else None
+
+
+def _top_level_assignment(function: cst.FunctionDef, attr: str) -> bool:
+    """Whether a statement of ``function``'s own body (not one nested in ``if``, a loop, ``try``
+    or ``with``) assigns ``<first parameter>.attr``: it runs on every call."""
+    if not function.params.params:
+        return False
+    self_name = function.params.params[0].name.value
+    return any(
+        type(small) in BINDING_NODES and any(attribute_name(a, self_name) == attr for a in assignments(small))
+        for line in function.body.body
+        if isinstance(line, cst.SimpleStatementLine)
+        for small in line.body
+    )
 
 
 def _self_assignments(function: cst.FunctionDef, attr: str) -> list[cst.BaseExpression]:
