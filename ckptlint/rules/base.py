@@ -177,7 +177,9 @@ class RuleContext:
         where = analysis or self.analysis
         if where is self.analysis and any(ancestor is site.call for ancestor in (node, *where.model.ancestors(node))):
             return self.condition(site)
-        return format_condition(joined(self._site_parts(site), self._path_parts(site, node, where), condition_parts(where, node)))
+        # the region calls the function around `node` with arguments it chooses: its parameters' defaults say nothing
+        own = condition_parts(where, node, parameters_given=True)
+        return format_condition(joined(self._site_parts(site), self._path_parts(site, node, where), own))
 
     def _path_parts(self, site: CheckpointSite, node: cst.CSTNode, where: ModuleAnalysis) -> Condition:
         """The tests on the region's way to ``node`` (:func:`~ckptlint.checkpoint.analyses.path_conditions.path_parts`),

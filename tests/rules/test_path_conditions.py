@@ -45,7 +45,8 @@ COUNTER = """\
         def forward(self, x, state):
             return checkpoint(self.block, x, state, use_reentrant=False)
     """
-STATED = "; this code runs only when `state is not None` (`state` defaults to `None`)"
+# the region passes `state`: its default says nothing there
+STATED = "; this code runs only when `state is not None`"
 
 
 def _chain(levels: int) -> str:
@@ -153,7 +154,8 @@ FLAGGED = """\
 
 def test_a_flag_the_call_passes_a_literal_for_is_not_repeated() -> None:
     (d,) = findings(FLAGGED, "CKP001")
-    assert d.message.endswith("; this code runs only when `training` is true (it defaults to `True`) (inside `run()`)"), d.message
+    # `use_cp=True` chose the branch; `training=self.training` is the caller's condition
+    assert d.message.endswith("; this code runs only when `self.training`"), d.message
 
 
 # unsloth models/rl.py: a fallback defined only when TRL lacks the function
@@ -230,3 +232,54 @@ def test_a_function_defined_in_a_loop_states_no_test_of_its_def() -> None:
         """
     (d,) = findings(source, "CKP202")
     assert "this code runs only when" not in d.message, d.message
+
+
+def test_a_helper_flag_the_call_passes_as_an_expression_is_the_callers_condition() -> None:
+    source = """\
+        import torch.nn as nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        def run(block, x, use_cp=False, **kwargs):
+            if use_cp:
+                return checkpoint(block, x, **kwargs)
+            return block(x)
+
+
+        class Net(nn.Module):
+            def __init__(self, with_cp=True):
+                super().__init__()
+                self.block = nn.Linear(4, 4)
+                self.with_cp = with_cp
+
+            def forward(self, x):
+                return run(self.block, x, use_cp=self.with_cp)
+        """
+    (d,) = findings(source, "CKP001")
+    assert d.message.endswith("; this code runs only when `self.with_cp` is true (it defaults to `True`)"), d.message
+
+
+def test_a_parameter_the_region_passes_names_no_default() -> None:
+    source = """\
+        import torch.nn as nn
+        from torch.utils.checkpoint import checkpoint
+
+        LOG = []
+
+
+        def body(x, extra=False):
+            if extra:
+                LOG.append(x)
+            return x
+
+
+        class Net(nn.Module):
+            def __init__(self, extra=True):
+                super().__init__()
+                self.extra = extra
+
+            def forward(self, x):
+                return checkpoint(body, x, self.extra, use_reentrant=False)
+        """
+    (d,) = findings(source, "CKP202")
+    assert d.message.endswith("; this code runs only when `extra`"), d.message

@@ -58,7 +58,7 @@ def _frame_parts(frame: Frame, known: dict[int, Condition], active: set[int]) ->
         if caller is None or call is None:
             ways = [()]
             break
-        ways.append(joined(_frame_parts(caller, known, active), local_parts(caller.analysis, call)))
+        ways.append(joined(_frame_parts(caller, known, active), local_parts(caller.analysis, call, parameters_given=True)))
     active.discard(key)
     known[key] = common(ways)
     return known[key]

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ckptlint.semantic.walk import iter_tree
+
 if TYPE_CHECKING:
     from ckptlint.checkpoint.sites.site import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
@@ -88,26 +90,59 @@ def helper_parts(analysis: ModuleAnalysis, site: CheckpointSite, depth: int = 0)
     """The tests inside the helper that ``site`` (a ``HELPER_CALL`` of ``analysis``) calls
     around the checkpoint calls it may make there, each followed by ``(inside `helper()`)``
     (PixArt's ``auto_grad_checkpoint`` checkpoints only ``if getattr(module,
-    'grad_checkpointing', False)``): the parts all those calls share. A bare flag parameter
-    of the helper that the call passes a literal for (``use_cp=True``) is left out: the call
-    already chose its branch. Helpers of helpers add their own, to :data:`MAX_CALLER_DEPTH`
-    levels; none for other sites."""
-    from ckptlint.checkpoint.sites.helper_sites import literal_flags
+    'grad_checkpointing', False)``): the parts all those calls share. A flag parameter the call
+    decides (:func:`~ckptlint.checkpoint.sites.helper_sites.parameter_arguments`) is not stated as
+    the helper's: a literal already chose the call's branch; an expression the call passes
+    (``use_cp=self.with_cp``) is stated as the caller's ("`self.with_cp` is true (it
+    defaults to ...)"), at the site's own call only. No default of a parameter the call
+    passes is named. Helpers of helpers add their own, to :data:`MAX_CALLER_DEPTH` levels;
+    none for other sites."""
+    from ckptlint.checkpoint.sites.helper_sites import parameter_arguments
+    from ckptlint.checkpoint.sites.switch_defaults import SwitchReader
 
     summary = site.helper
     if summary is None or not site.alternatives or depth >= MAX_CALLER_DEPTH:
         return ()
-    decided = literal_flags(site, analysis.model)
+    given = parameter_arguments(site, analysis.model)
+    passed = _passed_parameters(site)
+    function, cls = _function_and_class(analysis, site.call)
+    caller = SwitchReader(analysis, function, cls)
     suffix = f" (inside `{summary.qualname}()`)"
     ways: list[Condition] = []
     for alternative in site.alternatives:
         inner = alternative.site
-        own = _own_parts(summary.analysis, inner.call, decided)
-        ways.append(joined(tuple(part + suffix for part in own), helper_parts(summary.analysis, inner, depth + 1)))
+        own = _own_parts(summary.analysis, inner.call, frozenset(given), passed)
+        translated: list[str] = []
+        for conjunct, _ in guard_conjuncts(summary.analysis, inner.call):
+            expr = given.get(_flag_name(conjunct) or "")
+            if expr is None or depth > 0:  # decided, or a parameter of a helper in between
+                continue
+            truth = not isinstance(conjunct, cst.UnaryOperation)
+            text = _shortened(analysis.text_of(expr))
+            stated = caller.part(expr) if truth else None
+            part = stated or (f"`{text}`" if truth else f"`not ({text})`")
+            if part not in translated:
+                translated.append(part)
+        ways.append(
+            joined(tuple(translated), tuple(part + suffix for part in own), helper_parts(summary.analysis, inner, depth + 1))
+        )
     return common(ways)
 
 
-def condition_parts(analysis: ModuleAnalysis, node: cst.CSTNode, depth: int = 0) -> Condition:
+def _passed_parameters(site: CheckpointSite) -> frozenset[str]:
+    """The parameters of the helper ``site`` calls that the call may pass (by name, by
+    position, or all of them after a ``*``/``**`` argument): their defaults say nothing here."""
+    summary = site.helper
+    if summary is None:
+        return frozenset()
+    if any(arg.star for arg in site.call.args):
+        return frozenset((*summary.params, *summary.keyword_only))
+    positional = sum(1 for arg in site.call.args if arg.keyword is None)
+    named = {arg.keyword.value for arg in site.call.args if arg.keyword is not None}
+    return frozenset((*summary.params[:positional], *named))
+
+
+def condition_parts(analysis: ModuleAnalysis, node: cst.CSTNode, depth: int = 0, *, parameters_given: bool = False) -> Condition:
     """When ``node`` (of ``analysis``) runs, as texts with their backquotes: first those under
     which every call of its function runs (:func:`caller_parts`), then the conjuncts of the
     tests (statements and expressions, ``elif`` included) around it in its function
@@ -121,7 +156,7 @@ def condition_parts(analysis: ModuleAnalysis, node: cst.CSTNode, depth: int = 0)
     such a switch names its default too; the others are as written (a test the ``else``
     branch needs false reads ``not (...)``); a torch-version check that every release
     ckptlint judges passes is left out."""
-    own = _own_parts(analysis, node)
+    own = local_parts(analysis, node, parameters_given=parameters_given)
     function, _ = _function_and_class(analysis, node)
     if function is None or depth >= MAX_CALLER_DEPTH:
         return own
@@ -140,16 +175,30 @@ def _definition_parts(analysis: ModuleAnalysis, function: cst.FunctionDef) -> Co
     return _own_parts(analysis, function)
 
 
-def local_parts(analysis: ModuleAnalysis, node: cst.CSTNode) -> Condition:
+def local_parts(analysis: ModuleAnalysis, node: cst.CSTNode, *, parameters_given: bool = False) -> Condition:
     """The parts of the tests around ``node`` in its own function (:func:`condition_parts`
-    without the callers')."""
-    return _own_parts(analysis, node)
+    without the callers'); with ``parameters_given`` (the function was called with arguments
+    the caller chose), a test of one of its parameters names no default."""
+    if not parameters_given:
+        return _own_parts(analysis, node)
+    function, cls = _function_and_class(analysis, node)
+    if function is None:
+        return _own_parts(analysis, node)
+    params = list(function.params.params)[1 if cls is not None else 0 :]  # not `self`: its attributes keep theirs
+    names = frozenset(p.name.value for p in (*params, *function.params.kwonly_params))
+    return _own_parts(analysis, node, plain=names)
 
 
-def _own_parts(analysis: ModuleAnalysis, node: cst.CSTNode, skipped: frozenset[str] = frozenset()) -> Condition:
+def _own_parts(
+    analysis: ModuleAnalysis,
+    node: cst.CSTNode,
+    skipped: frozenset[str] = frozenset(),
+    plain: frozenset[str] = frozenset(),
+) -> Condition:
     """The parts of the tests around ``node`` in its own function (:func:`condition_parts`
     without the callers'), the switches first; a conjunct that is one of the names
-    ``skipped`` (or ``not`` one) is left out."""
+    ``skipped`` (or ``not`` one) is left out, and one that reads a name of ``plain`` (a
+    parameter whose value a call gives) is stated as written, without a default."""
     from ckptlint.checkpoint.sites.switch_defaults import SwitchReader
 
     function, cls = _function_and_class(analysis, node)
@@ -159,7 +208,7 @@ def _own_parts(analysis: ModuleAnalysis, node: cst.CSTNode, skipped: frozenset[s
     for conjunct, text in guard_conjuncts(analysis, node):
         if _flag_name(conjunct) in skipped:
             continue
-        part = reader.part(conjunct) if conjunct is not None else None
+        part = reader.part(conjunct) if conjunct is not None and not _reads_any(conjunct, plain) else None
         if part is not None:
             if part not in switches:
                 switches.append(part)
@@ -174,6 +223,11 @@ def _shortened(text: str) -> str:
     """``text`` on one line, cut to :data:`MAX_CONDITION` characters with an ellipsis."""
     text = " ".join(text.split())
     return text[: MAX_CONDITION - 1] + "\u2026" if len(text) > MAX_CONDITION else text
+
+
+def _reads_any(expr: cst.BaseExpression, names: frozenset[str]) -> bool:
+    """Whether ``expr`` reads one of ``names`` as a plain name."""
+    return bool(names) and any(isinstance(node, cst.Name) and node.value in names for node in iter_tree(expr))
 
 
 def _flag_name(conjunct: cst.BaseExpression | None) -> str | None:

@@ -42,7 +42,7 @@ from ckptlint.semantic.syntax import last_name
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["HELPED_KINDS", "MAX_LEVELS", "build_helper_site", "inputs_bound", "literal_flags", "summarise_helpers"]
+__all__ = ["HELPED_KINDS", "MAX_LEVELS", "build_helper_site", "inputs_bound", "literal_flags", "parameter_arguments", "summarise_helpers"]
 
 #: Helper levels followed: a helper (1), a helper calling it (2), one calling that (3).
 MAX_LEVELS = 3
@@ -462,6 +462,26 @@ def literal_flags(site: CheckpointSite, model: SemanticModel) -> frozenset[str]:
     bound = _Bound(summary, site.call)
     names = {name for alternative in site.alternatives for name, _ in alternative.guards}
     return frozenset(name for name in names if bound.literal(name, summary, model) is not NOT_LITERAL)
+
+
+def parameter_arguments(site: CheckpointSite, model: SemanticModel) -> dict[str, cst.BaseExpression | None]:
+    """The parameters of the helper that ``site`` (a ``HELPER_CALL`` in ``model``'s module)
+    calls whose value the call decides: each maps to the expression the call passes for it when
+    that is no literal (``use_cp=self.with_cp``), or to ``None`` when the value is a literal
+    (passed or the default) or cannot be known (a ``*`` or ``**`` argument may pass it). A
+    parameter left at a default that is no literal is not listed."""
+    summary = site.helper
+    if summary is None:
+        return {}
+    bound = _Bound(summary, site.call)
+    found: dict[str, cst.BaseExpression | None] = {}
+    for name in (*summary.params, *summary.keyword_only):
+        arg = bound.by_name.get(name)
+        if arg is not None:
+            found[name] = None if literal_value(arg.value, model) is not NOT_LITERAL else arg.value
+        elif bound.open or bound.literal(name, summary, model) is not NOT_LITERAL:
+            found[name] = None
+    return found
 
 
 def inputs_bound(site: CheckpointSite) -> bool:
