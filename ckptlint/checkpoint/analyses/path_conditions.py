@@ -12,11 +12,14 @@ the answer unknown (``None``), never a condition that some unseen way does not n
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from ckptlint.checkpoint.sites.guards import Condition, common, joined, local_parts
+from ckptlint.semantic.walk import iter_tree
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint.evaluator.region import Frame, Region
@@ -43,7 +46,98 @@ def path_parts(region: Region, node: cst.CSTNode, analysis: ModuleAnalysis) -> C
     parts = common([_frame_parts(frame, known, set()) for frame in frames])
     if not parts:
         return ()
-    return parts if region.seen_whole() else None
+    return parts if region.seen_whole() and _ways_recorded(region, frames) else None
+
+
+def _ways_recorded(region: Region, frames: list[Frame]) -> bool:
+    """Whether every way into the functions on the ways to ``frames`` is one the region
+    recorded: each such function (the checkpointed callable's aside) has no decorator, and
+    every mention of its name in the modules the region runs (a call, a name passed as a value,
+    an attribute of any object, a string for ``getattr``) is a call that reached one of its
+    frames. An override the region did not resolve (``Child.other`` calling ``self.go``), a
+    function handed to ``map``, a property, a decorator's wrapper, a call in a branch the
+    region decided against (recursion, an argument changed before its test) all fail it."""
+    chain: dict[int, Frame] = {}
+    todo = list(frames)
+    while todo:
+        frame = todo.pop()
+        if id(frame) in chain:
+            continue
+        chain[id(frame)] = frame
+        todo += [caller for caller, _ in frame.reached_from if caller is not None]
+    ways: dict[int, set[int]] = {}
+    for frame in chain.values():
+        if frame.depth == 0 and all(caller is None for caller, _ in frame.reached_from):
+            continue
+        ways.setdefault(id(frame.function), set()).update(id(call) for _, call in frame.reached_from if call is not None)
+    functions = {id(f.function): f.function for f in chain.values() if id(f.function) in ways}
+    if any(isinstance(f, cst.FunctionDef) and f.decorators for f in functions.values()):
+        return False
+    names = {f.name.value: id(f) for f in functions.values() if isinstance(f, cst.FunctionDef)}
+    if len(names) != len(functions):
+        return False  # a lambda on the way: its references are not names
+    modules = {id(f.analysis): f.analysis for f in region.frames}
+    if not all(_mentions_recorded(analysis, names, ways) for analysis in modules.values()):
+        return False
+    return not any(_may_mention(path, names) for path in {path for _, _, path in region.opaque_calls})
+
+
+def _may_mention(path: Path, names: dict[str, int]) -> bool:
+    """Whether the module file ``path``, which a call the region could not resolve runs code of,
+    names one of ``names`` (so it may call it): read as text, a word match that is no ``def``
+    of the same name; an unreadable file may."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+    return any(re.search(rf"(?<!def )\b{re.escape(name)}\b", text) for name in names)  # its own `def`s aside
+
+
+def _mentions_recorded(analysis: ModuleAnalysis, names: dict[str, int], ways: dict[int, set[int]]) -> bool:
+    """Whether every mention of one of ``names`` in ``analysis``'s module (its ``def`` aside) is
+    the callee of a call recorded in ``ways`` for a function of that name."""
+    recorded = set().union(*ways.values()) if ways else set()
+    model = analysis.model
+    passive: set[int] = set()  # the names of the `def`s themselves, and what imports name
+    for node in iter_tree(analysis.module):
+        if isinstance(node, cst.FunctionDef):
+            passive.add(id(node.name))
+            continue
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            passive.update(id(inner) for inner in iter_tree(node))  # importing it runs nothing
+            continue
+        if id(node) in passive:
+            continue
+        if isinstance(node, cst.SimpleString) and node.value.strip("\"'rbuRBU") in names:
+            return False
+        name = node.value if isinstance(node, cst.Name) else node.attr.value if isinstance(node, cst.Attribute) else None
+        if name not in names:
+            continue
+        parent = model.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue  # the attribute around it is the mention
+        if _super_of_torch_class(analysis, node):
+            continue  # `super().forward(x)` in a subclass of `nn.Linear`: torch's own method
+        if not (isinstance(parent, cst.Call) and parent.func is node and id(parent) in recorded):
+            return False
+    return True
+
+
+def _super_of_torch_class(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is ``super().name`` in a class whose every base is a class of torch."""
+    if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Call)):
+        return False
+    func = node.value.func
+    if not (isinstance(func, cst.Name) and func.value == "super"):
+        return False
+    model = analysis.model
+    cls = next((a for a in model.ancestors(node) if isinstance(a, cst.ClassDef)), None)
+    if cls is None or not cls.bases:
+        return False
+    return all(
+        base.value in model.scopes and (names := model.qualified_names(base.value)) and all(n.startswith("torch.") for n in names)
+        for base in cls.bases
+    )
 
 
 def _frame_parts(frame: Frame, known: dict[int, Condition], active: set[int]) -> Condition:

@@ -190,13 +190,17 @@ class Region:
     cut_calls: list[tuple[cst.Call, Frame]] = field(default_factory=list)
     #: the evaluation steps ran out while it was built: calls past that point are not followed
     ran_out: bool = False
+    #: calls of a name imported from a module of the tree whose callee was not resolved, with
+    #: that module's file: what they run is not seen (an autograd Function's ``apply``, a kernel)
+    opaque_calls: list[tuple[cst.Call, Frame, Path]] = field(default_factory=list)
 
     def seen_whole(self) -> bool:
         """Whether every way the region's frames are reached inside it is known: no call
         past the depth followed (:attr:`cut_calls`), the steps did not run out, and no
         unknown callee is a local name (a parameter or variable holding a function of the
         program may call any frame again; a module-level alias such as ``chunk =
-        ChunkFunction.apply`` is taken to run library or kernel code)."""
+        ChunkFunction.apply`` is taken to run library or kernel code; what
+        :attr:`opaque_calls` may run is asked where it matters)."""
         return (
             self.resolved
             and not self.cut_calls

@@ -48,6 +48,7 @@ returns and ``append`` calls; undecided ones stay.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -318,6 +319,8 @@ class RegionBuilder:
                         callees = self.evaluator.called(node.func, frame_ctx)
                         if not callees and _names_code(node.func, frame):
                             region.unknown_calls.append((node, frame))
+                        elif not callees and (path := _imported_from_tree(node.func, frame, self.project)) is not None:
+                            region.opaque_calls.append((node, frame, path))
                         for callee in callees:
                             work.append(
                                 Pending(
@@ -418,6 +421,24 @@ def _checkpointed_segments(values: list[Value], site: CheckpointSite, analysis: 
     if size == 0:
         return values
     return [ContainerValue(elements[: size * (segments - 1)], exact=True)]
+
+
+def _imported_from_tree(func: cst.BaseExpression, frame: Frame, project: Project | None) -> Path | None:
+    """The file of the module of the linted tree that ``func`` names something of (``m3.f3``,
+    ``f3`` after ``from .m3 import f3``), by its qualified names; ``None`` otherwise."""
+    if project is None:
+        return None
+    model = frame.analysis.model
+    if func not in model.scopes:
+        return None
+    for name in model.qualified_names(func):
+        module = name.rpartition(".")[0]
+        while module:
+            found = project.file_for_module(module)
+            if found is not None:
+                return found
+            module = module.rpartition(".")[0]
+    return None
 
 
 def _names_code(func: cst.BaseExpression, frame: Frame) -> bool:
