@@ -95,6 +95,12 @@ class Rule:
         raise NotImplementedError
 
 
+#: The most calls a region may leave unfollowed at its depth for a finding to follow it deeper
+#: (:meth:`RuleContext._path_parts`): past it the deeper region is costly and, on the corpus,
+#: never whole (TransformerEngine's attention regions leave 21 to 111 such calls; unilm's YOCO 1).
+DEEPER_CUT_CALLS = 8
+
+
 class RuleContext:
     """What a rule sees while it checks one module, and where it reports.
 
@@ -187,7 +193,7 @@ class RuleContext:
         not every way is known."""
         region = self.regions.region(site, self.analysis)
         parts = path_parts(region, node, where)
-        if parts is None and region.resolved and not region.seen_whole():
+        if parts is None and region.resolved and 0 < len(region.cut_calls) <= DEEPER_CUT_CALLS:
             parts = path_parts(self.regions.deep_region(site, self.analysis), node, where)
         return parts or ()
 
