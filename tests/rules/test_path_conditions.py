@@ -283,3 +283,35 @@ def test_a_parameter_the_region_passes_names_no_default() -> None:
         """
     (d,) = findings(source, "CKP202")
     assert d.message.endswith("; this code runs only when `extra`"), d.message
+
+
+def test_a_function_defined_in_a_loop_under_a_test_the_loop_leaves_alone_states_it() -> None:
+    # diffusers models/unets/uvit_2d.py
+    source = """\
+        import torch
+        import torch.nn as nn
+        from torch.utils.checkpoint import checkpoint
+
+
+        class UVit(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                self.gradient_checkpointing = False
+
+            def forward(self, x):
+                for layer in self.layers:
+                    if torch.is_grad_enabled() and self.gradient_checkpointing:
+
+                        def layer_(*args):
+                            return checkpoint(layer, *args)
+
+                    else:
+                        layer_ = layer
+                    x = layer_(x)
+                return x
+        """
+    (d,) = findings(source, "CKP001")
+    assert d.message.endswith(
+        "; this code runs only when `self.gradient_checkpointing` is true (it defaults to `False`) and `torch.is_grad_enabled()`"
+    ), d.message

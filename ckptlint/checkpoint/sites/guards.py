@@ -165,14 +165,48 @@ def condition_parts(analysis: ModuleAnalysis, node: cst.CSTNode, depth: int = 0,
 
 def _definition_parts(analysis: ModuleAnalysis, function: cst.FunctionDef) -> Condition:
     """The tests around ``function``'s own ``def`` (its body runs only if the ``def`` ran, so
-    only when they held): none when the ``def`` sits in a loop of its scope (a function an
-    earlier iteration defined stays callable when the test no longer holds)."""
+    only when they held): none when the ``def`` sits in a loop of its scope and a test reads a
+    name or attribute the loop binds (the function an earlier iteration defined under ``i ==
+    0`` stays callable when ``i`` is 1); a test the loop leaves alone holds in every iteration
+    (diffusers' ``if torch.is_grad_enabled() and self.gradient_checkpointing: def layer_(...)``)."""
+    tests: list[cst.BaseExpression] = []
     for ancestor in analysis.model.ancestors(function):
         if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
             break
+        if isinstance(ancestor, cst.If):
+            tests.append(ancestor.test)
         if isinstance(ancestor, (cst.For, cst.While)):
-            return ()
+            bound = _bound_in_loop(ancestor)
+            if any(_reads_bound(test, bound) for test in tests):
+                return ()
     return _own_parts(analysis, function)
+
+
+def _bound_in_loop(loop: cst.For | cst.While) -> set[str]:
+    """The names and attribute texts (``self.x``) a loop's target and body bind."""
+    from ckptlint.semantic.assignments import BINDING_NODES, assignments
+
+    bound: set[str] = set()
+    targets: list[cst.CSTNode] = [loop.target] if isinstance(loop, cst.For) else []
+    for node in iter_tree(loop.body):
+        if type(node) in BINDING_NODES:
+            targets += [a.target for a in assignments(node)]
+    for target in targets:
+        for node in iter_tree(target):
+            if isinstance(node, cst.Name):
+                bound.add(node.value)
+            elif isinstance(node, cst.Attribute):
+                bound.add(cst.Module([]).code_for_node(node))
+    return bound
+
+
+def _reads_bound(test: cst.BaseExpression, bound: set[str]) -> bool:
+    for node in iter_tree(test):
+        if isinstance(node, cst.Name) and node.value in bound:
+            return True
+        if isinstance(node, cst.Attribute) and cst.Module([]).code_for_node(node) in bound:
+            return True
+    return False
 
 
 def local_parts(analysis: ModuleAnalysis, node: cst.CSTNode, *, parameters_given: bool = False) -> Condition:
