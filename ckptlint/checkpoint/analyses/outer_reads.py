@@ -31,6 +31,7 @@ from ckptlint.checkpoint.evaluator.region import Frame, Region
 from ckptlint.checkpoint.sites.guards import Condition, common, local_parts
 from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
 from ckptlint.semantic.analysis import ModuleAnalysis
+from ckptlint.semantic.assignments import BINDING_NODES, assignments
 from ckptlint.semantic.bindings import (
     MUTATING_METHODS,
     Binding,
@@ -38,6 +39,7 @@ from ckptlint.semantic.bindings import (
     Scope,
     ScopeKind,
 )
+from ckptlint.semantic.walk import iter_tree
 
 if TYPE_CHECKING:
     from ckptlint.semantic.bindings import Mutation
@@ -322,9 +324,27 @@ def _closure_change(
     if not found:
         return None
     # unsloth's `if IS_GEMMA2: kwargs["use_sliding_window"] = ...`: it changes only then; with
-    # several writes, only what they all need (one without tests: nothing)
-    needed = common([parts for _, parts in found])
+    # several writes, only what they all need (one without tests: nothing); an object handed to
+    # a call or another name may be changed there too
+    needed = common([parts for _, parts in found]) if not _handed_on(model, name, scope) else ()
     return found[0][0] + (f" when {' and '.join(needed)}" if needed else "")
+
+
+def _handed_on(model: SemanticModel, name: str, scope: Scope) -> bool:
+    """Whether the object bound to ``name`` in ``scope`` is passed to a call, bound to another
+    name or read by a lambda there (so writes ckptlint does not see may change it)."""
+    for node in iter_tree(scope.node):
+        if isinstance(node, cst.Call) and any(
+            isinstance(arg.value, cst.Name) and arg.value.value == name and not arg.star for arg in node.args
+        ):
+            return True  # (`**kwargs` hands on a copy)
+        if type(node) in BINDING_NODES and any(
+            isinstance(a.whole, cst.Name) and a.whole.value == name for a in assignments(node)
+        ):
+            return True
+        if isinstance(node, cst.Lambda) and any(isinstance(n, cst.Name) and n.value == name for n in iter_tree(node.body)):
+            return True
+    return False
 
 
 def _varies_when(analysis: ModuleAnalysis, binding: Binding) -> str:

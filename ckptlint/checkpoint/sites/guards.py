@@ -114,9 +114,10 @@ def helper_parts(analysis: ModuleAnalysis, site: CheckpointSite, depth: int = 0)
         own = _own_parts(summary.analysis, inner.call, frozenset(given), passed)
         translated: list[str] = []
         for conjunct, _ in guard_conjuncts(summary.analysis, inner.call):
-            expr = given.get(_flag_name(conjunct) or "")
-            if expr is None or depth > 0:  # decided, or a parameter of a helper in between
-                continue
+            name = _flag_name(conjunct) or ""
+            expr = given.get(name)
+            if expr is None or depth > 0 or not _keeps_parameter(summary.node, name):
+                continue  # decided, a parameter of a helper in between, or not the caller's value there
             truth = not isinstance(conjunct, cst.UnaryOperation)
             text = _shortened(analysis.text_of(expr))
             stated = caller.part(expr) if truth else None
@@ -127,6 +128,24 @@ def helper_parts(analysis: ModuleAnalysis, site: CheckpointSite, depth: int = 0)
             joined(tuple(translated), tuple(part + suffix for part in own), helper_parts(summary.analysis, inner, depth + 1))
         )
     return common(ways)
+
+
+def _keeps_parameter(function: cst.FunctionDef, name: str) -> bool:
+    """Whether ``function`` never rebinds its parameter ``name`` (``use_cp = not use_cp``, a
+    loop's ``use_cp = True``) and never calls itself (a recursive call passes its own value):
+    its tests of ``name`` read what the caller passed."""
+    from ckptlint.semantic.assignments import BINDING_NODES, assignments
+
+    for node in iter_tree(function.body):
+        if type(node) in BINDING_NODES and any(
+            isinstance(a.target, cst.Name) and a.target.value == name for a in assignments(node)
+        ):
+            return False
+        if isinstance(node, cst.Name) and node.value == function.name.value:
+            return False
+        if isinstance(node, cst.Attribute) and node.attr.value == function.name.value:
+            return False
+    return True
 
 
 def _passed_parameters(site: CheckpointSite) -> frozenset[str]:

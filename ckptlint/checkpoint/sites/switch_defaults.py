@@ -174,7 +174,9 @@ def constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | N
     = False``) and by other methods of the class (its setters, named); ``None`` otherwise."""
     stored = _stored_from_parameter(cls, attr)
     if isinstance(stored, cst.Param):
-        default = _literal(stored.default)
+        init = _init_of(cls)
+        # `if with_cp is None: with_cp = True` before `self.with_cp = with_cp`: not the default
+        default = _parameter_default(init, stored.name.value) if init is not None else None
         return ConstructorSwitch(attr, stored.name.value, default) if default is not None else None
     init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
     if init is None:
@@ -190,6 +192,8 @@ def constructor_parameter(cls: cst.ClassDef, attr: str) -> ConstructorSwitch | N
             if isinstance(s, cst.FunctionDef) and s is not init and _self_assignments(s, attr)
         )
     )
+    if any(isinstance(n, cst.Attribute) and n.attr.value in setters for n in iter_tree(init.body)):
+        return None  # `self.set_cp()` in `__init__` decides the value a new instance has
     return ConstructorSwitch(attr, "", literal, setters[:2])
 
 
