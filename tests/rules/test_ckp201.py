@@ -421,7 +421,7 @@ def test_a_mutation_under_a_test_states_when_it_changes():
             return hidden
         """
     (d,) = [d for d in lint_source(textwrap.dedent(source)) if d.code == "CKP201" and "`kwargs`" in d.message]
-    assert "`kwargs` (mutated at line 9, in the loop that runs the checkpoint when `IS_GEMMA2`)" in d.message, d.message
+    assert "`kwargs` (mutated at line 9 when `IS_GEMMA2`, in the loop that runs the checkpoint)" in d.message, d.message
     plain = source.replace("if IS_GEMMA2:\n                    ", "")
     (d,) = [d for d in lint_source(textwrap.dedent(plain)) if d.code == "CKP201" and "`kwargs`" in d.message]
     assert "`kwargs` (mutated at line 8, in the loop that runs the checkpoint)" in d.message, d.message

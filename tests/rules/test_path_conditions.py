@@ -315,3 +315,12 @@ def test_a_function_defined_in_a_loop_under_a_test_the_loop_leaves_alone_states_
     assert d.message.endswith(
         "; this code runs only when `self.gradient_checkpointing` is true (it defaults to `False`) and `torch.is_grad_enabled()`"
     ), d.message
+
+
+def test_a_handler_of_several_exceptions_names_each() -> None:
+    source = FALLBACK.replace("except ImportError:", "except (ImportError, AttributeError):")
+    (d,) = findings(source, "CKP001")
+    assert d.message.endswith(
+        "; this code runs only when `from trl.models.utils import unwrap_model_for_generation` raises `ImportError`"
+        " or `AttributeError`"
+    ), d.message

@@ -272,7 +272,7 @@ def _closure_change(
     function is called, so it counts. When the call is not in the owner function (a factory
     returned the closure), the owner's own writes all ran before the closure escaped. A
     mutation under tests of its own function says them ("mutated at line 9, in the loop that
-    runs the checkpoint when `IS_GEMMA2`"); one without comes first.
+    when `IS_GEMMA2`, in the loop that runs the checkpoint"); one without comes first.
     """
     model = analysis.model
     scope = binding_list[0].scope
@@ -301,7 +301,7 @@ def _closure_change(
             when = _varies_when(analysis, binding) if len(writes) == 1 else ""  # another write may vary always
             return f"reassigned at line {row}{when} {LOOP_REBINDING}"
         return f"reassigned at line {row}, after the checkpoint call"
-    found: list[tuple[str, Condition]] = []
+    found: list[tuple[str, str, Condition]] = []
     for mutation in model.mutations:
         if mutation.base != name or not _resolves_to(analysis, mutation, scope):
             continue
@@ -320,14 +320,15 @@ def _closure_change(
         row = analysis.range(mutation.node)[0][0]
         # not LOOP_REBINDING: binding a mutated object as a default argument would not help
         where = {"loop": ", in the loop that runs the checkpoint", "after": ", after the checkpoint call"}
-        found.append((f"mutated at line {row}{where.get(change, '')}", local_parts(analysis, mutation.node)))
+        found.append((f"mutated at line {row}", where.get(change, ""), local_parts(analysis, mutation.node)))
     if not found:
         return None
     # unsloth's `if IS_GEMMA2: kwargs["use_sliding_window"] = ...`: it changes only then; with
     # several writes, only what they all need (one without tests: nothing); an object handed to
     # a call or another name may be changed there too
-    needed = common([parts for _, parts in found]) if not _handed_on(model, name, scope) else ()
-    return found[0][0] + (f" when {' and '.join(needed)}" if needed else "")
+    needed = common([parts for _, _, parts in found]) if not _handed_on(model, name, scope) else ()
+    at, where_text, _ = found[0]
+    return at + (f" when {' and '.join(needed)}" if needed else "") + where_text
 
 
 def _handed_on(model: SemanticModel, name: str, scope: Scope) -> bool:

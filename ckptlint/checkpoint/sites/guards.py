@@ -357,7 +357,10 @@ def _raised(analysis: ModuleAnalysis, model: SemanticModel, handler: cst.ExceptH
     """What must happen for ``handler`` to run: its ``try`` block raises what it catches (the
     statement of a one-statement block in backquotes, "raises `ImportError`"; "the `try` block
     at line N raises ..." for a block of several statements)."""
-    caught = f"`{_shortened(analysis.text_of(handler.type))}`" if handler.type is not None else "an exception"
+    kinds = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type] if handler.type is not None else []
+    caught = " or ".join(
+        f"`{_shortened(analysis.text_of(kind.value if isinstance(kind, cst.Element) else kind))}`" for kind in kinds
+    ) or "an exception"
     statement = next((a for a in model.ancestors(handler) if isinstance(a, cst.Try)), None)
     body = list(statement.body.body) if statement is not None else []
     if len(body) == 1:
