@@ -23,7 +23,7 @@ from ckptlint.semantic.walk import iter_tree
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint.evaluator.region import Frame, Region
-    from ckptlint.semantic.analysis import ModuleAnalysis
+    from ckptlint.semantic.analysis import ModuleAnalysis, ModuleLoader
 
 __all__ = ["path_parts"]
 
@@ -79,17 +79,23 @@ def _ways_recorded(region: Region, frames: list[Frame]) -> bool:
     modules = {id(f.analysis): f.analysis for f in region.frames}
     if not all(_mentions_recorded(analysis, names, ways) for analysis in modules.values()):
         return False
-    return not any(_may_mention(path, names) for path in {path for _, _, path in region.opaque_calls})
+    project = region.analysis.project
+    return not any(_may_mention(path, names, project) for path in {path for _, _, path in region.opaque_calls})
 
 
-def _may_mention(path: Path, names: dict[str, int]) -> bool:
+def _may_mention(path: Path, names: dict[str, int], project: ModuleLoader | None) -> bool:
     """Whether the module file ``path``, which a call the region could not resolve runs code of,
-    names one of ``names`` (so it may call it): read as text, a word match that is no ``def``
-    of the same name; an unreadable file may."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return True
+    names one of ``names`` (so it may call it): read as text (an editor's unsaved buffer where
+    the project has one; recorded as read, for cache invalidation), a word match that is no
+    ``def`` of the same name; an unreadable file may."""
+    text = project.unsaved_text(path) if project is not None else None
+    if project is not None:
+        project.record_read(path)
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return True
     return any(re.search(rf"(?<!def )\b{re.escape(name)}\b", text) for name in names)  # its own `def`s aside
 
 

@@ -195,13 +195,13 @@ def _definition_parts(analysis: ModuleAnalysis, function: cst.FunctionDef) -> Co
         if isinstance(ancestor, cst.If):
             tests.append(ancestor.test)
         if isinstance(ancestor, (cst.For, cst.While)):
-            bound = _bound_in_loop(ancestor)
-            if any(_reads_bound(test, bound) for test in tests):
+            bound = _bound_in_loop(analysis, ancestor)
+            if any(_reads_bound(analysis, test, bound) for test in tests):
                 return ()
     return _own_parts(analysis, function)
 
 
-def _bound_in_loop(loop: cst.For | cst.While) -> set[str]:
+def _bound_in_loop(analysis: ModuleAnalysis, loop: cst.For | cst.While) -> set[str]:
     """The names and attribute texts (``self.x``) a loop's target and body bind."""
     from ckptlint.semantic.assignments import BINDING_NODES, assignments
 
@@ -215,15 +215,16 @@ def _bound_in_loop(loop: cst.For | cst.While) -> set[str]:
             if isinstance(node, cst.Name):
                 bound.add(node.value)
             elif isinstance(node, cst.Attribute):
-                bound.add(cst.Module([]).code_for_node(node))
+                bound.add(analysis.text_of(node))
     return bound
 
 
-def _reads_bound(test: cst.BaseExpression, bound: set[str]) -> bool:
+def _reads_bound(analysis: ModuleAnalysis, test: cst.BaseExpression, bound: set[str]) -> bool:
+    """Whether ``test`` reads a name or attribute of ``bound`` (:func:`_bound_in_loop`)."""
     for node in iter_tree(test):
         if isinstance(node, cst.Name) and node.value in bound:
             return True
-        if isinstance(node, cst.Attribute) and cst.Module([]).code_for_node(node) in bound:
+        if isinstance(node, cst.Attribute) and analysis.text_of(node) in bound:
             return True
     return False
 
