@@ -21,7 +21,6 @@ from ckptlint.semantic.walk import iter_tree
 if TYPE_CHECKING:
     from ckptlint.checkpoint.sites.site import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
-    from ckptlint.semantic.model import SemanticModel
 
 __all__ = [
     "Condition",
@@ -97,14 +96,14 @@ def helper_parts(analysis: ModuleAnalysis, site: CheckpointSite, depth: int = 0)
     defaults to ...)"), at the site's own call only. No default of a parameter the call
     passes is named. Helpers of helpers add their own, to :data:`MAX_CALLER_DEPTH` levels;
     none for other sites."""
-    from ckptlint.checkpoint.sites.helper_sites import parameter_arguments
+    from ckptlint.checkpoint.sites.helper_sites import parameter_arguments, passed_parameters
     from ckptlint.checkpoint.sites.switch_defaults import SwitchReader
 
     summary = site.helper
     if summary is None or not site.alternatives or depth >= MAX_CALLER_DEPTH:
         return ()
     given = parameter_arguments(site, analysis.model)
-    passed = _passed_parameters(site)
+    passed = passed_parameters(site)
     function, cls = _function_and_class(analysis, site.call)
     caller = SwitchReader(analysis, function, cls)
     suffix = f" (inside `{summary.qualname}()`)"
@@ -134,31 +133,13 @@ def _keeps_parameter(function: cst.FunctionDef, name: str) -> bool:
     """Whether ``function`` never rebinds its parameter ``name`` (``use_cp = not use_cp``, a
     loop's ``use_cp = True``) and never calls itself (a recursive call passes its own value):
     its tests of ``name`` read what the caller passed."""
-    from ckptlint.semantic.assignments import BINDING_NODES, assignments
+    from ckptlint.checkpoint.sites.switch_defaults import rebinds
 
-    for node in iter_tree(function.body):
-        if type(node) in BINDING_NODES and any(
-            isinstance(a.target, cst.Name) and a.target.value == name for a in assignments(node)
-        ):
-            return False
-        if isinstance(node, cst.Name) and node.value == function.name.value:
-            return False
-        if isinstance(node, cst.Attribute) and node.attr.value == function.name.value:
-            return False
-    return True
-
-
-def _passed_parameters(site: CheckpointSite) -> frozenset[str]:
-    """The parameters of the helper ``site`` calls that the call may pass (by name, by
-    position, or all of them after a ``*``/``**`` argument): their defaults say nothing here."""
-    summary = site.helper
-    if summary is None:
-        return frozenset()
-    if any(arg.star for arg in site.call.args):
-        return frozenset((*summary.params, *summary.keyword_only))
-    positional = sum(1 for arg in site.call.args if arg.keyword is None)
-    named = {arg.keyword.value for arg in site.call.args if arg.keyword is not None}
-    return frozenset((*summary.params[:positional], *named))
+    own = function.name.value
+    return not rebinds(function, name) and not any(
+        (isinstance(node, cst.Name) and node.value == own) or (isinstance(node, cst.Attribute) and node.attr.value == own)
+        for node in iter_tree(function.body)
+    )
 
 
 def condition_parts(analysis: ModuleAnalysis, node: cst.CSTNode, depth: int = 0, *, parameters_given: bool = False) -> Condition:
@@ -341,7 +322,7 @@ def guard_conjuncts(analysis: ModuleAnalysis, node: cst.CSTNode) -> list[tuple[c
             ]
             found[:0] = [conjunct for test in exits for conjunct in _negated(analysis, test)]
         if isinstance(ancestor, cst.ExceptHandler) and below is ancestor.body:
-            found[:0] = [(None, _raised(analysis, model, ancestor))]
+            found[:0] = [(None, _raised(analysis, ancestor))]
         if isinstance(ancestor, (cst.If, cst.IfExp)) and below is not ancestor.test and torch_version_test(ancestor.test, model) is None:
             test = ancestor.test
             if below is ancestor.body:
@@ -354,7 +335,7 @@ def guard_conjuncts(analysis: ModuleAnalysis, node: cst.CSTNode) -> list[tuple[c
     return found
 
 
-def _raised(analysis: ModuleAnalysis, model: SemanticModel, handler: cst.ExceptHandler) -> Stated:
+def _raised(analysis: ModuleAnalysis, handler: cst.ExceptHandler) -> Stated:
     """What must happen for ``handler`` to run: its ``try`` block raises what it catches (the
     statement of a one-statement block in backquotes, "raises `ImportError`"; "the `try` block
     at line N raises ..." for a block of several statements)."""
@@ -362,7 +343,7 @@ def _raised(analysis: ModuleAnalysis, model: SemanticModel, handler: cst.ExceptH
     caught = " or ".join(
         f"`{_shortened(analysis.text_of(kind.value if isinstance(kind, cst.Element) else kind))}`" for kind in kinds
     ) or "an exception"
-    statement = next((a for a in model.ancestors(handler) if isinstance(a, cst.Try)), None)
+    statement = next((a for a in analysis.model.ancestors(handler) if isinstance(a, cst.Try)), None)
     body = list(statement.body.body) if statement is not None else []
     if len(body) == 1:
         return Stated(f"`{_shortened(analysis.text_of(body[0]))}` raises {caught}")

@@ -42,7 +42,16 @@ from ckptlint.semantic.syntax import last_name
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["HELPED_KINDS", "MAX_LEVELS", "build_helper_site", "inputs_bound", "literal_flags", "parameter_arguments", "summarise_helpers"]
+__all__ = [
+    "HELPED_KINDS",
+    "MAX_LEVELS",
+    "build_helper_site",
+    "inputs_bound",
+    "literal_flags",
+    "parameter_arguments",
+    "passed_parameters",
+    "summarise_helpers",
+]
 
 #: Helper levels followed: a helper (1), a helper calling it (2), one calling that (3).
 MAX_LEVELS = 3
@@ -482,6 +491,16 @@ def parameter_arguments(site: CheckpointSite, model: SemanticModel) -> dict[str,
         elif bound.open or bound.literal(name, summary, model) is not NOT_LITERAL:
             found[name] = None
     return found
+
+
+def passed_parameters(site: CheckpointSite) -> frozenset[str]:
+    """The parameters of the helper ``site`` calls that the call may pass (by name, by position,
+    or all of them after a ``*``/``**`` argument): their defaults say nothing at this call."""
+    summary = site.helper
+    if summary is None:
+        return frozenset()
+    bound = _Bound(summary, site.call)
+    return frozenset((*summary.params, *summary.keyword_only)) if bound.open else frozenset(bound.by_name)
 
 
 def inputs_bound(site: CheckpointSite) -> bool:

@@ -304,13 +304,16 @@ def _parameter_default(function: cst.FunctionDef, name: str) -> str | None:
         if param.name.value != name:
             continue
         text = _literal(param.default)
-        if text is None:
-            return None
-        rebound = any(
-            type(node) in BINDING_NODES and any(_target_name(a) == name for a in assignments(node)) for node in iter_tree(function.body)
-        )
-        return None if rebound else text
+        return None if text is None or rebinds(function, name) else text
     return None
+
+
+def rebinds(function: cst.FunctionDef, name: str) -> bool:
+    """Whether ``function``'s body binds the plain name ``name`` anywhere (an assignment, a
+    loop target, ``with ... as``, ...: every form of :func:`~ckptlint.semantic.assignments.assignments`)."""
+    return any(
+        type(node) in BINDING_NODES and any(_target_name(a) == name for a in assignments(node)) for node in iter_tree(function.body)
+    )
 
 
 def argparse_default(analysis: ModuleAnalysis, dest: str) -> str | None:
