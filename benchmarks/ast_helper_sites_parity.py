@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules
 
 from ast_sites_parity import _reading as site_reading
 from ast_sites_parity import covered
-from parity_files import comparable_files
+from parity_files import comparable_files, multiset_mismatches
 
 Position = tuple[int, int]
 _TIMES = ("libcst_parse", "libcst_model", "libcst_sites", "ast_parse", "ast_model", "ast_sites")
@@ -242,11 +242,7 @@ def compare(text: str, module_name: str = "", is_package: bool = False, path: st
             continue
         flags = ast_helper_sites.literal_flags(site, ast_model)
         got.append(_site_reading(site, ast_position, ast_end, flags, ast_helper_sites.inputs_bound(site)))  # type: ignore[arg-type]
-    left, right = Counter(map(repr, expected)), Counter(map(repr, got))
-    for item in sorted((left - right).keys()):
-        result.mismatches.append(f"only in libcst: {item}")
-    for item in sorted((right - left).keys()):
-        result.mismatches.append(f"only in ast: {item}")
+    result.mismatches += multiset_mismatches(expected, got)
     analysis.release()
     ast_model.release()
     return result

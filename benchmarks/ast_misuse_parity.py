@@ -49,7 +49,7 @@ from ckptlint.text.source import SourceFile
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling parity_files, ast_sites_parity
 
 from ast_sites_parity import covered
-from parity_files import comparable_files
+from parity_files import comparable_files, multiset_mismatches
 
 Position = tuple[int, int]
 Range = Callable[[object], object]
@@ -168,11 +168,7 @@ def compare(text: str, module_name: str = "", is_package: bool = False, path: st
     for side, sites in (("libcst", cst_sites), ("ast", ast_sites)):
         result.misuses[side] += sum(site.save_misuse is not None for site in sites)  # type: ignore[attr-defined]
         result.misspellings[side] += sum(len(site.misspellings) for site in sites)  # type: ignore[attr-defined]
-    left, right = Counter(map(repr, expected)), Counter(map(repr, got))
-    for item in sorted((left - right).keys()):
-        result.mismatches.append(f"only in libcst: {item}")
-    for item in sorted((right - left).keys()):
-        result.mismatches.append(f"only in ast: {item}")
+    result.mismatches += multiset_mismatches(expected, got)
     analysis.release()
     ast_model.release()
     return result

@@ -34,7 +34,6 @@ import json
 import sys
 import time
 import warnings
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +49,7 @@ from ckptlint.text.source import SourceFile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling parity_files
 
-from parity_files import comparable_files, module_name_of
+from parity_files import comparable_files, module_name_of, multiset_mismatches
 
 #: ``ast`` node classes under the name of libcst's class for the same node.
 _AST_NODE_NAMES = {
@@ -296,11 +295,7 @@ def compare(text: str, module_name: str = "", is_package: bool = False) -> Compa
 
 
 def _check_multiset(what: str, expected: Iterable[object], got: Iterable[object], mismatches: list[str]) -> None:
-    left, right = Counter(map(repr, expected)), Counter(map(repr, got))
-    for item in sorted((left - right).keys()):
-        mismatches.append(f"{what} only in libcst: {item}")
-    for item in sorted((right - left).keys()):
-        mismatches.append(f"{what} only in ast: {item}")
+    mismatches += multiset_mismatches(expected, got, what)
 
 
 # --------------------------------------------------------------------------- corpus runs

@@ -53,7 +53,7 @@ from ckptlint.text.source import SourceFile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling parity_files
 
-from parity_files import comparable_files
+from parity_files import comparable_files, multiset_mismatches
 
 Position = tuple[int, int]
 
@@ -182,11 +182,7 @@ def compare(text: str, module_name: str = "", is_package: bool = False, path: st
             result.left_out[_left_out_form(site)] += 1
     got = [_reading(site, ast_position, ast_end) for site in ast_sites]
     result.sites = len(expected)
-    left, right = Counter(map(repr, expected)), Counter(map(repr, got))
-    for item in sorted((left - right).keys()):
-        result.mismatches.append(f"site only in libcst: {item}")
-    for item in sorted((right - left).keys()):
-        result.mismatches.append(f"site only in ast: {item}")
+    result.mismatches += multiset_mismatches(expected, got, "site")
     analysis.release()
     ast_model.release()
     return result

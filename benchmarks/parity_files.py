@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from ckptlint.lint.gate import file_may_have_findings
 from ckptlint.semantic.parse import parse_module_unvalidated
 from ckptlint.text.source import decode_source
 
-__all__ = ["TreeFile", "comparable_files", "module_name_of"]
+__all__ = ["TreeFile", "comparable_files", "module_name_of", "multiset_mismatches"]
 
 
 @dataclass(frozen=True)
@@ -58,3 +60,13 @@ def comparable_files(root: Path, every_file: bool = False) -> tuple[list[TreeFil
             continue
         files.append(TreeFile(path, text, *module_name_of(path, root)))
     return files, skipped
+
+
+def multiset_mismatches(expected: Iterable[object], got: Iterable[object], what: str = "") -> list[str]:
+    """What one side read and the other did not, as multisets of ``repr``s, sorted: ``"<what> only
+    in libcst: ..."`` for ``expected`` (libcst's readings), ``"<what> only in ast: ..."`` for ``got``."""
+    left, right = Counter(map(repr, expected)), Counter(map(repr, got))
+    prefix = f"{what} " if what else ""
+    return [f"{prefix}only in libcst: {item}" for item in sorted((left - right).keys())] + [
+        f"{prefix}only in ast: {item}" for item in sorted((right - left).keys())
+    ]
