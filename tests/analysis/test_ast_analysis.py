@@ -1,0 +1,88 @@
+"""The ``ast`` reading of a module and the loader of other modules (``semantic/ast_analysis.py``)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from ckptlint.semantic.analysis import ModuleAnalysis
+from ckptlint.semantic.ast_analysis import AstProject, parse_ast
+from ckptlint.semantic.parse import parse_source
+from ckptlint.semantic.project import Project
+from ckptlint.text.source import SourceFile
+
+TEXT = 'label = "naïve"; x = label\nif x:\n    y = f(\n        "é", x)\n'
+
+
+def test_positions_are_characters_like_libcst() -> None:
+    source = SourceFile("m.py", TEXT)
+    analysis = parse_ast(source)
+    assert analysis is not None
+    node = analysis.tree.body[1]
+    call = analysis.tree.body[2].body[0].value  # type: ignore[attr-defined]
+    assert analysis.range(node) == ((1, 18), (1, 27))
+    assert analysis.text_of(node) == "x = label"
+    assert analysis.text_of(call) == 'f(\n        "é", x)'
+    assert analysis.range(call) == ((3, 9), (4, 16))
+    libcst: ModuleAnalysis = parse_source(source)
+    cst_call = libcst.module.body[1].body.body[0].body[0].value  # type: ignore[attr-defined]
+    assert libcst.range(cst_call) == analysis.range(call)
+
+
+def test_a_text_cpython_refuses_has_no_analysis() -> None:
+    assert parse_ast(SourceFile("m.py", "def f(:\n")) is None
+    assert parse_ast(SourceFile("m.py", "x = 1\0\n")) is None
+
+
+def _tree(tmp_path: Path) -> Path:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .b import run\n", encoding="utf-8")
+    (package / "b.py").write_text("def run(f, x):\n    return f(x)\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_other_modules_are_read_once_and_recorded(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    project = Project()
+    project.track(root)
+    loader = AstProject(project)
+    first = loader.ast_analysis_for_module("pkg.b")
+    assert first is not None and first.project is loader
+    assert (first.module_name, first.is_package) == ("pkg.b", False)
+    assert isinstance(first.model.lookup("run", first.model.module_scope)[0].node, ast.FunctionDef)
+    assert loader.ast_analysis_for_module("pkg.b") is first
+    package = loader.ast_analysis_for_module("pkg")
+    assert package is not None and package.is_package
+    assert loader.ast_analysis_for_module("pkg.absent") is None
+    read = {p.relative_to(root).as_posix() for p in project.accessed()}
+    assert {"pkg/__init__.py", "pkg/b.py"} <= read  # absent candidates are recorded too
+
+
+def test_an_unsaved_buffer_is_read_before_the_file(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    buffers = {str(root / "pkg" / "b.py"): "def run(f, x):\n    return None\n"}
+
+    class Buffers(Project):
+        def unsaved_text(self, path: Path) -> str | None:
+            return buffers.get(str(path))
+
+    project = Buffers()
+    project.track(root)
+    loader = AstProject(project)
+    first = loader.ast_analysis_for_module("pkg.b")
+    assert first is not None and "None" in first.source.text
+    buffers[str(root / "pkg" / "b.py")] = "def run(f, x):\n    return 1\n"
+    second = loader.ast_analysis_for_module("pkg.b")
+    assert second is not first and second is not None and "1" in second.source.text
+
+
+def test_the_cache_is_bounded_by_characters(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    project = Project()
+    project.track(root)
+    loader = AstProject(project, max_chars=10)
+    assert loader.ast_analysis_for_module("pkg.b") is not None
+    assert loader.ast_analysis_for_module("pkg") is not None
+    loader.evict()
+    assert list(loader._analyses) == [root / "pkg" / "__init__.py"]
