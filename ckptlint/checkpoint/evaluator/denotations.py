@@ -1,10 +1,15 @@
 """What an expression denotes, as the region evaluator computes it: the value domain (modules,
-functions, classes, instances, layers, containers, opaque values) and the evaluation context."""
+functions, classes, instances, layers, containers, opaque values) and the evaluation context.
+
+The context, function values, class summaries and attribute values are generic over the
+analysis and node types: unparametrised they are libcst's; the evaluator's pieces on
+CPython's ``ast`` (``ast_*`` modules of this package) parametrise them with
+:class:`~ckptlint.semantic.ast_analysis.AstAnalysis` and ``ast`` nodes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic
 
 import libcst as cst
 
@@ -16,7 +21,27 @@ from ckptlint.facts.wrappers import ForwardingWrapper
 from ckptlint.semantic.bindings import Binding
 
 if TYPE_CHECKING:
+    from typing_extensions import NamedTuple, TypeVar
+
     from ckptlint.semantic.analysis import ModuleAnalysis
+
+    # The analysis of a module, an expression, a node, a ``def``, a class and a function value's
+    # node (``def`` or lambda): libcst's unless parametrised.
+    M = TypeVar("M", default="ModuleAnalysis")
+    E = TypeVar("E", default=cst.BaseExpression)
+    N = TypeVar("N", default=cst.CSTNode)
+    F = TypeVar("F", default=cst.FunctionDef)
+    K = TypeVar("K", default=cst.ClassDef)
+    L = TypeVar("L", default=cst.FunctionDef | cst.Lambda)
+else:
+    from typing import NamedTuple, TypeVar
+
+    M = TypeVar("M")
+    E = TypeVar("E")
+    N = TypeVar("N")
+    F = TypeVar("F")
+    K = TypeVar("K")
+    L = TypeVar("L")
 
 __all__ = ["AttributeValue", "ClassInfo", "ConstructorEnv", "Context", "LayerUse"]
 
@@ -25,21 +50,21 @@ MAX_EVAL_DEPTH = 12
 
 
 @dataclass(eq=False, repr=False)
-class Context:
+class Context(Generic[M, E, N]):
     """Where an expression is evaluated: its module, the class ``self`` is an instance of,
     and the arguments bound to parameters of enclosing functions (factory closures)."""
 
-    analysis: ModuleAnalysis
-    self_class: ClassInfo | None = None
-    env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
+    analysis: M
+    self_class: ClassInfo[M, Any, Any, E] | None = None
+    env: dict[Binding[N, E], tuple[E, Context[M, E, N]]] = field(default_factory=dict)
     keyword_params: frozenset[str] = frozenset()
-    self_env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
+    self_env: dict[Binding[N, E], tuple[E, Context[M, E, N]]] = field(default_factory=dict)
     #: The call that bound ``env`` had ``*``/``**`` arguments, or its arguments are not
     #: known: a parameter it does not bind is not known to hold its default.
     open_call: bool = False
     #: The function whose call bound ``env`` (its unbound parameters hold their defaults);
     #: parameters of other enclosing functions were bound by calls not seen.
-    bound: cst.CSTNode | None = None
+    bound: N | None = None
 
 
 class ConstructorEnv(dict):
@@ -89,9 +114,9 @@ class ModuleValue(Value):
 
 
 @dataclass(eq=False, repr=False)
-class FunctionValue(Value):
-    node: cst.FunctionDef | cst.Lambda
-    ctx: Context
+class FunctionValue(Value, Generic[L, M, E, N]):
+    node: L
+    ctx: Context[M, E, N]
     bound_method: bool = False  # reached as ``obj.method``: the first parameter is bound
 
 
@@ -232,36 +257,46 @@ def call_argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None
     return positional[position] if len(positional) > position else None
 
 
-class AttributeValue(NamedTuple):
-    """One value a class gives an attribute: ``value`` assigned in ``method`` (``None`` for the
-    class body); ``path`` as :attr:`ckptlint.semantic.bindings.Assigned.path` when the
-    attribute gets a position of ``value`` that the text does not show (``self.name,
-    self.norm = build_norm_layer(cfg, c)``)."""
+if TYPE_CHECKING:  # generic for the type checker only: a generic named tuple needs 3.11
 
-    value: cst.BaseExpression
-    method: cst.FunctionDef | None
-    path: tuple[int | str, ...] = ()
+    class AttributeValue(NamedTuple, Generic[E, F]):
+        value: E
+        method: F | None
+        path: tuple[int | str, ...] = ()
+
+else:
+
+    class AttributeValue(NamedTuple):
+        """One value a class gives an attribute: ``value`` assigned in ``method`` (``None`` for
+        the class body); ``path`` as :attr:`ckptlint.semantic.bindings.Assigned.path` when the
+        attribute gets a position of ``value`` that the text does not show (``self.name,
+        self.norm = build_norm_layer(cfg, c)``)."""
+
+        value: cst.BaseExpression
+        method: cst.FunctionDef | None
+        path: tuple[int | str, ...] = ()
 
 
 @dataclass(eq=False, repr=False)
-class ClassInfo:
+class ClassInfo(Generic[M, K, F, E]):
     """The per-class summary regions need: methods, attribute assignments, buffers."""
 
-    analysis: ModuleAnalysis
-    node: cst.ClassDef
+    analysis: M
+    node: K
     qualname: str
-    methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
-    attributes: dict[str, list[AttributeValue]] = field(default_factory=dict)
-    appended: dict[str, list[tuple[cst.BaseExpression, cst.FunctionDef]]] = field(default_factory=dict)
+    methods: dict[str, F] = field(default_factory=dict)
+    attributes: dict[str, list[AttributeValue[E, F]]] = field(default_factory=dict)
+    appended: dict[str, list[tuple[E, F]]] = field(default_factory=dict)
     buffers: set[str] = field(default_factory=set)
     bases: list[Value] = field(default_factory=list)
 
     @property
     def name(self) -> str:
-        return self.node.name.value
+        name = self.node.name  # type: ignore[attr-defined]
+        return name if isinstance(name, str) else name.value  # an ``ast`` class's name is a ``str``
 
 
-def replace_ctx(ctx: Context, **changes: object) -> Context:
+def replace_ctx(ctx: Context[M, E, N], **changes: object) -> Context[M, E, N]:
     """A copy of ``ctx`` with the fields named in ``changes`` replaced."""
     fields: dict[str, Any] = {
         "analysis": ctx.analysis,
