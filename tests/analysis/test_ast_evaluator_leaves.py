@@ -368,6 +368,42 @@ PROGRAMS = {
         f("b", deep=True)
         f(mode="c")
     """,
+    "nested and decorated classes, walrus, match, positional-only constructors": """
+        import torch.nn as nn
+        def factory(kind="a"):
+            class Inner(nn.Module):
+                def __init__(self, k=kind):
+                    self.k = k
+                    class Deeper:
+                        def m(this): this.v = 1
+                def forward(self, x):
+                    if self.k == "a":
+                        return x
+                    if (y := self.k) and y == "b":
+                        return y
+            return Inner
+        class Outer:
+            class Nested(nn.Linear):
+                def f(self): return self.g(1) if self.flag else None
+            flag = True
+            def g(self, a, *, b=(1, 2)):
+                match a:
+                    case 1:
+                        if b[0] == 1: pass
+                return [self.g(v) for v in (a,)]
+        @decorator
+        class D(Outer.Nested, metaclass=Meta):
+            def __init__(self, a: int, b, /, c=None):
+                self.a = a; self.b = b
+                if c is not None and isinstance(c, (int, float)):
+                    self.c = c
+            def run(self):
+                return self.__init__(1, 2, c=3.0)
+        x = [i for i in range(3) if i]
+        for k, (a, *b) in enumerate(zip(x, x)):
+            pass
+        global_thing = D(1, 2) if x else Outer()
+    """,
 }
 
 
