@@ -1,7 +1,7 @@
 """The evaluator's stateless pieces on CPython's ``ast`` against libcst's: same answers, and what each costs.
 
 For one text, :func:`compare` reads the module both ways (the module alone) and compares, as
-multisets of readings, positions as 0-based character offsets:
+multisets of readings, positions as 1-based ``(row, column)`` starts and ends:
 
 - class summaries (:mod:`~ckptlint.checkpoint.evaluator.class_summary` and its ``ast`` twin),
   for every class: qualified name, methods (name, ``def`` line, ``self`` parameter,
@@ -309,10 +309,10 @@ class _CstReader(_Reader):
 
     def __init__(self, analysis: ModuleAnalysis) -> None:
         offsets = node_offsets(analysis.module)
-        super().__init__(analysis, lambda node: offsets[node])  # type: ignore[index]
+        position = analysis.source.position
+        super().__init__(analysis, lambda node: (position(offsets[node][0]), position(offsets[node][1])))  # type: ignore[index]
         self.summarise = class_summary.summarise_class
         self.decisions = literals.LiteralDecisions()
-        self.source = analysis.source
 
     def key(self, node: object) -> tuple | None:
         if node is None:
@@ -325,7 +325,7 @@ class _CstReader(_Reader):
         if isinstance(node, cst.Lambda):
             return ("lambda", self.offsets(node))
         scope = self.model.scope_of_definition.get(node)
-        return (scope.qualname if scope else "?", self.source.position(self.offsets(node.name)[0])[0])  # type: ignore[attr-defined]
+        return (scope.qualname if scope else "?", self.offsets(node.name)[0][0])  # type: ignore[attr-defined]
 
     def class_bases(self, node: cst.ClassDef) -> list[object]:
         return [b.value for b in node.bases]
@@ -371,7 +371,7 @@ class _AstReader(_Reader):
     iter_mod = ast_iteration
 
     def __init__(self, analysis: AstAnalysis) -> None:
-        super().__init__(analysis, analysis.offsets)  # type: ignore[arg-type]
+        super().__init__(analysis, analysis.range)  # type: ignore[arg-type]
         self.summarise = ast_class_summary.summarise_class
         self.decisions = ast_literals.LiteralDecisions()
 
