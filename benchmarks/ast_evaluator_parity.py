@@ -319,6 +319,8 @@ class _CstReader(_Reader):
             return None
         if isinstance(node, cst.Tuple):  # a parenthesized tuple starts inside its parenthesis in libcst
             return ("tuple", len(node.elements), self.key(node.elements[0].value) if node.elements else None)
+        if isinstance(node, cst.GeneratorExp):  # its parentheses are its own in ast, not in libcst
+            return ("generator", self.key(node.elt))
         return self.offsets(node)
 
     def def_key(self, node: object) -> tuple:
@@ -380,6 +382,8 @@ class _AstReader(_Reader):
             return None
         if isinstance(node, ast.Tuple):  # a starred element starts at its value in libcst
             return ("tuple", len(node.elts), self.key(node.elts[0]) if node.elts else None)
+        if isinstance(node, ast.GeneratorExp):
+            return ("generator", self.key(node.elt))
         if isinstance(node, ast.Starred):
             return self.key(node.value)
         return self.offsets(node)

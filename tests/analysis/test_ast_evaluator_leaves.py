@@ -237,6 +237,10 @@ PROGRAMS = {
             for i, e in enumerate(a, start=1):
                 pass
             out = [y for _, y in enumerate(b)]
+            for g in (x.get(k) for k in a):
+                pass
+            for s, t in zip((k for k in a), list(x for x in b)):
+                pass
             return {k: v for k, v in zip(a, b)}
     """,
     "literals: operators, displays, builtins, subscripts": """
