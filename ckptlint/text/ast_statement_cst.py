@@ -137,11 +137,18 @@ class StatementCst:
         parenthesized = self._parenthesized(start, end)
         if parenthesized is not None or not isinstance(node, ast.GeneratorExp):
             return parenthesized
-        text = self.source.text  # a call's only argument: ast's range holds the call's parentheses
-        inner = text[start + 1 : end - 1]
-        left = start + 1 + len(inner) - len(inner.lstrip())
-        right = end - 1 - (len(inner) - len(inner.rstrip()))
-        return next((n for n in self.nodes_at(left, right) if isinstance(n, cst.GeneratorExp)), None)
+        return self._only_argument(start, end)
+
+    def _only_argument(self, start: int, end: int) -> cst.GeneratorExp | None:
+        """The generator without parentheses of its own that is the only argument of a call
+        whose parentheses are ``[start, end)`` (``ast``'s range of it holds them)."""
+        for node, (left, right) in self._offsets.items():
+            if isinstance(node, cst.GeneratorExp) and not node.lpar and start < left and right < end:
+                arg = self._parents.get(node)
+                call = self._parents.get(arg) if arg is not None else None
+                if isinstance(call, cst.Call) and len(call.args) == 1 and self._offsets.get(call, (0, 0))[1] == end:
+                    return node
+        return None
 
     def _parenthesized(self, start: int, end: int) -> cst.BaseExpression | None:
         """The expression with a ``(`` at ``start`` and a ``)`` ending at ``end`` (``ast``'s
@@ -324,8 +331,9 @@ def _header(source: SourceFile, statement: ast.AST, before: str) -> StatementCst
 def _header_colon(source: SourceFile, statement: ast.AST, line_start: int) -> int | None:
     """The offset of the ``:`` that ends ``statement``'s header, tokenizing from
     ``line_start`` (the start of its first line): the first ``:`` outside brackets after every
-    node of the header. ``None`` when the tokenizer fails or the logical line ends first."""
-    after = line_start
+    node of the header (and after its keyword: decorators end lines before it). ``None``
+    when the tokenizer fails or the logical line ends first."""
+    after = _offset(source, _key(statement))
     for name, value in ast.iter_fields(statement):
         if name in (*_BODIES, "handlers", "cases"):
             continue

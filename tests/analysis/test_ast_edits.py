@@ -78,6 +78,10 @@ PROGRAMS = {
     """,
     "headers": """
         import torch
+        @pytest.mark.skipif(not f("2.4"), reason="x")
+        @pytest.mark.skipif(g(1), reason="y")
+        def test():
+            pass
         @dec(1, k=2)
         @other
         def f(a, b=g(1, x=2), *, c={"a": 1}) -> h("x"):
@@ -196,6 +200,14 @@ def test_decorators_and_defaults_are_the_header() -> None:
         unit, _, _ = _unit(text, line)
         assert unit.kind == "header"
         assert unit.module.code == "if 1:\n    @dec(1)\n    def f(self, x=g(2)):\n        pass\n"
+
+
+def test_decorators_end_lines_before_the_header() -> None:
+    text = "@click.group()\n@click.option('x', f(1))\ndef cli():\n    g(2)\n"
+    for line in (1, 2):
+        unit, _, _ = _unit(text, line)
+        assert unit.kind == "header"
+        assert unit.module.code == "@click.group()\n@click.option('x', f(1))\ndef cli():\n    pass\n"
 
 
 def test_a_match_statement_is_parsed_whole() -> None:
