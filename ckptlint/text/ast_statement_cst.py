@@ -52,7 +52,9 @@ UnitKind = str
 
 _BODIES = ("body", "orelse", "finalbody")
 _Maker = Callable[[], "StatementCst | None"]
+#: Compound statements whose header is parsed alone; all compound statements.
 _HEADERS = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_COMPOUND = (*_HEADERS, ast.Try, ast.Match, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 
 
 @dataclass(eq=False)
@@ -257,9 +259,6 @@ def _units(source: SourceFile, tree: ast.Module, node: ast.AST) -> Iterator[_Mak
             if isinstance(outer[at], _COMPOUND):
                 yield partial(_compound, source, outer[at])
     yield partial(_parse, source, 0, len(source.text), "", "", "module")
-
-
-_COMPOUND = (*_HEADERS, ast.Try, ast.Match, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 
 
 def _in_a_body(statement: ast.stmt, node: ast.AST) -> bool:
