@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from functools import partial
 
 from ckptlint.checkpoint.sites.ast_helper_summaries import (
     AstHelperCall,
@@ -110,8 +111,28 @@ def helper_sites(model: AstModel, sites: list[AstSite] | None = None) -> HelperS
     return _helper_sites(model, sites)
 
 
-def _helper_sites(model: AstModel, sites: list[AstSite]) -> HelperSites:
-    helpers: dict[str, AstHelperSummary] = {}
+#: Which helper a call calls, given the helpers of the module found so far (``own``).
+Resolve = Callable[[ast.Call, dict[str, AstHelperSummary]], "AstHelperSummary | None"]
+
+
+def _own_helper(call: ast.Call, own: dict[str, AstHelperSummary], model: AstModel) -> AstHelperSummary | None:
+    return helper_of(call, model, own)
+
+
+def _helper_sites(
+    model: AstModel,
+    sites: list[AstSite],
+    helpers: dict[str, AstHelperSummary] | None = None,
+    resolve: Resolve | None = None,
+) -> HelperSites:
+    """The level-by-level search of ``collect_sites``' ``_helper_call_sites``: ``helpers`` (the
+    dict ``resolve`` reads as the module's own helpers) is filled in level by level;
+    ``resolve``: which helper a call calls (:func:`helper_of`, the module alone, when not
+    given)."""
+    if helpers is None:
+        helpers = {}
+    if resolve is None:
+        resolve = partial(_own_helper, model=model)
     seen = {id(site.call) for site in sites}
     candidates = [call for call in _candidates(model) if id(call) not in seen]
     found: list[AstSite] = []
@@ -122,7 +143,7 @@ def _helper_sites(model: AstModel, sites: list[AstSite]) -> HelperSites:
         new: list[AstSite] = []
         remaining: list[ast.Call] = []
         for call in candidates:
-            summary = helper_of(call, model, helpers)
+            summary = resolve(call, helpers)
             if summary is None:
                 remaining.append(call)
                 continue
