@@ -42,14 +42,14 @@ from pathlib import Path
 
 import libcst as cst
 
-from ckptlint.checkpoint.sites import ast_helper_calls, ast_helper_sites, helper_sites, reach
+from ckptlint.checkpoint.sites import ast_helper_calls, ast_helper_sites, ast_homemade, helper_sites, homemade, reach
 from ckptlint.checkpoint.sites.ast_options import literal_value as ast_literal_value
 from ckptlint.checkpoint.sites.ast_sites import direct_sites
 from ckptlint.checkpoint.sites.options import literal_value as cst_literal_value
 from ckptlint.checkpoint.sites.site import CheckpointSite, HelperCall, HelperSummary, SiteForm
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.ast_analysis import AstProject
+from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.model import SemanticModel
 from ckptlint.semantic.parse import parse_module_unvalidated
@@ -59,6 +59,7 @@ from ckptlint.text.source import SourceFile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules
 
+from ast_homemade_parity import _readings as homemade_readings
 from ast_sites_parity import _reading as site_reading
 from ast_sites_parity import covered
 from parity_files import comparable_files, multiset_mismatches
@@ -75,6 +76,8 @@ class HelperComparison:
     sites: int = 0  # libcst's helper-call sites compared
     alternatives: int = 0  # the checkpoint calls those sites can reach
     reads: int = 0  # files libcst records as read (compared with ast's)
+    home_made: int = 0  # home-made implementations and helpers read with the tree, compared
+    home_made_bases: int = 0  # implementations found only through a base class of another module
     levels: Counter[int] = field(default_factory=Counter)  # helpers compared, by level
     left_out: Counter[str] = field(default_factory=Counter)
     mismatches: list[str] = field(default_factory=list)
@@ -85,6 +88,8 @@ class HelperComparison:
         self.sites += other.sites
         self.alternatives += other.alternatives
         self.reads += other.reads
+        self.home_made += other.home_made
+        self.home_made_bases += other.home_made_bases
         self.levels.update(other.levels)
         self.left_out.update(other.left_out)
         self.mismatches += other.mismatches
@@ -260,14 +265,16 @@ def compare(text: str, module_name: str = "", is_package: bool = False, path: st
 @contextmanager
 def recogniser_within_the_module() -> Iterator[None]:
     """libcst's ``Recogniser`` as it reads a module alone (no API, home-made implementation
-    or ``TrainingArguments`` class followed into other modules: not ported yet), but for the
-    import roots of namespace packages, which ``HelperResolver`` asks it for; the helper
-    resolver keeps the loader."""
+    or ``TrainingArguments`` class imported from another module followed there: not ported
+    yet), but for the home-made implementations of the module (read with the tree: a base
+    class of another module) and the import roots of namespace packages, which
+    ``HelperResolver`` asks it for; the helper resolver keeps the loader."""
     init, root = reach.Recogniser.__init__, reach.Recogniser.namespace_root
 
     def alone(self: reach.Recogniser, model: SemanticModel, project: object, path: str | None = None) -> None:
-        init(self, model, None, path)
+        init(self, model, project, path)  # home-made implementations read with the tree
         self._tree = project  # type: ignore[attr-defined]
+        self.project = None
 
     def namespace_root(self: reach.Recogniser, qualified: str) -> None:
         self.project = self._tree  # type: ignore[attr-defined]
@@ -394,7 +401,40 @@ def compare_in_tree(path: Path, *, whole_recogniser: bool = False) -> HelperComp
         )
         got.append((site.helper.module, *reading))
     result.mismatches += multiset_mismatches(expected, got)
+    result.mismatches += _home_made_mismatches(analysis, cst_project, ast_analysis, loader, result)
     return result
+
+
+def _home_made_mismatches(
+    analysis: ModuleAnalysis, cst_project: Project, ast_analysis: AstAnalysis, loader: AstProject, result: HelperComparison
+) -> list[str]:
+    """The home-made implementations and helpers of the linted module read with the tree
+    (``home_made(model, loader)``) both ways, every field as ``ast_homemade_parity`` reads
+    them (a re-run call in a base class's module at its place there)."""
+    cst_found = homemade.home_made(analysis.model, cst_project)
+    ast_found = ast_homemade.home_made(ast_analysis.model, loader)
+    if not (cst_found.implementations or ast_found.implementations):
+        return []
+    cst_modules = [analysis, *(a for a in cst_project._analyses.values() if a is not None and a is not analysis)]
+
+    def cst_span(node: object) -> tuple[Position, Position]:
+        for module in cst_modules:
+            try:
+                return module.range(node)  # type: ignore[arg-type]
+            except KeyError:
+                continue
+        raise KeyError(node)
+
+    ast_modules = {id(n): a for a in loader._analyses.values() if a is not None for n in ast.walk(a.tree)}
+
+    def ast_span(node: object) -> tuple[Position, Position]:
+        return ast_modules[id(node)].range(node)  # type: ignore[arg-type]
+
+    expected = homemade_readings(cst_found, lambda n: cst_span(n)[0], lambda n: cst_span(n)[1])
+    got = homemade_readings(ast_found, lambda n: ast_span(n)[0], lambda n: ast_span(n)[1])  # type: ignore[arg-type]
+    result.home_made += len(expected)
+    result.home_made_bases += len(set(cst_found.implementations) - set(homemade.home_made(analysis.model).implementations))
+    return multiset_mismatches(expected, got, "home-made")
 
 
 def run_tree_linted(root: Path, whole_recogniser: bool = False) -> dict[str, object]:
@@ -414,6 +454,8 @@ def run_tree_linted(root: Path, whole_recogniser: bool = False) -> dict[str, obj
         "sites": total.sites,
         "alternatives": total.alternatives,
         "reads": total.reads,
+        "home_made": total.home_made,
+        "home_made_bases": total.home_made_bases,
         "left_out": dict(total.left_out),
         "mismatches": total.mismatches,
         "cpu_s": {key: round(value, 3) for key, value in total.times.items()},

@@ -346,3 +346,68 @@ def test_the_module_alone_reads_only_its_helpers(tmp_path: Path) -> None:
     assert analysis is not None
     analysis.project = None
     assert module_helper_sites(analysis).sites == []
+
+
+# ---------------------------------------------------------------------- home-made with the tree
+HOME_MADE_BASE = """\
+import torch
+
+
+class CheckpointFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, run_function, *args):
+        ctx.run_function = run_function
+        ctx.save_for_backward(*args)
+        with torch.no_grad():
+            return run_function(*args)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        inputs = [x.detach().requires_grad_() for x in ctx.saved_tensors]
+        with torch.enable_grad():
+            outputs = ctx.run_function(*inputs)
+        torch.autograd.backward(outputs, grads)
+        return (None, *[x.grad for x in inputs])
+"""
+
+HOME_MADE_USE = """\
+from .impl import CheckpointFunction
+
+
+class Mine(CheckpointFunction):
+    pass
+
+
+def run(fn, *args):
+    return Mine.apply(fn, *args)
+
+
+def go(f, x):
+    return run(f, x)
+"""
+
+
+def _rev_tree(seed: str) -> dict[str, str]:
+    from test_reversible_inherited import FAST_REV, REV
+
+    return {"rev.py": REV, "fast_rev.py": FAST_REV.format(seed=seed)}
+
+
+@pytest.mark.parametrize("seed", ["", "            torch.manual_seed(self.seed)\n"], ids=["plain", "reseeded"])
+def test_a_reversible_function_whose_base_is_in_another_module(tmp_path: Path, seed: str) -> None:
+    """minREV's ``FastRevBackProp(RevBackProp)`` of ``rev.py`` (``test_reversible_inherited``):
+    ``home_made(model, loader)`` reads it with its base's ``forward`` and the re-running
+    methods of both modules, every field as libcst's; its ``apply`` call is no candidate."""
+    _write_tree(tmp_path, _rev_tree(seed))
+    found = parity.compare_in_tree(tmp_path / "fast_rev.py")
+    assert found.mismatches == []
+    assert (found.home_made, found.home_made_bases) == (1, 1)
+    assert found.reads >= 1
+
+
+def test_a_checkpoint_function_subclassed_from_another_module(tmp_path: Path) -> None:
+    """A plain subclass of another module's checkpoint ``Function`` (not a reversible one) is
+    no implementation on either side; the helper around its ``apply`` is none either."""
+    _write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/impl.py": HOME_MADE_BASE, "pkg/model.py": HOME_MADE_USE})
+    found = parity.compare_in_tree(tmp_path / "pkg/model.py")
+    assert (found.mismatches, found.sites, found.home_made) == ([], 0, 0)

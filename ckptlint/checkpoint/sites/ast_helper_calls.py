@@ -42,6 +42,7 @@ from ckptlint.checkpoint.sites.ast_helper_sites import (
     _helper_sites,
     helper_sites,
 )
+from ckptlint.checkpoint.sites.ast_homemade import home_made
 from ckptlint.checkpoint.sites.ast_sites import direct_sites
 from ckptlint.checkpoint.sites.helper_calls import _may_define_helper
 from ckptlint.semantic.ast_analysis import AstAnalysis, AstModuleLoader
@@ -69,7 +70,8 @@ def module_helper_sites(analysis: AstAnalysis) -> HelperSites:
         else:
             own: dict[str, AstHelperSummary] = {}
             resolver = AstHelperResolver(analysis, own)
-            found = _helper_sites(analysis.model, direct_sites(analysis.model), own, resolver.resolve)
+            home = home_made(analysis.model, analysis.project)
+            found = _helper_sites(analysis.model, direct_sites(analysis.model), own, resolver.resolve, home)
         analysis.derived[_KEY] = found
     return found
 

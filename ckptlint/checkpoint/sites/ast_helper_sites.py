@@ -124,17 +124,19 @@ def _helper_sites(
     sites: list[AstSite],
     helpers: dict[str, AstHelperSummary] | None = None,
     resolve: Resolve | None = None,
+    home: AstHomeMade | None = None,
 ) -> HelperSites:
     """The level-by-level search of ``collect_sites``' ``_helper_call_sites``: ``helpers`` (the
     dict ``resolve`` reads as the module's own helpers) is filled in level by level;
     ``resolve``: which helper a call calls (:func:`helper_of`, the module alone, when not
-    given)."""
+    given); ``home``: the module's home-made implementations, whose calls are no candidates
+    (``home_made(model)`` when not given)."""
     if helpers is None:
         helpers = {}
     if resolve is None:
         resolve = partial(_own_helper, model=model)
     seen = {id(site.call) for site in sites}
-    candidates = [call for call in _candidates(model) if id(call) not in seen]
+    candidates = [call for call in _candidates(model, home) if id(call) not in seen]
     found: list[AstSite] = []
     level_sites = sites
     for level in range(1, MAX_LEVELS + 1):
@@ -157,7 +159,7 @@ def _helper_sites(
     return HelperSites(helpers, found)
 
 
-def _candidates(model: AstModel) -> list[ast.Call]:
+def _candidates(model: AstModel, home: AstHomeMade | None = None) -> list[ast.Call]:
     """The calls that may call a helper, as ``sites._sort_call`` leaves them on libcst (its
     ``deferred`` calls of plain names, then its ``others``, attribute calls nothing recognised):
     not calls of an API (but a plain name rebound to ``functools.partial`` bindings), of
@@ -167,7 +169,8 @@ def _candidates(model: AstModel) -> list[ast.Call]:
     function or a partial binding."""
     deferred: list[ast.Call] = []
     others: list[ast.Call] = []
-    home = home_made(model)
+    if home is None:
+        home = home_made(model)
 
     def decide(test: ast.expr) -> bool | None:
         return torch_version_test(test, model)
