@@ -23,6 +23,17 @@ decides, the alternatives it can reach (start, guards, plans), ``literal_flags``
 Over a folder (``python benchmarks/ast_helper_sites_parity.py TREE [TREE ...]``): the files
 the gate lets through, each compared, and the CPU time of each side's parse, model and sites
 (libcst's whole ``site_index``; ``ast``'s direct sites and helper sites), summed over files.
+
+With ``--tree`` (:func:`compare_in_tree`), each gated file is read as the linter reads it, in
+its tree: a ``Project`` rooted at its import root (``module_name_for``), libcst's
+``site_index`` of the project's analysis against ``ast_helper_calls.module_helper_sites`` of
+an ``AstProject``'s over another ``Project``, so helpers of other modules are called; compared
+are the module's helpers and ``HELPER_CALL`` sites (a helper's checkpoint calls at their
+places in its module), its home-made records read with the tree, and the set of files each
+side records as read (``Project.accessed``). libcst's ``Recogniser`` is kept within the module
+(:func:`recogniser_within_the_module`; ``--whole-recogniser`` lets it follow the tree: its
+extra reads and recognised calls then show as mismatches until it is ported). CPU times
+include parsing the other modules each side reads.
 """
 
 from __future__ import annotations
@@ -502,7 +513,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{report['tree']}: {report['files']} files ({report['skipped']} skipped), {report['helpers']} helpers "
             f"(by level {report['levels']}), {report['sites']} helper-call sites ({report['alternatives']} alternatives) "
-            f"compared, {report.get('reads', '-')} files read, left out {report['left_out']}, "
+            f"compared, {report.get('reads', '-')} files read, {report.get('home_made', '-')} home-made records "
+            f"({report.get('home_made_bases', '-')} through a base elsewhere), left out {report['left_out']}, "
             f"{len(report['mismatches'])} mismatches; "  # type: ignore[arg-type]
             f"CPU libcst sites {cpu['libcst_sites']:.2f} s, ast sites {cpu['ast_sites']:.2f} s"
         )

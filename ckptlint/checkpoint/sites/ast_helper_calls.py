@@ -21,10 +21,13 @@ reaches it again has none for that question (``sites.helper_summaries``' guard).
 
 The checkpoint calls a helper makes are the module's direct sites
 (:func:`~ckptlint.checkpoint.sites.ast_sites.direct_sites`) and the calls of helpers found
-level by level. Not here yet: checkpoint calls that only libcst's ``Recogniser`` follows into
-other modules (re-exported APIs, home-made implementations of another module, their
-helpers); a call it recognises so is a candidate helper call here. Nothing on the linter's
-path imports this module; ``tests/analysis/test_ast_helper_calls.py`` and
+level by level; the ``apply`` calls of the module's home-made implementations, read with the
+tree (``ast_homemade.home_made(model, loader)``: a base class of another module), and of
+their helpers are no candidates. Not here yet: the calls that only libcst's ``Recogniser``
+follows into other modules (a re-exported API, ``Impl.apply`` or a home-made helper imported
+from another module, a ``TrainingArguments`` subclass): each is a candidate helper call here
+(normally found to call no helper, but the module it names is recorded as read). Nothing on
+the linter's path imports this module; ``tests/analysis/test_ast_helper_calls.py`` and
 ``benchmarks/ast_helper_sites_parity.py --tree`` compare it with libcst's.
 """
 

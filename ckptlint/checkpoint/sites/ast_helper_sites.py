@@ -14,11 +14,11 @@ it):
   plain name (``run(block, x)``), or ``self.method(...)`` / ``cls.method(...)`` of the class
   around it or of one of its base classes defined in the module.
 
-Out of scope here (still libcst only): helpers imported from other modules of the linted tree
-(``from .utils import run``, ``utils.run(...)``, a base class in another module), which
-``HelperResolver`` follows through the project's loader; and calls of helpers whose
-checkpoint call only the libcst finder recognises (home-made implementations, APIs followed
-into other modules). Nothing on the linter's path imports this module yet;
+Helpers imported from other modules of the linted tree (``from .utils import run``,
+``utils.run(...)``, a base class in another module) are followed by
+:mod:`ckptlint.checkpoint.sites.ast_helper_calls`, which runs this module's level loop with
+its resolver. Out of scope (still libcst only): calls of helpers whose checkpoint call only
+the libcst finder recognises (APIs followed into other modules). Nothing on the linter's path imports this module yet;
 ``tests/analysis/test_ast_helper_sites.py`` and ``benchmarks/ast_helper_sites_parity.py``
 compare every field with libcst's.
 """
