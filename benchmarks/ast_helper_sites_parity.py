@@ -319,19 +319,22 @@ def _covered_helper(helper: HelperSummary, memo: dict[int, bool]) -> bool:
     return known
 
 
-def compare_in_tree(path: Path, *, whole_recogniser: bool = False) -> HelperComparison:
+def compare_in_tree(path: Path, *, whole_recogniser: bool = False, partial: bool = False) -> HelperComparison:
     """Lint-like reading of the file at ``path`` with a project rooted as the linter roots it
     (``module_name_for``), both ways: libcst's ``site_index`` with a ``Project`` (its
     ``Recogniser`` kept within the module unless ``whole_recogniser``), ``ast``'s
     ``module_helper_sites`` with an ``AstProject`` over another ``Project``; compares the
     module's helpers, its ``HELPER_CALL`` sites (the helpers' own checkpoint calls read in
-    their modules) and the files each side records as read (the file itself left out)."""
+    their modules) and the files each side records as read (the file itself left out).
+    ``partial``: libcst parses the modules it reaches partially (the names asked for and what
+    they need: a run of a few files)."""
     result = HelperComparison()
     times = result.times
     path = Path(os.path.abspath(path))
     root = module_name_for(path)[2]
 
-    cst_project = Project(partial=False)
+    cst_project = Project(partial=partial)
+    cst_project.partial_reached = partial
     cst_project.track(root)
     begin = time.process_time()
     analysis = cst_project.analysis_for_file(path)
@@ -448,12 +451,12 @@ def _home_made_mismatches(
     return multiset_mismatches(expected, got, "home-made")
 
 
-def run_tree_linted(root: Path, whole_recogniser: bool = False) -> dict[str, object]:
+def run_tree_linted(root: Path, whole_recogniser: bool = False, partial: bool = False) -> dict[str, object]:
     """:func:`compare_in_tree` on each gated file of ``root`` (helpers of the whole tree)."""
     total = HelperComparison()
     compared, skipped = comparable_files(root)
     for one in compared:
-        found = compare_in_tree(one.path, whole_recogniser=whole_recogniser)
+        found = compare_in_tree(one.path, whole_recogniser=whole_recogniser, partial=partial)
         found.mismatches = [f"{one.path.relative_to(root)}: {m}" for m in found.mismatches]
         total.add(found)
     return {
@@ -503,11 +506,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the numbers here")
     parser.add_argument("--tree", action="store_true", help="lint each gated file in its tree (helpers of other modules)")
     parser.add_argument("--whole-recogniser", action="store_true", help="with --tree: libcst's Recogniser follows the tree too")
+    parser.add_argument("--partial", action="store_true", help="with --tree: libcst parses reached modules partially")
     args = parser.parse_args(argv)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     reports = []
     for tree in args.trees:
-        report = run_tree_linted(tree.resolve(), args.whole_recogniser) if args.tree else run_tree(tree.resolve(), args.all)
+        report = (
+            run_tree_linted(tree.resolve(), args.whole_recogniser, args.partial) if args.tree else run_tree(tree.resolve(), args.all)
+        )
         reports.append(report)
         cpu: dict[str, float] = report["cpu_s"]  # type: ignore[assignment]
         print(

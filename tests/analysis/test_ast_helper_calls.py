@@ -308,6 +308,15 @@ def test_trees_with_libcsts_whole_recogniser(tmp_path: Path, name: str) -> None:
     assert (found.mismatches, found.sites) == ([], sites)
 
 
+@pytest.mark.parametrize("name", sorted(TREES))
+def test_trees_with_reached_modules_parsed_partially(tmp_path: Path, name: str) -> None:
+    """libcst parsing the modules it reaches partially (a run of a few files) reads the same."""
+    files, linted, sites = TREES[name]
+    _write_tree(tmp_path, files)
+    found = parity.compare_in_tree(tmp_path / linted, partial=True)
+    assert (found.mismatches, found.sites) == ([], sites)
+
+
 def test_trees_read_other_files(tmp_path: Path) -> None:
     """The comparison of files read is not empty: the helper's module and absent candidates."""
     files, linted, _ = TREES["re-exported twice"]
