@@ -310,7 +310,8 @@ def test_trees_with_libcsts_whole_recogniser(tmp_path: Path, name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(TREES))
 def test_trees_with_reached_modules_parsed_partially(tmp_path: Path, name: str) -> None:
-    """libcst parsing the modules it reaches partially (a run of a few files) reads the same."""
+    """libcst parsing the modules it reaches partially (a run of a few files) reads the same
+    helpers and sites, and no file ``ast`` does not read."""
     files, linted, sites = TREES[name]
     _write_tree(tmp_path, files)
     found = parity.compare_in_tree(tmp_path / linted, partial=True)
