@@ -427,3 +427,29 @@ def test_hooks_are_found_in_order_with_their_reruns() -> None:
     assert hook.hook.name == "_hook" and hook.restores_autocast
     assert [ast.unparse(call.func) for call in hook.reruns] == ["self.model.run", "middle", "self.fn"]
     assert hook_recomputes(model) == [hook]  # kept in the model's memo
+
+
+def _hook_texts() -> list[str]:
+    """The programs of CKP105's tests and rule page that register a gradient hook."""
+    texts = []
+    tests = ast.parse((ROOT / "tests" / "rules" / "test_ckp105.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tests):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "register_hook" in node.value:
+            texts.append(textwrap.dedent(node.value))
+    page = (ROOT / "rules" / "CKP105.md").read_text(encoding="utf-8")
+    texts += [block for block in page.split("```python\n")[1:] for block in [block.split("```")[0]] if "register_hook" in block]
+    return [text for text in texts if _parses(text)]
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return False
+    return True
+
+
+def test_the_hooks_of_ckp105s_programs() -> None:
+    found = [parity.compare(text, "pkg.mod") for text in _hook_texts()]
+    assert [m for f in found for m in f.mismatches] == []
+    assert sum(f.hooks for f in found) >= 1  # the GradCache-style cached loss
