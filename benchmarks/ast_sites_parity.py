@@ -277,14 +277,16 @@ def _home_made_module_alone() -> Iterator[None]:
 
 
 def compare_in_tree(
-    path: Path, text: str, cst_project: Project, ast_project: AstProject, result: SiteComparison
+    path: Path, text: str, cst_project: Project, reach_project: Project, ast_project: AstProject, result: SiteComparison
 ) -> None:
     """Compare the sites of the file at ``path`` (its text ``text``) found with a loader of the
     linted tree around it, and the files each side records as read: libcst's ``site_index``
     with ``analysis.project`` set to ``cst_project``, and ``module_sites`` with an
     :class:`AstProject` (``ast_project``, over another :class:`Project`). The reads compared
     are those of libcst's finder with home-made implementations read for the module alone
-    (what the ``ast`` finder covers); a file whose full libcst reads miss one of the ``ast``
+    and no helper calls (what the ``ast`` finder covers), run with ``reach_project``, a third
+    :class:`Project` (the helper calls' search adds import roots to ``cst_project``: a
+    namespace package's folder); a file whose full libcst reads miss one of the ``ast``
     side's is counted in ``result.reads_beyond``."""
     times = result.times
     module_name, is_package, home = module_name_for(path)
@@ -299,16 +301,16 @@ def compare_in_tree(
     begin = time.process_time()
     cst_model = analysis.model
     times["libcst_model"] += time.process_time() - begin
-    # not ``remember``ed as the linter does: the second ``track`` below may evict and release
-    # what the project caches, and the reach-only run needs this analysis whole
+    # not ``remember``ed as the linter does: the reach-only run reads the linted module again
+    # as another module would be read, like the ``ast`` side
     begin = time.process_time()
     cst_sites = site_index(analysis).sites
     times["libcst_sites"] += time.process_time() - begin
     full_reads = set(cst_project.accessed())
-    cst_project.track(home)
+    reach_project.track(home)
     with _home_made_module_alone():
-        collect_sites(cst_model, cst_project, str(path))
-    reach_reads = set(cst_project.accessed())
+        collect_sites(cst_model, reach_project, str(path))
+    reach_reads = set(reach_project.accessed())
 
     ast_project.project.track(home)
     ast_project.evict()
@@ -342,11 +344,11 @@ def run_project_tree(root: Path, every_file: bool = False) -> dict[str, object]:
     one), and sum their CPU times."""
     total = SiteComparison()
     compared, skipped = comparable_files(root, every_file)
-    cst_project = Project(partial=False)
+    cst_project, reach_project = Project(partial=False), Project(partial=False)
     ast_project = AstProject(Project(partial=False))
     for one in compared:
         found = SiteComparison()
-        compare_in_tree(one.path, one.text, cst_project, ast_project, found)
+        compare_in_tree(one.path, one.text, cst_project, reach_project, ast_project, found)
         found.mismatches = [f"{one.path.relative_to(root)}: {m}" for m in found.mismatches]
         total.add(found)
     return _report(root, compared, skipped, total)

@@ -49,12 +49,12 @@ def _write(root: Path, files: dict[str, str]) -> list[Path]:
 
 def _compare_tree(root: Path, files: dict[str, str]):
     """Every file of the tree compared in turn, one loader per side for the whole tree (as a run)."""
-    cst_project = Project(partial=False)
+    cst_project, reach_project = Project(partial=False), Project(partial=False)
     ast_project = AstProject(Project(partial=False))
     total = parity.SiteComparison()
     for path in _write(root, files):
         found = parity.SiteComparison()
-        parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, ast_project, found)
+        parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, reach_project, ast_project, found)
         found.mismatches = [f"{path.relative_to(root)}: {m}" for m in found.mismatches]
         total.add(found)
     return total
