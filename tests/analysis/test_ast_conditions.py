@@ -349,6 +349,69 @@ PROGRAMS = {
                     x = auto_grad_checkpoint(self.block, x, use_cp=flag)
                 return x
     """,
+    "corners": """
+        import sys
+        import torch.nn as nn
+        from dataclasses import dataclass
+        from torch.utils.checkpoint import checkpoint
+
+        @dataclass
+        class Flat: use_cp: bool = False
+
+        class Net(nn.Module):
+            def __init__(self, with_cp=False, /, fast=False, *, deep: "bool" = None):
+                self.with_cp = with_cp
+                self.fast = fast
+                self.deep = deep
+                self.cfg = Flat()
+                if fast: self.extra = True
+            def __init_subclass__(cls): pass
+
+            async def forward(self, x, y=None, /, z=False):
+                if self.with_cp and self.fast and self.deep:
+                    x = checkpoint(self.f, x)
+                if y and z:
+                    x = checkpoint(self.f, x)
+                if self.cfg.use_cp:
+                    x = checkpoint(self.f, x)
+                match x:
+                    case 1:
+                        if self.fast: return x
+                        x = checkpoint(self.f, x)
+                    case _ if z:
+                        x = checkpoint(self.f, x)
+                with open("f") as z:
+                    if not z: return
+                    x = checkpoint(self.f, x)
+                f = lambda q: checkpoint(self.f, q) if q else q
+                async for i in x:
+                    if i:
+                        def g(v, flag=False):
+                            if flag:
+                                return checkpoint(self.f, v)
+                        x = g(x)
+                    setattr(self, "fast", 1)
+                else:
+                    x = checkpoint(self.f, x)
+                if sys.version_info >= (3, 8):
+                    x = checkpoint(self.f, x)
+                return x
+
+            @property
+            def _dec(self):
+                return checkpoint(self.f, 1)
+
+            def use(self):
+                if self.fast:
+                    return self._dec
+
+        def _outer(block, x, flag=False):
+            def _inner(v):
+                return checkpoint(block, v)
+            if flag:
+                return _inner(x)
+            return _inner(x) if x else None
+    """,
 }
 
 
@@ -356,6 +419,25 @@ PROGRAMS = {
 def test_programs(name: str) -> None:
     found = _same(textwrap.dedent(PROGRAMS[name]))
     assert found.stated > 0
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="except* is Python 3.11 syntax")
+def test_an_except_star_handler_is_no_condition() -> None:
+    """libcst's ``except*`` handler is another node, whose ``try`` block it does not state."""
+    found = _same(
+        textwrap.dedent(
+            """
+            from torch.utils.checkpoint import checkpoint
+            def f(block, x):
+                try:
+                    x = 1
+                except* ValueError:
+                    if x:
+                        x = checkpoint(block, x)
+            """
+        )
+    )
+    assert found.sites == 1 and found.stated >= 1
 
 
 def _conditions(text: str, module_name: str = "pkg.mod") -> dict[int, str]:

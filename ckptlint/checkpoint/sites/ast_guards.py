@@ -86,7 +86,7 @@ def helper_parts(analysis: AstAnalysis, site: AstSite, depth: int = 0) -> Condit
         for conjunct, _ in guard_conjuncts(analysis, inner.call):
             name = _flag_name(conjunct) or ""
             expr = given.get(name)
-            if expr is None or depth > 0 or not _keeps_parameter(summary.node, name):
+            if expr is None or depth > 0 or not _keeps_parameter(analysis, summary.node, name):
                 continue  # decided, a parameter of a helper in between, or not the caller's value there
             truth = not isinstance(conjunct, ast.UnaryOp)
             text = _shortened(analysis.text_of(expr))
@@ -98,11 +98,11 @@ def helper_parts(analysis: AstAnalysis, site: AstSite, depth: int = 0) -> Condit
     return common(ways)
 
 
-def _keeps_parameter(function: AstFunction, name: str) -> bool:
+def _keeps_parameter(analysis: AstAnalysis, function: AstFunction, name: str) -> bool:
     """Whether ``function`` never rebinds its parameter ``name`` and never names itself (an
     identifier of its body, attribute names included, spells its name: a recursive call)."""
     own = function.name
-    return not rebinds(function, name) and not any(text == own for _, text in identifiers(function.body))
+    return not rebinds(analysis, function, name) and not any(text == own for _, text in identifiers(function.body))
 
 
 def condition_parts(analysis: AstAnalysis, node: ast.AST, depth: int = 0, *, parameters_given: bool = False) -> Condition:

@@ -108,7 +108,7 @@ class SwitchReader:
     def _is_namespace(self, root: ast.expr) -> bool:
         """Whether ``root`` holds the namespace an argparse parser returned."""
         if isinstance(root, ast.Attribute) and self._is_self(root.value):
-            stored = _stored_from_parameter(self.cls, root.attr) if self.cls is not None else None
+            stored = _stored_from_parameter(self.analysis, self.cls, root.attr) if self.cls is not None else None
             return root.attr in _NAMESPACE_NAMES and isinstance(stored, ast.arg) and _namespace_annotation(stored)
         if not isinstance(root, ast.Name):
             return False
@@ -128,7 +128,7 @@ class SwitchReader:
         annotation: ast.expr | None = None
         made: ast.expr | None = None
         if isinstance(root, ast.Attribute) and self._is_self(root.value) and self.cls is not None:
-            stored = _stored_from_parameter(self.cls, root.attr)
+            stored = _stored_from_parameter(self.analysis, self.cls, root.attr)
             if isinstance(stored, ast.arg) and stored.annotation is not None:
                 annotation = stored.annotation
             elif isinstance(stored, ast.Call):
@@ -151,19 +151,19 @@ class SwitchReader:
 def constructor_parameter(analysis: AstAnalysis, cls: ast.ClassDef, attr: str) -> ConstructorSwitch | None:
     """``self.attr`` as a switch of ``cls`` (of ``analysis``; see
     :func:`ckptlint.checkpoint.sites.switch_defaults.constructor_parameter`)."""
-    stored = _stored_from_parameter(cls, attr)
+    stored = _stored_from_parameter(analysis, cls, attr)
     init = _init_of(cls)
     if isinstance(stored, ast.arg):
         default = parameter_default(analysis, init, stored.arg) if init is not None else None
         return ConstructorSwitch(attr, stored.arg, default) if default is not None else None
     if init is None:
         return None
-    in_init = _self_assignments(init, attr)
+    in_init = _self_assignments(analysis, init, attr)
     literal = literal_text(analysis, in_init[0]) if len(in_init) == 1 and _top_level_assignment(analysis, init, attr) else None
     if literal is None:
         return None
     setters = tuple(
-        dict.fromkeys(s.name for s in cls.body if isinstance(s, FUNCTIONS) and s is not init and _self_assignments(s, attr))
+        dict.fromkeys(s.name for s in cls.body if isinstance(s, FUNCTIONS) and s is not init and _self_assignments(analysis, s, attr))
     )
     if any(isinstance(n, ast.Attribute) and n.attr in setters for n in _walk(init.body)):
         return None  # `self.set_cp()` in `__init__` decides the value a new instance has
@@ -173,7 +173,7 @@ def constructor_parameter(analysis: AstAnalysis, cls: ast.ClassDef, attr: str) -
 def inherited_switch(analysis: AstAnalysis, cls: ast.ClassDef, attr: str, hops: int = 0) -> ConstructorSwitch | None:
     """``self.attr`` as a switch that ``cls`` (of ``analysis``) inherits (see
     :func:`ckptlint.checkpoint.sites.switch_defaults.inherited_switch`)."""
-    if hops > _MAX_HOPS or len(cls.bases) != 1 or _assigns_anywhere(cls, attr):
+    if hops > _MAX_HOPS or len(cls.bases) != 1 or _assigns_anywhere(analysis, cls, attr):
         return None
     base_expr = cls.bases[0]
     found = _class_named(analysis, base_expr.value if isinstance(base_expr, ast.Starred) else base_expr, hops)
@@ -186,8 +186,8 @@ def inherited_switch(analysis: AstAnalysis, cls: ast.ClassDef, attr: str, hops: 
     return switch
 
 
-def _assigns_anywhere(cls: ast.ClassDef, attr: str) -> bool:
-    return any(isinstance(s, FUNCTIONS) and _self_assignments(s, attr) for s in cls.body)
+def _assigns_anywhere(analysis: AstAnalysis, cls: ast.ClassDef, attr: str) -> bool:
+    return any(isinstance(s, FUNCTIONS) and _self_assignments(analysis, s, attr) for s in cls.body)
 
 
 def _init_of(cls: ast.ClassDef) -> AstFunction | None:
@@ -253,7 +253,7 @@ def _string_values(nodes: list[ast.stmt]) -> Iterator[str]:
         stack.extend(ast.iter_child_nodes(node))
 
 
-def _stored_from_parameter(cls: ast.ClassDef, attr: str) -> ast.arg | ast.Call | None:
+def _stored_from_parameter(analysis: AstAnalysis, cls: ast.ClassDef, attr: str) -> ast.arg | ast.Call | None:
     """What the only assignment of ``self.attr`` in ``cls`` (in ``__init__``) stores: the
     ``__init__`` parameter it copies, or the call it makes; ``None`` otherwise."""
     assigned: list[tuple[AstFunction, ast.expr]] = []
@@ -263,7 +263,7 @@ def _stored_from_parameter(cls: ast.ClassDef, attr: str) -> ast.arg | ast.Call |
             continue
         if statement.name == "__init__":
             init = statement
-        for node in _self_assignments(statement, attr):
+        for node in _self_assignments(analysis, statement, attr):
             assigned.append((statement, node))
     if init is None or len(assigned) != 1 or assigned[0][0] is not init:
         return None
@@ -292,15 +292,13 @@ def parameter_default(analysis: AstAnalysis, function: AstFunction, name: str) -
     if name not in defaults:
         return None
     text = literal_text(analysis, defaults[name])
-    return None if text is None or rebinds(function, name) else text
+    return None if text is None or rebinds(analysis, function, name) else text
 
 
-def rebinds(function: AstFunction, name: str) -> bool:
-    """Whether ``function``'s body binds the plain name ``name`` anywhere (every form of
-    :func:`~ckptlint.semantic.ast_assignments.assignments`)."""
-    return any(
-        isinstance(a.target, ast.Name) and a.target.id == name for node in _walk(function.body) for a in assignments(node)
-    )
+def rebinds(analysis: AstAnalysis, function: AstFunction, name: str) -> bool:
+    """Whether ``function``'s body (of ``analysis``'s module or another) binds the plain name
+    ``name`` anywhere (every form of :func:`~ckptlint.semantic.ast_assignments.assignments`)."""
+    return name in _facts(analysis, function)[0]
 
 
 def argparse_default(analysis: AstAnalysis, dest: str) -> str | None:
@@ -360,7 +358,7 @@ def config_field_default(analysis: AstAnalysis, cls: ast.ClassDef, field: str, h
     """The literal default of ``field`` in config class ``cls`` (of ``analysis``) or its base
     classes (see :func:`ckptlint.checkpoint.sites.switch_defaults.config_field_default`)."""
     for statement in cls.body:
-        if isinstance(statement, FUNCTIONS) and _self_assignments(statement, field):
+        if isinstance(statement, FUNCTIONS) and _self_assignments(analysis, statement, field):
             return None
     for statement in block_statements(analysis, cls.body):
         value = _class_field(statement, field)
@@ -514,18 +512,36 @@ def _top_level_assignment(analysis: AstAnalysis, function: AstFunction, attr: st
     )
 
 
-def _self_assignments(function: AstFunction, attr: str) -> list[ast.expr]:
+def _self_assignments(analysis: AstAnalysis, function: AstFunction, attr: str) -> list[ast.expr]:
     """The values assigned to ``<first parameter>.attr`` in ``function``, in every binding
     form; a target that does not get a whole value counts as ``...``."""
-    if not function.args.args:
-        return []
-    self_name = function.args.args[0].arg
-    return [
-        assigned.whole or _NOT_WHOLE
-        for node in _walk(function.body)
-        for assigned in assignments(node)
-        if attribute_name(assigned, self_name) == attr
-    ]
+    return _facts(analysis, function)[1].get(attr, [])
+
+
+_Facts = tuple[frozenset[str], dict[str, list[ast.expr]]]
+
+
+def _facts(analysis: AstAnalysis, function: AstFunction) -> _Facts:
+    """The plain names ``function``'s body binds and the values it assigns to each attribute
+    of its first parameter, read in one walk and kept in ``analysis.derived`` (the function
+    may be of another module: the facts depend on its nodes alone)."""
+    memo = analysis.derived.setdefault("function_facts", {})
+    assert isinstance(memo, dict)
+    found = memo.get(function)
+    if found is not None:
+        return found
+    self_name = function.args.args[0].arg if function.args.args else None
+    names: set[str] = set()
+    attributes: dict[str, list[ast.expr]] = {}
+    for node in _walk(function.body):
+        for assigned in assignments(node):
+            if isinstance(assigned.target, ast.Name):
+                names.add(assigned.target.id)
+            attr = attribute_name(assigned, self_name) if self_name is not None else None
+            if attr is not None:
+                attributes.setdefault(attr, []).append(assigned.whole or _NOT_WHOLE)
+    memo[function] = found = (frozenset(names), attributes)
+    return found
 
 
 def _walk(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
