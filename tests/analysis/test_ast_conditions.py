@@ -421,6 +421,31 @@ def test_programs(name: str) -> None:
     assert found.stated > 0
 
 
+_TEXT_CORNERS = """
+from torch.utils.checkpoint import checkpoint
+class N:
+    def __init__(self, with_cp=False, \u00f1ame="\u00e9"):
+        self.with_cp = with_cp
+        self.\u00f1ame = \u00f1ame
+    def forward(self, x):
+        if (self.with_cp) and (x  # \u00e7a
+                and x.y):
+            return checkpoint(self.f, x)
+        if self.\u00f1ame == "\u00fc" and 0 < x < 1:
+            return checkpoint(self.f, x)
+        if (y := self.g(x)) and not (self.with_cp or x):
+            return checkpoint(self.f, x)
+        else:
+            if x: return checkpoint(self.f, x)
+"""
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_texts_with_comments_parentheses_and_other_alphabets(newline: str) -> None:
+    found = _same(_TEXT_CORNERS.replace("\n", newline))
+    assert found.sites == 4 and found.stated >= 10
+
+
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="except* is Python 3.11 syntax")
 def test_an_except_star_handler_is_no_condition() -> None:
     """libcst's ``except*`` handler is another node, whose ``try`` block it does not state."""
