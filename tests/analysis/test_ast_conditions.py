@@ -195,6 +195,12 @@ PROGRAMS = {
         def _private(block, x):
             return cp.checkpoint(block, x)
 
+        def _in_dicts(block, x):
+            return cp.checkpoint(block, x)
+
+        def dicts(block, x, a, b):  # libcst's walk meets the first value before the second key
+            return {1: _in_dicts(block, x) if a and b else 0, _in_dicts(block, x) if b and a else 0: 2}
+
         def public(block, x, flag=False):
             if flag:
                 return _private(block, x)
