@@ -315,6 +315,24 @@ PROGRAMS = {
                 if self.with_cp:
                     return checkpoint(self.f, x)
 
+        class MentionsInText(Base):
+            def __init__(self, dim, **kwargs):
+                print(f"{dim:>{4}} with_cp")
+                super().__init__(dim, **kwargs)
+
+            def forward(self, x):
+                if self.with_cp:
+                    return checkpoint(self.f, x)
+
+        class MentionsInString(Base):
+            def __init__(self, dim, **kwargs):
+                print("with_cp" f"{dim}")
+                super().__init__(dim, **kwargs)
+
+            def forward(self, x):
+                if self.with_cp:
+                    return checkpoint(self.f, x)
+
         class Deeper(Plain):
             def forward(self, x):
                 if self.with_cp: return checkpoint(self.f, x)

@@ -181,7 +181,7 @@ def inherited_switch(analysis: AstAnalysis, cls: ast.ClassDef, attr: str, hops: 
         return None
     base_analysis, base = found
     switch = constructor_parameter(base_analysis, base, attr) or inherited_switch(base_analysis, base, attr, hops + 1)
-    if switch is None or (switch.parameter and not _leaves_default(cls, base, switch.parameter)):
+    if switch is None or (switch.parameter and not _leaves_default(analysis, cls, base, switch.parameter)):
         return None
     return switch
 
@@ -194,7 +194,7 @@ def _init_of(cls: ast.ClassDef) -> AstFunction | None:
     return next((s for s in cls.body if isinstance(s, FUNCTIONS) and s.name == "__init__"), None)
 
 
-def _leaves_default(cls: ast.ClassDef, base: ast.ClassDef, parameter: str) -> bool:
+def _leaves_default(analysis: AstAnalysis, cls: ast.ClassDef, base: ast.ClassDef, parameter: str) -> bool:
     """Whether constructing ``cls`` leaves ``base.__init__``'s ``parameter`` at its default."""
     init = _init_of(cls)
     if init is None:
@@ -215,12 +215,12 @@ def _leaves_default(cls: ast.ClassDef, base: ast.ClassDef, parameter: str) -> bo
     call = supers[0]
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg == parameter for k in call.keywords):
         return False
-    if not _kwargs_passed_untouched(init, call, parameter):
+    if not _kwargs_passed_untouched(analysis, init, call, parameter):
         return False
     return parameter not in positions or len(call.args) <= positions.index(parameter)
 
 
-def _kwargs_passed_untouched(init: AstFunction, call: ast.Call, parameter: str) -> bool:
+def _kwargs_passed_untouched(analysis: AstAnalysis, init: AstFunction, call: ast.Call, parameter: str) -> bool:
     """Whether ``init`` hands its ``**`` parameter to ``call`` as it came (see
     ``switch_defaults._kwargs_passed_untouched``)."""
     star = init.args.kwarg
@@ -230,27 +230,34 @@ def _kwargs_passed_untouched(init: AstFunction, call: ast.Call, parameter: str) 
     names = list(identifiers(init.body))
     if star is not None and any(name == star.arg for carrier, name in names if not any(carrier is d for d in doubles)):
         return False
-    return not any(parameter in text for text in _string_values(init.body)) and not any(name == parameter for _, name in names)
+    return not any(parameter in text for text in _string_values(analysis, init.body)) and not any(name == parameter for _, name in names)
 
 
-def _string_values(nodes: list[ast.stmt]) -> Iterator[str]:
-    """The strings of the string and bytes literals of ``nodes`` (not the text parts of
-    f-strings, which libcst keeps apart from its string literals)."""
+def _string_values(analysis: AstAnalysis, nodes: list[ast.stmt]) -> Iterator[str]:
+    """The strings of the string and bytes literals of ``nodes``, as libcst's string literals
+    hold them: not the text parts of f-strings, but the plain strings an f-string is
+    concatenated with (``"with_cp" f"{x}"``: their source tokens, read from the text)."""
     stack: list[ast.AST] = list(nodes)
     while stack:
         node = stack.pop()
         if isinstance(node, ast.JoinedStr):
-            stack.extend(v.value for v in node.values if isinstance(v, ast.FormattedValue))
-            stack.extend(
-                s
-                for v in node.values
-                if isinstance(v, ast.FormattedValue) and v.format_spec is not None
-                for s in [v.format_spec]
-            )
+            yield from _plain_string_tokens(analysis.text_of(node))
+            for part in node.values:
+                if isinstance(part, ast.FormattedValue):
+                    stack += [part.value, *([part.format_spec] if part.format_spec is not None else [])]
             continue
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
             yield node.value if isinstance(node.value, str) else node.value.decode("latin-1")
         stack.extend(ast.iter_child_nodes(node))
+
+
+def _plain_string_tokens(text: str) -> list[str]:
+    """The string tokens of ``text`` that are no f-string."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(f"({text})").readline))  # its lines joined
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    return [t.string for t in tokens if t.type == tokenize.STRING and "f" not in t.string.split("'")[0].split('"')[0].lower()]
 
 
 def _stored_from_parameter(analysis: AstAnalysis, cls: ast.ClassDef, attr: str) -> ast.arg | ast.Call | None:
@@ -493,7 +500,7 @@ def _string(analysis: AstAnalysis, value: ast.expr) -> str | None:
 def _one_string_token(text: str) -> bool:
     """Whether ``text`` is one string literal token (not an implicit concatenation)."""
     try:
-        tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.STRING]
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(f"({text})").readline) if t.type == tokenize.STRING]
     except (tokenize.TokenError, SyntaxError):
         return False
     return len(tokens) == 1
