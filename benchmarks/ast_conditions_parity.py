@@ -67,6 +67,7 @@ class ConditionComparison:
     calls: int = 0  # calls compared
     statements: int = 0  # statements inside functions compared
     stated: int = 0  # of the compared items, those with a condition (a non-empty text)
+    named: int = 0  # of those, the ones that name a switch's default
     left_out: Counter[str] = field(default_factory=Counter)
     mismatches: list[str] = field(default_factory=list)
     times: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_TIMES, 0.0))
@@ -76,6 +77,7 @@ class ConditionComparison:
         self.calls += other.calls
         self.statements += other.statements
         self.stated += other.stated
+        self.named += other.named
         self.left_out.update(other.left_out)
         self.mismatches += other.mismatches
         for key, value in other.times.items():
@@ -155,6 +157,7 @@ def compare(
     for (kind, where, _, _), left, right in zip(pairs, expected, got, strict=True):
         setattr(result, kind + "s", getattr(result, kind + "s") + 1)
         result.stated += bool(left[0])
+        result.named += "defaults to" in left[0]
         if left != right:
             result.mismatches.append(f"{kind} at {where}: libcst {left!r} ast {right!r}")
     analysis.release()
@@ -184,6 +187,7 @@ def run_tree(root: Path, every_file: bool = False, with_project: bool = True) ->
         "calls": total.calls,
         "statements": total.statements,
         "stated": total.stated,
+        "named": total.named,
         "left_out": dict(total.left_out),
         "mismatches": total.mismatches,
         "cpu_s": {key: round(value, 3) for key, value in total.times.items()},
@@ -205,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         cpu: dict[str, float] = report["cpu_s"]  # type: ignore[assignment]
         print(
             f"{report['tree']}: {report['files']} files ({report['skipped']} skipped), {report['sites']} sites, "
-            f"{report['calls']} calls, {report['statements']} statements compared ({report['stated']} with a condition), "
+            f"{report['calls']} calls, {report['statements']} statements compared "
+            f"({report['stated']} with a condition, {report['named']} naming a default), "
             f"left out {report['left_out']}, {len(report['mismatches'])} mismatches; "  # type: ignore[arg-type]
             f"CPU libcst {cpu['libcst_conditions']:.2f} s, ast {cpu['ast_conditions']:.2f} s"
         )
