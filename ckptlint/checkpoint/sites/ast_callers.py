@@ -171,5 +171,11 @@ def _parameters(arguments: ast.arguments) -> list[ast.AST]:
 
 
 def _occurrences(analysis: AstAnalysis, name: str) -> int:
-    """How many times ``name`` occurs as a word in the file's whole text."""
-    return len(re.findall(rf"(?<![\w]){re.escape(name)}(?![\w])", analysis.source.text))
+    """How many times ``name`` occurs as a word in the file's whole text (counted once per
+    name and module: every node of a function asks for its callers)."""
+    counts = analysis.derived.setdefault("word_occurrences", {})
+    assert isinstance(counts, dict)
+    found = counts.get(name)
+    if found is None:
+        found = counts[name] = len(re.findall(rf"(?<![\w]){re.escape(name)}(?![\w])", analysis.source.text))
+    return found
