@@ -7,9 +7,9 @@ calls share). Nothing on the linter's path imports this module yet.
 from __future__ import annotations
 
 import ast
-import re
 from typing import TYPE_CHECKING
 
+from ckptlint.checkpoint.sites.callers import word_occurrences
 from ckptlint.semantic.ast_walk import FUNCTIONS, fields_order_children, last_name
 
 if TYPE_CHECKING:
@@ -171,11 +171,4 @@ def _parameters(arguments: ast.arguments) -> list[ast.AST]:
 
 
 def _occurrences(analysis: AstAnalysis, name: str) -> int:
-    """How many times ``name`` occurs as a word in the file's whole text (counted once per
-    name and module: every node of a function asks for its callers)."""
-    counts = analysis.derived.setdefault("word_occurrences", {})
-    assert isinstance(counts, dict)
-    found = counts.get(name)
-    if found is None:
-        found = counts[name] = len(re.findall(rf"(?<![\w]){re.escape(name)}(?![\w])", analysis.source.text))
-    return found
+    return word_occurrences(analysis.derived, analysis.source.text, name)
