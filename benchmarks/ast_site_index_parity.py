@@ -54,7 +54,7 @@ from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject, parse_ast
 from ckptlint.semantic.parse import parse_module_unvalidated
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.project import Project, module_name_for, project_folder
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import SourceFile
 
@@ -211,6 +211,7 @@ def compare_in_tree(
     cst_reads = [str(p) for p in cst_project.accessed()]
 
     ast_project.project.track(home)
+    _leave_other_projects(ast_project, project_folder(home))
     ast_project.evict()
     begin = time.process_time()
     with warnings.catch_warnings():
@@ -235,6 +236,21 @@ def compare_in_tree(
     result.mismatches += _ordered_mismatches(
         [str(r) for r in cst_project.roots], [str(r) for r in ast_project.project.roots], "import root"
     )
+
+
+def tree_projects() -> tuple[Project, AstProject]:
+    """One project per side for a run over a tree, the ``ast`` cache bounded as libcst's (so
+    both drop the same modules between two linted files and read them again alike)."""
+    cst_project = Project(partial=False)
+    return cst_project, AstProject(Project(partial=False), max_modules=cst_project.max_modules, max_chars=cst_project.max_chars)
+
+
+def _leave_other_projects(ast_project: AstProject, folder: Path) -> None:
+    """What ``Project.track`` does to libcst's cache when the linted file's project changes
+    (``Project._leave_other_projects``), done to the ``ast`` cache: the analyses of files outside
+    ``folder`` are dropped (they cannot be reached from it, and are read again on coming back)."""
+    for path in [p for p in ast_project._analyses if not p.is_relative_to(folder)]:
+        ast_project.forget(path)
 
 
 def compare_alone(text: str, module_name: str = "", is_package: bool = False, path: str = "<compared>") -> IndexComparison:
@@ -280,8 +296,7 @@ def run_tree(root: Path, every_file: bool = False) -> dict[str, object]:
     the whole tree (as a run of the linter keeps one), CPU times summed."""
     total = IndexComparison()
     compared, skipped = comparable_files(root, every_file)
-    cst_project = Project(partial=False)
-    ast_project = AstProject(Project(partial=False))
+    cst_project, ast_project = tree_projects()
     for one in compared:
         found = IndexComparison()
         compare_in_tree(one.path, one.text, cst_project, ast_project, found)

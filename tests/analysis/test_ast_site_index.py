@@ -49,7 +49,7 @@ def _write(root: Path, files: dict[str, str]) -> list[Path]:
 
 def _compare_tree(root: Path, files: dict[str, str]):
     """Every file of the tree compared in turn, one project per side for the whole tree (a run)."""
-    cst_project, ast_project = Project(partial=False), AstProject(Project(partial=False))
+    cst_project, ast_project = parity.tree_projects()
     total = parity.IndexComparison()
     for path in _write(root, files):
         found = parity.IndexComparison()
