@@ -26,7 +26,8 @@ tree (``ast_homemade.home_made(model, loader)``: a base class of another module)
 their helpers are no candidates. Not here yet: the calls that only libcst's ``Recogniser``
 follows into other modules (a re-exported API, ``Impl.apply`` or a home-made helper imported
 from another module, a ``TrainingArguments`` subclass): each is a candidate helper call here
-(normally found to call no helper, but the module it names is recorded as read). Nothing on
+(normally found to call no helper, but the module it names is recorded as read); the whole
+stage, with those, is :func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index`. Nothing on
 the linter's path imports this module; ``tests/analysis/test_ast_helper_calls.py`` and
 ``benchmarks/ast_helper_sites_parity.py --tree`` compare it with libcst's.
 """
