@@ -26,7 +26,8 @@ tree (``ast_homemade.home_made(model, loader)``: a base class of another module)
 their helpers are no candidates. Not here yet: the calls that only libcst's ``Recogniser``
 follows into other modules (a re-exported API, ``Impl.apply`` or a home-made helper imported
 from another module, a ``TrainingArguments`` subclass): each is a candidate helper call here
-(normally found to call no helper, but the module it names is recorded as read). Nothing on
+(normally found to call no helper, but the module it names is recorded as read); the whole
+stage, with those, is :func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index`. Nothing on
 the linter's path imports this module; ``tests/analysis/test_ast_helper_calls.py`` and
 ``benchmarks/ast_helper_sites_parity.py --tree`` compare it with libcst's.
 """
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from ckptlint.checkpoint.sites.ast_helper_sites import (
@@ -94,12 +96,20 @@ def module_helpers(analysis: AstAnalysis) -> dict[str, AstHelperSummary]:
 
 class AstHelperResolver:
     """Answers "which helper does this call call" for one module of the tree (see the module
-    docstring); ``own``: the helpers of the module found so far (filled in level by level)."""
+    docstring); ``own``: the helpers of the module found so far (filled in level by level);
+    ``helpers_of``: the helpers of another module of the tree (:func:`module_helpers` unless
+    given: ``ast_site_index`` gives its own, found with every site libcst finds)."""
 
-    def __init__(self, analysis: AstAnalysis, own: dict[str, AstHelperSummary]) -> None:
+    def __init__(
+        self,
+        analysis: AstAnalysis,
+        own: dict[str, AstHelperSummary],
+        helpers_of: Callable[[AstAnalysis], dict[str, AstHelperSummary]] | None = None,
+    ) -> None:
         self.model = analysis.model
         self.project: AstModuleLoader | None = analysis.project
         self.own = own
+        self.helpers_of = helpers_of or module_helpers
         path = analysis.source.path
         self.path = Path(os.path.abspath(path)) if path else None
 
@@ -146,7 +156,7 @@ class AstHelperResolver:
         analysis = self._module(module, name)
         if analysis is None:
             return None
-        found = module_helpers(analysis).get(name)
+        found = self.helpers_of(analysis).get(name)
         if found is not None or hops >= _MAX_HOPS:
             return found
         for binding in analysis.model.module_scope.bindings.get(name, ()):
@@ -231,7 +241,7 @@ class AstHelperResolver:
                 other = _class_named(analysis.model, name)
                 if other is None:
                     continue
-                result = self._method_in(analysis.model, name, other, method, module_helpers(analysis), depth + 1)
+                result = self._method_in(analysis.model, name, other, method, self.helpers_of(analysis), depth + 1)
                 if result is not None:
                     return result
         return None

@@ -13,11 +13,15 @@ does not cover by itself, read the same way, and the region expression of a poli
   class set selects, as an ``ast.List`` of calls of the source's class expressions (each call
   placed where its class expression is written), the site's ``function``.
 
-Not here (another brick's part): home-made implementations and helpers defined in other
-modules of the tree (libcst's ``_external`` answers their ``apply`` / helper rows); such a name
-is followed as far as libcst follows it, and left unrecognised. A call libcst recognises as a
-home-made ``apply`` or helper of the module itself (:mod:`ckptlint.checkpoint.sites.ast_homemade`,
-read for the module alone) is not followed at all, as libcst does not follow it.
+Home-made implementations and helpers (:mod:`ckptlint.checkpoint.sites.ast_homemade`, read
+with the tree) are recognised only by a reach made with ``home=True`` (what
+:func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index` asks for, as libcst's
+``Recogniser`` does): ``Impl.apply(f, x)`` and calls of the module's home-made helpers
+(:meth:`AstReach.home_apply`, the names checked first in :meth:`AstReach.api_of_call`), and an
+``Impl.apply`` or a home-made helper imported from another module of the tree (``_external``'s
+home-made rows). Without it (``direct_sites``), such a call of the module is left to that
+brick and not followed at all, and a name of another module is followed as far as libcst
+follows it and left unrecognised.
 :func:`~ckptlint.checkpoint.sites.reach.wrapper_fn_reentrancy`'s twin lives in
 :mod:`ckptlint.checkpoint.sites.ast_site_builders`.
 """
@@ -62,35 +66,59 @@ class AstReach:
         project: the loader of the other modules of the tree; ``None`` for a module read alone
             (then only ``TrainingArguments`` subclasses of the module itself are found).
         path: the module's file, for :meth:`namespace_root`.
+        home: whether home-made implementations and helpers are recognised (of the module,
+            read with the tree, and of other modules of the tree), as libcst recognises them.
     """
 
-    def __init__(self, model: AstModel, project: AstModuleLoader | None, path: str | None = None) -> None:
+    def __init__(self, model: AstModel, project: AstModuleLoader | None, path: str | None = None, home: bool = False) -> None:
         self.model = model
         self.project = project
         self.path = Path(os.path.abspath(path)) if path else None
+        self.home = home
+        self._home = home_made(model, project) if home else None  # read first, as the Recogniser reads it
         self._stars: list[str] | None = None
+
+    def home_apply(self, call: ast.Call) -> CheckpointApi | None:
+        """With ``home``: the API of the module's home-made implementation whose ``apply``
+        ``call`` calls (``Impl.apply(f, x)``, checked where libcst's ``Recogniser`` checks it:
+        after method APIs and API instances, before ``self.attr``); else ``None``."""
+        if self._home is None:
+            return None
+        implementation = implementation_of_apply(call, self.model, self._home)
+        return implementation.api if implementation is not None else None
 
     def api_of_call(self, call: ast.Call, names: frozenset[str]) -> CheckpointApi | None:
         """The API of ``call`` (whose callee has the qualified names ``names``) that a
         ``TrainingArguments`` base or another module of the tree gives it, in libcst's order
-        (``Recogniser.api_of_call`` after its method and home-made checks); ``None`` when there
-        is none, or when the call is a home-made ``apply`` or helper of the module (left to
-        that brick, and never followed further, as libcst never follows it)."""
-        if self._home_made(call, names):
-            return None
+        (``Recogniser.api_of_call`` after its method checks and :meth:`home_apply`); with
+        ``home``, a home-made helper of the module (or ``Impl.apply`` bound to a name) first;
+        ``None`` when there is none, or (without ``home``) when the call is a home-made
+        ``apply`` or helper of the module (never followed further, as libcst never follows it)."""
+        if self._home is None:
+            if self._home_made(call, names):
+                return None
+        else:
+            for name in sorted(names):
+                helper = self._home.helpers.get(name)
+                if helper is not None:
+                    return helper.api
+                if name.endswith(".apply"):  # run = Impl.apply; run(f, x)
+                    implementation = self._home.implementations.get(name[: -len(".apply")])
+                    if implementation is not None:
+                        return implementation.api
         api = training_arguments_of(names, self.model, self.project, 0)
         if api is not None or self.project is None:
             return api
         for name in sorted(names):
             if _FOLLOWED.search(name.rsplit(".", 1)[-1]):
                 self.namespace_root(name)
-                api = _external(name, self.project, 0)
+                api = _external(name, self.project, 0, self.home)
                 if api is not None:
                     return api
         func = call.func
         if isinstance(func, ast.Name) and not self.model.bindings_of(func) and _FOLLOWED.search(func.id):
             for module in self._star_modules():  # from .utils import *
-                api = _external(f"{module}.{func.id}", self.project, 0)
+                api = _external(f"{module}.{func.id}", self.project, 0, self.home)
                 if api is not None:
                     return api
         return None
@@ -191,10 +219,11 @@ def _class_definition(
 
 
 # -------------------------------------------------------------------- other modules
-def _external(qualified: str, project: AstModuleLoader, hops: int) -> CheckpointApi | None:
-    """The API ``qualified`` (a name in another module of the tree) denotes: an import or an
-    alias of an API there, followed through further modules (``reach._external`` without its
-    home-made rows: a home-made ``apply`` or helper found there is left unrecognised)."""
+def _external(qualified: str, project: AstModuleLoader, hops: int, home: bool = False) -> CheckpointApi | None:
+    """The API ``qualified`` (a name in another module of the tree) denotes: with ``home``, a
+    home-made implementation's ``apply`` or a home-made helper there (read with the tree); an
+    import or an alias of an API there, followed through further modules (``reach._external``;
+    without ``home``, a home-made row found there is left unrecognised)."""
     if hops > _MAX_HOPS or qualified.startswith(("torch.", "builtins.")):
         return None
     parts = qualified.split(".")
@@ -208,8 +237,17 @@ def _external(qualified: str, project: AstModuleLoader, hops: int) -> Checkpoint
         model = analysis.model
         rest = parts[cut:]
         applies = rest[-1] == "apply" and len(rest) == 2
+        found = home_made(model, project) if home else None
+        own = model.module_name or module  # a namespace package's module names itself shorter
+        if found is not None and applies:
+            implementation = found.implementations.get(f"{own}.{rest[0]}")
+            if implementation is not None:
+                return implementation.api
         if len(rest) != 1 and not applies:
             return None
+        helper = found.helpers.get(f"{own}.{rest[0]}") if found is not None else None
+        if helper is not None:
+            return helper.api
         for binding in model.module_scope.bindings.get(rest[0], ()):
             targets: set[str] = set()
             if binding.kind is BindingKind.IMPORT and binding.target:
@@ -221,7 +259,7 @@ def _external(qualified: str, project: AstModuleLoader, hops: int) -> Checkpoint
                 api = api_for({followed})
                 if api is not None:
                     return api
-                api = _external(followed, project, hops + 1)
+                api = _external(followed, project, hops + 1, home)
                 if api is not None:
                     return api
         return None

@@ -315,16 +315,38 @@ def _wrapper_fn_reentrancy(wrapper_fn: AstOption, model: AstModel) -> Reentrancy
     return Reentrancy.UNKNOWN
 
 
+def _build_home_made(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments: AstCallArguments, model: AstModel) -> AstSite:
+    """A call of a home-made implementation's ``apply`` or of a helper around it
+    (``site_builders._build_home_made``): the argument at the API's ``function`` position is
+    the callable (when no ``*`` argument comes before it; else the keyword of that name), the
+    other positional ones are inputs; no options, reentrant."""
+    index = int(api.positional.index("function")) if "function" in api.positional else 0
+    ordered = _ordered_non_keyword(arguments)
+    function: ast.expr | None = None
+    inputs = ordered
+    if len(ordered) > index and not any(isinstance(a, ast.Starred) for a in ordered[: index + 1]):
+        function = ordered[index]
+        inputs = ordered[:index] + ordered[index + 1 :]
+    else:
+        name = api.positional[index] if index < len(api.positional) else None
+        if name is not None and name in arguments.keywords:
+            function = arguments.keywords[name].value
+    return _site(
+        api, form, call, arguments, model, function=function, inputs=tuple(inputs), keywords=(), options={},
+        reentrancy=Reentrancy.REENTRANT,
+    )
+
+
 _Builder = Callable[[CheckpointApi, SiteForm, ast.Call, AstCallArguments, AstModel], AstSite | None]
 
-#: One builder per kind of API a direct call can name (home-made implementations are found
-#: by the libcst finder only).
+#: One builder per kind of API a call can name.
 BUILDERS: dict[ApiKind, _Builder] = {
     ApiKind.FUNCTION: _build_function,
     ApiKind.LIBRARY_FUNCTION: _build_library_function,
     ApiKind.LIBRARY_SEQUENCE: _build_library_sequence,
     ApiKind.LIBRARY_WRAPPER: _build_library_wrapper,
     ApiKind.POLICY: _build_policy,
+    ApiKind.HOME_MADE: _build_home_made,
     ApiKind.SEQUENTIAL: _build_sequential,
     ApiKind.WRAPPER: _build_wrapper,
     ApiKind.COMPOSABLE: _build_composable,

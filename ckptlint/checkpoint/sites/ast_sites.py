@@ -28,8 +28,10 @@ subclasses of the tree, are sites too (:mod:`~ckptlint.checkpoint.sites.ast_reac
 one, the subclasses defined in the module itself); a policy site's ``function`` is the list
 of the classes it selects (:func:`~ckptlint.checkpoint.sites.ast_reach.policy_region_expression`).
 
-Not yet here (still libcst only): calls of helpers, home-made implementations (of the module
-or of other modules of the tree). Nothing on the linter's path imports this module yet.
+Calls of helpers and home-made implementations (of the module or of other modules of the
+tree) are sites of :func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index`, which
+sorts the calls with :func:`sort_calls` and a reach that recognises home-made rows. Nothing
+on the linter's path imports this module yet.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.ast_reaching import reaching
 from ckptlint.semantic.bindings import BindingKind
 
-__all__ = ["AstSite", "direct_sites", "module_sites"]
+__all__ = ["AstSite", "direct_sites", "module_sites", "sort_calls"]
 
 _Decide = Callable[[ast.expr], "bool | None"]
 
@@ -79,6 +81,9 @@ class _Calls:
     partial_bindings: dict[ast.AST, AstSite] = field(default_factory=dict)  # name = partial(API, ...)
     deferred: list[ast.Call] = field(default_factory=list)  # calls of a plain name
     through_self: list[tuple[ast.Call, ast.Call]] = field(default_factory=list)  # self._ckpt(...), its partial
+    module_calls: list[ast.Call] = field(default_factory=list)  # calls of torch.utils.checkpoint itself
+    dcp_calls: list[ast.Call] = field(default_factory=list)  # torch.distributed.checkpoint functions
+    others: list[ast.Call] = field(default_factory=list)  # attribute calls nothing above recognised
 
 
 def module_sites(analysis: AstAnalysis) -> list[AstSite]:
@@ -98,11 +103,19 @@ def direct_sites(model: AstModel, project: AstModuleLoader | None = None, path: 
     ``project`` (the loader of the linted tree) and ``path`` (the module's file), names are
     followed into other modules of the tree (every file read is recorded by the loader)."""
 
+    return sort_calls(model, AstReach(model, project, path))[0]
+
+
+def sort_calls(model: AstModel, reach: AstReach) -> tuple[list[AstSite], _Calls]:
+    """The sites of :func:`direct_sites` (home-made ones too when ``reach.home``), with what
+    the pass over the module's calls left: the calls of ``torch.utils.checkpoint`` itself and
+    of ``torch.distributed.checkpoint``, and the candidate helper calls (``deferred``, calls
+    of plain names, and ``others``, attribute calls nothing recognised)."""
+
     def decide(test: ast.expr) -> bool | None:
         return torch_version_test(test, model)
 
     found = _Calls()
-    reach = AstReach(model, project, path)
     for call in model.calls:
         _sort_call(call, model, decide, found, reach)
     sites = found.sites + _bound_call_sites(found, model, decide)
@@ -111,7 +124,7 @@ def direct_sites(model: AstModel, project: AstModuleLoader | None = None, path: 
         if site.api.kind in _TORCH_KINDS:
             site.save_misuse = find_save_misuse(site, model)
             site.misspellings = find_misspellings(site, model)
-    return sites
+    return sites, found
 
 
 def _sort_call(call: ast.Call, model: AstModel, decide: _Decide, found: _Calls, reach: AstReach) -> None:
@@ -125,7 +138,11 @@ def _sort_call(call: ast.Call, model: AstModel, decide: _Decide, found: _Calls, 
             return
         _add(found, build_site(api, SiteForm.CALL, call, AstCallArguments.of(call), model))
         return
-    if UTILS_CHECKPOINT_MODULE in names or any(name in DCP_FUNCTIONS for name in names):
+    if UTILS_CHECKPOINT_MODULE in names:
+        found.module_calls.append(call)
+        return
+    if any(name in DCP_FUNCTIONS for name in names):
+        found.dcp_calls.append(call)
         return
     if names & PARTIAL_QUALIFIED_NAMES and call.args:
         first = ordered_arguments(call)[0]
@@ -142,7 +159,7 @@ def _sort_call(call: ast.Call, model: AstModel, decide: _Decide, found: _Calls, 
             return
     if isinstance(func, ast.Attribute):
         other = HF_ENABLE_METHODS.get(func.attr) or METHOD_APIS.get(func.attr)
-        other = other or instance_method_api(func, model) or self_attribute_api(func, model)
+        other = other or instance_method_api(func, model) or reach.home_apply(call) or self_attribute_api(func, model)
         other = other or reach.api_of_call(call, names)
         if other is not None:
             _add(found, build_site(other, SiteForm.CALL, call, AstCallArguments.of(call), model))
@@ -150,6 +167,8 @@ def _sort_call(call: ast.Call, model: AstModel, decide: _Decide, found: _Calls, 
         partial = self_partial(func, model)
         if partial is not None:
             found.through_self.append((call, partial))
+        else:
+            found.others.append(call)
         return
     other = reach.api_of_call(call, names)
     if other is not None:
