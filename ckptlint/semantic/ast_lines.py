@@ -4,46 +4,24 @@ logical line (libcst's ``SimpleStatementSuite``).
 
 ``ast`` keeps no ``;``, colon or backslash, so physical rows mislead: ``a(); \\`` then ``b()``
 is one line for libcst, and so are ``def f(m`` / ``): return m`` and ``def f(m): \\`` /
-``return m``. The answer is read once per module from the tokenizer (the first token after
-each ``NEWLINE``, ``INDENT`` or ``DEDENT`` starts a logical line) and kept in the model's
-memo. A model built without its text (or a text the tokenizer refuses) falls back to
-physical rows: the first statement that starts on a row starts a logical line.
+``return m``. The answer is read once per module from the tokenizer
+(:func:`ckptlint.text.ast_logical_lines.logical_line_starts`) and kept in the model's memo.
+A model built without its text (or a text the tokenizer refuses) falls back to physical
+rows: the first statement that starts on a row starts a logical line.
 """
 
 from __future__ import annotations
 
 import ast
-import io
-import tokenize
 
 from ckptlint.semantic.ast_model import AstModel
+from ckptlint.text.ast_logical_lines import logical_line_starts
 
 _TRY_STAR: tuple[type, ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # type: ignore[attr-defined,unused-ignore]
 _COMPOUND = (
     ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, *_TRY_STAR,
     ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match,
 )  # fmt: skip
-_SKIPPED = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING)
-
-
-def _token_starts(text: str) -> dict[int, int] | None:
-    """Row -> UTF-8 byte column of the first token of each logical line of ``text``; ``None``
-    when the tokenizer refuses the text."""
-    starts: dict[int, int] = {}
-    at_start = True
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type == tokenize.NEWLINE:
-                at_start = True
-            elif token.type in _SKIPPED or token.type == tokenize.ENDMARKER:
-                continue
-            elif at_start:
-                row, column = token.start
-                starts[row] = len(token.line[:column].encode("utf-8"))
-                at_start = False
-    except (tokenize.TokenError, SyntaxError, ValueError):
-        return None
-    return starts
 
 
 def _row_starts(module: ast.Module) -> dict[int, int]:
@@ -61,7 +39,7 @@ def _starts(model: AstModel) -> dict[int, int]:
     """Row -> byte column where a logical line starts, read once per model."""
     found = model.memo.get("logical_line_starts")
     if found is None:
-        found = (_token_starts(model.text) if model.text is not None else None) or _row_starts(model.module)
+        found = (logical_line_starts(model.text) if model.text is not None else None) or _row_starts(model.module)
         model.memo["logical_line_starts"] = found
     return found  # type: ignore[return-value]
 
