@@ -131,7 +131,7 @@ def compare(text: str, module_name: str = "", is_package: bool = False, path: st
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = ast.parse(text)
-    ast_model = AstModel.build(tree, module_name, is_package)
+    ast_model = AstModel.build(tree, module_name, is_package, text)
     ast_sites = direct_sites(ast_model)
 
     offsets = node_offsets(module)

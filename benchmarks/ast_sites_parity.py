@@ -249,7 +249,7 @@ def compare(text: str, module_name: str = "", is_package: bool = False, path: st
         tree = ast.parse(text)
     times["ast_parse"] += time.process_time() - begin
     begin = time.process_time()
-    ast_model = AstModel.build(tree, module_name, is_package)
+    ast_model = AstModel.build(tree, module_name, is_package, text)
     times["ast_model"] += time.process_time() - begin
     begin = time.process_time()
     ast_sites = direct_sites(ast_model)

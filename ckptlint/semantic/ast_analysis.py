@@ -77,7 +77,7 @@ class AstAnalysis:
 
     @cached_property
     def model(self) -> AstModel:
-        return AstModel.build(self.tree, self.module_name, self.is_package)
+        return AstModel.build(self.tree, self.module_name, self.is_package, self.source.text)
 
     @property
     def chars(self) -> int:

@@ -7,15 +7,15 @@ the same :class:`~ckptlint.semantic.callables.Signature` (its ``node`` an ``ast`
 Read as libcst reads them: positional-only parameters are not keywords; ``async def`` is a
 ``def``; a factory whose body sits on the ``def`` line (``def make(m): return lambda: m``,
 libcst's ``SimpleStatementSuite``) returns nothing known, nor one whose last line holds
-more than one statement. ``ast`` keeps no colon: a body is taken to sit on the ``def`` line
-when its first statement starts on the line where the signature's last node ends (a body
-after a closing parenthesis on a line of its own is read as an indented block).
+more than one statement. ``ast`` keeps no colon nor ``;``: both are read from the logical
+lines of the text (:mod:`ckptlint.semantic.ast_lines`).
 """
 
 from __future__ import annotations
 
 import ast
 
+from ckptlint.semantic.ast_lines import body_on_header, starts_logical_line
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.bindings import BindingKind
 from ckptlint.semantic.callables import Signature
@@ -59,7 +59,7 @@ def _definition(expr: ast.expr | None, model: AstModel, depth: int) -> _Definiti
     if isinstance(expr, ast.Call):
         factory = _definition(expr.func, model, depth + 1)
         if isinstance(factory, _DEFS):
-            return _returned_definition(factory)
+            return _returned_definition(factory, model)
     return None
 
 
@@ -74,14 +74,14 @@ def _method(attribute: ast.Attribute, model: AstModel) -> ast.FunctionDef | ast.
     return found[0]
 
 
-def _returned_definition(factory: ast.FunctionDef | ast.AsyncFunctionDef) -> _Definition | None:
+def _returned_definition(factory: ast.FunctionDef | ast.AsyncFunctionDef, model: AstModel) -> _Definition | None:
     """The lambda, or the nested undecorated ``def``, the factory's last statement returns
-    (alone on its line, in an indented body)."""
+    (alone on its logical line, in an indented body)."""
     body = factory.body
-    if _on_header_line(factory):
+    if body_on_header(model, body):
         return None
     last = body[-1]
-    if len(body) > 1 and body[-2].end_lineno == last.lineno:
+    if not starts_logical_line(model, last):
         return None  # `x = 1; return f`: libcst's last line holds two statements
     if not isinstance(last, ast.Return) or last.value is None:
         return None
@@ -93,18 +93,3 @@ def _returned_definition(factory: ast.FunctionDef | ast.AsyncFunctionDef) -> _De
         if len(nested) == 1:
             return nested[0]
     return None
-
-
-def _on_header_line(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether the body of ``node`` sits on its ``def`` line (libcst's ``SimpleStatementSuite``):
-    its first statement starts on the line where the signature's last node ends."""
-    header: list[ast.AST] = [node.args]
-    if node.returns is not None:
-        header.append(node.returns)
-    last_line = node.lineno
-    for part in header:
-        for sub in ast.walk(part):
-            end = getattr(sub, "end_lineno", None)
-            if end is not None and end > last_line:
-                last_line = end
-    return node.body[0].lineno <= last_line

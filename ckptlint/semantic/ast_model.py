@@ -89,11 +89,14 @@ class AstModel:
     """Scopes, bindings, parents and calls of one module's ``ast`` tree.
 
     Build it with :meth:`build`; it never re-walks the tree afterwards. ``module_name`` and
-    ``is_package`` as for :class:`~ckptlint.semantic.model.SemanticModel`.
+    ``is_package`` as for :class:`~ckptlint.semantic.model.SemanticModel`; ``text`` is the
+    source the tree was parsed from, ``None`` when unknown (layout is then judged from
+    physical rows, see :mod:`ckptlint.semantic.ast_lines`).
     """
 
-    def __init__(self, module: ast.Module, module_name: str, is_package: bool = False) -> None:
+    def __init__(self, module: ast.Module, module_name: str, is_package: bool = False, text: str | None = None) -> None:
         self.module = module
+        self.text = text
         self.module_name = module_name
         self.is_package = is_package
         self.module_scope: AstScope = Scope(ScopeKind.MODULE, module, None, "")
@@ -119,9 +122,9 @@ class AstModel:
 
     # ----------------------------------------------------------------- building
     @classmethod
-    def build(cls, module: ast.Module, module_name: str = "", is_package: bool = False) -> AstModel:
-        """Walk ``module`` once and return its model."""
-        model = cls(module, module_name, is_package)
+    def build(cls, module: ast.Module, module_name: str = "", is_package: bool = False, text: str | None = None) -> AstModel:
+        """Walk ``module`` (parsed from ``text``, when known) once and return its model."""
+        model = cls(module, module_name, is_package, text)
         model._walk()
         return model
 

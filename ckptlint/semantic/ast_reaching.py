@@ -4,15 +4,16 @@ same refinement as :func:`ckptlint.semantic.reaching.reaching` (same rules, same
 
 libcst groups the simple statements of one line (``a = {}; f(**a)``) into one
 ``SimpleStatementLine``, and a body written after the colon (``def f(): return x``) is no
-indented block; ``ast`` has neither, so statements are grouped here by the line they share
-(:func:`_line_groups`) and a function whose first statement sits on the line of its colon is
-treated as libcst treats a one-line body."""
+indented block; ``ast`` has neither, so statements are grouped here by the logical line
+they share (:mod:`ckptlint.semantic.ast_lines`) and a function whose body follows its colon
+is treated as libcst treats a one-line body."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable
 
+from ckptlint.semantic.ast_lines import body_on_header, statement_lines
 from ckptlint.semantic.ast_model import AstBinding, AstModel
 from ckptlint.semantic.bindings import BindingKind
 
@@ -54,9 +55,9 @@ def reaching(model: AstModel, name_node: ast.Name, decide: Callable[[ast.expr], 
             function = ancestor
             break
         statement = ancestor
-    if function is None or _one_line_body(function):
+    if function is None or body_on_header(model, function.body):
         return bindings
-    groups = _line_groups(function.body)
+    groups = _line_groups(model, function.body)
     position = groups.get(id(statement))
     if position is None:
         return bindings
@@ -91,36 +92,10 @@ def reaching(model: AstModel, name_node: ast.Name, decide: Callable[[ast.expr], 
     return kept or bindings
 
 
-def _line_groups(body: list[ast.stmt]) -> dict[int, int]:
+def _line_groups(model: AstModel, body: list[ast.stmt]) -> dict[int, int]:
     """Index of each statement of ``body`` as libcst counts them: simple statements that
-    share a line (``a = 1; b = 2``) are one."""
-    groups: dict[int, int] = {}
-    index = -1
-    previous: ast.stmt | None = None
-    for statement in body:
-        joined = (
-            previous is not None
-            and not isinstance(previous, _COMPOUND)
-            and not isinstance(statement, _COMPOUND)
-            and statement.lineno == previous.end_lineno
-        )
-        if not joined:
-            index += 1
-        groups[id(statement)] = index
-        previous = statement
-    return groups
-
-
-def _one_line_body(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether the body follows the colon on its line (libcst: no indented block)."""
-    header_end = function.lineno
-    for node in ast.walk(function.args):
-        end = getattr(node, "end_lineno", None)
-        if end is not None:
-            header_end = max(header_end, end)
-    if function.returns is not None and function.returns.end_lineno is not None:
-        header_end = max(header_end, function.returns.end_lineno)
-    return function.body[0].lineno == header_end
+    share a logical line (``a = 1; b = 2``, backslash continuations included) are one."""
+    return {id(statement): index for index, line in enumerate(statement_lines(model, body)) for statement in line}
 
 
 def _last_module_bindings(
@@ -128,7 +103,7 @@ def _last_module_bindings(
 ) -> list[AstBinding]:
     """The module-level ``bindings`` that can be the name's value once the module ran."""
     body = model.module.body
-    groups = _line_groups(body)
+    groups = _line_groups(model, body)
     index = dict(groups)
     for statement in body:  # import aliases have no recorded parent
         if isinstance(statement, (ast.Import, ast.ImportFrom)) and statement.names[0].name != "*":

@@ -40,6 +40,7 @@ from functools import partial
 
 import libcst as cst
 
+from ckptlint.text.ast_logical_lines import logical_line_starts
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import Position, SourceFile
 
@@ -285,11 +286,19 @@ def _offset(source: SourceFile, key: tuple[int, int]) -> int:
 
 
 def _simple(source: SourceFile, body: list[ast.stmt], index: int) -> StatementCst | None:
-    """The simple statements joined by ``;`` to ``body[index]``."""
+    """The simple statements joined by ``;`` to ``body[index]`` (on one logical line, backslash
+    continuations included; on one physical row where the tokenizer refuses the text)."""
+    starts = logical_line_starts(source.text)
+
+    def joined(before: ast.stmt, statement: ast.stmt) -> bool:
+        if starts is None:
+            return statement.lineno == before.end_lineno
+        return starts.get(statement.lineno) != statement.col_offset
+
     first = last = index
-    while first > 0 and body[first - 1].end_lineno == body[first].lineno:
+    while first > 0 and joined(body[first - 1], body[first]):
         first -= 1
-    while last + 1 < len(body) and body[last + 1].lineno == body[last].end_lineno:
+    while last + 1 < len(body) and joined(body[last], body[last + 1]):
         last += 1
     start, end = _offset(source, _key(body[first])), _offset(source, _end_key(body[last]))
     return _parse(source, start, end, "", "", "statement")

@@ -445,6 +445,79 @@ def test_programs(name: str) -> None:
     assert found.stated > 0
 
 
+#: Layouts where libcst reads logical lines and raw string tokens (``ast``: physical rows and
+#: evaluated strings): a ``try`` body joined by ``;`` and a backslash, a class body after a
+#: backslash, a parameter's name spelled in parts or through an escape in ``__init__``.
+LAYOUTS = {
+    "a try body joined by a semicolon and a backslash": r"""
+        from torch.utils.checkpoint import checkpoint
+        def run(f, x):
+            try:
+                a(); \
+                b()
+            except ValueError:
+                return checkpoint(f, x)
+    """,
+    "a class body after a backslash": r"""
+        from torch.utils.checkpoint import checkpoint
+        class Cfg: \
+            use_checkpoint = False
+        class B:
+            def __init__(self, config: Cfg):
+                self.config = config
+            def forward(self, x):
+                if self.config.use_checkpoint:
+                    return checkpoint(self.f, x)
+    """,
+    "a switch's name in a concatenated string of a **kwargs __init__": r"""
+        from torch.utils.checkpoint import checkpoint
+        class Base:
+            def __init__(self, with_cp=False):
+                self.with_cp = with_cp
+        class Child(Base):
+            def __init__(self, **kwargs):
+                print("with_" "cp")
+                super().__init__(**kwargs)
+            def forward(self, x):
+                if self.with_cp:
+                    return checkpoint(self.f, x)
+    """,
+    "a switch's name through an escape in a **kwargs __init__": r"""
+        from torch.utils.checkpoint import checkpoint
+        class Base:
+            def __init__(self, with_cp=False):
+                self.with_cp = with_cp
+        class Child(Base):
+            def __init__(self, **kwargs):
+                print("with\x5fcp", b"with\x5fcp")
+                super().__init__(**kwargs)
+            def forward(self, x):
+                if self.with_cp:
+                    return checkpoint(self.f, x)
+    """,
+}
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_logical_lines_and_string_tokens(name: str) -> None:
+    found = _same(textwrap.dedent(LAYOUTS[name]))
+    assert found.stated > 0
+
+
+@pytest.mark.xfail(strict=True, reason="ast normalises identifiers as Python does (PEP 3131); libcst keeps the spelling")
+def test_an_nfkc_identifier() -> None:
+    text = """
+        from torch.utils.checkpoint import checkpoint
+        class B:
+            def __init__(self, W_cp=False):
+                self.W_cp = with_cp
+            def forward(self, x):
+                if self.with_cp:
+                    return checkpoint(self.f, x)
+    """  # the spelling put in below: the suite's programs (test_ast_evaluator_leaves) skip it
+    _same(textwrap.dedent(text).replace("W_cp", "\uff57ith_cp"))
+
+
 _TEXT_CORNERS = """
 from torch.utils.checkpoint import checkpoint
 class N:

@@ -418,6 +418,49 @@ def test_hand_written_programs(name: str) -> None:
     assert sum(found.items.values()) > 0
 
 
+#: Class bodies after the colon on the header's logical line (libcst's
+#: ``SimpleStatementSuite``: no attributes), where ``ast``'s physical rows differ.
+LAYOUTS = {
+    "a class body after a parenthesis on its own line": """
+        class Cfg(
+            object
+        ): use_checkpoint = True
+        def f(a
+        ): return Cfg.use_checkpoint
+    """,
+    "a class body after a backslash": r"""
+        from torch.utils.checkpoint import checkpoint
+        class Cfg: \
+            use_checkpoint = False
+        class B:
+            def __init__(self, config: Cfg):
+                self.config = config
+            def forward(self, x):
+                if self.config.use_checkpoint:
+                    return checkpoint(self.f, x)
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_logical_line_layouts(name: str) -> None:
+    found = parity.compare(textwrap.dedent(LAYOUTS[name]), "pkg.mod")
+    assert found.mismatches == []
+    assert sum(found.items.values()) > 0
+
+
+@pytest.mark.xfail(strict=True, reason="ast normalises identifiers as Python does (PEP 3131); libcst keeps the spelling")
+def test_an_nfkc_identifier() -> None:
+    text = textwrap.dedent("""
+        class B:
+            def __init__(self, \uff57ith_cp=False):
+                self.\uff57ith_cp = with_cp
+            def forward(self, x):
+                return self.with_cp
+    """)
+    assert parity.compare(text, "pkg.mod").mismatches == []
+
+
 # --------------------------------------------------------------------------- answers
 def _analysis(text: str) -> AstAnalysis:
     text = textwrap.dedent(text)

@@ -318,6 +318,64 @@ def test_trees_with_reached_modules_parsed_partially(tmp_path: Path, name: str) 
     assert (found.mismatches, found.sites) == ([], sites)
 
 
+#: A keyword dict rebound on a line joined by ``;`` and a backslash: one libcst statement
+#: line, so neither binding kills the other (``ast``: two physical rows).
+LAYOUT_TREES = {
+    "a helper's keyword dict rebound on a joined line": (
+        {
+            "pkg/__init__.py": "",
+            "pkg/mod.py": r"""
+                from torch.utils.checkpoint import checkpoint
+                def run(f, x):
+                    kw = {"use_reentrant": True}; \
+                    kw = {"use_reentrant": False}
+                    return checkpoint(f, x, **kw)
+            """,
+        },
+        "pkg/mod.py",
+    ),
+    "a base class's method in another module, rebinding on a joined line": (
+        {
+            "pkg/__init__.py": "",
+            "pkg/base.py": r"""
+                from torch.utils.checkpoint import checkpoint
+                class Base:
+                    def ck(self, f, x):
+                        kw = {'use_reentrant': True}; \
+                        kw = {'use_reentrant': False}
+                        return checkpoint(f, x, **kw)
+            """,
+            "pkg/model.py": """
+                from .base import Base
+                class M(Base):
+                    def forward(self, x):
+                        return self.ck(self.f, x)
+            """,
+        },
+        "pkg/model.py",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUT_TREES))
+def test_logical_line_layouts(tmp_path: Path, name: str) -> None:
+    files, linted = LAYOUT_TREES[name]
+    _write_tree(tmp_path, files)
+    found = parity.compare_in_tree(tmp_path / linted)
+    assert found.mismatches == [] and found.sites + found.helpers > 0
+
+
+@pytest.mark.xfail(strict=True, reason="ast normalises identifiers as Python does (PEP 3131); libcst keeps the spelling")
+def test_an_nfkc_identifier(tmp_path: Path) -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": "import torch.utils.checkpoint as cp\ndef run(fn, x):\n    return cp.checkpoint(fn, x)\n",
+        "pkg/model.py": "from .utils import \uff52un\ndef go(f, x):\n    return run(f, x)\n",
+    }
+    _write_tree(tmp_path, files)
+    assert parity.compare_in_tree(tmp_path / "pkg/model.py").mismatches == []
+
+
 def test_trees_read_other_files(tmp_path: Path) -> None:
     """The comparison of files read is not empty: the helper's module and absent candidates."""
     files, linted, _ = TREES["re-exported twice"]

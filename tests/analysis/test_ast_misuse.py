@@ -215,7 +215,7 @@ def test_programs(name: str) -> None:
 
 
 #: Where ``ast`` keeps no trace of the source text libcst reads (see the docstrings of
-#: ast_misspelling, ast_argument_kinds and ast_callables): known to differ, none met on the
+#: ast_misspelling and ast_argument_kinds): known to differ, none met on the
 #: corpus trees; strict, so that a fix is noticed.
 DIVERGENT = {
     "a dict key written in parts": """
@@ -227,12 +227,6 @@ DIVERGENT = {
         def run(model, d):
             y = checkpoint(model, f"{d}\\n")
     """,
-    "a factory's body after a closing parenthesis on its own line": """
-        from torch.utils.checkpoint import checkpoint
-        def make(m,
-        ): return lambda *a, preserve_rng=1: m(*a)
-        checkpoint(make(1), 1, preserve_rng=True)
-    """,
 }
 
 
@@ -240,6 +234,48 @@ DIVERGENT = {
 @pytest.mark.parametrize("name", sorted(DIVERGENT))
 def test_known_divergences(name: str) -> None:
     assert parity.compare(textwrap.dedent(DIVERGENT[name]), "pkg.mod").mismatches == []
+
+
+#: Layouts where libcst's logical line is not ``ast``'s physical row: the factory's body
+#: after the colon, or its last line joined by ``;`` and a backslash (one misspelling each).
+LAYOUTS = {
+    "a factory's body after a closing parenthesis on its own line": """
+        from torch.utils.checkpoint import checkpoint
+        def make(m,
+        ): return lambda *a, preserve_rng=1: m(*a)
+        checkpoint(make(1), 1, preserve_rng=True)
+    """,
+    "a factory's one-line body after a parenthesis, keyword misspelled": """
+        from torch.utils.checkpoint import checkpoint
+        def make(a
+                 ): return lambda x, use_reentrnt=None: x
+        def run(x):
+            return checkpoint(make(1), x, use_reentrnt=False)
+    """,
+    "a factory's last line joined by a semicolon and a backslash": """
+        from torch.utils.checkpoint import checkpoint
+        def make():
+            def inner(x, use_reentrnt=None):
+                return x
+            y = 1; \\
+            return inner
+        def run(x):
+            return checkpoint(make(), x, use_reentrnt=False)
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_logical_line_layouts(name: str) -> None:
+    found = parity.compare(textwrap.dedent(LAYOUTS[name]), "pkg.mod")
+    assert found.mismatches == []
+    assert found.misspellings["ast"] == 1
+
+
+@pytest.mark.xfail(strict=True, reason="ast normalises identifiers as Python does (PEP 3131); libcst keeps the spelling")
+def test_an_nfkc_identifier() -> None:
+    text = "from torch.utils.checkpoint import checkpoint\ndef run(f, x):\n    return checkpoint(f, x, preserve_rng_\uff53tate=False)\n"
+    assert parity.compare(text, "pkg.mod").mismatches == []
 
 
 def test_findings_read_on_ast() -> None:

@@ -210,6 +210,53 @@ def test_trees(tmp_path: Path, name: str) -> None:
     assert found.reads > 0 or name.startswith("policies")  # classes of a policy are not followed here
 
 
+def _in_package(text: str) -> dict[str, str]:
+    return {"pkg/__init__.py": "", "pkg/mod.py": textwrap.dedent(text)}
+
+
+#: Layouts where libcst's logical line is not ``ast``'s physical row: a rebinding joined by
+#: ``;`` and a backslash, a policy predicate's body after its colon.
+LAYOUT_TREES = {
+    "a keyword dict rebound on a line joined by a backslash": _in_package(r"""
+        from torch.utils.checkpoint import checkpoint
+        def run(f, x):
+            kw = {"use_reentrant": True}; \
+            kw = {"use_reentrant": False}
+            return checkpoint(f, x, **kw)
+    """),
+    "a predicate's body after a parenthesis on its own line": _in_package(r"""
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+        class Block:
+            pass
+        def pred(m
+        ): return isinstance(m, Block)
+        def enable(model):
+            apply_activation_checkpointing(model, check_fn=pred)
+    """),
+    "a predicate's body after a backslash": _in_package(r"""
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+        class Block:
+            pass
+        def pred(m): \
+            return isinstance(m, Block)
+        def enable(model):
+            apply_activation_checkpointing(model, check_fn=pred)
+    """),
+}
+
+
+@pytest.mark.parametrize("name", LAYOUT_TREES)
+def test_logical_line_layouts(tmp_path: Path, name: str) -> None:
+    found = _compare_tree(tmp_path, LAYOUT_TREES[name])
+    assert found.mismatches == []
+
+
+@pytest.mark.xfail(strict=True, reason="ast normalises identifiers as Python does (PEP 3131); libcst keeps the spelling")
+def test_an_nfkc_identifier(tmp_path: Path) -> None:
+    text = "from torch.utils.checkpoint import checkpoint\ndef run(f, x):\n    return checkpoint(f, x, use_\uff52eentrant=False)\n"
+    assert _compare_tree(tmp_path, _in_package(text)).mismatches == []
+
+
 def test_the_trees_hold_sites_found_through_the_tree(tmp_path: Path) -> None:
     found = {name: _compare_tree(tmp_path / str(i), files) for i, (name, files) in enumerate(TREES.items())}
     reached = {name: comparison.reached for name, comparison in found.items()}

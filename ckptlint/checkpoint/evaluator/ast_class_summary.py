@@ -24,6 +24,7 @@ from ckptlint.checkpoint.evaluator import class_summary
 from ckptlint.checkpoint.evaluator.denotations import AttributeValue, ClassInfo
 from ckptlint.checkpoint.sites.ast_options import argument_value, literal_value, ordered_arguments
 from ckptlint.semantic.ast_assignments import AstAssigned, assignments, attribute_name, candidate_values
+from ckptlint.semantic.ast_lines import body_on_header
 from ckptlint.semantic.ast_walk import fields_order_children
 from ckptlint.semantic.bindings import EACH, BindingKind
 
@@ -43,7 +44,6 @@ __all__ = [
     "is_property",
     "layer_base",
     "nodes_of_function",
-    "one_line_body",
     "self_attribute",
     "self_parameter",
     "summarise_class",
@@ -87,21 +87,6 @@ def nodes_of_function(function: AstMethod | ast.Lambda) -> Iterator[ast.AST]:
         stack.extend(found)
 
 
-def one_line_body(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether ``node``'s body sits on its header line (libcst's ``SimpleStatementSuite``):
-    its first statement starts on the line where the header's last node ends."""
-    last = node.lineno
-    header: list[ast.AST] = [*node.bases, *node.keywords] if isinstance(node, ast.ClassDef) else [node.args]
-    if not isinstance(node, ast.ClassDef) and node.returns is not None:
-        header.append(node.returns)
-    for part in header:
-        for sub in ast.walk(part):
-            end = getattr(sub, "end_lineno", None)
-            if end is not None and end > last:
-                last = end
-    return node.body[0].lineno <= last
-
-
 def summarise_class(analysis: AstAnalysis, node: ast.ClassDef) -> AstClassInfo:
     """The summary of class ``node`` of ``analysis`` (see
     :func:`ckptlint.checkpoint.evaluator.class_summary.summarise_class`): read once per
@@ -118,7 +103,7 @@ def summarise_class(analysis: AstAnalysis, node: ast.ClassDef) -> AstClassInfo:
 def _summarise(analysis: AstAnalysis, node: ast.ClassDef) -> AstClassInfo:
     scope = analysis.model.scope_of_definition.get(node)
     info: AstClassInfo = ClassInfo(analysis, node, scope.qualname if scope else node.name)
-    body = node.body if not one_line_body(node) else []
+    body = [] if body_on_header(analysis.model, node.body) else node.body
     for statement in body:
         if isinstance(statement, _FUNCTIONS):
             info.methods[statement.name] = statement

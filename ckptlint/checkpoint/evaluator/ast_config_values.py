@@ -12,10 +12,10 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ckptlint.checkpoint.evaluator.ast_class_summary import one_line_body
 from ckptlint.checkpoint.evaluator.config_values import MAX_CHOICES
 from ckptlint.checkpoint.sites.ast_options import literal_value
 from ckptlint.checkpoint.sites.options import NOT_LITERAL
+from ckptlint.semantic.ast_lines import body_on_header
 
 if TYPE_CHECKING:
     from ckptlint.semantic.ast_analysis import AstAnalysis
@@ -42,10 +42,10 @@ def annotated_class(analysis: AstAnalysis, param: ast.arg) -> ast.ClassDef | Non
     return None
 
 
-def _fields(cls: ast.ClassDef) -> list[tuple[str, ast.AnnAssign]]:
+def _fields(analysis: AstAnalysis, cls: ast.ClassDef) -> list[tuple[str, ast.AnnAssign]]:
     """The annotated names of ``cls``'s body with their statements (none in a body on the
     ``class`` line)."""
-    if one_line_body(cls):
+    if body_on_header(analysis.model, cls.body):
         return []
     return [(s.target.id, s) for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
 
@@ -56,7 +56,7 @@ def shipped_values(analysis: AstAnalysis, cls: ast.ClassDef, field: str) -> froz
     :func:`ckptlint.checkpoint.evaluator.config_values.shipped_values`)."""
     found: set[object] = set()
     declared = False
-    fields = _fields(cls)
+    fields = _fields(analysis, cls)
     for name, statement in fields:
         if name == field:
             declared = True

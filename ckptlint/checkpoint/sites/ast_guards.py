@@ -27,6 +27,7 @@ from ckptlint.checkpoint.sites.guards import (
     joined,
 )
 from ckptlint.semantic.ast_assignments import assignments
+from ckptlint.semantic.ast_lines import statement_lines
 from ckptlint.semantic.ast_walk import FUNCTIONS
 
 if TYPE_CHECKING:
@@ -289,33 +290,13 @@ def _raised(analysis: AstAnalysis, handler: ast.ExceptHandler) -> Stated:
     caught = " or ".join(f"`{_shortened(analysis.text_of(kind))}`" for kind in kinds) or "an exception"
     statement = next((a for a in analysis.model.ancestors(handler) if isinstance(a, ast.Try)), None)
     body = statement.body if statement is not None else []
-    lines = _lines(body) if block_statements(analysis, body) else [[s] for s in body]  # `try: a; b`: two
+    lines = statement_lines(analysis.model, body) if block_statements(analysis, body) else [[s] for s in body]  # `try: a; b`: two
     if len(lines) == 1:
         first, last = lines[0][0], lines[0][-1]
         text = analysis.source.text[analysis.offsets(first)[0] : analysis.offsets(last)[1]]
         return Stated(f"`{_shortened(text)}` raises {caught}")
     row = analysis.start(statement)[0] if statement is not None else 0
     return Stated(f"the `try` block at line {row} raises {caught}")
-
-
-_COMPOUND = (
-    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, *_TRY_STAR,
-    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match,
-)  # fmt: skip
-
-
-def _lines(statements: list[ast.stmt]) -> list[list[ast.stmt]]:
-    """``statements`` grouped as libcst's statement lines: simple statements joined by ``;``
-    make one line, a compound statement is one."""
-    lines: list[list[ast.stmt]] = []
-    for statement in statements:
-        previous = lines[-1][-1] if lines else None
-        simple = not isinstance(statement, _COMPOUND)
-        if simple and previous is not None and not isinstance(previous, _COMPOUND) and statement.lineno == previous.end_lineno:
-            lines[-1].append(statement)
-        else:
-            lines.append([statement])
-    return lines
 
 
 def _negated(analysis: AstAnalysis, test: ast.expr) -> list[tuple[ast.expr | None, str]]:

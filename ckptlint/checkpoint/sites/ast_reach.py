@@ -44,6 +44,7 @@ from ckptlint.facts.apis import (
     api_for,
 )
 from ckptlint.semantic.ast_analysis import AstModuleLoader
+from ckptlint.semantic.ast_lines import body_on_header
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.ast_walk import FUNCTIONS
 from ckptlint.semantic.bindings import BindingKind
@@ -362,22 +363,12 @@ def _check_function(function: ast.FunctionDef | ast.AsyncFunctionDef, model: Ast
     """The classes a ``def`` predicate selects: its one ``return`` of the top of its body (a
     body on the ``def``'s own line is none, as libcst reads it)."""
     params = [*function.args.posonlyargs, *function.args.args]
-    if not params or _one_line(function):
+    if not params or body_on_header(model, function.body):
         return None
     returns = [s.value for s in function.body if isinstance(s, ast.Return) and s.value is not None]
     if len(returns) != 1:
         return None
     return _predicate_classes(returns[0], params[0].arg, model, depth)
-
-
-def _one_line(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """``def f(m): return ...`` (libcst: no indented block), judged by the line of the body's
-    first statement against the last line of the signature's parts."""
-    header: list[ast.AST] = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
-    header += [*function.args.defaults, *(d for d in function.args.kw_defaults if d is not None)]
-    header += [a for a in (function.args.vararg, function.args.kwarg, function.returns) if a is not None]
-    header_end = max([function.lineno, *(getattr(n, "end_lineno", 0) or 0 for n in header)])
-    return function.body[0].lineno == header_end
 
 
 def _predicate_classes(expr: ast.expr, param: str | None, model: AstModel, depth: int) -> list[ast.expr] | None:

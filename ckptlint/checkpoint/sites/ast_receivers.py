@@ -13,6 +13,7 @@ import re
 from ckptlint.checkpoint.sites.ast_options import literal_value
 from ckptlint.facts.apis import INSTANCE_METHOD_APIS, PARTIAL_QUALIFIED_NAMES, ApiKind, CheckpointApi, api_for
 from ckptlint.semantic.ast_assignments import assignments, attribute_name, candidate_values
+from ckptlint.semantic.ast_lines import body_on_header
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.bindings import BindingKind
 
@@ -116,7 +117,7 @@ def _returned_partial(model: AstModel, value: ast.expr, hops: int = 0) -> ast.Ca
         functions = [b.node for b in model.bindings_of(value.func) if isinstance(b.node, _FUNCTIONS)]
     elif isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) and value.func.value.id == "self":
         owner = _enclosing_class(model, value)
-        body = owner.body if owner is not None and not _one_line(owner) else []
+        body = owner.body if owner is not None and not body_on_header(model, owner.body) else []
         functions = [s for s in body if isinstance(s, _FUNCTIONS) and s.name == value.func.attr]
     for function in functions:
         for returned in _returns_of(function):
@@ -124,13 +125,6 @@ def _returned_partial(model: AstModel, value: ast.expr, hops: int = 0) -> ast.Ca
             if found is not None:
                 return found
     return None
-
-
-def _one_line(owner: ast.ClassDef) -> bool:
-    """``class A: x = 1`` (libcst: no indented block)."""
-    header: list[ast.expr | ast.keyword] = [*owner.bases, *owner.keywords]
-    header_end = max([owner.lineno, *(n.end_lineno or 0 for n in header)])
-    return owner.body[0].lineno == header_end
 
 
 def _returns_of(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.checkpoint.sites.switch_defaults import ConstructorSwitch
 from ckptlint.semantic.ast_assignments import assignments, attribute_name
+from ckptlint.semantic.ast_lines import body_on_header
 from ckptlint.semantic.ast_walk import FUNCTIONS, child_nodes, last_name
 from ckptlint.semantic.bindings import BindingKind
 
@@ -234,9 +235,10 @@ def _kwargs_passed_untouched(analysis: AstAnalysis, init: AstFunction, call: ast
 
 
 def _string_values(analysis: AstAnalysis, nodes: list[ast.stmt]) -> Iterator[str]:
-    """The strings of the string and bytes literals of ``nodes``, as libcst's string literals
-    hold them: not the text parts of f-strings, but the plain strings an f-string is
-    concatenated with (``"with_cp" f"{x}"``: their source tokens, read from the text)."""
+    """The string and bytes literals of ``nodes`` as libcst's ``SimpleString`` holds them: the
+    source token of each (prefix, quotes and escapes kept, an implicit concatenation split
+    into its tokens), not the text parts of f-strings but the plain strings an f-string is
+    concatenated with (``"with_cp" f"{x}"``)."""
     stack: list[ast.AST] = list(nodes)
     while stack:
         node = stack.pop()
@@ -247,7 +249,7 @@ def _string_values(analysis: AstAnalysis, nodes: list[ast.stmt]) -> Iterator[str
                     stack += [part.value, *([part.format_spec] if part.format_spec is not None else [])]
             continue
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
-            yield node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+            yield from _plain_string_tokens(analysis.text_of(node))  # `"with_" "cp"`: two tokens
         stack.extend(ast.iter_child_nodes(node))
 
 
@@ -385,11 +387,7 @@ def config_field_default(analysis: AstAnalysis, cls: ast.ClassDef, field: str, h
 def block_statements(analysis: AstAnalysis, body: list[ast.stmt]) -> list[ast.stmt]:
     """``body``, or ``[]`` when it is written on its header's line (``class C: x = 1``: libcst
     reads no statement lines there)."""
-    if not body:
-        return []
-    first = body[0]
-    row, column = analysis.start(first)
-    return body if not analysis.source.line(row)[: column - 1].strip() else []
+    return [] if body_on_header(analysis.model, body) else body
 
 
 def _class_field(statement: ast.stmt, field: str) -> ast.expr | None:

@@ -1,0 +1,71 @@
+"""libcst's statement lines on CPython's ``ast``: which simple statements share a *logical*
+line (libcst's ``SimpleStatementLine``), and which bodies follow their colon on the header's
+logical line (libcst's ``SimpleStatementSuite``).
+
+``ast`` keeps no ``;``, colon or backslash, so physical rows mislead: ``a(); \\`` then ``b()``
+is one line for libcst, and so are ``def f(m`` / ``): return m`` and ``def f(m): \\`` /
+``return m``. The answer is read once per module from the tokenizer
+(:func:`ckptlint.text.ast_logical_lines.logical_line_starts`) and kept in the model's memo.
+A model built without its text (or a text the tokenizer refuses) falls back to physical
+rows: the first statement that starts on a row starts a logical line.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ckptlint.semantic.ast_model import AstModel
+from ckptlint.text.ast_logical_lines import logical_line_starts
+
+_TRY_STAR: tuple[type, ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # type: ignore[attr-defined,unused-ignore]
+_COMPOUND = (
+    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, *_TRY_STAR,
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match,
+)  # fmt: skip
+
+
+def _row_starts(module: ast.Module) -> dict[int, int]:
+    """The physical-row fallback: row -> column of the first statement starting on it."""
+    starts: dict[int, int] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.stmt):
+            known = starts.get(node.lineno)
+            if known is None or node.col_offset < known:
+                starts[node.lineno] = node.col_offset
+    return starts
+
+
+def _starts(model: AstModel) -> dict[int, int]:
+    """Row -> byte column where a logical line starts, read once per model."""
+    found = model.memo.get("logical_line_starts")
+    if found is None:
+        found = (logical_line_starts(model.text) if model.text is not None else None) or _row_starts(model.module)
+        model.memo["logical_line_starts"] = found
+    return found  # type: ignore[return-value]
+
+
+def starts_logical_line(model: AstModel, statement: ast.stmt) -> bool:
+    """Whether ``statement`` begins a logical line: not after a ``;`` nor after its header's
+    colon (a compound statement always does)."""
+    if isinstance(statement, _COMPOUND):
+        return True
+    return _starts(model).get(statement.lineno) == statement.col_offset
+
+
+def body_on_header(model: AstModel, body: list[ast.stmt]) -> bool:
+    """Whether ``body`` (a block of a compound statement) follows its colon on the header's
+    logical line (``class C: x = 1``, libcst's ``SimpleStatementSuite``); ``False`` for an
+    empty body."""
+    return bool(body) and not starts_logical_line(model, body[0])
+
+
+def statement_lines(model: AstModel, body: list[ast.stmt]) -> list[list[ast.stmt]]:
+    """``body`` grouped as libcst's statement lines, in order: simple statements joined by
+    ``;`` (backslash continuations included) make one group, a compound statement is one."""
+    lines: list[list[ast.stmt]] = []
+    for statement in body:
+        if lines and not starts_logical_line(model, statement):
+            lines[-1].append(statement)
+        else:
+            lines.append([statement])
+    return lines

@@ -1,0 +1,36 @@
+"""Where the logical lines of a Python text start, as CPython's ``ast`` counts columns: the
+tokenizer's first token after each ``NEWLINE``, ``INDENT`` or ``DEDENT``, as
+``{row: UTF-8 byte column}`` (``ast``'s ``lineno``/``col_offset``). A statement that starts
+elsewhere follows a ``;`` or its header's colon on the same logical line (backslash
+continuations included), which physical rows cannot tell. Read once per text (a few texts
+kept); the layers above read it through :mod:`ckptlint.semantic.ast_lines`.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from functools import lru_cache
+
+_SKIPPED = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING, tokenize.ENDMARKER)
+
+
+@lru_cache(maxsize=8)
+def logical_line_starts(text: str) -> dict[int, int] | None:
+    """Row -> UTF-8 byte column of the first token of each logical line of ``text``; ``None``
+    when the tokenizer refuses the text. The answer is shared: do not change it."""
+    starts: dict[int, int] = {}
+    at_start = True
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.NEWLINE:
+                at_start = True
+            elif token.type in _SKIPPED:
+                continue
+            elif at_start:
+                row, column = token.start
+                starts[row] = len(token.line[:column].encode("utf-8"))
+                at_start = False
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
+    return starts

@@ -1,0 +1,57 @@
+"""libcst's logical lines read on ``ast`` (``ckptlint.semantic.ast_lines``): which bodies
+follow their colon, and which simple statements share a line, whatever the physical rows."""
+
+from __future__ import annotations
+
+import ast
+
+from ckptlint.semantic.ast_lines import body_on_header, starts_logical_line, statement_lines
+from ckptlint.semantic.ast_model import AstModel
+
+TEXT = (
+    "def f():\n"
+    "    # a comment ending in a backslash \\\n"
+    "    return 1\n"
+    "class C:\n"
+    "    @dec\n"
+    "    def g(self): pass\n"
+    "if x: pass\n"
+    "else: y = 1; z = 2\n"
+    "while x:\n"
+    "    a = 'x;'; \\\n"
+    "      b = 1\n"
+    "    c = 2\n"
+    "def h(a,\n"
+    "      b\n"
+    "): c = 1; \\\n"
+    "  d = 2\n"
+    "class D: \\\n"
+    "    x = 1\n"
+)
+
+
+def _model(text: str = TEXT, *, with_text: bool = True) -> AstModel:
+    return AstModel.build(ast.parse(text), "m", text=text if with_text else None)
+
+
+def test_bodies_after_the_colon_on_the_headers_logical_line() -> None:
+    model = _model()
+    body = model.module.body
+    assert [body_on_header(model, s.body) for s in body] == [False, False, True, False, True, True]
+    assert body_on_header(model, body[2].orelse) and not body_on_header(model, [])
+
+
+def test_statements_joined_by_a_semicolon_and_a_backslash_are_one_line() -> None:
+    model = _model()
+    body = model.module.body
+    assert [[type(s).__name__ for s in line] for line in statement_lines(model, body[3].body)] == [["Assign", "Assign"], ["Assign"]]
+    assert [len(line) for line in statement_lines(model, body[4].body)] == [2]
+    assert starts_logical_line(model, body[1].body[0])  # a decorated def starts its line
+
+
+def test_without_its_text_a_model_reads_physical_rows() -> None:
+    model = _model(with_text=False)
+    body = model.module.body
+    assert [body_on_header(model, s.body) for s in body] == [False, False, True, False, False, False]
+    assert [len(line) for line in statement_lines(model, body[3].body)] == [1, 1, 1]
+    assert "logical_line_starts" in model.memo
