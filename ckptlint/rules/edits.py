@@ -6,25 +6,52 @@ or remove, so comments and formatting around them survive. Text inserted inside 
 quoted with ``"`` has its ``"`` strings written with ``'`` (:func:`_quoted_for`): before Python
 3.12 an f-string's expressions cannot hold its own quote, and a fix must parse on every
 version ckptlint supports.
+
+The ``analysis`` they take is anything that gives libcst nodes their positions in the file
+(:class:`NodePositions`): a module's :class:`~ckptlint.semantic.analysis.ModuleAnalysis`, or
+the libcst tree of the one statement around a node found on ``ast``
+(:class:`ckptlint.text.ast_statement_cst.StatementCst`, used by ``rules/ast_edits.py``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Protocol
+
 import libcst as cst
 
-from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.text.diagnostics import Edit
+from ckptlint.text.source import Position, SourceFile
 
-__all__ = ["add_dict_entry", "add_keyword_argument", "remove_argument", "replace_node"]
+__all__ = ["NodePositions", "add_dict_entry", "add_keyword_argument", "remove_argument", "replace_node"]
 
 
-def replace_node(analysis: ModuleAnalysis, node: cst.CSTNode, content: str) -> Edit:
+class _Ancestry(Protocol):
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]: ...
+
+
+class NodePositions(Protocol):
+    """What the edits need of an analysis: the file, each node's offsets and 1-based range
+    in it, and each node's ancestors (``model.ancestors``, nearest first)."""
+
+    @property
+    def source(self) -> SourceFile: ...
+
+    @property
+    def model(self) -> _Ancestry: ...
+
+    def offsets(self, node: cst.CSTNode) -> tuple[int, int]: ...
+
+    def range(self, node: cst.CSTNode) -> tuple[Position, Position]: ...
+
+
+def replace_node(analysis: NodePositions, node: cst.CSTNode, content: str) -> Edit:
     """Replace the text of ``node`` by ``content``."""
     start, end = analysis.range(node)
     return Edit(start, end, _quoted_for(analysis, node, content))
 
 
-def add_keyword_argument(analysis: ModuleAnalysis, call: cst.Call, keyword: str) -> tuple[Edit, ...]:
+def add_keyword_argument(analysis: NodePositions, call: cst.Call, keyword: str) -> tuple[Edit, ...]:
     """Add ``keyword`` (e.g. ``"use_reentrant=False"``) as the last argument of ``call``.
 
     Layout kept: a call whose arguments sit on one line gets ``, keyword`` after its last
@@ -65,7 +92,7 @@ def add_keyword_argument(analysis: ModuleAnalysis, call: cst.Call, keyword: str)
     return tuple(edits)
 
 
-def remove_argument(analysis: ModuleAnalysis, call: cst.Call, arg: cst.Arg) -> tuple[Edit, ...]:
+def remove_argument(analysis: NodePositions, call: cst.Call, arg: cst.Arg) -> tuple[Edit, ...]:
     """Remove ``arg`` from ``call`` together with the comma that separates it."""
     args = list(call.args)
     index = next(i for i, a in enumerate(args) if a is arg)
@@ -82,7 +109,7 @@ def remove_argument(analysis: ModuleAnalysis, call: cst.Call, arg: cst.Arg) -> t
     return (Edit(start, end, ""),)
 
 
-def add_dict_entry(analysis: ModuleAnalysis, node: cst.Dict, entry: str) -> tuple[Edit, ...]:
+def add_dict_entry(analysis: NodePositions, node: cst.Dict, entry: str) -> tuple[Edit, ...]:
     """Add ``entry`` (e.g. ``'"use_reentrant": False'``) as the last item of dict literal
     ``node``, after its last element (or between the braces of ``{}``)."""
     entry = _quoted_for(analysis, node, entry)
@@ -94,7 +121,7 @@ def add_dict_entry(analysis: ModuleAnalysis, node: cst.Dict, entry: str) -> tupl
     return (Edit(last_end, last_end, f", {entry}"),)
 
 
-def _quoted_for(analysis: ModuleAnalysis, node: cst.CSTNode, text: str) -> str:
+def _quoted_for(analysis: NodePositions, node: cst.CSTNode, text: str) -> str:
     """``text`` to insert at ``node``: inside an f-string quoted with ``"``, its ``"`` strings
     take ``'`` (text holding both quote characters is left as it is)."""
     if '"' not in text or "'" in text:
@@ -105,7 +132,7 @@ def _quoted_for(analysis: ModuleAnalysis, node: cst.CSTNode, text: str) -> str:
     return text
 
 
-def _open_paren_row(analysis: ModuleAnalysis, call: cst.Call) -> int:
+def _open_paren_row(analysis: NodePositions, call: cst.Call) -> int:
     return analysis.range(call.func)[1][0]
 
 
