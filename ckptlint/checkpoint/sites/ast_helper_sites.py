@@ -14,11 +14,11 @@ it):
   plain name (``run(block, x)``), or ``self.method(...)`` / ``cls.method(...)`` of the class
   around it or of one of its base classes defined in the module.
 
-Out of scope here (still libcst only): helpers imported from other modules of the linted tree
-(``from .utils import run``, ``utils.run(...)``, a base class in another module), which
-``HelperResolver`` follows through the project's loader; and calls of helpers whose
-checkpoint call only the libcst finder recognises (home-made implementations, APIs followed
-into other modules). Nothing on the linter's path imports this module yet;
+Helpers imported from other modules of the linted tree (``from .utils import run``,
+``utils.run(...)``, a base class in another module) are followed by
+:mod:`ckptlint.checkpoint.sites.ast_helper_calls`, which runs this module's level loop with
+its resolver. Out of scope (still libcst only): calls of helpers whose checkpoint call only
+the libcst finder recognises (APIs followed into other modules). Nothing on the linter's path imports this module yet;
 ``tests/analysis/test_ast_helper_sites.py`` and ``benchmarks/ast_helper_sites_parity.py``
 compare every field with libcst's.
 """
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from functools import partial
 
 from ckptlint.checkpoint.sites.ast_helper_summaries import (
     AstHelperCall,
@@ -110,10 +111,32 @@ def helper_sites(model: AstModel, sites: list[AstSite] | None = None) -> HelperS
     return _helper_sites(model, sites)
 
 
-def _helper_sites(model: AstModel, sites: list[AstSite]) -> HelperSites:
-    helpers: dict[str, AstHelperSummary] = {}
+#: Which helper a call calls, given the helpers of the module found so far (``own``).
+Resolve = Callable[[ast.Call, dict[str, AstHelperSummary]], "AstHelperSummary | None"]
+
+
+def _own_helper(call: ast.Call, own: dict[str, AstHelperSummary], model: AstModel) -> AstHelperSummary | None:
+    return helper_of(call, model, own)
+
+
+def _helper_sites(
+    model: AstModel,
+    sites: list[AstSite],
+    helpers: dict[str, AstHelperSummary] | None = None,
+    resolve: Resolve | None = None,
+    home: AstHomeMade | None = None,
+) -> HelperSites:
+    """The level-by-level search of ``collect_sites``' ``_helper_call_sites``: ``helpers`` (the
+    dict ``resolve`` reads as the module's own helpers) is filled in level by level;
+    ``resolve``: which helper a call calls (:func:`helper_of`, the module alone, when not
+    given); ``home``: the module's home-made implementations, whose calls are no candidates
+    (``home_made(model)`` when not given)."""
+    if helpers is None:
+        helpers = {}
+    if resolve is None:
+        resolve = partial(_own_helper, model=model)
     seen = {id(site.call) for site in sites}
-    candidates = [call for call in _candidates(model) if id(call) not in seen]
+    candidates = [call for call in _candidates(model, home) if id(call) not in seen]
     found: list[AstSite] = []
     level_sites = sites
     for level in range(1, MAX_LEVELS + 1):
@@ -122,7 +145,7 @@ def _helper_sites(model: AstModel, sites: list[AstSite]) -> HelperSites:
         new: list[AstSite] = []
         remaining: list[ast.Call] = []
         for call in candidates:
-            summary = helper_of(call, model, helpers)
+            summary = resolve(call, helpers)
             if summary is None:
                 remaining.append(call)
                 continue
@@ -136,7 +159,7 @@ def _helper_sites(model: AstModel, sites: list[AstSite]) -> HelperSites:
     return HelperSites(helpers, found)
 
 
-def _candidates(model: AstModel) -> list[ast.Call]:
+def _candidates(model: AstModel, home: AstHomeMade | None = None) -> list[ast.Call]:
     """The calls that may call a helper, as ``sites._sort_call`` leaves them on libcst (its
     ``deferred`` calls of plain names, then its ``others``, attribute calls nothing recognised):
     not calls of an API (but a plain name rebound to ``functools.partial`` bindings), of
@@ -146,7 +169,8 @@ def _candidates(model: AstModel) -> list[ast.Call]:
     function or a partial binding."""
     deferred: list[ast.Call] = []
     others: list[ast.Call] = []
-    home = home_made(model)
+    if home is None:
+        home = home_made(model)
 
     def decide(test: ast.expr) -> bool | None:
         return torch_version_test(test, model)

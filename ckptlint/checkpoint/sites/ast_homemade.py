@@ -2,8 +2,11 @@
 subclasses of one module that store a callable in ``forward`` and run it again in
 ``backward`` (and reversible networks' Functions), and the helpers that call their ``apply``;
 the same records as :mod:`ckptlint.checkpoint.sites.homemade` (see its docstring), read the
-same way, for the module alone: a class whose ``autograd.Function`` base is in another module
-is not followed there (libcst's ``home_made(model)`` without a loader).
+same way. For the module alone (libcst's ``home_made(model)``) a class whose
+``autograd.Function`` base is in another module is not followed there; with a loader of the
+linted tree (an :class:`~ckptlint.semantic.ast_analysis.AstModuleLoader`, libcst's
+``home_made(model, loader)``) it is, up to three classes, reading the base's methods and the
+re-running methods of its module.
 
 ``tests/analysis/test_ast_homemade.py`` and ``benchmarks/ast_homemade_parity.py`` compare
 both on every field.
@@ -14,6 +17,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 from functools import partial
+from typing import TYPE_CHECKING
 
 from ckptlint.checkpoint.sites.ast_options import AstArg, literal_value, ordered_arguments
 from ckptlint.checkpoint.sites.ast_reversible import AstFunction, reversible_shape
@@ -24,6 +28,9 @@ from ckptlint.semantic.ast_assignments import AstAssigned, assignments, attribut
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.ast_walk import FUNCTIONS, class_methods, last_name, own_nodes, positional_parameters
 from ckptlint.semantic.bindings import BindingKind
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.ast_analysis import AstModuleLoader
 
 __all__ = ["AstHelper", "AstHomeMade", "AstImplementation", "home_made", "implementation_of_apply"]
 
@@ -39,12 +46,15 @@ _BINDING_NODES = frozenset(
 )
 
 
-def home_made(model: AstModel) -> AstHomeMade:
+def home_made(model: AstModel, loader: AstModuleLoader | None = None) -> AstHomeMade:
     """Home-made implementations and helpers defined in the module of ``model`` (found once,
-    kept in the model's memo)."""
-    found = model.memo.get("home_made")
+    kept in the model's memo). With ``loader`` (the linted tree), a class whose
+    ``autograd.Function`` base is in a module this one imports is read with that base's
+    methods (``homemade.home_made`` with a loader; the base's module is recorded as read)."""
+    key = "home_made" if loader is None else "home_made/tree"
+    found = model.memo.get(key)
     if found is None:
-        found = model.memo["home_made"] = _find(model)
+        found = model.memo[key] = _find(model, loader)
     return found  # type: ignore[return-value]
 
 
@@ -56,7 +66,7 @@ def _function_base(node: ast.ClassDef, model: AstModel) -> bool:
     return any(model.qualified_names(_base_value(base)) & AUTOGRAD_FUNCTION_BASES for base in node.bases)
 
 
-def _find(model: AstModel) -> AstHomeMade:
+def _find(model: AstModel, loader: AstModuleLoader | None) -> AstHomeMade:
     out: AstHomeMade = HomeMade()
     for node, scope in model.scope_of_definition.items():
         if type(node) is not ast.ClassDef:
@@ -65,7 +75,7 @@ def _find(model: AstModel) -> AstHomeMade:
         if _function_base(node, model):
             implementation = _implementation(node, scope.qualname, model) or _reversible(node, scope.qualname, model)
         else:
-            bases = _function_bases(node, model, 0)
+            bases = _function_bases(node, model, loader, 0)
             implementation = _reversible(node, scope.qualname, model, bases) if bases else None
         if implementation is not None:
             out.implementations[_qualified(model, scope.qualname)] = implementation
@@ -189,31 +199,43 @@ def _implementation(node: ast.ClassDef, qualname: str, model: AstModel) -> AstIm
     return implementation
 
 
-def _function_bases(node: ast.ClassDef, model: AstModel, hops: int) -> list[tuple[ast.ClassDef, ast.Module]]:
-    """The classes of this module from ``node`` up to a direct subclass of
-    ``autograd.Function`` (nearest first, with the module); empty when no base leads there."""
+def _function_bases(
+    node: ast.ClassDef, model: AstModel, loader: AstModuleLoader | None, hops: int
+) -> list[tuple[ast.ClassDef, ast.Module]]:
+    """The classes from ``node`` up to a direct subclass of ``autograd.Function`` (nearest
+    first, with their modules): of this module, or, with ``loader``, of a module of the tree
+    this one imports them from; empty when no base leads there."""
     if hops >= _MAX_BASE_HOPS:
         return []
     for base in node.bases:
         for qualified in sorted(model.qualified_names(_base_value(base))):
-            base_node = _class_named(qualified, model)
-            if base_node is None:
+            found = _class_named(qualified, model, loader)
+            if found is None:
                 continue
-            if _function_base(base_node, model):
-                return [(base_node, model.module)]
-            above = _function_bases(base_node, model, hops + 1)
+            base_node, base_model = found
+            if _function_base(base_node, base_model):
+                return [(base_node, base_model.module)]
+            above = _function_bases(base_node, base_model, loader, hops + 1)
             if above:
-                return [(base_node, model.module), *above]
+                return [(base_node, base_model.module), *above]
     return []
 
 
-def _class_named(qualified: str, model: AstModel) -> ast.ClassDef | None:
+def _class_named(qualified: str, model: AstModel, loader: AstModuleLoader | None) -> tuple[ast.ClassDef, AstModel] | None:
     module, _, name = qualified.rpartition(".")
     if module != model.module_name:
-        return None  # another module: not followed
+        if loader is None or not module or module.split(".")[0] in ("torch", "builtins"):
+            return None
+        path = loader.file_for_module(module)
+        if path is None:
+            return None
+        analysis = loader.ast_analysis_for_file(path)
+        if analysis is None:
+            return None
+        model = analysis.model
     for binding in model.module_scope.bindings.get(name, ()):
         if binding.kind is BindingKind.CLASS and type(binding.node) is ast.ClassDef:
-            return binding.node
+            return binding.node, model
     return None
 
 
