@@ -18,6 +18,7 @@ from ckptlint.checkpoint.sites.ast_options import (
     option_from_mappings,
     ordered_arguments,
 )
+from ckptlint.checkpoint.sites.ast_reach import policy_region_expression
 from ckptlint.checkpoint.sites.options import OptionOrigin, OptionState, OptionValue
 from ckptlint.checkpoint.sites.site import CheckpointSite, Reentrancy, SiteForm
 from ckptlint.checkpoint.sites.site_builders import LIBRARY_SWITCH, library_reentrancy, reentrancy_from
@@ -272,7 +273,7 @@ def _build_library_wrapper(api: CheckpointApi, form: SiteForm, call: ast.Call, a
 
 
 def _build_policy(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments: AstCallArguments, model: AstModel) -> AstSite | None:
-    """A policy's options and variant; its region expression stays with libcst for now."""
+    """A policy's options, variant and region expression (the classes it selects)."""
     options = _positioned_options(api, arguments, model)
     if api.positional == () and not any(options[k].is_passed for k in api.policy_keywords):
         return None  # a strategy without activation checkpointing
@@ -280,8 +281,9 @@ def _build_policy(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments:
         options[k].is_absent or (options[k].state is OptionState.LITERAL and options[k].value is None) for k in api.policy_keywords
     ):
         return None
+    function = policy_region_expression(api, options, model)
     reentrancy = _wrapper_fn_reentrancy(options.get("checkpoint_wrapper_fn", AST_ABSENT), model)
-    return _site(api, form, call, arguments, model, function=None, inputs=(), keywords=(), options=options, reentrancy=reentrancy)
+    return _site(api, form, call, arguments, model, function=function, inputs=(), keywords=(), options=options, reentrancy=reentrancy)
 
 
 def _wrapper_fn_reentrancy(wrapper_fn: AstOption, model: AstModel) -> Reentrancy:

@@ -22,10 +22,14 @@ The sites of torch's and transformers' own APIs carry their misspelled options
 (:mod:`~ckptlint.checkpoint.sites.ast_misspelling`) and save misuse
 (:mod:`~ckptlint.checkpoint.sites.ast_misuse`), attached as ``collect_sites`` attaches them.
 
-Not yet here (still libcst only): calls of helpers, home-made implementations, names followed
-into other modules, ``TrainingArguments`` subclasses; the region expression a policy site
-checkpoints (its ``function`` is ``None`` here). Nothing on the linter's path imports this
-module yet.
+With a loader of the linted tree (``project``, :func:`module_sites`), names imported from other
+modules of the tree that are a re-export or an alias of an API, and ``TrainingArguments``
+subclasses of the tree, are sites too (:mod:`~ckptlint.checkpoint.sites.ast_reach`; without
+one, the subclasses defined in the module itself); a policy site's ``function`` is the list
+of the classes it selects (:func:`~ckptlint.checkpoint.sites.ast_reach.policy_region_expression`).
+
+Not yet here (still libcst only): calls of helpers, home-made implementations (of the module
+or of other modules of the tree). Nothing on the linter's path imports this module yet.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from ckptlint.checkpoint.sites.ast_options import (
     ordered_arguments,
     torch_version_test,
 )
+from ckptlint.checkpoint.sites.ast_reach import AstReach
 from ckptlint.checkpoint.sites.ast_receivers import instance_method_api, self_attribute_api, self_partial
 from ckptlint.checkpoint.sites.ast_site_builders import AstSite, build_bound_call, build_site
 from ckptlint.checkpoint.sites.site import SiteForm
@@ -55,11 +60,12 @@ from ckptlint.facts.apis import (
     api_for,
 )
 from ckptlint.facts.saving import DCP_FUNCTIONS
+from ckptlint.semantic.ast_analysis import AstAnalysis, AstModuleLoader
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.ast_reaching import reaching
 from ckptlint.semantic.bindings import BindingKind
 
-__all__ = ["AstSite", "direct_sites"]
+__all__ = ["AstSite", "direct_sites", "module_sites"]
 
 _Decide = Callable[[ast.expr], "bool | None"]
 
@@ -75,18 +81,30 @@ class _Calls:
     through_self: list[tuple[ast.Call, ast.Call]] = field(default_factory=list)  # self._ckpt(...), its partial
 
 
-def direct_sites(model: AstModel) -> list[AstSite]:
+def module_sites(analysis: AstAnalysis) -> list[AstSite]:
+    """:func:`direct_sites` of ``analysis``'s module with its loader of the linted tree
+    (``analysis.project``; found once, kept in ``analysis.derived``)."""
+    found = analysis.derived.get("direct_sites")
+    if found is None:
+        found = analysis.derived["direct_sites"] = direct_sites(analysis.model, analysis.project, analysis.source.path)
+    return found  # type: ignore[return-value]
+
+
+def direct_sites(model: AstModel, project: AstModuleLoader | None = None, path: str | None = None) -> list[AstSite]:
     """The module's sites of the forms in the module docstring: those of API calls in the
     order of ``model.calls``, then those of calls through partial bindings; a call in a branch
     no judged torch release takes is none. Each site of torch's or transformers' own APIs
-    carries its ``save_misuse`` and ``misspellings`` (as in ``sites.collect_sites``)."""
+    carries its ``save_misuse`` and ``misspellings`` (as in ``sites.collect_sites``). With
+    ``project`` (the loader of the linted tree) and ``path`` (the module's file), names are
+    followed into other modules of the tree (every file read is recorded by the loader)."""
 
     def decide(test: ast.expr) -> bool | None:
         return torch_version_test(test, model)
 
     found = _Calls()
+    reach = AstReach(model, project, path)
     for call in model.calls:
-        _sort_call(call, model, decide, found)
+        _sort_call(call, model, decide, found, reach)
     sites = found.sites + _bound_call_sites(found, model, decide)
     sites = [site for site in sites if not in_branch_torch_never_takes(model, site.call)]
     for site in sites:
@@ -96,7 +114,7 @@ def direct_sites(model: AstModel) -> list[AstSite]:
     return sites
 
 
-def _sort_call(call: ast.Call, model: AstModel, decide: _Decide, found: _Calls) -> None:
+def _sort_call(call: ast.Call, model: AstModel, decide: _Decide, found: _Calls, reach: AstReach) -> None:
     """Record ``call``'s site in ``found``, or the list it waits in (see ``sites._sort_call``)."""
     func = call.func
     names = model.qualified_names(func)
@@ -125,12 +143,17 @@ def _sort_call(call: ast.Call, model: AstModel, decide: _Decide, found: _Calls) 
     if isinstance(func, ast.Attribute):
         other = HF_ENABLE_METHODS.get(func.attr) or METHOD_APIS.get(func.attr)
         other = other or instance_method_api(func, model) or self_attribute_api(func, model)
+        other = other or reach.api_of_call(call, names)
         if other is not None:
             _add(found, build_site(other, SiteForm.CALL, call, AstCallArguments.of(call), model))
             return
         partial = self_partial(func, model)
         if partial is not None:
             found.through_self.append((call, partial))
+        return
+    other = reach.api_of_call(call, names)
+    if other is not None:
+        _add(found, build_site(other, SiteForm.CALL, call, AstCallArguments.of(call), model))
     elif isinstance(func, ast.Name):
         found.deferred.append(call)
 
