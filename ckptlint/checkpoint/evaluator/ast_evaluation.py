@@ -8,7 +8,7 @@ Composed as libcst's is: the same :class:`~ckptlint.checkpoint.evaluator.budget.
 :class:`LiteralDecisions` and :class:`ImportResolver`. Read as libcst reads them: a call's
 arguments in source order (``ast`` keeps keywords apart), ``**kwargs`` counted as a starred
 argument, ``x[a, b]`` as two subscript elements (a parenthesised tuple as one), ``a or b or c``
-at libcst's nested depths. A :class:`LayerUse` made here holds its ``ast`` call (its
+as libcst's nested ``(a or b) or c``. A :class:`LayerUse` made here holds its ``ast`` call (its
 ``switched_on`` reads libcst calls and is not asked of it).
 """
 
@@ -94,6 +94,7 @@ class ExpressionEvaluator:
         self._decisions = decisions
         self._imports = imports
         self._classes: dict[ast.ClassDef, AstClassInfo] = {}
+        self._nested: dict[ast.BoolOp, ast.BoolOp] = {}
 
     def values(self, expr: ast.expr, ctx: AstContext, depth: int = 0) -> list[Value]:
         """The abstract values ``expr`` may denote when evaluated in ``ctx`` (``[]``: unknown,
@@ -180,10 +181,18 @@ class ExpressionEvaluator:
             return [ContainerValue(elements, exact=False, sequential=False, keyed=keyed)]
         if isinstance(expr, ast.IfExp):
             return self.values(expr.body, ctx, depth + 1) + self.values(expr.orelse, ctx, depth + 1)
-        if isinstance(expr, ast.BoolOp):  # libcst nests `a or b or c` as `(a or b) or c`
-            count = len(expr.values)
-            return [v for i, one in enumerate(expr.values) for v in self.values(one, ctx, depth + count - max(i, 1))]
+        if isinstance(expr, ast.BoolOp):
+            left = expr.values[0] if len(expr.values) == 2 else self._left_operation(expr)
+            return self.values(left, ctx, depth + 1) + self.values(expr.values[-1], ctx, depth + 1)
         return []
+
+    def _left_operation(self, expr: ast.BoolOp) -> ast.BoolOp:
+        """libcst's left operand of ``a or b or c``, ``(a or b)``: a node of its own (made once,
+        kept while the evaluator lives), so that it takes its step and memo entry as there."""
+        left = self._nested.get(expr)
+        if left is None:
+            left = self._nested[expr] = ast.BoolOp(op=expr.op, values=expr.values[:-1])
+        return left
 
     def _subscript(self, expr: ast.Subscript, ctx: AstContext, depth: int) -> list[Value]:
         """``base[key]``: the selected elements of containers; a slice of a sequence is a
