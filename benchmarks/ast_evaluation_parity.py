@@ -11,7 +11,9 @@ class), once plainly and once as a complete query:
   found for the module alone; the ``ast`` node at the same position);
 - ``call``: the callee of every call in every function of every class;
 - ``self read``: every ``self.X`` read in a ``forward`` method;
-- ``name``: every name read at module level (outside functions, classes and lambdas).
+- ``name``: every name read at module level (outside functions, classes and lambdas);
+- ``held``: for every class of the module, what an instance of it holds (``held``, after the
+  expressions above, in the order of the classes' ``class`` lines).
 
 The expressions are keyed by their 1-based ``(row, column)`` start and end; the reads
 (``self read``, ``name``) are chosen on ``ast`` (its load contexts) and looked up in libcst's
@@ -72,7 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules
 from parity_files import comparable_files, multiset_mismatches
 
 _TIMES = ("libcst_parse", "libcst_model", "libcst_values", "ast_parse", "ast_model", "ast_values")
-KINDS = ("site", "call", "self read", "name")
+KINDS = ("site", "call", "self read", "name", "held")
 _MAX_LEVELS = 6
 
 
@@ -121,6 +123,14 @@ class _Side:
                 ctx = Context(analysis, self.evaluator.enclosing_class(analysis, expr))  # type: ignore[attr-defined]
                 found = self.evaluator.values(expr, ctx)  # type: ignore[attr-defined]
             self.out.append((kind, complete, position, [self.describe(v) for v in found]))
+
+    def ask_held(self, analysis: object, node: object) -> None:
+        """What an instance of class ``node`` holds (:meth:`ExpressionEvaluator.held`), as
+        the region builder asks it: one query, containers opened."""
+        with self.budget.query(QUERY_BUDGET):
+            info = self.evaluator.class_info(analysis, node)  # type: ignore[attr-defined]
+            found = self.evaluator.held(InstanceValue(info))  # type: ignore[attr-defined]
+        self.out.append(("held", False, self.def_key(analysis, node), [self.describe(v) for v in found]))
 
     def describe(self, value: object, level: int = 0) -> tuple:
         if level > _MAX_LEVELS:
@@ -301,6 +311,9 @@ def compare(
     begin = time.process_time()
     for kind, where, expr in ast_items:
         ast_side.ask(kind, where, expr, ast_analysis)
+    ast_classes = [n for n in ast.walk(ast_analysis.tree) if isinstance(n, ast.ClassDef)]
+    for node in sorted(ast_classes, key=lambda n: (n.lineno, n.col_offset)):
+        ast_side.ask_held(ast_analysis, node)
     times["ast_values"] += time.process_time() - begin
 
     reads = {(kind, where) for kind, where, _ in ast_items if kind in ("self read", "name")}
@@ -308,9 +321,13 @@ def compare(
     begin = time.process_time()
     for kind, where, expr in cst_items:
         cst_side.ask(kind, where, expr, cst_analysis)
+    cst_classes = [n for n in cst_side.offsets(cst_analysis) if isinstance(n, cst.ClassDef)]
+    for node in sorted(cst_classes, key=lambda n: cst_side.position(cst_analysis, n.name)):
+        cst_side.ask_held(cst_analysis, node)
     times["libcst_values"] += time.process_time() - begin
 
     result.items.update(kind for kind, _, _ in cst_items)
+    result.items["held"] += len(cst_classes)
     result.answered.update(reading[0] for reading in cst_side.out if reading[3] and not reading[1])
     result.mismatches += multiset_mismatches(cst_side.out, ast_side.out)
     cst_analysis.release()
