@@ -336,11 +336,12 @@ def compare(
 
 
 # --------------------------------------------------------------------------- corpus runs
-def run_tree(root: Path, every_file: bool = False) -> dict[str, object]:
-    """Compare both evaluators on the (gated) files of ``root``, with loaders of the tree, and
-    sum their CPU times."""
+def run_tree(root: Path, every_file: bool = False, max_files: int | None = None) -> dict[str, object]:
+    """Compare both evaluators on the (gated) files of ``root`` (the first ``max_files`` in
+    path order when given), with loaders of the tree, and sum their CPU times."""
     total = EvaluationComparison()
     compared, skipped = comparable_files(root, every_file)
+    compared = compared[:max_files] if max_files is not None else compared
     project = Project(partial=False)
     loader = AstProject(Project(partial=False))
     for one in compared:
@@ -367,11 +368,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("trees", nargs="+", type=Path)
     parser.add_argument("--all", action="store_true", help="every .py file, not only the gated ones")
     parser.add_argument("--json", type=Path, help="write the numbers here")
+    parser.add_argument("--max-files", type=int, help="compare only the first N gated files of each tree")
     args = parser.parse_args(argv)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     reports = []
     for tree in args.trees:
-        report = run_tree(tree.resolve(), args.all)
+        report = run_tree(tree.resolve(), args.all, args.max_files)
         reports.append(report)
         cpu: dict[str, float] = report["cpu_s"]  # type: ignore[assignment]
         print(

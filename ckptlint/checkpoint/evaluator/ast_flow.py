@@ -106,7 +106,10 @@ def _block_holding(node: ast.AST, child: ast.stmt) -> list[ast.stmt] | None:
 def _on_header_line(analysis: AstAnalysis, first: ast.stmt) -> bool:
     """Whether a block's first statement follows its header on the same line (libcst's
     ``SimpleStatementSuite``): text other than blanks precedes it on its line."""
-    line = analysis.source.text.splitlines()[first.lineno - 1] if first.lineno else ""
+    lines = analysis.derived.get("lines")
+    if not isinstance(lines, list):
+        lines = analysis.derived["lines"] = analysis.source.text.splitlines()
+    line = lines[first.lineno - 1] if 0 < first.lineno <= len(lines) else ""
     return bool(line.encode("utf-8")[: first.col_offset].strip())
 
 
