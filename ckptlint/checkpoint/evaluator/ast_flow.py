@@ -10,6 +10,7 @@ import ast
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from ckptlint.semantic.ast_lines import body_on_header
 from ckptlint.semantic.ast_reaching import _line_groups
 
 if TYPE_CHECKING:
@@ -70,8 +71,8 @@ def attribute_set_before(analysis: AstAnalysis, read: ast.Attribute) -> ast.expr
     below: ast.AST = read
     for ancestor in model.ancestors(read):
         block = _block_holding(ancestor, below) if isinstance(below, ast.stmt) else None
-        if block is not None and not _on_header_line(analysis, block[0]):
-            groups = _line_groups(block)
+        if block is not None and not body_on_header(model, block):
+            groups = _line_groups(model, block)
             position = groups[id(below)]
             lines: list[list[ast.stmt]] = [[] for _ in range(position)]
             for statement in block:
@@ -101,16 +102,6 @@ def _block_holding(node: ast.AST, child: ast.stmt) -> list[ast.stmt] | None:
         if isinstance(block, list) and any(s is child for s in block):
             return block
     return None
-
-
-def _on_header_line(analysis: AstAnalysis, first: ast.stmt) -> bool:
-    """Whether a block's first statement follows its header on the same line (libcst's
-    ``SimpleStatementSuite``): text other than blanks precedes it on its line."""
-    lines = analysis.derived.get("lines")
-    if not isinstance(lines, list):
-        lines = analysis.derived["lines"] = analysis.source.text.splitlines()
-    line = lines[first.lineno - 1] if 0 < first.lineno <= len(lines) else ""
-    return bool(line.encode("utf-8")[: first.col_offset].strip())
 
 
 def _is(node: ast.AST, owner: str, attr: str | None) -> bool:
