@@ -6,8 +6,9 @@ test cases, the shared cases when present and hand-written programs. The compari
 ``benchmarks/ast_sites_parity.py``'s, which runs it over real trees; it covers direct calls
 (qualified names of an API, ``gradient_checkpointing_enable``-like switches, method names that
 are an API whatever the receiver, methods of instances of an API class, ``self.attr(...)``
-holding a checkpoint function, ``functools.partial`` bindings and calls through them), not
-helper calls, home-made implementations or calls recognised through other modules."""
+holding a checkpoint function, ``functools.partial`` bindings and calls through them, ``TrainingArguments`` subclasses of the
+module, the classes a policy selects), not helper calls, home-made implementations or calls
+recognised through other modules (``test_ast_site_index.py`` compares those)."""
 
 from __future__ import annotations
 
