@@ -63,6 +63,7 @@ from ckptlint.facts.torch_facts import (
 from ckptlint.facts.wrappers import FORWARDING_WRAPPERS
 from ckptlint.semantic.ast_assignments import candidate_values
 from ckptlint.semantic.ast_reaching import reaching
+from ckptlint.semantic.ast_subscripts import subscript_elements
 from ckptlint.semantic.bindings import EACH, BindingKind, MutationKind, ScopeKind
 
 if TYPE_CHECKING:
@@ -197,9 +198,10 @@ class ExpressionEvaluator:
     def _subscript(self, expr: ast.Subscript, ctx: AstContext, depth: int) -> list[Value]:
         """``base[key]``: the selected elements of containers; a slice of a sequence is a
         container again, exactly sliced when the bounds are literals."""
-        index = expr.slice
+        elements = subscript_elements(ctx.analysis.model, expr)
+        index = elements[0]
         out: list[Value] = []
-        if isinstance(index, ast.Slice):
+        if len(elements) == 1 and isinstance(index, ast.Slice):
             parts = [self._decisions.literal(b, ctx, depth + 1) if b is not None else None for b in (index.lower, index.upper, index.step)]
             known = all(p is None or (isinstance(p, int) and not isinstance(p, bool)) for p in parts)
             for base in self.values(expr.value, ctx, depth + 1):
@@ -211,8 +213,7 @@ class ExpressionEvaluator:
                         out.append(ContainerValue(list(base.elements), exact=False))
             return out
         key: object = NOT_LITERAL
-        elements = isinstance(index, ast.Tuple) and not ctx.analysis.text_of(index).startswith("(")
-        if not elements:  # `x[a, b]` is two elements for libcst, `x[(a, b)]` one
+        if len(elements) == 1:  # `x[a, b]` is two elements for libcst, `x[(a, b)]` and `x[a,]` one
             key = self._decisions.literal(index, ctx, depth + 1)
         for base in self.values(expr.value, ctx, depth + 1):
             if isinstance(base, ContainerValue):

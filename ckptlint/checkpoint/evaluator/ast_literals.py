@@ -24,6 +24,7 @@ from ckptlint.checkpoint.evaluator.literals import _BUILTIN_TYPES, _COPY_FUNCTIO
 from ckptlint.checkpoint.sites.ast_options import argument_value, literal_value, ordered_arguments
 from ckptlint.checkpoint.sites.options import NOT_LITERAL
 from ckptlint.semantic.ast_reaching import reaching
+from ckptlint.semantic.ast_subscripts import one_index
 from ckptlint.semantic.bindings import BindingKind
 
 if TYPE_CHECKING:
@@ -226,9 +227,9 @@ class LiteralDecisions:
             return mapping  # values may be NOT_LITERAL: a key read from it is then unknown
         if isinstance(expr, ast.Call):
             return self._call(expr, ctx, depth)
-        if isinstance(expr, ast.Subscript) and not isinstance(expr.slice, ast.Slice):
+        if isinstance(expr, ast.Subscript) and (index := one_index(ctx.analysis.model, expr)) is not None:
             container = self.literal(expr.value, ctx, depth + 1)
-            key = self.literal(expr.slice, ctx, depth + 1)
+            key = self.literal(index, ctx, depth + 1)
             if isinstance(container, dict) and isinstance(key, (str, int)):
                 return container.get(key, NOT_LITERAL)
             return NOT_LITERAL

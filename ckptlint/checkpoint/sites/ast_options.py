@@ -22,6 +22,7 @@ from functools import partial as partial_of
 from ckptlint.checkpoint.sites.options import NOT_LITERAL, OptionOrigin, OptionState, OptionValue
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.ast_reaching import reaching
+from ckptlint.semantic.ast_subscripts import one_index
 from ckptlint.semantic.bindings import BindingKind, MutationKind
 
 __all__ = [
@@ -334,9 +335,9 @@ def _subscript_key(target: ast.expr, name: str, model: AstModel) -> str | None:
         isinstance(target, ast.Subscript)
         and isinstance(target.value, ast.Name)
         and target.value.id == name
-        and not isinstance(target.slice, (ast.Slice, ast.Tuple))
+        and (index := one_index(model, target)) is not None
     ):
-        key = literal_value(target.slice, model)
+        key = literal_value(index, model)
         return key if isinstance(key, str) else None
     return None
 

@@ -1,0 +1,83 @@
+"""libcst's subscript elements on CPython's ``ast``: what libcst sees between the brackets.
+
+libcst splits ``x[...]`` into ``SubscriptElement``s by the commas at the top level of the
+brackets: ``x[0,]`` is one element ``0``, ``x[1:,]`` one slice, ``x[(a), b]`` two and
+``x[(a, b)]`` one (a tuple). ``ast`` gives one ``slice`` expression, an ``ast.Tuple`` in the
+first three cases, and keeps no parentheses, so the count is read from the tokenizer: the
+closing ``]`` of every bracket that holds a top-level comma, read once per text (a few texts
+kept) and kept in the model's memo. A model built without its text (or a text the tokenizer
+refuses) falls back to positions: a tuple that starts at its first element is unparenthesised.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from functools import lru_cache
+
+from ckptlint.semantic.ast_model import AstModel
+
+_OPENING = {"(": ")", "[": "]", "{": "}"}
+
+
+@lru_cache(maxsize=8)
+def comma_brackets(text: str) -> frozenset[tuple[int, int]] | None:
+    """``(row, UTF-8 byte column)`` just after each ``]`` of ``text`` whose brackets hold a
+    comma at their own top level (``x[0,]``, ``[a, b]``; not ``x[(a, b)]``); ``None`` when the
+    tokenizer refuses the text. The answer is shared: do not change it."""
+    found: set[tuple[int, int]] = set()
+    stack: list[list[object]] = []  # [opening bracket, comma seen]
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type != tokenize.OP:
+                continue
+            if token.string in _OPENING:
+                stack.append([token.string, False])
+            elif token.string == ",":
+                if stack:
+                    stack[-1][1] = True
+            elif token.string in (")", "]", "}") and stack:
+                opening, comma = stack.pop()
+                if opening == "[" and comma:
+                    row, column = token.end
+                    found.add((row, len(token.line[:column].encode("utf-8"))))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
+    return frozenset(found)
+
+
+def _commas(model: AstModel) -> frozenset[tuple[int, int]] | None:
+    """The model's :func:`comma_brackets`, read once per model (``None`` without text)."""
+    if "comma_brackets" not in model.memo:
+        model.memo["comma_brackets"] = comma_brackets(model.text) if model.text is not None else None
+    return model.memo["comma_brackets"]  # type: ignore[return-value]
+
+
+def subscript_elements(model: AstModel, expr: ast.Subscript) -> list[ast.expr]:
+    """libcst's elements of ``expr``'s brackets, in order, as ``ast`` nodes: the value of each
+    ``Index`` (a ``*`` dropped, as libcst's ``Index.value`` does) or an ``ast.Slice``. One
+    element unless the brackets hold a top-level comma (``x[0,]`` -> ``[0]``, ``x[1:,]`` ->
+    ``[Slice]``, ``x[(a), b]`` -> ``[a, b]``, ``x[(a, b)]`` -> ``[Tuple]``)."""
+    index = expr.slice
+    if type(index) is not ast.Tuple or not index.elts:
+        return [index]
+    commas = _commas(model)
+    if commas is not None:
+        several = (expr.end_lineno, expr.end_col_offset) in commas
+    else:
+        first = index.elts[0]
+        several = (index.lineno, index.col_offset) == (first.lineno, first.col_offset)
+    if not several:
+        first = index.elts[0]  # `x[*a]`: one starred element, no comma, no parentheses
+        several = len(index.elts) == 1 and type(first) is ast.Starred and (index.lineno, index.col_offset) == (first.lineno, first.col_offset)
+    if not several:
+        return [index]
+    return [e.value if type(e) is ast.Starred else e for e in index.elts]
+
+
+def one_index(model: AstModel, expr: ast.Subscript) -> ast.expr | None:
+    """The one ``Index`` value of ``expr`` (libcst's ``len(slice) == 1`` and an ``Index``),
+    ``None`` for several elements or a slice."""
+    elements = subscript_elements(model, expr)
+    return elements[0] if len(elements) == 1 and type(elements[0]) is not ast.Slice else None
