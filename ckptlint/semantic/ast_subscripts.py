@@ -6,7 +6,7 @@ brackets: ``x[0,]`` is one element ``0``, ``x[1:,]`` one slice, ``x[(a), b]`` tw
 first three cases, and keeps no parentheses, so the count is read from the tokenizer: the
 closing ``]`` of every bracket that holds a top-level comma, read once per text (a few texts
 kept) and kept in the model's memo. A model built without its text (or a text the tokenizer
-refuses) falls back to positions: a tuple that starts at its first element is unparenthesised.
+refuses) falls back to positions (see :func:`subscript_elements_in`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from functools import lru_cache
 from ckptlint.semantic.ast_model import AstModel
 
 _OPENING = {"(": ")", "[": "]", "{": "}"}
+
+#: The ``(row, byte column)`` after each ``]`` holding a top-level comma; ``None``: unknown.
+Commas = frozenset[tuple[int, int]] | None
 
 
 @lru_cache(maxsize=8)
@@ -47,7 +50,7 @@ def comma_brackets(text: str) -> frozenset[tuple[int, int]] | None:
     return frozenset(found)
 
 
-def _commas(model: AstModel) -> frozenset[tuple[int, int]] | None:
+def module_commas(model: AstModel) -> Commas:
     """The model's :func:`comma_brackets`, read once per model (``None`` without text)."""
     if "comma_brackets" not in model.memo:
         model.memo["comma_brackets"] = comma_brackets(model.text) if model.text is not None else None
@@ -59,18 +62,23 @@ def subscript_elements(model: AstModel, expr: ast.Subscript) -> list[ast.expr]:
     ``Index`` (a ``*`` dropped, as libcst's ``Index.value`` does) or an ``ast.Slice``. One
     element unless the brackets hold a top-level comma (``x[0,]`` -> ``[0]``, ``x[1:,]`` ->
     ``[Slice]``, ``x[(a), b]`` -> ``[a, b]``, ``x[(a, b)]`` -> ``[Tuple]``)."""
+    return subscript_elements_in(module_commas(model), expr)
+
+
+def subscript_elements_in(commas: Commas, expr: ast.Subscript) -> list[ast.expr]:
+    """:func:`subscript_elements` with the module's :func:`comma_brackets` given (``None``:
+    judged from positions, which misread ``x[(a), (b)]`` and ``x[(a),]`` as one tuple)."""
     index = expr.slice
     if type(index) is not ast.Tuple or not index.elts:
         return [index]
-    commas = _commas(model)
+    first, last = index.elts[0], index.elts[-1]
+    starts_with_first = (index.lineno, index.col_offset) == (first.lineno, first.col_offset)
     if commas is not None:
         several = (expr.end_lineno, expr.end_col_offset) in commas
     else:
-        first = index.elts[0]
-        several = (index.lineno, index.col_offset) == (first.lineno, first.col_offset)
-    if not several:
-        first = index.elts[0]  # `x[*a]`: one starred element, no comma, no parentheses
-        several = len(index.elts) == 1 and type(first) is ast.Starred and (index.lineno, index.col_offset) == (first.lineno, first.col_offset)
+        several = starts_with_first or (index.end_lineno, index.end_col_offset) == (last.end_lineno, last.end_col_offset)
+    if not several:  # `x[*a]`: one starred element, no comma, no parentheses
+        several = len(index.elts) == 1 and type(first) is ast.Starred and starts_with_first
     if not several:
         return [index]
     return [e.value if type(e) is ast.Starred else e for e in index.elts]

@@ -201,7 +201,7 @@ def _implementation(node: ast.ClassDef, qualname: str, model: AstModel) -> AstIm
 
 def _function_bases(
     node: ast.ClassDef, model: AstModel, loader: AstModuleLoader | None, hops: int
-) -> list[tuple[ast.ClassDef, ast.Module]]:
+) -> list[tuple[ast.ClassDef, AstModel]]:
     """The classes from ``node`` up to a direct subclass of ``autograd.Function`` (nearest
     first, with their modules): of this module, or, with ``loader``, of a module of the tree
     this one imports them from; empty when no base leads there."""
@@ -214,10 +214,10 @@ def _function_bases(
                 continue
             base_node, base_model = found
             if _function_base(base_node, base_model):
-                return [(base_node, base_model.module)]
+                return [(base_node, base_model)]
             above = _function_bases(base_node, base_model, loader, hops + 1)
             if above:
-                return [(base_node, base_model.module), *above]
+                return [(base_node, base_model), *above]
     return []
 
 
@@ -240,11 +240,11 @@ def _class_named(qualified: str, model: AstModel, loader: AstModuleLoader | None
 
 
 def _reversible(
-    node: ast.ClassDef, qualname: str, model: AstModel, bases: list[tuple[ast.ClassDef, ast.Module]] | None = None
+    node: ast.ClassDef, qualname: str, model: AstModel, bases: list[tuple[ast.ClassDef, AstModel]] | None = None
 ) -> AstImplementation | None:
     """A reversible-network recompute as an implementation whose sites recompute the blocks
     passed to ``apply``."""
-    shape = reversible_shape(node, model.module, bases or ())
+    shape = reversible_shape(node, model, bases or ())
     if shape is None:
         return None
     qualified = _qualified(model, qualname)

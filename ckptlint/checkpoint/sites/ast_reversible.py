@@ -21,6 +21,8 @@ from typing import TypeGuard
 from ckptlint.checkpoint.sites.ast_options import argument_value, ordered_arguments
 from ckptlint.checkpoint.sites.reversible import ReversibleShape
 from ckptlint.facts.home_made import names_rng
+from ckptlint.semantic.ast_model import AstModel
+from ckptlint.semantic.ast_subscripts import Commas, module_commas, subscript_elements_in
 from ckptlint.semantic.ast_walk import class_methods, fields_order_children, last_name, own_nodes, positional_parameters
 
 __all__ = ["AstFunction", "reversible_shape"]
@@ -34,17 +36,22 @@ _WITHS = (ast.With, ast.AsyncWith)
 
 
 def reversible_shape(
-    node: ast.ClassDef, module: ast.Module, bases: Sequence[tuple[ast.ClassDef, ast.Module]] = ()
+    node: ast.ClassDef, model: AstModel, bases: Sequence[tuple[ast.ClassDef, AstModel]] = ()
 ) -> ReversibleShape[ast.Call] | None:
     """The reversible recompute of the ``autograd.Function`` subclass ``node`` (a class of
-    ``module``), or ``None`` (see :func:`ckptlint.checkpoint.sites.reversible.reversible_shape`)."""
+    ``model``'s module; ``bases`` with the models of their modules), or ``None`` (see
+    :func:`ckptlint.checkpoint.sites.reversible.reversible_shape`)."""
+    module = model.module
     methods: dict[str, AstFunction] = {}
-    for base, _ in reversed(bases):
-        methods |= class_methods(base)
-    methods |= class_methods(node)
+    owners: dict[str, AstModel] = {}
+    for base, base_model in [*reversed(bases), (node, model)]:
+        own = class_methods(base)
+        methods |= own
+        owners |= dict.fromkeys(own, base_model)
     forward, backward = methods.get("forward"), methods.get("backward")
     if forward is None or backward is None:
         return None
+    forward_commas, backward_commas = module_commas(owners["forward"]), module_commas(owners["backward"])
     params = positional_parameters(forward)
     backward_params = positional_parameters(backward)
     if len(params) < 2 or not backward_params:
@@ -54,17 +61,17 @@ def reversible_shape(
     if not stored:
         return None
     forward_calls = [n for n in own_nodes(forward) if type(n) is ast.Call]
-    run = {attr for attr, parameter in stored.items() if _runs(forward, parameter, forward_calls)}
+    run = {attr for attr, parameter in stored.items() if _runs(forward, parameter, forward_calls, forward_commas)}
     if not run:
         return None
     bctx = backward_params[0]
     holders = {attr: _holders(backward, bctx, attr) for attr in run}
     recomputing = _recomputing_methods(module)
-    for _, base_module in bases:
-        for name, found in _recomputing_methods(base_module).items():
+    for _, base_model in bases:
+        for name, found in _recomputing_methods(base_model.module).items():
             recomputing.setdefault(name, []).extend(m for m in found if m not in recomputing[name])
     for attr, names in holders.items():
-        elements = _elements(backward, bctx, attr, names)
+        elements = _elements(backward, bctx, attr, names, backward_commas)
         reruns, method = _reruns(backward, elements, recomputing)
         if not reruns:
             continue
@@ -118,36 +125,20 @@ def _unwrapped(expr: ast.expr) -> ast.expr:
             return expr
 
 
-def _slices_only(subscript: ast.Subscript) -> bool:
+def _slices_only(subscript: ast.Subscript, commas: Commas) -> bool:
     """Every element of the subscript is a slice (``xs[::-1]``, ``xs[1:, :2]``)."""
-    index = subscript.slice
-    if type(index) is ast.Tuple and not _parenthesized(index):
-        return all(type(e) is ast.Slice for e in index.elts)
-    return type(index) is ast.Slice
-
-
-def _parenthesized(index: ast.Tuple) -> bool:
-    """``xs[(a, b)]`` (one element in libcst) rather than ``xs[a, b]`` (two), read from
-    positions alone: a parenthesised tuple starts before its first element and ends after its
-    last. ``xs[(a), (b)]`` reads as parenthesised too (the one form this misreads)."""
-    if not index.elts:
-        return True
-    first, last = index.elts[0], index.elts[-1]
-    return (index.lineno, index.col_offset) != (first.lineno, first.col_offset) and (
-        index.end_lineno,
-        index.end_col_offset,
-    ) != (last.end_lineno, last.end_col_offset)
+    return all(type(e) is ast.Slice for e in subscript_elements_in(commas, subscript))
 
 
 def _element_value(element: ast.expr) -> ast.expr:
     return element.value if type(element) is ast.Starred else element
 
 
-def _loop_elements(target: ast.expr, iterated: ast.expr, is_source: Callable[[ast.expr], bool]) -> set[str]:
+def _loop_elements(target: ast.expr, iterated: ast.expr, is_source: Callable[[ast.expr], bool], commas: Commas) -> set[str]:
     """The names ``for TARGET in ITERATED`` binds to elements of the collection ``is_source``
     recognises (see :func:`ckptlint.checkpoint.sites.reversible._loop_elements`)."""
     while True:
-        if type(iterated) is ast.Subscript and _slices_only(iterated):
+        if type(iterated) is ast.Subscript and _slices_only(iterated, commas):
             iterated = iterated.value
         elif _called(iterated, "reversed", "list", "tuple", "iter"):
             iterated = iterated.args[0]
@@ -157,11 +148,11 @@ def _loop_elements(target: ast.expr, iterated: ast.expr, is_source: Callable[[as
     if _called(iterated, "enumerate"):
         if elements is None or len(elements) != 2:
             return set()
-        return _loop_elements(_element_value(elements[1]), iterated.args[0], is_source)
+        return _loop_elements(_element_value(elements[1]), iterated.args[0], is_source, commas)
     if _called(iterated, "zip"):
         if elements is None or len(elements) != len(iterated.args):
             return set()
-        return {n for e, a in zip(elements, iterated.args, strict=True) for n in _loop_elements(_element_value(e), a, is_source)}
+        return {n for e, a in zip(elements, iterated.args, strict=True) for n in _loop_elements(_element_value(e), a, is_source, commas)}
     if type(target) is ast.Name and is_source(_unwrapped(iterated)):
         return {target.id}
     return set()
@@ -178,22 +169,21 @@ def _called(expr: ast.expr, *names: str) -> TypeGuard[ast.Call]:
     )
 
 
-def _indexed(expr: ast.expr, is_source: Callable[[ast.expr], bool]) -> bool:
+def _indexed(expr: ast.expr, is_source: Callable[[ast.expr], bool], commas: Commas) -> bool:
     """``layers[-1]``, ``layers[::-1][0]``: one element of the collection."""
     if type(expr) is not ast.Subscript:
         return False
-    index = expr.slice
-    one = type(index) is not ast.Slice and (type(index) is not ast.Tuple or _parenthesized(index))
-    return one and is_source(_unwrapped(expr.value))
+    elements = subscript_elements_in(commas, expr)
+    return len(elements) == 1 and type(elements[0]) is not ast.Slice and is_source(_unwrapped(expr.value))
 
 
-def _element_names(function: AstFunction, is_source: Callable[[ast.expr], bool]) -> set[str]:
+def _element_names(function: AstFunction, is_source: Callable[[ast.expr], bool], commas: Commas) -> set[str]:
     """Names bound to elements of the collection ``is_source`` recognises: ``for`` targets,
     tuple unpackings and one element taken by index (``layer = layers[-1]``)."""
     names: set[str] = set()
     for node in own_nodes(function):
         if isinstance(node, _FORS):
-            names |= _loop_elements(node.target, node.iter, is_source)
+            names |= _loop_elements(node.target, node.iter, is_source, commas)
         elif type(node) is ast.Assign and is_source(node.value):
             for target in node.targets:
                 if type(target) is ast.Tuple or type(target) is ast.List:
@@ -201,18 +191,18 @@ def _element_names(function: AstFunction, is_source: Callable[[ast.expr], bool])
                         value = _element_value(element)
                         if type(value) is ast.Name:
                             names.add(value.id)
-        elif type(node) is ast.Assign and _indexed(node.value, is_source):
+        elif type(node) is ast.Assign and _indexed(node.value, is_source, commas):
             names |= {t.id for t in node.targets if type(t) is ast.Name}
     return names
 
 
-def _runs(forward: AstFunction, parameter: str, calls: list[ast.Call]) -> bool:
+def _runs(forward: AstFunction, parameter: str, calls: list[ast.Call], commas: Commas) -> bool:
     """Whether forward calls ``parameter`` or one of its elements."""
 
     def is_source(expr: ast.expr) -> bool:
         return type(expr) is ast.Name and expr.id == parameter
 
-    callable_names = _element_names(forward, is_source) | {parameter}
+    callable_names = _element_names(forward, is_source, commas) | {parameter}
     return any(type(c.func) is ast.Name and c.func.id in callable_names for c in calls)
 
 
@@ -225,11 +215,11 @@ def _holders(backward: AstFunction, bctx: str, attr: str) -> set[str]:
     return names
 
 
-def _elements(backward: AstFunction, bctx: str, attr: str, holders: set[str]) -> set[str]:
+def _elements(backward: AstFunction, bctx: str, attr: str, holders: set[str], commas: Commas) -> set[str]:
     def is_source(expr: ast.expr) -> bool:
         return _is_attr(expr, bctx, attr) or (type(expr) is ast.Name and expr.id in holders)
 
-    return _element_names(backward, is_source)
+    return _element_names(backward, is_source, commas)
 
 
 def _enables_grad(node: ast.AST) -> bool:
