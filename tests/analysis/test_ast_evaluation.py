@@ -21,6 +21,8 @@ from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.evaluator.ast_flow import attribute_set_before, returns_of
 from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
+from ckptlint.semantic.ast_model import AstModel
+from ckptlint.semantic.ast_subscripts import subscript_elements, subscript_elements_in
 from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.text.source import SourceFile
 
@@ -450,3 +452,67 @@ def test_attribute_set_before_reads_straight_line_code() -> None:
     assert found["b"] is None  # the same line is one libcst statement
     assert found["d"] is None  # a block on its header's line is no indented block
     assert found["e"] is None  # the loop assigns it again
+
+
+# ------------------------------------------------- subscripts whose index is a tuple
+_NET = """\
+import torch.nn as nn
+import torch.utils.checkpoint as cp
+CFG = {"head": "a"}
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(2, 2), nn.Dropout(0.1)])
+        self.heads = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.ReLU()})
+    def forward(self, x):
+        return cp.checkpoint(INDEXED, x)
+"""
+#: libcst splits the brackets by their top-level commas; ``ast`` gives one ``Tuple``.
+TUPLE_INDEXES = {
+    "trailing comma": "self.blocks[0,]",
+    "trailing comma, key": 'self.heads["a",]',
+    "parenthesised first element": 'self.heads[("a"), "b"]',
+    "parenthesised elements": 'self.heads[("a"), ("b")]',
+    "parenthesised tuple": 'self.heads[("a", "b")]',
+    "slice with a trailing comma": "self.blocks[1:,]",
+    "two slices": "self.blocks[1:, :1]",
+    "literal key with a trailing comma": 'self.heads[CFG["head",]]',
+    "starred": "self.blocks[*CFG]",
+}
+
+
+@pytest.mark.parametrize("name", list(TUPLE_INDEXES))
+def test_subscripts_whose_index_is_a_tuple(name: str) -> None:
+    found = _compared(_NET.replace("INDEXED", TUPLE_INDEXES[name]))
+    assert found.mismatches == []
+    assert found.answered["call"] + found.answered["name"] > 5
+
+
+@pytest.mark.parametrize(
+    ("source", "elements"),
+    [
+        ("x[0]", ["0"]),
+        ("x[0,]", ["0"]),
+        ("x[(a), b]", ["a", "b"]),
+        ("x[(a), (b)]", ["a", "b"]),
+        ("x[(a),]", ["a"]),
+        ("x[(a, b)]", ["(a, b)"]),
+        ("x[(a, b),]", ["(a, b)"]),
+        ("x[1:,]", ["1:"]),
+        ("x[1:, ::2]", ["1:", "::2"]),
+        ("x[*a]", ["a"]),
+        ("x[f(a, b)]", ["f(a, b)"]),
+        ("x[[a, b]]", ["[a, b]"]),
+        ('x["a,", (\n  b  # ,\n)]', ["'a,'", "b"]),
+    ],
+)
+def test_subscript_elements_are_libcsts(source: str, elements: list[str]) -> None:
+    """The elements libcst splits at the top-level commas of the brackets, with the text and
+    (for the forms positions can tell) without it."""
+    text = f"y = {source}\n"
+    model = AstModel.build(ast.parse(text), "m", text=text)
+    subscript = model.module.body[0].value  # type: ignore[attr-defined]
+    assert [ast.unparse(e) for e in subscript_elements(model, subscript)] == elements
+    guessed = [ast.unparse(e) for e in subscript_elements_in(None, subscript)]
+    if source not in ("x[(a), (b)]", "x[(a),]"):  # positions alone read these as one tuple
+        assert guessed == elements

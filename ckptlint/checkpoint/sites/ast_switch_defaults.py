@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 from ckptlint.checkpoint.sites.switch_defaults import ConstructorSwitch
 from ckptlint.semantic.ast_assignments import assignments, attribute_name
 from ckptlint.semantic.ast_lines import body_on_header
+from ckptlint.semantic.ast_model import AstModel
+from ckptlint.semantic.ast_subscripts import one_index
 from ckptlint.semantic.ast_walk import FUNCTIONS, child_nodes, last_name
 from ckptlint.semantic.bindings import BindingKind
 
@@ -143,7 +145,7 @@ class SwitchReader:
                 annotation = binding.node.annotation
             elif binding.kind is BindingKind.ASSIGNMENT and isinstance(binding.value, ast.Call):
                 made = binding.value.func
-        target = _unwrapped(annotation) if annotation is not None else made
+        target = _unwrapped(annotation, self.analysis.model) if annotation is not None else made
         if not isinstance(target, (ast.Name, ast.Attribute)):
             return None
         return _class_named(self.analysis, target, 0)
@@ -452,10 +454,10 @@ def _parsed(value: object) -> bool:
     return isinstance(value, ast.Call) and last_name(value.func) in _PARSE_CALLS
 
 
-def _unwrapped(annotation: ast.expr) -> ast.expr | None:
-    """``C`` for ``C``, ``Optional[C]`` and ``C | None``."""
+def _unwrapped(annotation: ast.expr, model: AstModel) -> ast.expr | None:
+    """``C`` for ``C``, ``Optional[C]`` (``Optional[C,]`` too, as libcst) and ``C | None``."""
     if isinstance(annotation, ast.Subscript) and last_name(annotation.value) == "Optional":
-        return None if isinstance(annotation.slice, ast.Tuple) else annotation.slice
+        return one_index(model, annotation)
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
         right = annotation.right
         return annotation.left if isinstance(right, ast.Constant) and right.value is None else None
