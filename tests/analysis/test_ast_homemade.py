@@ -316,6 +316,15 @@ def test_programs(name: str) -> None:
     assert (found.implementations, found.helpers) == counts
 
 
+@pytest.mark.parametrize("index", ["-1,", "(-1),", "::-1, 0", "(-1)"])
+def test_reversible_blocks_taken_by_a_tuple_index(index: str) -> None:
+    """``layer = layers[-1,]`` is one element for libcst (one ``Index``); ``ast`` gives a tuple."""
+    text = textwrap.dedent(PROGRAMS["reversible networks"])
+    changed = text.replace("layer = layers[-1]", f"layer = layers[{index}]")
+    assert changed != text
+    assert parity.compare(changed, "pkg.mod").mismatches == []
+
+
 def test_records_read_on_ast() -> None:
     """The ``ast`` records' own values, not only their agreement with libcst's."""
     model = AstModel.build(ast.parse(textwrap.dedent(PROGRAMS["stored callables every way"])), "pkg.mod")

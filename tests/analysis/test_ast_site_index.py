@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_ast_evaluation import _NET, TUPLE_INDEXES
 from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
@@ -274,3 +275,33 @@ def test_the_index_is_kept_and_its_sites_are_in_order(tmp_path: Path) -> None:
     assert ast_site_index(analysis) is index
     assert [s.api.kind for s in index.sites] == [ApiKind.HOME_MADE]
     assert index.sites[0].function is not None
+
+
+# ------------------------------------------------- subscripts whose index is a tuple
+_TUPLE_KEYS = {
+    "trailing comma": 'kw["use_reentrant",] = False',
+    "parenthesised key": 'kw[("use_reentrant")] = False',
+    "parenthesised tuple": 'kw[("use_reentrant", "x")] = False',
+    "two keys": 'kw["use_reentrant", "x"] = False',
+}
+
+
+@pytest.mark.parametrize("name", list(_TUPLE_KEYS))
+def test_options_set_through_a_tuple_subscript(name: str) -> None:
+    """libcst reads the key of ``kw[K] = v`` when the brackets hold one element (``kw["k",]``)."""
+    text = (
+        "from torch.utils.checkpoint import checkpoint\n"
+        "def run(f, x):\n"
+        "    kw = {}\n"
+        f"    {_TUPLE_KEYS[name]}\n"
+        "    return checkpoint(f, x, **kw)\n"
+    )
+    assert parity.compare_alone(text, "pkg.mod").mismatches == []
+
+
+@pytest.mark.parametrize("name", list(TUPLE_INDEXES))
+def test_sites_of_a_tuple_subscript(name: str) -> None:
+    """The evaluator's programs of tuple indexes (``self.blocks[0,]``, ...) through the index."""
+    found = parity.compare_alone(_NET.replace("INDEXED", TUPLE_INDEXES[name]), "pkg.mod")
+    assert found.mismatches == []
+    assert found.sites == 1
