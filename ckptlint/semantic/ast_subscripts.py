@@ -31,8 +31,15 @@ def comma_brackets(text: str) -> frozenset[tuple[int, int]] | None:
     tokenizer refuses the text. The answer is shared: do not change it."""
     found: set[tuple[int, int]] = set()
     stack: list[list[object]] = []  # [opening bracket, comma seen]
+    lines: list[str] = []  # the physical lines read, as ``ast`` counts rows
+
+    def readline() -> str:
+        lines.append(reader.readline())
+        return lines[-1]
+
+    reader = io.StringIO(text)
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        for token in tokenize.generate_tokens(readline):
             if token.type != tokenize.OP:
                 continue
             if token.string in _OPENING:
@@ -44,7 +51,7 @@ def comma_brackets(text: str) -> frozenset[tuple[int, int]] | None:
                 opening, comma = stack.pop()
                 if opening == "[" and comma:
                     row, column = token.end
-                    found.add((row, len(token.line[:column].encode("utf-8"))))
+                    found.add((row, len(lines[row - 1][:column].encode("utf-8"))))
     except (tokenize.TokenError, SyntaxError, ValueError):
         return None
     return frozenset(found)
