@@ -17,7 +17,7 @@ from ckptlint.semantic.ast_lines import body_on_header, statement_lines
 from ckptlint.semantic.ast_model import AstBinding, AstModel
 from ckptlint.semantic.bindings import BindingKind
 
-__all__ = ["reaching"]
+__all__ = ["line_groups", "reaching"]
 
 _COMPOUND = (
     ast.If,
@@ -57,7 +57,7 @@ def reaching(model: AstModel, name_node: ast.Name, decide: Callable[[ast.expr], 
         statement = ancestor
     if function is None or body_on_header(model, function.body):
         return bindings
-    groups = _line_groups(model, function.body)
+    groups = line_groups(model, function.body)
     position = groups.get(id(statement))
     if position is None:
         return bindings
@@ -92,7 +92,7 @@ def reaching(model: AstModel, name_node: ast.Name, decide: Callable[[ast.expr], 
     return kept or bindings
 
 
-def _line_groups(model: AstModel, body: list[ast.stmt]) -> dict[int, int]:
+def line_groups(model: AstModel, body: list[ast.stmt]) -> dict[int, int]:
     """Index of each statement of ``body`` as libcst counts them: simple statements that
     share a logical line (``a = 1; b = 2``, backslash continuations included) are one."""
     return {id(statement): index for index, line in enumerate(statement_lines(model, body)) for statement in line}
@@ -103,7 +103,7 @@ def _last_module_bindings(
 ) -> list[AstBinding]:
     """The module-level ``bindings`` that can be the name's value once the module ran."""
     body = model.module.body
-    groups = _line_groups(model, body)
+    groups = line_groups(model, body)
     index = dict(groups)
     for statement in body:  # import aliases have no recorded parent
         if isinstance(statement, (ast.Import, ast.ImportFrom)) and statement.names[0].name != "*":

@@ -29,7 +29,7 @@ from ckptlint.checkpoint.evaluator.ast_class_summary import (
 )
 from ckptlint.checkpoint.evaluator.ast_flow import attribute_set_before, returns_of
 from ckptlint.checkpoint.evaluator.ast_iteration import iterated_container
-from ckptlint.checkpoint.evaluator.ast_literals import _default
+from ckptlint.checkpoint.evaluator.ast_literals import binding_default
 from ckptlint.checkpoint.evaluator.ast_norm_configs import call_argument, norm_factory_values
 from ckptlint.checkpoint.evaluator.denotations import (
     MAX_EVAL_DEPTH,
@@ -337,7 +337,7 @@ class ExpressionEvaluator:
                 info = self.class_info(analysis, parent.node)
             return [InstanceValue(info, ctx.self_env)] if info is not None else []  # type: ignore[arg-type]
         param = binding.node if isinstance(binding.node, ast.arg) else None
-        default = _default(binding) if param is not None else None
+        default = binding_default(binding) if param is not None else None
         if default is not None:  # not bound by a call we follow: the default is what runs
             return self.values(default, Context(analysis, ctx.self_class, self_env=ctx.self_env), depth + 1)
         if param is not None and param.annotation is not None:  # `layer: ExpertBlock`

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ckptlint.semantic.ast_lines import body_on_header
-from ckptlint.semantic.ast_reaching import _line_groups
+from ckptlint.semantic.ast_reaching import line_groups
 
 if TYPE_CHECKING:
     from ckptlint.semantic.ast_analysis import AstAnalysis
@@ -72,7 +72,7 @@ def attribute_set_before(analysis: AstAnalysis, read: ast.Attribute) -> ast.expr
     for ancestor in model.ancestors(read):
         block = _block_holding(ancestor, below) if isinstance(below, ast.stmt) else None
         if block is not None and not body_on_header(model, block):
-            groups = _line_groups(model, block)
+            groups = line_groups(model, block)
             position = groups[id(below)]
             lines: list[list[ast.stmt]] = [[] for _ in range(position)]
             for statement in block:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     AstContext = Context[AstAnalysis, ast.expr, ast.AST]
 
-__all__ = ["LiteralDecisions", "skip_self_copies"]
+__all__ = ["LiteralDecisions", "binding_default", "skip_self_copies"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Constants that libcst's ``_constructor_setting`` takes for a literal switch (strings,
@@ -162,7 +162,7 @@ def _compare(operator: ast.cmpop, left: object, right: object) -> object:
     return NOT_LITERAL
 
 
-def _default(binding: AstBinding) -> ast.expr | None:
+def binding_default(binding: AstBinding) -> ast.expr | None:
     """The default of the parameter ``binding`` binds, ``None`` when it has none."""
     function = binding.scope.node
     param = binding.node
@@ -257,7 +257,7 @@ class LiteralDecisions:
         if binding.kind is BindingKind.PARAMETER and isinstance(binding.node, ast.arg):
             function = binding.scope.node
             is_init = isinstance(function, _FUNCTIONS) and function.name == "__init__"
-            default = _default(binding)
+            default = binding_default(binding)
             if default is None:
                 return NOT_LITERAL
             if not is_init and (ctx.open_call or function is not ctx.bound):

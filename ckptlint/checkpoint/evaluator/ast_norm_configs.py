@@ -9,7 +9,7 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ckptlint.checkpoint.evaluator.ast_literals import _default, skip_self_copies
+from ckptlint.checkpoint.evaluator.ast_literals import binding_default, skip_self_copies
 from ckptlint.checkpoint.evaluator.denotations import (
     MAX_EVAL_DEPTH,
     ContainerValue,
@@ -91,7 +91,7 @@ def _config_types(expr: ast.expr, ctx: AstContext, depth: int, values: Evaluate)
         if binding in ctx.env:
             arg, arg_ctx = ctx.env[binding]
             return _config_types(arg, arg_ctx, depth + 1, values)
-        default = _default(binding) if isinstance(binding.node, ast.arg) else None
+        default = binding_default(binding) if isinstance(binding.node, ast.arg) else None
         if default is not None:
             return _config_types(default, Context(ctx.analysis, ctx.self_class), depth + 1, values)
         if binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
