@@ -50,7 +50,7 @@ from ckptlint.checkpoint.sites.ast_options import (
 )
 from ckptlint.checkpoint.sites.ast_receivers import instance_method_api, self_attribute_api, self_partial
 from ckptlint.checkpoint.sites.ast_site_builders import AstSite
-from ckptlint.checkpoint.sites.ast_sites import direct_sites
+from ckptlint.checkpoint.sites.ast_sites import direct_sites, rebound_to_partials
 from ckptlint.checkpoint.sites.helper_sites import MAX_LEVELS
 from ckptlint.checkpoint.sites.options import NOT_LITERAL, OptionState, OptionValue
 from ckptlint.checkpoint.sites.site import CheckpointSite, Reentrancy, SiteForm
@@ -65,7 +65,6 @@ from ckptlint.facts.apis import (
 )
 from ckptlint.facts.saving import DCP_FUNCTIONS
 from ckptlint.semantic.ast_model import AstModel
-from ckptlint.semantic.ast_reaching import reaching
 from ckptlint.semantic.ast_walk import FUNCTIONS
 from ckptlint.semantic.bindings import BindingKind, ScopeKind
 
@@ -179,7 +178,7 @@ def _candidates(model: AstModel, home: AstHomeMade | None = None) -> list[ast.Ca
         func = call.func
         names = model.qualified_names(func)
         if api_for(names) is not None:
-            if isinstance(func, ast.Name) and _rebound_to_partials(model, func, decide):
+            if isinstance(func, ast.Name) and rebound_to_partials(model, func, decide):
                 deferred.append(call)
             continue
         if UTILS_CHECKPOINT_MODULE in names or any(name in DCP_FUNCTIONS for name in names):
@@ -214,17 +213,6 @@ def _recognised(call: ast.Call, names: frozenset[str], model: AstModel, found: A
         if name.endswith(".apply") and name[: -len(".apply")] in found.implementations:
             return True
     return False
-
-
-def _rebound_to_partials(model: AstModel, name: ast.Name, decide: Callable[[ast.expr], bool | None]) -> bool:
-    """See :func:`ckptlint.checkpoint.sites.sites._rebound_to_partials`."""
-    final = reaching(model, name, decide)
-    return len(final) < len(model.bindings_of(name)) and all(
-        b.kind is BindingKind.ASSIGNMENT
-        and isinstance(b.value, ast.Call)
-        and bool(model.qualified_names(b.value.func) & PARTIAL_QUALIFIED_NAMES)
-        for b in final
-    )
 
 
 # ---------------------------------------------------------------------------- which helper

@@ -67,7 +67,7 @@ from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.ast_reaching import reaching
 from ckptlint.semantic.bindings import BindingKind
 
-__all__ = ["AstSite", "direct_sites", "module_sites", "sort_calls"]
+__all__ = ["AstSite", "direct_sites", "module_sites", "rebound_to_partials", "sort_calls"]
 
 _Decide = Callable[[ast.expr], "bool | None"]
 
@@ -133,7 +133,7 @@ def _sort_call(call: ast.Call, model: AstModel, decide: _Decide, found: _Calls, 
     names = model.qualified_names(func)
     api = api_for(names)
     if api is not None:
-        if isinstance(func, ast.Name) and _rebound_to_partials(model, func, decide):
+        if isinstance(func, ast.Name) and rebound_to_partials(model, func, decide):
             found.deferred.append(call)  # `checkpoint = partial(checkpoint, ...)` at module level
             return
         _add(found, build_site(api, SiteForm.CALL, call, AstCallArguments.of(call), model))
@@ -205,7 +205,7 @@ def _bound_call_sites(found: _Calls, model: AstModel, decide: _Decide) -> list[A
     return sites
 
 
-def _rebound_to_partials(model: AstModel, name: ast.Name, decide: _Decide) -> bool:
+def rebound_to_partials(model: AstModel, name: ast.Name, decide: _Decide) -> bool:
     """See :func:`ckptlint.checkpoint.sites.sites._rebound_to_partials`."""
     final = reaching(model, name, decide)
     return len(final) < len(model.bindings_of(name)) and all(
