@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ckptlint.semantic.ast_model import AstModel
-from ckptlint.text.source import Position, SourceDecodeError, SourceFile, decode_source
+from ckptlint.text.source import Position, SourceFile
 
 if TYPE_CHECKING:
     from ckptlint.semantic.project import Project
@@ -169,7 +169,7 @@ class AstProject:
     def ast_analysis_for_file(self, path: Path) -> AstAnalysis | None:
         """The analysis of ``path`` (read once per text: an unsaved buffer that changed is
         read again); the read is recorded as a cache dependency."""
-        from ckptlint.semantic.project import module_name_for
+        from ckptlint.semantic.project import module_name_for, read_source
 
         path = Path(os.path.abspath(path))
         self.record_read(path)
@@ -181,7 +181,7 @@ class AstProject:
                 return cached
         name, is_package, root = module_name_for(path)
         self.add_root(root)
-        source = SourceFile(str(path), unsaved) if unsaved is not None else _read(path)
+        source = SourceFile(str(path), unsaved) if unsaved is not None else read_source(path)
         analysis = parse_ast(source, name, is_package) if source is not None else None
         if analysis is not None:
             analysis.project = self
@@ -206,10 +206,3 @@ class AstProject:
             if dropped is not None:
                 total -= dropped.chars
                 dropped.release()
-
-
-def _read(path: Path) -> SourceFile | None:
-    try:
-        return decode_source(path.read_bytes(), str(path))
-    except (OSError, SourceDecodeError, ValueError):
-        return None

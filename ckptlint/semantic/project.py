@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.text.source import SourceFile
 
-__all__ = ["PARSE_MODES", "PROJECT_MARKERS", "Project", "module_name_for", "parse_mode", "project_folder"]
+__all__ = ["PARSE_MODES", "PROJECT_MARKERS", "Project", "module_name_for", "parse_mode", "project_folder", "read_source"]
 
 #: The parse modes (see the module docstring).
 PARSE_MODES = ("sites", "partial", "whole")
@@ -436,7 +436,7 @@ class Project:
             self._accessed.add(path)
         if path in self._analyses:
             return self._analyses[path] is not None
-        source = self._read(path)
+        source = read_source(path)
         if source is None:
             self._store(path, None)
             return False
@@ -444,14 +444,6 @@ class Project:
         if index is not None:
             return index.depth <= MAX_NESTING
         return self.analysis_for_file(path) is not None
-
-    def _read(self, path: Path) -> SourceFile | None:
-        from ckptlint.text.source import SourceDecodeError, decode_source
-
-        try:
-            return decode_source(path.read_bytes(), str(path))
-        except (OSError, SourceDecodeError, ValueError):
-            return None
 
     def _parse_partial(
         self, path: Path, names: frozenset[str], previous: ModuleAnalysis | None = None
@@ -464,7 +456,7 @@ class Project:
         from ckptlint.semantic.nesting import MAX_NESTING
         from ckptlint.semantic.parse import parse_selection
 
-        source = previous.source if previous is not None else self._read(path)
+        source = previous.source if previous is not None else read_source(path)
         if source is None:
             return None
         name, is_package, root = module_name_for(path)
@@ -488,3 +480,12 @@ class Project:
         analysis.project = self
         return analysis
 
+
+def read_source(path: Path) -> SourceFile | None:
+    """The decoded text of the file at ``path``; ``None`` when it cannot be read or decoded."""
+    from ckptlint.text.source import SourceDecodeError, decode_source
+
+    try:
+        return decode_source(path.read_bytes(), str(path))
+    except (OSError, SourceDecodeError, ValueError):
+        return None
