@@ -21,6 +21,7 @@ __all__ = [
     "dotted_name",
     "fields_order_children",
     "last_name",
+    "nodes_of_function",
     "own_nodes",
     "positional_parameters",
     "start",
@@ -159,3 +160,47 @@ def own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.
         if isinstance(node, _NOT_ENTERED):
             continue
         stack.extend(fields_order_children(node))
+
+
+#: What :func:`nodes_of_function` yields but does not enter (libcst's ``_NOT_ENTERED`` of
+#: :mod:`ckptlint.semantic.walk`): nested ``def``/``class`` run only when called; the names
+#: of ``global``, ``nonlocal`` and imports are no expressions that run.
+_FRAME_NOT_ENTERED = (
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom
+)
+
+
+def nodes_of_function(
+    function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+    decide: Callable[[ast.expr], bool | None] | None = None,
+) -> Iterator[ast.AST]:
+    """Every node of ``function``'s body (a lambda's expression), parents before children and
+    in source order as libcst holds them (:func:`fields_order_children`), not entering nested
+    ``def`` and ``class`` statements; lambdas and comprehensions are entered. With ``decide``
+    (a test -> ``True``/``False``/``None`` for undecided), the branch of an ``if`` statement or
+    expression that cannot run is skipped: its test is walked, then the branch taken.
+
+    libcst's :func:`ckptlint.semantic.walk.nodes_of_function` yields the same ``ast``-visible
+    nodes in the same order; nodes ``ast`` does not have (blocks, ``Arg``, an attribute's
+    ``Name``, operators) are not yielded."""
+    stack: list[ast.AST] = [function.body] if isinstance(function, ast.Lambda) else list(reversed(function.body))
+    while stack:
+        node = stack.pop()
+        yield node
+        kind = type(node)
+        if kind in _FRAME_NOT_ENTERED:
+            continue
+        if decide is not None and (kind is ast.If or kind is ast.IfExp):
+            choice: ast.If | ast.IfExp = node  # type: ignore[assignment]
+            taken = decide(choice.test)
+            if taken is not None:
+                branch = choice.body if taken else choice.orelse
+                if isinstance(branch, list):
+                    stack.extend(reversed(branch))
+                else:
+                    stack.append(branch)
+                stack.append(choice.test)
+                continue
+        found = fields_order_children(node)
+        found.reverse()
+        stack.extend(found)
