@@ -15,12 +15,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING, Generic
 
 import libcst as cst
 
 from ckptlint.checkpoint.sites.options import literal_value
 from ckptlint.facts.grad_mode import GRAD_MODE_CONTEXTS, GradModeEffect
 from ckptlint.semantic.model import SemanticModel
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    # The node a context holds: libcst's unless parametrised (``ast`` nodes in
+    # :mod:`ckptlint.checkpoint.analyses.ast_grad_mode`).
+    N = TypeVar("N", default=cst.CSTNode)
+else:
+    from typing import TypeVar
+
+    N = TypeVar("N")
 
 __all__ = ["GradMode", "GradModeContext", "grad_mode_at"]
 
@@ -32,7 +44,7 @@ class GradMode(str, Enum):
 
 
 @dataclass(frozen=True)
-class GradModeContext:
+class GradModeContext(Generic[N]):
     """The innermost grad-mode context around a node.
 
     Attributes:
@@ -43,7 +55,7 @@ class GradModeContext:
     """
 
     mode: GradMode
-    node: cst.CSTNode | None = None
+    node: N | None = None
     name: str = ""
     decorator: bool = False
 
