@@ -17,7 +17,9 @@ For one text, :func:`compare` reads the module both ways and compares, as positi
 - ``site``: for every checkpoint site of the module (libcst's and ``ast``'s paired by call
   position), :func:`may_skip_backward` and :func:`never_backward` on a region whose entries
   are the values of the checkpointed callable and whose frames are their functions and
-  ``forward`` methods.
+  ``forward`` methods (``self`` bound by the constructor call that made the instance), and
+  that region's random ops and the switches of its layer calls (a layer checkpointed itself
+  among them).
 
 Over a folder (``python benchmarks/ast_randomness_parity.py TREE [TREE ...] [--max-files N]``):
 the gated files, each with a loader of the tree around it, with the CPU time of each side's
@@ -199,11 +201,12 @@ class _Side:
         layer = None if op.layer is None else (op.layer.qualified, self.node_where(op.layer.call, op.layer.analysis))
         return (self.node_where(op.node, op.analysis), op.name, frame, op.active, self.node_where(op.tensor, op.analysis), layer)
 
-    def ask_sites(self, backward: Any) -> None:
+    def ask_sites(self, backward: Any, analyses: Any, layers: Any) -> None:
         for site in self.sites():
             skip = backward.may_skip_backward(site)
             entries: list[Any] = []
             frames: list[Any] = []
+            layer_calls: list[Any] = []
             if site.function is not None:
                 ctx = Context(self.analysis, self.builder.evaluator.enclosing_class(self.analysis, site.call))
                 with self.builder.budget.query(QUERY_BUDGET):
@@ -214,10 +217,21 @@ class _Side:
                     elif isinstance(value, InstanceValue):
                         method = self.forward_of(value.info)
                         if method is not None:
-                            frames.append(self.frame(method[0], Context(method[1].analysis, value.info), "forward"))
-            region = self.region(site, frames, [], entries)
+                            forward_ctx = Context(method[1].analysis, value.info, self_env=value.env, open_call=True)
+                            frames.append(self.frame(method[0], forward_ctx, "forward"))
+                    elif isinstance(value, LayerUse):
+                        layer_calls.append(self.layer_call(value, None, None))
+            for frame in frames:
+                layer_calls += self.called_layers(frame)
+            region = self.region(site, frames, layer_calls, entries)
             region.resolved = bool(entries)
-            self.out.append(("site", self.where(site.call), skip, backward.never_backward(site, region)))
+            where = self.where(site.call)
+            self.out.append(("site", where, skip, backward.never_backward(site, region)))
+            self.out.append(("site region", where, [self.describe_op(op) for op in analyses.random_ops(region)]))
+            for call in layer_calls:
+                on = layers.layer_switched_on(call.layer, self.builder)
+                invocation = None if call.invocation is None else self.where_in(call.invocation, call.frame.analysis)
+                self.out.append(("layer", where, invocation, call.layer.qualified, on))
 
 
 class _CstSide(_Side):
@@ -356,21 +370,21 @@ def compare(
     cst_side = _CstSide(cst_analysis, project)
     cst_side.ask_grad_modes(grad_mode)
     cst_side.ask_regions(randomness, layer_switches, _cst_parameters)
-    cst_side.ask_sites(reentrant_backward)
+    cst_side.ask_sites(reentrant_backward, randomness, layer_switches)
     times["libcst_analyses"] += time.process_time() - begin
 
     begin = time.process_time()
     ast_side = _AstSide(ast_analysis, loader)
     ast_side.ask_grad_modes(ast_grad_mode)
     ast_side.ask_regions(ast_randomness, ast_layer_switches, _ast_parameters)
-    ast_side.ask_sites(ast_reentrant_backward)
+    ast_side.ask_sites(ast_reentrant_backward, ast_randomness, ast_layer_switches)
     times["ast_analyses"] += time.process_time() - begin
 
     for reading in cst_side.out:
         kind = reading[0]
-        if kind == "region":  # one per region, and its random ops
+        if kind in ("region", "site region"):  # one per region, and its random ops
             result.items["region"] += 1
-            result.items["random op"] += len(reading[3])
+            result.items["random op"] += len(reading[-1])
         elif kind in ("device move", "source"):  # the ops and sources found
             result.items[kind] += len(reading[3])
         else:

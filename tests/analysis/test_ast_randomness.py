@@ -286,6 +286,46 @@ PROGRAMS = {
         BRANCHES = [nn.Identity()]
         opts = {}
         """,
+    "rates followed through constructor calls and self attributes": """
+        import torch.nn.functional as F
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+        class Mlp(nn.Module):
+            def __init__(self, dim, drop=0.1, act=None):
+                super().__init__()
+                self.drop = nn.Dropout(drop)
+                self.rate = drop
+                self.keep = 0.0 if act else 0.0
+
+            def forward(self, x):
+                x = self.drop(x)
+                x = F.dropout(x, self.rate, training=self.training)
+                return F.dropout(x, p=self.keep)
+
+        class Changed(Mlp):
+            def reset(self):
+                self.rate = 0.5
+
+        class Block(nn.Module):
+            def __init__(self, dim, proj_drop=0.0, **kwargs):
+                super().__init__()
+                self.mlp = Mlp(dim, drop=proj_drop)
+                self.mlp2 = Mlp(dim, 0.0)
+                self.mlp3 = Mlp(dim, **kwargs)
+                self.changed = Changed(dim, drop=0.0)
+                self.drop = nn.Dropout(0.0)
+                self.live = nn.Dropout(proj_drop)
+
+            def forward(self, x):
+                x = checkpoint(self.mlp, x, use_reentrant=False)
+                x = checkpoint(self.mlp2, x, use_reentrant=False)
+                x = checkpoint(self.mlp3, x, use_reentrant=False)
+                x = checkpoint(self.changed, x, use_reentrant=False)
+                x = checkpoint(self.drop, x, use_reentrant=False)
+                x = checkpoint(self.live, x, use_reentrant=False)
+                return checkpoint(Mlp(4, drop=0.0), x, use_reentrant=False)
+        """,
     "names through assignments and reaching bindings": """
         from torch.utils.checkpoint import checkpoint
 
