@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from ckptlint.checkpoint.analyses.grad_mode import GradMode, GradModeContext
+from ckptlint.checkpoint.analyses.grad_mode import GradMode, GradModeContext, context_mode
 from ckptlint.checkpoint.sites.ast_options import literal_value
 from ckptlint.facts.grad_mode import GRAD_MODE_CONTEXTS, GradModeEffect
 from ckptlint.semantic.ast_model import AstModel
@@ -68,22 +68,9 @@ def _context_of(expr: ast.expr, model: AstModel, decorator: bool) -> GradModeCon
 
 
 def _mode(effect: GradModeEffect, name: str, call: ast.Call | None, model: AstModel) -> GradMode:
-    if effect is GradModeEffect.ENABLES:
-        return GradMode.ENABLED
     argument = _mode_argument(call)
-    if effect is GradModeEffect.SETS:
-        value = literal_value(argument, model) if argument is not None else None
-        if value is True:
-            return GradMode.ENABLED
-        if value is False:
-            return GradMode.DISABLED
-        return GradMode.UNKNOWN
-    if name.endswith("inference_mode") and argument is not None:
-        value = literal_value(argument, model)
-        if value is True:
-            return GradMode.DISABLED
-        return GradMode.UNKNOWN  # inference_mode(False) leaves grad mode to the caller
-    return GradMode.DISABLED
+    value = literal_value(argument, model) if argument is not None else None
+    return context_mode(effect, name, value, passed=argument is not None)
 
 
 def _mode_argument(call: ast.Call | None) -> ast.expr | None:

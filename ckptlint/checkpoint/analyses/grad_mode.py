@@ -34,7 +34,7 @@ else:
 
     N = TypeVar("N")
 
-__all__ = ["GradMode", "GradModeContext", "grad_mode_at"]
+__all__ = ["GradMode", "GradModeContext", "context_mode", "grad_mode_at"]
 
 
 class GradMode(str, Enum):
@@ -104,18 +104,24 @@ def _context_of(expr: cst.BaseExpression, model: SemanticModel, decorator: bool)
 
 
 def _mode(effect: GradModeEffect, name: str, call: cst.Call | None, model: SemanticModel) -> GradMode:
+    argument = _mode_argument(call)
+    value = literal_value(argument, model) if argument is not None else None
+    return context_mode(effect, name, value, passed=argument is not None)
+
+
+def context_mode(effect: GradModeEffect, name: str, value: object, passed: bool) -> GradMode:
+    """The mode a grad-mode context of qualified name ``name`` sets, given the literal value
+    of its ``mode`` argument (``NOT_LITERAL`` when it is not a literal; ``passed``: whether
+    the argument is written at all). Shared by the ``ast`` twin."""
     if effect is GradModeEffect.ENABLES:
         return GradMode.ENABLED
-    argument = _mode_argument(call)
     if effect is GradModeEffect.SETS:
-        value = literal_value(argument, model) if argument is not None else None
         if value is True:
             return GradMode.ENABLED
         if value is False:
             return GradMode.DISABLED
         return GradMode.UNKNOWN
-    if name.endswith("inference_mode") and argument is not None:
-        value = literal_value(argument, model)
+    if name.endswith("inference_mode") and passed:
         if value is True:
             return GradMode.DISABLED
         return GradMode.UNKNOWN  # inference_mode(False) leaves grad mode to the caller
