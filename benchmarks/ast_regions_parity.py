@@ -14,7 +14,10 @@ builder per side, in the same order, for every site:
   frame index) and the opaque calls (with the file);
 - ``signature`` of the site's callable (keywords, ``**``, the ``def``'s name);
 - ``decide`` and ``runs`` of every ``if`` statement's and expression's test in the region's
-  frames, in the frame's context.
+  frames, in the frame's context;
+- the builder's other queries: ``values`` of the callable (plain, and classes only with a
+  small budget), ``receivers`` of its ``forward``, and for each instance among the entries,
+  ``held``, ``method_signature`` of ``forward`` and ``mro``.
 
 Over a folder (``python benchmarks/ast_regions_parity.py TREE [TREE ...]``): the gated files
 with sites, each compared with one loader of the tree per side (libcst's ``Project``, an
@@ -42,6 +45,7 @@ from ast_site_index_parity import _leave_other_projects, tree_projects
 from parity_files import comparable_files
 
 from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
+from ckptlint.checkpoint.evaluator.denotations import InstanceValue
 from ckptlint.checkpoint.evaluator.regions import RegionBuilder
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.checkpoint.sites.sites import site_index
@@ -67,11 +71,12 @@ class RegionComparison:
     walked: int = 0
     decisions: int = 0
     unpaired: int = 0
+    ran_out: int = 0
     mismatches: list[str] = field(default_factory=list)
     times: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_TIMES, 0.0))
 
     def add(self, other: RegionComparison) -> None:
-        for name in ("files", "sites", "resolved", "frames", "walked", "decisions", "unpaired"):
+        for name in ("files", "sites", "resolved", "frames", "walked", "decisions", "unpaired", "ran_out"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.mismatches += other.mismatches
         for key, value in other.times.items():
@@ -172,14 +177,32 @@ def _site_readings(sites: list, analysis: object, builder: object, side: _CstRea
     for site in sites:
         region = builder.region(site, analysis)  # type: ignore[attr-defined]
         deep = builder.deep_region(site, analysis)  # type: ignore[attr-defined]
-        out.append(
-            {
-                "region": _region_reading(region, side),
-                "deep": _region_reading(deep, side),
-                "signature": _signature(builder.signature(site.function, analysis)),  # type: ignore[attr-defined]
-                "decisions": _decisions(region, builder, side),
-            }
-        )
+        reading = {
+            "region": _region_reading(region, side),
+            "deep": _region_reading(deep, side),
+            "signature": _signature(builder.signature(site.function, analysis)),  # type: ignore[attr-defined]
+            "decisions": _decisions(region, builder, side),
+            "queries": _queries(site, region, analysis, builder, side),
+        }
+        out.append(reading)
+    return out
+
+
+def _queries(site: object, region: object, analysis: object, builder: object, side: _CstReader | _AstReader) -> list:
+    """The builder's other answers about the site: the values of its callable (plain,
+    classes only with a small budget), the receivers of its ``forward``, and for each instance
+    it may be, what the instance holds and its ``forward``'s signature."""
+    out: list = []
+    function = site.function  # type: ignore[attr-defined]
+    if function is not None:
+        out.append([side.describe(v) for v in builder.values(function, analysis)])  # type: ignore[attr-defined]
+        out.append([side.describe(v) for v in builder.values(function, analysis, 200, classes_only=True)])  # type: ignore[attr-defined]
+        out.append([side.describe(v) for v in builder.receivers(function, "forward", analysis)])  # type: ignore[attr-defined]
+    for entry in region.entries:  # type: ignore[attr-defined]
+        if isinstance(entry, InstanceValue):
+            out.append([side.describe(v) for v in builder.held(entry)])  # type: ignore[attr-defined]
+            out.append(_signature(builder.method_signature(entry, "forward")))  # type: ignore[attr-defined]
+            out.append([one.qualname for one in builder.mro(entry.info)])  # type: ignore[attr-defined]
     return out
 
 
@@ -202,7 +225,7 @@ def _compare_readings(where: str, expected: dict, got: dict, result: RegionCompa
         for key, value in left.items():
             if value != right[key]:
                 result.mismatches.append(f"{where} {which} {key}: libcst {value!r} != ast {right[key]!r}")
-    for key in ("signature", "decisions"):
+    for key in ("signature", "decisions", "queries"):
         if expected[key] != got[key]:
             result.mismatches.append(f"{where} {key}: libcst {expected[key]!r} != ast {got[key]!r}")
 
@@ -263,6 +286,7 @@ def compare(
     for site, one, other in zip(paired_cst, expected, got, strict=True):
         result.sites += 1
         result.resolved += bool(one["region"]["status"][0])  # type: ignore[index]
+        result.ran_out += bool(one["region"]["status"][3])  # type: ignore[index]
         result.frames += len(one["region"]["frames"]) + len(one["deep"]["frames"])  # type: ignore[arg-type]
         result.walked += sum(len(w) for w in one["region"]["walked"])  # type: ignore[union-attr]
         result.decisions += len(one["decisions"])  # type: ignore[arg-type]
@@ -299,6 +323,7 @@ def run_tree(root: Path, every_file: bool = False, max_files: int | None = None)
         "walked": total.walked,
         "decisions": total.decisions,
         "unpaired": total.unpaired,
+        "ran_out": total.ran_out,
         "mismatches": total.mismatches,
         "cpu_s": {key: round(value, 3) for key, value in total.times.items()},
     }
@@ -319,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu: dict[str, float] = report["cpu_s"]  # type: ignore[assignment]
         print(
             f"{report['tree']}: {report['files']} files ({report['skipped']} skipped), {report['sites']} sites "
-            f"({report['resolved']} resolved, {report['unpaired']} unpaired), {report['frames']} frames, "
+            f"({report['resolved']} resolved, {report['ran_out']} ran out, {report['unpaired']} unpaired), {report['frames']} frames, "
             f"{report['walked']} walked nodes, {report['decisions']} decisions, {len(report['mismatches'])} mismatches; "  # type: ignore[arg-type]
             f"CPU libcst sites {cpu['libcst_sites']:.2f} s regions {cpu['libcst_regions']:.2f} s, "
             f"ast sites {cpu['ast_sites']:.2f} s regions {cpu['ast_regions']:.2f} s"

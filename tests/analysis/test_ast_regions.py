@@ -297,3 +297,19 @@ def test_the_builder_answers_its_other_queries() -> None:
     instance = builder.values(sites[0].function.value, analysis)[0]
     assert builder.region(sites[0], analysis, instance) is not region
     assert builder.deep_region(sites[0], analysis).frames
+
+
+def test_regions_cut_short_by_the_budget_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a few steps per query, both builders run out at the same point: the same frames,
+    the same calls left unknown, ``ran_out`` set alike."""
+    from ckptlint.checkpoint.evaluator import ast_regions, regions
+
+    for module in (regions, ast_regions):
+        monkeypatch.setattr(module, "REGION_BUDGET", 12)
+        monkeypatch.setattr(module, "QUERY_BUDGET", 5)
+    total = parity.RegionComparison()
+    for text in [textwrap.dedent(p) for p in PROGRAMS.values()] + [text for _, text in _EXAMPLES[:80]]:
+        found = parity.compare(text, "pkg.mod")
+        assert found.mismatches == []
+        total.add(found)
+    assert total.ran_out >= 5
