@@ -19,7 +19,11 @@ For one text, :func:`compare` reads the module both ways and compares, as positi
   are the values of the checkpointed callable and whose frames are their functions and
   ``forward`` methods (``self`` bound by the constructor call that made the instance), and
   that region's random ops and the switches of its layer calls (a layer checkpointed itself
-  among them).
+  among them);
+- ``real ...``: for every site, the region each side's region builder builds
+  (``RegionBuilder`` and ``AstRegionBuilder``): ``may_skip_backward``/``never_backward``,
+  the random ops, device moves, unpreserved sources and, for every layer call,
+  :func:`layer_switched_on` (where it runs, the layer, its constructor call).
 
 Over a folder (``python benchmarks/ast_randomness_parity.py TREE [TREE ...] [--max-files N]``):
 the gated files, each with a loader of the tree around it, with the CPU time of each side's
@@ -51,15 +55,13 @@ from ckptlint.checkpoint.analyses import (
     randomness,
     reentrant_backward,
 )
-from ckptlint.checkpoint.evaluator import ast_evaluation, ast_imports, ast_literals
-from ckptlint.checkpoint.evaluator.ast_class_summary import class_mro as ast_class_mro
 from ckptlint.checkpoint.evaluator.ast_class_summary import find_method as ast_find_method
 from ckptlint.checkpoint.evaluator.ast_region import AstFrame, AstLayerCall, AstRegion
-from ckptlint.checkpoint.evaluator.budget import EvaluationBudget
+from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
 from ckptlint.checkpoint.evaluator.class_summary import find_method
 from ckptlint.checkpoint.evaluator.denotations import Context, FunctionValue, InstanceValue, LayerUse
 from ckptlint.checkpoint.evaluator.region import Frame, LayerCall, Region
-from ckptlint.checkpoint.evaluator.regions import FILE_BUDGET, QUERY_BUDGET, RegionBuilder
+from ckptlint.checkpoint.evaluator.regions import QUERY_BUDGET, RegionBuilder
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.analysis import ModuleAnalysis
@@ -76,7 +78,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules
 from parity_files import comparable_files, multiset_mismatches
 
 _TIMES = ("libcst_parse", "libcst_model", "libcst_analyses", "ast_parse", "ast_model", "ast_analyses")
-KINDS = ("grad mode", "region", "random op", "device move", "source", "layer", "site")
+KINDS = (
+    "grad mode", "region", "random op", "device move", "source", "layer", "site",
+    "real region", "real random op", "real device move", "real source", "real layer", "real site",
+)
 
 
 @dataclass
@@ -102,26 +107,6 @@ class _StandInSite:
     function_keywords: tuple[Any, ...] = ()
 
 
-class _AstBuilder:
-    """The parts of the ``ast`` region builder a hand-built region asks: branch decisions, a
-    class's method order, attribute writes outside ``__init__``, class summaries, what a callee
-    denotes (the ``ast`` evaluator, with a file's budget)."""
-
-    def __init__(self, loader: AstProject | None) -> None:
-        self.budget = EvaluationBudget(FILE_BUDGET)
-        self.decisions = ast_literals.LiteralDecisions()
-        self.evaluator = ast_evaluation.ExpressionEvaluator(self.budget, self.decisions, ast_imports.ImportResolver(loader))
-
-    def decide(self, test: ast.expr, ctx: Any) -> bool | None:
-        return self.decisions.decide(test, ctx)
-
-    def mro(self, info: Any) -> list[Any]:
-        return ast_class_mro(info)
-
-    def assigned_outside(self, analysis: AstAnalysis, attr: str, init: Any) -> bool:
-        return self.decisions.assigned_outside(analysis, attr, init)
-
-
 # ------------------------------------------------------------------ the two sides
 class _Side:
     """One side: its tree's nodes of interest, regions built by hand, answers described."""
@@ -134,8 +119,8 @@ class _Side:
         self.out: list[tuple] = []
 
     # positions and keys
-    def where(self, node: object) -> tuple: ...
-    def def_key(self, node: object) -> tuple: ...
+    def where(self, node: object, analysis: Any = None) -> tuple: ...
+    def def_key(self, node: object, analysis: Any = None) -> tuple: ...
     def calls(self) -> list[Any]: ...
     def function_nodes(self) -> list[Any]: ...
     def sites(self) -> list[Any]: ...
@@ -145,13 +130,23 @@ class _Side:
     def class_of(self, function: Any) -> Any: ...
     def forward_of(self, info: Any) -> Any: ...
 
+    def in_tree(self, node: object, analysis: Any) -> bool: ...
+    def elements(self, node: Any) -> list[Any]: ...
+
     def node_where(self, node: object, analysis: Any) -> tuple | None:
+        """Where ``node`` is in ``analysis``'s module; a call made by the site finders (the
+        classes of a wrap policy called: ``Block()``) by where its callee is."""
         if node is None:
             return None
-        return (analysis.module_name, *self.where_in(node, analysis))
-
-    def where_in(self, node: object, analysis: Any) -> tuple:
-        return self.where(node) if analysis is self.analysis else ("other module",)
+        kind = type(node).__name__
+        if kind == "Tuple":  # a parenthesized tuple starts at its parenthesis in ``ast``, inside it in libcst
+            elements = self.elements(node)
+            return ("tuple", len(elements), self.node_where(elements[0], analysis) if elements else None)
+        if kind == "GeneratorExp":  # its parentheses are its own in ``ast``, not in libcst
+            return ("generator", self.node_where(node.elt, analysis))  # type: ignore[attr-defined]
+        if not self.in_tree(node, analysis) and hasattr(node, "func"):
+            return (analysis.module_name, "made call of", *self.where(node.func, analysis))
+        return (analysis.module_name, *self.where(node, analysis))
 
     # what is asked
     def ask_grad_modes(self, module: Any) -> None:
@@ -197,7 +192,7 @@ class _Side:
                         self.out.append(("layer", key, self.where(call.invocation), call.layer.qualified, on))
 
     def describe_op(self, op: Any) -> tuple:
-        frame = None if op.frame is None else (self.def_key(op.frame.function), op.frame.depth)
+        frame = None if op.frame is None else (self.def_key(op.frame.function, op.frame.analysis), op.frame.depth)
         layer = None if op.layer is None else (op.layer.qualified, self.node_where(op.layer.call, op.layer.analysis))
         return (self.node_where(op.node, op.analysis), op.name, frame, op.active, self.node_where(op.tensor, op.analysis), layer)
 
@@ -230,24 +225,58 @@ class _Side:
             self.out.append(("site region", where, [self.describe_op(op) for op in analyses.random_ops(region)]))
             for call in layer_calls:
                 on = layers.layer_switched_on(call.layer, self.builder)
-                invocation = None if call.invocation is None else self.where_in(call.invocation, call.frame.analysis)
+                invocation = None if call.invocation is None else self.node_where(call.invocation, call.frame.analysis)
                 self.out.append(("layer", where, invocation, call.layer.qualified, on))
+
+
+    def ask_real_regions(self, backward: Any, analyses: Any, layers: Any) -> None:
+        """The analyses on each site's region as the region builder builds it."""
+        for site in self.sites():
+            region = self.builder.region(site, self.analysis)
+            where = self.where(site.call)
+            self.out.append(("real site", where, backward.may_skip_backward(site), backward.never_backward(site, region)))
+            self.out.append(("real region", where, [self.describe_op(op) for op in analyses.random_ops(region)]))
+            moved = analyses.device_moved_ops(region)
+            self.out.append(("real device move", where, [(self.describe_op(op), why) for op, why in moved]))
+            sources = analyses.unpreserved_sources(region)
+            self.out.append(("real source", where, [(self.node_where(s.node, s.analysis), s.what) for s in sources]))
+            for call in region.layer_calls:
+                layer = call.layer
+                invocation = None if call.frame is None else self.node_where(call.invocation, call.frame.analysis)
+                made = self.node_where(layer.call, layer.analysis)
+                on = layers.layer_switched_on(layer, self.builder)
+                self.out.append(("real layer", where, invocation, layer.qualified, made, on))
 
 
 class _CstSide(_Side):
     def __init__(self, analysis: ModuleAnalysis, project: Project | None) -> None:
         super().__init__(analysis, RegionBuilder(project))
         self.offsets = node_offsets(analysis.module)
+        self._others: dict[int, tuple[ModuleAnalysis, dict]] = {}
 
-    def where(self, node: object) -> tuple:
-        start, end = self.offsets[node]  # type: ignore[index]
-        return (self.analysis.source.position(start), self.analysis.source.position(end))
+    def where(self, node: object, analysis: Any = None) -> tuple:
+        analysis = self.analysis if analysis is None else analysis
+        offsets = self.offsets
+        if analysis is not self.analysis:
+            known = self._others.get(id(analysis))
+            if known is None or known[0] is not analysis:
+                known = self._others[id(analysis)] = (analysis, node_offsets(analysis.module))
+            offsets = known[1]
+        start, end = offsets[node]
+        return (analysis.source.position(start), analysis.source.position(end))
 
-    def def_key(self, node: object) -> tuple:
+    def in_tree(self, node: object, analysis: Any) -> bool:
+        return node in analysis.model.parents
+
+    def elements(self, node: Any) -> list[Any]:
+        return [element.value for element in node.elements]
+
+    def def_key(self, node: object, analysis: Any = None) -> tuple:
+        analysis = self.analysis if analysis is None else analysis
         if isinstance(node, cst.Lambda):
-            return ("lambda", self.where(node))
-        scope = self.analysis.model.scope_of_definition.get(node)
-        return (scope.qualname if scope else "?", self.where(node.name)[0][0])  # type: ignore[attr-defined]
+            return (analysis.module_name, "lambda", self.where(node, analysis))
+        scope = analysis.model.scope_of_definition.get(node)
+        return (analysis.module_name, scope.qualname if scope else "?", self.where(node.name, analysis)[0][0])  # type: ignore[attr-defined]
 
     def calls(self) -> list[cst.Call]:
         return [node for node in self.offsets if isinstance(node, cst.Call)]
@@ -279,16 +308,23 @@ class _CstSide(_Side):
 
 class _AstSide(_Side):
     def __init__(self, analysis: AstAnalysis, loader: AstProject | None) -> None:
-        super().__init__(analysis, _AstBuilder(loader))
+        super().__init__(analysis, AstRegionBuilder(loader))
 
-    def where(self, node: object) -> tuple:
-        return self.analysis.range(node)  # type: ignore[no-any-return]
+    def where(self, node: object, analysis: Any = None) -> tuple:
+        return (self.analysis if analysis is None else analysis).range(node)  # type: ignore[no-any-return]
 
-    def def_key(self, node: object) -> tuple:
+    def in_tree(self, node: object, analysis: Any) -> bool:
+        return node in analysis.model.parents
+
+    def elements(self, node: Any) -> list[Any]:
+        return list(node.elts)
+
+    def def_key(self, node: object, analysis: Any = None) -> tuple:
+        analysis = self.analysis if analysis is None else analysis
         if isinstance(node, ast.Lambda):
-            return ("lambda", self.where(node))
-        scope = self.analysis.model.scope_of_definition.get(node)
-        return (scope.qualname if scope else "?", node.lineno)  # type: ignore[attr-defined]
+            return (analysis.module_name, "lambda", self.where(node, analysis))
+        scope = analysis.model.scope_of_definition.get(node)
+        return (analysis.module_name, scope.qualname if scope else "?", node.lineno)  # type: ignore[attr-defined]
 
     def calls(self) -> list[ast.Call]:
         return [node for node in ast.walk(self.analysis.tree) if isinstance(node, ast.Call)]
@@ -371,6 +407,7 @@ def compare(
     cst_side.ask_grad_modes(grad_mode)
     cst_side.ask_regions(randomness, layer_switches, _cst_parameters)
     cst_side.ask_sites(reentrant_backward, randomness, layer_switches)
+    cst_side.ask_real_regions(reentrant_backward, randomness, layer_switches)
     times["libcst_analyses"] += time.process_time() - begin
 
     begin = time.process_time()
@@ -378,15 +415,16 @@ def compare(
     ast_side.ask_grad_modes(ast_grad_mode)
     ast_side.ask_regions(ast_randomness, ast_layer_switches, _ast_parameters)
     ast_side.ask_sites(ast_reentrant_backward, ast_randomness, ast_layer_switches)
+    ast_side.ask_real_regions(ast_reentrant_backward, ast_randomness, ast_layer_switches)
     times["ast_analyses"] += time.process_time() - begin
 
     for reading in cst_side.out:
         kind = reading[0]
-        if kind in ("region", "site region"):  # one per region, and its random ops
-            result.items["region"] += 1
-            result.items["random op"] += len(reading[-1])
-        elif kind in ("device move", "source"):  # the ops and sources found
-            result.items[kind] += len(reading[3])
+        if kind in ("region", "site region", "real region"):  # one per region, and its random ops
+            result.items[kind.replace("site ", "")] += 1
+            result.items[kind.replace("region", "random op").replace("site ", "")] += len(reading[-1])
+        elif kind in ("device move", "source", "real device move", "real source"):  # the ops and sources found
+            result.items[kind] += len(reading[-1])
         else:
             result.items[kind] += 1
     result.mismatches += multiset_mismatches(cst_side.out, ast_side.out)

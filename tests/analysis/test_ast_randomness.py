@@ -326,6 +326,33 @@ PROGRAMS = {
                 x = checkpoint(self.live, x, use_reentrant=False)
                 return checkpoint(Mlp(4, drop=0.0), x, use_reentrant=False)
         """,
+    "checkpointed functions that move, draw and take generators": """
+        import random
+        import torch
+        from torch.utils.checkpoint import checkpoint
+
+        def body(x, device="cuda"):
+            y = x.cuda()
+            return torch.rand_like(y) + torch.randn(3, device=device) + torch.rand_like(x) + random.random()
+
+        def kw_only(x=None, noise=None):
+            return torch.rand_like(x) + noise.bernoulli_()
+
+        def gen_body(x, generator=None):
+            return torch.randn(3, generator=generator) + torch.randn(3, generator=torch.Generator())
+
+        def outer(x, generator=None):
+            return gen_body(x, generator=generator)
+
+        def run(x, g):
+            a = checkpoint(body, x, use_reentrant=False)
+            b = checkpoint(kw_only, x=x, noise=x, use_reentrant=False)
+            c = checkpoint(gen_body, x, use_reentrant=False)
+            d = checkpoint(gen_body, x, generator=g, use_reentrant=False)
+            e = checkpoint(outer, x, use_reentrant=False)
+            f = checkpoint(lambda t: body(t, "cuda:1"), x, use_reentrant=False)
+            return a, b, c, d, e, f
+        """,
     "names through assignments and reaching bindings": """
         from torch.utils.checkpoint import checkpoint
 
@@ -359,6 +386,7 @@ def test_the_inputs_hold_what_is_compared() -> None:
     for text in [text for _, text in _EXAMPLES] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
         total.add(_compared(text))
     least_items = {"grad mode": 2500, "region": 2000, "random op": 250, "device move": 100, "source": 80, "layer": 100, "site": 500}
+    least_items |= {"real site": 500, "real random op": 50, "real device move": 5, "real source": 10, "real layer": 100}
     for kind, least in least_items.items():
         assert total.items[kind] >= least, (kind, total.items[kind])
 
