@@ -21,7 +21,8 @@ from test_ast_evaluator_leaves import _SUITE
 from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.analyses.ast_grad_mode import GradMode, grad_mode_at
-from ckptlint.checkpoint.analyses.ast_layer_switches import switched_on
+from ckptlint.checkpoint.analyses.ast_layer_switches import SwitchReader, switched_on
+from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
 from ckptlint.checkpoint.evaluator.denotations import Context, LayerUse
 from ckptlint.facts.torch_facts import layer_fact
 from ckptlint.semantic.ast_analysis import parse_ast
@@ -418,3 +419,9 @@ def test_switched_on_reads_an_ast_constructor_call() -> None:
     calls = [node.value for node in analysis.tree.body[1:]]
     answers = [switched_on(LayerUse(fact[0], fact[1], call, Context(analysis))) for call in calls]  # type: ignore[arg-type]
     assert answers == [False, None, True]
+
+
+def test_the_region_builder_answers_what_switches_ask() -> None:
+    """The frames of real regions hold the ``ast`` region builder: it must be a
+    :class:`SwitchReader`, or rates in ``self`` attributes would go unread."""
+    assert isinstance(AstRegionBuilder(None), SwitchReader)
