@@ -1,11 +1,10 @@
 """Which classes of a module build a class (its users), on CPython's ``ast``: the twin of
 :mod:`ckptlint.checkpoint.analyses.class_users` (same answers, see its docstrings).
 
-libcst spells a name in places where ``ast`` keeps a string: the name of a ``class`` or
-``def`` and a call's keyword. libcst's model finds a binding of the class for each of them
-when the module binds the class's name there too (a class defined twice, ``def`` of the same
-name, ``f(Bottleneck=...)``), so they are references here as well, held by their ``class``,
-``def`` or ``keyword`` node. Nothing on the linter's path imports this module yet."""
+libcst spells a name with a ``Name`` node where ``ast`` keeps a string: libcst's model finds
+a binding of the class for a keyword's name (``f(Bottleneck=...)``), an ``except ... as``
+name and a name a ``match`` pattern binds, so they are references here as well, held by their
+``keyword``, handler or pattern node. Nothing on the linter's path imports this module yet."""
 
 from __future__ import annotations
 
@@ -18,8 +17,6 @@ if TYPE_CHECKING:
     from ckptlint.semantic.ast_analysis import AstAnalysis
 
 __all__ = ["ClassQuestions", "class_users"]
-
-_DEFS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class ClassQuestions(Protocol):
@@ -39,16 +36,21 @@ class ClassQuestions(Protocol):
     def held(self, instance: InstanceValue) -> list[Value]: ...
 
 
-def _spelled(node: ast.AST) -> str | None:
-    """The class name ``node`` may spell as libcst's ``Name`` does: a ``Name``'s identifier,
-    a ``class``/``def``'s name, a call's or class's keyword."""
+def _spelled(node: ast.AST) -> list[str]:
+    """The class names ``node`` may spell as a libcst ``Name`` that its model gives a scope: a
+    ``Name``'s identifier, a keyword's name, an ``except ... as`` name, the names a ``match``
+    pattern binds (a ``class``'s or ``def``'s own name, a parameter's, an import's and a
+    ``global``'s are not walked there)."""
     if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, _DEFS):
-        return node.name
-    if isinstance(node, ast.keyword):
-        return node.arg
-    return None
+        return [node.id]
+    if isinstance(node, (ast.keyword, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        name = node.arg if isinstance(node, ast.keyword) else node.name
+        return [name] if name is not None else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest is not None else []
+    if isinstance(node, ast.MatchClass):
+        return list(node.kwd_attrs)
+    return []
 
 
 def _class_names(analysis: AstAnalysis) -> dict[str, list[ast.AST]]:
@@ -59,9 +61,9 @@ def _class_names(analysis: AstAnalysis) -> dict[str, list[ast.AST]]:
         classes = {n.name for n in ast.walk(analysis.tree) if isinstance(n, ast.ClassDef)}
         found: dict[str, list[ast.AST]] = {}
         for inner in ast.walk(analysis.tree):
-            name = _spelled(inner)
-            if name is not None and name in classes:
-                found.setdefault(name, []).append(inner)
+            for name in _spelled(inner):
+                if name in classes:
+                    found.setdefault(name, []).append(inner)
         analysis.derived["ast_class_name_nodes"] = index = found
     return index  # type: ignore[return-value]
 
@@ -82,8 +84,8 @@ def _references(analysis: AstAnalysis, node: ast.ClassDef) -> list[ast.AST]:
 
 
 def _top_class(analysis: AstAnalysis, node: ast.AST) -> ast.ClassDef | None:
-    """The module-level class whose body holds ``node`` (a ``class`` node holds itself)."""
-    found = node if isinstance(node, ast.ClassDef) else None
+    """The module-level class whose body holds ``node``, or ``None``."""
+    found = None
     for ancestor in analysis.model.ancestors(node):
         if isinstance(ancestor, ast.ClassDef):
             found = ancestor
