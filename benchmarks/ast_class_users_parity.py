@@ -12,15 +12,17 @@ and asks each side's builder, in libcst's order:
   ``refused_keywords`` (names) and ``reentrant_call_refuses_keywords``;
 - for every class of the module, in the order of its ``class`` line: ``class_users``
   (qualified names, whether complete) and ``parent_freeze``;
-- ``path_parts`` for every expression of every frame of a region built by hand for every
-  function of the module (see :func:`_plan`): the function's frame, then the frames of the
-  calls it makes of module-level ``def``s, of ``def``s nested in it and of ``self.method`` of
-  its class, three levels deep; calls of other plain names are unknown, those at the last
-  level cut.
+- ``path_parts`` for the function and every expression (a range where both trees have one)
+  of every frame of a region built by hand for every function of the module (see
+  :func:`_plan`): the function's frame, then the frames of the calls it makes of
+  module-level ``def``s, of ``def``s nested in it and of ``self.method`` of its class, three
+  levels deep; calls of other plain names are unknown, those at the last level cut;
+- the same on every frame of every site's region as each side's region builder builds it.
 
-The libcst side asks ``RegionBuilder``; the ``ast`` side a stand-in made of the ``ast``
-evaluator's parts (:class:`AstQuestions`, the same methods), until the region builder on
-``ast`` exists. Positions are 1-based ``(row, column)`` ranges.
+The libcst side asks ``RegionBuilder``; the ``ast`` side ``AstRegionBuilder``, or while the
+region builder on ``ast`` is not there, a stand-in made of the ``ast`` evaluator's parts
+(:class:`AstQuestions`, the same methods; no builder's regions then). Positions are 1-based
+``(row, column)`` ranges.
 
 Over a folder (``python benchmarks/ast_class_users_parity.py TREE [TREE ...]``): the files the
 gate lets through, each with a loader of the tree around it, with each side's CPU time.
@@ -72,11 +74,16 @@ from ckptlint.semantic.walk import iter_tree
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import SourceFile
 
+try:
+    from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
+except ImportError:  # the region builder on ast is not there yet: a stand-in asks the questions
+    AstRegionBuilder = None  # type: ignore[assignment,misc]
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules
 
 from parity_files import comparable_files, multiset_mismatches
 
-_TIMES = ("libcst_parse", "libcst_sites", "libcst_analyses", "ast_parse", "ast_sites", "ast_analyses")
+_TIMES = ("libcst_parse", "libcst_sites", "libcst_analyses", "libcst_paths", "ast_parse", "ast_sites", "ast_analyses", "ast_paths")
 KINDS = ("frozen", "parent builds", "own keywords", "refused", "reentrant refuses", "users", "parent freeze", "path parts")
 #: Levels of calls a hand-built region follows below its function.
 PLAN_DEPTH = 3
@@ -261,7 +268,9 @@ def _region(plan: dict[str, list], analysis: Any, functions: dict, calls: dict, 
     return region
 
 
-def _path_parts(cst_analysis: ModuleAnalysis, ast_analysis: AstAnalysis, positions: _CstPositions, out: tuple[list, list]) -> None:
+def _path_parts(
+    cst_analysis: ModuleAnalysis, ast_analysis: AstAnalysis, positions: _CstPositions, out: tuple[list, list], times: dict[str, float]
+) -> None:
     """``path_parts`` of every expression of every frame of every hand-built region (the
     function itself, and each range where both trees have an expression)."""
     cst_where = positions.range
@@ -294,17 +303,57 @@ def _path_parts(cst_analysis: ModuleAnalysis, ast_analysis: AstAnalysis, positio
         ast_region = _region(plan, ast_analysis, ast_by_key, ast_calls, ast_context, AstFrame, AstRegion)
         for cst_frame, ast_frame in zip(cst_region.frames, ast_region.frames, strict=True):
             label = (_def_key(ast_analysis, root, AstAnalysis.range), _def_key(ast_analysis, ast_frame.function, AstAnalysis.range))
-            ast_nodes = {label[1]: ast_frame.function}
-            for node in ast_frame.nodes():
-                if isinstance(node, ast.expr):
-                    ast_nodes.setdefault(ast_analysis.range(node), node)
-            cst_nodes = {_def_key(cst_analysis, cst_frame.function, cst_where): cst_frame.function}
-            for node in cst_frame.nodes():
-                if isinstance(node, cst.BaseExpression):
-                    cst_nodes.setdefault(cst_where(cst_analysis, node), node)
-            for key in [k for k in ast_nodes if k in cst_nodes]:  # what both have a node at
-                out[1].append(("path parts", label, key, ast_path_conditions.path_parts(ast_region, ast_nodes[key], ast_analysis)))
-                out[0].append(("path parts", label, key, path_conditions.path_parts(cst_region, cst_nodes[key], cst_analysis)))
+            _frame_paths(label, (cst_region, cst_frame), (ast_region, ast_frame), positions, out, times)
+
+
+def _frame_paths(
+    label: tuple, cst_pair: tuple, ast_pair: tuple, positions: _CstPositions, out: tuple[list, list], times: dict[str, float]
+) -> None:
+    """``path_parts`` of a frame's function and of each range where both of its trees have an
+    expression among the frame's nodes, asked of its region on each side."""
+    (cst_region, cst_frame), (ast_region, ast_frame) = cst_pair, ast_pair
+    cst_analysis, ast_analysis = cst_frame.analysis, ast_frame.analysis
+    ast_nodes = {_def_key(ast_analysis, ast_frame.function, AstAnalysis.range): ast_frame.function}
+    for node in ast_frame.nodes():
+        if isinstance(node, ast.expr):
+            ast_nodes.setdefault(ast_analysis.range(node), node)
+    cst_nodes = {_def_key(cst_analysis, cst_frame.function, positions.range): cst_frame.function}
+    for node in cst_frame.nodes():
+        if isinstance(node, cst.BaseExpression):
+            cst_nodes.setdefault(positions.range(cst_analysis, node), node)
+    keys = [k for k in ast_nodes if k in cst_nodes]  # what both have a node at
+    begin = time.process_time()
+    out[1].extend(("path parts", label, k, ast_path_conditions.path_parts(ast_region, ast_nodes[k], ast_analysis)) for k in keys)
+    middle = time.process_time()
+    out[0].extend(("path parts", label, k, path_conditions.path_parts(cst_region, cst_nodes[k], cst_analysis)) for k in keys)
+    times["ast_paths"] += middle - begin
+    times["libcst_paths"] += time.process_time() - middle
+
+
+def _region_paths(
+    pairs: list[tuple],
+    cst_analysis: ModuleAnalysis,
+    ast_analysis: AstAnalysis,
+    loaders: tuple,
+    out: tuple[list, list],
+    times: dict[str, float],
+) -> None:
+    """``path_parts`` on every frame of every site's region, as each side's region builder
+    builds it (frames paired in order: the builders' parity makes them the same)."""
+    if AstRegionBuilder is None:
+        return
+    positions = _CstPositions()
+    cst_builder, ast_builder = RegionBuilder(loaders[0]), AstRegionBuilder(loaders[1])
+    for cst_site, ast_site in pairs:
+        cst_region = cst_builder.region(cst_site, cst_analysis)
+        ast_region = ast_builder.region(ast_site, ast_analysis)
+        where = positions.range(cst_analysis, cst_site.call)
+        if len(cst_region.frames) != len(ast_region.frames):
+            out[0].append(("region paths", where, "the frames differ"))
+            continue
+        for index, (cst_frame, ast_frame) in enumerate(zip(cst_region.frames, ast_region.frames, strict=True)):
+            label = ("region", where, index, _def_key(ast_frame.analysis, ast_frame.function, AstAnalysis.range))
+            _frame_paths(label, (cst_region, cst_frame), (ast_region, ast_frame), positions, out, times)
 
 
 # ------------------------------------------------------------------ one module
@@ -360,10 +409,12 @@ def compare(
     path: str = "<compared>",
     project: Project | None = None,
     loader: AstProject | None = None,
+    hand_built: bool = True,
 ) -> AnalysesComparison:
     """Ask both sides the questions of the module docstring about ``text`` and compare the
     answers; with ``project`` and ``loader`` (libcst's and ``ast``'s loaders of the tree around
-    the file), other modules are read."""
+    the file), other modules are read; without ``hand_built``, ``path_parts`` is asked on the
+    builders' regions only."""
     result = AnalysesComparison()
     times = result.times
     source = SourceFile(path, text)
@@ -409,7 +460,7 @@ def compare(
     times["libcst_analyses"] += time.process_time() - begin
 
     begin = time.process_time()
-    questions = AstQuestions(loader)
+    questions = AstQuestions(loader) if AstRegionBuilder is None else AstRegionBuilder(loader)
     for _, site in pairs:
         got += _site_answers(questions, ast_analysis, site, (ast_frozen_norms, ast_parent_builds, ast_function_keywords), ast_where)
     ast_classes = sorted((n for n in ast.walk(ast_analysis.tree) if isinstance(n, ast.ClassDef)), key=lambda n: (n.lineno, n.col_offset))
@@ -418,7 +469,9 @@ def compare(
     times["ast_analyses"] += time.process_time() - begin
 
     out: tuple[list, list] = ([], [])
-    _path_parts(cst_analysis, ast_analysis, positions, out)
+    if hand_built:
+        _path_parts(cst_analysis, ast_analysis, positions, out, times)
+    _region_paths(pairs, cst_analysis, ast_analysis, (project, loader), out, times)
     expected += out[0]
     got += out[1]
 
@@ -442,8 +495,7 @@ def run_tree(root: Path, every_file: bool = False, max_files: int | None = None)
     for one in compared:
         name, is_package, home = module_name_for(one.path)
         project.track(home)
-        loader.project.track(home)
-        loader.evict()
+        loader.track(home)
         found = compare(one.text, name, is_package, str(one.path), project, loader)
         found.mismatches = [f"{one.path.relative_to(root)}: {m}" for m in found.mismatches]
         total.add(found)
@@ -474,7 +526,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{report['tree']}: {report['files']} files ({report['skipped']} skipped), compared {report['items']}, "
             f"libcst answered {report['answered']}, {len(report['mismatches'])} mismatches; "  # type: ignore[arg-type]
-            f"CPU libcst analyses {cpu['libcst_analyses']:.2f} s, ast analyses {cpu['ast_analyses']:.2f} s"
+            f"CPU libcst analyses {cpu['libcst_analyses']:.2f} s + paths {cpu['libcst_paths']:.2f} s, "
+            f"ast analyses {cpu['ast_analyses']:.2f} s + paths {cpu['ast_paths']:.2f} s"
         )
         for mismatch in report["mismatches"][:30]:  # type: ignore[index]
             print("  ", mismatch)

@@ -436,7 +436,7 @@ def test_classes_used_from_other_modules(tmp_path: Path) -> None:
     loader = AstProject(Project(partial=False))
     name, is_package, home = module_name_for(model)
     project.track(home)
-    loader.project.track(home)
+    loader.track(home)
     found = parity.compare(model.read_text(encoding="utf-8"), name, is_package, str(model), project, loader)
     assert found.mismatches == []
     assert found.answered["frozen"] == 1
