@@ -19,9 +19,8 @@ and asks each side's builder, in libcst's order:
   levels deep; calls of other plain names are unknown, those at the last level cut;
 - the same on every frame of every site's region as each side's region builder builds it.
 
-The libcst side asks ``RegionBuilder``; the ``ast`` side ``AstRegionBuilder``, or while the
-region builder on ``ast`` is not there, a stand-in made of the ``ast`` evaluator's parts
-(:class:`AstQuestions`, the same methods; no builder's regions then). Positions are 1-based
+The libcst side asks ``RegionBuilder``, the ``ast`` side ``AstRegionBuilder`` (one each for
+the sites' and classes' questions, one each for the regions). Positions are 1-based
 ``(row, column)`` ranges.
 
 Over a folder (``python benchmarks/ast_class_users_parity.py TREE [TREE ...]``): the files the
@@ -55,29 +54,21 @@ from ckptlint.checkpoint.analyses import (
     parent_builds,
     path_conditions,
 )
-from ckptlint.checkpoint.evaluator import ast_arguments, ast_evaluation, ast_imports, ast_literals
-from ckptlint.checkpoint.evaluator.ast_class_summary import class_mro, find_method
 from ckptlint.checkpoint.evaluator.ast_region import AstFrame, AstRegion
-from ckptlint.checkpoint.evaluator.budget import EvaluationBudget
-from ckptlint.checkpoint.evaluator.denotations import ConstructorEnv, Context, FunctionValue, InstanceValue
+from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
+from ckptlint.checkpoint.evaluator.denotations import ConstructorEnv, Context
 from ckptlint.checkpoint.evaluator.region import Frame, Region
-from ckptlint.checkpoint.evaluator.regions import FILE_BUDGET, QUERY_BUDGET, RegionBuilder
+from ckptlint.checkpoint.evaluator.regions import RegionBuilder
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
 from ckptlint.semantic.ast_walk import nodes_of_function
-from ckptlint.semantic.callables import Signature
 from ckptlint.semantic.parse import parse_module_unvalidated
 from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.semantic.walk import iter_tree
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import SourceFile
-
-try:
-    from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
-except ImportError:  # the region builder on ast is not there yet: a stand-in asks the questions
-    AstRegionBuilder = None  # type: ignore[assignment,misc]
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules
 
@@ -105,59 +96,6 @@ class AnalysesComparison:
         self.mismatches += other.mismatches
         for key, value in other.times.items():
             self.times[key] += value
-
-
-class AstQuestions:
-    """The ``ast`` side's builder until ``AstRegionBuilder`` exists: the methods of libcst's
-    ``RegionBuilder`` these analyses ask, made as it makes them of the evaluator's parts on
-    ``ast`` (each query within ``QUERY_BUDGET`` steps of a ``FILE_BUDGET``)."""
-
-    def __init__(self, loader: AstProject | None) -> None:
-        self.project = loader
-        self.budget = EvaluationBudget(FILE_BUDGET)
-        self.decisions = ast_literals.LiteralDecisions()
-        self.imports = ast_imports.ImportResolver(loader)
-        self.evaluator = ast_evaluation.ExpressionEvaluator(self.budget, self.decisions, self.imports)
-
-    def held(self, instance: InstanceValue) -> list[Any]:
-        with self.budget.query(QUERY_BUDGET):
-            return self.evaluator.held(instance)
-
-    def class_info(self, analysis: AstAnalysis, node: ast.ClassDef) -> Any:
-        return self.evaluator.class_info(analysis, node)
-
-    def enclosing_class(self, analysis: AstAnalysis, node: ast.AST) -> Any:
-        return self.evaluator.enclosing_class(analysis, node)
-
-    def method(self, info: Any, name: str) -> Any:
-        return find_method(info, name)
-
-    def mro(self, info: Any) -> Any:
-        return class_mro(info)
-
-    def assigned_outside(self, analysis: AstAnalysis, attr: str, init: Any) -> bool:
-        return self.decisions.assigned_outside(analysis, attr, init)
-
-    def signature(self, expr: ast.expr | None, analysis: AstAnalysis) -> Signature | None:
-        if expr is None:
-            return None
-        with self.budget.query(QUERY_BUDGET):
-            values = self.evaluator.values(expr, Context(analysis, self.enclosing_class(analysis, expr)))
-        if not values:
-            return None
-        signatures: list[Signature] = []
-        for value in values:
-            if isinstance(value, InstanceValue):
-                method = find_method(value.info, "forward")  # type: ignore[arg-type]
-                if method is None:
-                    return None
-                value = FunctionValue(method[0], Context(method[1].analysis), bound_method=True)
-            found = ast_arguments.signature_of(value) if isinstance(value, FunctionValue) else None  # type: ignore[arg-type]
-            if found is None:
-                return None
-            signatures.append(found)
-        keywords = frozenset(k for s in signatures for k in s.keywords)
-        return Signature(keywords, any(s.var_keyword for s in signatures), signatures[0].node)
 
 
 # ------------------------------------------------------------------ positions
@@ -280,7 +218,7 @@ def _path_parts(
     }
     cst_calls = {cst_where(cst_analysis, n): n for n in positions.offsets(cst_analysis) if isinstance(n, cst.Call)}
     ast_calls = {ast_analysis.range(n): n for n in ast.walk(ast_analysis.tree) if isinstance(n, ast.Call)}
-    cst_builder, ast_builder = RegionBuilder(None), AstQuestions(None)
+    cst_builder, ast_builder = RegionBuilder(None), AstRegionBuilder(None)
 
     def cst_context(function: Any) -> Context:
         parent = cst_analysis.model.parent(cst_analysis.model.parent(function))  # the class body's block
@@ -340,8 +278,6 @@ def _region_paths(
 ) -> None:
     """``path_parts`` on every frame of every site's region, as each side's region builder
     builds it (frames paired in order: the builders' parity makes them the same)."""
-    if AstRegionBuilder is None:
-        return
     positions = _CstPositions()
     cst_builder, ast_builder = RegionBuilder(loaders[0]), AstRegionBuilder(loaders[1])
     for cst_site, ast_site in pairs:
@@ -460,7 +396,7 @@ def compare(
     times["libcst_analyses"] += time.process_time() - begin
 
     begin = time.process_time()
-    questions = AstQuestions(loader) if AstRegionBuilder is None else AstRegionBuilder(loader)
+    questions = AstRegionBuilder(loader)
     for _, site in pairs:
         got += _site_answers(questions, ast_analysis, site, (ast_frozen_norms, ast_parent_builds, ast_function_keywords), ast_where)
     ast_classes = sorted((n for n in ast.walk(ast_analysis.tree) if isinstance(n, ast.ClassDef)), key=lambda n: (n.lineno, n.col_offset))

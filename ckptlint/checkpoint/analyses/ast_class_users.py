@@ -9,31 +9,14 @@ name and a name a ``match`` pattern binds, so they are references here as well, 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ckptlint.checkpoint.evaluator.ast_class_summary import AstClassInfo, AstMethod
-    from ckptlint.checkpoint.evaluator.denotations import InstanceValue, Value
+    from ckptlint.checkpoint.evaluator.ast_class_summary import AstClassInfo
+    from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
     from ckptlint.semantic.ast_analysis import AstAnalysis
 
-__all__ = ["ClassQuestions", "class_users"]
-
-
-class ClassQuestions(Protocol):
-    """What the analyses of a site's class ask of the region builder on ``ast`` (the methods
-    of libcst's ``RegionBuilder`` of the same names)."""
-
-    def class_info(self, analysis: AstAnalysis, node: ast.ClassDef) -> AstClassInfo: ...
-
-    def enclosing_class(self, analysis: AstAnalysis, node: ast.AST) -> AstClassInfo | None: ...
-
-    def method(self, info: AstClassInfo, name: str) -> tuple[AstMethod, AstClassInfo] | None: ...
-
-    def mro(self, info: AstClassInfo) -> list[AstClassInfo]: ...
-
-    def assigned_outside(self, analysis: AstAnalysis, attr: str, init: AstMethod | None) -> bool: ...
-
-    def held(self, instance: InstanceValue) -> list[Value]: ...
+__all__ = ["class_users"]
 
 
 def _spelled(node: ast.AST) -> list[str]:
@@ -111,7 +94,7 @@ def _defined_with_base(analysis: AstAnalysis, name: ast.AST) -> ast.ClassDef | N
     return None
 
 
-def class_users(builder: ClassQuestions, analysis: AstAnalysis, cls: AstClassInfo) -> tuple[list[AstClassInfo], bool]:
+def class_users(builder: AstRegionBuilder, analysis: AstAnalysis, cls: AstClassInfo) -> tuple[list[AstClassInfo], bool]:
     """The classes of ``cls``'s module that name it or one of its subclasses there, with
     their subclasses in the module, and whether they are all its users there (see
     :func:`ckptlint.checkpoint.analyses.class_users.class_users`)."""

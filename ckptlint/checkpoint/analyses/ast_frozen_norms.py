@@ -25,8 +25,8 @@ from ckptlint.facts.torch_facts import batchnorm_instances
 from ckptlint.semantic.ast_lines import body_on_header
 
 if TYPE_CHECKING:
-    from ckptlint.checkpoint.analyses.ast_class_users import ClassQuestions
     from ckptlint.checkpoint.evaluator.ast_class_summary import AstClassInfo, AstMethod
+    from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
     from ckptlint.checkpoint.sites.ast_site_builders import AstSite
     from ckptlint.semantic.ast_analysis import AstAnalysis
     from ckptlint.semantic.ast_model import AstModel
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["Freeze", "frozen_batchnorms", "parent_freeze"]
 
 
-def frozen_batchnorms(builder: ClassQuestions, site: AstSite, analysis: AstAnalysis) -> Freeze | None:
+def frozen_batchnorms(builder: AstRegionBuilder, site: AstSite, analysis: AstAnalysis) -> Freeze | None:
     """The BatchNorm layers that the backbone owning ``site``'s class keeps in eval mode in
     training with its default settings, or ``None`` (see
     :func:`ckptlint.checkpoint.analyses.frozen_norms.frozen_batchnorms`)."""
@@ -47,7 +47,7 @@ def frozen_batchnorms(builder: ClassQuestions, site: AstSite, analysis: AstAnaly
     return known[cls.node]
 
 
-def _frozen_for(builder: ClassQuestions, analysis: AstAnalysis, cls: AstClassInfo) -> Freeze | None:
+def _frozen_for(builder: AstRegionBuilder, analysis: AstAnalysis, cls: AstClassInfo) -> Freeze | None:
     own = _freeze(builder, cls)
     if own is not None:
         return own  # the backbone checkpoints its own stages
@@ -65,14 +65,14 @@ def _frozen_for(builder: ClassQuestions, analysis: AstAnalysis, cls: AstClassInf
     return Freeze(layers, owners, flags)
 
 
-def parent_freeze(builder: ClassQuestions, parent: AstClassInfo) -> Freeze | None:
+def parent_freeze(builder: AstRegionBuilder, parent: AstClassInfo) -> Freeze | None:
     """What the ``train`` of ``parent`` keeps in eval mode with its default settings, or
     ``None`` (see :func:`ckptlint.checkpoint.analyses.frozen_norms.parent_freeze`)."""
     return _freeze(builder, parent)
 
 
 # ------------------------------------------------------------------ what train() does
-def _freeze(builder: ClassQuestions, cls: AstClassInfo) -> Freeze | None:
+def _freeze(builder: AstRegionBuilder, cls: AstClassInfo) -> Freeze | None:
     """What ``cls``'s ``train`` (its own or a base class's of the tree) freezes by default."""
     found = builder.method(cls, "train")
     if found is None:
@@ -192,7 +192,7 @@ def _qualified(model: AstModel, kinds: ast.expr) -> set[str]:
 
 
 def _on_by_default(
-    builder: ClassQuestions, cls: AstClassInfo, test: ast.expr, self_name: str, mode: str | None, flags: list[str]
+    builder: AstRegionBuilder, cls: AstClassInfo, test: ast.expr, self_name: str, mode: str | None, flags: list[str]
 ) -> bool:
     """Whether ``test`` is true in training (``mode`` true) with ``cls``'s default settings:
     a conjunction of ``mode`` and ``self.<flag>`` whose default is ``True`` (each flag is
@@ -224,7 +224,7 @@ def _defaults(function: AstMethod) -> dict[str, ast.expr | None]:
     return found
 
 
-def _flag_default(builder: ClassQuestions, cls: AstClassInfo, flag: str) -> object:
+def _flag_default(builder: AstRegionBuilder, cls: AstClassInfo, flag: str) -> object:
     """The value ``self.<flag>`` has in an instance of ``cls`` built with default arguments
     (see :func:`ckptlint.checkpoint.analyses.frozen_norms._flag_default`)."""
     order = builder.mro(cls)

@@ -8,23 +8,17 @@ module yet."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.ast_callables import signature_of
 
 if TYPE_CHECKING:
+    from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
     from ckptlint.checkpoint.sites.ast_site_builders import AstSite
     from ckptlint.semantic.ast_analysis import AstAnalysis
-    from ckptlint.semantic.callables import Signature
 
 __all__ = ["own_function_keywords", "reentrant_call_refuses_keywords", "refused_keywords"]
-
-
-class SignatureResolver(Protocol):
-    """What these questions ask of the region builder on ``ast`` (its ``signature``)."""
-
-    def signature(self, expr: ast.expr | None, analysis: AstAnalysis) -> Signature | None: ...
 
 
 def own_function_keywords(site: AstSite) -> list[ast.keyword]:
@@ -39,7 +33,7 @@ def own_function_keywords(site: AstSite) -> list[ast.keyword]:
 
 
 def refused_keywords(
-    regions: SignatureResolver, analysis: AstAnalysis, site: AstSite, keywords: list[ast.keyword]
+    regions: AstRegionBuilder, analysis: AstAnalysis, site: AstSite, keywords: list[ast.keyword]
 ) -> list[ast.keyword]:
     """The ``keywords`` the checkpointed callable does not accept (as resolved by the region
     evaluator, else the site model's signature lookup); ``[]`` when it cannot be resolved."""
@@ -49,7 +43,7 @@ def refused_keywords(
     return [arg for arg in keywords if signature is not None and arg.arg is not None and not signature.accepts(arg.arg)]
 
 
-def reentrant_call_refuses_keywords(regions: SignatureResolver, analysis: AstAnalysis, site: AstSite) -> bool:
+def reentrant_call_refuses_keywords(regions: AstRegionBuilder, analysis: AstAnalysis, site: AstSite) -> bool:
     """Whether ``site`` runs the reentrant variant with keywords that the checkpointed
     function does not take either (see
     :func:`ckptlint.checkpoint.analyses.function_keywords.reentrant_call_refuses_keywords`)."""

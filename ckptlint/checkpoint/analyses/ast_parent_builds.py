@@ -15,8 +15,8 @@ from ckptlint.checkpoint.evaluator.denotations import InstanceValue
 from ckptlint.facts.torch_facts import norm_factory
 
 if TYPE_CHECKING:
-    from ckptlint.checkpoint.analyses.ast_class_users import ClassQuestions
     from ckptlint.checkpoint.evaluator.ast_class_summary import AstClassInfo
+    from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
     from ckptlint.checkpoint.sites.ast_site_builders import AstSite
     from ckptlint.semantic.ast_analysis import AstAnalysis
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["ParentBuild", "parent_builds"]
 
 
-def parent_builds(builder: ClassQuestions, site: AstSite, analysis: AstAnalysis) -> list[AstParentBuild]:
+def parent_builds(builder: AstRegionBuilder, site: AstSite, analysis: AstAnalysis) -> list[AstParentBuild]:
     """The instances of the class ``site``'s method belongs to that the classes of its module
     build (see :func:`ckptlint.checkpoint.analyses.parent_builds.parent_builds`); ``[]``
     when the class builds no norm from a config, or nothing in the module builds it with
@@ -39,7 +39,7 @@ def parent_builds(builder: ClassQuestions, site: AstSite, analysis: AstAnalysis)
     return known[cls.node]
 
 
-def _builds(builder: ClassQuestions, analysis: AstAnalysis, cls: AstClassInfo) -> list[AstParentBuild]:
+def _builds(builder: AstRegionBuilder, analysis: AstAnalysis, cls: AstClassInfo) -> list[AstParentBuild]:
     users, _ = class_users(builder, analysis, cls)
     found: list[AstParentBuild] = []
     for user in users:
@@ -55,7 +55,7 @@ def _builds(builder: ClassQuestions, analysis: AstAnalysis, cls: AstClassInfo) -
     return found
 
 
-def _builds_configured_norm(builder: ClassQuestions, cls: AstClassInfo) -> bool:
+def _builds_configured_norm(builder: AstRegionBuilder, cls: AstClassInfo) -> bool:
     """Whether ``cls`` or a base class of the tree calls a norm factory (``ConvModule``,
     ``build_norm_layer``) in one of its methods."""
     for info in builder.mro(cls):
