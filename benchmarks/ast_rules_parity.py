@@ -1,7 +1,8 @@
 """The rules on CPython's ``ast`` against libcst's: for each ported code, the libcst rule run
 as the linter runs it (one :class:`~ckptlint.rules.base.RuleContext` for the module, rules in
-code order, ``ctx.code`` set per rule, no target versions) and its twin run the same way
-(:class:`~ckptlint.rules.ast_base.AstRuleContext` over ``parse_ast`` of the same text).
+code order, ``ctx.code`` set per rule, the target versions given, none by default) and its
+twin run the same way (:class:`~ckptlint.rules.ast_base.AstRuleContext` over ``parse_ast``
+of the same text).
 
 The diagnostics are compared in ORDER, before noqa and per-file-ignores (what the linter
 filters next reads the code, path and ``noqa_row`` only): code, message, path, start, end,
@@ -35,6 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling parity s
 from ast_site_index_parity import tree_projects
 from parity_files import comparable_files
 
+from ckptlint.config.declarations import parse_target_version_option
+from ckptlint.facts.versions import TargetVersion
 from ckptlint.rules import ALL_RULES, RuleContext
 from ckptlint.rules.ast_base import AstRuleContext
 from ckptlint.rules.ast_discovery import ast_rules
@@ -136,10 +139,15 @@ def _parse_ast(source: SourceFile, module_name: str, is_package: bool) -> AstAna
 
 
 def compare(
-    text: str, module_name: str = "", codes: Iterable[str] | None = None, is_package: bool = False, path: str = "<compared>"
+    text: str,
+    module_name: str = "",
+    codes: Iterable[str] | None = None,
+    is_package: bool = False,
+    path: str = "<compared>",
+    target_versions: tuple[TargetVersion, ...] = (),
 ) -> RulesComparison:
     """Compare the libcst rules of ``codes`` (default: every ported one) with their twins on
-    ``text`` read alone (no linted tree)."""
+    ``text`` read alone (no linted tree), the project declaring ``target_versions``."""
     codes = PORTED if codes is None else tuple(codes)
     result = RulesComparison(files=1)
     source = SourceFile(path, text)
@@ -148,8 +156,8 @@ def compare(
     if twin is None:
         result.mismatches.append("ast refuses the file")
         return result
-    expected = _run(RuleContext(analysis, None, lambda d: None), ALL_RULES, codes)  # type: ignore[arg-type]
-    got = _run(AstRuleContext(twin, None, lambda d: None), AST_RULES, codes)  # type: ignore[arg-type]
+    expected = _run(RuleContext(analysis, None, lambda d: None, target_versions), ALL_RULES, codes)  # type: ignore[arg-type]
+    got = _run(AstRuleContext(twin, None, lambda d: None, target_versions), AST_RULES, codes)  # type: ignore[arg-type]
     _compare_outputs(result, expected, got)
     return result
 
@@ -161,6 +169,7 @@ def compare_in_tree(
     ast_project: AstProject,
     result: RulesComparison,
     codes: Iterable[str] | None = None,
+    target_versions: tuple[TargetVersion, ...] = (),
 ) -> None:
     """Compare the rules on the file at ``path`` (its text ``text``) as a run of the linter
     reads it, ``cst_project`` and ``ast_project`` loading the tree's other modules."""
@@ -179,7 +188,7 @@ def compare_in_tree(
     _ = analysis.model
     times["libcst_model"] += time.process_time() - begin
     begin = time.process_time()
-    expected = _run(RuleContext(analysis, cst_project, lambda d: None), ALL_RULES, codes)  # type: ignore[arg-type]
+    expected = _run(RuleContext(analysis, cst_project, lambda d: None, target_versions), ALL_RULES, codes)  # type: ignore[arg-type]
     times["libcst_rules"] += time.process_time() - begin
 
     ast_project.track(home)
@@ -193,12 +202,14 @@ def compare_in_tree(
     _ = twin.model
     times["ast_model"] += time.process_time() - begin
     begin = time.process_time()
-    got = _run(AstRuleContext(twin, ast_project, lambda d: None), AST_RULES, codes)  # type: ignore[arg-type]
+    got = _run(AstRuleContext(twin, ast_project, lambda d: None, target_versions), AST_RULES, codes)  # type: ignore[arg-type]
     times["ast_rules"] += time.process_time() - begin
     _compare_outputs(result, expected, got)
 
 
-def run_tree(root: Path, every_file: bool = False, codes: Iterable[str] | None = None) -> dict[str, object]:
+def run_tree(
+    root: Path, every_file: bool = False, codes: Iterable[str] | None = None, target_versions: tuple[TargetVersion, ...] = ()
+) -> dict[str, object]:
     """:func:`compare_in_tree` on each gated file of ``root``, one project per side for the
     whole tree, CPU times summed."""
     total = RulesComparison()
@@ -206,7 +217,7 @@ def run_tree(root: Path, every_file: bool = False, codes: Iterable[str] | None =
     cst_project, ast_project = tree_projects()
     for one in compared:
         found = RulesComparison()
-        compare_in_tree(one.path, one.text, cst_project, ast_project, found, codes)
+        compare_in_tree(one.path, one.text, cst_project, ast_project, found, codes, target_versions)
         found.mismatches = [f"{one.path.relative_to(root)}: {m}" for m in found.mismatches]
         total.add(found)
     return {
@@ -226,13 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("trees", nargs="+", type=Path)
     parser.add_argument("--all", action="store_true", help="every .py file, not only the gated ones")
     parser.add_argument("--codes", help="comma-separated codes (default: every ported one)")
+    parser.add_argument("--target-version", action="append", default=[], help="LIBRARY=VERSION or a requirement, as the CLI takes")
     parser.add_argument("--json", type=Path, help="write the numbers here")
     args = parser.parse_args(argv)
     codes = tuple(args.codes.split(",")) if args.codes else None
+    targets = tuple(parse_target_version_option(text) for text in args.target_version)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     reports = []
     for tree in args.trees:
-        report = run_tree(tree.resolve(), args.all, codes)
+        report = run_tree(tree.resolve(), args.all, codes, targets)
         reports.append(report)
         cpu: dict[str, float] = report["cpu_s"]  # type: ignore[assignment]
         cst_total = cpu["libcst_parse"] + cpu["libcst_model"] + cpu["libcst_rules"]
