@@ -40,6 +40,7 @@ from ckptlint.registry import RULES, FixAvailability, Severity
 from ckptlint.rules.ast_edits import NoCstNode
 from ckptlint.rules.base import DEEPER_CUT_CALLS, Invalid
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
+from ckptlint.text.source import Position
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint.evaluator.ast_region import AstRegion
@@ -64,6 +65,8 @@ class AstRule:
     default_enabled: ClassVar[bool] = True
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
+    #: Whether :meth:`check` may ask ``ctx.regions`` (the region builder on ``ast``).
+    reads_regions: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -207,13 +210,14 @@ class AstRuleContext:
         :meth:`ckptlint.rules.base.RuleContext.report` does: ``once`` skips a node this rule
         reported already; ``site`` ends the message with the condition under which the site
         runs and, for a node of its region, the tests around it; ``guarded`` with the
-        condition under which that node runs."""
+        condition under which that node runs. An ``ast.keyword`` with a name stands for its
+        name (``ast`` has no node for it; libcst's rules report the keyword's ``Name``)."""
         where = analysis or self.analysis
         if site is not None:
             message += self.region_condition(site, node, where)
         elif guarded is not None:
             message += self.condition_at(guarded, where)
-        start, end = where.range(node)
+        start, end = _range(where, node)
         diagnostic = Diagnostic(
             code=code or self.code,
             message=message,
@@ -248,3 +252,11 @@ class AstRuleContext:
         except NoCstNode:
             return None
         return self.fix(applicability, message, *((built,) if isinstance(built, Edit) else built))
+
+
+def _range(analysis: AstAnalysis, node: ast.AST) -> tuple[Position, Position]:
+    """The 1-based range of ``node``; for a named ``ast.keyword``, of its name alone."""
+    start, end = analysis.range(node)
+    if isinstance(node, ast.keyword) and node.arg is not None:
+        end = analysis.source.ast_position(node.lineno, node.col_offset + len(node.arg.encode("utf-8")))
+    return start, end

@@ -19,9 +19,11 @@ import pytest
 from test_ast_evaluator_leaves import _SUITE
 from test_ast_model import _case_files, _parses, _rule_examples
 
+from ckptlint.config.declarations import parse_target_version
 from ckptlint.rules import ALL_RULES
 from ckptlint.rules.ast_base import AstRule, AstRuleContext
 from ckptlint.semantic.ast_analysis import parse_ast
+from ckptlint.testing import example_versions
 from ckptlint.text.diagnostics import Applicability
 from ckptlint.text.source import SourceFile
 
@@ -43,14 +45,28 @@ parity = _load_parity()
 _EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
 
 
+#: A project on transformers 5.24 or later, where the rules that decide on versions speak
+#: (CKP004's ``EXAMPLE_VERSIONS``).
+_NEW_TRANSFORMERS = (parse_target_version("transformers", ">=5.24", "test"),)
+#: The rules whose findings depend on the declared versions.
+_VERSIONED = tuple(code for code in parity.PORTED if example_versions(ALL_RULES[code]))
+
+
 @functools.cache
 def _compared(text: str, module_name: str = "pkg.mod"):
-    """The comparison of every ported rule on ``text`` (made once: the counts reuse it)."""
-    return parity.compare(text, module_name)
+    """The comparison of every ported rule on ``text`` (made once: the counts reuse it), and
+    of those that decide on versions with transformers 5.24 or later declared."""
+    found = parity.compare(text, module_name)
+    if _VERSIONED:
+        found.add(parity.compare(text, module_name, _VERSIONED, target_versions=_NEW_TRANSFORMERS))
+        found.files -= 1
+    return found
 
 
 def test_the_ported_rules() -> None:
-    assert parity.PORTED == ("CKP104", "CKP105", "CKP301", "CKP302", "CKP303")
+    regions = ("CKP003", "CKP004") if parity.REGIONS else ()
+    assert parity.PORTED == (*regions, "CKP104", "CKP105", "CKP301", "CKP302", "CKP303")
+    assert set(parity.AST_RULES) == {"CKP003", "CKP004", "CKP104", "CKP105", "CKP301", "CKP302", "CKP303"}
     for code, twin in parity.AST_RULES.items():
         rule = ALL_RULES[code]
         assert issubclass(twin, AstRule) and twin.code == code
@@ -215,3 +231,18 @@ def test_once_and_the_code_given() -> None:
         ("CKP202", "a", (2, 5), (2, 18), 2),
         ("CKP201", "c", (2, 5), (2, 18), 2),
     ]
+
+
+def test_a_keyword_is_reported_at_its_name() -> None:
+    """``ast`` has no node for a keyword's name: a report at an ``ast.keyword`` covers the name,
+    as libcst's rules report the keyword's ``Name`` (``**kw`` covers the whole argument)."""
+    text = "f(x, use_reentrent=False, **kw)\n"
+    twin = parse_ast(SourceFile("m.py", text), "m")
+    assert twin is not None
+    found = []
+    ctx = AstRuleContext(twin, None, found.append)
+    call = twin.tree.body[0].value
+    assert isinstance(call, ast.Call)
+    for keyword in call.keywords:
+        ctx.report(keyword, "m")
+    assert [(d.start, d.end) for d in found] == [((1, 6), (1, 19)), ((1, 27), (1, 31))]
