@@ -246,3 +246,51 @@ def test_a_keyword_is_reported_at_its_name() -> None:
     for keyword in call.keywords:
         ctx.report(keyword, "m")
     assert [(d.start, d.end) for d in found] == [((1, 6), (1, 19)), ((1, 27), (1, 31))]
+
+
+def test_a_tree_read_through_both_loaders(tmp_path: Path) -> None:
+    """The tree mode: each file linted with its project (``Project`` / ``AstProject``), the
+    rules reaching re-exports and a home-made implementation's base in other modules."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    files = {
+        "__init__.py": "",
+        "ckpt.py": "from torch.utils.checkpoint import checkpoint\n",
+        "base.py": (
+            "import torch\n"
+            "class Base(torch.autograd.Function):\n"
+            "    @staticmethod\n"
+            "    def forward(ctx, fn, x):\n"
+            "        ctx.fn = fn\n"
+            "        ctx.save_for_backward(x)\n"
+            "        return fn(x)\n"
+        ),
+        "train.py": (
+            "from torch.utils import checkpoint as ckpt_module\n"
+            "from .ckpt import checkpoint\n"
+            "from .base import Base\n"
+            "class Recompute(Base):\n"
+            "    @staticmethod\n"
+            "    def backward(ctx, grad):\n"
+            "        (x,) = ctx.saved_tensors\n"
+            "        with torch.enable_grad():\n"
+            "            out = ctx.fn(x)\n"
+            "        torch.autograd.backward(out, grad)\n"
+            "        return None, x.grad\n"
+            "def run(block, x):\n"
+            "    return Recompute.apply(block, x)\n"
+            "def save(model, path, step):\n"
+            "    if step % 100 == 0:\n"
+            "        checkpoint(model.state_dict(), path)\n"
+            "    ckpt_module(model.block, path, use_reentrant=False)\n"
+        ),
+    }
+    for name, text in files.items():
+        (package / name).write_text(text, encoding="utf-8")
+    cst_project, ast_project = parity.tree_projects()
+    total = parity.RulesComparison()
+    for name in sorted(files):
+        path = package / name
+        parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, ast_project, total)
+    assert total.mismatches == []
+    assert total.files == 4 and total.diagnostics["CKP301"] == 1 and total.diagnostics["CKP302"] == 1, total.diagnostics
