@@ -14,8 +14,9 @@ offers none where libcst refuses that statement).
 What a region rule asks (the region of a site, the tests on the region's way to a node, whether
 a site recomputes nothing) is the region builder's and the analyses' on ``ast``
 (``checkpoint/evaluator/ast_regions.py``, ``checkpoint/analyses/ast_path_conditions.py``,
-``ast_reentrant_backward.py``), imported when first asked: the rules ported so far read no
-region.
+``ast_reentrant_backward.py``), imported when first asked: of the rules ported so far, CKP003
+and CKP004 ask the builder's queries (``signature``, ``receivers``, ``method_signature``), none a
+region's path conditions or ``never_backward``.
 
 :class:`AstRule` is the twin of ``Rule``; it is not a ``Rule`` subclass (the rules package
 pairs every ``Rule`` subclass with a code, :mod:`ckptlint.rules.discovery`), and it takes its
