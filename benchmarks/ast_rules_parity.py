@@ -165,6 +165,26 @@ def compare(
     return result
 
 
+def compare_site_queries(text: str, module_name: str = "", is_package: bool = False) -> tuple[int, list[str]]:
+    """What both contexts answer for each site of ``text`` read alone, in order: the
+    condition under which it runs and whether it recomputes nothing (``recomputes_nothing``,
+    building the region of a reentrant site); the sites compared and the mismatches."""
+    from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
+    from ckptlint.checkpoint.sites.sites import site_index
+
+    source = SourceFile("<compared>", text)
+    analysis = ModuleAnalysis(source, parse_module_unvalidated(text), module_name, is_package)
+    twin = _parse_ast(source, module_name, is_package)
+    if twin is None:
+        return 0, ["ast refuses the file"]
+    ctx, twin_ctx = RuleContext(analysis, None, lambda d: None), AstRuleContext(twin, None, lambda d: None)
+    expected = [(ctx.condition(s), ctx.recomputes_nothing(s)) for s in site_index(analysis).sites]
+    got = [(twin_ctx.condition(s), twin_ctx.recomputes_nothing(s)) for s in ast_site_index(twin).sites]
+    if expected == got:
+        return len(expected), []
+    return len(expected), [f"site answers differ: libcst {expected!r}, ast {got!r}"]
+
+
 def compare_in_tree(
     path: Path,
     text: str,

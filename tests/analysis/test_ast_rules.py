@@ -294,3 +294,16 @@ def test_a_tree_read_through_both_loaders(tmp_path: Path) -> None:
         parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, ast_project, total)
     assert total.mismatches == []
     assert total.files == 4 and total.diagnostics["CKP301"] == 1 and total.diagnostics["CKP302"] == 1, total.diagnostics
+
+
+def test_what_the_context_answers_per_site() -> None:
+    """``condition`` and ``recomputes_nothing`` of every site of the examples, cases and
+    test-suite programs (regions built where a reentrant site may skip backward)."""
+    found, sites = [], 0
+    texts = [text for _, text in _EXAMPLES] + _SUITE + [p.read_text(encoding="utf-8") for p in _case_files()]
+    for index, text in enumerate(texts):
+        compared, mismatches = parity.compare_site_queries(text, "pkg.mod")
+        sites += compared
+        found += [(index, m) for m in mismatches]
+    assert found == []
+    assert sites >= 500  # of them, 37 recompute nothing and 160 run under a condition
