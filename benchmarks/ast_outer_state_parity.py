@@ -1,0 +1,421 @@
+"""The analyses CKP201/CKP202 share, on CPython's ``ast`` against libcst's: the twins of
+``outer_state`` (and, as they land, ``write_exemptions`` and ``end_resets``) answer the same
+for every node of every frame of regions built by hand.
+
+For one text, :func:`compare` parses it both ways and builds, for every ``def`` and lambda
+of the module, a region whose first frame runs it (depth 0) with the methods it calls as
+``self.m(...)`` and the module's functions it calls by name below it (two levels, one frame
+per function, ``caller``/``invocation``/``reached_from`` set): libcst's
+:class:`~ckptlint.checkpoint.evaluator.region.Region` first, then the same
+:class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion` (functions matched by where
+their name starts, calls by their range); a method's frames get its class's summary as
+``self_class`` (one record per class and side). Each side then answers, keyed by kind and
+1-based ``(line, column)`` range (a node inside an f-string is left out: ``ast`` before 3.12
+gives its pieces the whole string's range; a parenthesized tuple's or generator's range is
+read inside its parentheses, where libcst's is):
+
+- ``frame``: the frame's scope (kind, qualified name) and ``self`` name;
+- ``code``/``text``: :func:`node_code` and :func:`frame_text` of every expression;
+- ``store``: :func:`is_store` of every name, attribute, subscript, tuple, list and starred;
+- ``load``: :func:`is_load` of every name (``True``/``False``/``None`` are names in libcst);
+- ``owner``: :func:`owner_of` of every name and of every attribute chain on a name (its
+  root), as the owner and the bindings' (kind, name, scope);
+- ``contains``: for every node, the ranges of the frame's compound statements that
+  :func:`contains_node` says hold it.
+
+An answer only libcst gives is one about a node ``ast`` has not (an attribute's or a
+keyword's name): it is counted apart, not a mismatch. Over a folder (``python
+benchmarks/ast_outer_state_parity.py TREE [TREE ...]``): the gated files (``parity_files``),
+the items compared, the mismatches and each side's CPU time answering.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import json
+import sys
+import time
+import tokenize
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import libcst as cst
+
+from ckptlint.checkpoint.analyses import ast_outer_state, outer_state
+from ckptlint.checkpoint.evaluator import ast_class_summary, class_summary
+from ckptlint.checkpoint.evaluator.ast_region import AstFrame, AstRegion
+from ckptlint.checkpoint.evaluator.denotations import Context
+from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.semantic.analysis import ModuleAnalysis
+from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
+from ckptlint.semantic.parse import parse_source
+from ckptlint.semantic.walk import iter_tree
+from ckptlint.text.source import SourceFile
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling parity_files
+
+from parity_files import comparable_files
+
+Position = tuple[int, int]
+Key = tuple[Any, ...]
+
+#: How deep the hand-built regions follow calls below their first frame.
+LEVELS = 2
+
+
+@dataclass
+class Comparison:
+    """What :func:`compare` compared (items per kind), the answers only libcst gave (nodes
+    ``ast`` has not), the mismatches and each side's seconds of CPU answering."""
+
+    items: Counter[str] = field(default_factory=Counter)
+    libcst_only: Counter[str] = field(default_factory=Counter)
+    mismatches: list[str] = field(default_factory=list)
+    regions: int = 0
+    frames: int = 0
+    cst_seconds: float = 0.0
+    ast_seconds: float = 0.0
+
+    def add(self, other: Comparison) -> None:
+        self.items.update(other.items)
+        self.libcst_only.update(other.libcst_only)
+        self.mismatches.extend(other.mismatches)
+        self.regions += other.regions
+        self.frames += other.frames
+        self.cst_seconds += other.cst_seconds
+        self.ast_seconds += other.ast_seconds
+
+    def of(self, kinds: set[str]) -> list[str]:
+        """The mismatches of these kinds of answers."""
+        return [m for m in self.mismatches if m.split(" ", 1)[0] in kinds]
+
+
+# ------------------------------------------------------------------ regions by hand
+def _cst_def_key(analysis: ModuleAnalysis, node: cst.CSTNode) -> Position:
+    return analysis.range(node.name if isinstance(node, cst.FunctionDef) else node)[0]
+
+
+def _ast_def_key(analysis: AstAnalysis, node: ast.AST) -> Position:
+    if isinstance(node, ast.Lambda):
+        return analysis.start(node)
+    assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    line = analysis.source.text.splitlines()[node.lineno - 1]
+    column = len(line.encode("utf-8")[: node.col_offset].decode("utf-8", "replace"))
+    index = line.index(node.name, line.index("def", column) + 3)
+    return (node.lineno, index + 1)
+
+
+def _cst_regions(analysis: ModuleAnalysis) -> list[Region]:
+    """A region for every ``def`` and lambda of the module (see the module's docstring)."""
+    model = analysis.model
+    infos: dict[int, Any] = {}
+    module_functions: dict[str, cst.FunctionDef] = {}
+    for statement in analysis.module.body:
+        if isinstance(statement, cst.FunctionDef):
+            module_functions[statement.name.value] = statement
+
+    def ctx_of(function: cst.CSTNode) -> Context:
+        parent = model.parent(model.parent(function)) if isinstance(function, cst.FunctionDef) else None
+        if isinstance(parent, cst.ClassDef):
+            if id(parent) not in infos:
+                infos[id(parent)] = class_summary.summarise_class(analysis, parent)
+            return Context(analysis, infos[id(parent)])
+        return Context(analysis)
+
+    regions = []
+    for node in iter_tree(analysis.module):
+        if not isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            continue
+        region = Region(None, analysis, resolved=True)  # type: ignore[arg-type]
+        first = Frame(node, ctx_of(node), 0, "entry", reached_from=[(None, None)])
+        region.frames.append(first)
+        queue = [first]
+        while queue:
+            frame = queue.pop(0)
+            if frame.depth >= LEVELS:
+                continue
+            self_name = frame.self_parameter()
+            for inner in list(frame.nodes()):
+                if not isinstance(inner, cst.Call):
+                    continue
+                callee = None
+                func = inner.func
+                info = frame.ctx.self_class
+                via = None
+                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == self_name:
+                    via = func.attr.value
+                    callee = info.methods.get(via) if info is not None else None
+                elif isinstance(func, cst.Name):
+                    via = func.value
+                    callee = module_functions.get(via)
+                if callee is None or via is None:
+                    continue
+                known = region.frames_of(callee)
+                if known:
+                    known[0].reached_from.append((frame, inner))
+                    continue
+                reached = Frame(callee, ctx_of(callee), frame.depth + 1, via, caller=frame, invocation=inner, reached_from=[(frame, inner)])
+                region.frames.append(reached)
+                queue.append(reached)
+        regions.append(region)
+    return regions
+
+
+def _ast_regions(analysis: AstAnalysis, cst_analysis: ModuleAnalysis, regions: list[Region]) -> list[AstRegion]:
+    """The same regions on ``ast``: functions matched by where their name starts, calls by range."""
+    functions = {
+        _ast_def_key(analysis, node): node
+        for node in ast.walk(analysis.tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    }
+    calls = {analysis.range(node): node for node in ast.walk(analysis.tree) if isinstance(node, ast.Call)}
+    infos: dict[int, Any] = {}
+
+    def ctx_of(function: ast.AST) -> Context:
+        parent = analysis.model.parent(function)
+        if isinstance(parent, ast.ClassDef) and not isinstance(function, ast.Lambda):
+            if id(parent) not in infos:
+                infos[id(parent)] = ast_class_summary.summarise_class(analysis, parent)
+            return Context(analysis, infos[id(parent)])
+        return Context(analysis)
+
+    out = []
+    for region in regions:
+        twin = AstRegion(None, analysis, resolved=True)  # type: ignore[arg-type]
+        made: dict[int, AstFrame] = {}
+        for frame in region.frames:
+            function = functions[_cst_def_key(cst_analysis, frame.function)]
+            made[id(frame)] = AstFrame(
+                function,  # type: ignore[arg-type]
+                ctx_of(function),
+                frame.depth,
+                frame.via,
+                caller=made[id(frame.caller)] if frame.caller is not None else None,
+                invocation=calls[cst_analysis.range(frame.invocation)] if frame.invocation is not None else None,
+            )
+            twin.frames.append(made[id(frame)])
+        for frame in region.frames:
+            made[id(frame)].reached_from = [
+                (made[id(caller)] if caller is not None else None, calls[cst_analysis.range(call)] if call is not None else None)
+                for caller, call in frame.reached_from
+            ]
+        out.append(twin)
+    return out
+
+
+# ------------------------------------------------------------------ answers
+class _Side:
+    """One side's readings: node categories, ranges and the analyses' functions."""
+
+    def __init__(self, analysis: Any, module: Any, in_fstring: Callable[[Any], bool]) -> None:
+        self.analysis = analysis
+        self.module = module
+        self.in_fstring = in_fstring
+
+    def range(self, node: object) -> tuple[Position, Position]:
+        return self.analysis.range(node)  # type: ignore[no-any-return]
+
+    def binding(self, binding: Any) -> tuple:
+        return (binding.kind.value, binding.name, binding.scope.kind.value, binding.scope.qualname)
+
+
+class _CstSide(_Side):
+    def category(self, node: object) -> str | None:
+        if isinstance(node, cst.Name):
+            return "name"
+        if isinstance(node, cst.Attribute):
+            return "attribute"
+        if isinstance(node, (cst.Subscript, cst.Tuple, cst.List, cst.StarredElement)):
+            return "target"
+        return "expr" if isinstance(node, cst.BaseExpression) else None
+
+    def root_name(self, node: object) -> str | None:
+        while isinstance(node, cst.Attribute):
+            node = node.value
+        return node.value if isinstance(node, cst.Name) else None
+
+    def compound(self, node: object) -> bool:
+        return isinstance(node, cst.BaseCompoundStatement)
+
+
+_AST_COMPOUND = (
+    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match,
+)
+
+
+class _AstSide(_Side):
+    def range(self, node: object) -> tuple[Position, Position]:
+        """``ast``'s range, inside the parentheses of a parenthesized tuple or generator (libcst's)."""
+        analysis = self.analysis
+        if isinstance(node, (ast.Tuple, ast.GeneratorExp)):
+            start, end = analysis.offsets(node)
+            text = analysis.source.text
+            if text[start] == "(" and text[end - 1] == ")" and _closing(text[start:end]) == end - start - 1:
+                inner = text[start + 1 : end - 1]
+                first = start + 1 + len(inner) - len(inner.lstrip())
+                last = end - 1 - (len(inner) - len(inner.rstrip()))
+                return analysis.source.position(first), analysis.source.position(last)
+        return analysis.range(node)  # type: ignore[no-any-return]
+
+    def category(self, node: object) -> str | None:
+        if isinstance(node, ast.Slice) or (isinstance(node, ast.Starred) and isinstance(self.analysis.model.parent(node), ast.Call)):
+            return None  # no expression in libcst (a slice, a call's ``*args``)
+        parent = self.analysis.model.parent(node)
+        bare = isinstance(node, ast.Tuple) and self.range(node) == self.analysis.range(node)
+        if bare and isinstance(parent, ast.Subscript) and parent.slice is node:
+            return None  # `x[a, b]`: libcst's subscript elements, no tuple
+        if isinstance(node, ast.Name):
+            return "name"
+        if isinstance(node, ast.Constant) and any(node.value is c for c in (True, False, None)):
+            return "name"  # a name in libcst's trees
+        if isinstance(node, ast.Attribute):
+            return "attribute"
+        if isinstance(node, (ast.Subscript, ast.Tuple, ast.List, ast.Starred)):
+            return "target"
+        return "expr" if isinstance(node, ast.expr) else None
+
+    def root_name(self, node: object) -> str | None:
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    def compound(self, node: object) -> bool:
+        return isinstance(node, _AST_COMPOUND) or type(node).__name__ == "TryStar"
+
+
+def _closing(text: str) -> int | None:
+    """Where the parenthesis that opens ``text`` closes (strings and comments skipped)."""
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.OP and token.string in "([{":
+                depth += 1
+            elif token.type == tokenize.OP and token.string in ")]}":
+                depth -= 1
+                if depth == 0:
+                    row, column = token.start
+                    return sum(len(line) for line in text.splitlines(keepends=True)[: row - 1]) + column
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return None
+
+
+def _outer_state_answers(side: _Side, frame: Any) -> Iterator[tuple[Key, object]]:
+    """Every answer of the outer-state functions for the nodes of ``frame``."""
+    module = side.module
+    model = side.analysis.model
+    scope = module.frame_scope(frame)
+    yield ("frame",), (None if scope is None else (scope.kind.value, scope.qualname), module.frame_self_name(frame))
+    nodes = [n for n in frame.nodes() if side.category(n) is not None and not side.in_fstring(n)]
+    compounds = [n for n in frame.nodes() if side.compound(n)]
+    compounds = compounds if len(compounds) <= 40 else []
+    for node in nodes:
+        category = side.category(node)
+        where = (category, side.range(node))
+        yield ("code", *where), module.node_code(side.analysis, node) if module is ast_outer_state else module.node_code(node)
+        yield ("text", *where), module.frame_text(frame, node)
+        if category != "expr":
+            yield ("store", *where), module.is_store(model, node)
+        if category == "name" and side.root_name(node) is not None:
+            yield ("load", *where), module.is_load(model, node)
+        root = side.root_name(node)
+        if root is not None:
+            owner, bindings = module.owner_of(frame, root, node)
+            yield ("owner", *where), (owner.value, [side.binding(b) for b in bindings])
+        if compounds:
+            yield ("contains", *where), [side.range(c) for c in compounds if module.contains_node(model, c, node)]
+
+
+def _fstring_test(model: Any, kinds: tuple[type, ...]) -> Callable[[Any], bool]:
+    memo: dict[int, bool] = {}
+
+    def inside(node: Any) -> bool:
+        key = id(node)
+        if key not in memo:
+            memo[key] = any(isinstance(a, kinds) for a in model.ancestors(node))
+        return memo[key]
+
+    return inside
+
+
+def _answers(side: _Side, regions: list[Any], comparison: Comparison, seconds: list[float]) -> dict[Key, object]:
+    found: dict[Key, object] = {}
+    began = time.process_time()
+    for index, region in enumerate(regions):
+        for number, frame in enumerate(region.frames):
+            for key, value in _outer_state_answers(side, frame):
+                found[(index, number, *key)] = value
+    seconds.append(time.process_time() - began)
+    return found
+
+
+def compare(text: str, module_name: str = "", is_package: bool = False) -> Comparison:
+    """Both sides' answers for ``text`` (see the module's docstring)."""
+    comparison = Comparison()
+    source = SourceFile(path="mod.py", text=text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        analysis = parse_source(source, module_name, is_package)
+        twin = parse_ast(source, module_name, is_package)
+    if twin is None:
+        return comparison
+    regions = _cst_regions(analysis)
+    twins = _ast_regions(twin, analysis, regions)
+    comparison.regions = len(regions)
+    comparison.frames = sum(len(r.frames) for r in regions)
+    seconds: list[float] = []
+    cst_side = _CstSide(analysis, outer_state, _fstring_test(analysis.model, (cst.FormattedString,)))
+    ast_side = _AstSide(twin, ast_outer_state, _fstring_test(twin.model, (ast.JoinedStr,)))
+    expected = _answers(cst_side, regions, comparison, seconds)
+    got = _answers(ast_side, twins, comparison, seconds)
+    comparison.cst_seconds, comparison.ast_seconds = seconds
+    for key, value in got.items():
+        kind = key[2]
+        comparison.items[kind] += 1
+        if key not in expected:
+            comparison.mismatches.append(f"{kind} only in ast: {key} = {value!r}")
+        elif expected[key] != value:
+            comparison.mismatches.append(f"{kind} differs at {key}: libcst {expected[key]!r}, ast {value!r}")
+    for key in expected.keys() - got.keys():
+        comparison.libcst_only[key[2]] += 1
+    return comparison
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trees", nargs="+", type=Path)
+    parser.add_argument("--every-file", action="store_true", help="not only the files the gate lets through")
+    parser.add_argument("--max-files", type=int, default=None, help="the first N files of each tree")
+    args = parser.parse_args(argv)
+    total = Comparison()
+    files = 0
+    for root in args.trees:
+        found, _ = comparable_files(root, args.every_file)
+        for entry in found[: args.max_files]:
+            files += 1
+            result = compare(entry.text, entry.module_name, entry.is_package)
+            for mismatch in result.mismatches[:20]:
+                print(f"{entry.path}: {mismatch}")
+            total.add(result)
+    print(json.dumps({
+        "files": files,
+        "regions": total.regions,
+        "frames": total.frames,
+        "items": dict(sorted(total.items.items())),
+        "libcst_only": dict(sorted(total.libcst_only.items())),
+        "mismatches": len(total.mismatches),
+        "cst_seconds": round(total.cst_seconds, 2),
+        "ast_seconds": round(total.ast_seconds, 2),
+    }, indent=1))
+    return 1 if total.mismatches else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
