@@ -124,6 +124,13 @@ PROGRAMS = {
                 v = f(
                     q for q in x
                 )
+                raise ValueError(
+                    f"first {x} "
+                        "second"  # (
+                    'third'
+                    '''fourth
+                fifth'''
+                )
                 u = ((  x  ))[(0)].attr
                 t = [(a) for (a) in (x) if (a)]
                 s = {(k): (v) for k, v in x.items()}

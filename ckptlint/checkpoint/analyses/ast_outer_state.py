@@ -15,7 +15,9 @@ hold a generator argument in ``ast``'s range)."""
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from typing import TYPE_CHECKING, Any
 
 from ckptlint.checkpoint.analyses.outer_state import (
@@ -181,11 +183,7 @@ def _without_block_indent(analysis: AstAnalysis, node: ast.AST, start: int, end:
     indent = text[line_start : len(text[line_start:first]) - len(text[line_start:first].lstrip()) + line_start]
     if not indent:
         return text[start:end]
-    strings = [
-        analysis.offsets(inner)
-        for inner in ast.walk(node)
-        if isinstance(inner, ast.JoinedStr) or (isinstance(inner, ast.Constant) and isinstance(inner.value, (str, bytes)))
-    ]
+    strings = [span for inner in ast.walk(node) if isinstance(inner, _STRINGS) for span in _string_tokens(analysis, inner)]
     pieces: list[str] = []
     done = start
     newline = text.find("\n", start, end)
@@ -198,6 +196,34 @@ def _without_block_indent(analysis: AstAnalysis, node: ast.AST, start: int, end:
         newline = text.find("\n", after, end)
     pieces.append(text[done:end])
     return "".join(pieces)
+
+
+_STRINGS = (ast.JoinedStr, ast.Constant)
+
+
+def _string_tokens(analysis: AstAnalysis, node: ast.AST) -> list[tuple[int, int]]:
+    """The character ranges of the string literals ``node`` is made of, when it spans lines
+    (``"a"`` and ``"b"`` of ``"a" "b"``; a line between them is no string's)."""
+    if isinstance(node, ast.Constant) and not isinstance(node.value, (str, bytes)):
+        return []
+    start, end = analysis.offsets(node)
+    text = analysis.source.text[start:end]
+    if "\n" not in text:
+        return []
+    rows = [0]
+    for line in text.splitlines(keepends=True):
+        rows.append(rows[-1] + len(line))
+    spans = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO("(" + text + ")").readline):
+            if token.type == tokenize.STRING:
+                (row, column), (end_row, end_column) = token.start, token.end
+                shift = 1 if row == 1 else 0  # the added "("
+                end_shift = 1 if end_row == 1 else 0
+                spans.append((start + rows[row - 1] + column - shift, start + rows[end_row - 1] + end_column - end_shift))
+    except (tokenize.TokenError, SyntaxError):
+        return [(start, end)]
+    return spans
 
 
 def frame_text(frame: AstFrame, node: ast.AST) -> str:
