@@ -47,7 +47,7 @@ from typing import Any
 
 import libcst as cst
 
-from ckptlint.checkpoint.analyses import ast_outer_state, outer_state
+from ckptlint.checkpoint.analyses import ast_outer_state, ast_write_exemptions, outer_state, write_exemptions
 from ckptlint.checkpoint.evaluator import ast_class_summary, class_summary
 from ckptlint.checkpoint.evaluator.ast_region import AstFrame, AstRegion
 from ckptlint.checkpoint.evaluator.denotations import Context
@@ -75,6 +75,8 @@ class Comparison:
     ``ast`` has not), the mismatches and each side's seconds of CPU answering."""
 
     items: Counter[str] = field(default_factory=Counter)
+    #: the answers, per kind, that say yes (a true flag, a guard, a key, calls found)
+    yes: Counter[str] = field(default_factory=Counter)
     libcst_only: Counter[str] = field(default_factory=Counter)
     mismatches: list[str] = field(default_factory=list)
     regions: int = 0
@@ -84,6 +86,7 @@ class Comparison:
 
     def add(self, other: Comparison) -> None:
         self.items.update(other.items)
+        self.yes.update(other.yes)
         self.libcst_only.update(other.libcst_only)
         self.mismatches.extend(other.mismatches)
         self.regions += other.regions
@@ -213,9 +216,10 @@ def _ast_regions(analysis: AstAnalysis, cst_analysis: ModuleAnalysis, regions: l
 class _Side:
     """One side's readings: node categories, ranges and the analyses' functions."""
 
-    def __init__(self, analysis: Any, module: Any, in_fstring: Callable[[Any], bool]) -> None:
+    def __init__(self, analysis: Any, module: Any, exemptions: Any, in_fstring: Callable[[Any], bool]) -> None:
         self.analysis = analysis
         self.module = module
+        self.exemptions = exemptions
         self.in_fstring = in_fstring
 
     def range(self, node: object) -> tuple[Position, Position]:
@@ -333,6 +337,64 @@ def _outer_state_answers(side: _Side, frame: Any) -> Iterator[tuple[Key, object]
             yield ("contains", *where), [side.range(c) for c in compounds if module.contains_node(model, c, node)]
 
 
+_ASSIGNMENTS = ("Assign", "AnnAssign", "AugAssign")
+
+
+def _write_exemption_answers(side: _Side, frame: Any) -> Iterator[tuple[Key, object]]:
+    """Every answer of the write exemptions for the statements, calls, names and ``if``s of
+    ``frame``."""
+    we = side.exemptions
+    on_ast = isinstance(side, _AstSide)
+    analysis = side.analysis
+    model = analysis.model
+
+    def code(node: object) -> str:
+        return ast_outer_state.node_code(analysis, node) if on_ast else outer_state.node_code(node)  # type: ignore[arg-type]
+
+    yield ("rng",), we.sets_rng_state(frame)
+    function_body = frame.function.body
+    for node in frame.nodes():
+        if side.in_fstring(node):
+            continue
+        kind = type(node).__name__
+        if kind in _ASSIGNMENTS:
+            where = ("statement", kind, side.range(node)[0])
+            if kind == "Assign":
+                targets = list(node.targets) if on_ast else [t.target for t in node.targets]
+            else:
+                targets = [node.target]
+            text = code(targets[0])
+            yield ("constant", *where), we.constant_write(frame, node)
+            if getattr(node, "value", None) is not None:
+                yield ("constant key", *where), repr(we.constant_key(node.value, model))
+            yield ("shape", *where), we.shape_bookkeeping(node)
+            yield ("memo fill", *where), we.memo_fill(analysis if on_ast else model, node)
+            yield ("conversion", *where), we.idempotent_conversion(analysis, node, text) if on_ast else we.idempotent_conversion(node, text)
+            yield ("restored", *where), we.saved_and_restored(frame, text)
+            yield ("once", *where), [we.written_once(frame, node, target) for target in targets]
+            yield ("after saved", *where), we.after_last_saved(frame, node, True)
+            yield ("phase", *where), (we.phase_guarded(frame, node), we.phase_guarded(frame, node, reentrant=True))
+            if kind == "AugAssign":
+                yield ("counter", *where), we.diagnostic_counter(frame, node)
+        elif kind == "Call":
+            where = ("call", side.range(node))
+            yield ("phase", *where), (we.phase_guarded(frame, node), we.phase_guarded(frame, node, reentrant=True))
+            yield ("after saved", *where), we.after_last_saved(frame, node, True)
+        elif kind in ("Name", "Attribute"):
+            if kind == "Name" or side.root_name(node) is not None:
+                guard = we.exit_guard(model, node)
+                yield ("exit guard", kind, side.range(node)), None if guard is None else side.range(guard.test)
+        elif kind == "If":
+            where = ("if", side.range(node.test))
+            test = code(node.test)
+            yield ("exit body", *where), we.exit_guard_body(model, node) if on_ast else we.exit_guard_body(node)
+            if on_ast:
+                assigned = (we.assigns_in(analysis, node.body, test), we.assigns_in(analysis, function_body, test))
+            else:
+                assigned = (we.assigns_in(node.body, test), we.assigns_in(function_body, test))
+            yield ("assigns", *where), assigned
+
+
 def _fstring_test(model: Any, kinds: tuple[type, ...]) -> Callable[[Any], bool]:
     memo: dict[int, bool] = {}
 
@@ -349,11 +411,30 @@ def _answers(side: _Side, regions: list[Any], comparison: Comparison, seconds: l
     found: dict[Key, object] = {}
     began = time.process_time()
     for index, region in enumerate(regions):
+        balanced = side.exemptions.balanced_calls(region)
+        calls = {side.range(node) for frame in region.frames for node in frame.nodes() if id(node) in balanced}
+        found[(index, -1, "balanced")] = sorted(calls)
         for number, frame in enumerate(region.frames):
             for key, value in _outer_state_answers(side, frame):
                 found[(index, number, *key)] = value
+            for key, value in _write_exemption_answers(side, frame):
+                found[(index, number, *key)] = value
     seconds.append(time.process_time() - began)
     return found
+
+
+def _says_yes(value: object) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_says_yes(v) for v in value)
+    return value not in (None, False, "None", "")
+
+
+def truthy(texts: list[str]) -> Counter[str]:
+    """How many answers of each kind say yes over ``texts``."""
+    total: Counter[str] = Counter()
+    for text in texts:
+        total.update(compare(text, "pkg.mod").yes)
+    return total
 
 
 def compare(text: str, module_name: str = "", is_package: bool = False) -> Comparison:
@@ -371,14 +452,15 @@ def compare(text: str, module_name: str = "", is_package: bool = False) -> Compa
     comparison.regions = len(regions)
     comparison.frames = sum(len(r.frames) for r in regions)
     seconds: list[float] = []
-    cst_side = _CstSide(analysis, outer_state, _fstring_test(analysis.model, (cst.FormattedString,)))
-    ast_side = _AstSide(twin, ast_outer_state, _fstring_test(twin.model, (ast.JoinedStr,)))
+    cst_side = _CstSide(analysis, outer_state, write_exemptions, _fstring_test(analysis.model, (cst.FormattedString,)))
+    ast_side = _AstSide(twin, ast_outer_state, ast_write_exemptions, _fstring_test(twin.model, (ast.JoinedStr,)))
     expected = _answers(cst_side, regions, comparison, seconds)
     got = _answers(ast_side, twins, comparison, seconds)
     comparison.cst_seconds, comparison.ast_seconds = seconds
     for key, value in got.items():
         kind = key[2]
         comparison.items[kind] += 1
+        comparison.yes[kind] += _says_yes(value)
         if key not in expected:
             comparison.mismatches.append(f"{kind} only in ast: {key} = {value!r}")
         elif expected[key] != value:
