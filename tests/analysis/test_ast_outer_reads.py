@@ -186,6 +186,62 @@ PROGRAMS = {
             register(fwd)
             return out
         """,
+    "names spelled as strings": """
+        from torch.utils.checkpoint import checkpoint
+
+        def plain(x, blocks):
+            level = [1]
+            def step(h):
+                return checkpoint(lambda v: blocks(v) * level[0], h, use_reentrant=False)
+            level[0] = 2
+            return step(x)
+
+        def keyword(x, blocks):
+            level = [1]
+            def step(h):
+                return checkpoint(lambda v: blocks(v) * level[0], h, use_reentrant=False)
+            level[0] = 2
+            configure(step=3)
+            return step(x)
+
+        def parameter(x, blocks):
+            level = [1]
+            def step(h):
+                return checkpoint(lambda v: blocks(v) * level[0], h, use_reentrant=False)
+            level[0] = 2
+            other = lambda step: step
+            return step(x)
+
+        def imported(x, blocks):
+            level = [1]
+            def step(h):
+                return checkpoint(lambda v: blocks(v) * level[0], h, use_reentrant=False)
+            level[0] = 2
+            from .step import tools
+            import step.more as more
+            return step(x)
+
+        def handled(x, blocks):
+            level = [1]
+            def step(h):
+                return checkpoint(lambda v: blocks(v) * level[0], h, use_reentrant=False)
+            level[0] = 2
+            try:
+                pass
+            except ValueError as step:
+                pass
+            return step(x)
+
+        def shadowed(x, blocks):
+            level = [1]
+            def step(h):
+                return checkpoint(lambda v: blocks(v) * level[0], h, use_reentrant=False)
+            level[0] = 2
+            class Inner:
+                def step(self):
+                    return 1
+            return step(x)
+        """,
     "written before read": """
         from torch.utils.checkpoint import checkpoint
 

@@ -219,6 +219,43 @@ PROGRAMS = {
             def run(self, x):
                 return checkpoint(self.forward, x, use_reentrant=False)
         """,
+    "handed down": """
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+        STORE = {}
+
+        class Conv(nn.Module):
+            def forward(self, h, cache=None, *args, **kwargs):
+                cache["padding"] = torch.cat([cache["padding"], h])
+                cache.state = cache.state + h
+                cache["count"] += 1
+                args[0].state += 1
+                kwargs["extra"] += 1
+                return h
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = Conv()
+
+            def forward(self, h, layer_cache, local=None):
+                local = {}
+                self.conv1(h, local)
+                self.conv1(h, STORE)
+                return self.conv1(h, cache=layer_cache["conv1"])
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block = Block()
+                self.memory = {}
+
+            def forward(self, x, layer_cache):
+                x = checkpoint(self.block, x, layer_cache, use_reentrant=False)
+                x = checkpoint(self.block, x, self.memory, use_reentrant=False)
+                return checkpoint(self.block.conv1, x, self.memory, use_reentrant=False)
+        """,
     "region locals": """
         from torch.utils.checkpoint import checkpoint
 

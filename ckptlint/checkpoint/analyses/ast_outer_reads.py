@@ -180,7 +180,7 @@ def _once_in(analysis: AstAnalysis, function: ast.AST, node: ast.AST) -> bool:
         if (
             isinstance(statement, ast.If)
             and not statement.orelse
-            and exit_guard_body(analysis, statement)
+            and exit_guard_body(analysis.model, statement)
             and isinstance(statement.test, (ast.Name, ast.Attribute))
             and assigns_in(analysis, function.body, node_code(analysis, statement.test))
         ):
@@ -459,7 +459,7 @@ def _spells(node: ast.AST, name: str) -> bool:
     if isinstance(node, ast.alias):
         return node.name.split(".")[0] == name or node.asname == name
     if isinstance(node, ast.ImportFrom):
-        return (node.module or "").split(".")[0] == name and not node.level
+        return (node.module or "").split(".")[0] == name
     if isinstance(node, (ast.Global, ast.Nonlocal)):
         return name in node.names
     if isinstance(node, ast.ExceptHandler):
