@@ -54,12 +54,6 @@ __all__ = ["mutable_reads"]
 
 _FUNCTIONS_AND_LAMBDAS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_TRY_STAR: tuple[type, ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # type: ignore[attr-defined,unused-ignore]
-#: Statements that hold blocks (never inside a libcst ``SimpleStatementLine``).
-_COMPOUND = (
-    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, *_TRY_STAR,
-    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match,
-)  # fmt: skip
 _CLOSURE_WRITES = (*STATE_KINDS, BindingKind.LOOP, BindingKind.WITH, BindingKind.EXCEPT)
 
 
@@ -209,7 +203,7 @@ def _statement_line(model: AstModel, node: ast.AST) -> tuple[list[ast.stmt], lis
     ``node``; ``None`` when that statement is compound (``node`` is in its header) or its
     block follows the header's colon (libcst's ``SimpleStatementSuite`` holds no line)."""
     statement = node if isinstance(node, ast.stmt) else next((a for a in model.ancestors(node) if isinstance(a, ast.stmt)), None)
-    if statement is None or isinstance(statement, _COMPOUND):
+    if statement is None or hasattr(statement, "body") or isinstance(statement, ast.Match):  # compound
         return None
     block = _block_of(model, statement)
     if block is None or body_on_header(model, block):
@@ -218,8 +212,7 @@ def _statement_line(model: AstModel, node: ast.AST) -> tuple[list[ast.stmt], lis
 
 
 def _block_of(model: AstModel, statement: ast.stmt) -> list[ast.stmt] | None:
-    """The statement list of ``statement``'s parent that holds it."""
-    parent = model.parent(statement)
+    parent = model.parent(statement)  # the statement list of it that holds ``statement``
     for field in ("body", "orelse", "finalbody"):
         block = getattr(parent, field, None)
         if isinstance(block, list) and any(s is statement for s in block):
@@ -245,7 +238,7 @@ def _written_before_read(model: AstModel, write: ast.AST, read: ast.AST) -> bool
 
 
 def _gradient_reset(mutation: AstMutation) -> bool:
-    """Whether ``mutation`` only assigns the ``.grad`` of its object (``weight.grad = None``)."""
+    """Whether ``mutation`` only assigns ``.grad`` (``weight.grad = None``)."""
     node = mutation.node
     if not isinstance(node, ast.Assign):
         return False
@@ -384,7 +377,6 @@ def _varies_when(analysis: AstAnalysis, binding: AstBinding) -> str:
 
 
 def _same_constant(model: AstModel, bindings: list[AstBinding]) -> bool:
-    """Whether every binding assigns one and the same constant."""
     values = []
     for binding in bindings:
         if binding.kind is not BindingKind.ASSIGNMENT or binding.value is None:
