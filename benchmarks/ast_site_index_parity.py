@@ -54,7 +54,7 @@ from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject, parse_ast
 from ckptlint.semantic.parse import parse_module_unvalidated
-from ckptlint.semantic.project import Project, module_name_for, project_folder
+from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import SourceFile
 
@@ -210,9 +210,7 @@ def compare_in_tree(
     times["libcst_sites"] += time.process_time() - begin
     cst_reads = [str(p) for p in cst_project.accessed()]
 
-    ast_project.project.track(home)
-    _leave_other_projects(ast_project, project_folder(home))
-    ast_project.evict()
+    ast_project.track(home)
     begin = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -239,18 +237,12 @@ def compare_in_tree(
 
 
 def tree_projects() -> tuple[Project, AstProject]:
-    """One project per side for a run over a tree, the ``ast`` cache bounded as libcst's (so
-    both drop the same modules between two linted files and read them again alike)."""
+    """One project per side for a run over a tree, both caches with the same bounds (so both
+    drop the same modules between two linted files and read them again alike)."""
     cst_project = Project(partial=False)
-    return cst_project, AstProject(Project(partial=False), max_modules=cst_project.max_modules, max_chars=cst_project.max_chars)
-
-
-def _leave_other_projects(ast_project: AstProject, folder: Path) -> None:
-    """What ``Project.track`` does to libcst's cache when the linted file's project changes
-    (``Project._leave_other_projects``), done to the ``ast`` cache: the analyses of files outside
-    ``folder`` are dropped (they cannot be reached from it, and are read again on coming back)."""
-    for path in [p for p in ast_project._analyses if not p.is_relative_to(folder)]:
-        ast_project.forget(path)
+    ast_project = AstProject(Project(partial=False))
+    assert (ast_project.max_modules, ast_project.max_chars) == (cst_project.max_modules, cst_project.max_chars)
+    return cst_project, ast_project
 
 
 def compare_alone(text: str, module_name: str = "", is_package: bool = False, path: str = "<compared>") -> IndexComparison:

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 from ckptlint.facts.apis import MODULE_EXPORTS
 from ckptlint.semantic.ast_assignments import AstAssigned, assignments
-from ckptlint.semantic.ast_walk import base_name, child_nodes, start
+from ckptlint.semantic.ast_walk import base_name, child_nodes, fields_order_children, start
 from ckptlint.semantic.bindings import (
     MUTATING_METHODS,
     Binding,
@@ -45,6 +45,9 @@ AstBinding = Binding[ast.AST, ast.expr]
 AstMutation = Mutation[ast.AST, ast.expr]
 
 _BUILTINS = frozenset(dir(builtins))
+#: Nodes whose children libcst holds in another order than ``ast`` (see
+#: :func:`~ckptlint.semantic.ast_walk.fields_order_children`).
+_LIBCST_ORDER = frozenset({ast.Dict, ast.Call, ast.ExceptHandler})
 _MAX_ALIAS_DEPTH = 8
 #: Values an alias is followed through (``f = g``, ``f = m.g``, ``flag = None``).
 _ALIASES = (ast.Name, ast.Attribute, ast.Constant)
@@ -134,9 +137,11 @@ class AstModel:
         entered = _ENTERED
         while stack:
             node, scope = stack.pop()
-            pending = self._enter(node, scope) if type(node) in entered else None
+            kind = type(node)
+            pending = self._enter(node, scope) if kind in entered else None
             if pending is None:  # most nodes: the children share the node's scope
-                found = child_nodes(node)
+                # calls and bindings in libcst's order: a dict's keys and values alternate
+                found = fields_order_children(node) if kind in _LIBCST_ORDER else child_nodes(node)
                 for child in found:
                     parents[child] = node
                 found.reverse()

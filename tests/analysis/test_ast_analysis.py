@@ -86,3 +86,21 @@ def test_the_cache_is_bounded_by_characters(tmp_path: Path) -> None:
     assert loader.ast_analysis_for_module("pkg") is not None
     loader.evict()
     assert list(loader._analyses) == [root / "pkg" / "__init__.py"]
+
+
+def test_tracking_another_project_leaves_its_modules(tmp_path: Path) -> None:
+    for name in ("one", "two"):  # each its own project folder
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "pyproject.toml").write_text("[project]\nname = 'p'\n", encoding="utf-8")
+    first_root, second_root = _tree(tmp_path / "one"), _tree(tmp_path / "two")
+    project = Project()
+    loader = AstProject(project)
+    loader.track(first_root)
+    assert loader.ast_analysis_for_module("pkg.b") is not None
+    loader.track(first_root)  # the same project: kept
+    assert list(loader._analyses) == [first_root / "pkg" / "b.py"]
+    assert project.accessed() == []  # recording started again by the project's own track
+    loader.track(second_root)
+    assert list(loader._analyses) == []
+    assert loader.ast_analysis_for_module("pkg.b") is not None
+    assert list(loader._analyses) == [second_root / "pkg" / "b.py"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from test_ast_evaluation import _NET, TUPLE_INDEXES
+from test_ast_evaluator_leaves import _SUITE
 from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
@@ -234,6 +235,14 @@ TREES: dict[str, dict[str, str]] = {
             """,
     },
 }
+
+
+def test_programs_of_the_test_suite() -> None:
+    """The few hundred programs of the test suite, read alone (among them a helper called in a
+    dict's key and value, whose sites libcst meets value first, and a bound
+    ``checkpoint_sequential`` given its input by keyword)."""
+    found = [(index, m) for index, text in enumerate(_SUITE) for m in parity.compare_alone(text, "pkg.mod").mismatches]
+    assert found == []
 
 
 @pytest.mark.parametrize("name", sorted(TREES))

@@ -103,11 +103,18 @@ def _ordered_non_keyword(arguments: AstCallArguments) -> list[ast.expr]:
 
 
 def _positional_or_keyword(arguments: AstCallArguments, api: CheckpointApi, name: str) -> ast.expr | None:
+    """The value passed for parameter ``name`` of ``api``, by position or keyword."""
+    given = _argument(arguments, api, name)
+    return given.value if isinstance(given, ast.keyword) else given
+
+
+def _argument(arguments: AstCallArguments, api: CheckpointApi, name: str) -> AstArg | None:
+    """The argument passed for parameter ``name`` of ``api``: a positional expression or the
+    ``keyword`` (libcst's ``Arg``, which an input keeps with its keyword)."""
     index = api.positional.index(name)
     if not arguments.starred and len(arguments.positional) > index:
         return arguments.positional[index]
-    keyword = arguments.keywords.get(name)
-    return keyword.value if keyword is not None else None
+    return arguments.keywords.get(name)
 
 
 def _build_function(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments: AstCallArguments, model: AstModel) -> AstSite:
@@ -125,7 +132,7 @@ def _build_function(api: CheckpointApi, form: SiteForm, call: ast.Call, argument
 
 def _build_sequential(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments: AstCallArguments, model: AstModel) -> AstSite:
     functions = _positional_or_keyword(arguments, api, "functions")
-    given = _positional_or_keyword(arguments, api, "input")
+    given = _argument(arguments, api, "input")
     options = {
         "use_reentrant": arguments.option("use_reentrant", model, position=3),
         "preserve_rng_state": arguments.option("preserve_rng_state", model),
@@ -258,7 +265,7 @@ def _build_library_function(api: CheckpointApi, form: SiteForm, call: ast.Call, 
 
 def _build_library_sequence(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments: AstCallArguments, model: AstModel) -> AstSite:
     functions = _positional_or_keyword(arguments, api, "functions")
-    given = _positional_or_keyword(arguments, api, "x")
+    given = _argument(arguments, api, "x")
     options = {name: arguments.option(name, model, position=api.positional.index(name)) for name in api.options}
     reentrancy = library_reentrancy(api, options.get("use_reentrant", AST_ABSENT))  # type: ignore[arg-type]
     inputs = (given,) if given is not None else ()

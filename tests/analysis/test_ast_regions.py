@@ -1,0 +1,315 @@
+"""Regions on CPython's ``ast`` (ckptlint.checkpoint.evaluator.ast_regions) are libcst's: for
+every checkpoint site, the region and the deep region (status, entries, frames in order with
+how each is reached, the nodes each frame walks, layers, layer calls, unknown, cut and opaque
+calls), the signature of the site's callable and the decisions of the ``if`` tests in the
+frames, compared as ``benchmarks/ast_regions_parity.py`` reads them, which runs the comparison
+over real trees. Inputs: the rule examples, the test cases, the shared cases when present, the
+programs of the test suite, hand-written programs and trees of modules read through both
+loaders (classes and functions imported from another module)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_ast_evaluator_leaves import _SUITE
+from test_ast_model import _case_files, _parses, _rule_examples
+
+from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
+from ckptlint.semantic.ast_analysis import AstProject, parse_ast
+from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.text.source import SourceFile
+
+ROOT = Path(__file__).resolve().parents[2]
+PARITY = ROOT / "benchmarks" / "ast_regions_parity.py"
+
+
+def _load_parity():
+    sys.path.insert(0, str(PARITY.parent))  # its sibling modules
+    spec = importlib.util.spec_from_file_location("ast_regions_parity", PARITY)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("ast_regions_parity", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+parity = _load_parity()
+
+_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
+
+
+@functools.cache
+def _compared(text: str):
+    """The comparison of ``text`` as module ``pkg.mod`` (made once: the counts reuse it)."""
+    return parity.compare(text, "pkg.mod")
+
+
+@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
+def test_rule_examples(label: str, text: str) -> None:
+    found = _compared(text)
+    assert found.mismatches == []
+    assert found.unpaired == 0
+
+
+@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_cases(path: Path) -> None:
+    found = parity.compare(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem)
+    assert found.mismatches == []
+    assert found.unpaired == 0
+
+
+def test_programs_of_the_test_suite() -> None:
+    """One test for them all (a few hundred small programs): every mismatch listed."""
+    found = [(index, m) for index, text in enumerate(_SUITE) for m in _compared(text).mismatches]
+    assert found == []
+
+
+def test_the_inputs_hold_what_is_compared() -> None:
+    """The examples and programs are not empty of sites, resolved regions, frames and walks."""
+    total = parity.RegionComparison()
+    for text in [text for _, text in _EXAMPLES] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
+        total.add(_compared(text))
+    assert total.sites >= 500
+    assert total.resolved >= 200
+    assert total.frames >= 400
+    assert total.walked >= 2500
+    assert total.decisions >= 60
+
+
+PROGRAMS = {
+    "depth, recursion, unknown calls, layers, segments, bound arguments": """
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+
+        def a(x): return b(x)
+        def b(x): return c(x)
+        def c(x): return d(x)
+        def d(x): return e(x)
+        def e(x): return a(x)
+        def rec(x, n=3): return rec(x, n - 1) if n else x
+
+        class BN(nn.BatchNorm2d):
+            def forward(self, x):
+                return super().forward(x)
+
+        class BN2(nn.BatchNorm2d):
+            def forward(self, x):
+                return x
+
+        class Block(nn.Module):
+            def __init__(self, fn=None, use_drop=True):
+                super().__init__()
+                self.fn = fn
+                self.drop = nn.Dropout(0.1) if use_drop else nn.Identity()
+                self.bn = BN(4)
+                self.bn2 = BN2(4)
+                self.seq = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1), nn.BatchNorm1d(4), nn.ReLU())
+                self.ext = something_unknown()
+
+            def _inner(self, x, mode="a", *, scale=1):
+                if mode == "a":
+                    x = self.drop(x)
+                elif mode == "b":
+                    x = self.bn(x)
+                else:
+                    x = self.bn2(x)
+                x = self.fn(x)
+                x = self.ext(x)
+                y = x.view(-1)
+                return a(x) + rec(x) + (self.seq(x) if scale > 1 else y)
+
+            def forward(self, x, *args, **kw):
+                x = checkpoint(self._inner, x, "b", scale=2, use_reentrant=False)
+                x = checkpoint(self._inner, *args, use_reentrant=False)
+                x = checkpoint(self._inner, x, **kw, use_reentrant=False)
+                x = checkpoint_sequential(self.seq, 2, x)
+                x = checkpoint_sequential(self.seq, segments=4, input=x)
+                x = checkpoint(self.bn, x) + checkpoint(self.bn2, x)
+                x = checkpoint(lambda t: self._inner(t, mode="c"), x)
+                return x
+        """,
+    "helpers, helpers of helpers, factories, partials": """
+        import functools
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+        def ckpt(fn, *args, enabled=True, **kw):
+            if enabled:
+                return checkpoint(fn, *args, use_reentrant=False, **kw)
+            return fn(*args)
+
+        def ckpt2(module, x, on=True):
+            return ckpt(module, x, enabled=on)
+
+        def make(layer):
+            def run(*inputs):
+                return layer(*inputs)
+            return run
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([nn.Dropout(0.1), nn.BatchNorm1d(4)])
+
+            def _ck(self, f, x):
+                return checkpoint(f, x, use_reentrant=False)
+
+            def forward(self, x):
+                for blk in self.blocks:
+                    x = ckpt(blk, x)
+                    x = ckpt2(blk, x, on=False)
+                    x = self._ck(blk, x)
+                    x = checkpoint(make(blk), x, use_reentrant=False)
+                    x = checkpoint(functools.partial(blk), x, use_reentrant=False)
+                return ckpt(lambda t: self.blocks[0](t), x)
+        """,
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_programs(name: str) -> None:
+    found = _compared(textwrap.dedent(PROGRAMS[name]))
+    assert found.mismatches == []
+    assert found.unpaired == 0
+    assert found.resolved >= 5
+
+
+TREE = {
+    "pkg/__init__.py": "from .layers import Block as Block\n",
+    "pkg/layers.py": """
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+        class Fn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        apply_fn = Fn.apply
+
+        def run_ckpt(fn, *args, on=True):
+            if on:
+                return checkpoint(fn, *args, use_reentrant=False)
+            return fn(*args)
+
+        class Block(nn.Module):
+            def __init__(self, dim, drop=0.1):
+                super().__init__()
+                self.drop = nn.Dropout(drop)
+                self.norm = nn.BatchNorm1d(dim)
+
+            def forward(self, x):
+                return self.norm(self.drop(x)) + Fn.apply(x) + apply_fn(x)
+
+        def custom(module):
+            def forward(*inputs):
+                return module(*inputs)
+            return forward
+
+        def run_custom(module, *args):
+            return checkpoint(custom(module), *args, use_reentrant=False)
+
+        def deep(x):
+            return helper_two(x)
+
+        def helper_two(x):
+            return nn.functional.dropout(x)
+        """,
+    "pkg/model.py": """
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+        from .layers import Block, run_ckpt, run_custom, deep, Fn
+        from . import layers as L
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([Block(4, drop=0.0) for _ in range(2)])
+                self.other = L.Block(4)
+
+            def forward(self, x):
+                for b in self.blocks:
+                    x = checkpoint(b, x, use_reentrant=False)
+                    x = run_ckpt(b, x)
+                    x = run_ckpt(b, x, on=False)
+                    x = run_custom(b, x)
+                x = checkpoint(deep, x) + checkpoint(self.other, x) + checkpoint(Fn.apply, x)
+                return checkpoint(lambda t: L.deep(t) + Fn.apply(t), x)
+        """,
+}
+
+
+def test_a_tree_read_through_both_loaders(tmp_path: Path) -> None:
+    """Regions follow classes, functions and helpers imported from another module of the tree
+    alike through libcst's ``Project`` and ``ast``'s ``AstProject``."""
+    for relative, text in TREE.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    project = Project(partial=False)
+    loader = AstProject(Project(partial=False))
+    total = parity.RegionComparison()
+    for relative in TREE:
+        path = tmp_path / relative
+        name, is_package, home = module_name_for(path)
+        project.track(home)
+        loader.project.track(home)
+        found = parity.compare(path.read_text(encoding="utf-8"), name, is_package, str(path), project, loader)
+        assert found.mismatches == [], relative
+        assert found.unpaired == 0
+        total.add(found)
+    assert total.sites >= 8
+    assert total.resolved >= 7
+    assert total.frames >= 12
+
+
+def test_the_builder_answers_its_other_queries() -> None:
+    """``values``, ``receivers``, ``held``, ``method``, ``mro``, ``method_signature`` and a
+    region built for a constructed instance, on a module read alone."""
+    text = textwrap.dedent(PROGRAMS["depth, recursion, unknown calls, layers, segments, bound arguments"])
+    analysis = parse_ast(SourceFile("mod.py", text), "pkg.mod")
+    assert analysis is not None
+    builder = AstRegionBuilder(None)
+    sites = ast_site_index(analysis).sites
+    region = builder.region(sites[0], analysis)
+    assert builder.region(sites[0], analysis) is region
+    assert [frame.via for frame in region.frames][:2] == ["_inner", "_inner -> a"]
+    info = region.frames[0].ctx.self_class
+    assert info is not None and info.name == "Block"
+    assert [one.name for one in builder.mro(info)] == ["Block"]
+    method = builder.method(info, "_inner")
+    assert method is not None and method[1] is info
+    signature = builder.method_signature(builder.values(sites[0].function.value, analysis)[0], "_inner")
+    assert signature is not None and signature.keywords == frozenset({"x", "mode", "scale"})
+    held = builder.held(builder.values(sites[0].function.value, analysis)[0])
+    assert {getattr(v, "qualified", None) for v in held} >= {"torch.nn.Dropout", "torch.nn.BatchNorm1d"}
+    assert builder.receivers(sites[0].function.value, "forward", analysis)
+    instance = builder.values(sites[0].function.value, analysis)[0]
+    assert builder.region(sites[0], analysis, instance) is not region
+    assert builder.deep_region(sites[0], analysis).frames
+
+
+def test_regions_cut_short_by_the_budget_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a few steps per query, both builders run out at the same point: the same frames,
+    the same calls left unknown, ``ran_out`` set alike."""
+    from ckptlint.checkpoint.evaluator import ast_regions, regions
+
+    for module in (regions, ast_regions):
+        monkeypatch.setattr(module, "REGION_BUDGET", 12)
+        monkeypatch.setattr(module, "QUERY_BUDGET", 5)
+    total = parity.RegionComparison()
+    for text in [textwrap.dedent(p) for p in PROGRAMS.values()] + [text for _, text in _EXAMPLES[:80]]:
+        found = parity.compare(text, "pkg.mod")
+        assert found.mismatches == []
+        total.add(found)
+    assert total.ran_out >= 5
