@@ -47,7 +47,14 @@ from typing import Any
 
 import libcst as cst
 
-from ckptlint.checkpoint.analyses import ast_outer_state, ast_write_exemptions, outer_state, write_exemptions
+from ckptlint.checkpoint.analyses import (
+    ast_end_resets,
+    ast_outer_state,
+    ast_write_exemptions,
+    end_resets,
+    outer_state,
+    write_exemptions,
+)
 from ckptlint.checkpoint.evaluator import ast_class_summary, class_summary
 from ckptlint.checkpoint.evaluator.ast_region import AstFrame, AstRegion
 from ckptlint.checkpoint.evaluator.denotations import Context
@@ -216,10 +223,9 @@ def _ast_regions(analysis: AstAnalysis, cst_analysis: ModuleAnalysis, regions: l
 class _Side:
     """One side's readings: node categories, ranges and the analyses' functions."""
 
-    def __init__(self, analysis: Any, module: Any, exemptions: Any, in_fstring: Callable[[Any], bool]) -> None:
+    def __init__(self, analysis: Any, modules: tuple[Any, Any, Any], in_fstring: Callable[[Any], bool]) -> None:
         self.analysis = analysis
-        self.module = module
-        self.exemptions = exemptions
+        self.module, self.exemptions, self.end_resets = modules
         self.in_fstring = in_fstring
 
     def range(self, node: object) -> tuple[Position, Position]:
@@ -395,6 +401,21 @@ def _write_exemption_answers(side: _Side, frame: Any) -> Iterator[tuple[Key, obj
             yield ("assigns", *where), assigned
 
 
+def _end_reset_answers(side: _Side, region: Any) -> Iterator[tuple[Key, object]]:
+    """The resets of the region (frame, attribute, line index, constant) and, for every
+    assignment and method call of its frames, whether they cover it."""
+    module = side.end_resets
+    resets = module.end_resets(region)
+    numbers = {id(frame): number for number, frame in enumerate(region.frames)}
+    yield ("resets",), [(numbers[id(r.frame)], r.attr, r.index, repr(module._reset_value(r))) for r in resets._resets]
+    for number, frame in enumerate(region.frames):
+        for node in frame.nodes():
+            kind = type(node).__name__
+            if kind in _ASSIGNMENTS or (kind == "Call" and type(node.func).__name__ == "Attribute"):
+                write = outer_state.OuterWrite(node, frame, "")
+                yield ("covers", number, kind, side.range(node)), resets.covers(write)
+
+
 def _fstring_test(model: Any, kinds: tuple[type, ...]) -> Callable[[Any], bool]:
     memo: dict[int, bool] = {}
 
@@ -414,6 +435,8 @@ def _answers(side: _Side, regions: list[Any], comparison: Comparison, seconds: l
         balanced = side.exemptions.balanced_calls(region)
         calls = {side.range(node) for frame in region.frames for node in frame.nodes() if id(node) in balanced}
         found[(index, -1, "balanced")] = sorted(calls)
+        for key, value in _end_reset_answers(side, region):
+            found[(index, -1, *key)] = value
         for number, frame in enumerate(region.frames):
             for key, value in _outer_state_answers(side, frame):
                 found[(index, number, *key)] = value
@@ -452,8 +475,8 @@ def compare(text: str, module_name: str = "", is_package: bool = False) -> Compa
     comparison.regions = len(regions)
     comparison.frames = sum(len(r.frames) for r in regions)
     seconds: list[float] = []
-    cst_side = _CstSide(analysis, outer_state, write_exemptions, _fstring_test(analysis.model, (cst.FormattedString,)))
-    ast_side = _AstSide(twin, ast_outer_state, ast_write_exemptions, _fstring_test(twin.model, (ast.JoinedStr,)))
+    cst_side = _CstSide(analysis, (outer_state, write_exemptions, end_resets), _fstring_test(analysis.model, (cst.FormattedString,)))
+    ast_side = _AstSide(twin, (ast_outer_state, ast_write_exemptions, ast_end_resets), _fstring_test(twin.model, (ast.JoinedStr,)))
     expected = _answers(cst_side, regions, comparison, seconds)
     got = _answers(ast_side, twins, comparison, seconds)
     comparison.cst_seconds, comparison.ast_seconds = seconds
