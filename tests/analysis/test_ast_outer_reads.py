@@ -42,7 +42,7 @@ _EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
 @functools.cache
 def compared(text: str):
     """The comparison of ``text`` as module ``pkg.mod`` (made once: the counts reuse it)."""
-    return parity.compare(textwrap.dedent(text), "pkg.mod")
+    return parity.compare(textwrap.dedent(text), "pkg.mod", real=True)
 
 
 @pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
@@ -52,7 +52,7 @@ def test_rule_examples(label: str, text: str) -> None:
 
 @pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_cases(path: Path) -> None:
-    assert parity.compare(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem).mismatches == []
+    assert parity.compare(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem, real=True).mismatches == []
 
 
 def test_programs_of_the_test_suite() -> None:
