@@ -332,9 +332,18 @@ def test_programs(name: str) -> None:
     assert compared(PROGRAMS[name]).mismatches == []
 
 
-def test_the_programs_hold_what_is_compared() -> None:
-    """The programs above are not empty of reads (of every kind of reason)."""
+def totals(texts: list[str]):
+    """What the comparisons of ``texts`` compared, summed."""
     total = parity.OuterAccessComparison()
-    for text in PROGRAMS.values():
+    for text in texts:
         total.add(compared(text))
-    assert total.items["read"] >= 40
+    return total
+
+
+def test_the_inputs_hold_what_is_compared() -> None:
+    """The programs above, the rule examples and the suite's programs are not empty of reads
+    and writes, on hand-built regions and on the builders' ones."""
+    assert totals(list(PROGRAMS.values())).items["read"] >= 60
+    total = totals([text for _, text in _EXAMPLES] + _SUITE)
+    for kind, least in {"site": 600, "region": 3000, "read": 100, "write": 200}.items():
+        assert total.items[kind] >= least, kind
