@@ -57,7 +57,8 @@ if TYPE_CHECKING:
     from ckptlint.checkpoint.analyses.ast_outer_state import AstOuterWrite
     from ckptlint.checkpoint.evaluator.ast_class_summary import AstClassInfo
     from ckptlint.checkpoint.evaluator.ast_region import AstFrame, AstRegion
-    from ckptlint.semantic.ast_model import AstBinding, AstModel, AstScope
+    from ckptlint.semantic.ast_analysis import AstAnalysis
+    from ckptlint.semantic.ast_model import AstBinding, AstScope
 
 __all__ = ["outer_writes"]
 
@@ -271,25 +272,25 @@ def _only_tests_other_code(frame: AstFrame, node: ast.AST, read: ast.AST) -> boo
     return False
 
 
-def _read_texts(analysis: object, value: ast.AST) -> set[str]:
+def _read_texts(analysis: AstAnalysis, value: ast.AST) -> set[str]:
     """The texts of the names and attributes in ``value``, with the names libcst holds as
-    ``Name`` nodes and ``ast`` as strings (an attribute's name, a keyword's)."""
+    ``Name`` nodes and ``ast`` as strings (an attribute's name, a keyword's, a parameter's)."""
     found: set[str] = set()
     for inner in iter_tree(value):
         if isinstance(inner, (ast.Name, ast.Attribute)):
-            found.add(node_code(analysis, inner))  # type: ignore[arg-type]
+            found.add(node_code(analysis, inner))
         if isinstance(inner, ast.Attribute):
             found.add(inner.attr)
-        elif isinstance(inner, ast.keyword) and inner.arg is not None:
-            found.add(inner.arg)
+        elif isinstance(inner, (ast.keyword, ast.arg)) and inner.arg is not None:
+            found.add(inner.arg)  # a keyword's name, a lambda's parameter
     return found
 
 
-def _assigns_one_of(analysis: object, node: ast.AST, texts: set[str]) -> bool:
+def _assigns_one_of(analysis: AstAnalysis, node: ast.AST, texts: set[str]) -> bool:
     if isinstance(node, ast.Assign):
-        return any(node_code(analysis, t) in texts for t in node.targets)  # type: ignore[arg-type]
+        return any(node_code(analysis, t) in texts for t in node.targets)
     if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-        return node_code(analysis, node.target) in texts  # type: ignore[arg-type]
+        return node_code(analysis, node.target) in texts
     return False
 
 
@@ -341,13 +342,13 @@ def _item_carries(frame: AstFrame, node: ast.AST, target: ast.Subscript) -> bool
     return False
 
 
-def _item_read(analysis: object, container: ast.AST, text: str, key: object) -> ast.AST | None:
+def _item_read(analysis: AstAnalysis, container: ast.AST, text: str, key: object) -> ast.AST | None:
     """The expression reading item ``key`` of ``container`` (``C[K]`` spelled ``text``, or
     ``C.get(K)``), or ``None``."""
-    model: AstModel = analysis.model  # type: ignore[attr-defined]
+    model = analysis.model
     parent = model.parent(container)
     if isinstance(parent, ast.Subscript) and parent.value is container:
-        return parent if node_code(analysis, parent) == text else None  # type: ignore[arg-type]
+        return parent if node_code(analysis, parent) == text else None
     if isinstance(parent, ast.Attribute) and parent.value is container and parent.attr in _ITEM_READS:
         call = model.parent(parent)
         if isinstance(call, ast.Call) and call.func is parent:
