@@ -57,16 +57,22 @@ from ckptlint.checkpoint.analyses import (
 )
 from ckptlint.checkpoint.evaluator import ast_class_summary, class_summary
 from ckptlint.checkpoint.evaluator.ast_region import AstFrame, AstRegion
+from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
 from ckptlint.checkpoint.evaluator.denotations import Context
 from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.evaluator.regions import RegionBuilder
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
+from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
-from ckptlint.semantic.parse import parse_source
+from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject, parse_ast
+from ckptlint.semantic.parse import parse_module_unvalidated, parse_source
+from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.semantic.walk import iter_tree
 from ckptlint.text.source import SourceFile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling parity_files
 
+from ast_site_index_parity import tree_projects
 from parity_files import comparable_files
 
 Position = tuple[int, int]
@@ -115,7 +121,7 @@ def _ast_def_key(analysis: AstAnalysis, node: ast.AST) -> Position:
     if isinstance(node, ast.Lambda):
         return analysis.start(node)
     assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    line = analysis.source.text.splitlines()[node.lineno - 1]
+    line = analysis.source.line(node.lineno)
     column = len(line.encode("utf-8")[: node.col_offset].decode("utf-8", "replace"))
     index = line.index(node.name, line.index("def", column) + 3)
     return (node.lineno, index + 1)
@@ -223,10 +229,14 @@ def _ast_regions(analysis: AstAnalysis, cst_analysis: ModuleAnalysis, regions: l
 class _Side:
     """One side's readings: node categories, ranges and the analyses' functions."""
 
-    def __init__(self, analysis: Any, modules: tuple[Any, Any, Any], in_fstring: Callable[[Any], bool]) -> None:
+    #: The modules answering (outer_state, write_exemptions, end_resets) and f-string nodes.
+    modules: tuple[Any, Any, Any]
+    fstrings: tuple[type, ...]
+
+    def __init__(self, analysis: Any) -> None:
         self.analysis = analysis
-        self.module, self.exemptions, self.end_resets = modules
-        self.in_fstring = in_fstring
+        self.module, self.exemptions, self.end_resets = self.modules
+        self.in_fstring = _fstring_test(analysis.model, self.fstrings)
 
     def range(self, node: object) -> tuple[Position, Position]:
         return self.analysis.range(node)  # type: ignore[no-any-return]
@@ -236,6 +246,9 @@ class _Side:
 
 
 class _CstSide(_Side):
+    modules = (outer_state, write_exemptions, end_resets)
+    fstrings = (cst.FormattedString,)
+
     def category(self, node: object) -> str | None:
         if isinstance(node, cst.Name):
             return "name"
@@ -261,6 +274,9 @@ _AST_COMPOUND = (
 
 
 class _AstSide(_Side):
+    modules = (ast_outer_state, ast_write_exemptions, ast_end_resets)
+    fstrings = (ast.JoinedStr,)
+
     def range(self, node: object) -> tuple[Position, Position]:
         """``ast``'s range, inside the parentheses of a parenthesized tuple or generator (libcst's)."""
         analysis = self.analysis
@@ -401,14 +417,15 @@ def _write_exemption_answers(side: _Side, frame: Any) -> Iterator[tuple[Key, obj
             yield ("assigns", *where), assigned
 
 
-def _end_reset_answers(side: _Side, region: Any) -> Iterator[tuple[Key, object]]:
+def _end_reset_answers(side_of: Callable[[Any], _Side], region: Any) -> Iterator[tuple[Key, object]]:
     """The resets of the region (frame, attribute, line index, constant) and, for every
     assignment and method call of its frames, whether they cover it."""
-    module = side.end_resets
+    module = side_of(region.analysis).end_resets
     resets = module.end_resets(region)
     numbers = {id(frame): number for number, frame in enumerate(region.frames)}
     yield ("resets",), [(numbers[id(r.frame)], r.attr, r.index, repr(module._reset_value(r))) for r in resets._resets]
     for number, frame in enumerate(region.frames):
+        side = side_of(frame.analysis)
         for node in frame.nodes():
             kind = type(node).__name__
             if kind in _ASSIGNMENTS or (kind == "Call" and type(node.func).__name__ == "Attribute"):
@@ -428,16 +445,30 @@ def _fstring_test(model: Any, kinds: tuple[type, ...]) -> Callable[[Any], bool]:
     return inside
 
 
-def _answers(side: _Side, regions: list[Any], comparison: Comparison, seconds: list[float]) -> dict[Key, object]:
+def _answers(kind: type[_Side], regions: list[Any], seconds: list[float]) -> dict[Key, object]:
+    """Every answer of one side for ``regions``, keyed as the module's docstring says."""
+    sides: dict[int, _Side] = {}
+
+    def side_of(analysis: Any) -> _Side:
+        if id(analysis) not in sides:
+            sides[id(analysis)] = kind(analysis)
+        return sides[id(analysis)]
+
     found: dict[Key, object] = {}
     began = time.process_time()
     for index, region in enumerate(regions):
-        balanced = side.exemptions.balanced_calls(region)
-        calls = {side.range(node) for frame in region.frames for node in frame.nodes() if id(node) in balanced}
+        balanced = side_of(region.analysis).exemptions.balanced_calls(region)
+        calls = {
+            (frame.analysis.source.path, side_of(frame.analysis).range(node))
+            for frame in region.frames
+            for node in frame.nodes()
+            if id(node) in balanced
+        }
         found[(index, -1, "balanced")] = sorted(calls)
-        for key, value in _end_reset_answers(side, region):
+        for key, value in _end_reset_answers(side_of, region):
             found[(index, -1, *key)] = value
         for number, frame in enumerate(region.frames):
+            side = side_of(frame.analysis)
             for key, value in _outer_state_answers(side, frame):
                 found[(index, number, *key)] = value
             for key, value in _write_exemption_answers(side, frame):
@@ -471,14 +502,54 @@ def compare(text: str, module_name: str = "", is_package: bool = False) -> Compa
     if twin is None:
         return comparison
     regions = _cst_regions(analysis)
-    twins = _ast_regions(twin, analysis, regions)
-    comparison.regions = len(regions)
-    comparison.frames = sum(len(r.frames) for r in regions)
+    return _compared(comparison, regions, _ast_regions(twin, analysis, regions))
+
+
+def compare_regions(
+    text: str,
+    module_name: str = "",
+    is_package: bool = False,
+    path: str = "<compared>",
+    project: Project | None = None,
+    loader: AstProject | None = None,
+) -> Comparison:
+    """Both sides' answers for the regions the builders make of the sites of ``text``
+    (``RegionBuilder(project).region`` against ``AstRegionBuilder(loader).region``, sites
+    paired by the range of their call as ``ast_regions_parity`` pairs them); with ``project``
+    and ``loader``, frames follow calls into other modules of the tree."""
+    comparison = Comparison()
+    source = SourceFile(path, text)
+    analysis = ModuleAnalysis(source, parse_module_unvalidated(text), module_name, is_package)
+    analysis.project = project
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        twin = parse_ast(source, module_name, is_package)
+    if twin is None:
+        return comparison
+    twin.project = loader
+    waiting: dict[tuple, list] = {}
+    for site in ast_site_index(twin).sites:
+        waiting.setdefault(twin.range(site.call), []).append(site)
+    regions, twins = [], []
+    builder, ast_builder = RegionBuilder(project), AstRegionBuilder(loader)
+    for site in site_index(analysis).sites:
+        paired = waiting.get(analysis.range(site.call))
+        if paired:
+            regions.append(builder.region(site, analysis))
+            twins.append(ast_builder.region(paired.pop(0), twin))
+    comparison = _compared(comparison, regions, twins)
+    analysis.release()
+    twin.release()
+    return comparison
+
+
+def _compared(comparison: Comparison, regions: list[Any], twins: list[Any]) -> Comparison:
+    """``comparison`` with both sides' answers for these regions (in pairs) compared."""
+    comparison.regions += len(regions)
+    comparison.frames += sum(len(r.frames) for r in regions)
     seconds: list[float] = []
-    cst_side = _CstSide(analysis, (outer_state, write_exemptions, end_resets), _fstring_test(analysis.model, (cst.FormattedString,)))
-    ast_side = _AstSide(twin, (ast_outer_state, ast_write_exemptions, ast_end_resets), _fstring_test(twin.model, (ast.JoinedStr,)))
-    expected = _answers(cst_side, regions, comparison, seconds)
-    got = _answers(ast_side, twins, comparison, seconds)
+    expected = _answers(_CstSide, regions, seconds)
+    got = _answers(_AstSide, twins, seconds)
     comparison.cst_seconds, comparison.ast_seconds = seconds
     for key, value in got.items():
         kind = key[2]
@@ -498,14 +569,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("trees", nargs="+", type=Path)
     parser.add_argument("--every-file", action="store_true", help="not only the files the gate lets through")
     parser.add_argument("--max-files", type=int, default=None, help="the first N files of each tree")
+    parser.add_argument("--regions", action="store_true", help="the builders' regions of the sites, not regions by hand")
     args = parser.parse_args(argv)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     total = Comparison()
     files = 0
     for root in args.trees:
         found, _ = comparable_files(root, args.every_file)
+        project, loader = tree_projects()
         for entry in found[: args.max_files]:
             files += 1
-            result = compare(entry.text, entry.module_name, entry.is_package)
+            if args.regions:
+                name, is_package, home = module_name_for(entry.path)
+                project.track(home)
+                loader.track(home)
+                result = compare_regions(entry.text, name, is_package, str(entry.path), project, loader)
+            else:
+                result = compare(entry.text, entry.module_name, entry.is_package)
             for mismatch in result.mismatches[:20]:
                 print(f"{entry.path}: {mismatch}")
             total.add(result)
