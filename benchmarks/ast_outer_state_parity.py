@@ -1,6 +1,6 @@
 """The analyses CKP201/CKP202 share, on CPython's ``ast`` against libcst's: the twins of
-``outer_state`` (and, as they land, ``write_exemptions`` and ``end_resets``) answer the same
-for every node of every frame of regions built by hand.
+``outer_state``, ``write_exemptions`` and ``end_resets`` answer the same for every node of
+every frame of a region, regions built by hand or by the region builders.
 
 For one text, :func:`compare` parses it both ways and builds, for every ``def`` and lambda
 of the module, a region whose first frame runs it (depth 0) with the methods it calls as
@@ -9,24 +9,39 @@ per function, ``caller``/``invocation``/``reached_from`` set): libcst's
 :class:`~ckptlint.checkpoint.evaluator.region.Region` first, then the same
 :class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion` (functions matched by where
 their name starts, calls by their range); a method's frames get its class's summary as
-``self_class`` (one record per class and side). Each side then answers, keyed by kind and
-1-based ``(line, column)`` range (a node inside an f-string is left out: ``ast`` before 3.12
-gives its pieces the whole string's range; a parenthesized tuple's or generator's range is
-read inside its parentheses, where libcst's is):
+``self_class`` (one record per class and side). :func:`compare_regions` takes instead the
+regions ``RegionBuilder`` and ``AstRegionBuilder`` make of the module's sites (paired by the
+range of their call; with a loader per side, frames in other modules of the tree). Each side
+then answers, keyed by region, frame, kind and 1-based ``(line, column)`` range (a node inside
+an f-string is left out: ``ast`` before 3.12 gives its pieces the whole string's range; a
+parenthesized tuple's or generator's range is read inside its parentheses, where libcst's is):
 
 - ``frame``: the frame's scope (kind, qualified name) and ``self`` name;
-- ``code``/``text``: :func:`node_code` and :func:`frame_text` of every expression;
-- ``store``: :func:`is_store` of every name, attribute, subscript, tuple, list and starred;
-- ``load``: :func:`is_load` of every name (``True``/``False``/``None`` are names in libcst);
-- ``owner``: :func:`owner_of` of every name and of every attribute chain on a name (its
-  root), as the owner and the bindings' (kind, name, scope);
+- ``code``/``text``: ``node_code`` and ``frame_text`` of every expression;
+- ``store``: ``is_store`` of every name, attribute, subscript, tuple, list and starred;
+- ``load``: ``is_load`` of every name (``True``/``False``/``None`` are names in libcst);
+- ``owner``: ``owner_of`` of every name and of every attribute chain on a name (its root), as
+  the owner and the bindings' (kind, name, scope);
 - ``contains``: for every node, the ranges of the frame's compound statements that
-  :func:`contains_node` says hold it.
+  ``contains_node`` says hold it (frames of at most 40 of them);
+- ``balanced`` (per region): the calls ``balanced_calls`` returns; ``rng`` (per frame):
+  ``sets_rng_state``;
+- for every ``=``, ``+=`` and annotated assignment: ``constant_write``, ``constant_key`` of its
+  value, ``shape_bookkeeping``, ``memo_fill``, ``idempotent_conversion`` and
+  ``saved_and_restored`` of its first target's code, ``written_once`` of each target,
+  ``after_last_saved`` (early stop on), ``phase_guarded`` (plain and reentrant) and, for
+  ``+=``, ``diagnostic_counter``; for every call, ``phase_guarded`` and ``after_last_saved``;
+- ``exit guard``: ``exit_guard`` of every name and attribute chain (the guard's test range);
+- for every ``if``: ``exit_guard_body``, and ``assigns_in`` of its body and of the function's
+  body for the code of its test;
+- ``resets`` (per region): ``end_resets``' resets (frame index, attribute, line, constant);
+  ``covers``: for every assignment and method call, whether the resets cover it.
 
 An answer only libcst gives is one about a node ``ast`` has not (an attribute's or a
-keyword's name): it is counted apart, not a mismatch. Over a folder (``python
-benchmarks/ast_outer_state_parity.py TREE [TREE ...]``): the gated files (``parity_files``),
-the items compared, the mismatches and each side's CPU time answering.
+keyword's name, the inner ``a and b`` of ``a and b and c``): it is counted apart, not a
+mismatch. Over a folder (``python benchmarks/ast_outer_state_parity.py [--regions] TREE
+[TREE ...]``): the gated files (``parity_files``), the regions, frames and items compared, the
+mismatches and each side's CPU time answering.
 """
 
 from __future__ import annotations
