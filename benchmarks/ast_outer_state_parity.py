@@ -113,14 +113,8 @@ class Comparison:
     ast_seconds: float = 0.0
 
     def add(self, other: Comparison) -> None:
-        self.items.update(other.items)
-        self.yes.update(other.yes)
-        self.libcst_only.update(other.libcst_only)
-        self.mismatches.extend(other.mismatches)
-        self.regions += other.regions
-        self.frames += other.frames
-        self.cst_seconds += other.cst_seconds
-        self.ast_seconds += other.ast_seconds
+        for name in ("items", "yes", "libcst_only", "mismatches", "regions", "frames", "cst_seconds", "ast_seconds"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def of(self, kinds: set[str]) -> list[str]:
         """The mismatches of these kinds of answers."""
@@ -222,14 +216,9 @@ def _ast_regions(analysis: AstAnalysis, cst_analysis: ModuleAnalysis, regions: l
         made: dict[int, AstFrame] = {}
         for frame in region.frames:
             function = functions[_cst_def_key(cst_analysis, frame.function)]
-            made[id(frame)] = AstFrame(
-                function,  # type: ignore[arg-type]
-                ctx_of(function),
-                frame.depth,
-                frame.via,
-                caller=made[id(frame.caller)] if frame.caller is not None else None,
-                invocation=calls[cst_analysis.range(frame.invocation)] if frame.invocation is not None else None,
-            )
+            caller = made[id(frame.caller)] if frame.caller is not None else None
+            invocation = calls[cst_analysis.range(frame.invocation)] if frame.invocation is not None else None
+            made[id(frame)] = AstFrame(function, ctx_of(function), frame.depth, frame.via, caller=caller, invocation=invocation)  # type: ignore[arg-type]
             twin.frames.append(made[id(frame)])
         for frame in region.frames:
             made[id(frame)].reached_from = [
@@ -282,12 +271,6 @@ class _CstSide(_Side):
         return isinstance(node, cst.BaseCompoundStatement)
 
 
-_AST_COMPOUND = (
-    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
-    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match,
-)
-
-
 class _AstSide(_Side):
     modules = (ast_outer_state, ast_write_exemptions, ast_end_resets)
     fstrings = (ast.JoinedStr,)
@@ -328,7 +311,7 @@ class _AstSide(_Side):
         return node.id if isinstance(node, ast.Name) else None
 
     def compound(self, node: object) -> bool:
-        return isinstance(node, _AST_COMPOUND) or type(node).__name__ == "TryStar"
+        return isinstance(node, ast.stmt) and hasattr(node, "body")
 
 
 def _closing(text: str) -> int | None:
@@ -604,16 +587,10 @@ def main(argv: list[str] | None = None) -> int:
             for mismatch in result.mismatches[:20]:
                 print(f"{entry.path}: {mismatch}")
             total.add(result)
-    print(json.dumps({
-        "files": files,
-        "regions": total.regions,
-        "frames": total.frames,
-        "items": dict(sorted(total.items.items())),
-        "libcst_only": dict(sorted(total.libcst_only.items())),
-        "mismatches": len(total.mismatches),
-        "cst_seconds": round(total.cst_seconds, 2),
-        "ast_seconds": round(total.ast_seconds, 2),
-    }, indent=1))
+    counts = {"files": files, "regions": total.regions, "frames": total.frames, "items": dict(sorted(total.items.items()))}
+    counts |= {"yes": dict(sorted(total.yes.items())), "libcst_only": dict(sorted(total.libcst_only.items()))}
+    counts |= {"mismatches": len(total.mismatches), "cst_seconds": round(total.cst_seconds, 2), "ast_seconds": round(total.ast_seconds, 2)}
+    print(json.dumps(counts, indent=1))
     return 1 if total.mismatches else 0
 
 
