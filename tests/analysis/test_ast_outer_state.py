@@ -123,7 +123,9 @@ PROGRAMS = {
                 print((a), f(x for x in y), f((x for x in y)), f((a), b), f(b, (a)), f((a),))
                 w = ((x, y)), (x), (y)
                 v = f(
-                    q for q in x
+                    q
+                    for q in x
+                    if q
                 )
                 raise ValueError(
                     f"first {x} "

@@ -150,7 +150,6 @@ def node_code(analysis: AstAnalysis, node: ast.AST) -> str:
     start, end = analysis.offsets(node)
     text = analysis.source.text
     parent = analysis.model.parent(node)
-    code: str | None = None
     if parent is not None:
         lo, hi = _gap_bounds(analysis, parent, node, start, end)
         opening = _opening_run(text, lo, start)
@@ -161,11 +160,10 @@ def node_code(analysis: AstAnalysis, node: ast.AST) -> str:
         if pairs:
             start, end = opening[pairs - 1], closing[pairs - 1] + 1
         elif type(node) is ast.GeneratorExp and _call_argument_in_call_parentheses(analysis, parent, node, start):
-            code = text[start + 1 : end - 1].strip()
-    if code is None:
-        code = text[start:end].strip()
-        if "\n" in code:
-            code = _without_block_indent(analysis, node, start, end).strip()
+            start, end = start + 1, end - 1
+    code = text[start:end].strip()
+    if "\n" in code:
+        code = _without_block_indent(analysis, node, start, end).strip()
     memo[id(node)] = (node, code)
     return code
 
