@@ -135,6 +135,14 @@ PROGRAMS = {
                 fifth'''
                 )
                 u = ((  x  ))[(0)].attr
+                (
+                    first,
+                    *middle ,  # c
+                    # d
+                    last,
+                    *rest,
+                ) = x
+                *front, = [*x, *y ,]
                 t = [(a) for (a) in (x) if (a)]
                 s = {(k): (v) for k, v in x.items()}
                 return (lambda: (x))(), (yield), -(x), not (x), x if (y) else (z)
