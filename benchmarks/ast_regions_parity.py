@@ -41,7 +41,7 @@ import libcst as cst
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules
 
 from ast_evaluation_parity import _AstSide, _CstSide
-from ast_site_index_parity import _leave_other_projects, tree_projects
+from ast_site_index_parity import tree_projects
 from parity_files import comparable_files
 
 from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
@@ -52,7 +52,7 @@ from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.ast_analysis import AstProject, parse_ast
 from ckptlint.semantic.parse import parse_module_unvalidated
-from ckptlint.semantic.project import Project, module_name_for, project_folder
+from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.text.source import SourceFile
 
 _TIMES = ("libcst_sites", "libcst_regions", "ast_sites", "ast_regions")
@@ -307,9 +307,7 @@ def run_tree(root: Path, every_file: bool = False, max_files: int | None = None)
     for one in compared:
         name, is_package, home = module_name_for(one.path)
         project.track(home)
-        loader.project.track(home)
-        _leave_other_projects(loader, project_folder(home))
-        loader.evict()
+        loader.track(home)
         found = compare(one.text, name, is_package, str(one.path), project, loader)
         found.mismatches = [f"{one.path.relative_to(root)}: {m}" for m in found.mismatches]
         total.add(found)

@@ -263,7 +263,7 @@ def test_a_tree_read_through_both_loaders(tmp_path: Path) -> None:
         path = tmp_path / relative
         name, is_package, home = module_name_for(path)
         project.track(home)
-        loader.project.track(home)
+        loader.track(home)
         found = parity.compare(path.read_text(encoding="utf-8"), name, is_package, str(path), project, loader)
         assert found.mismatches == [], relative
         assert found.unpaired == 0
