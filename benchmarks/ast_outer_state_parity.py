@@ -311,7 +311,7 @@ class _AstSide(_Side):
         return node.id if isinstance(node, ast.Name) else None
 
     def compound(self, node: object) -> bool:
-        return isinstance(node, ast.stmt) and hasattr(node, "body")
+        return isinstance(node, ast.stmt) and (hasattr(node, "body") or isinstance(node, ast.Match))
 
 
 def _closing(text: str) -> int | None:
