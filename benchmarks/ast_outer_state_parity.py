@@ -50,6 +50,7 @@ import argparse
 import ast
 import io
 import json
+import re
 import sys
 import time
 import tokenize
@@ -282,7 +283,7 @@ class _AstSide(_Side):
             start, end = analysis.offsets(node)
             text = analysis.source.text
             if text[start] == "(" and text[end - 1] == ")" and _closing(text[start:end]) == end - start - 1:
-                inner = text[start + 1 : end - 1]
+                inner = re.sub(r"#[^\r\n]*", lambda m: " " * len(m.group()), text[start + 1 : end - 1])
                 first = start + 1 + len(inner) - len(inner.lstrip())
                 last = end - 1 - (len(inner) - len(inner.rstrip()))
                 return analysis.source.position(first), analysis.source.position(last)
