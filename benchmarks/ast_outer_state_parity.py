@@ -1,6 +1,6 @@
 """The analyses CKP201/CKP202 share, on CPython's ``ast`` against libcst's: the twins of
-``outer_state`` (and, as they land, ``write_exemptions`` and ``end_resets``) answer the same
-for every node of every frame of regions built by hand.
+``outer_state``, ``write_exemptions`` and ``end_resets`` answer the same for every node of
+every frame of a region, regions built by hand or by the region builders.
 
 For one text, :func:`compare` parses it both ways and builds, for every ``def`` and lambda
 of the module, a region whose first frame runs it (depth 0) with the methods it calls as
@@ -9,24 +9,39 @@ per function, ``caller``/``invocation``/``reached_from`` set): libcst's
 :class:`~ckptlint.checkpoint.evaluator.region.Region` first, then the same
 :class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion` (functions matched by where
 their name starts, calls by their range); a method's frames get its class's summary as
-``self_class`` (one record per class and side). Each side then answers, keyed by kind and
-1-based ``(line, column)`` range (a node inside an f-string is left out: ``ast`` before 3.12
-gives its pieces the whole string's range; a parenthesized tuple's or generator's range is
-read inside its parentheses, where libcst's is):
+``self_class`` (one record per class and side). :func:`compare_regions` takes instead the
+regions ``RegionBuilder`` and ``AstRegionBuilder`` make of the module's sites (paired by the
+range of their call; with a loader per side, frames in other modules of the tree). Each side
+then answers, keyed by region, frame, kind and 1-based ``(line, column)`` range (a node inside
+an f-string is left out: ``ast`` before 3.12 gives its pieces the whole string's range; a
+parenthesized tuple's or generator's range is read inside its parentheses, where libcst's is):
 
 - ``frame``: the frame's scope (kind, qualified name) and ``self`` name;
-- ``code``/``text``: :func:`node_code` and :func:`frame_text` of every expression;
-- ``store``: :func:`is_store` of every name, attribute, subscript, tuple, list and starred;
-- ``load``: :func:`is_load` of every name (``True``/``False``/``None`` are names in libcst);
-- ``owner``: :func:`owner_of` of every name and of every attribute chain on a name (its
-  root), as the owner and the bindings' (kind, name, scope);
+- ``code``/``text``: ``node_code`` and ``frame_text`` of every expression;
+- ``store``: ``is_store`` of every name, attribute, subscript, tuple, list and starred;
+- ``load``: ``is_load`` of every name (``True``/``False``/``None`` are names in libcst);
+- ``owner``: ``owner_of`` of every name and of every attribute chain on a name (its root), as
+  the owner and the bindings' (kind, name, scope);
 - ``contains``: for every node, the ranges of the frame's compound statements that
-  :func:`contains_node` says hold it.
+  ``contains_node`` says hold it (frames of at most 40 of them);
+- ``balanced`` (per region): the calls ``balanced_calls`` returns; ``rng`` (per frame):
+  ``sets_rng_state``;
+- for every ``=``, ``+=`` and annotated assignment: ``constant_write``, ``constant_key`` of its
+  value, ``shape_bookkeeping``, ``memo_fill``, ``idempotent_conversion`` and
+  ``saved_and_restored`` of its first target's code, ``written_once`` of each target,
+  ``after_last_saved`` (early stop on), ``phase_guarded`` (plain and reentrant) and, for
+  ``+=``, ``diagnostic_counter``; for every call, ``phase_guarded`` and ``after_last_saved``;
+- ``exit guard``: ``exit_guard`` of every name and attribute chain (the guard's test range);
+- for every ``if``: ``exit_guard_body``, and ``assigns_in`` of its body and of the function's
+  body for the code of its test;
+- ``resets`` (per region): ``end_resets``' resets (frame index, attribute, line, constant);
+  ``covers``: for every assignment and method call, whether the resets cover it.
 
 An answer only libcst gives is one about a node ``ast`` has not (an attribute's or a
-keyword's name): it is counted apart, not a mismatch. Over a folder (``python
-benchmarks/ast_outer_state_parity.py TREE [TREE ...]``): the gated files (``parity_files``),
-the items compared, the mismatches and each side's CPU time answering.
+keyword's name, the inner ``a and b`` of ``a and b and c``): it is counted apart, not a
+mismatch. Over a folder (``python benchmarks/ast_outer_state_parity.py [--regions] TREE
+[TREE ...]``): the gated files (``parity_files``), the regions, frames and items compared, the
+mismatches and each side's CPU time answering.
 """
 
 from __future__ import annotations
@@ -35,6 +50,7 @@ import argparse
 import ast
 import io
 import json
+import re
 import sys
 import time
 import tokenize
@@ -57,16 +73,22 @@ from ckptlint.checkpoint.analyses import (
 )
 from ckptlint.checkpoint.evaluator import ast_class_summary, class_summary
 from ckptlint.checkpoint.evaluator.ast_region import AstFrame, AstRegion
+from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
 from ckptlint.checkpoint.evaluator.denotations import Context
 from ckptlint.checkpoint.evaluator.region import Frame, Region
+from ckptlint.checkpoint.evaluator.regions import RegionBuilder
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
+from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
-from ckptlint.semantic.parse import parse_source
+from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject, parse_ast
+from ckptlint.semantic.parse import parse_module_unvalidated, parse_source
+from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.semantic.walk import iter_tree
 from ckptlint.text.source import SourceFile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling parity_files
 
+from ast_site_index_parity import tree_projects
 from parity_files import comparable_files
 
 Position = tuple[int, int]
@@ -92,14 +114,8 @@ class Comparison:
     ast_seconds: float = 0.0
 
     def add(self, other: Comparison) -> None:
-        self.items.update(other.items)
-        self.yes.update(other.yes)
-        self.libcst_only.update(other.libcst_only)
-        self.mismatches.extend(other.mismatches)
-        self.regions += other.regions
-        self.frames += other.frames
-        self.cst_seconds += other.cst_seconds
-        self.ast_seconds += other.ast_seconds
+        for name in ("items", "yes", "libcst_only", "mismatches", "regions", "frames", "cst_seconds", "ast_seconds"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def of(self, kinds: set[str]) -> list[str]:
         """The mismatches of these kinds of answers."""
@@ -115,7 +131,7 @@ def _ast_def_key(analysis: AstAnalysis, node: ast.AST) -> Position:
     if isinstance(node, ast.Lambda):
         return analysis.start(node)
     assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    line = analysis.source.text.splitlines()[node.lineno - 1]
+    line = analysis.source.line(node.lineno)
     column = len(line.encode("utf-8")[: node.col_offset].decode("utf-8", "replace"))
     index = line.index(node.name, line.index("def", column) + 3)
     return (node.lineno, index + 1)
@@ -201,14 +217,9 @@ def _ast_regions(analysis: AstAnalysis, cst_analysis: ModuleAnalysis, regions: l
         made: dict[int, AstFrame] = {}
         for frame in region.frames:
             function = functions[_cst_def_key(cst_analysis, frame.function)]
-            made[id(frame)] = AstFrame(
-                function,  # type: ignore[arg-type]
-                ctx_of(function),
-                frame.depth,
-                frame.via,
-                caller=made[id(frame.caller)] if frame.caller is not None else None,
-                invocation=calls[cst_analysis.range(frame.invocation)] if frame.invocation is not None else None,
-            )
+            caller = made[id(frame.caller)] if frame.caller is not None else None
+            invocation = calls[cst_analysis.range(frame.invocation)] if frame.invocation is not None else None
+            made[id(frame)] = AstFrame(function, ctx_of(function), frame.depth, frame.via, caller=caller, invocation=invocation)  # type: ignore[arg-type]
             twin.frames.append(made[id(frame)])
         for frame in region.frames:
             made[id(frame)].reached_from = [
@@ -223,10 +234,14 @@ def _ast_regions(analysis: AstAnalysis, cst_analysis: ModuleAnalysis, regions: l
 class _Side:
     """One side's readings: node categories, ranges and the analyses' functions."""
 
-    def __init__(self, analysis: Any, modules: tuple[Any, Any, Any], in_fstring: Callable[[Any], bool]) -> None:
+    #: The modules answering (outer_state, write_exemptions, end_resets) and f-string nodes.
+    modules: tuple[Any, Any, Any]
+    fstrings: tuple[type, ...]
+
+    def __init__(self, analysis: Any) -> None:
         self.analysis = analysis
-        self.module, self.exemptions, self.end_resets = modules
-        self.in_fstring = in_fstring
+        self.module, self.exemptions, self.end_resets = self.modules
+        self.in_fstring = _fstring_test(analysis.model, self.fstrings)
 
     def range(self, node: object) -> tuple[Position, Position]:
         return self.analysis.range(node)  # type: ignore[no-any-return]
@@ -236,6 +251,9 @@ class _Side:
 
 
 class _CstSide(_Side):
+    modules = (outer_state, write_exemptions, end_resets)
+    fstrings = (cst.FormattedString,)
+
     def category(self, node: object) -> str | None:
         if isinstance(node, cst.Name):
             return "name"
@@ -254,13 +272,10 @@ class _CstSide(_Side):
         return isinstance(node, cst.BaseCompoundStatement)
 
 
-_AST_COMPOUND = (
-    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
-    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match,
-)
-
-
 class _AstSide(_Side):
+    modules = (ast_outer_state, ast_write_exemptions, ast_end_resets)
+    fstrings = (ast.JoinedStr,)
+
     def range(self, node: object) -> tuple[Position, Position]:
         """``ast``'s range, inside the parentheses of a parenthesized tuple or generator (libcst's)."""
         analysis = self.analysis
@@ -268,7 +283,7 @@ class _AstSide(_Side):
             start, end = analysis.offsets(node)
             text = analysis.source.text
             if text[start] == "(" and text[end - 1] == ")" and _closing(text[start:end]) == end - start - 1:
-                inner = text[start + 1 : end - 1]
+                inner = re.sub(r"#[^\r\n]*", lambda m: " " * len(m.group()), text[start + 1 : end - 1])
                 first = start + 1 + len(inner) - len(inner.lstrip())
                 last = end - 1 - (len(inner) - len(inner.rstrip()))
                 return analysis.source.position(first), analysis.source.position(last)
@@ -297,7 +312,7 @@ class _AstSide(_Side):
         return node.id if isinstance(node, ast.Name) else None
 
     def compound(self, node: object) -> bool:
-        return isinstance(node, _AST_COMPOUND) or type(node).__name__ == "TryStar"
+        return isinstance(node, ast.stmt) and (hasattr(node, "body") or isinstance(node, ast.Match))
 
 
 def _closing(text: str) -> int | None:
@@ -401,14 +416,15 @@ def _write_exemption_answers(side: _Side, frame: Any) -> Iterator[tuple[Key, obj
             yield ("assigns", *where), assigned
 
 
-def _end_reset_answers(side: _Side, region: Any) -> Iterator[tuple[Key, object]]:
+def _end_reset_answers(side_of: Callable[[Any], _Side], region: Any) -> Iterator[tuple[Key, object]]:
     """The resets of the region (frame, attribute, line index, constant) and, for every
     assignment and method call of its frames, whether they cover it."""
-    module = side.end_resets
+    module = side_of(region.analysis).end_resets
     resets = module.end_resets(region)
     numbers = {id(frame): number for number, frame in enumerate(region.frames)}
     yield ("resets",), [(numbers[id(r.frame)], r.attr, r.index, repr(module._reset_value(r))) for r in resets._resets]
     for number, frame in enumerate(region.frames):
+        side = side_of(frame.analysis)
         for node in frame.nodes():
             kind = type(node).__name__
             if kind in _ASSIGNMENTS or (kind == "Call" and type(node.func).__name__ == "Attribute"):
@@ -428,16 +444,30 @@ def _fstring_test(model: Any, kinds: tuple[type, ...]) -> Callable[[Any], bool]:
     return inside
 
 
-def _answers(side: _Side, regions: list[Any], comparison: Comparison, seconds: list[float]) -> dict[Key, object]:
+def _answers(kind: type[_Side], regions: list[Any], seconds: list[float]) -> dict[Key, object]:
+    """Every answer of one side for ``regions``, keyed as the module's docstring says."""
+    sides: dict[int, _Side] = {}
+
+    def side_of(analysis: Any) -> _Side:
+        if id(analysis) not in sides:
+            sides[id(analysis)] = kind(analysis)
+        return sides[id(analysis)]
+
     found: dict[Key, object] = {}
     began = time.process_time()
     for index, region in enumerate(regions):
-        balanced = side.exemptions.balanced_calls(region)
-        calls = {side.range(node) for frame in region.frames for node in frame.nodes() if id(node) in balanced}
+        balanced = side_of(region.analysis).exemptions.balanced_calls(region)
+        calls = {
+            (frame.analysis.source.path, side_of(frame.analysis).range(node))
+            for frame in region.frames
+            for node in frame.nodes()
+            if id(node) in balanced
+        }
         found[(index, -1, "balanced")] = sorted(calls)
-        for key, value in _end_reset_answers(side, region):
+        for key, value in _end_reset_answers(side_of, region):
             found[(index, -1, *key)] = value
         for number, frame in enumerate(region.frames):
+            side = side_of(frame.analysis)
             for key, value in _outer_state_answers(side, frame):
                 found[(index, number, *key)] = value
             for key, value in _write_exemption_answers(side, frame):
@@ -471,14 +501,54 @@ def compare(text: str, module_name: str = "", is_package: bool = False) -> Compa
     if twin is None:
         return comparison
     regions = _cst_regions(analysis)
-    twins = _ast_regions(twin, analysis, regions)
-    comparison.regions = len(regions)
-    comparison.frames = sum(len(r.frames) for r in regions)
+    return _compared(comparison, regions, _ast_regions(twin, analysis, regions))
+
+
+def compare_regions(
+    text: str,
+    module_name: str = "",
+    is_package: bool = False,
+    path: str = "<compared>",
+    project: Project | None = None,
+    loader: AstProject | None = None,
+) -> Comparison:
+    """Both sides' answers for the regions the builders make of the sites of ``text``
+    (``RegionBuilder(project).region`` against ``AstRegionBuilder(loader).region``, sites
+    paired by the range of their call as ``ast_regions_parity`` pairs them); with ``project``
+    and ``loader``, frames follow calls into other modules of the tree."""
+    comparison = Comparison()
+    source = SourceFile(path, text)
+    analysis = ModuleAnalysis(source, parse_module_unvalidated(text), module_name, is_package)
+    analysis.project = project
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        twin = parse_ast(source, module_name, is_package)
+    if twin is None:
+        return comparison
+    twin.project = loader
+    waiting: dict[tuple, list] = {}
+    for site in ast_site_index(twin).sites:
+        waiting.setdefault(twin.range(site.call), []).append(site)
+    regions, twins = [], []
+    builder, ast_builder = RegionBuilder(project), AstRegionBuilder(loader)
+    for site in site_index(analysis).sites:
+        paired = waiting.get(analysis.range(site.call))
+        if paired:
+            regions.append(builder.region(site, analysis))
+            twins.append(ast_builder.region(paired.pop(0), twin))
+    comparison = _compared(comparison, regions, twins)
+    analysis.release()
+    twin.release()
+    return comparison
+
+
+def _compared(comparison: Comparison, regions: list[Any], twins: list[Any]) -> Comparison:
+    """``comparison`` with both sides' answers for these regions (in pairs) compared."""
+    comparison.regions += len(regions)
+    comparison.frames += sum(len(r.frames) for r in regions)
     seconds: list[float] = []
-    cst_side = _CstSide(analysis, (outer_state, write_exemptions, end_resets), _fstring_test(analysis.model, (cst.FormattedString,)))
-    ast_side = _AstSide(twin, (ast_outer_state, ast_write_exemptions, ast_end_resets), _fstring_test(twin.model, (ast.JoinedStr,)))
-    expected = _answers(cst_side, regions, comparison, seconds)
-    got = _answers(ast_side, twins, comparison, seconds)
+    expected = _answers(_CstSide, regions, seconds)
+    got = _answers(_AstSide, twins, seconds)
     comparison.cst_seconds, comparison.ast_seconds = seconds
     for key, value in got.items():
         kind = key[2]
@@ -498,27 +568,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("trees", nargs="+", type=Path)
     parser.add_argument("--every-file", action="store_true", help="not only the files the gate lets through")
     parser.add_argument("--max-files", type=int, default=None, help="the first N files of each tree")
+    parser.add_argument("--regions", action="store_true", help="the builders' regions of the sites, not regions by hand")
     args = parser.parse_args(argv)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     total = Comparison()
     files = 0
     for root in args.trees:
         found, _ = comparable_files(root, args.every_file)
+        project, loader = tree_projects()
         for entry in found[: args.max_files]:
             files += 1
-            result = compare(entry.text, entry.module_name, entry.is_package)
+            if args.regions:
+                name, is_package, home = module_name_for(entry.path)
+                project.track(home)
+                loader.track(home)
+                result = compare_regions(entry.text, name, is_package, str(entry.path), project, loader)
+            else:
+                result = compare(entry.text, entry.module_name, entry.is_package)
             for mismatch in result.mismatches[:20]:
                 print(f"{entry.path}: {mismatch}")
             total.add(result)
-    print(json.dumps({
-        "files": files,
-        "regions": total.regions,
-        "frames": total.frames,
-        "items": dict(sorted(total.items.items())),
-        "libcst_only": dict(sorted(total.libcst_only.items())),
-        "mismatches": len(total.mismatches),
-        "cst_seconds": round(total.cst_seconds, 2),
-        "ast_seconds": round(total.ast_seconds, 2),
-    }, indent=1))
+    counts = {"files": files, "regions": total.regions, "frames": total.frames, "items": dict(sorted(total.items.items()))}
+    counts |= {"yes": dict(sorted(total.yes.items())), "libcst_only": dict(sorted(total.libcst_only.items()))}
+    counts |= {"mismatches": len(total.mismatches), "cst_seconds": round(total.cst_seconds, 2), "ast_seconds": round(total.ast_seconds, 2)}
+    print(json.dumps(counts, indent=1))
     return 1 if total.mismatches else 0
 
 

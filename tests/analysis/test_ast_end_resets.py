@@ -107,6 +107,16 @@ PROGRAMS = {
                 this.items = list()
 
             def one_line(self, x): self.total = 0
+
+            def with_match(self, x):
+                self.total += 1
+                match x:
+                    case 1:
+                        self.total = 0
+                    case _:
+                        pass
+                self.items.append(x)
+                self.total = 0; self.items = []
         """,
 }
 

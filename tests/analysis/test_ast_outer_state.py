@@ -19,7 +19,8 @@ from test_ast_evaluator_leaves import _SUITE
 from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.analyses.ast_outer_state import is_load, is_store, node_code
-from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
+from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject, parse_ast
+from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.text.source import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,7 +123,9 @@ PROGRAMS = {
                 print((a), f(x for x in y), f((x for x in y)), f((a), b), f(b, (a)), f((a),))
                 w = ((x, y)), (x), (y)
                 v = f(
-                    q for q in x
+                    q
+                    for q in x
+                    if q
                 )
                 raise ValueError(
                     f"first {x} "
@@ -132,6 +135,14 @@ PROGRAMS = {
                 fifth'''
                 )
                 u = ((  x  ))[(0)].attr
+                (
+                    first,
+                    *middle ,  # c
+                    # d
+                    last,
+                    *rest,
+                ) = x
+                *front, = [*x, *y ,]
                 t = [(a) for (a) in (x) if (a)]
                 s = {(k): (v) for k, v in x.items()}
                 return (lambda: (x))(), (yield), -(x), not (x), x if (y) else (z)
@@ -189,6 +200,107 @@ def test_the_inputs_hold_what_is_compared() -> None:
         total.add(_compared(text))
     for kind, least in {"frame": 1000, "code": 15000, "store": 10000, "owner": 10000, "load": 7000, "contains": 7000}.items():
         assert total.items[kind] >= least, kind
+
+
+@functools.cache
+def _regions_compared(text: str):
+    """The comparison over the regions the builders make of ``text``'s sites (module alone)."""
+    return parity.compare_regions(text, "pkg.mod")
+
+
+def test_the_regions_of_the_builders() -> None:
+    """Every answer of the three analyses (outer state, write exemptions, end resets) over the
+    regions ``RegionBuilder`` and ``AstRegionBuilder`` make of every site of the inputs."""
+    texts = [text for _, text in _EXAMPLES] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]
+    texts += [path.read_text(encoding="utf-8") for path in _case_files()]
+    total = parity.Comparison()
+    for text in texts:
+        total.add(_regions_compared(text))
+    assert total.mismatches == []
+    assert total.regions >= 600
+    assert total.frames >= 200
+    assert total.items["code"] >= 2500
+
+
+TREE = {
+    "pkg/__init__.py": "",
+    "pkg/stats.py": """
+        import torch
+        _STACK = []
+        calls = 0
+
+        def push(name):
+            global calls
+            calls += 1
+            _STACK.append(name)
+
+        def pop():
+            _STACK.pop()
+
+        class Meter(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.time_ms = 0.0
+                self.events = []
+
+            def forward(self, x):
+                push("meter")
+                self.time_ms += 1.0
+                self.events.append(x)
+                y = x * 2
+                self.reset()
+                pop()
+                return y
+
+            def reset(self):
+                self.time_ms = 0.0
+                self.events = []
+        """,
+    "pkg/model.py": """
+        import torch
+        from torch.utils.checkpoint import checkpoint
+        from .stats import Meter, push, pop
+        from . import stats
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.meter = Meter()
+                self.cache = None
+
+            def body(self, x):
+                push("body")
+                if self.cache is None:
+                    self.cache = x.new_zeros(1)
+                stats.calls += 1
+                pop()
+                return self.meter(x) + self.cache
+
+            def forward(self, x):
+                x = checkpoint(self.meter, x, use_reentrant=False)
+                return checkpoint(self.body, x, use_reentrant=False)
+        """,
+}
+
+
+def test_a_tree_read_through_both_loaders(tmp_path: Path) -> None:
+    """Regions whose frames are in another module of the tree answer alike."""
+    for relative, text in TREE.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    project = Project(partial=False)
+    loader = AstProject(Project(partial=False))
+    total = parity.Comparison()
+    for relative in TREE:
+        path = tmp_path / relative
+        name, is_package, home = module_name_for(path)
+        project.track(home)
+        loader.project.track(home)
+        total.add(parity.compare_regions(path.read_text(encoding="utf-8"), name, is_package, str(path), project, loader))
+    assert total.mismatches == []
+    assert total.regions == 2 and total.frames >= 4
+    assert total.yes["balanced"] == 2 and total.yes["resets"] >= 1 and total.yes["covers"] >= 2 and total.yes["once"] >= 1
 
 
 def _analysis(text: str) -> AstAnalysis:

@@ -118,9 +118,9 @@ def _final_resets(body: list[Line], self_name: str, model: AstModel) -> set[str]
 
 
 def _simple(line: Line) -> bool:
-    """Whether ``line`` is libcst's ``SimpleStatementLine``: a compound statement (the one
-    kind with a ``body``) is a line alone."""
-    return not hasattr(line[0], "body")
+    """Whether ``line`` is libcst's ``SimpleStatementLine``: a compound statement (one with
+    a ``body``, or a ``match``) is a line alone."""
+    return not (hasattr(line[0], "body") or isinstance(line[0], ast.Match))
 
 
 def _resets_in(statement: Line, self_name: str, model: AstModel) -> set[str]:

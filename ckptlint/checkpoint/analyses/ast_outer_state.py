@@ -150,7 +150,6 @@ def node_code(analysis: AstAnalysis, node: ast.AST) -> str:
     start, end = analysis.offsets(node)
     text = analysis.source.text
     parent = analysis.model.parent(node)
-    code: str | None = None
     if parent is not None:
         lo, hi = _gap_bounds(analysis, parent, node, start, end)
         opening = _opening_run(text, lo, start)
@@ -161,13 +160,31 @@ def node_code(analysis: AstAnalysis, node: ast.AST) -> str:
         if pairs:
             start, end = opening[pairs - 1], closing[pairs - 1] + 1
         elif type(node) is ast.GeneratorExp and _call_argument_in_call_parentheses(analysis, parent, node, start):
-            code = text[start + 1 : end - 1].strip()
-    if code is None:
-        code = text[start:end].strip()
-        if "\n" in code:
-            code = _without_block_indent(analysis, node, start, end).strip()
+            start, end = start + 1, end - 1
+        elif type(node) is ast.Starred and type(parent) in _DISPLAYS:
+            end = _with_comma(text, parent, node, end, hi)
+    code = text[start:end].strip()
+    if "\n" in code:
+        code = _without_block_indent(analysis, node, start, end).strip()
     memo[id(node)] = (node, code)
     return code
+
+
+_DISPLAYS = (ast.Tuple, ast.List, ast.Set)
+
+
+def _with_comma(text: str, display: ast.AST, node: ast.AST, end: int, hi: int) -> int:
+    """Where libcst's starred element ``node`` of ``display`` ends: after the comma that
+    follows it, and the comments after that comma when another element follows."""
+    gap = _blank(text[end:hi])
+    stripped = gap.lstrip()
+    if not stripped.startswith(","):
+        return end
+    after = end + len(gap) - len(stripped) + 1
+    if display.elts[-1] is node:  # type: ignore[attr-defined]
+        return after  # a trailing comma: what follows is the display's
+    rest = _blank(text[after:hi])
+    return after + len(rest) - len(rest.lstrip())
 
 
 def _without_block_indent(analysis: AstAnalysis, node: ast.AST, start: int, end: int) -> str:
