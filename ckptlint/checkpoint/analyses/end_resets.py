@@ -13,7 +13,7 @@ ever sees the values in between."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic
 
 import libcst as cst
 
@@ -25,17 +25,27 @@ from ckptlint.semantic.assignments import assignments
 from ckptlint.semantic.walk import iter_tree
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
     from ckptlint.semantic.model import SemanticModel
+
+    #: The frame a reset is made in: libcst's unless parametrised (``AstFrame`` in
+    #: :mod:`ckptlint.checkpoint.analyses.ast_end_resets`).
+    Fr = TypeVar("Fr", default=Frame)
+else:
+    from typing import TypeVar
+
+    Fr = TypeVar("Fr")
 
 __all__ = ["EndResets", "end_resets"]
 
 
 @dataclass(frozen=True)
-class _Reset:
+class _Reset(Generic[Fr]):
     """``self.<attr> = <constant>`` at statement ``index`` of ``frame``'s body (directly, or
     in the method that statement calls as ``self.m()``)."""
 
-    frame: Frame
+    frame: Fr
     attr: str
     index: int
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 import libcst as cst
 
@@ -20,7 +20,28 @@ from ckptlint.semantic.bindings import (
 )
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
     from ckptlint.semantic.model import SemanticModel
+
+    class _Framed(Protocol):
+        @property
+        def analysis(self) -> Any: ...
+
+    # The node a write or read is at, the frame it is in and that frame's module: libcst's
+    # unless parametrised (the records of :mod:`ckptlint.checkpoint.analyses.ast_outer_state`
+    # are ``OuterWrite[ast.AST, AstFrame, AstAnalysis]`` and so on).
+    N = TypeVar("N", default=cst.CSTNode)
+    R = TypeVar("R", default=cst.Name | cst.Attribute)
+    Fr = TypeVar("Fr", bound=_Framed, default=Frame)
+    M = TypeVar("M", default=ModuleAnalysis)
+else:
+    from typing import TypeVar
+
+    N = TypeVar("N")
+    R = TypeVar("R")
+    Fr = TypeVar("Fr")
+    M = TypeVar("M")
 
 __all__ = ["LOOP_VARIABLE", "OuterRead", "OuterWrite"]
 
@@ -28,23 +49,27 @@ __all__ = ["LOOP_VARIABLE", "OuterRead", "OuterWrite"]
 STATE_KINDS = (BindingKind.ASSIGNMENT, BindingKind.AUGMENTED, BindingKind.WALRUS)
 
 @dataclass(eq=False)
-class OuterWrite:
-    """A statement or call in a frame that changes state living outside the region."""
+class OuterWrite(Generic[N, Fr, M]):
+    """A statement or call in a frame that changes state living outside the region.
 
-    node: cst.CSTNode
-    frame: Frame
+    Generic over the node, frame and module types: libcst's unless parametrised."""
+
+    node: N
+    frame: Fr
     what: str
 
     @property
-    def analysis(self) -> ModuleAnalysis:
+    def analysis(self) -> M:
         return self.frame.analysis
 
 @dataclass(eq=False)
-class OuterRead:
-    """A read, in a frame, of module-level or closure state that is changed elsewhere."""
+class OuterRead(Generic[R, Fr, M]):
+    """A read, in a frame, of module-level or closure state that is changed elsewhere.
 
-    node: cst.Name | cst.Attribute
-    frame: Frame
+    Generic over the read node, frame and module types: libcst's unless parametrised."""
+
+    node: R
+    frame: Fr
     name: str
     why: str
 
@@ -59,7 +84,7 @@ class OuterRead:
         return self.why.startswith(LOOP_VARIABLE) or self.why.endswith(LOOP_REBINDING)
 
     @property
-    def analysis(self) -> ModuleAnalysis:
+    def analysis(self) -> M:
         return self.frame.analysis
 
 def frame_scope(frame: Frame) -> Scope | None:
