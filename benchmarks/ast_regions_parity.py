@@ -13,8 +13,9 @@ builder per side, in the same order, for every site:
   the layer calls (layer index, invocation, frame index), the unknown and cut calls (call,
   frame index) and the opaque calls (with the file);
 - ``signature`` of the site's callable (keywords, ``**``, the ``def``'s name);
-- ``decide`` and ``runs`` of every ``if`` statement's and expression's test in the region's
-  frames, in the frame's context;
+- ``decide``, ``literal`` and ``runs`` of every ``if`` statement's and expression's test in the
+  region's frames, in the frame's context, and ``assigned_outside`` (the class's ``__init__``)
+  of every attribute a method's frame reads on ``self``;
 - the builder's other queries: ``values`` of the callable (plain, and classes only with a
   small budget), ``receivers`` of its ``forward``, and for each instance among the entries,
   ``held``, ``method_signature`` of ``forward`` and ``mro``.
@@ -40,7 +41,7 @@ import libcst as cst
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules
 
-from ast_evaluation_parity import _AstSide, _CstSide
+from ast_evaluation_parity import _AstSide, _CstSide, _norm
 from ast_site_index_parity import tree_projects
 from parity_files import comparable_files
 
@@ -154,14 +155,28 @@ def _region_reading(region: object, side: _CstReader | _AstReader) -> dict[str, 
 
 
 def _decisions(region: object, builder: object, side: _CstReader | _AstReader) -> list[tuple]:
-    """``decide`` and ``runs`` of every ``if`` test walked in the region's frames."""
-    out = []
+    """``decide``, ``literal`` and ``runs`` of every ``if`` test walked in the region's frames;
+    for a method's frame, ``assigned_outside`` its class's ``__init__`` of each attribute read
+    on ``self``."""
+    out: list[tuple] = []
     for i, frame in enumerate(region.frames):  # type: ignore[attr-defined]
+        ctx = frame.ctx
+        self_name = frame.self_parameter()
+        info = ctx.self_class
+        init = builder.method(info, "__init__") if info is not None else None  # type: ignore[attr-defined]
+        attrs: dict[str, None] = {}
         for node in frame.nodes():
             if isinstance(node, _IFS):
                 test = node.test  # type: ignore[attr-defined]
                 position = side.position(frame.analysis, test)[0]
-                out.append((i, position, builder.decide(test, frame.ctx), builder.runs(node, frame.ctx)))  # type: ignore[attr-defined]
+                literal = _norm(builder.literal(test, ctx))  # type: ignore[attr-defined]
+                out.append((i, position, builder.decide(test, ctx), literal, builder.runs(node, ctx)))  # type: ignore[attr-defined]
+            elif self_name is not None and isinstance(node, (cst.Attribute, ast.Attribute)):
+                owner = node.value
+                if (owner.value if isinstance(owner, cst.Name) else getattr(owner, "id", None)) == self_name:
+                    attrs.setdefault(node.attr if isinstance(node, ast.Attribute) else node.attr.value)
+        for attr in attrs:
+            out.append((i, attr, builder.assigned_outside(frame.analysis, attr, init[0] if init else None)))  # type: ignore[attr-defined]
     return out
 
 

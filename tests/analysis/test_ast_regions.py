@@ -225,8 +225,24 @@ TREE = {
         def helper_two(x):
             return nn.functional.dropout(x)
         """,
+    "pkg/base.py": """
+        from torch import nn
+        from .layers import *
+
+        class Base(nn.Module):
+            def forward(self, x):
+                return self.norm(x) + self.run(x)
+
+            def run(self, x):
+                return deep(x)
+
+        class Norm(nn.BatchNorm1d):
+            def forward(self, x):
+                return super().forward(x) if self.training else x
+        """,
     "pkg/model.py": """
         from torch import nn
+        from .base import Base, Norm
         from torch.utils.checkpoint import checkpoint
         from .layers import Block, run_ckpt, run_custom, deep, Fn
         from . import layers as L
@@ -236,6 +252,7 @@ TREE = {
                 super().__init__()
                 self.blocks = nn.ModuleList([Block(4, drop=0.0) for _ in range(2)])
                 self.other = L.Block(4)
+                self.derived = Derived()
 
             def forward(self, x):
                 for b in self.blocks:
@@ -244,7 +261,13 @@ TREE = {
                     x = run_ckpt(b, x, on=False)
                     x = run_custom(b, x)
                 x = checkpoint(deep, x) + checkpoint(self.other, x) + checkpoint(Fn.apply, x)
+                x = checkpoint(self.derived, x) + checkpoint(self.derived.norm, x)
                 return checkpoint(lambda t: L.deep(t) + Fn.apply(t), x)
+
+        class Derived(Base):
+            def __init__(self):
+                super().__init__()
+                self.norm = Norm(4)
         """,
 }
 
@@ -268,9 +291,9 @@ def test_a_tree_read_through_both_loaders(tmp_path: Path) -> None:
         assert found.mismatches == [], relative
         assert found.unpaired == 0
         total.add(found)
-    assert total.sites >= 8
-    assert total.resolved >= 7
-    assert total.frames >= 12
+    assert total.sites >= 11
+    assert total.resolved >= 9
+    assert total.frames >= 20
 
 
 def test_the_builder_answers_its_other_queries() -> None:
