@@ -307,3 +307,17 @@ def test_what_the_context_answers_per_site() -> None:
         found += [(index, m) for m in mismatches]
     assert found == []
     assert sites >= 500  # of them, 37 recompute nothing and 160 run under a condition
+
+
+def test_region_conditions_of_the_calls_a_region_runs() -> None:
+    """``region_condition`` (the site's condition, the tests on the region's way to a call and
+    around it) for every call of the linted module that a site's region runs, on the examples,
+    cases and test-suite programs."""
+    found, calls = [], 0
+    texts = [text for _, text in _EXAMPLES] + _SUITE + [p.read_text(encoding="utf-8") for p in _case_files()]
+    for index, text in enumerate(texts):
+        compared, mismatches = parity.compare_region_conditions(text, "pkg.mod")
+        calls += compared
+        found += [(index, m) for m in mismatches]
+    assert found == []
+    assert calls >= 400  # 121 of them under tests of their own, beyond the site's condition
