@@ -3,8 +3,10 @@ ckptlint.rules.ast_base.AstRuleContext) report what their libcst rules report: t
 diagnostics in the same order (code, message, path, range, noqa row, fix with its edits byte
 for byte) on the examples of every ported rule (``VALID``/``INVALID``, and the
 ``rules/CKPxxx.md`` pages' blocks), on every rule example, the test cases, the shared cases
-when present, the programs of the test suite and hand-written corners. The comparison is
-``benchmarks/ast_rules_parity.py``'s, which runs it over real trees."""
+when present, the programs of the test suite and hand-written corners; and what the contexts
+answer per site (``condition``, ``recomputes_nothing``) and per call a region runs
+(``region_condition``). The comparison is ``benchmarks/ast_rules_parity.py``'s, which runs it
+over real trees."""
 
 from __future__ import annotations
 
