@@ -185,6 +185,36 @@ def compare_site_queries(text: str, module_name: str = "", is_package: bool = Fa
     return len(expected), [f"site answers differ: libcst {expected!r}, ast {got!r}"]
 
 
+def compare_region_conditions(text: str, module_name: str = "") -> tuple[int, list[str]]:
+    """``region_condition`` of both contexts for every call of the linted module that the
+    region of each site (``site_regions``, in order) runs, keyed by the call's range; the
+    calls compared and the mismatches."""
+    import ast
+
+    import libcst as cst
+
+    source = SourceFile("<compared>", text)
+    analysis = ModuleAnalysis(source, parse_module_unvalidated(text), module_name, False)
+    twin = _parse_ast(source, module_name, False)
+    if twin is None:
+        return 0, ["ast refuses the file"]
+    ctx, twin_ctx = RuleContext(analysis, None, lambda d: None), AstRuleContext(twin, None, lambda d: None)
+    expected = [
+        sorted({where.range(n): ctx.region_condition(site, n) for f in region.frames if (where := f.analysis) is analysis
+                for n in f.nodes() if isinstance(n, cst.Call)}.items())
+        for site, region in ctx.site_regions()
+    ]
+    got = [
+        sorted({where.range(n): twin_ctx.region_condition(site, n) for f in region.frames if (where := f.analysis) is twin
+                for n in f.nodes() if isinstance(n, ast.Call)}.items())
+        for site, region in twin_ctx.site_regions()
+    ]
+    calls = sum(len(items) for items in expected)
+    if expected == got:
+        return calls, []
+    return calls, [f"region conditions differ: libcst {expected!r}, ast {got!r}"]
+
+
 def compare_in_tree(
     path: Path,
     text: str,

@@ -3,8 +3,10 @@ ckptlint.rules.ast_base.AstRuleContext) report what their libcst rules report: t
 diagnostics in the same order (code, message, path, range, noqa row, fix with its edits byte
 for byte) on the examples of every ported rule (``VALID``/``INVALID``, and the
 ``rules/CKPxxx.md`` pages' blocks), on every rule example, the test cases, the shared cases
-when present, the programs of the test suite and hand-written corners. The comparison is
-``benchmarks/ast_rules_parity.py``'s, which runs it over real trees."""
+when present, the programs of the test suite and hand-written corners; and what the contexts
+answer per site (``condition``, ``recomputes_nothing``) and per call a region runs
+(``region_condition``). The comparison is ``benchmarks/ast_rules_parity.py``'s, which runs it
+over real trees."""
 
 from __future__ import annotations
 
@@ -307,3 +309,17 @@ def test_what_the_context_answers_per_site() -> None:
         found += [(index, m) for m in mismatches]
     assert found == []
     assert sites >= 500  # of them, 37 recompute nothing and 160 run under a condition
+
+
+def test_region_conditions_of_the_calls_a_region_runs() -> None:
+    """``region_condition`` (the site's condition, the tests on the region's way to a call and
+    around it) for every call of the linted module that a site's region runs, on the examples,
+    cases and test-suite programs."""
+    found, calls = [], 0
+    texts = [text for _, text in _EXAMPLES] + _SUITE + [p.read_text(encoding="utf-8") for p in _case_files()]
+    for index, text in enumerate(texts):
+        compared, mismatches = parity.compare_region_conditions(text, "pkg.mod")
+        calls += compared
+        found += [(index, m) for m in mismatches]
+    assert found == []
+    assert calls >= 400  # 121 of them under tests of their own, beyond the site's condition
