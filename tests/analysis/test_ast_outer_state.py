@@ -123,9 +123,10 @@ PROGRAMS = {
                 print((a), f(x for x in y), f((x for x in y)), f((a), b), f(b, (a)), f((a),))
                 w = ((x, y)), (x), (y)
                 v = f(
+                    # first
                     q
                     for q in x
-                    if q
+                    if q  # last
                 )
                 raise ValueError(
                     f"first {x} "

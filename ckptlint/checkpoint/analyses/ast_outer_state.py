@@ -160,7 +160,8 @@ def node_code(analysis: AstAnalysis, node: ast.AST) -> str:
         if pairs:
             start, end = opening[pairs - 1], closing[pairs - 1] + 1
         elif type(node) is ast.GeneratorExp and _call_argument_in_call_parentheses(analysis, parent, node, start):
-            start, end = start + 1, end - 1
+            inner = _blank(text[start + 1 : end - 1])  # the comments around it are the call's
+            start, end = start + 1 + len(inner) - len(inner.lstrip()), start + 1 + len(inner.rstrip())
         elif type(node) is ast.Starred and type(parent) in _DISPLAYS:
             end = _with_comma(text, parent, node, end, hi)
     code = text[start:end].strip()
