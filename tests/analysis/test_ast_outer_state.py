@@ -148,6 +148,31 @@ PROGRAMS = {
                 s = {(k): (v) for k, v in x.items()}
                 return (lambda: (x))(), (yield), -(x), not (x), x if (y) else (z)
         """,
+    "parenthesized with items": """
+        def f(a, b, c):
+            with (a):
+                pass
+            with (a) as b, (c):
+                pass
+            with (a, b):
+                pass
+            with (a as b):
+                pass
+            with ((a)):
+                pass
+            with (a), (b):
+                pass
+            with (a, b) as c:
+                pass
+            with (
+                a  # x
+                if b
+                else c
+            ):  # y
+                pass
+            with (a)() as b:
+                pass
+        """,
     "async, decorators and classes in functions": """
         import functools
 

@@ -157,6 +157,8 @@ def node_code(analysis: AstAnalysis, node: ast.AST) -> str:
         pairs = min(len(opening), len(closing))
         if pairs and _holds_call_parentheses(analysis, parent, node, len(opening), len(closing)):
             pairs -= 1
+        elif pairs and len(opening) <= len(closing) and _holds_with_parentheses(analysis, parent, node, closing[pairs - 1]):
+            pairs -= 1
         if pairs:
             start, end = opening[pairs - 1], closing[pairs - 1] + 1
         elif type(node) is ast.GeneratorExp and _call_argument_in_call_parentheses(analysis, parent, node, start):
@@ -332,6 +334,19 @@ def _holds_call_parentheses(analysis: AstAnalysis, parent: ast.AST, node: ast.AS
         return False
     start = analysis.offsets(node)[0]
     return not any(analysis.offsets(item)[1] <= start for item in inside if item is not node)
+
+
+def _holds_with_parentheses(analysis: AstAnalysis, parent: ast.AST, node: ast.AST, closing: int) -> bool:
+    """Whether the outermost pair of parentheses matched around ``node`` holds the items of its
+    ``with`` (``with (a):``, libcst's ``With.lpar``): ``node`` is the first item's expression,
+    and a ``:`` follows the pair."""
+    if type(parent) is not ast.withitem or parent.context_expr is not node:
+        return False
+    statement = analysis.model.parent(parent)
+    if not isinstance(statement, (ast.With, ast.AsyncWith)) or statement.items[0] is not parent:
+        return False
+    after = _blank(analysis.source.text[closing + 1 : analysis.offsets(statement.body[0])[0]]).lstrip()
+    return after.startswith(":")
 
 
 def _call_argument_in_call_parentheses(analysis: AstAnalysis, parent: ast.AST, node: ast.AST, start: int) -> bool:
