@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import libcst as cst
 
 from ckptlint.checkpoint.sites.misspelling import Misspelling
@@ -132,7 +134,8 @@ def _misspellings(ctx: RuleContext, site: CheckpointSite) -> tuple[Misspelling, 
     return tuple(m for m in found if m.arg is None or m.written not in signature.keywords)
 
 
-def _consequence(site: CheckpointSite, misspelling: Misspelling) -> str:
+def consequence(site: CheckpointSite[Any, Any, Any, Any], misspelling: Misspelling[Any, Any, Any]) -> str:
+    """What the misspelling does at ``site`` (node-free: the ``ast`` twin says the same)."""
     kind = site.api.kind
     if kind in (ApiKind.SEQUENTIAL, ApiKind.COMPOSABLE):
         return "it raises ValueError (Unexpected keyword arguments)"
@@ -163,7 +166,7 @@ def _message(site: CheckpointSite, misspelling: Misspelling) -> str:
     noun = "parameter" if misspelling.option in site.api.positional else "option"
     text = (
         f"`{misspelling.written}` looks like a misspelling of the checkpoint {noun} "
-        f"`{misspelling.option}`: {_consequence(site, misspelling)}"
+        f"`{misspelling.option}`: {consequence(site, misspelling)}"
     )
     if _already_passed(site, misspelling):
         return text + f"; `{misspelling.option}` is passed as well, remove one of them"

@@ -13,7 +13,8 @@ from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import replace_node
 from ckptlint.text.diagnostics import Applicability, Fix
 
-_RECEIVER_STEPS = 100
+#: The evaluation steps spent on the receiver of ``gradient_checkpointing_enable`` (shared with the ``ast`` twin).
+RECEIVER_STEPS = 100
 _ALIAS_METHOD = HF_GRADIENT_CHECKPOINTING_ENABLE.name
 
 
@@ -101,7 +102,7 @@ class DeprecatedCheckpointingAlias(Rule):
                 continue
             if not renames:
                 continue
-            ctx.report(site.call, _message(renames, decision), fix=_fix(ctx, site, renames), site=site)
+            ctx.report(site.call, alias_message([n.value for n in renames], decision), fix=_fix(ctx, site, renames), site=site)
 
 
 def _renames(call: cst.Call, *, method: bool) -> list[cst.Name]:
@@ -120,7 +121,7 @@ def _own_method(ctx: RuleContext, site: CheckpointSite) -> bool:
     func = site.call.func
     if not isinstance(func, cst.Attribute):
         return False
-    values = ctx.regions.receivers(func.value, func.attr.value, ctx.analysis, budget=_RECEIVER_STEPS)
+    values = ctx.regions.receivers(func.value, func.attr.value, ctx.analysis, budget=RECEIVER_STEPS)
     return any(ctx.regions.method_signature(value, _ALIAS_METHOD) is not None for value in values)
 
 
@@ -128,10 +129,12 @@ def _spelled(name: str) -> str:
     return f"`{name}()`" if name.endswith("_enable") else f"`{name}=`"
 
 
-def _message(renames: list[cst.Name], decision: Decision) -> str:
-    first = renames[0].value
+def alias_message(renames: list[str], decision: Decision) -> str:
+    """The message for the deprecated names ``renames`` (the method first, then keywords, as
+    written) under ``decision`` (node-free: the ``ast`` twin says the same)."""
+    first = renames[0]
     new = _spelled(HF_NEW_NAMES[first])
-    pairs = ", ".join(f"{_spelled(n.value)} of {_spelled(HF_NEW_NAMES[n.value])}" for n in renames[1:])
+    pairs = ", ".join(f"{_spelled(n)} of {_spelled(HF_NEW_NAMES[n])}" for n in renames[1:])
     also = f" (and {pairs})" if pairs else ""
     return (
         f"{_spelled(first)} is a deprecated alias of {new}{also} with {decision.which('transformers')}: "

@@ -4,6 +4,8 @@ A helper module of the rules package, not a rule, so that no rule imports anothe
 
 from __future__ import annotations
 
+from typing import Any
+
 import libcst as cst
 
 from ckptlint.checkpoint.sites.site import SaveForm, SaveMisuse
@@ -16,13 +18,14 @@ from ckptlint.text.diagnostics import Applicability, Fix
 __all__ = ["save_advice", "save_message", "torch_save_fix"]
 
 
-def save_message(what: str, misuse: SaveMisuse) -> str:
-    """The message for a checkpoint call that is a save in disguise."""
+def save_message(what: str, misuse: SaveMisuse[Any, Any]) -> str:
+    """The message for a checkpoint call that is a save in disguise (node-free: a misuse
+    found on libcst or on ``ast``)."""
     verb = "loading" if misuse.form is SaveForm.LOAD_CALL else "saving"
     return f"{what} is activation checkpointing, not {verb} training state: {misuse.reason}. {save_advice(misuse)}"
 
 
-def save_advice(misuse: SaveMisuse) -> str:
+def save_advice(misuse: SaveMisuse[Any, Any]) -> str:
     """What to call instead (shared with CKP302)."""
     if misuse.form is SaveForm.LOAD_CALL:
         return "Recomputation stores nothing to load; use `torch.load`"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING, Generic
 
 import libcst as cst
 
@@ -22,7 +23,18 @@ from ckptlint.checkpoint.sites.options import literal_value
 from ckptlint.facts.grad_mode import GRAD_MODE_CONTEXTS, GradModeEffect
 from ckptlint.semantic.model import SemanticModel
 
-__all__ = ["GradMode", "GradModeContext", "grad_mode_at"]
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    # The node a context holds: libcst's unless parametrised (``ast`` nodes in
+    # :mod:`ckptlint.checkpoint.analyses.ast_grad_mode`).
+    N = TypeVar("N", default=cst.CSTNode)
+else:
+    from typing import TypeVar
+
+    N = TypeVar("N")
+
+__all__ = ["GradMode", "GradModeContext", "context_mode", "grad_mode_at"]
 
 
 class GradMode(str, Enum):
@@ -32,7 +44,7 @@ class GradMode(str, Enum):
 
 
 @dataclass(frozen=True)
-class GradModeContext:
+class GradModeContext(Generic[N]):
     """The innermost grad-mode context around a node.
 
     Attributes:
@@ -43,7 +55,7 @@ class GradModeContext:
     """
 
     mode: GradMode
-    node: cst.CSTNode | None = None
+    node: N | None = None
     name: str = ""
     decorator: bool = False
 
@@ -92,18 +104,24 @@ def _context_of(expr: cst.BaseExpression, model: SemanticModel, decorator: bool)
 
 
 def _mode(effect: GradModeEffect, name: str, call: cst.Call | None, model: SemanticModel) -> GradMode:
+    argument = _mode_argument(call)
+    value = literal_value(argument, model) if argument is not None else None
+    return context_mode(effect, name, value, passed=argument is not None)
+
+
+def context_mode(effect: GradModeEffect, name: str, value: object, passed: bool) -> GradMode:
+    """The mode a grad-mode context of qualified name ``name`` sets, given the literal value
+    of its ``mode`` argument (``NOT_LITERAL`` when it is not a literal; ``passed``: whether
+    the argument is written at all). Shared by the ``ast`` twin."""
     if effect is GradModeEffect.ENABLES:
         return GradMode.ENABLED
-    argument = _mode_argument(call)
     if effect is GradModeEffect.SETS:
-        value = literal_value(argument, model) if argument is not None else None
         if value is True:
             return GradMode.ENABLED
         if value is False:
             return GradMode.DISABLED
         return GradMode.UNKNOWN
-    if name.endswith("inference_mode") and argument is not None:
-        value = literal_value(argument, model)
+    if name.endswith("inference_mode") and passed:
         if value is True:
             return GradMode.DISABLED
         return GradMode.UNKNOWN  # inference_mode(False) leaves grad mode to the caller

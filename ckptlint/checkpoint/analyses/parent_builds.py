@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic
 
 import libcst as cst
 
@@ -39,9 +39,18 @@ from ckptlint.facts.torch_facts import norm_factory
 from ckptlint.semantic.walk import iter_tree
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
     from ckptlint.checkpoint.evaluator.regions import RegionBuilder
     from ckptlint.checkpoint.sites.site import CheckpointSite
     from ckptlint.semantic.analysis import ModuleAnalysis
+
+    #: The building class's summary: libcst's unless parametrised (``ast``'s twin).
+    C = TypeVar("C", default=ClassInfo)
+else:
+    from typing import TypeVar
+
+    C = TypeVar("C")
 
 __all__ = ["ParentBuild", "parent_builds"]
 
@@ -51,8 +60,9 @@ MAX_BUILDS = 8
 
 
 @dataclass(frozen=True)
-class ParentBuild:
-    """An instance of a site's class that another class of its module builds.
+class ParentBuild(Generic[C]):
+    """An instance of a site's class that another class of its module builds (generic over
+    the class summary: unparametrised, libcst's).
 
     Attributes:
         parent: the class that builds it (``ResNetAudio``), built with its defaults.
@@ -60,7 +70,7 @@ class ParentBuild:
             arguments (:attr:`InstanceValue.env`).
     """
 
-    parent: ClassInfo
+    parent: C
     instance: InstanceValue
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
@@ -23,9 +23,9 @@ from ckptlint.semantic.walk import iter_tree
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint.evaluator.region import Frame, Region
-    from ckptlint.semantic.analysis import ModuleAnalysis, ModuleLoader
+    from ckptlint.semantic.analysis import ModuleAnalysis
 
-__all__ = ["path_parts"]
+__all__ = ["may_mention", "path_parts"]
 
 
 def path_parts(region: Region, node: cst.CSTNode, analysis: ModuleAnalysis) -> Condition | None:
@@ -80,10 +80,18 @@ def _ways_recorded(region: Region, frames: list[Frame]) -> bool:
     if not all(_mentions_recorded(analysis, names, ways) for analysis in modules.values()):
         return False
     project = region.analysis.project
-    return not any(_may_mention(path, names, project) for path in {path for _, _, path in region.opaque_calls})
+    return not any(may_mention(path, names, project) for path in {path for _, _, path in region.opaque_calls})
 
 
-def _may_mention(path: Path, names: dict[str, int], project: ModuleLoader | None) -> bool:
+class FileReader(Protocol):
+    """What :func:`may_mention` asks of a loader (libcst's or ``ast``'s)."""
+
+    def record_read(self, path: Path) -> None: ...
+
+    def unsaved_text(self, path: Path) -> str | None: ...
+
+
+def may_mention(path: Path, names: dict[str, int], project: FileReader | None) -> bool:
     """Whether the module file ``path``, which a call the region could not resolve runs code of,
     names one of ``names`` (so it may call it): read as text (an editor's unsaved buffer where
     the project has one; recorded as read, for cache invalidation), a word match that is no

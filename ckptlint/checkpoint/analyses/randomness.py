@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import TYPE_CHECKING, Generic, TypeGuard
 
 import libcst as cst
 
@@ -33,13 +33,30 @@ from ckptlint.facts.torch_facts import (
 )
 from ckptlint.semantic.analysis import ModuleAnalysis
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    # The node, module analysis, frame and expression a record holds: libcst's unless
+    # parametrised (:mod:`ckptlint.checkpoint.analyses.ast_randomness` holds ``ast``'s).
+    N = TypeVar("N", default=cst.CSTNode)
+    M = TypeVar("M", default=ModuleAnalysis)
+    R = TypeVar("R", default=Frame)
+    E = TypeVar("E", default=cst.BaseExpression)
+else:
+    from typing import TypeVar
+
+    N = TypeVar("N")
+    M = TypeVar("M")
+    R = TypeVar("R")
+    E = TypeVar("E")
+
 __all__ = ["RandomOp", "UnpreservedSource", "device_moved_ops", "random_ops", "unpreserved_sources"]
 
 _DEVICE_WORDS = ("cuda", "xpu", "npu", "mps", "hpu", "xla", "gpu", "device", "dev")
 
 
 @dataclass(eq=False)
-class RandomOp:
+class RandomOp(Generic[N, M, R, E]):
     """One random operation of a region.
 
     Attributes:
@@ -52,12 +69,12 @@ class RandomOp:
             ``None`` for factories that take a ``device=``.
     """
 
-    node: cst.CSTNode
-    analysis: ModuleAnalysis
+    node: N
+    analysis: M
     name: str
-    frame: Frame | None
+    frame: R | None
     active: bool | None
-    tensor: cst.BaseExpression | None
+    tensor: E | None
     layer: LayerUse | None = None
 
 
@@ -259,11 +276,11 @@ def _is_parameter(frame: Frame, name: cst.Name) -> bool:
 
 # ------------------------------------------------------------------ sources (CKP103)
 @dataclass(eq=False)
-class UnpreservedSource:
+class UnpreservedSource(Generic[N, M]):
     """A use of randomness checkpoint never restores."""
 
-    node: cst.CSTNode
-    analysis: ModuleAnalysis
+    node: N
+    analysis: M
     what: str
 
 

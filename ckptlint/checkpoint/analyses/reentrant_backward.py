@@ -23,6 +23,8 @@ function, a generator) may be a tensor: the site is judged as usual.
 
 from __future__ import annotations
 
+from typing import Any
+
 import libcst as cst
 
 from ckptlint.checkpoint.evaluator.class_summary import find_method
@@ -45,10 +47,10 @@ _CONSTANTS = frozenset({"None", "True", "False"})
 _MAX_DEPTH = 4
 
 
-def may_skip_backward(site: CheckpointSite) -> bool:
+def may_skip_backward(site: CheckpointSite[Any, Any, Any, Any]) -> bool:
     """Whether ``site`` is a call of torch's checkpoint that runs the reentrant variant: the
     only sites :func:`never_backward` can answer ``True`` for (a cheap test before the region
-    is built)."""
+    is built). It reads the site's record only, so sites found on ``ast`` are asked too."""
     return (
         site.api.kind is ApiKind.FUNCTION
         and site.api.fixed_reentrancy is None

@@ -1,0 +1,263 @@
+"""What a rule sees and where it reports, on CPython's ``ast``: the twin of
+:mod:`ckptlint.rules.base` (:class:`~ckptlint.rules.base.RuleContext` and
+:class:`~ckptlint.rules.base.Rule`) over an :class:`~ckptlint.semantic.ast_analysis.AstAnalysis`
+and an :class:`~ckptlint.semantic.ast_analysis.AstProject`.
+
+:class:`AstRuleContext` answers as ``RuleContext`` does (the same version decisions, the same
+condition texts through :mod:`ckptlint.checkpoint.sites.ast_guards`) and reports the same
+:class:`~ckptlint.text.diagnostics.Diagnostic` records, positions read from ``ast``
+(:meth:`AstAnalysis.range <ckptlint.semantic.ast_analysis.AstAnalysis.range>`). Fixes are
+built by the rules through :mod:`ckptlint.rules.ast_edits` (libcst parses the smallest
+statement around an edited node, only when a fix is built; :meth:`AstRuleContext.fix_from`
+offers none where libcst refuses that statement).
+
+What a region rule asks (the region of a site, the tests on the region's way to a node, whether
+a site recomputes nothing) is the region builder's and the analyses' on ``ast``
+(``checkpoint/evaluator/ast_regions.py``, ``checkpoint/analyses/ast_path_conditions.py``,
+``ast_reentrant_backward.py``), imported when first asked: of the rules ported so far, CKP003
+and CKP004 ask the builder's queries (``signature``, ``receivers``, ``method_signature``), none a
+region's path conditions or ``never_backward``.
+
+:class:`AstRule` is the twin of ``Rule``; it is not a ``Rule`` subclass (the rules package
+pairs every ``Rule`` subclass with a code, :mod:`ckptlint.rules.discovery`), and it takes its
+metadata from the registry and its examples from the libcst rule of the same code, so the two
+are checked against the same programs. Nothing on the linter's path uses this module yet (the
+port to ``ast`` is in progress).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar
+
+from ckptlint.checkpoint.sites.ast_call_errors import always_raises
+from ckptlint.checkpoint.sites.ast_guards import Condition, condition_parts, format_condition, helper_parts, joined, node_condition
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
+from ckptlint.facts.version_facts import VersionFact
+from ckptlint.facts.versions import Decision, TargetVersion, decide
+from ckptlint.registry import RULES, FixAvailability, Severity
+from ckptlint.rules.ast_edits import NoCstNode
+from ckptlint.rules.base import DEEPER_CUT_CALLS, Invalid
+from ckptlint.text.diagnostics import Applicability, Diagnostic, Edit, Fix
+from ckptlint.text.source import Position
+
+if TYPE_CHECKING:
+    from ckptlint.checkpoint.evaluator.ast_region import AstRegion
+    from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
+    from ckptlint.checkpoint.sites.ast_site_builders import AstSite
+    from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
+
+__all__ = ["AstRule", "AstRuleContext"]
+
+
+class AstRule:
+    """Base class of the ``ast`` twins of the rules. Subclasses set ``code`` and implement
+    :meth:`check`; ``name``, ``summary``, ``severity``, ``fix_availability`` and
+    ``default_enabled`` come from :data:`ckptlint.registry.RULES`, ``VALID`` and ``INVALID``
+    from the libcst rule of the same code (``KeyError`` for a code the registry lacks)."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.WARNING
+    fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
+    default_enabled: ClassVar[bool] = True
+    VALID: ClassVar[tuple[str, ...]] = ()
+    INVALID: ClassVar[tuple[Invalid, ...]] = ()
+    #: Whether :meth:`check` may ask ``ctx.regions`` (the region builder on ``ast``).
+    reads_regions: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        code = cls.__dict__.get("code")
+        if code is None:
+            return
+        from ckptlint.rules import ALL_RULES
+
+        info = RULES[code]
+        cls.name = info.name
+        cls.summary = info.summary
+        cls.severity = info.severity
+        cls.fix_availability = info.fix_availability
+        cls.default_enabled = info.default_enabled
+        cls.VALID = ALL_RULES[code].VALID
+        cls.INVALID = ALL_RULES[code].INVALID
+
+    def check(self, ctx: AstRuleContext) -> None:
+        """Report every finding of this rule in ``ctx.analysis``."""
+        raise NotImplementedError
+
+
+class AstRuleContext:
+    """What a rule sees while it checks one module read on ``ast``, and where it reports
+    (:class:`ckptlint.rules.base.RuleContext`'s twin).
+
+    Attributes:
+        analysis: the module being linted.
+        project: the loader of the linted tree's other modules (may be ``None``).
+        code: the code of the rule being run (set by the engine).
+        target_versions: library -> the versions the project allows (absent: undeclared).
+    """
+
+    def __init__(
+        self,
+        analysis: AstAnalysis,
+        project: AstProject | None,
+        sink: Callable[[Diagnostic], None],
+        target_versions: tuple[TargetVersion, ...] = (),
+    ) -> None:
+        self.analysis = analysis
+        self.target_versions = {target.library: target for target in target_versions}
+        self.project = project
+        if analysis.project is None:
+            analysis.project = project  # sites follow imports into the linted tree
+        self._sink = sink
+        self._reported: set[tuple[str, int]] = set()
+        self._conditions: dict[int, Condition] = {}
+        self.code = ""
+
+    def decide(self, fact: VersionFact) -> Decision:
+        """Where the project's declared versions of ``fact.library`` lie against the versions
+        ``fact`` holds in (:func:`ckptlint.facts.versions.decide`)."""
+        return decide(self.target_versions.get(fact.library), fact.range)
+
+    def site_regions(self) -> Iterator[tuple[AstSite, AstRegion]]:
+        """Every site of the module that names the callable it checkpoints and may recompute
+        it, with its region (:meth:`ckptlint.rules.base.RuleContext.site_regions`)."""
+        for site in ast_site_index(self.analysis).sites:
+            if site.function is not None and not self.recomputes_nothing(site):
+                yield site, self.regions.region(site, self.analysis)
+
+    def recomputes_nothing(self, site: AstSite) -> bool:
+        """Whether ``site`` never recomputes its function: it always raises
+        (:func:`~ckptlint.checkpoint.sites.ast_call_errors.always_raises`), or it runs the
+        reentrant variant and backward never reaches it (``never_backward`` of
+        ``checkpoint/analyses/ast_reentrant_backward.py``); answered once per site
+        (:meth:`ckptlint.rules.base.RuleContext.recomputes_nothing`)."""
+        from ckptlint.checkpoint.analyses.reentrant_backward import may_skip_backward
+
+        if always_raises(site, self.analysis.model):
+            return True
+        if site.function is None or not may_skip_backward(site):  # type: ignore[arg-type,unused-ignore]
+            return False
+        cached = site.extra.get("never_backward")
+        if not isinstance(cached, bool):
+            from ckptlint.checkpoint.analyses.ast_reentrant_backward import never_backward
+
+            cached = never_backward(site, self.regions.region(site, self.analysis))
+            site.extra["never_backward"] = cached
+        return cached
+
+    def condition(self, site: AstSite) -> str:
+        """The condition under which ``site`` runs, as a message suffix (``"; this code runs
+        only when ..."``), ``""`` when no ``if`` guards it; answered once per site."""
+        return format_condition(self._site_parts(site))
+
+    def _site_parts(self, site: AstSite) -> Condition:
+        key = id(site.call)
+        if key not in self._conditions:
+            self._conditions[key] = joined(condition_parts(self.analysis, site.call), helper_parts(self.analysis, site))
+        return self._conditions[key]
+
+    def region_condition(self, site: AstSite, node: ast.AST, analysis: AstAnalysis | None = None) -> str:
+        """The condition under which ``node`` (of ``analysis``, default the linted module), a
+        node of the region ``site`` recomputes, runs there: the site's (:meth:`condition`), then
+        the tests on the region's way to ``node`` and those around it
+        (:meth:`ckptlint.rules.base.RuleContext.region_condition`)."""
+        where = analysis or self.analysis
+        if where is self.analysis and any(ancestor is site.call for ancestor in (node, *where.model.ancestors(node))):
+            return self.condition(site)
+        own = condition_parts(where, node, parameters_given=True)
+        return format_condition(joined(self._site_parts(site), self._path_parts(site, node, where), own))
+
+    def _path_parts(self, site: AstSite, node: ast.AST, where: AstAnalysis) -> Condition:
+        """The tests on the region's way to ``node``, from the region followed deeper when the
+        usual one was cut at its depth; none when not every way is known."""
+        from ckptlint.checkpoint.analyses.ast_path_conditions import path_parts
+
+        region = self.regions.region(site, self.analysis)
+        parts = path_parts(region, node, where)
+        if parts is None and region.resolved and 0 < len(region.cut_calls) <= DEEPER_CUT_CALLS:
+            parts = path_parts(self.regions.deep_region(site, self.analysis), node, where)
+        return parts or ()
+
+    def condition_at(self, node: ast.AST, analysis: AstAnalysis | None = None) -> str:
+        """The condition under which ``node`` (of ``analysis``, default the linted module)
+        runs (:func:`~ckptlint.checkpoint.sites.ast_guards.node_condition`)."""
+        return node_condition(analysis or self.analysis, node)
+
+    @cached_property
+    def regions(self) -> AstRegionBuilder:
+        """The region builder shared by every rule run on this module."""
+        from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
+
+        return AstRegionBuilder(self.project)
+
+    def report(
+        self,
+        node: ast.AST,
+        message: str,
+        *,
+        fix: Fix | None = None,
+        analysis: AstAnalysis | None = None,
+        code: str | None = None,
+        once: bool = False,
+        site: AstSite | None = None,
+        guarded: ast.AST | None = None,
+    ) -> None:
+        """Report ``message`` at ``node`` of ``analysis`` (default: the linted module), as
+        :meth:`ckptlint.rules.base.RuleContext.report` does: ``once`` skips a node this rule
+        reported already; ``site`` ends the message with the condition under which the site
+        runs and, for a node of its region, the tests around it; ``guarded`` with the
+        condition under which that node runs. An ``ast.keyword`` with a name stands for its
+        name (``ast`` has no node for it; libcst's rules report the keyword's ``Name``)."""
+        where = analysis or self.analysis
+        if site is not None:
+            message += self.region_condition(site, node, where)
+        elif guarded is not None:
+            message += self.condition_at(guarded, where)
+        start, end = _range(where, node)
+        diagnostic = Diagnostic(
+            code=code or self.code,
+            message=message,
+            path=where.source.path,
+            start=start,
+            end=end,
+            fix=fix,
+            noqa_row=start[0],
+        )
+        if once:
+            key = (code or self.code, id(node))
+            if key in self._reported:
+                return
+            self._reported.add(key)
+        self._sink(diagnostic)
+
+    @staticmethod
+    def fix(applicability: Applicability, message: str, *edits: Edit) -> Fix:
+        """A :class:`Fix` from edits, sorted by position (insertions at one position keep
+        their order), as :meth:`ckptlint.rules.base.RuleContext.fix` makes it."""
+        return Fix(applicability, message, tuple(sorted(edits, key=lambda e: (e.start, e.end))))
+
+    def fix_from(
+        self, applicability: Applicability, message: str, edits: Callable[[], Edit | tuple[Edit, ...]]
+    ) -> Fix | None:
+        """:meth:`fix` of the edits ``edits()`` builds (through :mod:`ckptlint.rules.ast_edits`),
+        or ``None`` when libcst has no node for one of them
+        (:class:`~ckptlint.rules.ast_edits.NoCstNode`: it refuses the code around it, where a
+        libcst run would not have linted the file at all)."""
+        try:
+            built = edits()
+        except NoCstNode:
+            return None
+        return self.fix(applicability, message, *((built,) if isinstance(built, Edit) else built))
+
+
+def _range(analysis: AstAnalysis, node: ast.AST) -> tuple[Position, Position]:
+    """The 1-based range of ``node``; for a named ``ast.keyword``, of its name alone."""
+    start, end = analysis.range(node)
+    if isinstance(node, ast.keyword) and node.arg is not None:
+        end = analysis.source.ast_position(node.lineno, node.col_offset + len(node.arg.encode("utf-8")))
+    return start, end

@@ -1,0 +1,54 @@
+"""What CKP301 and CKP302 offer on CPython's ``ast`` when a checkpoint call is a save or load in
+disguise: the display-only ``torch.save``/``torch.load`` fix of
+:func:`ckptlint.rules.save_advice.torch_save_fix`, for a misuse found on ``ast``
+(:data:`~ckptlint.checkpoint.sites.ast_misuse.AstSaveMisuse`). The message and the advice are
+node-free: :func:`~ckptlint.rules.save_advice.save_message` and
+:func:`~ckptlint.rules.save_advice.save_advice` serve both. A helper module of the rules
+package, not a rule."""
+
+from __future__ import annotations
+
+import ast
+
+from ckptlint.checkpoint.sites.ast_misuse import AstSaveMisuse
+from ckptlint.checkpoint.sites.ast_options import AstArg
+from ckptlint.checkpoint.sites.site import SaveForm
+from ckptlint.facts.apis import CHECKPOINT_OPTIONS
+from ckptlint.rules.ast_base import AstRuleContext
+from ckptlint.rules.ast_edits import replace_node
+from ckptlint.semantic.ast_analysis import AstAnalysis
+from ckptlint.text.diagnostics import Applicability, Fix
+
+__all__ = ["torch_save_fix"]
+
+
+def torch_save_fix(ctx: AstRuleContext, analysis: AstAnalysis, call: ast.Call, misuse: AstSaveMisuse) -> Fix | None:
+    """A display-only fix showing the ``torch.save(...)`` / ``torch.load(...)`` call the
+    arguments map to; ``None`` when they do not map (or libcst refuses the call's statement)."""
+    text = _replacement(analysis, misuse)
+    if text is None:
+        return None
+    return ctx.fix_from(Applicability.DISPLAY_ONLY, f"Use `{text}`", lambda: replace_node(analysis, call, text))
+
+
+def _replacement(analysis: AstAnalysis, misuse: AstSaveMisuse) -> str | None:
+    if misuse.form in (SaveForm.SAVE_CALL, SaveForm.LOAD_CALL):
+        name = "torch.save" if misuse.form is SaveForm.SAVE_CALL else "torch.load"
+        args = [arg for arg in misuse.arguments if not isinstance(arg, ast.keyword) or arg.arg not in CHECKPOINT_OPTIONS]
+        return f"{name}({', '.join(_arg_text(analysis, arg) for arg in args)})"
+    if misuse.saved is None or misuse.destination is None:
+        return None
+    saved = analysis.text_of(misuse.saved)
+    if misuse.form is SaveForm.SAVE_STATE_OF:
+        saved = f"{saved}.state_dict()"
+    return f"torch.save({saved}, {analysis.text_of(misuse.destination)})"
+
+
+def _arg_text(analysis: AstAnalysis, arg: AstArg) -> str:
+    """The argument as libcst's ``Arg`` reads: ``name=value``, ``*value``, ``**value``, ``value``."""
+    if isinstance(arg, ast.keyword):
+        value = analysis.text_of(arg.value)
+        return f"**{value}" if arg.arg is None else f"{arg.arg}={value}"
+    if isinstance(arg, ast.Starred):
+        return f"*{analysis.text_of(arg.value)}"
+    return analysis.text_of(arg)

@@ -1,0 +1,443 @@
+"""Five analyses on CPython's ``ast`` (ckptlint.checkpoint.analyses.ast_function_keywords,
+ast_class_users, ast_frozen_norms, ast_parent_builds, ast_path_conditions) answer as libcst's:
+for every site, every class and every expression of every frame of hand-built regions, the
+same answers, compared as ``benchmarks/ast_class_users_parity.py`` describes them, which runs
+the comparison over real trees. Inputs: the rule examples, the test cases, the shared cases
+when present, the programs of the test suite, hand-written programs and a tree of modules
+read through both loaders."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_ast_evaluator_leaves import _SUITE
+from test_ast_model import _case_files, _parses, _rule_examples
+
+from ckptlint.semantic.ast_analysis import AstProject
+from ckptlint.semantic.project import Project, module_name_for
+
+ROOT = Path(__file__).resolve().parents[2]
+PARITY = ROOT / "benchmarks" / "ast_class_users_parity.py"
+
+
+def _load_parity():
+    sys.path.insert(0, str(PARITY.parent))  # its sibling modules
+    spec = importlib.util.spec_from_file_location("ast_class_users_parity", PARITY)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("ast_class_users_parity", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+parity = _load_parity()
+
+_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
+
+
+@functools.cache
+def _compared(text: str):
+    """The comparison of ``text`` as module ``pkg.mod`` (made once: the counts reuse it)."""
+    return parity.compare(text, "pkg.mod")
+
+
+@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
+def test_rule_examples(label: str, text: str) -> None:
+    assert _compared(text).mismatches == []
+
+
+@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_cases(path: Path) -> None:
+    assert parity.compare(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem).mismatches == []
+
+
+def test_programs_of_the_test_suite() -> None:
+    """One test for them all (a few hundred small programs): every mismatch listed."""
+    found = [(index, m) for index, text in enumerate(_SUITE) for m in _compared(text).mismatches]
+    assert found == []
+
+
+PROGRAMS = {
+    "a backbone freezes the BatchNorm of the blocks it builds": """
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+        from torch.nn.modules.batchnorm import _BatchNorm
+        from mmcv.cnn import ConvModule, build_norm_layer
+
+        class Bottleneck(nn.Module):
+            def __init__(self, c, norm_cfg=None, with_cp=False):
+                super().__init__()
+                self.conv = ConvModule(c, c, 1, norm_cfg=norm_cfg)
+                self.name, self.norm = build_norm_layer(norm_cfg, c)
+                self.with_cp = with_cp
+
+            def forward(self, x):
+                def _inner(x):
+                    return self.norm(self.conv(x))
+                if self.with_cp:
+                    return checkpoint(_inner, x, use_reentrant=True, scale=2)
+                return _inner(x)
+
+        class Wide(Bottleneck):
+            pass
+
+        class ResNet(nn.Module):
+            arch_settings = {50: (Bottleneck, (3, 4, 6, 3)), 101: (Wide, (3, 4, 23, 3))}
+
+            def __init__(self, depth=50, norm_cfg=dict(type="BN", requires_grad=True), norm_eval=True, frozen=True, with_cp=False):
+                super().__init__()
+                self.norm_eval = norm_eval
+                self.frozen = frozen
+                block, stages = self.arch_settings[depth]
+                self.layer1 = block(64, norm_cfg=norm_cfg, with_cp=with_cp)
+                self.layers = nn.ModuleList([Wide(64, norm_cfg=norm_cfg) for _ in range(2)])
+
+            def train(self, mode=True):
+                super(ResNet, self).train(mode)
+                if mode and self.norm_eval and self.frozen:
+                    for m in self.modules():
+                        if isinstance(m, (_BatchNorm, nn.SyncBatchNorm)):
+                            m.eval()
+
+        class ResNetV1d(ResNet):
+            def __init__(self, **kwargs):
+                super().__init__(norm_eval=True, **kwargs)
+        """,
+    "freezing written otherwise: on one line, elif, else, eval(), requires_grad_": """
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+
+        class Block(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.bn = nn.BatchNorm2d(c, track_running_stats=False)
+
+            def forward(self, x):
+                return checkpoint(self.bn, x, use_reentrant=False)
+
+        class OneLine(nn.Module):
+            def __init__(self, norm_eval=True):
+                self.norm_eval = norm_eval
+                self.block = Block(3)
+
+            def train(self, mode=True):
+                super().train(mode)
+                if mode and self.norm_eval:
+                    for m in self.modules():
+                        if isinstance(m, nn.BatchNorm2d): m.eval()
+
+        class Other(nn.Module):
+            def __init__(self, /, bn_eval=True, *, extra=False):
+                self.bn_eval = bn_eval
+                self.block = Block(3)
+                self.extra = extra
+
+            def train(self, mode=True):
+                super().train(mode); x = 1
+                if self.bn_eval:
+                    for m in self.modules():
+                        if isinstance(m, nn.BatchNorm2d):
+                            m.eval()
+                            m.requires_grad_(False)
+                elif self.extra:
+                    pass
+
+        def make():
+            return Block(4)
+        """,
+    "flags from a base class, set outside, kept positional-only, keyword-only": """
+        import torch.nn as nn
+        from torch.utils.checkpoint import checkpoint
+
+        class Base(nn.Module):
+            def __init__(self, norm_eval=False, *, frozen_stages=True):
+                self.norm_eval = norm_eval
+                self.frozen_stages = frozen_stages
+
+            def train(self, mode=True):
+                super().train(mode)
+                if self.frozen_stages and mode:
+                    for m in self.modules():
+                        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                            m.eval()
+
+        class Child(Base):
+            def __init__(self):
+                super().__init__(frozen_stages=True)
+                self.stage = Stage()
+
+            def forward(self, x):
+                return checkpoint(self.stage, x)
+
+        class Stage(nn.Module):
+            def forward(self, x):
+                return checkpoint(lambda y: y, x, use_reentrant=True)
+
+        class Loose(Base):
+            def __init__(self, norm_eval=True):
+                super().__init__(norm_eval)
+                self.stage = Stage()
+
+        model = Loose()
+        model.norm_eval = False
+        """,
+    "who uses a class: twice defined, a keyword, a metaclass, a table": """
+        import torch.nn as nn
+        from torch.utils.checkpoint import checkpoint
+
+        class Meta(type):
+            pass
+
+        class Block(nn.Module):
+            def forward(self, x):
+                return checkpoint(self.f, x, use_reentrant=False)
+
+        try:
+            class Twice(nn.Module):
+                pass
+        except ImportError:
+            class Twice(nn.Module):
+                pass
+
+        class UsesTwice(nn.Module):
+            def __init__(self):
+                self.t = Twice()
+
+        class Keyword(nn.Module, metaclass=Meta):
+            def __init__(self):
+                self.b = dict(Block=1)
+                self.c = make(block=Block)
+
+        class Sub(Keyword):
+            pass
+
+        class Checker(nn.Module):
+            def check(self, m):
+                return isinstance(m, Block) and super(Block, self)
+
+        TABLE = {"block": Block}
+
+        class Parametrised(nn.Module):
+            def __init__(self, Block=None):
+                self.b = Block
+        """,
+    "names that libcst spells with a node: keywords, except and match names": """
+        import torch.nn as nn
+        from torch.utils.checkpoint import checkpoint
+
+        class Block(nn.Module):
+            def forward(self, x):
+                return checkpoint(self.f, x, use_reentrant=False)
+
+        class ByKeyword(nn.Module):
+            def __init__(self):
+                self.c = make(Block=1)
+
+        class Method(nn.Module):
+            def Block(self):
+                pass
+
+        class Handler(nn.Module):
+            def g(self):
+                global Block
+                try:
+                    pass
+                except ValueError as Block:
+                    pass
+
+        class Matcher(nn.Module):
+            def g(self, x):
+                match x:
+                    case {"a": 1, **Block}:
+                        pass
+                    case Point(Block=1):
+                        pass
+                    case [*Block]:
+                        pass
+        """,
+    "ways into a function: decorated, passed, named in strings and keywords": """
+        import functools
+        import torch.nn as nn
+        from torch.utils.checkpoint import checkpoint
+
+        def leaf(x):
+            return x
+
+        def guarded(x, flag=False):
+            if flag:
+                return leaf(x)
+            return x
+
+        @functools.lru_cache
+        def decorated(x):
+            if x:
+                return leaf(x)
+
+        def named(x):
+            if x is not None:
+                return spoken(x)
+
+        def spoken(x):
+            return x
+
+        NAMES = ["spoken", f"{'spoken'}", "a" "spoken", b"spoken", r'spoken']
+
+        def keyworded(x):
+            if x:
+                return kw(x)
+
+        def kw(x):
+            return x
+
+        def caller():
+            return dict(kw=1)
+
+        def passes(x):
+            if x:
+                return mapped(x)
+
+        def mapped(x):
+            return x
+
+        values = map(mapped, [1])
+
+        class Layer(nn.Linear):
+            def forward(self, x):
+                if self.training:
+                    return self.step(x)
+                return super().forward(x)
+
+            def step(self, x):
+                return self.inner(x)
+
+            def inner(self, x):
+                try:
+                    return leaf(x)
+                except ValueError as inner:
+                    return x
+
+            def run(self, x):
+                return checkpoint(self.forward, x, use_reentrant=False)
+
+        class step:
+            pass
+
+        def lambdas(x):
+            if x:
+                fn = lambda y: leaf(y) if y else None
+                return fn(x)
+        """,
+    "match, global and nonlocal names": """
+        def outer(x):
+            if x:
+                return target(x)
+
+        def target(x):
+            global other
+            match x:
+                case {"a": 1, **rest}:
+                    return rest
+                case Point(x=1) as target:
+                    return target
+            return x
+
+        def nested(x):
+            y = 1
+            def inner():
+                nonlocal y
+                if y:
+                    return helper(y)
+            return inner()
+
+        def helper(y):
+            return y
+        """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_programs(name: str) -> None:
+    assert _compared(textwrap.dedent(PROGRAMS[name])).mismatches == []
+
+
+def test_the_inputs_hold_what_is_compared() -> None:
+    """The examples and programs are not empty of what is compared, nor of answers."""
+    total = parity.AnalysesComparison()
+    for text in [text for _, text in _EXAMPLES] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
+        total.add(_compared(text))
+    for kind, least in {"path parts": 10000, "users": 300}.items():
+        assert total.items[kind] >= least, kind
+    least_answered = {"frozen": 4, "parent builds": 4, "own keywords": 10, "refused": 2, "users": 100, "parent freeze": 8, "path parts": 20}
+    for kind in parity.KINDS:
+        assert total.answered[kind] >= least_answered.get(kind, 1), kind
+
+
+def test_classes_used_from_other_modules(tmp_path: Path) -> None:
+    """Blocks and backbones in other modules of a tree, read through both loaders: a base class
+    of another module whose ``train`` freezes, a norm factory imported, a block built there."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "base.py").write_text(
+        textwrap.dedent(
+            """
+            import torch.nn as nn
+            from torch.nn.modules.batchnorm import _BatchNorm
+
+            class BaseBackbone(nn.Module):
+                def __init__(self, norm_eval=True):
+                    super().__init__()
+                    self.norm_eval = norm_eval
+
+                def train(self, mode=True):
+                    super().train(mode)
+                    if mode and self.norm_eval:
+                        for m in self.modules():
+                            if isinstance(m, _BatchNorm):
+                                m.eval()
+
+            class BaseBlock(nn.Module):
+                def forward(self, x):
+                    return x
+            """
+        ),
+        encoding="utf-8",
+    )
+    model = package / "model.py"
+    model.write_text(
+        textwrap.dedent(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+            from mmcv.cnn import build_norm_layer
+            from .base import BaseBackbone, BaseBlock
+
+            class Block(BaseBlock):
+                def __init__(self, c, norm_cfg=None):
+                    super().__init__()
+                    self.name, self.norm = build_norm_layer(norm_cfg, c)
+
+                def forward(self, x):
+                    return checkpoint(self.norm, x, use_reentrant=True, extra=1)
+
+            class Backbone(BaseBackbone):
+                def __init__(self, norm_cfg=dict(type="BN")):
+                    super().__init__()
+                    self.block = Block(3, norm_cfg=norm_cfg)
+            """
+        ),
+        encoding="utf-8",
+    )
+    project = Project(partial=False)
+    loader = AstProject(Project(partial=False))
+    name, is_package, home = module_name_for(model)
+    project.track(home)
+    loader.track(home)
+    found = parity.compare(model.read_text(encoding="utf-8"), name, is_package, str(model), project, loader)
+    assert found.mismatches == []
+    assert found.answered["frozen"] == 1
+    assert found.answered["parent builds"] == 1

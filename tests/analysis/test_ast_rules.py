@@ -1,0 +1,309 @@
+"""The rules ported to CPython's ``ast`` (ckptlint.rules.ast_ckp*, over
+ckptlint.rules.ast_base.AstRuleContext) report what their libcst rules report: the same
+diagnostics in the same order (code, message, path, range, noqa row, fix with its edits byte
+for byte) on the examples of every ported rule (``VALID``/``INVALID``, and the
+``rules/CKPxxx.md`` pages' blocks), on every rule example, the test cases, the shared cases
+when present, the programs of the test suite and hand-written corners. The comparison is
+``benchmarks/ast_rules_parity.py``'s, which runs it over real trees."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_ast_evaluator_leaves import _SUITE
+from test_ast_model import _case_files, _parses, _rule_examples
+
+from ckptlint.config.declarations import parse_target_version
+from ckptlint.rules import ALL_RULES
+from ckptlint.rules.ast_base import AstRule, AstRuleContext
+from ckptlint.semantic.ast_analysis import parse_ast
+from ckptlint.testing import example_versions
+from ckptlint.text.diagnostics import Applicability
+from ckptlint.text.source import SourceFile
+
+ROOT = Path(__file__).resolve().parents[2]
+PARITY = ROOT / "benchmarks" / "ast_rules_parity.py"
+
+
+def _load_parity():
+    sys.path.insert(0, str(PARITY.parent))  # its sibling modules
+    spec = importlib.util.spec_from_file_location("ast_rules_parity", PARITY)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("ast_rules_parity", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+parity = _load_parity()
+
+_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
+
+
+#: A project on transformers 5.24 or later, where the rules that decide on versions speak
+#: (CKP004's ``EXAMPLE_VERSIONS``).
+_NEW_TRANSFORMERS = (parse_target_version("transformers", ">=5.24", "test"),)
+#: The rules whose findings depend on the declared versions.
+_VERSIONED = tuple(code for code in parity.PORTED if example_versions(ALL_RULES[code]))
+
+
+@functools.cache
+def _compared(text: str, module_name: str = "pkg.mod"):
+    """The comparison of every ported rule on ``text`` (made once: the counts reuse it), and
+    of those that decide on versions with transformers 5.24 or later declared."""
+    found = parity.compare(text, module_name)
+    if _VERSIONED:
+        found.add(parity.compare(text, module_name, _VERSIONED, target_versions=_NEW_TRANSFORMERS))
+        found.files -= 1
+    return found
+
+
+def test_the_ported_rules() -> None:
+    regions = ("CKP003", "CKP004") if parity.REGIONS else ()
+    assert parity.PORTED == (*regions, "CKP104", "CKP105", "CKP301", "CKP302", "CKP303")
+    assert set(parity.AST_RULES) == {"CKP003", "CKP004", "CKP104", "CKP105", "CKP301", "CKP302", "CKP303"}
+    for code, twin in parity.AST_RULES.items():
+        rule = ALL_RULES[code]
+        assert issubclass(twin, AstRule) and twin.code == code
+        assert (twin.name, twin.severity, twin.fix_availability) == (rule.name, rule.severity, rule.fix_availability)
+        assert twin.VALID is rule.VALID and twin.INVALID is rule.INVALID  # the same examples, not copies
+
+
+def _own_examples() -> list[tuple[str, str]]:
+    ported = {f"{code}-" for code in parity.PORTED}
+    return [(label, text) for label, text in _EXAMPLES if label[:7] in ported]
+
+
+@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _own_examples()])
+def test_examples_of_the_ported_rules(label: str, text: str) -> None:
+    found = _compared(text)
+    assert found.mismatches == []
+    code = label[:6]
+    if "-invalid-" in label:
+        assert found.diagnostics[code] >= 1  # the example is reported on both sides
+    elif "-valid-" in label:
+        assert found.diagnostics[code] == 0
+
+
+def test_every_rule_example() -> None:
+    """One test for the examples of the rules not ported yet (each a few lines)."""
+    ported = {f"{code}-" for code in parity.PORTED}
+    found = [(label, m) for label, text in _EXAMPLES if label[:7] not in ported for m in _compared(text).mismatches]
+    assert found == []
+
+
+@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_cases(path: Path) -> None:
+    assert _compared(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem).mismatches == []
+
+
+def test_programs_of_the_test_suite() -> None:
+    """One test for them all (a few hundred small programs): every mismatch listed."""
+    found = [(index, m) for index, text in enumerate(_SUITE) for m in _compared(text).mismatches]
+    assert found == []
+
+
+def test_the_inputs_hold_what_is_compared() -> None:
+    """The inputs hold findings of every ported rule, and fixes."""
+    total = parity.RulesComparison()
+    for text in [text for _, text in _EXAMPLES] + _SUITE:
+        total.add(_compared(text))
+    for code in parity.PORTED:
+        assert total.diagnostics[code] >= 3, code
+    assert total.fixes >= 10
+
+
+CORNERS = {
+    "save misuse under a guard, a helper's site": """
+        from torch.utils.checkpoint import checkpoint
+        class M:
+            def save(self, path):
+                if self.rank == 0 and not self.dry:
+                    checkpoint(self.model.state_dict(), path)
+            def save_all(self, path, model):
+                checkpoint({'m': model, 'step': 1}, path, use_reentrant=False)
+                checkpoint(torch.save, model.state_dict(), path, use_reentrant=False, debug=True)
+                checkpoint(torch.load, path, *rest, **more, use_reentrant=True)
+    """,
+    "the module called, with stars, keywords and a save": """
+        import torch.utils.checkpoint as ckpt
+        from torch.utils import checkpoint
+        def f(x, args, kw):
+            if x.requires_grad:
+                y = ckpt(block, x, use_reentrant=False)
+            checkpoint(*args)
+            checkpoint(block, *args, **kw)
+            checkpoint(model.state_dict(), path=p)
+            checkpoint(optimizer, f"ckpt/{step}.pt", **kw)
+            return (checkpoint)(f, x)
+    """,
+    "distributed checkpoint: annotations, awaits, lambdas, keywords": """
+        import torch.distributed.checkpoint as dcp
+        from torch import nn
+        async def save(model: (nn.Module), net: "MyModel", sd: dict, path):
+            dcp.save(model, checkpoint_id=path)
+            dcp.save(net, path)
+            dcp.save(sd, storage_writer=path)
+            x = await dcp.async_save(model, checkpoint_id=path)
+            await dcp.load(sd, checkpoint_id=path)
+            cb = lambda: dcp.load(sd, checkpoint_id=path)
+            out = dcp.load_state_dict(self.model, "out/ckpt")
+            dcp.save(*both)
+            dcp.save(sd, **kw)
+            dcp.save_state_dict(state_dict=ddp_model, storage_writer=os.path.join(root, "x"))
+    """,
+    "home-made recompute in a guarded class method, and a gradient hook": """
+        import torch
+        class Recompute(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, run, *args):
+                ctx.run = run
+                ctx.save_for_backward(*args)
+                with torch.no_grad():
+                    return run(*args)
+            @staticmethod
+            def backward(ctx, *grads):
+                inputs = ctx.saved_tensors
+                if ctx.needs_input_grad[1]:
+                    with torch.enable_grad():
+                        out = ctx.run(*inputs)
+                    torch.autograd.backward(out, grads)
+                return (None,) + tuple(i.grad for i in inputs)
+        def run(f, x):
+            return Recompute.apply(f, x)
+        class Cache:
+            def step(self, model, batch):
+                reps = model(batch)
+                def hook(grad):
+                    with torch.enable_grad():
+                        again = model(batch)
+                    again.backward(grad)
+                reps.register_hook(hook)
+    """,
+}
+
+
+@pytest.mark.parametrize("label", sorted(CORNERS))
+def test_corners(label: str) -> None:
+    found = _compared(textwrap.dedent(CORNERS[label]))
+    assert found.mismatches == []
+    assert sum(found.diagnostics.values()) >= 1
+
+
+def test_a_fix_is_left_out_where_libcst_refuses_the_statement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fix_from`` answers ``None`` when ``ast_edits`` finds no libcst node; the finding stays."""
+    from ckptlint.rules import ast_edits
+
+    def refuse(*args: object) -> object:
+        raise ast_edits.NoCstNode("refused")
+
+    text = "from torch.utils import checkpoint\ny = checkpoint(f, x, use_reentrant=False)\n"
+    twin = parse_ast(SourceFile("m.py", text), "m")
+    assert twin is not None
+    found = []
+    ctx = AstRuleContext(twin, None, found.append)
+    ctx.code = "CKP302"
+    monkeypatch.setattr("ckptlint.rules.ast_ckp302_checkpoint_module_called.replace_node", refuse)
+    parity.AST_RULES["CKP302"]().check(ctx)
+    assert [(d.code, d.start, d.fix) for d in found] == [("CKP302", (2, 5), None)]
+    assert ctx.fix_from(Applicability.SAFE, "m", lambda: ()) is not None
+
+
+def test_once_and_the_code_given() -> None:
+    """``report(once=True)`` skips a node this rule reported; ``code=`` names another code."""
+    text = "import torch\nx = torch.ones(1)\n"
+    twin = parse_ast(SourceFile("m.py", text), "m")
+    assert twin is not None
+    found = []
+    ctx = AstRuleContext(twin, None, found.append)
+    ctx.code = "CKP202"
+    node = twin.tree.body[1]
+    assert isinstance(node, ast.Assign)
+    ctx.report(node.value, "a", once=True)
+    ctx.report(node.value, "b", once=True)
+    ctx.report(node.value, "c", once=True, code="CKP201")
+    assert [(d.code, d.message, d.start, d.end, d.noqa_row) for d in found] == [
+        ("CKP202", "a", (2, 5), (2, 18), 2),
+        ("CKP201", "c", (2, 5), (2, 18), 2),
+    ]
+
+
+def test_a_keyword_is_reported_at_its_name() -> None:
+    """``ast`` has no node for a keyword's name: a report at an ``ast.keyword`` covers the name,
+    as libcst's rules report the keyword's ``Name`` (``**kw`` covers the whole argument)."""
+    text = "f(x, use_reentrent=False, **kw)\n"
+    twin = parse_ast(SourceFile("m.py", text), "m")
+    assert twin is not None
+    found = []
+    ctx = AstRuleContext(twin, None, found.append)
+    call = twin.tree.body[0].value
+    assert isinstance(call, ast.Call)
+    for keyword in call.keywords:
+        ctx.report(keyword, "m")
+    assert [(d.start, d.end) for d in found] == [((1, 6), (1, 19)), ((1, 27), (1, 31))]
+
+
+def test_a_tree_read_through_both_loaders(tmp_path: Path) -> None:
+    """The tree mode: each file linted with its project (``Project`` / ``AstProject``), the
+    rules reaching re-exports and a home-made implementation's base in other modules."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    files = {
+        "__init__.py": "",
+        "ckpt.py": "from torch.utils.checkpoint import checkpoint\n",
+        "base.py": (
+            "import torch\n"
+            "class Base(torch.autograd.Function):\n"
+            "    @staticmethod\n"
+            "    def forward(ctx, fn, x):\n"
+            "        ctx.fn = fn\n"
+            "        ctx.save_for_backward(x)\n"
+            "        return fn(x)\n"
+        ),
+        "train.py": (
+            "from torch.utils import checkpoint as ckpt_module\n"
+            "from .ckpt import checkpoint\n"
+            "from .base import Base\n"
+            "class Recompute(Base):\n"
+            "    @staticmethod\n"
+            "    def backward(ctx, grad):\n"
+            "        (x,) = ctx.saved_tensors\n"
+            "        with torch.enable_grad():\n"
+            "            out = ctx.fn(x)\n"
+            "        torch.autograd.backward(out, grad)\n"
+            "        return None, x.grad\n"
+            "def run(block, x):\n"
+            "    return Recompute.apply(block, x)\n"
+            "def save(model, path, step):\n"
+            "    if step % 100 == 0:\n"
+            "        checkpoint(model.state_dict(), path)\n"
+            "    ckpt_module(model.block, path, use_reentrant=False)\n"
+        ),
+    }
+    for name, text in files.items():
+        (package / name).write_text(text, encoding="utf-8")
+    cst_project, ast_project = parity.tree_projects()
+    total = parity.RulesComparison()
+    for name in sorted(files):
+        path = package / name
+        parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, ast_project, total)
+    assert total.mismatches == []
+    assert total.files == 4 and total.diagnostics["CKP301"] == 1 and total.diagnostics["CKP302"] == 1, total.diagnostics
+
+
+def test_what_the_context_answers_per_site() -> None:
+    """``condition`` and ``recomputes_nothing`` of every site of the examples, cases and
+    test-suite programs (regions built where a reentrant site may skip backward)."""
+    found, sites = [], 0
+    texts = [text for _, text in _EXAMPLES] + _SUITE + [p.read_text(encoding="utf-8") for p in _case_files()]
+    for index, text in enumerate(texts):
+        compared, mismatches = parity.compare_site_queries(text, "pkg.mod")
+        sites += compared
+        found += [(index, m) for m in mismatches]
+    assert found == []
+    assert sites >= 500  # of them, 37 recompute nothing and 160 run under a condition
