@@ -123,9 +123,10 @@ PROGRAMS = {
                 print((a), f(x for x in y), f((x for x in y)), f((a), b), f(b, (a)), f((a),))
                 w = ((x, y)), (x), (y)
                 v = f(
+                    # first
                     q
                     for q in x
-                    if q
+                    if q  # last
                 )
                 raise ValueError(
                     f"first {x} "
@@ -146,6 +147,31 @@ PROGRAMS = {
                 t = [(a) for (a) in (x) if (a)]
                 s = {(k): (v) for k, v in x.items()}
                 return (lambda: (x))(), (yield), -(x), not (x), x if (y) else (z)
+        """,
+    "parenthesized with items": """
+        def f(a, b, c):
+            with (a):
+                pass
+            with (a) as b, (c):
+                pass
+            with (a, b):
+                pass
+            with (a as b):
+                pass
+            with ((a)):
+                pass
+            with (a), (b):
+                pass
+            with (a, b) as c:
+                pass
+            with (
+                a  # x
+                if b
+                else c
+            ):  # y
+                pass
+            with (a)() as b:
+                pass
         """,
     "async, decorators and classes in functions": """
         import functools

@@ -150,19 +150,24 @@ def node_code(analysis: AstAnalysis, node: ast.AST) -> str:
     start, end = analysis.offsets(node)
     text = analysis.source.text
     parent = analysis.model.parent(node)
-    if parent is not None:
+    starred = type(node) is ast.Starred and type(parent) in _DISPLAYS
+    pairs = 0
+    if parent is not None and (starred or _may_open(text, start)):
         lo, hi = _gap_bounds(analysis, parent, node, start, end)
         opening = _opening_run(text, lo, start)
         closing = _closing_run(text, end, hi)
         pairs = min(len(opening), len(closing))
         if pairs and _holds_call_parentheses(analysis, parent, node, len(opening), len(closing)):
             pairs -= 1
+        elif pairs and len(opening) <= len(closing) and _holds_with_parentheses(analysis, parent, node, closing[pairs - 1]):
+            pairs -= 1
         if pairs:
             start, end = opening[pairs - 1], closing[pairs - 1] + 1
-        elif type(node) is ast.GeneratorExp and _call_argument_in_call_parentheses(analysis, parent, node, start):
-            start, end = start + 1, end - 1
-        elif type(node) is ast.Starred and type(parent) in _DISPLAYS:
+        elif starred:
             end = _with_comma(text, parent, node, end, hi)
+    if not pairs and type(node) is ast.GeneratorExp and _call_argument_in_call_parentheses(analysis, parent, node, start):
+        inner = _blank(text[start + 1 : end - 1])  # the comments around it are the call's
+        start, end = start + 1 + len(inner) - len(inner.lstrip()), start + 1 + len(inner.rstrip())
     code = text[start:end].strip()
     if "\n" in code:
         code = _without_block_indent(analysis, node, start, end).strip()
@@ -316,6 +321,15 @@ def _closing_run(text: str, end: int, hi: int) -> list[int]:
     return found
 
 
+def _may_open(text: str, start: int) -> bool:
+    """Whether a ``(`` may come right before ``start``: the last character before it on its
+    line (blanks skipped) is one, or there is none (a comment may end the line before)."""
+    index = start - 1
+    while index >= 0 and text[index] in " \t\f":
+        index -= 1
+    return index < 0 or text[index] in "(\r\n"
+
+
 def _holds_call_parentheses(analysis: AstAnalysis, parent: ast.AST, node: ast.AST, opening: int, closing: int) -> bool:
     """Whether the outermost pair of parentheses matched around ``node`` is the one of its
     call's arguments or its class's bases: ``node`` is the first of them in the source, and
@@ -333,7 +347,20 @@ def _holds_call_parentheses(analysis: AstAnalysis, parent: ast.AST, node: ast.AS
     return not any(analysis.offsets(item)[1] <= start for item in inside if item is not node)
 
 
-def _call_argument_in_call_parentheses(analysis: AstAnalysis, parent: ast.AST, node: ast.AST, start: int) -> bool:
+def _holds_with_parentheses(analysis: AstAnalysis, parent: ast.AST, node: ast.AST, closing: int) -> bool:
+    """Whether the outermost pair of parentheses matched around ``node`` holds the items of its
+    ``with`` (``with (a):``, libcst's ``With.lpar``): ``node`` is the first item's expression,
+    and a ``:`` follows the pair."""
+    if type(parent) is not ast.withitem or parent.context_expr is not node:
+        return False
+    statement = analysis.model.parent(parent)
+    if not isinstance(statement, (ast.With, ast.AsyncWith)) or statement.items[0] is not parent:
+        return False
+    after = _blank(analysis.source.text[closing + 1 : analysis.offsets(statement.body[0])[0]]).lstrip()
+    return after.startswith(":")
+
+
+def _call_argument_in_call_parentheses(analysis: AstAnalysis, parent: ast.AST | None, node: ast.AST, start: int) -> bool:
     """Whether ``node`` (a generator) is a call's only argument whose ``ast`` range starts at
     the call's own ``(``."""
     if type(parent) is not ast.Call or len(parent.args) + len(parent.keywords) != 1:
