@@ -10,6 +10,8 @@ import textwrap
 import pytest
 from test_ast_rules import parity
 
+from ckptlint.config.declarations import parse_target_version_option
+
 CORNERS = {
     "CKP002: a ** dictionary that surely passes function keywords": """
         from torch.utils.checkpoint import checkpoint
@@ -74,3 +76,103 @@ def test_corners(label: str) -> None:
     found = parity.compare(textwrap.dedent(CORNERS[label]), "pkg.mod", (label[:6],))
     assert found.mismatches == []
     assert found.diagnostics[label[:6]] >= 1
+
+
+CKP001_CORNERS = {
+    "CKP001: Hugging Face switches, dictionaries and receivers": """
+        from transformers import AutoModel, TrainingArguments
+        class Old:
+            def _set_gradient_checkpointing(self, module, value=False):
+                module.gradient_checkpointing = value
+        class Own:
+            def gradient_checkpointing_enable(self):
+                pass
+        def train(flag, kw, name):
+            model = AutoModel.from_pretrained(name, trust_remote_code=True)
+            model.gradient_checkpointing_enable()
+            other = AutoModel.from_pretrained(name, trust_remote_code=flag)
+            other.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": None})
+            third = AutoModel.from_pretrained(name)
+            third.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"preserve_rng_state": True})
+            third.gradient_checkpointing_enable(gradient_checkpointing_kwargs=None)
+            third.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrnt": False})
+            third.gradient_checkpointing_enable(**kw)
+            Old().gradient_checkpointing_enable()
+            Own().gradient_checkpointing_enable()
+            args = TrainingArguments("out", gradient_checkpointing=True)
+            args = TrainingArguments("out", gradient_checkpointing=True, gradient_checkpointing_kwargs=kw)
+            args = TrainingArguments(
+                "out",
+                gradient_checkpointing=True,
+                gradient_checkpointing_kwargs={
+                    "debug": False,  # keep
+                },
+            )
+    """,
+    "CKP001: direct calls, None, grad mode, partials and helpers": """
+        import functools
+        import torch
+        from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+        ckpt = functools.partial(checkpoint, preserve_rng_state=False)
+        both = functools.partial(checkpoint)
+        def helper(fn, *args, reentrant=None, **kwargs):
+            return checkpoint(fn, *args, use_reentrant=reentrant, **kwargs)
+        def through(fn, *args, **kwargs):
+            fn(*args, **kwargs)
+            return checkpoint(fn, *args, **kwargs)
+        def block(x, scale=1.0):
+            return x
+        def f(x, m, kw):
+            checkpoint(block, x)
+            checkpoint(block, x, use_reentrant=None)
+            checkpoint(block, x, scale=m)
+            checkpoint(block, x, mask=m)
+            checkpoint(block, x, **kw)
+            checkpoint(block, x, **{"scale": m})
+            checkpoint_sequential(block, 2, x, None)
+            with torch.no_grad():
+                checkpoint(block, x)
+            ckpt(block, x)
+            both(block, x, use_reentrant=False)
+            helper(block, x)
+            through(block, x)
+            checkpoint(block, x, context_fn=m)
+            checkpoint(
+                block,
+                x,  # the input
+            )
+    """,
+}
+
+_VERSIONS = {
+    "old transformers and peft": ("transformers>=4.30,<4.40", "peft<0.6"),
+    "timm before 1.0.13": ("timm<1.0.13",),
+}
+
+PEFT_AND_TIMM = """
+    from peft import prepare_model_for_kbit_training
+    from timm.models import checkpoint_seq
+    from transformers import AutoModel
+    def f(model, x, blocks, flag):
+        model = prepare_model_for_kbit_training(model)
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=flag)
+        model = prepare_model_for_kbit_training(model, gradient_checkpointing_kwargs={"debug": False})
+        m = AutoModel.from_pretrained("x")
+        m.gradient_checkpointing_enable()
+        return checkpoint_seq(blocks, x)
+"""
+
+
+@pytest.mark.parametrize("label", sorted(CKP001_CORNERS))
+def test_ckp001_corners(label: str) -> None:
+    found = parity.compare(textwrap.dedent(CKP001_CORNERS[label]), "pkg.mod", ("CKP001",))
+    assert found.mismatches == []
+    assert found.diagnostics["CKP001"] >= 5 and found.fixes >= 3
+
+
+@pytest.mark.parametrize("versions", [(), *_VERSIONS.values()], ids=["undeclared", *_VERSIONS])
+def test_ckp001_with_declared_versions(versions: tuple[str, ...]) -> None:
+    targets = tuple(parse_target_version_option(version) for version in versions)
+    found = parity.compare(textwrap.dedent(PEFT_AND_TIMM), "pkg.mod", ("CKP001",), target_versions=targets)
+    assert found.mismatches == []
+    assert found.diagnostics["CKP001"] >= 2
