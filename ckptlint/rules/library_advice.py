@@ -8,6 +8,7 @@ before 1.0.13, peft's ``prepare_model_for_kbit_training``, and models loaded wit
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import libcst as cst
 
@@ -20,13 +21,44 @@ from ckptlint.facts.version_facts import (
     HF_DEFAULT_REENTRANT,
     PEFT_KBIT_EMPTY_KWARGS,
     TIMM_CHECKPOINT_REENTRANT,
+    VersionFact,
 )
 from ckptlint.facts.versions import Decision, Placement
 from ckptlint.rules.base import RuleContext
 from ckptlint.semantic.assignments import BINDING_NODES, assignments
 from ckptlint.semantic.walk import iter_tree
 
-__all__ = ["KwargsAdvice", "PeftAdvice", "RemoteCode", "is_peft", "kwargs_advice", "peft_advice", "remote_code", "timm_message"]
+__all__ = [
+    "AdviceContext",
+    "AnySite",
+    "KwargsAdvice",
+    "PeftAdvice",
+    "RemoteCode",
+    "is_peft",
+    "kwargs_advice",
+    "peft_advice",
+    "remote_code",
+    "timm_message",
+]
+
+
+#: A site on libcst or on ``ast`` (the advice reads its records, never its nodes).
+AnySite = CheckpointSite[Any, Any, Any, Any]
+
+
+class _Texts(Protocol):
+    def text_of(self, node: Any) -> str: ...
+
+
+class AdviceContext(Protocol):
+    """What the advice reads of a rule's context, on libcst or ``ast``
+    (:class:`~ckptlint.rules.base.RuleContext`, ``rules/ast_base.py``'s ``AstRuleContext``):
+    the declared versions' decisions and the linted module's texts."""
+
+    @property
+    def analysis(self) -> _Texts: ...
+
+    def decide(self, fact: VersionFact) -> Decision: ...
 
 
 @dataclass(frozen=True)
@@ -42,7 +74,7 @@ class KwargsAdvice:
     note: str = ""
 
 
-def kwargs_advice(ctx: RuleContext, kwargs_name: str) -> KwargsAdvice:
+def kwargs_advice(ctx: AdviceContext, kwargs_name: str) -> KwargsAdvice:
     """Whether advising ``gradient_checkpointing_kwargs`` fits the declared transformers
     (4.35 and later only); ``activation_checkpointing_kwargs`` is 5.24's, always usable where
     it is written."""
@@ -121,11 +153,11 @@ def remote_code_message(what: str, kwargs_name: str, loaded: RemoteCode) -> str:
     )
 
 
-def is_timm(site: CheckpointSite) -> bool:
+def is_timm(site: AnySite) -> bool:
     return site.api in (TIMM_CHECKPOINT_SEQ, TIMM_CHECKPOINT)
 
 
-def timm_message(ctx: RuleContext, site: CheckpointSite) -> str | None:
+def timm_message(ctx: AdviceContext, site: AnySite) -> str | None:
     """CKP001's text for timm's ``checkpoint_seq()``/``checkpoint()`` without ``use_reentrant``
     where the declared timm has releases before 1.0.13 (``None``: no finding: nothing declared,
     whose default timm's run-time setting decides, or every declared release is 1.0.13 or later)."""
@@ -158,11 +190,11 @@ class PeftAdvice:
     fixable: bool
 
 
-def is_peft(site: CheckpointSite) -> bool:
+def is_peft(site: AnySite) -> bool:
     return site.api is PEFT_PREPARE_KBIT
 
 
-def peft_condition(ctx: RuleContext, site: CheckpointSite) -> str:
+def peft_condition(ctx: AdviceContext, site: AnySite) -> str:
     """When peft turns checkpointing on at all: its switch on, and a quantized model."""
     switch = site.option(LIBRARY_SWITCH)
     if switch.is_absent:
@@ -181,7 +213,7 @@ def _declared(decision: Decision, fallback: str) -> str:
     return f"`{target.declared}` ({target.where})" if target is not None else fallback
 
 
-def peft_advice(ctx: RuleContext, site: CheckpointSite, generic: str) -> PeftAdvice | None:
+def peft_advice(ctx: AdviceContext, site: AnySite, generic: str) -> PeftAdvice | None:
     """CKP001 at ``prepare_model_for_kbit_training(...)`` whose variant is reentrant.
 
     A kwargs dictionary written at the call goes to transformers as it is (``generic``, the

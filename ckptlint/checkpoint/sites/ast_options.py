@@ -23,7 +23,7 @@ from ckptlint.checkpoint.sites.options import NOT_LITERAL, OptionOrigin, OptionS
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.ast_reaching import reaching
 from ckptlint.semantic.ast_subscripts import one_index
-from ckptlint.semantic.bindings import BindingKind, MutationKind
+from ckptlint.semantic.bindings import Binding, BindingKind, MutationKind
 
 __all__ = [
     "AST_ABSENT",
@@ -32,6 +32,7 @@ __all__ = [
     "AstOption",
     "argument_value",
     "ordered_arguments",
+    "surely_present_keys",
     "in_branch_torch_never_takes",
     "literal_value",
     "mapping_alternatives",
@@ -114,6 +115,7 @@ class _Mapping:
     keys: dict[str, ast.expr | None] | None
     node: ast.expr | None = None
     json_values: dict[str, object] = field(default_factory=dict)
+    present: dict[str, ast.expr | None] | None = None
 
 
 _UNKNOWN_MAPPING = _Mapping(None)
@@ -256,15 +258,57 @@ def _read_dict_call(node: ast.Call, model: AstModel, depth: int) -> _Mapping:
 
 def _mapping_of(parts: list[tuple[str | None, ast.expr]], node: ast.expr, model: AstModel, depth: int) -> _Mapping:
     keys: dict[str, ast.expr | None] = {}
+    open_ended = False  # an unpacked mapping of unknown content
     for key, value in parts:
         if key is not None:
             keys[key] = value
             continue
-        merged = _merge_known(mapping_alternatives(value, model, depth + 1))
+        alternatives = mapping_alternatives(value, model, depth + 1)
+        merged = _merge_known(alternatives)
         if merged is None:
-            return _Mapping(None, node)
-        keys.update(merged)
-    return _Mapping(keys, node)
+            open_ended = True
+            keys.update(_surely_present(alternatives))
+        else:
+            keys.update(merged)
+    return _Mapping(None, node, present=keys) if open_ended else _Mapping(keys, node)
+
+
+def surely_present_keys(expr: ast.expr, model: AstModel, _depth: int = 0) -> list[frozenset[str]]:
+    """The keys a mapping expression used as ``**expr`` surely holds, one set per path that may
+    build it (see :func:`ckptlint.checkpoint.sites.options.surely_present_keys`); an empty set
+    for a path of unknown content."""
+    if _depth > _MAX_DEPTH:
+        return [frozenset()]
+    if isinstance(expr, ast.IfExp):
+        chosen = torch_version_test(expr.test, model)
+        branches = [expr.body, expr.orelse] if chosen is None else [expr.body if chosen else expr.orelse]
+        return [keys for branch in branches for keys in surely_present_keys(branch, model, _depth + 1)]
+    if isinstance(expr, ast.Name) and not model.mutations_of(expr.id, model.scope_of(expr)):
+        bindings = reaching(model, expr, partial_of(torch_version_test, model=model))
+        paths: list[frozenset[str]] = []
+        candidates: list[Binding[ast.AST, ast.expr] | None] = list(bindings) if bindings else [None]
+        for binding in candidates:
+            if binding is not None and binding.kind is BindingKind.ASSIGNMENT and binding.value is not None:
+                paths += surely_present_keys(binding.value, model, _depth + 1)
+            else:
+                paths.append(frozenset())
+        return paths
+    paths = []
+    for alt in mapping_alternatives(expr, model, _depth + 1):
+        held = alt.keys if alt.keys is not None else alt.present
+        paths.append(frozenset(held or ()))
+    return paths
+
+
+def _surely_present(alternatives: list[_Mapping]) -> dict[str, ast.expr | None]:
+    """The keys every alternative holds (known or surely present), with the first one's value."""
+    found: dict[str, ast.expr | None] | None = None
+    for alt in alternatives:
+        held = alt.keys if alt.keys is not None else alt.present
+        if held is None:
+            return {}
+        found = dict(held) if found is None else {k: v for k, v in found.items() if k in held}
+    return found or {}
 
 
 def _read_json_string(node: ast.Constant) -> _Mapping:
@@ -406,6 +450,11 @@ class AstCallArguments:
                 return AST_UNKNOWN
             return results[0]
         return AST_ABSENT
+
+    def passed_on_every_path(self, model: AstModel) -> list[list[frozenset[str]]]:
+        """For each ``**`` dictionary of the call, the keys it surely holds on each path that
+        may build it (:func:`surely_present_keys`)."""
+        return [surely_present_keys(splat.value, model) for splat in self.double_starred]
 
     def splat_keys(self, model: AstModel) -> tuple[set[str], bool]:
         """Keys known to be passed through ``**`` dictionaries, and whether any content is unknown."""
