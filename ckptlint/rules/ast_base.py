@@ -206,19 +206,21 @@ class AstRuleContext:
         once: bool = False,
         site: AstSite | None = None,
         guarded: ast.AST | None = None,
+        whole: bool = False,
     ) -> None:
         """Report ``message`` at ``node`` of ``analysis`` (default: the linted module), as
         :meth:`ckptlint.rules.base.RuleContext.report` does: ``once`` skips a node this rule
         reported already; ``site`` ends the message with the condition under which the site
         runs and, for a node of its region, the tests around it; ``guarded`` with the
         condition under which that node runs. An ``ast.keyword`` with a name stands for its
-        name (``ast`` has no node for it; libcst's rules report the keyword's ``Name``)."""
+        name (``ast`` has no node for it; libcst's rules report the keyword's ``Name``), or
+        with ``whole`` for the whole argument (libcst's ``Arg``: ``name=value``)."""
         where = analysis or self.analysis
         if site is not None:
             message += self.region_condition(site, node, where)
         elif guarded is not None:
             message += self.condition_at(guarded, where)
-        start, end = _range(where, node)
+        start, end = where.range(node) if whole else _range(where, node)
         diagnostic = Diagnostic(
             code=code or self.code,
             message=message,
