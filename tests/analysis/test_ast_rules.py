@@ -65,9 +65,10 @@ def _compared(text: str, module_name: str = "pkg.mod"):
 
 def test_the_ported_rules() -> None:
     regions = ("CKP003", "CKP004", "CKP101", "CKP102", "CKP103") if parity.REGIONS else ()
-    assert parity.PORTED == tuple(sorted((*regions, "CKP104", "CKP105", "CKP301", "CKP302", "CKP303")))
+    assert parity.PORTED == tuple(sorted((*regions, "CKP104", "CKP105", "CKP301", "CKP302", "CKP303", "CKP304")))
     assert set(parity.AST_RULES) == {
-        "CKP003", "CKP004", "CKP101", "CKP102", "CKP103", "CKP104", "CKP105", "CKP301", "CKP302", "CKP303"
+        "CKP003", "CKP004", "CKP101", "CKP102", "CKP103", "CKP104", "CKP105", "CKP301", "CKP302", "CKP303",
+        "CKP304",
     }
     for code, twin in parity.AST_RULES.items():
         rule = ALL_RULES[code]
@@ -274,6 +275,32 @@ CORNERS = {
                 checkpoint(self.forward, x, use_reentrant=False)
                 checkpoint(self.forward, x, g, use_reentrant=False)
                 checkpoint(self.inner, x, gen=g, use_reentrant=False)
+    """,
+    "grad mode: async with, several items, parentheses, decorators, lambdas and classes": """
+        import torch
+        from torch import no_grad, inference_mode as im
+        from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+        import functools
+        ck = functools.partial(checkpoint, use_reentrant=False)
+        class M:
+            @functools.cache
+            @(torch.no_grad())
+            def a(self, x):
+                return checkpoint(self.f, x, use_reentrant=False)
+            async def b(self, x, flag):
+                async with lock, (no_grad()):
+                    y = ck(self.f, x)
+                    z = (lambda t: checkpoint(self.f, t, use_reentrant=False))(x)
+                with torch.set_grad_enabled(mode=False), ctx:
+                    if flag:
+                        checkpoint_sequential(self.seq, 2, x, use_reentrant=False)
+                with torch.autograd.grad_mode.no_grad():
+                    checkpoint(torch.save, self.state_dict(), "p")
+                    class Inner:
+                        y = checkpoint(f, x, use_reentrant=False)
+            @im(mode=True)
+            def c(self, x):
+                return checkpoint(self.f, x, use_reentrant=False)
     """,
 }
 
