@@ -64,11 +64,11 @@ def _compared(text: str, module_name: str = "pkg.mod"):
 
 
 def test_the_ported_rules() -> None:
-    regions = ("CKP003", "CKP004", "CKP101", "CKP102", "CKP103") if parity.REGIONS else ()
+    regions = ("CKP003", "CKP004", "CKP101", "CKP102", "CKP103", "CKP203") if parity.REGIONS else ()
     assert parity.PORTED == tuple(sorted((*regions, "CKP104", "CKP105", "CKP301", "CKP302", "CKP303", "CKP304")))
     assert set(parity.AST_RULES) == {
-        "CKP003", "CKP004", "CKP101", "CKP102", "CKP103", "CKP104", "CKP105", "CKP301", "CKP302", "CKP303",
-        "CKP304",
+        "CKP003", "CKP004", "CKP101", "CKP102", "CKP103", "CKP104", "CKP105", "CKP203", "CKP301", "CKP302",
+        "CKP303", "CKP304",
     }
     for code, twin in parity.AST_RULES.items():
         rule = ALL_RULES[code]
@@ -302,6 +302,96 @@ CORNERS = {
             def c(self, x):
                 return checkpoint(self.f, x, use_reentrant=False)
     """,
+    "batchnorm handed down by backbones: a module function, SyncBN, a frozen backbone": """
+        import torch.nn as nn
+        import torch.utils.checkpoint as cp
+        from mmcv.cnn import ConvModule, build_norm_layer
+
+
+        class Block(nn.Module):
+            expansion = 4
+
+            def __init__(self, inplanes, planes, norm_cfg=None, with_cp=False):
+                super().__init__()
+                self.norm_cfg = norm_cfg
+                self.with_cp = with_cp
+                self.conv1 = ConvModule(inplanes, planes, 1, norm_cfg=self.norm_cfg, bias=False)
+                self.conv2 = ConvModule(planes, planes * 4, 1, norm_cfg=self.norm_cfg, act_cfg=None)
+                self.norm_name, norm = build_norm_layer(norm_cfg, planes)
+                self.add_module(self.norm_name, norm)
+
+            def forward(self, x):
+                def _inner_forward(x):
+                    return getattr(self, self.norm_name)(self.conv2(self.conv1(x))) + x
+
+                if self.with_cp and x.requires_grad:
+                    return cp.checkpoint(_inner_forward, x, use_reentrant=False)
+                return _inner_forward(x)
+
+
+        def make_layer(block, inplanes, planes, blocks, norm_cfg=None, with_cp=False):
+            return nn.Sequential(*[block(inplanes, planes, norm_cfg=norm_cfg, with_cp=with_cp) for _ in range(blocks)])
+
+
+        class Backbone(nn.Module):
+            def __init__(self, norm_cfg=dict(type="BN2d", requires_grad=True), norm_eval=False, with_cp=False):
+                super().__init__()
+                self.norm_cfg = norm_cfg
+                self.norm_eval = norm_eval
+                self.layer1 = make_layer(Block, 64, 16, 2, norm_cfg=self.norm_cfg, with_cp=with_cp)
+
+            def train(self, mode=True):
+                super().train(mode)
+                if mode and self.norm_eval:
+                    for m in self.modules():
+                        if isinstance(m, nn.BatchNorm2d):
+                            m.eval()
+
+
+        class SyncBackbone(nn.Module):
+            def __init__(self, norm_cfg=dict(type="SyncBN"), with_cp=True):
+                super().__init__()
+                self.layer1 = make_layer(Block, 64, 16, 2, norm_cfg=norm_cfg, with_cp=with_cp)
+
+
+        class FrozenBackbone(nn.Module):
+            def __init__(self, norm_cfg=dict(type="BN"), norm_eval=True):
+                super().__init__()
+                self.norm_eval = norm_eval
+                self.layer1 = make_layer(Block, 64, 16, 2, norm_cfg=norm_cfg)
+
+            def train(self, mode=True):
+                super().train(mode)
+                if mode and self.norm_eval:
+                    for m in self.modules():
+                        if isinstance(m, nn.BatchNorm2d):
+                            m.eval()
+    """,
+    "batchnorm: switched off, made inside the region, sequences, a guarded site": """
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+
+
+        class Net(nn.Module):
+            def __init__(self, rate, stats=True):
+                super().__init__()
+                self.bn = nn.BatchNorm2d(8)
+                self.bn2 = nn.BatchNorm1d(8, track_running_stats=False)
+                self.bn3 = nn.BatchNorm1d(8, track_running_stats=stats)
+                self.seq = nn.Sequential(nn.Conv2d(8, 8, 3), nn.SyncBatchNorm(8), nn.InstanceNorm2d(8, track_running_stats=True))
+
+            def block(self, x):
+                fresh = nn.BatchNorm2d(8)
+                return self.bn3(self.bn2(fresh(self.bn(x))))
+
+            def forward(self, x):
+                if self.training:
+                    x = checkpoint(self.block, x, use_reentrant=False)
+                x = checkpoint_sequential(self.seq, 2, x, use_reentrant=False)
+                x = checkpoint(lambda t: self.bn2(t), x, use_reentrant=False)
+                return checkpoint(self.seq, x, use_reentrant=False)
+    """,
 }
 
 
@@ -424,3 +514,52 @@ def test_what_the_context_answers_per_site() -> None:
         found += [(index, m) for m in mismatches]
     assert found == []
     assert sites >= 500  # of them, 37 recompute nothing and 160 run under a condition
+
+
+def test_batchnorm_across_the_modules_of_a_tree(tmp_path: Path) -> None:
+    """CKP203 in the tree mode: a block whose BatchNorm is made in another module, and
+    backbones of other modules (one keeps its BatchNorm in eval mode) building the block."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    files = {
+        "__init__.py": "",
+        "layers.py": "from torch import nn\ndef make_norm(c):\n    return nn.BatchNorm2d(c)\n",
+        "block.py": (
+            "from torch import nn\n"
+            "from torch.utils.checkpoint import checkpoint\n"
+            "from .layers import make_norm\n"
+            "class Block(nn.Module):\n"
+            "    def __init__(self, c, with_cp=False):\n"
+            "        super().__init__()\n"
+            "        self.norm = make_norm(c)\n"
+            "        self.with_cp = with_cp\n"
+            "    def forward(self, x):\n"
+            "        if self.with_cp:\n"
+            "            return checkpoint(self.norm, x, use_reentrant=False)\n"
+            "        return self.norm(x)\n"
+        ),
+        "backbone.py": (
+            "from torch import nn\n"
+            "from .block import Block\n"
+            "class Backbone(nn.Module):\n"
+            "    def __init__(self, norm_eval=True):\n"
+            "        super().__init__()\n"
+            "        self.norm_eval = norm_eval\n"
+            "        self.layer = nn.Sequential(Block(8, with_cp=True), Block(8, with_cp=True))\n"
+            "    def train(self, mode=True):\n"
+            "        super().train(mode)\n"
+            "        if mode and self.norm_eval:\n"
+            "            for m in self.modules():\n"
+            "                if isinstance(m, nn.BatchNorm2d):\n"
+            "                    m.eval()\n"
+        ),
+    }
+    for name, text in files.items():
+        (package / name).write_text(text, encoding="utf-8")
+    cst_project, ast_project = parity.tree_projects()
+    total = parity.RulesComparison()
+    for name in sorted(files):
+        path = package / name
+        parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, ast_project, total, ("CKP203",))
+    assert total.mismatches == []
+    assert total.files == 4 and total.diagnostics["CKP203"] == 1, total.diagnostics
