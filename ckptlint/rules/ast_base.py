@@ -14,9 +14,10 @@ offers none where libcst refuses that statement).
 What a region rule asks (the region of a site, the tests on the region's way to a node, whether
 a site recomputes nothing) is the region builder's and the analyses' on ``ast``
 (``checkpoint/evaluator/ast_regions.py``, ``checkpoint/analyses/ast_path_conditions.py``,
-``ast_reentrant_backward.py``), imported when first asked: of the rules ported so far, CKP003
-and CKP004 ask the builder's queries (``signature``, ``receivers``, ``method_signature``), none a
-region's path conditions or ``never_backward``.
+``ast_reentrant_backward.py``), imported when first asked: CKP003 and CKP004 ask the
+builder's queries (``signature``, ``receivers``, ``method_signature``); CKP101, CKP102, CKP103
+and CKP203 ask regions (``recomputes_nothing`` builds a reentrant site's region for
+``never_backward``), and CKP102/CKP103 report nodes of a region with their path conditions.
 
 :class:`AstRule` is the twin of ``Rule``; it is not a ``Rule`` subclass (the rules package
 pairs every ``Rule`` subclass with a code, :mod:`ckptlint.rules.discovery`), and it takes its
@@ -206,19 +207,21 @@ class AstRuleContext:
         once: bool = False,
         site: AstSite | None = None,
         guarded: ast.AST | None = None,
+        whole: bool = False,
     ) -> None:
         """Report ``message`` at ``node`` of ``analysis`` (default: the linted module), as
         :meth:`ckptlint.rules.base.RuleContext.report` does: ``once`` skips a node this rule
         reported already; ``site`` ends the message with the condition under which the site
         runs and, for a node of its region, the tests around it; ``guarded`` with the
         condition under which that node runs. An ``ast.keyword`` with a name stands for its
-        name (``ast`` has no node for it; libcst's rules report the keyword's ``Name``)."""
+        name (``ast`` has no node for it; libcst's rules report the keyword's ``Name``), or
+        with ``whole`` for the whole argument (libcst's ``Arg``: ``name=value``)."""
         where = analysis or self.analysis
         if site is not None:
             message += self.region_condition(site, node, where)
         elif guarded is not None:
             message += self.condition_at(guarded, where)
-        start, end = _range(where, node)
+        start, end = where.range(node) if whole else _range(where, node)
         diagnostic = Diagnostic(
             code=code or self.code,
             message=message,

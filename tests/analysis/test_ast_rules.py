@@ -66,9 +66,12 @@ def _compared(text: str, module_name: str = "pkg.mod"):
 
 
 def test_the_ported_rules() -> None:
-    regions = ("CKP001", "CKP002", "CKP003", "CKP004") if parity.REGIONS else ()
-    assert parity.PORTED == (*regions, "CKP104", "CKP105", "CKP301", "CKP302", "CKP303")
-    assert set(parity.AST_RULES) == {"CKP001", "CKP002", "CKP003", "CKP004", "CKP104", "CKP105", "CKP301", "CKP302", "CKP303"}
+    regions = ("CKP001", "CKP002", "CKP003", "CKP004", "CKP101", "CKP102", "CKP103", "CKP203") if parity.REGIONS else ()
+    assert parity.PORTED == tuple(sorted((*regions, "CKP104", "CKP105", "CKP301", "CKP302", "CKP303", "CKP304")))
+    assert set(parity.AST_RULES) == {
+        "CKP001", "CKP002", "CKP003", "CKP004", "CKP101", "CKP102", "CKP103", "CKP104", "CKP105", "CKP203",
+        "CKP301", "CKP302", "CKP303", "CKP304",
+    }
     for code, twin in parity.AST_RULES.items():
         rule = ALL_RULES[code]
         assert issubclass(twin, AstRule) and twin.code == code
@@ -186,6 +189,210 @@ CORNERS = {
                         again = model(batch)
                     again.backward(grad)
                 reps.register_hook(hook)
+    """,
+    "rng state not preserved: partial, helper, unresolved and deep regions, unknown callees": """
+        import functools
+        import torch.nn.functional as F
+        from torch.utils.checkpoint import checkpoint
+        from mylib import unknown
+
+        def a(x): return b(x)
+        def b(x): return c(x)
+        def c(x): return d(x)
+        def d(x): return e(x)
+        def e(x): return F.dropout(x, 0.1)
+
+        def g(x): return unknown.thing(x)
+        def g2(x, fn): return fn(x)
+        def g3(x, fn): return (fn)(x)
+        def g4(x, fn): return ( # c
+          fn .
+          run )(x)
+
+        ck = functools.partial(checkpoint, use_reentrant=False, preserve_rng_state=False)
+
+        def helper(fn, *args):
+            return checkpoint(fn, *args, use_reentrant=False, preserve_rng_state=False)
+
+        class M:
+            def run(self, fn, x, p):
+                y = checkpoint(a, x, use_reentrant=False, preserve_rng_state=False)
+                z = checkpoint(g, x, use_reentrant=False, preserve_rng_state=False)
+                w = ck(lambda t: F.dropout(t, p), x)
+                v = ck(a, x)
+                q = helper(lambda t: F.dropout(t, 0.2), x)
+                q2 = helper(g, x)
+                q3 = checkpoint(g2, x, t, use_reentrant=False, preserve_rng_state=False)
+                q5 = checkpoint(g4, x, t, use_reentrant=False, preserve_rng_state=False)
+                q4 = checkpoint(g3, x, t, use_reentrant=False, preserve_rng_state=False)
+                if x.requires_grad:
+                    u = checkpoint(fn, x, use_reentrant=False, preserve_rng_state=False)
+                return checkpoint(
+                    lambda t: F.dropout(t, p, training=self.training),  # comment
+                    x,
+                    use_reentrant=False,
+                    preserve_rng_state=(False),
+                )
+    """,
+    "random ops on devices moved inside the region, keyword-only inputs": """
+        import torch
+        import torch.nn.functional as F
+        from torch.utils.checkpoint import checkpoint
+
+        def inner(h, dev):
+            return torch.rand(3, device=dev) + torch.randn_like(h.to("cuda:1"))
+
+        def f(x, *, y=None, dev="cpu"):
+            h = x.to(device=torch.device("cuda"))
+            k = y + 1
+            a, b = h, k
+            return F.dropout(a, p=0.5) + F.dropout(k, 0.1) + inner(b, dev) + torch.randn(3, device=x.device) + h.bernoulli_()
+
+        def run(x, y):
+            checkpoint(f, x=x, y=y, use_reentrant=False)
+            checkpoint(f, x, y=y, use_reentrant=False)
+            checkpoint(f, x, use_reentrant=False, preserve_rng_state=False)
+    """,
+    "random sources: Python, NumPy, generators stored, passed and None by default": """
+        import random
+        import numpy as np
+        import torch
+        from torch.utils.checkpoint import checkpoint
+
+        class Block(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rng = np.random.default_rng(0)
+                self.g = torch.Generator()
+            def forward(self, x, generator=None):
+                random.seed(0)
+                rng = random.Random(1)
+                n = rng.random() + self.rng.normal() + np.random.rand()
+                t = torch.randn(3, generator=generator) + torch.rand(3, generator=self.g)
+                t2 = torch.rand(3, generator=None) + torch.randint(0, 3, (2,), generator = self.g)
+                return self.inner(x, generator) * n + t + t2
+            def inner(self, x, gen=None):
+                return x + torch.randn(x.shape, generator=gen)
+            def outer(self, x, g):
+                checkpoint(self.forward, x, use_reentrant=False)
+                checkpoint(self.forward, x, g, use_reentrant=False)
+                checkpoint(self.inner, x, gen=g, use_reentrant=False)
+    """,
+    "grad mode: async with, several items, parentheses, decorators, lambdas and classes": """
+        import torch
+        from torch import no_grad, inference_mode as im
+        from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+        import functools
+        ck = functools.partial(checkpoint, use_reentrant=False)
+        class M:
+            @functools.cache
+            @(torch.no_grad())
+            def a(self, x):
+                return checkpoint(self.f, x, use_reentrant=False)
+            async def b(self, x, flag):
+                async with lock, (no_grad()):
+                    y = ck(self.f, x)
+                    z = (lambda t: checkpoint(self.f, t, use_reentrant=False))(x)
+                with torch.set_grad_enabled(mode=False), ctx:
+                    if flag:
+                        checkpoint_sequential(self.seq, 2, x, use_reentrant=False)
+                with torch.autograd.grad_mode.no_grad():
+                    checkpoint(torch.save, self.state_dict(), "p")
+                    class Inner:
+                        y = checkpoint(f, x, use_reentrant=False)
+            @im(mode=True)
+            def c(self, x):
+                return checkpoint(self.f, x, use_reentrant=False)
+    """,
+    "batchnorm handed down by backbones: a module function, SyncBN, a frozen backbone": """
+        import torch.nn as nn
+        import torch.utils.checkpoint as cp
+        from mmcv.cnn import ConvModule, build_norm_layer
+
+
+        class Block(nn.Module):
+            expansion = 4
+
+            def __init__(self, inplanes, planes, norm_cfg=None, with_cp=False):
+                super().__init__()
+                self.norm_cfg = norm_cfg
+                self.with_cp = with_cp
+                self.conv1 = ConvModule(inplanes, planes, 1, norm_cfg=self.norm_cfg, bias=False)
+                self.conv2 = ConvModule(planes, planes * 4, 1, norm_cfg=self.norm_cfg, act_cfg=None)
+                self.norm_name, norm = build_norm_layer(norm_cfg, planes)
+                self.add_module(self.norm_name, norm)
+
+            def forward(self, x):
+                def _inner_forward(x):
+                    return getattr(self, self.norm_name)(self.conv2(self.conv1(x))) + x
+
+                if self.with_cp and x.requires_grad:
+                    return cp.checkpoint(_inner_forward, x, use_reentrant=False)
+                return _inner_forward(x)
+
+
+        def make_layer(block, inplanes, planes, blocks, norm_cfg=None, with_cp=False):
+            return nn.Sequential(*[block(inplanes, planes, norm_cfg=norm_cfg, with_cp=with_cp) for _ in range(blocks)])
+
+
+        class Backbone(nn.Module):
+            def __init__(self, norm_cfg=dict(type="BN2d", requires_grad=True), norm_eval=False, with_cp=False):
+                super().__init__()
+                self.norm_cfg = norm_cfg
+                self.norm_eval = norm_eval
+                self.layer1 = make_layer(Block, 64, 16, 2, norm_cfg=self.norm_cfg, with_cp=with_cp)
+
+            def train(self, mode=True):
+                super().train(mode)
+                if mode and self.norm_eval:
+                    for m in self.modules():
+                        if isinstance(m, nn.BatchNorm2d):
+                            m.eval()
+
+
+        class SyncBackbone(nn.Module):
+            def __init__(self, norm_cfg=dict(type="SyncBN"), with_cp=True):
+                super().__init__()
+                self.layer1 = make_layer(Block, 64, 16, 2, norm_cfg=norm_cfg, with_cp=with_cp)
+
+
+        class FrozenBackbone(nn.Module):
+            def __init__(self, norm_cfg=dict(type="BN"), norm_eval=True):
+                super().__init__()
+                self.norm_eval = norm_eval
+                self.layer1 = make_layer(Block, 64, 16, 2, norm_cfg=norm_cfg)
+
+            def train(self, mode=True):
+                super().train(mode)
+                if mode and self.norm_eval:
+                    for m in self.modules():
+                        if isinstance(m, nn.BatchNorm2d):
+                            m.eval()
+    """,
+    "batchnorm: switched off, made inside the region, sequences, a guarded site": """
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+
+
+        class Net(nn.Module):
+            def __init__(self, rate, stats=True):
+                super().__init__()
+                self.bn = nn.BatchNorm2d(8)
+                self.bn2 = nn.BatchNorm1d(8, track_running_stats=False)
+                self.bn3 = nn.BatchNorm1d(8, track_running_stats=stats)
+                self.seq = nn.Sequential(nn.Conv2d(8, 8, 3), nn.SyncBatchNorm(8), nn.InstanceNorm2d(8, track_running_stats=True))
+
+            def block(self, x):
+                fresh = nn.BatchNorm2d(8)
+                return self.bn3(self.bn2(fresh(self.bn(x))))
+
+            def forward(self, x):
+                if self.training:
+                    x = checkpoint(self.block, x, use_reentrant=False)
+                x = checkpoint_sequential(self.seq, 2, x, use_reentrant=False)
+                x = checkpoint(lambda t: self.bn2(t), x, use_reentrant=False)
+                return checkpoint(self.seq, x, use_reentrant=False)
     """,
 }
 
@@ -323,3 +530,52 @@ def test_region_conditions_of_the_calls_a_region_runs() -> None:
         found += [(index, m) for m in mismatches]
     assert found == []
     assert calls >= 400  # 121 of them under tests of their own, beyond the site's condition
+
+
+def test_batchnorm_across_the_modules_of_a_tree(tmp_path: Path) -> None:
+    """CKP203 in the tree mode: a block whose BatchNorm is made in another module, and
+    backbones of other modules (one keeps its BatchNorm in eval mode) building the block."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    files = {
+        "__init__.py": "",
+        "layers.py": "from torch import nn\ndef make_norm(c):\n    return nn.BatchNorm2d(c)\n",
+        "block.py": (
+            "from torch import nn\n"
+            "from torch.utils.checkpoint import checkpoint\n"
+            "from .layers import make_norm\n"
+            "class Block(nn.Module):\n"
+            "    def __init__(self, c, with_cp=False):\n"
+            "        super().__init__()\n"
+            "        self.norm = make_norm(c)\n"
+            "        self.with_cp = with_cp\n"
+            "    def forward(self, x):\n"
+            "        if self.with_cp:\n"
+            "            return checkpoint(self.norm, x, use_reentrant=False)\n"
+            "        return self.norm(x)\n"
+        ),
+        "backbone.py": (
+            "from torch import nn\n"
+            "from .block import Block\n"
+            "class Backbone(nn.Module):\n"
+            "    def __init__(self, norm_eval=True):\n"
+            "        super().__init__()\n"
+            "        self.norm_eval = norm_eval\n"
+            "        self.layer = nn.Sequential(Block(8, with_cp=True), Block(8, with_cp=True))\n"
+            "    def train(self, mode=True):\n"
+            "        super().train(mode)\n"
+            "        if mode and self.norm_eval:\n"
+            "            for m in self.modules():\n"
+            "                if isinstance(m, nn.BatchNorm2d):\n"
+            "                    m.eval()\n"
+        ),
+    }
+    for name, text in files.items():
+        (package / name).write_text(text, encoding="utf-8")
+    cst_project, ast_project = parity.tree_projects()
+    total = parity.RulesComparison()
+    for name in sorted(files):
+        path = package / name
+        parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, ast_project, total, ("CKP203",))
+    assert total.mismatches == []
+    assert total.files == 4 and total.diagnostics["CKP203"] == 1, total.diagnostics
