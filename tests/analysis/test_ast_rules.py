@@ -64,10 +64,10 @@ def _compared(text: str, module_name: str = "pkg.mod"):
 
 
 def test_the_ported_rules() -> None:
-    regions = ("CKP003", "CKP004") if parity.REGIONS else ()
+    regions = ("CKP003", "CKP004", "CKP005") if parity.REGIONS else ()
     region_rules = ("CKP201", "CKP202") if parity.REGIONS else ()
     assert parity.PORTED == (*regions, "CKP104", "CKP105", *region_rules, "CKP301", "CKP302", "CKP303")
-    assert set(parity.AST_RULES) == {"CKP003", "CKP004", "CKP104", "CKP105", "CKP201", "CKP202", "CKP301", "CKP302", "CKP303"}
+    assert set(parity.AST_RULES) == {"CKP003", "CKP004", "CKP005", "CKP104", "CKP105", "CKP201", "CKP202", "CKP301", "CKP302", "CKP303"}
     for code, twin in parity.AST_RULES.items():
         rule = ALL_RULES[code]
         assert issubclass(twin, AstRule) and twin.code == code
