@@ -22,7 +22,7 @@ from test_ast_evaluator_leaves import _SUITE
 from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.config.declarations import parse_target_version
-from ckptlint.rules import ALL_RULES
+from ckptlint.rules import ALL_RULES, RuleContext
 from ckptlint.rules.ast_base import AstRule, AstRuleContext
 from ckptlint.semantic.ast_analysis import parse_ast
 from ckptlint.testing import example_versions
@@ -66,11 +66,15 @@ def _compared(text: str, module_name: str = "pkg.mod"):
 
 
 def test_the_ported_rules() -> None:
-    regions = ("CKP001", "CKP002", "CKP003", "CKP004", "CKP101", "CKP102", "CKP103", "CKP203") if parity.REGIONS else ()
+    regions = (
+        ("CKP001", "CKP002", "CKP003", "CKP004", "CKP005", "CKP101", "CKP102", "CKP103", "CKP201", "CKP202", "CKP203")
+        if parity.REGIONS
+        else ()
+    )
     assert parity.PORTED == tuple(sorted((*regions, "CKP104", "CKP105", "CKP301", "CKP302", "CKP303", "CKP304")))
     assert set(parity.AST_RULES) == {
-        "CKP001", "CKP002", "CKP003", "CKP004", "CKP101", "CKP102", "CKP103", "CKP104", "CKP105", "CKP203",
-        "CKP301", "CKP302", "CKP303", "CKP304",
+        "CKP001", "CKP002", "CKP003", "CKP004", "CKP005", "CKP101", "CKP102", "CKP103", "CKP104", "CKP105",
+        "CKP201", "CKP202", "CKP203", "CKP301", "CKP302", "CKP303", "CKP304",
     }
     for code, twin in parity.AST_RULES.items():
         rule = ALL_RULES[code]
@@ -394,6 +398,89 @@ CORNERS = {
                 x = checkpoint(lambda t: self.bn2(t), x, use_reentrant=False)
                 return checkpoint(self.seq, x, use_reentrant=False)
     """,
+    "region rules: conditions of the site, the way and the node, across functions": """
+        import torch
+        from torch.utils.checkpoint import checkpoint
+        STATS = []
+        SCALE = 2.0
+        def helper(x, deep, verbose):
+            if deep and x.dim() > 2:
+                if verbose:
+                    STATS.append(x.mean())
+                return x * SCALE
+            return x
+        def f(x, deep, verbose):
+            if x.shape[0] > 1:
+                return helper(x, deep, verbose)
+            return x
+        class Block(torch.nn.Module):
+            def inner(self, x):
+                if self.log_calls:
+                    self.calls += 1
+                return x
+            def body(self, x):
+                return self.inner(x) * 2
+            def forward(self, x, verbose):
+                global SCALE
+                if self.training and self.grad_ckpt:
+                    y = checkpoint(f, x, True, verbose, use_reentrant=False)
+                    z = checkpoint(self.body, x, use_reentrant=False)
+                    SCALE = SCALE * 0.5
+                    return y + z
+                return f(x, False, verbose)
+    """,
+    "late binding in a loop, a lambda and a nested function": """
+        from torch.utils.checkpoint import checkpoint
+        def run(blocks, x, flag):
+            outs = []
+            for i, block in enumerate(blocks):
+                def f(h):
+                    if flag:
+                        return block(h) * i
+                    return h
+                if i % 2 == 0:
+                    outs.append(checkpoint(f, x, use_reentrant=False))
+                outs.append(checkpoint(lambda h: block(h) + i, x, use_reentrant=False))
+            return outs
+    """,
+    "use_reentrant=True where nothing needs it, and where something does": """
+        import functools
+        import torch
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+        def f(x):
+            return x.sin() * 2
+        def g(x):
+            with torch.no_grad():
+                return x * 2
+        def h(x):
+            x.requires_grad_()
+            return x
+        def k(x):
+            y = x * 2
+            y.sum().backward()
+            return y
+        layers = nn.Sequential(nn.Linear(4, 4), nn.GELU())
+        def run(x, flag, cf):
+            if flag:
+                a = checkpoint(f, x, use_reentrant=(True))
+            b = checkpoint(f, x, use_reentrant=True, context_fn=cf)
+            c = checkpoint(f, x, use_reentrant=True, preserve_rng_state=False)
+            d = checkpoint_sequential(layers, 2, x, True)
+            e = checkpoint_sequential(layers, 2, x, use_reentrant=True)
+            g1 = checkpoint(g, x, use_reentrant=True)
+            h1 = checkpoint(h, x, use_reentrant=True)
+            k1 = checkpoint(k, x, use_reentrant=True)
+            m = checkpoint(unknown, x, use_reentrant=True)
+            n = checkpoint(f, x, use_reentrant=1)
+            o = checkpoint(f, x, flag=True, use_reentrant=True)
+            part = functools.partial(checkpoint, use_reentrant=True)
+            p = part(f, x)
+            q = torch.utils.checkpoint.checkpoint(f, x,
+                use_reentrant=True,
+            )
+            return a, b, c, d, e, g1, h1, k1, m, n, o, p, q
+    """,
 }
 
 
@@ -402,6 +489,28 @@ def test_corners(label: str) -> None:
     found = _compared(textwrap.dedent(CORNERS[label]))
     assert found.mismatches == []
     assert sum(found.diagnostics.values()) >= 1
+
+
+def test_the_region_corners_hold_conditions_across_functions() -> None:
+    """The region rules' corners are reported with the site's condition, the tests on the
+    region's way into helpers and methods, and those around the node (compared in full)."""
+    from ckptlint.semantic.analysis import ModuleAnalysis
+    from ckptlint.semantic.parse import parse_module_unvalidated
+
+    text = textwrap.dedent(CORNERS["region rules: conditions of the site, the way and the node, across functions"])
+    analysis = ModuleAnalysis(SourceFile("m.py", text), parse_module_unvalidated(text), "pkg.mod", False)
+    found: list = []
+    ctx = RuleContext(analysis, None, found.append)
+    for code in ("CKP201", "CKP202"):
+        ctx.code = code
+        ALL_RULES[code]().check(ctx)
+    conditions = [d.message.partition("; this code runs only when ")[2] for d in found]
+    assert conditions == [
+        "`self.training` and `self.grad_ckpt` and `x.shape[0] > 1` and `deep` and `x.dim() > 2`",
+        "`self.training` and `self.grad_ckpt` and `x.shape[0] > 1` and `deep` and `x.dim() > 2` and `verbose`",
+        "`self.training` and `self.grad_ckpt` and `self.log_calls`",
+    ]
+    assert _compared(text).mismatches == []
 
 
 def test_a_fix_is_left_out_where_libcst_refuses_the_statement(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -503,6 +612,53 @@ def test_a_tree_read_through_both_loaders(tmp_path: Path) -> None:
         parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, ast_project, total)
     assert total.mismatches == []
     assert total.files == 4 and total.diagnostics["CKP301"] == 1 and total.diagnostics["CKP302"] == 1, total.diagnostics
+
+
+def test_region_rules_across_modules_of_a_tree(tmp_path: Path) -> None:
+    """The tree mode for the region rules: a region that runs into another module is
+    reported there (its site labelled relative to that file), with the site's condition and
+    the tests on the way (CKP201, CKP202), and CKP005 sees through it."""
+    package = tmp_path / "pkg"
+    (package / "layers").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "layers/__init__.py": "",
+        "layers/cfg.py": "SCALE = 2.0\n",
+        "layers/ops.py": (
+            "from . import cfg\n"
+            "CALLS = []\n"
+            "def scaled(x, flag):\n"
+            "    if flag:\n"
+            "        CALLS.append(1)\n"
+            "        return x * cfg.SCALE\n"
+            "    return x\n"
+            "def plain(x):\n"
+            "    return x.sin()\n"
+            "def set_scale(s):\n"
+            "    global SCALE\n"
+            "    SCALE = s\n"
+        ),
+        "train.py": (
+            "from torch.utils.checkpoint import checkpoint\n"
+            "from .layers import cfg\n"
+            "from .layers.ops import plain, scaled\n"
+            "def step(xs, ckpt, flag):\n"
+            "    for x in xs:\n"
+            "        if ckpt:\n"
+            "            y = checkpoint(scaled, x, flag, use_reentrant=False)\n"
+            "            z = checkpoint(plain, x, use_reentrant=True)\n"
+            "        cfg.SCALE = 0.5\n"
+        ),
+    }
+    for name, text in files.items():
+        (package / name).write_text(text, encoding="utf-8")
+    cst_project, ast_project = parity.tree_projects()
+    total = parity.RulesComparison()
+    for name in sorted(files):
+        path = package / name
+        parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, ast_project, total)
+    assert total.mismatches == []
+    assert dict(total.diagnostics) == {"CKP005": 1, "CKP201": 1, "CKP202": 1}
 
 
 def test_what_the_context_answers_per_site() -> None:
