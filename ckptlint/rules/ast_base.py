@@ -14,10 +14,11 @@ offers none where libcst refuses that statement).
 What a region rule asks (the region of a site, the tests on the region's way to a node, whether
 a site recomputes nothing) is the region builder's and the analyses' on ``ast``
 (``checkpoint/evaluator/ast_regions.py``, ``checkpoint/analyses/ast_path_conditions.py``,
-``ast_reentrant_backward.py``), imported when first asked: CKP003 and CKP004 ask the
-builder's queries (``signature``, ``receivers``, ``method_signature``); CKP101, CKP102, CKP103
-and CKP203 ask regions (``recomputes_nothing`` builds a reentrant site's region for
-``never_backward``), and CKP102/CKP103 report nodes of a region with their path conditions.
+``ast_reentrant_backward.py``), imported when first asked: CKP001 to CKP004 ask the
+builder's queries (``signature``, ``receivers``, ``method_signature``); CKP005, CKP101 to
+CKP103, CKP201 to CKP203 ask regions (``recomputes_nothing`` builds a reentrant site's region
+for ``never_backward``), and CKP102, CKP103, CKP201 and CKP202 report nodes of a region with
+their path conditions.
 
 :class:`AstRule` is the twin of ``Rule``; it is not a ``Rule`` subclass (the rules package
 pairs every ``Rule`` subclass with a code, :mod:`ckptlint.rules.discovery`), and it takes its
