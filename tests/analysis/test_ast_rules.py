@@ -735,3 +735,43 @@ def test_batchnorm_across_the_modules_of_a_tree(tmp_path: Path) -> None:
         parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, ast_project, total, ("CKP203",))
     assert total.mismatches == []
     assert total.files == 4 and total.diagnostics["CKP203"] == 1, total.diagnostics
+
+
+def test_a_helper_of_another_module_states_its_own_tests(tmp_path: Path) -> None:
+    """A helper imported from another module that checkpoints only under a test of its own
+    (PixArt's ``auto_grad_checkpoint``): the finding at the call states that test, read in the
+    helper's module, on both sides."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    files = {
+        "__init__.py": "",
+        "utils.py": (
+            "from torch.utils.checkpoint import checkpoint\n"
+            "def auto_ckpt(module, *args, **kwargs):\n"
+            "    if getattr(module, 'grad_checkpointing', False):\n"
+            "        return checkpoint(module, *args, **kwargs)\n"
+            "    return module(*args, **kwargs)\n"
+        ),
+        "model.py": "from .utils import auto_ckpt\ndef forward(block, x):\n    return auto_ckpt(block, x)\n",
+    }
+    for name, text in files.items():
+        (package / name).write_text(text, encoding="utf-8")
+    cst_project, ast_project = parity.tree_projects()
+    total = parity.RulesComparison()
+    path = package / "model.py"
+    parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, ast_project, total, codes=("CKP001",))
+    assert total.mismatches == []
+    assert total.diagnostics["CKP001"] == 1
+    found: list = []
+    from ckptlint.rules.ast_base import AstRuleContext
+    from ckptlint.semantic.ast_analysis import parse_ast
+
+    analysis = parse_ast(SourceFile(str(path), path.read_text(encoding="utf-8")), "pkg.model")
+    assert analysis is not None
+    ast_project.track(tmp_path)
+    ctx = AstRuleContext(analysis, ast_project, found.append)
+    ctx.code = "CKP001"
+    parity.AST_RULES["CKP001"]().check(ctx)
+    assert [d.message.split("; ")[-1] for d in found] == [
+        "this code runs only when `getattr(module, 'grad_checkpointing', False)` (inside `auto_ckpt()`)"
+    ]

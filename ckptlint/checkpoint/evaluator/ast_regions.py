@@ -46,6 +46,7 @@ from ckptlint.checkpoint.evaluator.denotations import (
 from ckptlint.checkpoint.evaluator.region import MAX_DEPTH
 from ckptlint.checkpoint.evaluator.regions import DEEP_DEPTH, FILE_BUDGET, QUERY_BUDGET, REGION_BUDGET
 from ckptlint.checkpoint.sites.ast_helper_sites import inputs_bound
+from ckptlint.checkpoint.sites.ast_helper_summaries import helper_analysis
 from ckptlint.checkpoint.sites.ast_options import argument_value, literal_value
 from ckptlint.checkpoint.sites.helper_sites import MAX_LEVELS
 from ckptlint.facts.apis import ApiKind
@@ -347,21 +348,9 @@ class AstRegionBuilder:
         return out
 
     def _helper_analysis(self, helper: AstHelperSummary, ctx: AstContext) -> AstAnalysis:
-        """The analysis of the module ``helper`` is written in (a summary read on ``ast`` holds
-        its model): the context's module, the loader's, or one made around the model."""
-        model = helper.analysis
-        if ctx.analysis.model is model:
-            return ctx.analysis
-        if self.project is not None:
-            found = self.project.ast_analysis_for_module(helper.module)
-            if found is not None and found.__dict__.get("model") is model:
-                return found
-        from ckptlint.text.source import SourceFile
-
-        made = AstAnalysis(SourceFile(helper.module, model.text or ""), model.module, helper.module)
-        made.__dict__["model"] = model
-        made.project = self.project
-        return made
+        """The analysis of the module ``helper`` is written in
+        (:func:`~ckptlint.checkpoint.sites.ast_helper_summaries.helper_analysis`)."""
+        return helper_analysis(helper, ctx.analysis, self.project)
 
 
 def _keeps_layer_forward(forward: AstMethod) -> bool:

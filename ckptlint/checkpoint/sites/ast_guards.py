@@ -68,12 +68,14 @@ def node_condition(analysis: AstAnalysis, node: ast.AST) -> str:
 def helper_parts(analysis: AstAnalysis, site: AstSite, depth: int = 0) -> Condition:
     """The tests inside the helper that ``site`` (a ``HELPER_CALL`` of ``analysis``) calls
     around the checkpoint calls it may make there (see
-    :func:`ckptlint.checkpoint.sites.guards.helper_parts`); the helper is of the same module."""
+    :func:`ckptlint.checkpoint.sites.guards.helper_parts`), read in the helper's own module."""
     from ckptlint.checkpoint.sites.ast_helper_bindings import parameter_arguments, passed_parameters
+    from ckptlint.checkpoint.sites.ast_helper_summaries import helper_analysis
 
     summary = site.helper
-    if summary is None or not site.alternatives or depth >= MAX_CALLER_DEPTH or summary.analysis is not analysis.model:
+    if summary is None or not site.alternatives or depth >= MAX_CALLER_DEPTH:
         return ()
+    home = helper_analysis(summary, analysis)
     given = parameter_arguments(site, analysis.model)
     passed = passed_parameters(site)
     function, cls = _function_and_class(analysis, site.call)
@@ -82,12 +84,12 @@ def helper_parts(analysis: AstAnalysis, site: AstSite, depth: int = 0) -> Condit
     ways: list[Condition] = []
     for alternative in site.alternatives:
         inner = alternative.site
-        own = _own_parts(analysis, inner.call, frozenset(given), passed)
+        own = _own_parts(home, inner.call, frozenset(given), passed)
         translated: list[str] = []
-        for conjunct, _ in guard_conjuncts(analysis, inner.call):
+        for conjunct, _ in guard_conjuncts(home, inner.call):
             name = _flag_name(conjunct) or ""
             expr = given.get(name)
-            if expr is None or depth > 0 or not _keeps_parameter(analysis, summary.node, name):
+            if expr is None or depth > 0 or not _keeps_parameter(home, summary.node, name):
                 continue  # decided, a parameter of a helper in between, or not the caller's value there
             truth = not isinstance(conjunct, ast.UnaryOp)
             text = _shortened(analysis.text_of(expr))
@@ -95,7 +97,7 @@ def helper_parts(analysis: AstAnalysis, site: AstSite, depth: int = 0) -> Condit
             part = stated or (f"`{text}`" if truth else f"`not ({text})`")
             if part not in translated:
                 translated.append(part)
-        ways.append(joined(tuple(translated), tuple(part + suffix for part in own), helper_parts(analysis, inner, depth + 1)))
+        ways.append(joined(tuple(translated), tuple(part + suffix for part in own), helper_parts(home, inner, depth + 1)))
     return common(ways)
 
 

@@ -10,6 +10,7 @@ nothing on the linter's path imports either yet.
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from ckptlint.checkpoint.sites.ast_options import AstArg
 from ckptlint.checkpoint.sites.ast_reversible import AstFunction
@@ -19,6 +20,9 @@ from ckptlint.checkpoint.sites.options import OptionState
 from ckptlint.checkpoint.sites.site import HelperCall, HelperSummary, SiteForm
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.ast_walk import FUNCTIONS, last_name
+
+if TYPE_CHECKING:
+    from ckptlint.semantic.ast_analysis import AstAnalysis, AstModuleLoader
 from ckptlint.semantic.bindings import BindingKind, ScopeKind
 
 __all__ = ["AstHelperCall", "AstHelperSummary", "summarise_helpers"]
@@ -27,6 +31,28 @@ AstHelperCall = HelperCall[AstSite]
 AstHelperSummary = HelperSummary[AstFunction, ast.expr, AstModel, AstSite]
 
 _DECORATORS_OF_PLAIN_FUNCTIONS = frozenset({"staticmethod"})
+
+
+def helper_analysis(helper: AstHelperSummary, near: AstAnalysis, loader: AstModuleLoader | None = None) -> AstAnalysis:
+    """The analysis of the module ``helper`` is written in (a summary read on ``ast`` holds its
+    module's model, libcst's its analysis): ``near`` when it is that module, else the loader's
+    analysis of it (``loader``, default ``near``'s), else one made around the model (its text
+    and tree, the module's name standing for its path)."""
+    model = helper.analysis
+    if near.model is model:
+        return near
+    loader = loader if loader is not None else near.project
+    if loader is not None:
+        found = loader.ast_analysis_for_module(helper.module)
+        if found is not None and found.__dict__.get("model") is model:
+            return found
+    from ckptlint.semantic.ast_analysis import AstAnalysis
+    from ckptlint.text.source import SourceFile
+
+    made = AstAnalysis(SourceFile(helper.module, model.text or ""), model.module, helper.module)
+    made.__dict__["model"] = model
+    made.project = loader
+    return made
 
 
 def summarise_helpers(sites: list[AstSite], model: AstModel, level: int = 1) -> dict[str, AstHelperSummary]:
