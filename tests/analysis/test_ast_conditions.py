@@ -12,12 +12,12 @@ fields, in the module and in other modules of a tree). The comparison is
 from __future__ import annotations
 
 import ast
-import importlib.util
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from parity_scripts import load_parity
 from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.sites.ast_guards import node_condition, site_condition
@@ -28,19 +28,9 @@ from ckptlint.semantic.project import Project
 from ckptlint.text.source import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
-PARITY = ROOT / "benchmarks" / "ast_conditions_parity.py"
 
 
-def _load_parity():
-    sys.path.insert(0, str(PARITY.parent))  # its sibling modules
-    spec = importlib.util.spec_from_file_location("ast_conditions_parity", PARITY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ast_conditions_parity", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-parity = _load_parity()
+parity = load_parity("ast_conditions_parity")
 
 
 def _same(text: str, module_name: str = "pkg.mod"):

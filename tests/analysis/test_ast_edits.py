@@ -9,32 +9,17 @@ same comparisons over real trees and measures the huge-file case."""
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from parity_scripts import load_parity
 
 from ckptlint.rules import ast_edits
 from ckptlint.semantic.ast_analysis import parse_ast
 from ckptlint.text.ast_statement_cst import statement_cst
 from ckptlint.text.source import SourceFile
 
-ROOT = Path(__file__).resolve().parents[2]
-PARITY = ROOT / "benchmarks" / "ast_edits_parity.py"
-
-
-def _load_parity():
-    sys.path.insert(0, str(PARITY.parent))
-    spec = importlib.util.spec_from_file_location("ast_edits_parity", PARITY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ast_edits_parity", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-parity = _load_parity()
+parity = load_parity("ast_edits_parity")
 
 
 def test_every_fix_of_the_examples_and_cases() -> None:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import ast
 import functools
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from parity_scripts import load_parity
 from test_ast_evaluator_leaves import _SUITE
 from test_ast_model import _case_files, _parses, _rule_examples
 
@@ -26,20 +25,7 @@ from ckptlint.semantic.ast_subscripts import subscript_elements, subscript_eleme
 from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.text.source import SourceFile
 
-ROOT = Path(__file__).resolve().parents[2]
-PARITY = ROOT / "benchmarks" / "ast_evaluation_parity.py"
-
-
-def _load_parity():
-    sys.path.insert(0, str(PARITY.parent))  # its sibling modules
-    spec = importlib.util.spec_from_file_location("ast_evaluation_parity", PARITY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ast_evaluation_parity", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-parity = _load_parity()
+parity = load_parity("ast_evaluation_parity")
 
 _EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
 

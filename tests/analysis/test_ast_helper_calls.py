@@ -10,32 +10,18 @@ files each side records as read, compare equal (``benchmarks/ast_helper_sites_pa
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from parity_scripts import load_parity
 
 from ckptlint.checkpoint.sites.ast_helper_calls import module_helper_sites, module_helpers
 from ckptlint.checkpoint.sites.site import SiteForm
 from ckptlint.semantic.ast_analysis import AstProject
 from ckptlint.semantic.project import Project
 
-ROOT = Path(__file__).resolve().parents[2]
-PARITY = ROOT / "benchmarks" / "ast_helper_sites_parity.py"
-
-
-def _load_parity():
-    sys.path.insert(0, str(PARITY.parent))  # its sibling modules
-    spec = importlib.util.spec_from_file_location("ast_helper_sites_parity", PARITY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ast_helper_sites_parity", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return sys.modules["ast_helper_sites_parity"]
-
-
-parity = _load_parity()
+parity = load_parity("ast_helper_sites_parity")
 
 BLOCK = """\
 import torch.nn as nn

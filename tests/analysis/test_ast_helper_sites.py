@@ -14,12 +14,11 @@ production module imports it is checked with the other ``ast_*`` modules in
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from parity_scripts import load_parity
 from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.sites.ast_helper_sites import helper_sites, literal_flags
@@ -28,19 +27,9 @@ from ckptlint.checkpoint.sites.site import Reentrancy
 from ckptlint.semantic.ast_model import AstModel
 
 ROOT = Path(__file__).resolve().parents[2]
-PARITY = ROOT / "benchmarks" / "ast_helper_sites_parity.py"
 
 
-def _load_parity():
-    sys.path.insert(0, str(PARITY.parent))  # its sibling modules
-    spec = importlib.util.spec_from_file_location("ast_helper_sites_parity", PARITY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ast_helper_sites_parity", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-parity = _load_parity()
+parity = load_parity("ast_helper_sites_parity")
 
 _EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
 

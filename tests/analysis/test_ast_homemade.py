@@ -11,30 +11,20 @@ which runs it over real trees. That no production module imports it is checked w
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from parity_scripts import load_parity
 from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.sites.ast_homemade import home_made
 from ckptlint.semantic.ast_model import AstModel
 
 ROOT = Path(__file__).resolve().parents[2]
-PARITY = ROOT / "benchmarks" / "ast_homemade_parity.py"
 
 
-def _load_parity():
-    spec = importlib.util.spec_from_file_location("ast_homemade_parity", PARITY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ast_homemade_parity", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-parity = _load_parity()
+parity = load_parity("ast_homemade_parity")
 
 _EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
 

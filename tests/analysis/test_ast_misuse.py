@@ -10,12 +10,11 @@ the shared cases when present and hand-written programs. The comparison is
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from parity_scripts import load_parity
 from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.sites.ast_sites import direct_sites
@@ -23,19 +22,9 @@ from ckptlint.checkpoint.sites.site import SaveForm
 from ckptlint.semantic.ast_model import AstModel
 
 ROOT = Path(__file__).resolve().parents[2]
-PARITY = ROOT / "benchmarks" / "ast_misuse_parity.py"
 
 
-def _load_parity():
-    sys.path.insert(0, str(PARITY.parent))  # its siblings ast_sites_parity, parity_files
-    spec = importlib.util.spec_from_file_location("ast_misuse_parity", PARITY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ast_misuse_parity", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-parity = _load_parity()
+parity = load_parity("ast_misuse_parity")
 
 _EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
 

@@ -9,14 +9,13 @@ runs it over real trees)."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from parity_scripts import load_parity
 from test_properties import programs  # the property tests' random programs
 
 from ckptlint.rules import ALL_RULES, Invalid
@@ -27,19 +26,10 @@ from ckptlint.semantic.bindings import BindingKind, MutationKind, ScopeKind
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "tests" / "cases"
 SHARED_CASES = ROOT.parent / "shared" / "cases"
-PARITY = ROOT / "benchmarks" / "ast_model_parity.py"
 _BLOCK = re.compile(r"^```python (?:bad|good|fixed)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
-def _load_parity():
-    spec = importlib.util.spec_from_file_location("ast_model_parity", PARITY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ast_model_parity", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-parity = _load_parity()
+parity = load_parity("ast_model_parity")
 
 
 def _assert_same(text: str, module_name: str = "pkg.mod", is_package: bool = False) -> None:

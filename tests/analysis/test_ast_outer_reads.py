@@ -9,32 +9,15 @@ suite and hand-written programs for the corners of the reads (the writes' corner
 from __future__ import annotations
 
 import functools
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from parity_scripts import load_parity
 from test_ast_evaluator_leaves import _SUITE
 from test_ast_model import _case_files, _parses, _rule_examples
 
-ROOT = Path(__file__).resolve().parents[2]
-PARITY = ROOT / "benchmarks" / "ast_outer_access_parity.py"
-
-
-def load_parity():
-    """The parity script, loaded once as a module."""
-    if "ast_outer_access_parity" in sys.modules:
-        return sys.modules["ast_outer_access_parity"]
-    sys.path.insert(0, str(PARITY.parent))  # its sibling modules
-    spec = importlib.util.spec_from_file_location("ast_outer_access_parity", PARITY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ast_outer_access_parity"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-parity = load_parity()
+parity = load_parity("ast_outer_access_parity")
 
 _EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
 

@@ -7,12 +7,11 @@ re-run the model (``ast_hook_recompute``) are libcst's. The comparison is
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from parity_scripts import load_parity
 
 from ckptlint.checkpoint.sites.ast_hook_recompute import hook_recomputes
 from ckptlint.checkpoint.sites.ast_sites import direct_sites, module_sites
@@ -23,18 +22,9 @@ from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.text.source import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
-PARITY = ROOT / "benchmarks" / "ast_sites_parity.py"
 
 
-def _load_parity():
-    spec = importlib.util.spec_from_file_location("ast_sites_parity", PARITY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ast_sites_parity", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-parity = sys.modules.get("ast_sites_parity") or _load_parity()
+parity = load_parity("ast_sites_parity")
 
 
 def _write(root: Path, files: dict[str, str]) -> list[Path]:

@@ -9,12 +9,12 @@ real trees."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from parity_scripts import load_parity
 from test_ast_evaluation import _NET, TUPLE_INDEXES
 from test_ast_evaluator_leaves import _SUITE
 from test_ast_model import _case_files, _parses, _rule_examples
@@ -24,19 +24,7 @@ from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.ast_analysis import AstProject
 from ckptlint.semantic.project import Project
 
-ROOT = Path(__file__).resolve().parents[2]
-PARITY = ROOT / "benchmarks" / "ast_site_index_parity.py"
-
-
-def _load_parity():
-    spec = importlib.util.spec_from_file_location("ast_site_index_parity", PARITY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ast_site_index_parity", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-parity = sys.modules.get("ast_site_index_parity") or _load_parity()
+parity = load_parity("ast_site_index_parity")
 
 
 def _write(root: Path, files: dict[str, str]) -> list[Path]:

@@ -13,13 +13,12 @@ recognised through other modules (``test_ast_site_index.py`` compares those)."""
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 import textwrap
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from parity_scripts import load_parity
 from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.sites.ast_sites import direct_sites
@@ -27,18 +26,9 @@ from ckptlint.checkpoint.sites.options import OptionState
 from ckptlint.semantic.ast_model import AstModel
 
 ROOT = Path(__file__).resolve().parents[2]
-PARITY = ROOT / "benchmarks" / "ast_sites_parity.py"
 
 
-def _load_parity():
-    spec = importlib.util.spec_from_file_location("ast_sites_parity", PARITY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ast_sites_parity", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-parity = _load_parity()
+parity = load_parity("ast_sites_parity")
 
 
 def _assert_same(text: str, module_name: str = "pkg.mod") -> int:
