@@ -11,13 +11,12 @@ before children, so the first load found is libcst's."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 
 from ckptlint.checkpoint.sites.ast_site_builders import AstSite
 from ckptlint.rules.ast_base import AstRuleContext
 from ckptlint.rules.library_advice import RemoteCode
 from ckptlint.semantic.ast_assignments import assignments
-from ckptlint.semantic.ast_walk import fields_order_children
+from ckptlint.semantic.ast_walk import iter_tree
 
 __all__ = ["remote_code"]
 
@@ -42,7 +41,7 @@ def remote_code(ctx: AstRuleContext, site: AstSite) -> RemoteCode | None:
     if scope is None:
         return None
     wanted = analysis.text_of(receiver)
-    for node in _preorder(scope):
+    for node in iter_tree(scope):
         for assigned in assignments(node):
             if analysis.text_of(assigned.target) != wanted or not isinstance(assigned.value, ast.Call):
                 continue
@@ -56,14 +55,3 @@ def remote_code(ctx: AstRuleContext, site: AstSite) -> RemoteCode | None:
                 row = analysis.range(assigned.value)[0][0]
                 return RemoteCode("" if literal else analysis.text_of(value), row)
     return None
-
-
-def _preorder(root: ast.AST) -> Iterator[ast.AST]:
-    """``root`` and every node below it, parents before children, in libcst's field order."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        found = fields_order_children(node)
-        found.reverse()
-        stack.extend(found)

@@ -20,6 +20,7 @@ __all__ = [
     "class_methods",
     "dotted_name",
     "fields_order_children",
+    "iter_tree",
     "last_name",
     "nodes_of_function",
     "own_nodes",
@@ -201,6 +202,18 @@ def nodes_of_function(
                     stack.append(branch)
                 stack.append(choice.test)
                 continue
+        found = fields_order_children(node)
+        found.reverse()
+        stack.extend(found)
+
+
+def iter_tree(root: ast.AST) -> Iterator[ast.AST]:
+    """``root`` and every node below it, parents before children, in libcst's order
+    (:func:`ckptlint.semantic.walk.iter_tree` on ``ast``; :func:`fields_order_children`)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
         found = fields_order_children(node)
         found.reverse()
         stack.extend(found)

@@ -41,7 +41,7 @@ from ckptlint.checkpoint.sites.options import NOT_LITERAL
 from ckptlint.semantic.ast_assignments import assignments
 from ckptlint.semantic.ast_lines import body_on_header, statement_lines
 from ckptlint.semantic.ast_subscripts import one_index
-from ckptlint.semantic.ast_walk import FUNCTIONS, fields_order_children, start
+from ckptlint.semantic.ast_walk import FUNCTIONS, iter_tree, start
 from ckptlint.semantic.bindings import MUTATING_METHODS, BindingKind, ScopeKind
 
 if TYPE_CHECKING:
@@ -71,18 +71,6 @@ def mutable_reads(region: AstRegion, site_analysis: AstAnalysis) -> list[AstOute
             if not phase_guarded(frame, read.node, reentrant=reentrant)
         ]
     return found
-
-
-def iter_tree(root: ast.AST) -> Iterator[ast.AST]:
-    """``root`` and every node below it, parents before children, in libcst's order
-    (:func:`ckptlint.semantic.walk.iter_tree` on ``ast``)."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        found = fields_order_children(node)
-        found.reverse()
-        stack.extend(found)
 
 
 def _row(node: ast.AST) -> int:

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ckptlint.checkpoint.analyses.ast_end_resets import end_resets
-from ckptlint.checkpoint.analyses.ast_outer_reads import iter_tree
 from ckptlint.checkpoint.analyses.ast_outer_state import (
     OuterWrite,
     Owner,
@@ -50,7 +49,7 @@ from ckptlint.checkpoint.sites.ast_options import argument_value, literal_value,
 from ckptlint.checkpoint.sites.options import NOT_LITERAL
 from ckptlint.semantic.ast_assignments import assignments
 from ckptlint.semantic.ast_subscripts import one_index
-from ckptlint.semantic.ast_walk import base_name
+from ckptlint.semantic.ast_walk import base_name, iter_tree
 from ckptlint.semantic.bindings import MUTATING_METHODS, ScopeKind
 
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ tree (the answers of :mod:`ckptlint.checkpoint.evaluator.class_summary`, into th
 
 Read as libcst reads them: an ``async def`` is a method; a class whose body sits on the
 ``class`` line (``class A: x = 1``, libcst's ``SimpleStatementSuite``) has no summarised body;
-the nodes of a method are visited in libcst's order (:func:`nodes_of_function`), so each
+the nodes of a method are visited in libcst's order
+(:func:`~ckptlint.semantic.ast_walk.nodes_of_function`), so each
 attribute's values keep the order of libcst's lists. ``ast`` keeps no parentheses: the key of
 an attribute named at run time (:func:`dynamic_key`) is the expression's text without the
 parentheses around it.
@@ -15,7 +16,6 @@ parentheses around it.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -25,7 +25,7 @@ from ckptlint.checkpoint.evaluator.denotations import AttributeValue, ClassInfo
 from ckptlint.checkpoint.sites.ast_options import argument_value, literal_value, ordered_arguments
 from ckptlint.semantic.ast_assignments import AstAssigned, assignments, attribute_name, candidate_values
 from ckptlint.semantic.ast_lines import body_on_header
-from ckptlint.semantic.ast_walk import fields_order_children
+from ckptlint.semantic.ast_walk import nodes_of_function
 from ckptlint.semantic.bindings import EACH, BindingKind
 
 if TYPE_CHECKING:
@@ -43,7 +43,6 @@ __all__ = [
     "find_method",
     "is_property",
     "layer_base",
-    "nodes_of_function",
     "self_attribute",
     "self_parameter",
     "summarise_class",
@@ -53,7 +52,6 @@ __all__ = [
 AstMethod = ast.FunctionDef | ast.AsyncFunctionDef
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_NOT_ENTERED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: The nodes that can bind or register something (libcst's ``BINDING_NODES``).
 _BINDING_NODES = frozenset(
     {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.withitem, ast.Call}
@@ -70,21 +68,6 @@ def self_parameter(method: AstMethod) -> str | None:
         if isinstance(decorator, ast.Name) and decorator.id == "staticmethod":
             return None
     return params[0].arg
-
-
-def nodes_of_function(function: AstMethod | ast.Lambda) -> Iterator[ast.AST]:
-    """Every node of ``function``'s body, parents before children in libcst's order (see
-    :func:`ckptlint.semantic.walk.nodes_of_function`), not entering nested ``def`` and
-    ``class`` statements (they are yielded) but entering lambdas."""
-    stack: list[ast.AST] = list(reversed(function.body)) if isinstance(function.body, list) else [function.body]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, _NOT_ENTERED):
-            continue
-        found = fields_order_children(node)
-        found.reverse()
-        stack.extend(found)
 
 
 def summarise_class(analysis: AstAnalysis, node: ast.ClassDef) -> AstClassInfo:
