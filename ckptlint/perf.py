@@ -20,6 +20,8 @@ pipe), and the command line sums them and, when the environment variable
   CPython's ``ast``, cached by content digest) that found it cached / had to build it;
 - ``rule_reruns``: times the rules ran again on a file because a module they had been
   handed was parsed again with more statements (see :mod:`ckptlint.semantic.project`);
+- ``libcst_fallback_parses``: linted files parsed with libcst too, for a rule without an
+  ``ast`` twin; ``libcst_fallback_rules``: such rules run;
 - ``evaluation_steps``: steps of the region evaluator (bounded per query and per file,
   see :mod:`ckptlint.checkpoint.evaluator.regions`).
 """
@@ -43,6 +45,8 @@ KEYS = (
     "index_hits",
     "index_misses",
     "rule_reruns",
+    "libcst_fallback_parses",
+    "libcst_fallback_rules",
     "evaluation_steps",
 )
 

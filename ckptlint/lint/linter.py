@@ -21,7 +21,7 @@ from ckptlint.lint.limits import (
     undecodable,
 )
 from ckptlint.lint.results import FileResult, FixMode, Problem, ProblemKind
-from ckptlint.rule_codes import UNUSED_NOQA
+from ckptlint.rule_codes import IO_ERROR, SYNTAX_ERROR, UNUSED_NOQA
 from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.text.diagnostics import Applicability, Diagnostic, Fix
 from ckptlint.text.fixer import MAX_PASSES, apply_edits, select_fixes
@@ -36,27 +36,8 @@ from ckptlint.text.reading import load_source
 from ckptlint.text.source import SourceDecodeError, SourceFile
 
 if TYPE_CHECKING:
-    import libcst as cst
-
     from ckptlint.semantic.analysis import ModuleAnalysis
-    from ckptlint.semantic.index import ModuleIndex
-
-#: In the ``sites`` parse mode, the linted file is parsed partially only when the statements
-#: its sites need span less than this share of its lines (timm's ``vision_transformer.py``:
-#: 23%; a typical model file: most of it, where the index and a second parse cost more than
-#: they save).
-PARTIAL_SHARE = 0.5
-
-#: ... and only when it has at least this many lines: on a shorter file the ``ast`` index
-#: costs more than the statements it can leave out save (5 repositories, 2 runs each under
-#: load: 114 CPU-s on average without the bound, 102 with it; 13 of 56 partial parses kept).
-MIN_PARTIAL_LINES = 1000
-
-#: ... or at least this many characters: a short file of very long lines (five lines of
-#: 33,000-element lists, 0.5 MiB) costs libcst about 20 s and 700 MB parsed whole, while the
-#: statements its sites need are a few hundred characters.
-MIN_PARTIAL_CHARS = 256 * 1024
-
+    from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
 
 def _relative_to(path: str, root: Path) -> str:
     try:
@@ -65,8 +46,20 @@ def _relative_to(path: str, root: Path) -> str:
         return Path(path).name
 
 
-#: Times the rules may run on one file (see :meth:`FileLinter.check`).
-_RULE_PASSES = 3
+#: Codes the linter reports itself: no rule runs for them.
+_NO_TREE = frozenset({UNUSED_NOQA, IO_ERROR, SYNTAX_ERROR})
+
+
+def ast_project_of(project: Project) -> AstProject:
+    """The :class:`~ckptlint.semantic.ast_analysis.AstProject` kept with ``project`` (one per
+    project, so that a linter made per file, the language server's, keeps its cache)."""
+    from ckptlint.semantic.ast_analysis import AstProject
+
+    found: AstProject | None = getattr(project, "ast_project", None)
+    if found is None:
+        found = AstProject(project)
+        project.ast_project = found  # type: ignore[attr-defined]
+    return found
 
 
 class FileLinter:
@@ -75,6 +68,7 @@ class FileLinter:
 
     def __init__(self, project: Project | None = None, *, defer_unused_noqa_fixes: bool = False) -> None:
         self.project = project or Project()
+        self.ast_project = ast_project_of(self.project)
         #: leave CKP901's fixes to :func:`lint_files`, which knows the noqa used from other files
         self.defer_unused_noqa_fixes = defer_unused_noqa_fixes
         self._noqa_used_elsewhere: set[tuple[str, int]] = set()
@@ -124,7 +118,7 @@ class FileLinter:
             return result
         result.source = source
         module_name, is_package, root = module_name_for(Path(path)) if os.path.isabs(path) else ("", False, Path.cwd())
-        self.project.track(root)
+        self.ast_project.track(root)
         diagnostics, problems = self.check(source, settings, module_name, is_package)
         result.dependencies = [str(p) for p in self.project.accessed() if str(p) != path]
         result.problems += problems
@@ -138,57 +132,23 @@ class FileLinter:
         self, source: SourceFile, settings: Settings, module_name: str = "", is_package: bool = False
     ) -> tuple[list[Diagnostic], list[Problem]]:
         """Diagnostics of ``source`` after noqa and per-file-ignores, and problems met."""
-        import libcst as cst
-
-        from ckptlint.semantic.nesting import TooDeeplyNested, deep_recursion
+        from ckptlint.semantic.nesting import deep_recursion
 
         problems: list[Problem] = []
         enabled = settings.enabled - settings.ignored_for(_relative_to(source.path, settings.root))
-        try:
-            analysis = self._parse(source, module_name, is_package)
-        except cst.ParserSyntaxError as exc:
-            if _cpython_parses(source.text):
-                # valid Python that libcst cannot build a tree of (~4,000 implicitly
-                # concatenated string literals with libcst 1.9.0, syntax newer than libcst):
-                # not a syntax error, but not checked either
-                why = str(exc.message).strip().splitlines()[0] if exc.message else "parser error"
-                message = f"libcst cannot parse this file, which Python parses ({why}); file skipped"
-                problems.append(Problem(source.path, message, ProblemKind.PARSE))
-                return [], problems
+        parsed = self._parse(source, module_name, is_package)
+        if isinstance(parsed, Diagnostic):
             # Like ruff's syntax errors, CKP999 is always reported: selection, per-file-ignores
             # and noqa cannot hide that a file was not checked.
-            return [_syntax_error(source, exc)], problems
-        except TooDeeplyNested as exc:
-            problems.append(Problem(source.path, str(exc), ProblemKind.PARSE))
+            return [parsed], problems
+        if isinstance(parsed, Problem):
+            problems.append(parsed)
             return [], problems
-        except RecursionError:
-            problems.append(Problem(source.path, "too deeply nested to parse (recursion limit)", ProblemKind.PARSE))
-            return [], problems
-        except MemoryError:
-            problems.append(Problem(source.path, "too large to parse (out of memory)", ProblemKind.PARSE))
-            return [], problems
+        analysis, depth = parsed
         if os.path.isabs(source.path):
-            self.project.remember(Path(source.path), analysis)
-        with deep_recursion(analysis.depth):
-            # A region may reach a name that a module parsed partially lacks: the module is
-            # parsed again with it and, when the rules held the smaller parse, they run
-            # again (the third time with every module reached parsed whole), so that one
-            # result never mixes two parses of a module (see ckptlint.semantic.project).
-            from ckptlint import perf
-
-            used_elsewhere = set(self._noqa_used_elsewhere)
-            for attempt in range(_RULE_PASSES):
-                whole = attempt == _RULE_PASSES - 1
-                self.project.begin_pass(whole=whole)
-                if attempt:
-                    analysis = self._again(analysis, source, module_name, is_package, whole)
-                self.project.hold(analysis)
-                found = self._run_rules(analysis, source, settings, enabled, list(problems))
-                if not self.project.end_pass():
-                    break
-                perf.add("rule_reruns")
-                self._noqa_used_elsewhere.clear()
-                self._noqa_used_elsewhere.update(used_elsewhere)
+            self.ast_project.remember(Path(source.path), analysis)
+        with deep_recursion(depth):
+            found = self._run_rules(analysis, source, settings, enabled, list(problems))
         return self._with_compile_error(source, *found)
 
     def _with_compile_error(
@@ -209,106 +169,82 @@ class FileLinter:
             return diagnostics, problems
         return sorted([*diagnostics, error], key=lambda d: d.sort_key), problems
 
-    def _parse(self, source: SourceFile, module_name: str, is_package: bool) -> ModuleAnalysis:
-        """The analysis the rules read: libcst parses only the top-level statements that can
-        hold a checkpoint site and what they need (:mod:`ckptlint.checkpoint.sites.site_statements`),
-        or the whole file (partial parsing off, a file not on disk, a file CPython's parser
-        or ``ast`` index refuses, every statement needed, a selection libcst refuses); the
-        project's whole parse of the same text when a region of a file linted before reached
-        it (on diffusers 28 of 221 parses were such second parses). Raises what
-        :func:`~ckptlint.semantic.parse.parse_source` raises."""
-        from ckptlint.semantic.nesting import MAX_NESTING
-        from ckptlint.semantic.parse import parse_selection
+    def _parse(self, source: SourceFile, module_name: str, is_package: bool) -> tuple[AstAnalysis, int] | Diagnostic | Problem:
+        """The ``ast`` analysis the rules read and its nesting depth
+        (:func:`~ckptlint.semantic.nesting.nesting_depth`); CKP999 where CPython's parser
+        rejects the text, a ``parse`` :class:`Problem` where it nests too deep. The analysis
+        of the same text kept by the project (a region of a file linted before reached it)
+        is taken as is."""
+        from ckptlint.semantic.ast_analysis import AstAnalysis
+        from ckptlint.semantic.nesting import DEEP, MAX_NESTING, deep_recursion, nesting_depth, too_deep_message
 
-        whole = self.project.parse  # parse_source, or the language server's reuse of an earlier parse
-
-        kept = self.project.cached(Path(source.path)) if os.path.isabs(source.path) else None
-        if (
-            kept is not None
-            and kept.covered is None
-            and kept.source.text == source.text
-            and (kept.module_name, kept.is_package) == (module_name, is_package)
-        ):
-            return kept  # parsed whole already, as a module a region of another file reached
-        if not self.project.partial or not os.path.isabs(source.path):
-            # a file the project cannot parse again (given on stdin, in memory) is parsed
-            # whole: a rule that needs more of it could not ask for it
-            return whole(source, module_name, is_package)
-        short = len(source.line_starts) < MIN_PARTIAL_LINES and len(source.text) < MIN_PARTIAL_CHARS
-        if self.project.mode != "partial" and short:
-            return whole(source, module_name, is_package)  # the index would cost more than it can save
-        from ckptlint.checkpoint.sites.site_statements import site_statements
-        from ckptlint.semantic.index import index_for
-
-        index = index_for(source.text, source.path)
-        if index is None or index.depth > MAX_NESTING:
-            return whole(source, module_name, is_package)  # CKP999, CKP902 as for a whole parse
-        seeds = site_statements(index)
-        names: set[str] = set()
-        for i in seeds:
-            names |= index.statements[i].binds | index.statements[i].mentions
-        chosen, covered = index.select(names)
-        chosen |= seeds
-        if len(chosen) == len(index.statements) or not self._worth_selecting(index, chosen, source):
-            return whole(source, module_name, is_package)
-        analysis = parse_selection(source, index, chosen, covered, module_name, is_package)
-        return analysis if analysis is not None else whole(source, module_name, is_package)
-
-    def _worth_selecting(self, index: ModuleIndex, chosen: frozenset[int] | set[int], source: SourceFile) -> bool:
-        """Whether parsing the statements ``chosen`` saves enough to pay for the index and a
-        second parse when a region asks for more: always in the ``partial`` parse mode; in
-        ``sites``, when they span less than :data:`PARTIAL_SHARE` of the file's lines or of its
-        characters (on the corpus the class that holds a site is most of its file: 84% of the
-        lines; a file of a few huge data lines is the other way round)."""
-        if self.project.mode == "partial":
-            return True
-        starts = source.line_starts
-        lines = chars = 0
-        for i in chosen:
-            statement = index.statements[i]
-            lines += statement.end - statement.start + 1
-            chars += (starts[statement.end] if statement.end < len(starts) else len(source.text)) - starts[statement.start - 1]
-        total = index.statements[-1].end if index.statements else 0
-        return lines < PARTIAL_SHARE * total or chars < PARTIAL_SHARE * len(source.text)
-
-    def _again(
-        self, analysis: ModuleAnalysis, source: SourceFile, module_name: str, is_package: bool, whole: bool
-    ) -> ModuleAnalysis:
-        """The linted file's analysis for another pass of the rules: the project's larger
-        parse of it when a region asked for more of it, a whole parse on the last pass."""
-        from ckptlint.semantic.parse import parse_source
-
-        if analysis.covered is None:
-            return analysis
-        if whole:
-            analysis = parse_source(source, module_name, is_package)
+        kept = self.ast_project.cached(Path(source.path)) if os.path.isabs(source.path) else None
+        if kept is not None and kept.source.text == source.text and (kept.module_name, kept.is_package) == (module_name, is_package):
+            tree = kept.tree
         else:
-            kept = self.project.cached(Path(source.path)) if os.path.isabs(source.path) else None
-            if kept is None or kept is analysis or kept.source.text != source.text:
-                return analysis
-            analysis = kept
+            kept = None
+            try:
+                with warnings.catch_warnings(), deep_recursion(MAX_NESTING + DEEP + 1):
+                    warnings.simplefilter("ignore")  # SyntaxWarnings are the linted code's business
+                    tree = ast.parse(source.text, source.path)
+            except SyntaxError as error:
+                row = min(max(1, error.lineno or 1), len(source.line_starts))
+                column = min(max(1, error.offset or 1), len(source.line(row)) + 1)
+                return syntax_error_at(source, error.msg or "invalid syntax", row, column)
+            except ValueError as error:  # a null byte
+                return syntax_error_at(source, str(error) or "invalid syntax", 1, 1)
+            except (RecursionError, MemoryError):  # CPython's parser gives up on the nesting
+                return Problem(source.path, too_deep_message(), ProblemKind.PARSE)
+        depth = nesting_depth(tree) if len(source.text) >= DEEP else 0
+        if depth > MAX_NESTING:
+            return Problem(source.path, too_deep_message(), ProblemKind.PARSE)
+        return (kept or AstAnalysis(source, tree, module_name, is_package)), depth
+
+    def _cst_analysis(self, source: SourceFile, analysis: AstAnalysis) -> ModuleAnalysis:
+        """The libcst analysis of the linted text, for a rule without an ``ast`` twin (parsed
+        whole, once per check; raises what :func:`~ckptlint.semantic.parse.parse_source`
+        raises)."""
+        from ckptlint import perf
+
+        perf.add("libcst_fallback_parses")
+        cst_analysis = self.project.parse(source, analysis.module_name, analysis.is_package)
         if os.path.isabs(source.path):
-            self.project.remember(Path(source.path), analysis)
-        return analysis
+            self.project.remember(Path(source.path), cst_analysis)
+        return cst_analysis
 
     def _run_rules(
         self,
-        analysis: ModuleAnalysis,
+        analysis: AstAnalysis,
         source: SourceFile,
         settings: Settings,
         enabled: frozenset[str],
         problems: list[Problem],
     ) -> tuple[list[Diagnostic], list[Problem]]:
+        from ckptlint import perf
         from ckptlint.rules import ALL_RULES, RuleContext
+        from ckptlint.rules.ast_base import AstRuleContext
+        from ckptlint.rules.ast_discovery import ast_rules
 
+        twins = ast_rules()
         found: list[Diagnostic] = []
         failed: set[str] = set()
-        ctx = RuleContext(analysis, self.project, found.append, settings.target_versions)
+        ctx = AstRuleContext(analysis, self.ast_project, found.append, settings.target_versions)
+        cst_ctx: RuleContext | None = None
         for code in sorted(enabled):
-            rule = ALL_RULES[code]
-            ctx.code = code
             try:
-                rule().check(ctx)
+                if code in twins:
+                    ctx.code = code
+                    twins[code]().check(ctx)
+                    continue
+                rule = ALL_RULES[code]
+                if code in _NO_TREE:
+                    continue  # reported by the linter itself
+                if cst_ctx is None:
+                    self.project.begin_pass(whole=True)
+                    cst_ctx = RuleContext(self._cst_analysis(source, analysis), self.project, found.append, settings.target_versions)
+                perf.add("libcst_fallback_rules")
+                cst_ctx.code = code
+                rule().check(cst_ctx)
             except RecursionError:
                 failed.add(code)
                 problems.append(Problem(source.path, f"{code}: too deeply nested to analyse", ProblemKind.INTERNAL))
@@ -322,6 +258,8 @@ class FileLinter:
                         traceback.format_exc(),
                     )
                 )
+        if cst_ctx is not None:
+            self.project.end_pass()
         noqa: dict[str, NoqaIndex] = {}
         kept = self._filter(found, source, settings, enabled, analysis, noqa)
         if may_have_invalid(source.text):  # ruff warns about a noqa directive with a colon and no codes, and ignores it
@@ -351,7 +289,7 @@ class FileLinter:
         source: SourceFile,
         settings: Settings,
         enabled: frozenset[str],
-        analysis: ModuleAnalysis | None = None,
+        analysis: AstAnalysis | None = None,
         noqa: dict[str, NoqaIndex] | None = None,
     ) -> list[Diagnostic]:
         noqa = {} if noqa is None else noqa
@@ -375,7 +313,8 @@ class FileLinter:
     def _source_of(self, path: str, current: SourceFile) -> SourceFile:
         if path == current.path:
             return current
-        return self.project.source_for_file(Path(path))
+        other = self.ast_project.ast_analysis_for_file(Path(path))
+        return other.source if other is not None else SourceFile(path, "")
 
     def _fix(
         self,
@@ -505,24 +444,3 @@ def _overridden(fix: Fix, override: Applicability) -> Fix:
     if fix.applicability is not Applicability.DISPLAY_ONLY:
         fix = replace(fix, applicability=override)
     return replace(fix, fallback=fallback)
-
-
-def _syntax_error(source: SourceFile, exc: cst.ParserSyntaxError) -> Diagnostic:
-    """CKP999 at the error's position. libcst's native parser reports tokenizer errors at 1:1
-    and parser errors at the next line's start, so CPython's parser (which users know from
-    tracebacks) gives the position and message when it rejects the text too."""
-    row = max(1, exc.raw_line)
-    column = max(1, exc.raw_column + 1)
-    message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(source.text, source.path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as error:
-        if error.lineno:
-            row = min(max(1, error.lineno), len(source.line_starts))
-            column = min(max(1, error.offset or 1), len(source.line(row)) + 1)
-            message = error.msg or message
-    except Exception:  # noqa: BLE001 - RecursionError, MemoryError, ValueError: keep libcst's
-        pass
-    return syntax_error_at(source, message, row, column)

@@ -216,6 +216,21 @@ class AstProject:
         self._analyses[path] = analysis
         return analysis
 
+    def remember(self, path: Path, analysis: AstAnalysis) -> None:
+        """Keep ``analysis`` as the reading of ``path`` (the linted file's text, which may be
+        a fixed text, a notebook's code or an editor's buffer rather than what is on disk);
+        the analysis it replaces is released."""
+        path = Path(os.path.abspath(path))
+        analysis.project = self
+        old = self._analyses.pop(path, None)
+        if old is not None and old is not analysis:
+            old.release()
+        self._analyses[path] = analysis
+
+    def cached(self, path: Path) -> AstAnalysis | None:
+        """The analysis of ``path`` kept now, or ``None`` (nothing is read)."""
+        return self._analyses.get(Path(os.path.abspath(path)))
+
     def forget(self, path: Path) -> None:
         """Drop the analysis of ``path`` (its file changed)."""
         old = self._analyses.pop(Path(os.path.abspath(path)), None)
