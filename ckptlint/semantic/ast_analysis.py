@@ -237,6 +237,12 @@ class AstProject:
         if old is not None:
             old.release()
 
+    def forget_derived(self) -> None:
+        """Drop the facts computed from every analysis kept (a file they may depend on changed)."""
+        for analysis in self._analyses.values():
+            if analysis is not None:
+                analysis.forget_derived()
+
     def evict(self) -> None:
         """Drop the least recently used analyses beyond the bounds."""
         analyses = self._analyses

@@ -98,10 +98,16 @@ class BufferProject(Project):
         for path, seen in list(self._read_at.items()):
             if current(path) != seen:
                 self._drop(path)
-        if any(current(path) != seen for path, seen in self._facts_from.items()):
+        changed = [path for path, seen in self._facts_from.items() if current(path) != seen]
+        if changed:
             for analysis in self._analyses.values():
                 if analysis is not None:
                     analysis.forget_derived()
+            ast_project = getattr(self, "ast_project", None)  # the linter's ast cache (probe)
+            if ast_project is not None:
+                for path in changed:
+                    ast_project.forget(path)
+                ast_project.forget_derived()
             self._facts_from.clear()
 
     def accessed(self) -> list[Path]:
@@ -118,6 +124,9 @@ class BufferProject(Project):
 
     def _drop(self, path: Path) -> None:
         self._read_at.pop(path, None)
+        ast_project = getattr(self, "ast_project", None)
+        if ast_project is not None:
+            ast_project.forget(path)
         dropped = self._analyses.pop(path, None)
         if dropped is not None:
             self._retired.append(dropped)  # released at the next track, unless still kept
