@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import traceback
 import warnings
@@ -36,8 +37,10 @@ from ckptlint.text.reading import load_source
 from ckptlint.text.source import SourceDecodeError, SourceFile
 
 if TYPE_CHECKING:
+    from ckptlint.rules.ast_base import AstRule
     from ckptlint.semantic.analysis import ModuleAnalysis
     from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
+
 
 def _relative_to(path: str, root: Path) -> str:
     try:
@@ -48,6 +51,15 @@ def _relative_to(path: str, root: Path) -> str:
 
 #: Codes the linter reports itself: no rule runs for them.
 _NO_TREE = frozenset({UNUSED_NOQA, IO_ERROR, SYNTAX_ERROR})
+
+
+@functools.cache
+def rule_twins() -> dict[str, type[AstRule]]:
+    """``code -> ast rule`` (:func:`~ckptlint.rules.ast_discovery.ast_rules`), found once per
+    process; tests replace a rule by setting an item, as they do in ``ALL_RULES``."""
+    from ckptlint.rules.ast_discovery import ast_rules
+
+    return ast_rules()
 
 
 def ast_project_of(project: Project) -> AstProject:
@@ -223,13 +235,13 @@ class FileLinter:
         from ckptlint import perf
         from ckptlint.rules import ALL_RULES, RuleContext
         from ckptlint.rules.ast_base import AstRuleContext
-        from ckptlint.rules.ast_discovery import ast_rules
 
-        twins = ast_rules()
+        twins = rule_twins()
         found: list[Diagnostic] = []
         failed: set[str] = set()
         ctx = AstRuleContext(analysis, self.ast_project, found.append, settings.target_versions)
         cst_ctx: RuleContext | None = None
+        cst_refused = False
         for code in sorted(enabled):
             try:
                 if code in twins:
@@ -239,9 +251,20 @@ class FileLinter:
                 rule = ALL_RULES[code]
                 if code in _NO_TREE:
                     continue  # reported by the linter itself
+                if cst_refused:
+                    continue
                 if cst_ctx is None:
                     self.project.begin_pass(whole=True)
-                    cst_ctx = RuleContext(self._cst_analysis(source, analysis), self.project, found.append, settings.target_versions)
+                    try:
+                        cst_analysis = self._cst_analysis(source, analysis)
+                    except Exception as exc:  # noqa: BLE001 - valid Python libcst refuses
+                        cst_refused = True
+                        why = str(getattr(exc, "message", "") or exc).strip().splitlines()
+                        first = why[0] if why else "parser error"
+                        message = f"libcst cannot parse this file, which Python parses ({first}); rules without an ast twin skipped"
+                        problems.append(Problem(source.path, message, ProblemKind.PARSE))
+                        continue
+                    cst_ctx = RuleContext(cst_analysis, self.project, found.append, settings.target_versions)
                 perf.add("libcst_fallback_rules")
                 cst_ctx.code = code
                 rule().check(cst_ctx)

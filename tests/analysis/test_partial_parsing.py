@@ -304,12 +304,13 @@ def test_property_programs_identical_whole_and_partial(program: str, tmp_path_fa
 def test_file_budget_cuts_regions_off_to_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the per-file evaluation budget every region is unknown: fewer findings, never
     new ones, and no error."""
-    from ckptlint.checkpoint.evaluator import regions
+    from ckptlint.checkpoint.evaluator import ast_regions, regions
     from ckptlint.rule_codes import REGION_RULES
 
     files = _tree(tmp_path)
     full = _output(files)
     monkeypatch.setattr(regions, "FILE_BUDGET", 0)
+    monkeypatch.setattr(ast_regions, "FILE_BUDGET", 0)
     cut = _output(files)
     assert not any(row[0] == "problem" for row in cut)
     assert set(cut) <= set(full)
