@@ -7,6 +7,10 @@ pipe), and the command line sums them and, when the environment variable
 (:func:`write_json`). ``benchmarks/run.py`` reads exactly these keys:
 
 - ``files_linted``: files linted (read, gated in, not taken from the result cache);
+- ``ast_parses``, ``ast_chars_parsed``: modules parsed with CPython's ``ast`` (linted files
+  and the modules their sites and regions reach) and their characters of source text;
+- ``cst_parses``, ``cst_chars_parsed``: libcst parses of the smallest statement around a
+  fix's edit (only when a fix is built) and their characters;
 - ``files_parsed_whole``: libcst parses of a whole file (linted files and modules a region
   or a site reaches that are parsed whole);
 - ``files_parsed_partial``: libcst parses of part of a file (the top-level statements a
@@ -20,8 +24,6 @@ pipe), and the command line sums them and, when the environment variable
   CPython's ``ast``, cached by content digest) that found it cached / had to build it;
 - ``rule_reruns``: times the rules ran again on a file because a module they had been
   handed was parsed again with more statements (see :mod:`ckptlint.semantic.project`);
-- ``libcst_fallback_parses``: linted files parsed with libcst too, for a rule without an
-  ``ast`` twin; ``libcst_fallback_rules``: such rules run;
 - ``evaluation_steps``: steps of the region evaluator (bounded per query and per file,
   see :mod:`ckptlint.checkpoint.evaluator.regions`).
 """
@@ -37,6 +39,10 @@ __all__ = ["COUNTERS", "ENV_VAR", "KEYS", "add", "delta", "snapshot", "total", "
 ENV_VAR = "CKPTLINT_PERF_JSON"
 KEYS = (
     "files_linted",
+    "ast_parses",
+    "ast_chars_parsed",
+    "cst_parses",
+    "cst_chars_parsed",
     "files_parsed_whole",
     "files_parsed_partial",
     "statements_parsed",
@@ -45,8 +51,6 @@ KEYS = (
     "index_hits",
     "index_misses",
     "rule_reruns",
-    "libcst_fallback_parses",
-    "libcst_fallback_rules",
     "evaluation_steps",
 )
 

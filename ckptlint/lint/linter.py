@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ckptlint import perf
 from ckptlint.config.settings import Settings
 from ckptlint.lint.compile_errors import compile_error, syntax_error_at
 from ckptlint.lint.gate import file_may_have_findings
@@ -38,8 +39,7 @@ from ckptlint.text.source import SourceDecodeError, SourceFile
 
 if TYPE_CHECKING:
     from ckptlint.rules.ast_base import AstRule
-    from ckptlint.semantic.analysis import ModuleAnalysis
-    from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
+    from ckptlint.semantic.ast_analysis import AstAnalysis
 
 
 def _relative_to(path: str, root: Path) -> str:
@@ -62,25 +62,13 @@ def rule_twins() -> dict[str, type[AstRule]]:
     return ast_rules()
 
 
-def ast_project_of(project: Project) -> AstProject:
-    """The :class:`~ckptlint.semantic.ast_analysis.AstProject` kept with ``project`` (one per
-    project, so that a linter made per file, the language server's, keeps its cache)."""
-    from ckptlint.semantic.ast_analysis import AstProject
-
-    found: AstProject | None = getattr(project, "ast_project", None)
-    if found is None:
-        found = AstProject(project)
-        project.ast_project = found  # type: ignore[attr-defined]
-    return found
-
-
 class FileLinter:
     """Lints files one at a time, sharing a :class:`~ckptlint.semantic.project.Project` (the cache of
     other modules that regions reach)."""
 
     def __init__(self, project: Project | None = None, *, defer_unused_noqa_fixes: bool = False) -> None:
         self.project = project or Project()
-        self.ast_project = ast_project_of(self.project)
+        self.ast_project = self.project.ast_project
         #: leave CKP901's fixes to :func:`lint_files`, which knows the noqa used from other files
         self.defer_unused_noqa_fixes = defer_unused_noqa_fixes
         self._noqa_used_elsewhere: set[tuple[str, int]] = set()
@@ -195,6 +183,8 @@ class FileLinter:
             tree = kept.tree
         else:
             kept = None
+            perf.add("ast_parses")
+            perf.add("ast_chars_parsed", len(source.text))
             try:
                 with warnings.catch_warnings(), deep_recursion(MAX_NESTING + DEEP + 1):
                     warnings.simplefilter("ignore")  # SyntaxWarnings are the linted code's business
@@ -212,18 +202,6 @@ class FileLinter:
             return Problem(source.path, too_deep_message(), ProblemKind.PARSE)
         return (kept or AstAnalysis(source, tree, module_name, is_package)), depth
 
-    def _cst_analysis(self, source: SourceFile, analysis: AstAnalysis) -> ModuleAnalysis:
-        """The libcst analysis of the linted text, for a rule without an ``ast`` twin (parsed
-        whole, once per check; raises what :func:`~ckptlint.semantic.parse.parse_source`
-        raises)."""
-        from ckptlint import perf
-
-        perf.add("libcst_fallback_parses")
-        cst_analysis = self.project.parse(source, analysis.module_name, analysis.is_package)
-        if os.path.isabs(source.path):
-            self.project.remember(Path(source.path), cst_analysis)
-        return cst_analysis
-
     def _run_rules(
         self,
         analysis: AstAnalysis,
@@ -232,42 +210,16 @@ class FileLinter:
         enabled: frozenset[str],
         problems: list[Problem],
     ) -> tuple[list[Diagnostic], list[Problem]]:
-        from ckptlint import perf
-        from ckptlint.rules import ALL_RULES, RuleContext
         from ckptlint.rules.ast_base import AstRuleContext
 
-        twins = rule_twins()
+        rules = rule_twins()
         found: list[Diagnostic] = []
         failed: set[str] = set()
         ctx = AstRuleContext(analysis, self.ast_project, found.append, settings.target_versions)
-        cst_ctx: RuleContext | None = None
-        cst_refused = False
-        for code in sorted(enabled):
+        for code in sorted(enabled - _NO_TREE):
             try:
-                if code in twins:
-                    ctx.code = code
-                    twins[code]().check(ctx)
-                    continue
-                rule = ALL_RULES[code]
-                if code in _NO_TREE:
-                    continue  # reported by the linter itself
-                if cst_refused:
-                    continue
-                if cst_ctx is None:
-                    self.project.begin_pass(whole=True)
-                    try:
-                        cst_analysis = self._cst_analysis(source, analysis)
-                    except Exception as exc:  # noqa: BLE001 - valid Python libcst refuses
-                        cst_refused = True
-                        why = str(getattr(exc, "message", "") or exc).strip().splitlines()
-                        first = why[0] if why else "parser error"
-                        message = f"libcst cannot parse this file, which Python parses ({first}); rules without an ast twin skipped"
-                        problems.append(Problem(source.path, message, ProblemKind.PARSE))
-                        continue
-                    cst_ctx = RuleContext(cst_analysis, self.project, found.append, settings.target_versions)
-                perf.add("libcst_fallback_rules")
-                cst_ctx.code = code
-                rule().check(cst_ctx)
+                ctx.code = code
+                rules[code]().check(ctx)
             except RecursionError:
                 failed.add(code)
                 problems.append(Problem(source.path, f"{code}: too deeply nested to analyse", ProblemKind.INTERNAL))
@@ -281,8 +233,6 @@ class FileLinter:
                         traceback.format_exc(),
                     )
                 )
-        if cst_ctx is not None:
-            self.project.end_pass()
         noqa: dict[str, NoqaIndex] = {}
         kept = self._filter(found, source, settings, enabled, analysis, noqa)
         if may_have_invalid(source.text):  # ruff warns about a noqa directive with a colon and no codes, and ignores it

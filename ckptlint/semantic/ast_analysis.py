@@ -94,9 +94,14 @@ class AstAnalysis:
             model.release()
 
     def forget_derived(self) -> None:
-        """Drop the facts computed from this module that may depend on other modules, keeping
-        the tree and the model (they depend on its text alone)."""
+        """Drop the facts computed from this module that may depend on other modules
+        (:attr:`derived` and the model's ``memo``: sites, helper and class summaries), keeping
+        the tree and the model, which depend on its text alone: a module those facts may
+        have read changed (the language server, between two lints)."""
         self.derived.clear()
+        model = self.__dict__.get("model")
+        if model is not None:
+            model.memo.clear()
 
     def start(self, node: ast.AST) -> Position:
         """The 1-based ``(row, column)`` where ``node`` starts (a node with a position:
@@ -126,6 +131,10 @@ def parse_ast(source: SourceFile, module_name: str = "", is_package: bool = Fals
     """The ``ast`` analysis of ``source``; ``None`` when CPython's parser refuses it
     (``SyntaxError``, or ``RecursionError``/``MemoryError``/``ValueError`` on pathological
     input such as a null byte or nesting beyond its limits)."""
+    from ckptlint import perf
+
+    perf.add("ast_parses")
+    perf.add("ast_chars_parsed", len(source.text))
     try:
         tree = ast.parse(source.text, source.path)
     except (SyntaxError, RecursionError, MemoryError, ValueError):

@@ -32,11 +32,13 @@ import bisect
 import os
 from collections import OrderedDict
 from collections.abc import Iterable
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
+    from ckptlint.semantic.ast_analysis import AstProject
     from ckptlint.text.source import SourceFile
 
 __all__ = ["PARSE_MODES", "PROJECT_MARKERS", "Project", "module_name_for", "parse_mode", "project_folder", "read_source"]
@@ -162,6 +164,14 @@ class Project:
         self._retired: list[ModuleAnalysis] = []
         self._home: Path | None = None  # the import root of the file being linted
         self._project: Path | None = None  # its project folder (:func:`project_folder`)
+
+    @cached_property
+    def ast_project(self) -> AstProject:
+        """The modules of this project read on CPython's ``ast`` (what the linter's rules read;
+        see :class:`~ckptlint.semantic.ast_analysis.AstProject`)."""
+        from ckptlint.semantic.ast_analysis import AstProject
+
+        return AstProject(self)
 
     def track(self, home: Path | None = None) -> None:
         """Start recording which other files are read (for cache invalidation), for a file

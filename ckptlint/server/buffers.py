@@ -103,11 +103,9 @@ class BufferProject(Project):
             for analysis in self._analyses.values():
                 if analysis is not None:
                     analysis.forget_derived()
-            ast_project = getattr(self, "ast_project", None)  # the linter's ast cache (probe)
-            if ast_project is not None:
-                for path in changed:
-                    ast_project.forget(path)
-                ast_project.forget_derived()
+            for path in changed:
+                self.ast_project.forget(path)
+            self.ast_project.forget_derived()
             self._facts_from.clear()
 
     def accessed(self) -> list[Path]:
@@ -124,9 +122,7 @@ class BufferProject(Project):
 
     def _drop(self, path: Path) -> None:
         self._read_at.pop(path, None)
-        ast_project = getattr(self, "ast_project", None)
-        if ast_project is not None:
-            ast_project.forget(path)
+        self.ast_project.forget(path)
         dropped = self._analyses.pop(path, None)
         if dropped is not None:
             self._retired.append(dropped)  # released at the next track, unless still kept

@@ -393,7 +393,11 @@ def _compound(source: SourceFile, statement: ast.stmt) -> StatementCst | None:
 def _parse(source: SourceFile, start: int, end: int, prefix: str, suffix: str, kind: UnitKind) -> StatementCst | None:
     """libcst's tree of ``prefix + source.text[start:end] + suffix``; ``None`` when libcst
     refuses it."""
+    from ckptlint import perf
+
     text = prefix + source.text[start:end] + suffix
+    perf.add("cst_parses")
+    perf.add("cst_chars_parsed", len(text))
     try:
         module = cst.parse_module(text)
     except Exception:  # noqa: BLE001 - libcst.ParserSyntaxError, RecursionError and friends

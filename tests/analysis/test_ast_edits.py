@@ -22,13 +22,6 @@ from ckptlint.text.source import SourceFile
 parity = load_parity("ast_edits_parity")
 
 
-def test_every_fix_of_the_examples_and_cases() -> None:
-    result = parity.compare_examples()
-    assert result.mismatches == []
-    assert sum(result.edits.values()) >= 40
-    assert set(result.edits) == {"replace_node", "add_keyword_argument", "remove_argument", "add_dict_entry"}
-
-
 PROGRAMS = {
     "simple statements": """
         import torch

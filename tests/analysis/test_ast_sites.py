@@ -282,19 +282,3 @@ def test_shared_cases_are_compared_when_present() -> None:
     if not (ROOT.parent / "shared" / "cases").is_dir():
         pytest.skip("no ../shared/cases next to the project")
     assert any("shared" in p.parts for p in _case_files())
-
-
-def test_the_production_path_does_not_use_it() -> None:
-    """Not yet wired in: no module of the package but the other ``ast_*`` modules of the port
-    imports one of them (the model, the site finder, its option reader, its reaching
-    refinement, the home-made and reversible readings, any later one)."""
-    importers = []
-    for path in (ROOT / "ckptlint").rglob("*.py"):
-        if path.name.startswith("ast_"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            names += [a.name for a in node.names] if isinstance(node, (ast.Import, ast.ImportFrom)) else []
-            if any(name.rsplit(".", 1)[-1].startswith("ast_") for name in names):
-                importers.append(path.relative_to(ROOT).as_posix())
-    assert importers == []
