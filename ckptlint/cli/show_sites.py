@@ -28,24 +28,26 @@ what the rules see; sites in files only another file's region reaches are not li
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import libcst as cst
-
-from ckptlint.checkpoint.sites.sites import site_index
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.facts.api_types import ApiKind
 from ckptlint.lint.collection import collected_after
 from ckptlint.lint.gate import file_may_have_findings
 from ckptlint.text.source import location_label
 
 if TYPE_CHECKING:
-    from ckptlint.checkpoint.evaluator.region import Frame
+    from ckptlint.checkpoint.evaluator.ast_region import AstFrame
+    from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
+    from ckptlint.checkpoint.sites.ast_helper_summaries import AstHelperSummary
+    from ckptlint.checkpoint.sites.ast_site_builders import AstSite
     from ckptlint.checkpoint.sites.options import OptionValue
-    from ckptlint.checkpoint.sites.site import CheckpointSite, HelperSummary
-    from ckptlint.semantic.project import Project
+    from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
+    from ckptlint.text.source import SourceFile
 
 __all__ = ["SHOW_SITES_MAX_CHARS", "SWITCH_KINDS", "collect_site_records", "format_table", "show_sites"]
 
@@ -53,7 +55,7 @@ __all__ = ["SHOW_SITES_MAX_CHARS", "SWITCH_KINDS", "collect_site_records", "form
 SWITCH_KINDS = frozenset({ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS})
 
 #: The bound of the inventory's cache of parsed modules (characters of source; linting's is
-#: 3,000,000, see :class:`~ckptlint.semantic.project.Project`). The inventory runs in one
+#: 3,000,000, see :class:`~ckptlint.semantic.ast_analysis.AstProject`). The inventory runs in one
 #: process, which cannot be replaced by a fresh one as linting's workers are when their memory
 #: has grown (:data:`ckptlint.lint.pool.RECYCLE_RESIDENT_BYTES`): a smaller cache keeps it
 #: under 300 MB resident on the 41 repositories of the benchmark corpus, at the price of
@@ -61,7 +63,7 @@ SWITCH_KINDS = frozenset({ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS})
 SHOW_SITES_MAX_CHARS = 1_000_000
 
 
-def _option_value(value: OptionValue) -> object:
+def _option_value(value: OptionValue[Any, Any]) -> object:
     from ckptlint.checkpoint.sites.options import OptionState
 
     if value.state is OptionState.LITERAL and isinstance(value.value, (bool, int, float, str, type(None))):
@@ -69,7 +71,7 @@ def _option_value(value: OptionValue) -> object:
     return "unknown"
 
 
-def _variant(site: CheckpointSite) -> object:
+def _variant(site: AstSite) -> object:
     runs = site.runs_reentrant
     return "unknown" if runs is None else runs
 
@@ -81,7 +83,8 @@ def collect_site_records(files: list[Path]) -> list[dict]:
     from ckptlint.semantic.project import Project, module_name_for
     from ckptlint.text.reading import read_regular
 
-    project = Project(max_chars=SHOW_SITES_MAX_CHARS)
+    modules = Project().ast_project  # the modules regions reach, read on ``ast`` as linting reads them
+    modules.max_chars = SHOW_SITES_MAX_CHARS
     records: list[dict] = []
     for path in files:
         try:
@@ -94,70 +97,94 @@ def collect_site_records(files: list[Path]) -> list[dict]:
             continue
         absolute = Path(os.path.abspath(path))
         name, is_package, root = module_name_for(absolute)
-        project.track(root)  # drops analyses beyond the project's bounds, as linting does
+        modules.track(root)  # drops analyses beyond the cache's bounds, as linting does
         with collected_after():
-            records += _file_records(project, raw, absolute, name, is_package)
+            records += _file_records(modules, raw, absolute, name, is_package)
     records.sort(key=lambda r: (r["filename"], r["location"].get("cell", 0), r["location"]["row"], r["location"]["column"]))
     return records
 
 
-def _file_records(project: Project, raw: bytes, absolute: Path, name: str, is_package: bool) -> list[dict]:
-    """The site records of one gated file (``[]`` when it does not parse)."""
-    from ckptlint.checkpoint.evaluator.region import MAX_DEPTH
-    from ckptlint.checkpoint.evaluator.regions import RegionBuilder
-    from ckptlint.semantic.parse import parse_source
-    from ckptlint.text.notebook import NotebookSource
+def _parsed(raw: bytes, absolute: Path, name: str, is_package: bool) -> tuple[AstAnalysis, int] | None:
+    """The ``ast`` analysis of a gated file and its nesting depth
+    (:func:`~ckptlint.semantic.nesting.nesting_depth`, 0 below
+    :data:`~ckptlint.semantic.nesting.DEEP` characters); ``None`` when it cannot be decoded or
+    parsed, or nests deeper than linting analyses (:data:`~ckptlint.semantic.nesting.MAX_NESTING`)."""
+    import warnings
+
+    from ckptlint.semantic.ast_analysis import AstAnalysis
+    from ckptlint.semantic.nesting import DEEP, MAX_NESTING, deep_recursion, nesting_depth
     from ckptlint.text.reading import load_source
 
     try:
         source = load_source(raw, str(absolute))  # a notebook: its code cells as one module
-        analysis = parse_source(source, name, is_package)
-    except Exception:  # noqa: BLE001 - syntax errors, undecodable files: nothing to list
+        with warnings.catch_warnings(), deep_recursion(MAX_NESTING + DEEP + 1):
+            warnings.simplefilter("ignore")  # SyntaxWarnings are the listed code's business
+            tree = ast.parse(source.text, source.path)
+    except Exception:  # noqa: BLE001 - syntax errors, undecodable files, nesting beyond the parser: nothing to list
+        return None
+    depth = nesting_depth(tree) if len(source.text) >= DEEP else 0
+    if depth > MAX_NESTING:
+        return None
+    return AstAnalysis(source, tree, name, is_package), depth
+
+
+def _file_records(modules: AstProject, raw: bytes, absolute: Path, name: str, is_package: bool) -> list[dict]:
+    """The site records of one gated file (``[]`` when it does not parse)."""
+    from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
+    from ckptlint.semantic.nesting import deep_recursion
+
+    parsed = _parsed(raw, absolute, name, is_package)
+    if parsed is None:
         return []
-    analysis.project = project
-    project.remember(absolute, analysis)
-    builder = RegionBuilder(project)
-    try:
-        sites = site_index(analysis).sites
-    except RecursionError:
-        return []
-    records: list[dict] = []
-    for site in sites:
-        start = analysis.range(site.call)[0]
-        options = {
-            name: _option_value(value) for name, value in sorted(site.options.items()) if not value.is_absent
-        }
-        options["use_reentrant"] = _variant(site)
-        region: dict[str, object] = {"status": "switch" if site.api.kind in SWITCH_KINDS else "unknown", "frames": []}
-        if site.function is not None:
-            try:
-                found = builder.region(site, analysis)
-            except RecursionError:
-                found = None
-            if found is not None and found.resolved and (found.frames or found.layers):
-                cut = any(
-                    frame.depth >= MAX_DEPTH and any(isinstance(n, cst.Call) for n in frame.nodes())
-                    for frame in found.frames
-                )
-                region["status"] = "partial" if cut else "resolved"
-                region["frames"] = [_frame(frame) for frame in found.frames]
-        location: dict[str, int] = {"row": start[0], "column": start[1]}
-        cell = source.cell_of(start[0]) if isinstance(source, NotebookSource) else None
-        if cell is not None:  # as findings show it: the cell and the row in it
-            location = {"cell": cell[0], "row": cell[1], "column": start[1]}
-        record = {
-            "filename": str(absolute),
-            "location": location,
-            "api": site.api.name,
-            "options": options,
-            "region": region,
-        }
-        if site.helper is not None:
-            record["helper"] = _helper(site.helper)
-            names = sorted({c.site.api.name for c in site.alternatives})
-            record["api"] = " | ".join(names)  # the helper picks one of them by its flags
-        records.append(record)
-    return records
+    analysis, depth = parsed
+    modules.remember(absolute, analysis)  # its sites follow its imports into the tree
+    with deep_recursion(depth):
+        builder = AstRegionBuilder(modules)
+        try:
+            sites = ast_site_index(analysis).sites
+        except RecursionError:
+            return []
+        return [_record(site, analysis, builder, absolute) for site in sites]
+
+
+def _record(site: AstSite, analysis: AstAnalysis, builder: AstRegionBuilder, absolute: Path) -> dict:
+    """The record of ``site``, a site of ``analysis`` (the file ``absolute``), its region
+    built by ``builder``."""
+    from ckptlint.text.notebook import NotebookSource
+
+    start = analysis.start(site.call)
+    options = {name: _option_value(value) for name, value in sorted(site.options.items()) if not value.is_absent}
+    options["use_reentrant"] = _variant(site)
+    region: dict[str, object] = {"status": "switch" if site.api.kind in SWITCH_KINDS else "unknown", "frames": []}
+    if site.function is not None:
+        try:
+            found = builder.region(site, analysis)
+        except RecursionError:
+            found = None
+        if found is not None and found.resolved and (found.frames or found.layers):
+            cut = any(
+                frame.depth >= builder.max_depth and any(isinstance(n, ast.Call) for n in frame.nodes())
+                for frame in found.frames
+            )
+            region["status"] = "partial" if cut else "resolved"
+            region["frames"] = [_frame(frame) for frame in found.frames]
+    location: dict[str, int] = {"row": start[0], "column": start[1]}
+    source: SourceFile = analysis.source
+    cell = source.cell_of(start[0]) if isinstance(source, NotebookSource) else None
+    if cell is not None:  # as findings show it: the cell and the row in it
+        location = {"cell": cell[0], "row": cell[1], "column": start[1]}
+    record = {
+        "filename": str(absolute),
+        "location": location,
+        "api": site.api.name,
+        "options": options,
+        "region": region,
+    }
+    if site.helper is not None:
+        record["helper"] = _helper(site.helper, analysis)
+        names = sorted({c.site.api.name for c in site.alternatives})
+        record["api"] = " | ".join(names)  # the helper picks one of them by its flags
+    return record
 
 
 def _shown(path: str) -> str:
@@ -169,25 +196,27 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def _frame(frame: Frame) -> dict:
+def _frame(frame: AstFrame) -> dict:
     analysis = frame.analysis
     function = frame.function
-    if isinstance(function, cst.FunctionDef):
+    if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         scope = analysis.model.scope_of_definition.get(function)
-        name = scope.qualname if scope is not None else function.name.value
+        name = scope.qualname if scope is not None else function.name
     else:
         name = "<lambda>"
-    row = analysis.range(function)[0][0]
+    row = analysis.start(function)[0]
     return {"name": name, "filename": os.path.abspath(analysis.source.path), "row": row}
 
 
-def _helper(helper: HelperSummary) -> dict:
-    """Where the helper a site calls is defined, and what it does with its parameter."""
-    analysis = helper.analysis
+def _helper(helper: AstHelperSummary, near: AstAnalysis) -> dict:
+    """Where the helper a site of ``near`` calls is defined, and what it does with its parameter."""
+    from ckptlint.checkpoint.sites.ast_helper_summaries import helper_analysis
+
+    analysis = helper_analysis(helper, near)
     return {
         "name": helper.qualname,
         "filename": os.path.abspath(analysis.source.path),
-        "row": analysis.range(helper.node)[0][0],
+        "row": analysis.start(helper.node)[0],
         "summary": helper.describe(),
     }
 
