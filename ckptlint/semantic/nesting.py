@@ -69,7 +69,7 @@ def nesting_levels(tree: ast.AST) -> tuple[int, int]:
     """The two parts of :func:`nesting_depth`: ``(levels of the AST, longest and/or
     chain)``. A module's levels are one more than its deepest statement's, and its chain
     the longest of its statements', so the depth of a module can be put together from
-    those of its statements (:mod:`ckptlint.semantic.reparse`)."""
+    those of its statements."""
     level: list[ast.AST] = [tree]
     depth = chain = 0
     while level:
