@@ -17,7 +17,7 @@ For one text, :func:`compare` reads the module both ways and compares, as string
 
 With a project (``project``: a :class:`~ckptlint.semantic.project.Project` whose roots hold the
 module), libcst's analysis reads other modules through it and the ``ast`` one through an
-:class:`~ckptlint.semantic.ast_analysis.AstProject` around it (``loader``), so that inherited
+:class:`~ckptlint.semantic.project.AstProject` around it (``loader``), so that inherited
 switches and config classes of other modules are compared too.
 
 Over a folder (``python benchmarks/ast_conditions_parity.py TREE [TREE ...]``): the files the
@@ -44,9 +44,9 @@ from ckptlint.checkpoint.sites.ast_helper_sites import helper_sites
 from ckptlint.checkpoint.sites.ast_sites import direct_sites
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.ast_analysis import AstProject, parse_ast
+from ckptlint.semantic.ast_analysis import parse_ast
 from ckptlint.semantic.parse import parse_module_unvalidated
-from ckptlint.semantic.project import Project
+from ckptlint.semantic.project import AstProject, Project
 from ckptlint.semantic.walk import iter_tree
 from ckptlint.text.source import SourceFile
 

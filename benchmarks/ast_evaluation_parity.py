@@ -62,9 +62,9 @@ from ckptlint.checkpoint.evaluator.regions import FILE_BUDGET, QUERY_BUDGET
 from ckptlint.checkpoint.sites.options import NOT_LITERAL
 from ckptlint.checkpoint.sites.sites import collect_sites
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
+from ckptlint.semantic.ast_analysis import AstAnalysis
 from ckptlint.semantic.parse import parse_module_unvalidated
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.semantic.walk import iter_tree
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import SourceFile

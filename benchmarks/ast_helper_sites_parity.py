@@ -60,11 +60,11 @@ from ckptlint.checkpoint.sites.options import literal_value as cst_literal_value
 from ckptlint.checkpoint.sites.site import CheckpointSite, HelperCall, HelperSummary, SiteForm
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
+from ckptlint.semantic.ast_analysis import AstAnalysis
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.model import SemanticModel
 from ckptlint.semantic.parse import parse_module_unvalidated
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import SourceFile
 

@@ -42,9 +42,9 @@ from ckptlint.checkpoint.evaluator.region import Frame, Region
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
+from ckptlint.semantic.ast_analysis import AstAnalysis
 from ckptlint.semantic.parse import parse_module_unvalidated
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.semantic.walk import iter_tree
 from ckptlint.text.source import SourceFile
 

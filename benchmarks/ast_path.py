@@ -1,6 +1,6 @@
 """The linter's path as the switch-over to ``ast`` will run it, measured before it exists:
 gate every ``.py`` file of a tree, read the gated ones on ``ast`` (``parse_ast``, through one
-:class:`~ckptlint.semantic.ast_analysis.AstProject` for the run, so a module a region reached
+:class:`~ckptlint.semantic.project.AstProject` for the run, so a module a region reached
 is not read again), run every rule twin (``rules/ast_ckpNNN_*``, found by
 ``ckptlint.rules.ast_discovery``) with :class:`~ckptlint.rules.ast_base.AstRuleContext`, and
 drop what a ``noqa`` comment suppresses, as ``FileLinter._filter`` does for the default
@@ -32,8 +32,7 @@ from ckptlint.lint.gate import file_may_have_findings
 from ckptlint.registry import RULES
 from ckptlint.rules.ast_base import AstRuleContext
 from ckptlint.rules.ast_discovery import ast_rules
-from ckptlint.semantic.ast_analysis import AstProject
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.text.noqa import parse_noqa
 from ckptlint.text.reading import load_source

@@ -65,10 +65,10 @@ from ckptlint.checkpoint.evaluator.regions import QUERY_BUDGET, RegionBuilder
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
+from ckptlint.semantic.ast_analysis import AstAnalysis
 from ckptlint.semantic.bindings import ScopeKind
 from ckptlint.semantic.parse import parse_module_unvalidated
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.semantic.walk import iter_tree
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import SourceFile

@@ -43,9 +43,9 @@ from ckptlint.rules import ALL_RULES, RuleContext
 from ckptlint.rules.ast_base import AstRuleContext
 from ckptlint.rules.ast_discovery import ast_rules
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject, parse_ast
+from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
 from ckptlint.semantic.parse import parse_module_unvalidated
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.text.diagnostics import Diagnostic, Fix
 from ckptlint.text.source import SourceFile
 

@@ -52,9 +52,9 @@ from ckptlint.checkpoint.sites.site import CheckpointSite, SiteForm, SiteIndex
 from ckptlint.checkpoint.sites.sites import site_index
 from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject, parse_ast
+from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
 from ckptlint.semantic.parse import parse_module_unvalidated
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import SourceFile
 

@@ -57,11 +57,11 @@ from ckptlint.checkpoint.sites.site import CheckpointSite, SiteForm
 from ckptlint.checkpoint.sites.sites import collect_sites, site_index
 from ckptlint.facts.apis import HF_ENABLE_METHODS, INSTANCE_METHOD_APIS, METHOD_APIS, ApiKind, api_for
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.ast_analysis import AstProject, parse_ast
+from ckptlint.semantic.ast_analysis import parse_ast
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.model import SemanticModel
 from ckptlint.semantic.parse import parse_module_unvalidated
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import SourceFile
 

@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from ckptlint.checkpoint.sites.ast_helper_summaries import AstHelperSummary
     from ckptlint.checkpoint.sites.ast_site_builders import AstSite
     from ckptlint.checkpoint.sites.options import OptionValue
-    from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
+    from ckptlint.semantic.ast_analysis import AstAnalysis
+    from ckptlint.semantic.project import AstProject
     from ckptlint.text.source import SourceFile
 
 __all__ = ["SHOW_SITES_MAX_CHARS", "SWITCH_KINDS", "collect_site_records", "format_table", "show_sites"]
@@ -55,7 +56,7 @@ __all__ = ["SHOW_SITES_MAX_CHARS", "SWITCH_KINDS", "collect_site_records", "form
 SWITCH_KINDS = frozenset({ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS})
 
 #: The bound of the inventory's cache of parsed modules (characters of source; linting's is
-#: 3,000,000, see :class:`~ckptlint.semantic.ast_analysis.AstProject`). The inventory runs in one
+#: 3,000,000, see :class:`~ckptlint.semantic.project.AstProject`). The inventory runs in one
 #: process, which cannot be replaced by a fresh one as linting's workers are when their memory
 #: has grown (:data:`ckptlint.lint.pool.RECYCLE_RESIDENT_BYTES`). Measured on the 41
 #: repositories of the benchmark corpus in one run (peak resident memory, CPU): 163 MB and

@@ -38,17 +38,7 @@ def linter_for(tasks: list[Task]) -> FileLinter:
     from ckptlint.semantic.project import Project, module_name_for
 
     roots = {module_name_for(Path(t.path))[2] for t in tasks if os.path.isabs(t.path)}
-    project = Project(sorted(roots))
-    if len(tasks) <= FEW_FILES and project.partial:
-        project.partial_reached = True  # few files share a reached module: select its statements
-    return FileLinter(project, defer_unused_noqa_fixes=True)
-
-
-#: A run of at most this many files to lint (the pre-commit case) parses the modules their
-#: regions reach partially, for the names asked (``sites`` parse mode): few files share each
-#: one, so a selection saves more than parsing it again, larger, costs (diffusers'
-#: ``transformer_flux.py`` alone: 3.5 s instead of 4.0 s CPU). A larger run parses them whole.
-FEW_FILES = 4
+    return FileLinter(Project(sorted(roots)), defer_unused_noqa_fixes=True)
 
 
 _WORKER_LINTER: FileLinter | None = None

@@ -1,7 +1,7 @@
 """What a rule sees and where it reports, on CPython's ``ast``: the twin of
 :mod:`ckptlint.rules.base` (:class:`~ckptlint.rules.base.RuleContext` and
 :class:`~ckptlint.rules.base.Rule`) over an :class:`~ckptlint.semantic.ast_analysis.AstAnalysis`
-and an :class:`~ckptlint.semantic.ast_analysis.AstProject`.
+and an :class:`~ckptlint.semantic.project.AstProject`.
 
 :class:`AstRuleContext` answers as ``RuleContext`` does (the same version decisions, the same
 condition texts through :mod:`ckptlint.checkpoint.sites.ast_guards`) and reports the same
@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     from ckptlint.checkpoint.evaluator.ast_region import AstRegion
     from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
     from ckptlint.checkpoint.sites.ast_site_builders import AstSite
-    from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
+    from ckptlint.semantic.ast_analysis import AstAnalysis
+    from ckptlint.semantic.project import AstProject
 
 __all__ = ["AstRule", "AstRuleContext"]
 

@@ -23,19 +23,14 @@ Nothing on the linter's path uses this module yet (the port to ``ast`` is in pro
 from __future__ import annotations
 
 import ast
-import os
-from collections import OrderedDict
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.text.source import Position, SourceFile
 
-if TYPE_CHECKING:
-    from ckptlint.semantic.project import Project
-
-__all__ = ["AstAnalysis", "AstModuleLoader", "AstProject", "parse_ast"]
+__all__ = ["AstAnalysis", "AstModuleLoader", "parse_ast"]
 
 
 class AstModuleLoader(Protocol):
@@ -140,124 +135,3 @@ def parse_ast(source: SourceFile, module_name: str = "", is_package: bool = Fals
     except (SyntaxError, RecursionError, MemoryError, ValueError):
         return None
     return AstAnalysis(source, tree, module_name, is_package)
-
-
-class AstProject:
-    """Reads the other modules of ``project``'s tree on ``ast`` (see the module docstring).
-
-    Args:
-        project: the module lookup, cache-dependency recording and unsaved buffers.
-        max_modules, max_chars: bounds of the cache (entries, characters of source text);
-            least recently used entries beyond them are dropped by :meth:`evict`, which a
-            run calls between two linted files (:meth:`track`), never while one is linted.
-            The same bounds as :class:`~ckptlint.semantic.project.Project`'s: an ``ast`` tree
-            with its model kept takes about 48 bytes of resident memory per source character
-            (libcst's about 72; both measured on the 120 first files of timm's ``models``,
-            3.4 M characters, growth of the peak RSS), so 3,000,000 characters are about 145 MB.
-    """
-
-    def __init__(self, project: Project, *, max_modules: int = 256, max_chars: int = 3_000_000) -> None:
-        self.project = project
-        self.max_modules = max_modules
-        self.max_chars = max_chars
-        self._analyses: OrderedDict[Path, AstAnalysis | None] = OrderedDict()
-        self._folder: Path | None = None  # the project folder of the file being linted
-
-    def track(self, home: Path | None = None) -> None:
-        """Start the next linted file, whose import root is ``home``: the project starts
-        recording its reads (:meth:`Project.track`); when ``home`` is in another project folder
-        than the last file's, the analyses of files outside it are dropped (nothing of another
-        project can be reached from it, as :meth:`Project.track` decides for libcst's); then
-        the least recently used analyses beyond the bounds are dropped (:meth:`evict`)."""
-        from ckptlint.semantic.project import project_folder
-
-        self.project.track(home)
-        if home is not None:
-            folder = project_folder(home)
-            if folder != self._folder:
-                self._folder = folder
-                for path in [p for p in self._analyses if not p.is_relative_to(folder)]:
-                    dropped = self._analyses.pop(path)
-                    if dropped is not None:
-                        dropped.release()
-        self.evict()
-
-    def file_for_module(self, module: str) -> Path | None:
-        return self.project.file_for_module(module)
-
-    def add_root(self, root: Path) -> None:
-        self.project.add_root(root)
-
-    def record_read(self, path: Path) -> None:
-        self.project.record_read(path)
-
-    def unsaved_text(self, path: Path) -> str | None:
-        return self.project.unsaved_text(path)
-
-    def ast_analysis_for_module(self, module: str) -> AstAnalysis | None:
-        """The analysis of dotted ``module`` of the tree; ``None`` when no file of the tree
-        holds it or it cannot be read, decoded or parsed."""
-        path = self.file_for_module(module)
-        return self.ast_analysis_for_file(path) if path is not None else None
-
-    def ast_analysis_for_file(self, path: Path) -> AstAnalysis | None:
-        """The analysis of ``path`` (read once per text: an unsaved buffer that changed is
-        read again); the read is recorded as a cache dependency."""
-        from ckptlint.semantic.project import module_name_for, read_source
-
-        path = Path(os.path.abspath(path))
-        self.record_read(path)
-        unsaved = self.unsaved_text(path)
-        if path in self._analyses:
-            cached = self._analyses[path]
-            if cached is None or unsaved is None or cached.source.text == unsaved:
-                self._analyses.move_to_end(path)
-                return cached
-        name, is_package, root = module_name_for(path)
-        self.add_root(root)
-        source = SourceFile(str(path), unsaved) if unsaved is not None else read_source(path)
-        analysis = parse_ast(source, name, is_package) if source is not None else None
-        if analysis is not None:
-            analysis.project = self
-        old = self._analyses.pop(path, None)
-        if old is not None:
-            old.release()
-        self._analyses[path] = analysis
-        return analysis
-
-    def remember(self, path: Path, analysis: AstAnalysis) -> None:
-        """Keep ``analysis`` as the reading of ``path`` (the linted file's text, which may be
-        a fixed text, a notebook's code or an editor's buffer rather than what is on disk);
-        the analysis it replaces is released."""
-        path = Path(os.path.abspath(path))
-        analysis.project = self
-        old = self._analyses.pop(path, None)
-        if old is not None and old is not analysis:
-            old.release()
-        self._analyses[path] = analysis
-
-    def cached(self, path: Path) -> AstAnalysis | None:
-        """The analysis of ``path`` kept now, or ``None`` (nothing is read)."""
-        return self._analyses.get(Path(os.path.abspath(path)))
-
-    def forget(self, path: Path) -> None:
-        """Drop the analysis of ``path`` (its file changed)."""
-        old = self._analyses.pop(Path(os.path.abspath(path)), None)
-        if old is not None:
-            old.release()
-
-    def forget_derived(self) -> None:
-        """Drop the facts computed from every analysis kept (a file they may depend on changed)."""
-        for analysis in self._analyses.values():
-            if analysis is not None:
-                analysis.forget_derived()
-
-    def evict(self) -> None:
-        """Drop the least recently used analyses beyond the bounds."""
-        analyses = self._analyses
-        total = sum(a.chars for a in analyses.values() if a is not None)
-        while len(analyses) > 1 and (len(analyses) > self.max_modules or total > self.max_chars):
-            _, dropped = analyses.popitem(last=False)
-            if dropped is not None:
-                total -= dropped.chars
-                dropped.release()

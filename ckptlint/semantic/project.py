@@ -4,26 +4,6 @@ Region rules follow imports into other files of the tree (``from .layers import 
 A :class:`Project` maps dotted module names to files and parses a file only when a region
 reaches it, caching the analysis (per worker process). The cache is bounded (least recently
 used analyses are dropped between files), so memory does not grow with the size of the tree.
-
-Partial parsing. A region asks for names of a module (:meth:`Project.analysis_for_names`):
-the module's :class:`~ckptlint.semantic.index.ModuleIndex` (CPython's ``ast``, cached by content)
-selects the top-level statements those names need, and libcst parses only them (positions
-stay those of the real file; see :mod:`ckptlint.semantic.index`). A later question for a name the
-selection does not cover parses a larger selection, which replaces the cached one. A file
-whose rules were handed an analysis that got replaced while they ran is checked again
-(:meth:`Project.begin_pass`/:meth:`Project.end_pass`), so nodes of two parses of one module
-never meet in one result.
-
-Which parts are parsed partially is the parse mode (:func:`parse_mode`, ``CKPTLINT_PARSE``):
-``sites`` (the default) parses the linted file partially when it has 1,000 lines or more and
-the statements its sites need are less than half of them (timm's 4,922-line ``vision_transformer.py``) and every module a
-region reaches whole, once (partially in a run of a few files, the pre-commit case:
-:data:`ckptlint.lint.task.FEW_FILES`); ``partial`` parses reached modules partially too; ``whole`` parses
-everything whole (also ``CKPTLINT_WHOLE_PARSE=1``, or ``partial=False``). The output is the same
-in every mode (the tests compare them). On the 41-repository corpus ``partial`` took 18% more
-CPU than ``whole`` (a reached module is parsed again, larger, each time a region asks for a
-name its selection lacks, and the index costs a CPython parse of it first), so it is not the
-default.
 """
 
 from __future__ import annotations
@@ -36,25 +16,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
+from ckptlint.text.source import SourceFile
+
 if TYPE_CHECKING:
     from ckptlint.semantic.analysis import ModuleAnalysis
-    from ckptlint.semantic.ast_analysis import AstProject
-    from ckptlint.text.source import SourceFile
 
-__all__ = ["PARSE_MODES", "PROJECT_MARKERS", "Project", "module_name_for", "parse_mode", "project_folder", "read_source"]
-
-#: The parse modes (see the module docstring).
-PARSE_MODES = ("sites", "partial", "whole")
-
-
-def parse_mode() -> str:
-    """The parse mode the environment asks for: ``CKPTLINT_WHOLE_PARSE=1`` is ``whole``, else
-    ``CKPTLINT_PARSE`` when it names one of :data:`PARSE_MODES`, else ``sites``."""
-    if os.environ.get("CKPTLINT_WHOLE_PARSE", "") not in ("", "0"):
-        return "whole"
-    mode = os.environ.get("CKPTLINT_PARSE", "")
-    return mode if mode in PARSE_MODES else "sites"
-
+__all__ = ["AstProject", "PROJECT_MARKERS", "Project", "module_name_for", "project_folder", "read_source"]
 
 def module_name_for(path: Path) -> tuple[str, bool, Path]:
     """``(dotted name, is_package, import root)`` of the file at ``path``.
@@ -134,7 +102,6 @@ class Project:
         *,
         max_modules: int = 256,
         max_chars: int = 3_000_000,
-        partial: bool | None = None,
         files_stable: bool = True,
     ) -> None:
         #: import roots by project folder (:func:`project_folder`), each list sorted
@@ -145,15 +112,6 @@ class Project:
         #: command run: the analyses cached here assume the same of their files); the
         #: language server, whose files change while it runs, says ``False``
         self.files_stable = files_stable
-        #: parse only the statements a rule needs (see the module docstring): in the linted
-        #: file (``partial``), in the modules regions reach too (``partial_reached``)
-        mode = parse_mode() if partial is None else ("partial" if partial else "whole")
-        self.mode = mode
-        self.partial = mode != "whole"
-        self.partial_reached = mode == "partial"
-        self._force_whole = False
-        self._handed: set[int] = set()
-        self._replaced_handed = False
         self._analyses: OrderedDict[Path, ModuleAnalysis | None] = OrderedDict()
         self._accessed: set[Path] | None = None
         self.max_modules = max_modules
@@ -169,8 +127,6 @@ class Project:
     def ast_project(self) -> AstProject:
         """The modules of this project read on CPython's ``ast`` (what the linter's rules read;
         see :class:`~ckptlint.semantic.ast_analysis.AstProject`)."""
-        from ckptlint.semantic.ast_analysis import AstProject
-
         return AstProject(self)
 
     def track(self, home: Path | None = None) -> None:
@@ -305,40 +261,12 @@ class Project:
         old = self._analyses.get(path)
         if old is not None and old is not analysis:
             self._retired.append(old)  # replaced by a larger parse
-        if old is not None and old is not analysis and id(old) in self._handed:
-            self._replaced_handed = True
         self._analyses[path] = analysis
         self._analyses.move_to_end(path)
 
-    def _hand(self, analysis: ModuleAnalysis | None) -> ModuleAnalysis | None:
-        if analysis is not None:
-            self._handed.add(id(analysis))
-        return analysis
-
     def cached(self, path: Path) -> ModuleAnalysis | None:
-        """The analysis of ``path`` kept now (whole or partial), or ``None``."""
+        """The analysis of ``path`` kept now, or ``None``."""
         return self._analyses.get(Path(os.path.abspath(path)))
-
-    def hold(self, analysis: ModuleAnalysis) -> None:
-        """Count ``analysis`` (the linted file's own) among those handed out in this pass: a
-        larger parse replacing it makes the rules run again (:meth:`end_pass`)."""
-        self._hand(analysis)
-
-    def begin_pass(self, *, whole: bool = False) -> None:
-        """Rules start (again) on the linted file: forget the analyses handed out so far;
-        with ``whole``, parse every module reached whole from now on (until :meth:`end_pass`)."""
-        self._handed.clear()
-        self._replaced_handed = False
-        self._force_whole = whole
-
-    def end_pass(self) -> bool:
-        """Whether an analysis handed out since :meth:`begin_pass` was replaced by a larger
-        parse of its module (then the rules must run again)."""
-        again = self._replaced_handed
-        self._handed.clear()
-        self._replaced_handed = False
-        self._force_whole = False
-        return again
 
     def analysis_for_file(self, path: Path) -> ModuleAnalysis | None:
         """Parse (once) and return the analysis of the whole of ``path``; ``None`` when it
@@ -346,12 +274,11 @@ class Project:
         path = Path(os.path.abspath(path))
         if self._accessed is not None:
             self._accessed.add(path)
-        cached = self._analyses.get(path)
-        if path not in self._analyses or (cached is not None and cached.covered is not None):
-            self._store(path, self._parse_whole(path, None if cached is None else cached.source))
+        if path not in self._analyses:
+            self._store(path, self._parse_whole(path))
         else:
             self._analyses.move_to_end(path)
-        return self._hand(self._analyses[path])
+        return self._analyses[path]
 
     def _parse_whole(self, path: Path, source: SourceFile | None = None) -> ModuleAnalysis | None:
         """The whole parse of ``path``: of ``source`` when given (the text a partial parse of
@@ -391,8 +318,17 @@ class Project:
         path = self.file_for_module(module)
         return self.analysis_for_file(path) if path is not None else None
 
+    def analysis_for_names(self, module: str, names: Iterable[str]) -> ModuleAnalysis | None:
+        """The whole analysis of dotted ``module`` (the libcst evaluator asks for the names it
+        needs; every module is parsed whole)."""
+        return self.analysis_for_module(module)
+
+    def module_parses(self, module: str) -> bool:
+        """Whether dotted ``module`` is a file of the tree that parses."""
+        return self.analysis_for_module(module) is not None
+
     def source_for_file(self, path: Path) -> SourceFile:
-        """The text of ``path`` as its cached analysis (whole or partial) read it, else as a
+        """The text of ``path`` as its cached analysis read it, else as a
         whole parse reads it (an empty text when it cannot be read)."""
         from ckptlint.text.source import SourceFile
 
@@ -403,93 +339,6 @@ class Project:
             cached = self.analysis_for_file(path)
         return cached.source if cached is not None else SourceFile(str(path), "")
 
-    # ------------------------------------------------------------ partial parsing
-    def analysis_for_names(self, module: str, names: Iterable[str]) -> ModuleAnalysis | None:
-        """An analysis of dotted ``module`` in which ``names`` (and everything they need)
-        are parsed: a partial parse, or the whole one when cached or when partial parsing
-        is off; ``None`` when there is no such file or it cannot be parsed."""
-        path = self.file_for_module(module)
-        return self.analysis_for_file_names(path, names) if path is not None else None
-
-    def analysis_for_file_names(self, path: Path, names: Iterable[str]) -> ModuleAnalysis | None:
-        path = Path(os.path.abspath(path))
-        if not self.partial or self._force_whole or (not self.partial_reached and path not in self._analyses):
-            return self.analysis_for_file(path)  # a module parsed partially so far is a linted file
-        if self._accessed is not None:
-            self._accessed.add(path)
-        wanted = frozenset(names)
-        known = path in self._analyses
-        cached = self._analyses.get(path)
-        if known and (cached is None or cached.covered is None or wanted <= cached.covered):
-            self._analyses.move_to_end(path)
-            return self._hand(cached)
-        if cached is not None and cached.covered is not None:  # parsed partially, for other names
-            wanted |= cached.covered
-        analysis = self._parse_partial(path, wanted, cached)
-        self._store(path, analysis)
-        return self._hand(analysis)
-
-    def module_parses(self, module: str) -> bool:
-        """Whether dotted ``module`` is a file of the tree that parses (what
-        ``analysis_for_module(module) is not None`` says, decided with the index when the
-        module is not parsed yet)."""
-        path = self.file_for_module(module)
-        if path is None:
-            return False
-        if not self.partial or self._force_whole:
-            return self.analysis_for_file(path) is not None
-        from ckptlint.semantic.index import index_for
-        from ckptlint.semantic.nesting import MAX_NESTING
-
-        path = Path(os.path.abspath(path))
-        if self._accessed is not None:
-            self._accessed.add(path)
-        if path in self._analyses:
-            return self._analyses[path] is not None
-        source = read_source(path)
-        if source is None:
-            self._store(path, None)
-            return False
-        index = index_for(source.text, str(path))
-        if index is not None:
-            return index.depth <= MAX_NESTING
-        return self.analysis_for_file(path) is not None
-
-    def _parse_partial(
-        self, path: Path, names: frozenset[str], previous: ModuleAnalysis | None = None
-    ) -> ModuleAnalysis | None:
-        """Parse the statements of ``path`` that ``names`` need (the whole file when all
-        are needed, when it cannot be indexed, or when libcst refuses the selection);
-        ``previous``, a partial parse of the same file that selected the same statements,
-        is kept (covering ``names`` from now on) instead of parsing again."""
-        from ckptlint.semantic.index import index_for
-        from ckptlint.semantic.nesting import MAX_NESTING
-        from ckptlint.semantic.parse import parse_selection
-
-        source = previous.source if previous is not None else read_source(path)
-        if source is None:
-            return None
-        name, is_package, root = module_name_for(path)
-        self.add_root(root)
-        index = index_for(source.text, str(path))
-        if index is None:
-            return self._parse_whole(path, source)
-        if index.depth > MAX_NESTING:
-            return None  # what parse_source refuses (TooDeeplyNested)
-        chosen, covered = index.select(names)
-        if previous is not None:
-            chosen |= previous.chosen  # the linted file's own selection holds statements no name asked for
-        if previous is not None and previous.chosen == chosen and previous.source.text == source.text:
-            previous.covered = covered
-            return previous
-        if len(chosen) == len(index.statements):
-            return self._parse_whole(path, source)
-        analysis = parse_selection(source, index, chosen, covered, name, is_package)
-        if analysis is None:  # libcst refuses what CPython took: decide as a whole parse does
-            return self._parse_whole(path, source)
-        analysis.project = self
-        return analysis
-
 
 def read_source(path: Path) -> SourceFile | None:
     """The decoded text of the file at ``path``; ``None`` when it cannot be read or decoded."""
@@ -499,3 +348,120 @@ def read_source(path: Path) -> SourceFile | None:
         return decode_source(path.read_bytes(), str(path))
     except (OSError, SourceDecodeError, ValueError):
         return None
+
+
+class AstProject:
+    """Reads the other modules of ``project``'s tree on ``ast`` (see the module docstring).
+
+    Args:
+        project: the module lookup, cache-dependency recording and unsaved buffers.
+        max_modules, max_chars: bounds of the cache (entries, characters of source text);
+            least recently used entries beyond them are dropped by :meth:`evict`, which a
+            run calls between two linted files (:meth:`track`), never while one is linted.
+            The same bounds as :class:`~ckptlint.semantic.project.Project`'s: an ``ast`` tree
+            with its model kept takes about 48 bytes of resident memory per source character
+            (libcst's about 72; both measured on the 120 first files of timm's ``models``,
+            3.4 M characters, growth of the peak RSS), so 3,000,000 characters are about 145 MB.
+    """
+
+    def __init__(self, project: Project, *, max_modules: int = 256, max_chars: int = 3_000_000) -> None:
+        self.project = project
+        self.max_modules = max_modules
+        self.max_chars = max_chars
+        self._analyses: OrderedDict[Path, AstAnalysis | None] = OrderedDict()
+        self._folder: Path | None = None  # the project folder of the file being linted
+
+    def track(self, home: Path | None = None) -> None:
+        """Start the next linted file, whose import root is ``home``: the project starts
+        recording its reads (:meth:`Project.track`); when ``home`` is in another project folder
+        than the last file's, the analyses of files outside it are dropped (nothing of another
+        project can be reached from it, as :meth:`Project.track` decides for libcst's); then
+        the least recently used analyses beyond the bounds are dropped (:meth:`evict`)."""
+        self.project.track(home)
+        if home is not None:
+            folder = project_folder(home)
+            if folder != self._folder:
+                self._folder = folder
+                for path in [p for p in self._analyses if not p.is_relative_to(folder)]:
+                    dropped = self._analyses.pop(path)
+                    if dropped is not None:
+                        dropped.release()
+        self.evict()
+
+    def file_for_module(self, module: str) -> Path | None:
+        return self.project.file_for_module(module)
+
+    def add_root(self, root: Path) -> None:
+        self.project.add_root(root)
+
+    def record_read(self, path: Path) -> None:
+        self.project.record_read(path)
+
+    def unsaved_text(self, path: Path) -> str | None:
+        return self.project.unsaved_text(path)
+
+    def ast_analysis_for_module(self, module: str) -> AstAnalysis | None:
+        """The analysis of dotted ``module`` of the tree; ``None`` when no file of the tree
+        holds it or it cannot be read, decoded or parsed."""
+        path = self.file_for_module(module)
+        return self.ast_analysis_for_file(path) if path is not None else None
+
+    def ast_analysis_for_file(self, path: Path) -> AstAnalysis | None:
+        """The analysis of ``path`` (read once per text: an unsaved buffer that changed is
+        read again); the read is recorded as a cache dependency."""
+        path = Path(os.path.abspath(path))
+        self.record_read(path)
+        unsaved = self.unsaved_text(path)
+        if path in self._analyses:
+            cached = self._analyses[path]
+            if cached is None or unsaved is None or cached.source.text == unsaved:
+                self._analyses.move_to_end(path)
+                return cached
+        name, is_package, root = module_name_for(path)
+        self.add_root(root)
+        source = SourceFile(str(path), unsaved) if unsaved is not None else read_source(path)
+        analysis = parse_ast(source, name, is_package) if source is not None else None
+        if analysis is not None:
+            analysis.project = self
+        old = self._analyses.pop(path, None)
+        if old is not None:
+            old.release()
+        self._analyses[path] = analysis
+        return analysis
+
+    def remember(self, path: Path, analysis: AstAnalysis) -> None:
+        """Keep ``analysis`` as the reading of ``path`` (the linted file's text, which may be
+        a fixed text, a notebook's code or an editor's buffer rather than what is on disk);
+        the analysis it replaces is released."""
+        path = Path(os.path.abspath(path))
+        analysis.project = self
+        old = self._analyses.pop(path, None)
+        if old is not None and old is not analysis:
+            old.release()
+        self._analyses[path] = analysis
+
+    def cached(self, path: Path) -> AstAnalysis | None:
+        """The analysis of ``path`` kept now, or ``None`` (nothing is read)."""
+        return self._analyses.get(Path(os.path.abspath(path)))
+
+    def forget(self, path: Path) -> None:
+        """Drop the analysis of ``path`` (its file changed)."""
+        old = self._analyses.pop(Path(os.path.abspath(path)), None)
+        if old is not None:
+            old.release()
+
+    def forget_derived(self) -> None:
+        """Drop the facts computed from every analysis kept (a file they may depend on changed)."""
+        for analysis in self._analyses.values():
+            if analysis is not None:
+                analysis.forget_derived()
+
+    def evict(self) -> None:
+        """Drop the least recently used analyses beyond the bounds."""
+        analyses = self._analyses
+        total = sum(a.chars for a in analyses.values() if a is not None)
+        while len(analyses) > 1 and (len(analyses) > self.max_modules or total > self.max_chars):
+            _, dropped = analyses.popitem(last=False)
+            if dropped is not None:
+                total -= dropped.chars
+                dropped.release()

@@ -30,8 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ckptlint.semantic.ast_analysis import AstProject
-from ckptlint.semantic.project import Project
+from ckptlint.semantic.project import AstProject, Project
 
 if TYPE_CHECKING:
     from ckptlint.semantic.ast_analysis import AstAnalysis
@@ -49,7 +48,7 @@ RACY_NS = 2_000_000_000
 
 
 class BufferModules(AstProject):
-    """The server's :class:`~ckptlint.semantic.ast_analysis.AstProject`: it notes what each
+    """The server's :class:`~ckptlint.semantic.project.AstProject`: it notes what each
     file it keeps an analysis of was before it was read (``read_at``), for
     :meth:`BufferProject.refresh` to drop the analyses whose files changed."""
 
@@ -90,7 +89,7 @@ class BufferProject(Project):
     between lints while the files they were read from stay the same (see the module docs)."""
 
     def __init__(self, buffer_text: Callable[[Path], str | None]) -> None:
-        super().__init__(partial=False, files_stable=False)
+        super().__init__(files_stable=False)
         self._buffer_text = buffer_text
         #: the signature of each file lints read since the facts kept with analyses were computed
         self._facts_from: dict[Path, Signature] = {}

@@ -6,9 +6,9 @@ import ast
 from pathlib import Path
 
 from ckptlint.semantic.analysis import ModuleAnalysis
-from ckptlint.semantic.ast_analysis import AstProject, parse_ast
+from ckptlint.semantic.ast_analysis import parse_ast
 from ckptlint.semantic.parse import parse_source
-from ckptlint.semantic.project import Project
+from ckptlint.semantic.project import AstProject, Project
 from ckptlint.text.source import SourceFile
 
 TEXT = 'label = "naïve"; x = label\nif x:\n    y = f(\n        "é", x)\n'

@@ -17,8 +17,7 @@ from parity_scripts import load_parity
 from test_ast_evaluator_leaves import _SUITE
 from test_ast_model import _case_files, _parses, _rule_examples
 
-from ckptlint.semantic.ast_analysis import AstProject
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 
 parity = load_parity("ast_class_users_parity")
 

@@ -23,8 +23,8 @@ from test_ast_model import _case_files, _parses, _rule_examples
 from ckptlint.checkpoint.sites.ast_guards import node_condition, site_condition
 from ckptlint.checkpoint.sites.ast_helper_sites import helper_sites
 from ckptlint.checkpoint.sites.ast_sites import direct_sites
-from ckptlint.semantic.ast_analysis import AstProject, parse_ast
-from ckptlint.semantic.project import Project
+from ckptlint.semantic.ast_analysis import parse_ast
+from ckptlint.semantic.project import AstProject, Project
 from ckptlint.text.source import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]

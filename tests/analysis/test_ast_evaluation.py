@@ -19,10 +19,10 @@ from test_ast_evaluator_leaves import _SUITE
 from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.evaluator.ast_flow import attribute_set_before, returns_of
-from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject
+from ckptlint.semantic.ast_analysis import AstAnalysis
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.ast_subscripts import subscript_elements, subscript_elements_in
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.text.source import SourceFile
 
 parity = load_parity("ast_evaluation_parity")

@@ -18,8 +18,7 @@ from parity_scripts import load_parity
 
 from ckptlint.checkpoint.sites.ast_helper_calls import module_helper_sites, module_helpers
 from ckptlint.checkpoint.sites.site import SiteForm
-from ckptlint.semantic.ast_analysis import AstProject
-from ckptlint.semantic.project import Project
+from ckptlint.semantic.project import AstProject, Project
 
 parity = load_parity("ast_helper_sites_parity")
 

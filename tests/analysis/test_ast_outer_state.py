@@ -18,8 +18,8 @@ from test_ast_evaluator_leaves import _SUITE
 from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.analyses.ast_outer_state import is_load, is_store, node_code
-from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject, parse_ast
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.text.source import SourceFile
 
 #: The kinds of answers of ``outer_state``.

@@ -16,9 +16,9 @@ from parity_scripts import load_parity
 from ckptlint.checkpoint.sites.ast_hook_recompute import hook_recomputes
 from ckptlint.checkpoint.sites.ast_sites import direct_sites, module_sites
 from ckptlint.facts.apis import ApiKind
-from ckptlint.semantic.ast_analysis import AstProject, parse_ast
+from ckptlint.semantic.ast_analysis import parse_ast
 from ckptlint.semantic.ast_model import AstModel
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.text.source import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,8 +20,8 @@ from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
-from ckptlint.semantic.ast_analysis import AstProject, parse_ast
-from ckptlint.semantic.project import Project, module_name_for
+from ckptlint.semantic.ast_analysis import parse_ast
+from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.text.source import SourceFile
 
 parity = load_parity("ast_regions_parity")

@@ -21,8 +21,7 @@ from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.facts.apis import ApiKind
-from ckptlint.semantic.ast_analysis import AstProject
-from ckptlint.semantic.project import Project
+from ckptlint.semantic.project import AstProject, Project
 
 parity = load_parity("ast_site_index_parity")
 

@@ -7,7 +7,7 @@
 :class:`~ckptlint.checkpoint.evaluator.ast_imports.ImportResolver` and
 :class:`~ckptlint.checkpoint.evaluator.ast_evaluation.ExpressionEvaluator`, over an
 :class:`~ckptlint.semantic.ast_analysis.AstAnalysis` and an
-:class:`~ckptlint.semantic.ast_analysis.AstProject` loader. It builds the records of
+:class:`~ckptlint.semantic.project.AstProject` loader. It builds the records of
 :mod:`ckptlint.checkpoint.evaluator.ast_region` for the sites of
 :func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index`.
 
