@@ -13,17 +13,18 @@ from pathlib import Path
 
 from site_readings import site_reading
 
-from ckptlint.checkpoint.sites import ast_helper_sites
+from ckptlint.checkpoint.sites import ast_helper_sites, ast_homemade
+from ckptlint.checkpoint.sites.ast_helper_calls import module_helper_sites
 from ckptlint.checkpoint.sites.ast_options import literal_value
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.checkpoint.sites.ast_sites import direct_sites
 from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.ast_analysis import AstAnalysis, AstProject, parse_ast
 from ckptlint.semantic.ast_model import AstModel
-from ckptlint.semantic.project import module_name_for
+from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.text.source import SourceFile
 
-__all__ = ["helper_answers", "index_alone", "index_in_tree", "misuse_answers"]
+__all__ = ["helper_answers", "helpers_in_tree", "homemade_readings", "index_alone", "index_in_tree", "misuse_answers"]
 
 Position = tuple[int, int]
 Where = Callable[[ast.AST], Position]
@@ -246,3 +247,78 @@ def index_in_tree(root: Path, path: Path, loader: AstProject) -> dict[str, list]
     found["reads"] = sorted(relative(loader.project.accessed()))
     found["import roots"] = relative(loader.project.roots)
     return found
+
+
+def homemade_readings(found, position: Where, end: Where) -> list[tuple]:
+    """Every field of the home-made implementations, then of the home-made helpers, of
+    ``found`` (an ``ast_homemade.home_made`` answer)."""
+    out: list[tuple] = []
+    for key, impl in found.implementations.items():
+        reruns = tuple((position(call), end(call)) for call in impl.reruns)
+        out.append(
+            (
+                "implementation",
+                key,
+                impl.qualified,
+                (position(impl.node), end(impl.node)),
+                impl.function_index,
+                reruns,
+                impl.restores_rng,
+                impl.restores_autocast,
+                impl.rerun_label,
+                repr(impl.api),
+            )
+        )
+    for key, helper in found.helpers.items():
+        out.append(
+            (
+                "helper",
+                key,
+                helper.qualified,
+                (position(helper.node), end(helper.node)),
+                helper.parameter,
+                helper.index,
+                helper.implementation.qualified,
+                repr(helper.api),
+            )
+        )
+    return out
+
+
+def helpers_in_tree(path: Path) -> dict[str, object]:
+    """The file at ``path`` read as the linter reads it (a project rooted as it roots it):
+    its helpers and ``HELPER_CALL`` sites (the helpers' own checkpoint calls read in their
+    modules), the files recorded as read (the file itself left out, relative to the root),
+    its home-made implementations and helpers read with the tree (positions in their modules)
+    and how many of those only the tree gives."""
+    root = module_name_for(path)[2]
+    project = Project(partial=False)
+    project.track(root)
+    loader = AstProject(project)
+    analysis = loader.ast_analysis_for_file(path)
+    assert analysis is not None
+    found = module_helper_sites(analysis)
+    reads = sorted(p.relative_to(root).as_posix() for p in project.accessed() if p != path and p.is_relative_to(root))
+    by_model = {id(a.model): a for a in loader._analyses.values() if a is not None}
+
+    def where(helper) -> tuple[Where, Callable[[ast.AST], object]]:
+        module = by_model[id(helper.analysis)]
+        return module.start, (lambda n: literal_value(n, module.model))  # type: ignore[arg-type, return-value]
+
+    readings: list[tuple] = [helper_reading(h, *where(h)) for h in found.helpers.values()]
+    for site in found.sites:
+        if site.helper is None:
+            continue
+        flags = ast_helper_sites.literal_flags(site, analysis.model)
+        bound = ast_helper_sites.inputs_bound(site)
+        reading = helper_call_reading(site, analysis.start, analysis.end, flags, bound, where(site.helper)[0])
+        readings.append((site.helper.module, *reading))
+    home_made = ast_homemade.home_made(analysis.model, loader)
+    spans = {id(n): a for a in loader._analyses.values() if a is not None for n in ast.walk(a.tree)}
+    alone = ast_homemade.home_made(analysis.model)
+    return {
+        "helpers and calls": readings,
+        "reads": reads,
+        "home-made": homemade_readings(home_made, lambda n: spans[id(n)].start(n), lambda n: spans[id(n)].end(n)),
+        "home-made bases": len(set(home_made.implementations) - set(alone.implementations)),
+    }
