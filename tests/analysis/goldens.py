@@ -1,5 +1,5 @@
 """Golden answers of the ``ast`` analyses, recorded while they still equalled their libcst
-originals (the parity tests they replace): the inputs those tests compared on and a compact,
+originals (the comparisons they replace): the inputs those tests compared on and a compact,
 deterministic text of an answer.
 
 * :func:`render` writes an answer as text: one line per item of a top-level list or tuple,

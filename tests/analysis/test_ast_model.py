@@ -8,6 +8,7 @@ bound names and mutations; the calls, ``from`` imports and star imports (golden 
 from __future__ import annotations
 
 import ast
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -51,6 +52,13 @@ def _case_files() -> list[Path]:
     return [p for p in (param.values[0] for param in case_params()) if p.is_file()]
 
 
+def _dump(node: ast.AST) -> str:
+    """``ast.dump`` as Python 3.12 and earlier write it (3.13 leaves out empty fields)."""
+    if sys.version_info >= (3, 13):
+        return ast.dump(node, show_empty=True)  # type: ignore[call-arg]
+    return ast.dump(node)
+
+
 class _Reader:
     """The readings of one model: positions 1-based ``(row, col)``, values as ``ast.dump``."""
 
@@ -88,7 +96,7 @@ class _Reader:
             where = self.position(assigned.target) if assigned is not None else self.anchor(binding.node)  # type: ignore[arg-type]
             how = None
             if assigned is not None:
-                value = None if assigned.value is None else ast.dump(assigned.value)  # type: ignore[arg-type]
+                value = None if assigned.value is None else _dump(assigned.value)  # type: ignore[arg-type]
                 how = (assigned.kind.value, value, assigned.path, assigned.attr)
             found = self._bindings[id(binding)] = (
                 binding.kind.value,
@@ -98,7 +106,7 @@ class _Reader:
                 self.scope(binding.scope),
                 self.scope(binding.declared_in),
                 binding.target,
-                None if binding.value is None else ast.dump(binding.value),  # type: ignore[arg-type]
+                None if binding.value is None else _dump(binding.value),  # type: ignore[arg-type]
                 how,
             )
         return found

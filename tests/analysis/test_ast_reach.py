@@ -238,7 +238,7 @@ def test_logical_line_layouts(tmp_path: Path, name: str, snapshot) -> None:
 
 def test_an_nfkc_identifier(tmp_path: Path, snapshot) -> None:
     """``ast`` normalises identifiers as Python does (PEP 3131): the keyword is
-    ``use_reentrant`` (libcst kept the spelling, the one difference the parity knew)."""
+    ``use_reentrant`` (libcst kept the spelling, the one difference known then)."""
     text = "from torch.utils.checkpoint import checkpoint\ndef run(f, x):\n    return checkpoint(f, x, use_\uff52eentrant=False)\n"
     assert _golden(_tree_answers(tmp_path, _in_package(text))) == snapshot
 
