@@ -150,11 +150,13 @@ def _class_answers(builder: Any, analysis: Any, node: Any, modules: Any, where: 
 
 
 def _frame_paths(label: tuple, region: AstRegion, frame: AstFrame, out: list) -> None:
-    """``path_parts`` of a frame's function and of each expression among its nodes."""
+    """``path_parts`` of a frame's function and of each expression among its nodes (but the
+    parts of an f-string, which Python 3.12 places apart)."""
     analysis = frame.analysis
     nodes = {_def_key(analysis, frame.function, AstAnalysis.range): frame.function}
+    inside = {id(n) for f in ast.walk(frame.function) if isinstance(f, ast.JoinedStr) for n in ast.walk(f) if n is not f}
     for node in frame.nodes():
-        if isinstance(node, ast.expr):
+        if isinstance(node, ast.expr) and id(node) not in inside:
             nodes.setdefault(analysis.range(node), node)
     out.extend(("path parts", label, k, ast_path_conditions.path_parts(region, node, analysis)) for k, node in nodes.items())
 

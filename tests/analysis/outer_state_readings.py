@@ -201,11 +201,15 @@ def _outer_state_answers(side: _Side, frame: Any) -> Iterator[tuple[Key, object]
     nodes = [n for n in frame.nodes() if side.category(n) is not None and not side.in_fstring(n)]
     compounds = [n for n in frame.nodes() if side.compound(n)]
     compounds = compounds if len(compounds) <= 40 else []
+    # the code of what holds an f-string is left out: Python 3.12 places its parts apart
+    fstrings = [n for n in frame.nodes() if isinstance(n, ast.JoinedStr)]
+    holding = {id(a) for f in fstrings for a in model.ancestors(f)} | {id(f) for f in fstrings}
     for node in nodes:
         category = side.category(node)
         where = (category, side.range(node))
-        yield ("code", *where), module.node_code(side.analysis, node)
-        yield ("text", *where), module.frame_text(frame, node)
+        if id(node) not in holding:
+            yield ("code", *where), module.node_code(side.analysis, node)
+            yield ("text", *where), module.frame_text(frame, node)
         if category != "expr":
             yield ("store", *where), module.is_store(model, node)
         if category == "name" and side.root_name(node) is not None:
