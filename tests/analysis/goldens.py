@@ -9,7 +9,7 @@ deterministic text of an answer.
   (``tests/cases``, and the shared cases next to the project as they were when recorded: one
   absent or changed since is skipped), as ``pytest.param`` with stable ids.
 * :func:`check_suite` compares the answers on the programs of the test suite (which change
-  with the suite) with ``goldens/<name>.json``: per program (by the digest of its text) the
+  with the suite) with ``__digests__/<name>.json``: per program (by the digest of its text) the
   digest of its answers; ``--snapshot-update`` rewrites the file.
 """
 
@@ -34,7 +34,7 @@ __all__ = ["case_params", "check_suite", "digest", "example_params", "parses", "
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "tests" / "cases"
 SHARED_CASES = ROOT.parent / "shared" / "cases"
-GOLDENS = Path(__file__).resolve().parent / "goldens"
+GOLDENS = Path(__file__).resolve().parent / "__digests__"
 _BLOCK = re.compile(r"^```python (?:bad|good|fixed)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 #: The shared cases as recorded: file name and the digest of its text.
@@ -178,7 +178,7 @@ def render(value: object) -> str:
 
 def check_suite(request: pytest.FixtureRequest, name: str, programs: Iterable[str], answers: Callable[[str], object]) -> int:
     """Compares ``render(answers(program))`` of every program recorded in
-    ``goldens/<name>.json`` (by digest) with the recorded digest; programs not recorded are not
+    ``__digests__/<name>.json`` (by digest) with the recorded digest; programs not recorded are not
     compared. Fails when fewer than half the recorded programs are still there. With
     ``--snapshot-update`` writes the file anew from ``programs``. Answers the number compared."""
     path = GOLDENS / f"{name}.json"

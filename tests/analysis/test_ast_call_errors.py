@@ -3,7 +3,7 @@ recorded while they equalled libcst's: for every site of the rule examples, the 
 test-suite programs, read alone, what the reentrant variant, the ``checkpoint_sequential``
 call and the composable ``checkpoint`` raise for, with and without ``own_only``/``certain``,
 and whether the site always raises; the keywords as positions (golden answers:
-``__snapshots__/test_ast_call_errors.ambr``, ``goldens/call_errors.json``)."""
+``__snapshots__/test_ast_call_errors.ambr``, ``__digests__/call_errors.json``)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ the own, refused and reentrant-refused keywords; for every class, its users and 
 freeze; ``path_parts`` on every frame of hand-built regions and of the builder's regions.
 Inputs: the rule examples, the test cases, the shared cases as recorded, the programs of the
 test suite, hand-written programs and a tree (golden answers:
-``__snapshots__/test_ast_class_users.ambr`` and ``goldens/class_users_suite.json``; the
+``__snapshots__/test_ast_class_users.ambr`` and ``__digests__/class_users_suite.json``; the
 readings are ``class_user_readings.py``'s; the ``path_parts`` of the few expressions libcst
 had no node for were not compared, they are recorded as ``ast`` gives them)."""
 

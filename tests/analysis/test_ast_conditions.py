@@ -8,7 +8,7 @@ recorded, the programs of the condition tests and hand-written programs (if/else
 exits, loops, ``except`` handlers, guarded ``def``\\ s, callers, helpers with flags,
 constructor switches, inherited switches, argparse flags, config fields, in the module and in
 other modules of a tree). Golden answers: ``__snapshots__/test_ast_conditions.ambr`` and
-``goldens/conditions_test_programs.json``."""
+``__digests__/conditions_test_programs.json``."""
 
 from __future__ import annotations
 

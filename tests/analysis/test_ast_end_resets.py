@@ -5,7 +5,7 @@ libcst's (:mod:`ckptlint.checkpoint.analyses.end_resets`): for every region
 constant) and, for every assignment and method call of its frames, whether they cover it.
 Inputs: the rule examples, the test cases, the shared cases as recorded, the programs of the
 test suite and hand-written programs after fairseq's MoE layer (golden answers:
-``__snapshots__/test_ast_end_resets.ambr``, ``goldens/end_resets_suite.json``)."""
+``__snapshots__/test_ast_end_resets.ambr``, ``__digests__/end_resets_suite.json``)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ libcst's: for every checkpointed callable, method call, ``self.X`` read in ``for
 module-level name of the rule examples, the test cases, the shared cases as recorded, the
 programs of the test suite and hand-written programs, the values of a plain and a complete
 query, and what an instance of every class holds (golden answers:
-``__snapshots__/test_ast_evaluation.ambr`` and ``goldens/evaluation_suite.json``; the
+``__snapshots__/test_ast_evaluation.ambr`` and ``__digests__/evaluation_suite.json``; the
 readings are ``evaluation_readings.py``'s)."""
 
 from __future__ import annotations

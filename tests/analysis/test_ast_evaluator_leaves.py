@@ -8,7 +8,7 @@ argument binding of every call of a module function or method, the container of 
 every test and every name and attribute read; on the rule examples, the test cases, the
 shared cases as recorded, the programs of the test suite and hand-written programs (golden
 answers: ``__snapshots__/test_ast_evaluator_leaves.ambr`` and
-``goldens/evaluator_leaves_suite.json``; the readings are ``evaluator_readings.py``'s)."""
+``__digests__/evaluator_leaves_suite.json``; the readings are ``evaluator_readings.py``'s)."""
 
 from __future__ import annotations
 

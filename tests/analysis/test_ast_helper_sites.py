@@ -8,7 +8,7 @@ value, origin and start, variant, hidden ``**`` options, callable, inputs, forwa
 keywords, caller options, alternatives, ``literal_flags``, ``inputs_bound``); on the rule
 examples, the test cases, the shared cases as recorded, the programs of the helper tests and
 hand-written programs (golden answers: ``__snapshots__/test_ast_helper_sites.ambr`` and
-``goldens/helper_sites_programs.json``)."""
+``__digests__/helper_sites_programs.json``)."""
 
 from __future__ import annotations
 

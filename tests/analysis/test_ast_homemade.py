@@ -5,7 +5,7 @@ in order, with their class and function ranges (1-based), stored-callable index,
 calls, RNG and autocast restores and API rows; on the rule examples, the test cases, the
 shared cases as recorded and hand-written programs (stored callables, reversible networks,
 helpers), and the programs of the reversible-network tests (golden answers:
-``__snapshots__/test_ast_homemade.ambr`` and ``goldens/homemade_reversible.json``)."""
+``__snapshots__/test_ast_homemade.ambr`` and ``__digests__/homemade_reversible.json``)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ were libcst's, on regions built by hand for every site and on the builder's regi
 rule examples, the test cases, the shared cases as recorded, the programs of the test suite
 and hand-written programs for the corners of the reads (the writes' corners are in
 ``test_ast_outer_writes.py``). Golden answers: ``__snapshots__/test_ast_outer_reads.ambr``
-and ``goldens/outer_access_suite.json``; the readings are ``outer_access_readings.py``'s."""
+and ``__digests__/outer_access_suite.json``; the readings are ``outer_access_readings.py``'s."""
 
 from __future__ import annotations
 

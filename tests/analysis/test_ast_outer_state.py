@@ -5,7 +5,7 @@ regions ``outer_state_readings.hand_regions`` builds, the frame scope and ``self
 and message text, store/load, owner and bindings, and enclosing statements; and the answers of
 the three analyses on the regions of the builder. Inputs: the rule examples, the test cases,
 the shared cases as recorded, the programs of the test suite and hand-written programs (golden
-answers: ``__snapshots__/test_ast_outer_state.ambr`` and ``goldens/outer_state_*.json``)."""
+answers: ``__snapshots__/test_ast_outer_state.ambr`` and ``__digests__/outer_state_*.json``)."""
 
 from __future__ import annotations
 

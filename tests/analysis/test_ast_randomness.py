@@ -5,7 +5,7 @@ of every call, the random ops, device moves and unpreserved sources of a region 
 function, the switches of the layers those call, and whether backward reaches each site.
 Inputs: the rule examples, the test cases, the shared cases as recorded, the programs of the
 test suite and hand-written corners (golden answers: ``__snapshots__/test_ast_randomness.ambr``
-and ``goldens/randomness_suite.json``; the readings are ``randomness_readings.py``'s)."""
+and ``__digests__/randomness_suite.json``; the readings are ``randomness_readings.py``'s)."""
 
 from __future__ import annotations
 

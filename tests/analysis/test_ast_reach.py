@@ -2,7 +2,7 @@
 ``module_sites``), recorded while they were libcst's (``site_index`` with a :class:`Project`)
 field by field with the files each side recorded as read; policy sites carry the classes they
 select; the gradient hooks that re-run the model (``ast_hook_recompute``). Golden answers:
-``__snapshots__/test_ast_reach.ambr`` and ``goldens/reach_ckp105_hooks.json``."""
+``__snapshots__/test_ast_reach.ambr`` and ``__digests__/reach_ckp105_hooks.json``."""
 
 from __future__ import annotations
 

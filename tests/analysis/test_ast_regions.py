@@ -5,7 +5,7 @@ calls, unknown, cut and opaque calls), the signature of the site's callable, the
 the ``if`` tests in the frames and the builder's other queries. Inputs: the rule examples, the
 test cases, the shared cases as recorded, the programs of the test suite, hand-written
 programs and a tree of modules read through the loader (golden answers:
-``__snapshots__/test_ast_regions.ambr`` and ``goldens/regions_*.json``; the readings are
+``__snapshots__/test_ast_regions.ambr`` and ``__digests__/regions_*.json``; the readings are
 ``region_readings.py``'s)."""
 
 from __future__ import annotations

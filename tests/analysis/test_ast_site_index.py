@@ -5,7 +5,7 @@ level by level, misuse and misspellings), the helpers, calls of ``torch.utils.ch
 itself and of ``torch.distributed.checkpoint``, files read and import roots; on the rule
 examples, the test cases, the programs of the helper and reach tests, and the multi-module
 trees of the reach and helper tests (golden answers: ``__snapshots__/test_ast_site_index.ambr``
-and ``goldens/site_index_*.json``)."""
+and ``__digests__/site_index_*.json``)."""
 
 from __future__ import annotations
 

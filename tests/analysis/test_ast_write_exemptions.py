@@ -7,7 +7,7 @@ fills, idempotent conversions, saved-and-restored state, one-time writes, writes
 last saved tensor, phase guards, diagnostic counters, exit guards and assignments in bodies.
 Inputs: the rule examples, the test cases, the shared cases as recorded, the programs of the
 test suite and hand-written programs of every pattern the exemptions name (golden answers:
-``__snapshots__/test_ast_write_exemptions.ambr``, ``goldens/write_exemptions_suite.json``)."""
+``__snapshots__/test_ast_write_exemptions.ambr``, ``__digests__/write_exemptions_suite.json``)."""
 
 from __future__ import annotations
 
