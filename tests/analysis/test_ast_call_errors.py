@@ -1,32 +1,28 @@
-"""The call errors of a site on ``ast`` (:mod:`ckptlint.checkpoint.sites.ast_call_errors`) are
-libcst's (:mod:`ckptlint.checkpoint.sites.call_errors`): for every site of the rule examples,
-the cases and the test-suite programs, read alone, what the reentrant variant, the
-``checkpoint_sequential`` call and the composable ``checkpoint`` raise for, with and without
-``own_only``/``certain``, and whether the site always raises; the keywords as names and
-positions."""
+"""The call errors of a site on ``ast`` (:mod:`ckptlint.checkpoint.sites.ast_call_errors`),
+recorded while they equalled libcst's: for every site of the rule examples, the cases and the
+test-suite programs, read alone, what the reentrant variant, the ``checkpoint_sequential``
+call and the composable ``checkpoint`` raise for, with and without ``own_only``/``certain``,
+and whether the site always raises; the keywords as positions (golden answers:
+``__snapshots__/test_ast_call_errors.ambr``, ``__digests__/call_errors.json``)."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from pathlib import Path
 
 import pytest
+from goldens import case_params, check_suite, example_params, read_case, render
 from test_ast_evaluator_leaves import _SUITE
-from test_ast_model import _case_files, _parses, _rule_examples
 
-from ckptlint.checkpoint.sites import ast_call_errors, call_errors
+from ckptlint.checkpoint.sites import ast_call_errors
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
-from ckptlint.checkpoint.sites.sites import site_index
-from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.ast_analysis import parse_ast
-from ckptlint.semantic.parse import parse_module_unvalidated
 from ckptlint.text.source import SourceFile
-
-_EXAMPLES = [text for _, text in _rule_examples() if _parses(text)]
 
 
 def _readings(errors, site, model, start) -> tuple:
-    """What ``errors`` (either module) answers for ``site``; ``start`` gives a node's position."""
+    """What ``errors`` answers for ``site``; ``start`` gives a node's position."""
     keywords = errors._function_keywords(site)
     sequential = [start(arg) for arg in errors.sequential_unexpected_keywords(site)]
     every = [start(arg) for arg in errors.sequential_unexpected_keywords(site, own_only=False)]
@@ -44,41 +40,31 @@ def _readings(errors, site, model, start) -> tuple:
     )
 
 
-def _compared(text: str) -> tuple[list[tuple], list[tuple]]:
+@functools.cache
+def _answers(text: str) -> list[tuple]:
+    """The readings of every site of ``text`` as module ``pkg.mod``."""
     source = SourceFile("<compared>", text)
-    analysis = ModuleAnalysis(source, parse_module_unvalidated(text), "pkg.mod", False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         twin = parse_ast(source, "pkg.mod")
     assert twin is not None
-
-    def cst_start(node):
-        return analysis.range(node)[0]
-
-    expected = [_readings(call_errors, s, analysis.model, cst_start) for s in site_index(analysis).sites]
-    got = [_readings(ast_call_errors, s, twin.model, twin.start) for s in ast_site_index(twin).sites]
-    return expected, got
+    return [_readings(ast_call_errors, s, twin.model, twin.start) for s in ast_site_index(twin).sites]
 
 
-@pytest.mark.parametrize("text", _EXAMPLES)
-def test_rule_examples(text: str) -> None:
-    expected, got = _compared(text)
-    assert got == expected
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert render(_answers(text)) == snapshot
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    expected, got = _compared(path.read_text(encoding="utf-8"))
-    assert got == expected
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert render(_answers(read_case(path))) == snapshot
 
 
-def test_programs_of_the_test_suite_and_what_they_hold() -> None:
-    found, sites, raising = [], 0, 0
-    for index, text in enumerate(_SUITE + _EXAMPLES):
-        expected, got = _compared(text)
-        if got != expected:
-            found.append((index, expected, got))
-        sites += len(expected)
-        raising += sum(1 for reading in expected if reading[-1])
-    assert found == []
+def test_programs_of_the_test_suite_and_what_they_hold(request: pytest.FixtureRequest) -> None:
+    assert check_suite(request, "call_errors", _SUITE, _answers) >= 100
+    found = [reading for text in _SUITE for reading in _answers(text)]
+    examples = [reading for param in example_params() for reading in _answers(param.values[1])]
+    sites = len(found) + len(examples)
+    raising = sum(1 for reading in found + examples if reading[-1])
     assert sites >= 500 and raising >= 10  # the inputs hold sites, and sites that always raise

@@ -1,49 +1,59 @@
-"""Five analyses on CPython's ``ast`` (ckptlint.checkpoint.analyses.ast_function_keywords,
-ast_class_users, ast_frozen_norms, ast_parent_builds, ast_path_conditions) answer as libcst's:
-for every site, every class and every expression of every frame of hand-built regions, the
-same answers, compared as ``benchmarks/ast_class_users_parity.py`` describes them, which runs
-the comparison over real trees. Inputs: the rule examples, the test cases, the shared cases
-when present, the programs of the test suite, hand-written programs and a tree of modules
-read through both loaders."""
+"""Five analyses on CPython's ``ast`` (ckptlint.checkpoint.analyses: ast_function_keywords,
+ast_class_users, ast_frozen_norms, ast_parent_builds, ast_path_conditions), their answers
+recorded while they were libcst's: for every site, the frozen BatchNorms, the parent builds,
+the own, refused and reentrant-refused keywords; for every class, its users and parent
+freeze; ``path_parts`` on every frame of hand-built regions and of the builder's regions.
+Inputs: the rule examples, the test cases, the shared cases as recorded, the programs of the
+test suite, hand-written programs and a tree (golden answers:
+``__snapshots__/test_ast_class_users.ambr`` and ``__digests__/class_users_suite.json``; the
+readings are ``class_user_readings.py``'s; the ``path_parts`` of the few expressions libcst
+had no node for were not compared, they are recorded as ``ast`` gives them)."""
 
 from __future__ import annotations
 
 import functools
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
+from class_user_readings import class_user_answers
+from goldens import case_params, check_suite, example_params, read_case, render
 from test_ast_evaluator_leaves import _SUITE
-from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.semantic.project import AstProject, Project, module_name_for
 
-parity = load_parity("ast_class_users_parity")
-
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
+#: The kinds of answers.
+KINDS = ("frozen", "parent builds", "own keywords", "refused", "reentrant refuses", "users", "parent freeze", "path parts")
 
 
 @functools.cache
-def _compared(text: str):
-    """The comparison of ``text`` as module ``pkg.mod`` (made once: the counts reuse it)."""
-    return parity.compare(text, "pkg.mod")
+def _answers(text: str, module_name: str = "pkg.mod") -> tuple[list[tuple], Counter[str], Counter[str]]:
+    """The answers for ``text`` (made once: the counts reuse them)."""
+    return class_user_answers(text, module_name)
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    assert _compared(text).mismatches == []
+def _golden(found: list[tuple]) -> str:
+    """How many answers of each kind, then those that are not empty, one line each (an empty
+    answer that changes shows as a line more)."""
+    kinds = Counter(answer[0] for answer in found)
+    stated = [answer for answer in found if answer[-1] not in (None, [], (), False) and answer[-1] != ([], True)]
+    return render([dict(sorted(kinds.items())), *stated])
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    assert parity.compare(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem).mismatches == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _golden(_answers(text)[0]) == snapshot
 
 
-def test_programs_of_the_test_suite() -> None:
-    """One test for them all (a few hundred small programs): every mismatch listed."""
-    found = [(index, m) for index, text in enumerate(_SUITE) for m in _compared(text).mismatches]
-    assert found == []
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _golden(_answers(read_case(path), "pkg.cases." + path.stem)[0]) == snapshot
+
+
+def test_programs_of_the_test_suite(request: pytest.FixtureRequest) -> None:
+    """One test for them all (a few hundred small programs), every answer digested."""
+    assert check_suite(request, "class_users_suite", _SUITE, lambda text: render(_answers(text)[0])) >= 100
 
 
 PROGRAMS = {
@@ -345,24 +355,27 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_programs(name: str) -> None:
-    assert _compared(textwrap.dedent(PROGRAMS[name])).mismatches == []
+def test_programs(name: str, snapshot) -> None:
+    assert _golden(_answers(textwrap.dedent(PROGRAMS[name]))[0]) == snapshot
 
 
 def test_the_inputs_hold_what_is_compared() -> None:
-    """The examples and programs are not empty of what is compared, nor of answers."""
-    total = parity.AnalysesComparison()
-    for text in [text for _, text in _EXAMPLES] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
-        total.add(_compared(text))
+    """The examples and programs are not empty of what is recorded, nor of answers."""
+    items: Counter[str] = Counter()
+    answered: Counter[str] = Counter()
+    for text in [p.values[1] for p in example_params()] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
+        _, kinds, done = _answers(text)
+        items.update(kinds)
+        answered.update(done)
     for kind, least in {"path parts": 10000, "users": 300}.items():
-        assert total.items[kind] >= least, kind
+        assert items[kind] >= least, kind
     least_answered = {"frozen": 4, "parent builds": 4, "own keywords": 10, "refused": 2, "users": 100, "parent freeze": 8, "path parts": 20}
-    for kind in parity.KINDS:
-        assert total.answered[kind] >= least_answered.get(kind, 1), kind
+    for kind in KINDS:
+        assert answered[kind] >= least_answered.get(kind, 1), kind
 
 
-def test_classes_used_from_other_modules(tmp_path: Path) -> None:
-    """Blocks and backbones in other modules of a tree, read through both loaders: a base class
+def test_classes_used_from_other_modules(tmp_path: Path, snapshot) -> None:
+    """Blocks and backbones in other modules of a tree, read through the loader: a base class
     of another module whose ``train`` freezes, a norm factory imported, a block built there."""
     package = tmp_path / "pkg"
     package.mkdir()
@@ -417,12 +430,10 @@ def test_classes_used_from_other_modules(tmp_path: Path) -> None:
         ),
         encoding="utf-8",
     )
-    project = Project(partial=False)
     loader = AstProject(Project(partial=False))
     name, is_package, home = module_name_for(model)
-    project.track(home)
     loader.track(home)
-    found = parity.compare(model.read_text(encoding="utf-8"), name, is_package, str(model), project, loader)
-    assert found.mismatches == []
-    assert found.answered["frozen"] == 1
-    assert found.answered["parent builds"] == 1
+    found, _, answered = class_user_answers(model.read_text(encoding="utf-8"), name, is_package, str(model), loader)
+    assert _golden(found) == snapshot
+    assert answered["frozen"] == 1
+    assert answered["parent builds"] == 1

@@ -1,56 +1,103 @@
 """The conditions findings state, read on CPython's ``ast`` (ckptlint.checkpoint.sites.ast_guards,
-ast_switch_defaults, ast_callers, ast_helper_bindings), are libcst's (guards, switch_defaults,
-callers, helper_sites): the same text for every site both finders give (``site_condition`` and
-the condition a finding states, ``helper_parts`` joined), every call of the module and every
-statement inside a function (``node_condition`` and the condition with the parameters given);
-on the rule examples, the shared cases, the programs of the libcst condition tests and
-hand-written programs (if/else, early exits, loops, ``except`` handlers, guarded ``def``\\ s,
-callers, helpers with flags, constructor switches, inherited switches, argparse flags, config
-fields, in the module and in other modules of a tree). The comparison is
-``benchmarks/ast_conditions_parity.py``'s, which runs it over real trees."""
+ast_switch_defaults, ast_callers, ast_helper_bindings), recorded while they were libcst's
+(guards, switch_defaults, callers, helper_sites): for every site (direct and helper calls), its
+``site_condition`` and the condition a finding states (``helper_parts`` joined), for every
+call of the module and every statement inside a function, ``node_condition`` and the
+condition with the parameters given; on the rule examples, the test cases, the shared cases as
+recorded, the programs of the condition tests and hand-written programs (if/else, early
+exits, loops, ``except`` handlers, guarded ``def``\\ s, callers, helpers with flags,
+constructor switches, inherited switches, argparse flags, config fields, in the module and in
+other modules of a tree). Golden answers: ``__snapshots__/test_ast_conditions.ambr`` and
+``__digests__/conditions_test_programs.json``."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
-from test_ast_model import _case_files, _parses, _rule_examples
+from goldens import case_params, check_suite, example_params, parses, read_case, render
 
+from ckptlint.checkpoint.sites import ast_guards
 from ckptlint.checkpoint.sites.ast_guards import node_condition, site_condition
 from ckptlint.checkpoint.sites.ast_helper_sites import helper_sites
 from ckptlint.checkpoint.sites.ast_sites import direct_sites
-from ckptlint.semantic.ast_analysis import parse_ast
+from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
 from ckptlint.semantic.project import AstProject, Project
 from ckptlint.text.source import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-parity = load_parity("ast_conditions_parity")
+def _undecorated(node: ast.AST) -> bool:
+    return not getattr(node, "decorator_list", None)
 
 
-def _same(text: str, module_name: str = "pkg.mod"):
-    found = parity.compare(text, module_name)
-    assert found.mismatches == []
+def _readings(analysis: AstAnalysis, kind: str, one: object) -> tuple[str, str]:
+    """For a site, ``site_condition`` and the condition a finding states (``condition_parts``
+    joined with ``helper_parts``); for another node, ``node_condition`` and the condition with
+    the function's parameters given by its caller."""
+    if kind == "site":
+        stated = ast_guards.joined(ast_guards.condition_parts(analysis, one.call), ast_guards.helper_parts(analysis, one))  # type: ignore[attr-defined]
+        return ast_guards.site_condition(analysis, one), ast_guards.format_condition(stated)  # type: ignore[arg-type]
+    given = ast_guards.condition_parts(analysis, one, parameters_given=True)  # type: ignore[arg-type]
+    return ast_guards.node_condition(analysis, one), ast_guards.format_condition(given)  # type: ignore[arg-type]
+
+
+def _answers_of(analysis: AstAnalysis) -> list[tuple]:
+    """``(kind, where, readings)`` of every site (by its call's range), every call and every
+    undecorated statement inside a function (by where it starts), in that order."""
+    found = direct_sites(analysis.model)
+    sites = {analysis.range(site.call): site for site in [*found, *helper_sites(analysis.model, found).sites]}
+    calls = {analysis.range(n): n for n in ast.walk(analysis.tree) if isinstance(n, ast.Call)}
+    statements = {
+        analysis.start(n): n
+        for n in ast.walk(analysis.tree)
+        if isinstance(n, ast.stmt) and _undecorated(n) and analysis.model.enclosing(n, ast.FunctionDef, ast.AsyncFunctionDef)
+    }
+    items = [("site", key[0], sites[key]) for key in sorted(sites)]
+    items += [("call", key[0], calls[key]) for key in sorted(calls)]
+    items += [("statement", key, statements[key]) for key in sorted(statements)]
+    return [(kind, where, _readings(analysis, kind, one)) for kind, where, one in items]
+
+
+@functools.cache
+def _answers(text: str, module_name: str = "pkg.mod") -> list[tuple]:
+    analysis = parse_ast(SourceFile("<compared>", text), module_name)
+    assert analysis is not None
+    found = _answers_of(analysis)
+    analysis.release()
     return found
 
 
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
+def _golden(text: str, module_name: str = "pkg.mod") -> str:
+    """The readings that state a condition, one line each (a node stating none is left out)."""
+    return render([item for item in _answers(text, module_name) if item[2] != ("", "")])
 
 
-def test_rule_examples() -> None:
-    found = [_same(text) for _, text in _EXAMPLES]
-    assert sum(f.sites for f in found) >= 100
-    assert sum(f.stated for f in found) >= 5
+def _counts(text: str) -> tuple[int, int]:
+    """Sites and readings that state a condition."""
+    found = _answers(text)
+    return sum(kind == "site" for kind, _, _ in found), sum(bool(readings[0]) for _, _, readings in found)
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    _same(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem)
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _golden(text) == snapshot
+
+
+def test_rule_examples_hold_conditions() -> None:
+    found = [_counts(p.values[1]) for p in example_params()]
+    assert sum(sites for sites, _ in found) >= 100
+    assert sum(stated for _, stated in found) >= 5
+
+
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _golden(read_case(path), "pkg.cases." + path.stem) == snapshot
 
 
 _LIBCST_TESTS = (
@@ -63,26 +110,28 @@ _LIBCST_TESTS = (
 
 
 def _libcst_condition_tests_programs() -> list[str]:
-    """The programs of libcst's condition tests: every string of them that defines a
-    function, dedented, when it parses."""
+    """The programs of the condition tests (once libcst's): every string of them that defines a
+    function, dedented, when it parses (a test module gone gives none)."""
     texts: list[str] = []
     for name in _LIBCST_TESTS:
+        if not (ROOT / "tests" / name).is_file():
+            continue
         tree = ast.parse((ROOT / "tests" / name).read_text(encoding="utf-8"))
         texts += [
             textwrap.dedent(node.value)
             for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and "def " in node.value
         ]
-    return [text for text in dict.fromkeys(texts) if _parses(text)]
+    return [text for text in dict.fromkeys(texts) if parses(text)]
 
 
 _PROGRAMS_OF_TESTS = _libcst_condition_tests_programs()
 
 
-def test_programs_of_the_libcst_condition_tests() -> None:
-    found = [_same(text) for text in _PROGRAMS_OF_TESTS]
-    assert len(found) >= 35
-    assert sum(f.stated for f in found) >= 100
+def test_programs_of_the_libcst_condition_tests(request: pytest.FixtureRequest) -> None:
+    check_suite(request, "conditions_test_programs", _PROGRAMS_OF_TESTS, _golden)
+    assert len(_PROGRAMS_OF_TESTS) >= 35
+    assert sum(_counts(text)[1] for text in _PROGRAMS_OF_TESTS) >= 100
 
 
 PROGRAMS = {
@@ -430,9 +479,10 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
-def test_programs(name: str) -> None:
-    found = _same(textwrap.dedent(PROGRAMS[name]))
-    assert found.stated > 0
+def test_programs(name: str, snapshot) -> None:
+    text = textwrap.dedent(PROGRAMS[name])
+    assert _golden(text) == snapshot
+    assert _counts(text)[1] > 0
 
 
 #: Layouts where libcst reads logical lines and raw string tokens (``ast``: physical rows and
@@ -489,13 +539,14 @@ LAYOUTS = {
 
 
 @pytest.mark.parametrize("name", LAYOUTS)
-def test_logical_lines_and_string_tokens(name: str) -> None:
-    found = _same(textwrap.dedent(LAYOUTS[name]))
-    assert found.stated > 0
+def test_logical_lines_and_string_tokens(name: str, snapshot) -> None:
+    text = textwrap.dedent(LAYOUTS[name])
+    assert _golden(text) == snapshot
+    assert _counts(text)[1] > 0
 
 
-@pytest.mark.xfail(strict=True, reason="ast normalises identifiers as Python does (PEP 3131); libcst keeps the spelling")
-def test_an_nfkc_identifier() -> None:
+def test_an_nfkc_identifier(snapshot) -> None:
+    """``ast`` normalises identifiers as Python does (PEP 3131; libcst kept the spelling)."""
     text = """
         from torch.utils.checkpoint import checkpoint
         class B:
@@ -505,7 +556,7 @@ def test_an_nfkc_identifier() -> None:
                 if self.with_cp:
                     return checkpoint(self.f, x)
     """  # the spelling put in below: the suite's programs (test_ast_evaluator_leaves) skip it
-    _same(textwrap.dedent(text).replace("W_cp", "\uff57ith_cp"))
+    assert _golden(textwrap.dedent(text).replace("W_cp", "\uff57ith_cp")) == snapshot
 
 
 _TEXT_CORNERS = """
@@ -528,16 +579,17 @@ class N:
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
-def test_texts_with_comments_parentheses_and_other_alphabets(newline: str) -> None:
-    found = _same(_TEXT_CORNERS.replace("\n", newline))
-    assert found.sites == 4 and found.stated >= 10
+def test_texts_with_comments_parentheses_and_other_alphabets(newline: str, snapshot) -> None:
+    text = _TEXT_CORNERS.replace("\n", newline)
+    assert _golden(text) == snapshot
+    sites, stated = _counts(text)
+    assert sites == 4 and stated >= 10
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="except* is Python 3.11 syntax")
-def test_an_except_star_handler_is_no_condition() -> None:
-    """libcst's ``except*`` handler is another node, whose ``try`` block it does not state."""
-    found = _same(
-        textwrap.dedent(
+def test_an_except_star_handler_is_no_condition(snapshot) -> None:
+    """An ``except*`` handler (another node in libcst) does not state its ``try`` block."""
+    text = textwrap.dedent(
             """
             from torch.utils.checkpoint import checkpoint
             def f(block, x):
@@ -547,9 +599,10 @@ def test_an_except_star_handler_is_no_condition() -> None:
                     if x:
                         x = checkpoint(block, x)
             """
-        )
     )
-    assert found.sites == 1 and found.stated >= 1
+    assert _golden(text) == snapshot
+    sites, stated = _counts(text)
+    assert sites == 1 and stated >= 1
 
 
 def _conditions(text: str, module_name: str = "pkg.mod") -> dict[int, str]:
@@ -560,7 +613,7 @@ def _conditions(text: str, module_name: str = "pkg.mod") -> dict[int, str]:
 
 
 def test_what_the_conditions_say() -> None:
-    """A few texts spelled out (the parity tests prove the rest equal to libcst's)."""
+    """A few texts spelled out (the golden answers record the rest)."""
     found = _conditions(PROGRAMS["switches of a class"])
     assert found[44] == (
         "; this code runs only when `self.with_cp` is true (it defaults to `False`) and "
@@ -621,7 +674,7 @@ _TREE = {
 }
 
 
-def test_switches_of_other_modules_of_the_tree(tmp_path: Path) -> None:
+def test_switches_of_other_modules_of_the_tree(tmp_path: Path, snapshot) -> None:
     for name, text in _TREE.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -630,10 +683,11 @@ def test_switches_of_other_modules_of_the_tree(tmp_path: Path) -> None:
     project.track(tmp_path)  # record the files read
     loader = AstProject(project)
     text = (tmp_path / "pkg" / "model.py").read_text(encoding="utf-8")
-    found = parity.compare(text, "pkg.model", path=str(tmp_path / "pkg" / "model.py"), project=project, loader=loader)
-    assert found.mismatches == [] and found.sites == 1
     analysis = loader.ast_analysis_for_module("pkg.model")
     assert analysis is not None
+    found = _answers_of(analysis)
+    assert render([item for item in found if item[2] != ("", "")]) == snapshot
+    assert sum(kind == "site" for kind, _, _ in found) == 1
     (site,) = direct_sites(analysis.model)
     assert site_condition(analysis, site) == (
         "; this code runs only when `self.with_cp` is true (it defaults to `False`) and `self.config.use_checkpoint`"

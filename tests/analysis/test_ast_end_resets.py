@@ -1,37 +1,39 @@
 """The end-of-region resets of CKP202 on CPython's ``ast``
-(:mod:`ckptlint.checkpoint.analyses.ast_end_resets`) answer as libcst's
-(:mod:`ckptlint.checkpoint.analyses.end_resets`): for every region
-``benchmarks/ast_outer_state_parity.py`` builds by hand, the same resets (frame, attribute,
-statement line, constant) and, for every assignment and method call of its frames, whether
-they cover it. Inputs: the rule examples, the test cases, the shared cases when present, the
-programs of the test suite and hand-written programs after fairseq's MoE layer."""
+(:mod:`ckptlint.checkpoint.analyses.ast_end_resets`), recorded while they answered as
+libcst's (:mod:`ckptlint.checkpoint.analyses.end_resets`): for every region
+``outer_state_readings.hand_regions`` builds, the resets (frame, attribute, statement line,
+constant) and, for every assignment and method call of its frames, whether they cover it.
+Inputs: the rule examples, the test cases, the shared cases as recorded, the programs of the
+test suite and hand-written programs after fairseq's MoE layer (golden answers:
+``__snapshots__/test_ast_end_resets.ambr``, ``__digests__/end_resets_suite.json``)."""
 
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from goldens import case_params, check_suite, example_params, read_case
+from outer_state_readings import yes_counts
 from test_ast_evaluator_leaves import _SUITE
-from test_ast_model import _case_files
-from test_ast_outer_state import _EXAMPLES, _compared, parity
+from test_ast_outer_state import _answers, _golden
 
 KINDS = {"resets", "covers"}
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    assert _compared(text).of(KINDS) == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _golden(text, KINDS) == snapshot
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    assert _compared(path.read_text(encoding="utf-8")).of(KINDS) == []
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _golden(read_case(path), KINDS) == snapshot
 
 
-def test_programs_of_the_test_suite() -> None:
-    found = [(index, m) for index, text in enumerate(_SUITE) for m in _compared(text).of(KINDS)]
-    assert found == []
+def test_programs_of_the_test_suite(request: pytest.FixtureRequest) -> None:
+    assert check_suite(request, "end_resets_suite", _SUITE, lambda text: _golden(text, KINDS)) >= 100
 
 
 PROGRAMS = {
@@ -122,11 +124,11 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_programs(name: str) -> None:
-    assert _compared(textwrap.dedent(PROGRAMS[name])).of(KINDS) == []
+def test_programs(name: str, snapshot) -> None:
+    assert _golden(textwrap.dedent(PROGRAMS[name]), KINDS) == snapshot
 
 
 def test_the_programs_hold_resets_and_covered_writes() -> None:
-    yes = parity.truthy([textwrap.dedent(p) for p in PROGRAMS.values()])
+    yes = sum((yes_counts(_answers(textwrap.dedent(p))) for p in PROGRAMS.values()), Counter())
     assert yes["resets"] >= 5
     assert yes["covers"] >= 4

@@ -1,22 +1,24 @@
 """The expression evaluator on CPython's ``ast`` (ckptlint.checkpoint.evaluator.ast_evaluation,
-with ast_imports, ast_norm_configs and ast_flow) answers as libcst's: for every checkpoint
-site's callable, every call in a method, every ``self.X`` read in ``forward`` and every name
-read at module level, the same values (plain and complete queries), compared as
-``benchmarks/ast_evaluation_parity.py`` describes them, which runs the comparison over real
-trees. Inputs: the rule examples, the test cases, the shared cases when present, the programs
-of the test suite, hand-written programs and a tree of modules read through both loaders."""
+with ast_imports, ast_norm_configs and ast_flow), its answers recorded while they were
+libcst's: for every checkpointed callable, method call, ``self.X`` read in ``forward`` and
+module-level name of the rule examples, the test cases, the shared cases as recorded, the
+programs of the test suite and hand-written programs, the values of a plain and a complete
+query, and what an instance of every class holds (golden answers:
+``__snapshots__/test_ast_evaluation.ambr`` and ``__digests__/evaluation_suite.json``; the
+readings are ``evaluation_readings.py``'s)."""
 
 from __future__ import annotations
 
 import ast
 import functools
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
+from evaluation_readings import evaluation_answers
+from goldens import case_params, check_suite, example_params, read_case, render
 from test_ast_evaluator_leaves import _SUITE
-from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.evaluator.ast_flow import attribute_set_before, returns_of
 from ckptlint.semantic.ast_analysis import AstAnalysis
@@ -25,42 +27,44 @@ from ckptlint.semantic.ast_subscripts import subscript_elements, subscript_eleme
 from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.text.source import SourceFile
 
-parity = load_parity("ast_evaluation_parity")
-
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
-
 
 @functools.cache
-def _compared(text: str):
-    """The comparison of ``text`` as module ``pkg.mod`` (made once: the counts reuse it)."""
-    return parity.compare(text, "pkg.mod")
+def _answers(text: str, module_name: str = "pkg.mod") -> tuple[list[tuple], Counter[str], Counter[str]]:
+    """The answers for ``text`` (made once: the counts reuse them)."""
+    return evaluation_answers(text, module_name)
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    assert _compared(text).mismatches == []
+def _golden(text: str, module_name: str = "pkg.mod") -> str:
+    return render(_answers(text, module_name)[0])
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    assert parity.compare(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem).mismatches == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _golden(text) == snapshot
 
 
-def test_programs_of_the_test_suite() -> None:
-    """One test for them all (a few hundred small programs): every mismatch listed."""
-    found = [(index, m) for index, text in enumerate(_SUITE) for m in _compared(text).mismatches]
-    assert found == []
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _golden(read_case(path), "pkg.cases." + path.stem) == snapshot
+
+
+def test_programs_of_the_test_suite(request: pytest.FixtureRequest) -> None:
+    """One test for them all (a few hundred small programs)."""
+    assert check_suite(request, "evaluation_suite", _SUITE, lambda text: _answers(text)[0]) >= 100
 
 
 def test_the_inputs_hold_what_is_compared() -> None:
-    """The examples and programs are not empty of what is compared, nor of known values."""
-    total = parity.EvaluationComparison()
-    for text in [text for _, text in _EXAMPLES] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
-        total.add(_compared(text))
+    """The examples and programs are not empty of what is recorded, nor of known values."""
+    items: Counter[str] = Counter()
+    answered: Counter[str] = Counter()
+    for text in [p.values[1] for p in example_params()] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
+        _, asked, done = _answers(text)
+        items.update(asked)
+        answered.update(done)
     for kind, least in {"site": 300, "call": 1500, "self read": 400, "name": 300, "held": 250}.items():
-        assert total.items[kind] >= least, kind
+        assert items[kind] >= least, kind
     for kind, least in {"site": 100, "call": 600, "self read": 150, "name": 100, "held": 120}.items():
-        assert total.answered[kind] >= least, kind
+        assert answered[kind] >= least, kind
 
 
 PROGRAMS = {
@@ -289,10 +293,11 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
-def test_programs(name: str) -> None:
-    found = _compared(textwrap.dedent(PROGRAMS[name]))
-    assert found.mismatches == []
-    assert found.answered["call"] + found.answered["name"] > 5
+def test_programs(name: str, snapshot) -> None:
+    text = textwrap.dedent(PROGRAMS[name])
+    assert _golden(text) == snapshot
+    answered = _answers(text)[2]
+    assert answered["call"] + answered["name"] > 5
 
 
 TREE = {
@@ -370,28 +375,28 @@ TREE = {
 }
 
 
-def test_a_tree_read_through_both_loaders(tmp_path: Path) -> None:
+def test_a_tree_read_through_the_loader(tmp_path: Path, snapshot) -> None:
     """Names imported from other modules of the tree (``from .layers import Block``, modules,
-    star imports, submodules, nested classes) denote the same values through libcst's
-    ``Project`` and ``ast``'s ``AstProject``."""
+    star imports, submodules, nested classes) denote through ``AstProject`` the values they
+    denoted through libcst's ``Project``."""
     for relative, text in TREE.items():
         path = tmp_path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")
-    project = Project(partial=False)
     loader = AstProject(Project(partial=False))
-    total = parity.EvaluationComparison()
+    answered: Counter[str] = Counter()
+    found = {}
     for relative in TREE:
         path = tmp_path / relative
         name, is_package, home = module_name_for(path)
-        project.track(home)
         loader.project.track(home)
-        found = parity.compare(path.read_text(encoding="utf-8"), name, is_package, str(path), project, loader)
-        assert found.mismatches == [], relative
-        total.add(found)
-    assert total.answered["site"] >= 3
-    assert total.answered["call"] >= 10
-    assert total.answered["name"] >= 8
+        out, _, done = evaluation_answers(path.read_text(encoding="utf-8"), name, is_package, str(path), loader)
+        found[relative] = render(out)
+        answered.update(done)
+    assert "\n".join(f"== {relative}\n{text}" for relative, text in found.items()) == snapshot
+    assert answered["site"] >= 3
+    assert answered["call"] >= 10
+    assert answered["name"] >= 8
 
 
 def _analysis(text: str) -> AstAnalysis:
@@ -468,10 +473,11 @@ TUPLE_INDEXES = {
 
 
 @pytest.mark.parametrize("name", list(TUPLE_INDEXES))
-def test_subscripts_whose_index_is_a_tuple(name: str) -> None:
-    found = _compared(_NET.replace("INDEXED", TUPLE_INDEXES[name]))
-    assert found.mismatches == []
-    assert found.answered["call"] + found.answered["name"] > 5
+def test_subscripts_whose_index_is_a_tuple(name: str, snapshot) -> None:
+    text = _NET.replace("INDEXED", TUPLE_INDEXES[name])
+    assert _golden(text) == snapshot
+    answered = _answers(text)[2]
+    assert answered["call"] + answered["name"] > 5
 
 
 @pytest.mark.parametrize(

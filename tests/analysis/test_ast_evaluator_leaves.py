@@ -1,25 +1,26 @@
 """The evaluator's pieces without evaluator state on CPython's ``ast``
 (ckptlint.checkpoint.evaluator.ast_arguments, ast_iteration, ast_class_summary,
-ast_config_values, ast_literals) answer as libcst's: every class summary field by field
-(methods, attribute values in order with their methods and paths, appended values, buffers,
-method order, ``find_method``, ``layer_base``), the signature and argument binding of every
-call of a module function or method, the container of every ``for`` target, and the
-``literal``/``decide``/``runs`` answers of ``LiteralDecisions`` for every test and every name
-and attribute read; on the rule examples, the test cases, the shared cases when present, the
-programs of the test suite and hand-written programs. The comparison is
-``benchmarks/ast_evaluator_parity.py``'s, which runs it over real trees. That no production
-module imports them is checked with the other ``ast_*`` modules in ``test_ast_sites.py``."""
+ast_config_values, ast_literals), their answers recorded while they were libcst's: every class
+summary field by field (methods, attribute values in order with their methods and paths,
+appended values, buffers, method order, ``find_method``, ``layer_base``), the signature and
+argument binding of every call of a module function or method, the container of every
+``for`` target, and the ``literal``/``decide``/``runs`` answers of ``LiteralDecisions`` for
+every test and every name and attribute read; on the rule examples, the test cases, the
+shared cases as recorded, the programs of the test suite and hand-written programs (golden
+answers: ``__snapshots__/test_ast_evaluator_leaves.ambr`` and
+``__digests__/evaluator_leaves_suite.json``; the readings are ``evaluator_readings.py``'s)."""
 
 from __future__ import annotations
 
 import ast
 import functools
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
-from test_ast_model import _case_files, _parses, _rule_examples
+from evaluator_readings import evaluator_answers
+from goldens import case_params, check_suite, example_params, read_case, render, suite_programs
 
 from ckptlint.checkpoint.evaluator.ast_arguments import bind_arguments, signature_of
 from ckptlint.checkpoint.evaluator.ast_class_summary import dynamic_key, summarise_class
@@ -33,62 +34,47 @@ from ckptlint.text.source import SourceFile
 ROOT = Path(__file__).resolve().parents[2]
 
 
-parity = load_parity("ast_evaluator_parity")
-
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
-
-
 @functools.cache
-def _compared(text: str):
-    """The comparison of ``text`` as module ``pkg.mod`` (made once: the counts reuse it)."""
-    return parity.compare(text, "pkg.mod")
+def _answers(text: str, module_name: str = "pkg.mod") -> tuple[list[tuple], Counter[str], Counter[str]]:
+    """The readings of ``text`` (made once: the counts reuse them)."""
+    return evaluator_answers(text, module_name)
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    assert _compared(text).mismatches == []
+def _golden(text: str, module_name: str = "pkg.mod") -> str:
+    return render(_answers(text, module_name)[0])
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    assert parity.compare(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem).mismatches == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _golden(text) == snapshot
 
 
-def _test_suite_programs() -> list[str]:
-    """The programs of the test suite: every string of a test module that defines a class or a
-    function and holds an ``if`` or a ``self.`` read, dedented, when it parses (once each)."""
-    texts: dict[str, None] = {}
-    for path in sorted((ROOT / "tests").rglob("*.py")):
-        if path.name == Path(__file__).name:
-            continue  # this module's programs are compared one by one below
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-                continue
-            if ("class " in node.value or "def " in node.value) and ("if " in node.value or "self." in node.value):
-                text = textwrap.dedent(node.value)
-                if _parses(text):
-                    texts.setdefault(text)
-    return list(texts)
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _golden(read_case(path), "pkg.cases." + path.stem) == snapshot
 
 
-_SUITE = _test_suite_programs()
+#: The programs of the test suite (but this module's, recorded one by one below).
+_SUITE = suite_programs(exclude=Path(__file__).name)
 
 
-def test_programs_of_the_test_suite() -> None:
-    """One test for them all (a few hundred small programs): every mismatch listed."""
-    found = [(index, m) for index, text in enumerate(_SUITE) for m in _compared(text).mismatches]
-    assert found == []
+def test_programs_of_the_test_suite(request: pytest.FixtureRequest) -> None:
+    """One test for them all (a few hundred small programs)."""
+    assert check_suite(request, "evaluator_leaves_suite", _SUITE, lambda text: _answers(text)[0]) >= 100
 
 
 def test_the_inputs_hold_what_is_compared() -> None:
-    """The examples, cases and programs are not empty of what is compared."""
-    total = parity.EvaluatorComparison()
-    for text in [text for _, text in _EXAMPLES] + _SUITE:
-        total.add(_compared(text))
+    """The examples, cases and programs are not empty of what is recorded."""
+    items: Counter[str] = Counter()
+    answered: Counter[str] = Counter()
+    for text in [p.values[1] for p in example_params()] + _SUITE:
+        _, kinds, done = _answers(text)
+        items.update(kinds)
+        answered.update(done)
     for kind, least in {"class": 200, "call": 100, "loop": 100, "test": 100, "read": 5000, "bound test": 50, "runs": 100}.items():
-        assert total.items[kind] >= least, kind
+        assert items[kind] >= least, kind
     for kind, least in {"read": 100, "loop": 50, "test": 20, "bound test": 20, "runs": 10}.items():
-        assert total.answered[kind] >= least, kind
+        assert answered[kind] >= least, kind
 
 
 PROGRAMS = {
@@ -401,10 +387,10 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
-def test_hand_written_programs(name: str) -> None:
-    found = parity.compare(textwrap.dedent(PROGRAMS[name]), "pkg.mod")
-    assert found.mismatches == []
-    assert sum(found.items.values()) > 0
+def test_hand_written_programs(name: str, snapshot) -> None:
+    text = textwrap.dedent(PROGRAMS[name])
+    assert _golden(text) == snapshot
+    assert sum(_answers(text)[1].values()) > 0
 
 
 #: Class bodies after the colon on the header's logical line (libcst's
@@ -432,14 +418,14 @@ LAYOUTS = {
 
 
 @pytest.mark.parametrize("name", list(LAYOUTS))
-def test_logical_line_layouts(name: str) -> None:
-    found = parity.compare(textwrap.dedent(LAYOUTS[name]), "pkg.mod")
-    assert found.mismatches == []
-    assert sum(found.items.values()) > 0
+def test_logical_line_layouts(name: str, snapshot) -> None:
+    text = textwrap.dedent(LAYOUTS[name])
+    assert _golden(text) == snapshot
+    assert sum(_answers(text)[1].values()) > 0
 
 
-@pytest.mark.xfail(strict=True, reason="ast normalises identifiers as Python does (PEP 3131); libcst keeps the spelling")
-def test_an_nfkc_identifier() -> None:
+def test_an_nfkc_identifier(snapshot) -> None:
+    """``ast`` normalises identifiers as Python does (PEP 3131; libcst kept the spelling)."""
     text = textwrap.dedent("""
         class B:
             def __init__(self, \uff57ith_cp=False):
@@ -447,7 +433,7 @@ def test_an_nfkc_identifier() -> None:
             def forward(self, x):
                 return self.with_cp
     """)
-    assert parity.compare(text, "pkg.mod").mismatches == []
+    assert _golden(text) == snapshot
 
 
 # --------------------------------------------------------------------------- answers
@@ -482,14 +468,14 @@ def test_a_summary_reads_what_the_constructor_assigns() -> None:
     assert dynamic_key(analysis, key) == "\0names[0]"
 
 
-@pytest.mark.xfail(strict=True, reason="ast keeps no parentheses: a run-time key's text loses those around it")
-def test_a_parenthesized_run_time_key() -> None:
+def test_a_parenthesized_run_time_key(snapshot) -> None:
+    """``ast`` keeps no parentheses: a run-time key's text loses those around it (libcst's kept them)."""
     text = textwrap.dedent("""
         class Block:
             def __init__(self):
                 self.add_module((self.norm_name), nn.ReLU())
     """)
-    assert parity.compare(text, "pkg.mod").mismatches == []
+    assert _golden(text) == snapshot
 
 
 def test_arguments_are_bound_to_parameters() -> None:
@@ -526,7 +512,7 @@ SHIPPED = """
 """
 
 
-def test_literals_follow_arguments_defaults_and_shipped_values() -> None:
+def test_literals_follow_arguments_defaults_and_shipped_values(snapshot) -> None:
     analysis = _analysis(SHIPPED)
     build = next(n for n in analysis.tree.body if isinstance(n, ast.FunctionDef) and n.name == "build")
     cls = annotated_class(analysis, build.args.args[0])
@@ -543,4 +529,4 @@ def test_literals_follow_arguments_defaults_and_shipped_values() -> None:
     bound = bind_arguments(FunctionValue(build, plain), call.args, call.keywords, plain)
     assert decisions.decide(second, bound) is False
     assert decisions.decide(second, bind_arguments(FunctionValue(build, plain), [], [], plain)) is None
-    assert parity.compare(textwrap.dedent(SHIPPED), "pkg.mod").mismatches == []
+    assert _golden(textwrap.dedent(SHIPPED)) == snapshot

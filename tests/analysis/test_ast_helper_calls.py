@@ -1,12 +1,12 @@
 """Helpers of other modules of the linted tree on CPython's ``ast``
-(ckptlint.checkpoint.sites.ast_helper_calls) are libcst's (``site_index`` of an analysis whose
-``project`` is a ``Project``): on multi-module trees written in ``tmp_path`` (those of libcst's
-own tests of helpers of other modules, and the corners: ``utils.run(...)``, re-exports
-through a package's ``__init__``, star imports, base classes two modules up, helpers of
-helpers across modules, import cycles, namespace packages, modules whose bytes mention no
-checkpoint), every field of the linted module's helpers and ``HELPER_CALL`` sites, and the
-files each side records as read, compare equal (``benchmarks/ast_helper_sites_parity.py``'s
-``compare_in_tree``, which runs over real trees with ``--tree``)."""
+(ckptlint.checkpoint.sites.ast_helper_calls), recorded while they were libcst's (``site_index``
+of an analysis whose ``project`` is a ``Project``): on multi-module trees written in
+``tmp_path`` (those of the tests of helpers of other modules, and the corners:
+``utils.run(...)``, re-exports through a package's ``__init__``, star imports, base classes
+two modules up, helpers of helpers across modules, import cycles, namespace packages, modules
+whose bytes mention no checkpoint), every field of the linted module's helpers and
+``HELPER_CALL`` sites, the files recorded as read and the home-made implementations read with
+the tree (golden answers: ``__snapshots__/test_ast_helper_calls.ambr``)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
+from goldens import render
+from index_readings import helpers_in_tree
 
 from ckptlint.checkpoint.sites.ast_helper_calls import module_helper_sites, module_helpers
 from ckptlint.checkpoint.sites.site import SiteForm
 from ckptlint.semantic.project import AstProject, Project
-
-parity = load_parity("ast_helper_sites_parity")
 
 BLOCK = """\
 import torch.nn as nn
@@ -275,32 +274,25 @@ def _write_tree(root: Path, files: dict[str, str]) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(TREES))
-def test_trees(tmp_path: Path, name: str) -> None:
+def test_trees(tmp_path: Path, name: str, snapshot) -> None:
     files, linted, sites = TREES[name]
     _write_tree(tmp_path, files)
-    found = parity.compare_in_tree(tmp_path / linted)
-    assert found.mismatches == []
-    assert found.sites == sites
-    assert found.left_out.get("helper whose checkpoint call only libcst sees", 0) == 0
+    found = helpers_in_tree(tmp_path / linted)
+    assert _golden(found) == snapshot
+    assert _sites(found) == sites
 
 
-@pytest.mark.parametrize("name", ["function and base class of another module", "helper of a helper across modules", "import cycle"])
-def test_trees_with_libcsts_whole_recogniser(tmp_path: Path, name: str) -> None:
-    """Where libcst's ``Recogniser`` finds nothing through the tree, its full reading is ours."""
-    files, linted, sites = TREES[name]
-    _write_tree(tmp_path, files)
-    found = parity.compare_in_tree(tmp_path / linted, whole_recogniser=True)
-    assert (found.mismatches, found.sites) == ([], sites)
+def _golden(found: dict[str, object]) -> str:
+    return "\n".join(f"{key}:\n{render(value)}" for key, value in found.items())
 
 
-@pytest.mark.parametrize("name", sorted(TREES))
-def test_trees_with_reached_modules_parsed_partially(tmp_path: Path, name: str) -> None:
-    """libcst parsing the modules it reaches partially (a run of a few files) reads the same
-    helpers and sites, and no file ``ast`` does not read."""
-    files, linted, sites = TREES[name]
-    _write_tree(tmp_path, files)
-    found = parity.compare_in_tree(tmp_path / linted, partial=True)
-    assert (found.mismatches, found.sites) == ([], sites)
+def _sites(found: dict[str, object]) -> int:
+    """The helper call sites of ``found``."""
+    return sum(reading[1] == "helper call" for reading in found["helpers and calls"])  # type: ignore[attr-defined]
+
+
+def _helpers(found: dict[str, object]) -> int:
+    return sum(reading[0] == "helper" for reading in found["helpers and calls"])  # type: ignore[attr-defined]
 
 
 #: A keyword dict rebound on a line joined by ``;`` and a backslash: one libcst statement
@@ -343,30 +335,30 @@ LAYOUT_TREES = {
 
 
 @pytest.mark.parametrize("name", sorted(LAYOUT_TREES))
-def test_logical_line_layouts(tmp_path: Path, name: str) -> None:
+def test_logical_line_layouts(tmp_path: Path, name: str, snapshot) -> None:
     files, linted = LAYOUT_TREES[name]
     _write_tree(tmp_path, files)
-    found = parity.compare_in_tree(tmp_path / linted)
-    assert found.mismatches == [] and found.sites + found.helpers > 0
+    found = helpers_in_tree(tmp_path / linted)
+    assert _golden(found) == snapshot
+    assert _sites(found) + _helpers(found) > 0
 
 
-@pytest.mark.xfail(strict=True, reason="ast normalises identifiers as Python does (PEP 3131); libcst keeps the spelling")
-def test_an_nfkc_identifier(tmp_path: Path) -> None:
+def test_an_nfkc_identifier(tmp_path: Path, snapshot) -> None:
+    """``ast`` normalises identifiers as Python does (PEP 3131; libcst kept the spelling)."""
     files = {
         "pkg/__init__.py": "",
         "pkg/utils.py": "import torch.utils.checkpoint as cp\ndef run(fn, x):\n    return cp.checkpoint(fn, x)\n",
         "pkg/model.py": "from .utils import \uff52un\ndef go(f, x):\n    return run(f, x)\n",
     }
     _write_tree(tmp_path, files)
-    assert parity.compare_in_tree(tmp_path / "pkg/model.py").mismatches == []
+    assert _golden(helpers_in_tree(tmp_path / "pkg/model.py")) == snapshot
 
 
 def test_trees_read_other_files(tmp_path: Path) -> None:
     """The comparison of files read is not empty: the helper's module and absent candidates."""
     files, linted, _ = TREES["re-exported twice"]
     _write_tree(tmp_path, files)
-    found = parity.compare_in_tree(tmp_path / linted)
-    assert found.reads >= 3 and found.mismatches == []
+    assert len(helpers_in_tree(tmp_path / linted)["reads"]) >= 3  # type: ignore[arg-type]
 
 
 def test_each_modules_helpers_are_found_once_and_kept(tmp_path: Path) -> None:
@@ -447,20 +439,20 @@ def _rev_tree(seed: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("seed", ["", "            torch.manual_seed(self.seed)\n"], ids=["plain", "reseeded"])
-def test_a_reversible_function_whose_base_is_in_another_module(tmp_path: Path, seed: str) -> None:
+def test_a_reversible_function_whose_base_is_in_another_module(tmp_path: Path, seed: str, snapshot) -> None:
     """minREV's ``FastRevBackProp(RevBackProp)`` of ``rev.py`` (``test_reversible_inherited``):
     ``home_made(model, loader)`` reads it with its base's ``forward`` and the re-running
-    methods of both modules, every field as libcst's; its ``apply`` call is no candidate."""
+    methods of both modules, every field recorded; its ``apply`` call is no candidate."""
     _write_tree(tmp_path, _rev_tree(seed))
-    found = parity.compare_in_tree(tmp_path / "fast_rev.py")
-    assert found.mismatches == []
-    assert (found.home_made, found.home_made_bases) == (1, 1)
-    assert found.reads >= 1
+    found = helpers_in_tree(tmp_path / "fast_rev.py")
+    assert _golden(found) == snapshot
+    assert (len(found["home-made"]), found["home-made bases"]) == (1, 1)  # type: ignore[arg-type]
+    assert len(found["reads"]) >= 1  # type: ignore[arg-type]
 
 
 def test_a_checkpoint_function_subclassed_from_another_module(tmp_path: Path) -> None:
     """A plain subclass of another module's checkpoint ``Function`` (not a reversible one) is
     no implementation on either side; the helper around its ``apply`` is none either."""
     _write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/impl.py": HOME_MADE_BASE, "pkg/model.py": HOME_MADE_USE})
-    found = parity.compare_in_tree(tmp_path / "pkg/model.py")
-    assert (found.mismatches, found.sites, found.home_made) == ([], 0, 0)
+    found = helpers_in_tree(tmp_path / "pkg/model.py")
+    assert (_sites(found), found["home-made"]) == (0, [])

@@ -1,25 +1,26 @@
 """Helpers and the sites of their calls found on CPython's ``ast``
-(ckptlint.checkpoint.sites.ast_helper_sites) are libcst's (``site_index``'s ``helpers`` and
-``HELPER_CALL`` sites, for the module alone, so for helpers of the same module): every field
-of each summary (qualified name, parameter, parameters, defaults, ``*``/``**`` names, level,
-``keywords_elsewhere``, each checkpoint call with its guards, plans and input plan) and of
-each site (API, form, call range, options with state, value, origin and start, variant,
-hidden ``**`` options, callable, inputs, forwarded keywords, caller options, alternatives,
-``literal_flags``, ``inputs_bound``); on the rule examples, the test cases, the shared cases
-when present and hand-written programs. The comparison is
-``benchmarks/ast_helper_sites_parity.py``'s, which runs it over real trees. That no
-production module imports it is checked with the other ``ast_*`` modules in
-``test_ast_sites.py``."""
+(ckptlint.checkpoint.sites.ast_helper_sites), recorded while they were libcst's
+(``site_index``'s ``helpers`` and ``HELPER_CALL`` sites, for the module alone, so for helpers
+of the same module): every field of each summary (qualified name, parameter, parameters,
+defaults, ``*``/``**`` names, level, ``keywords_elsewhere``, each checkpoint call with its
+guards, plans and input plan) and of each site (API, form, call range, options with state,
+value, origin and start, variant, hidden ``**`` options, callable, inputs, forwarded
+keywords, caller options, alternatives, ``literal_flags``, ``inputs_bound``); on the rule
+examples, the test cases, the shared cases as recorded, the programs of the helper tests and
+hand-written programs (golden answers: ``__snapshots__/test_ast_helper_sites.ambr`` and
+``__digests__/helper_sites_programs.json``)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
-from test_ast_model import _case_files, _parses, _rule_examples
+from goldens import case_params, check_suite, example_params, parses, read_case, render
+from index_readings import helper_answers
 
 from ckptlint.checkpoint.sites.ast_helper_sites import helper_sites, literal_flags
 from ckptlint.checkpoint.sites.options import OptionState
@@ -29,58 +30,55 @@ from ckptlint.semantic.ast_model import AstModel
 ROOT = Path(__file__).resolve().parents[2]
 
 
-parity = load_parity("ast_helper_sites_parity")
+@functools.cache
+def _answers(text: str, module_name: str = "pkg.mod") -> list[tuple]:
+    return helper_answers(text, module_name)
 
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
+
+def _counts(text: str) -> tuple[int, int]:
+    """Helpers and helper call sites of ``text``."""
+    found = _answers(text)
+    return sum(r[0] == "helper" for r in found), sum(r[0] == "helper call" for r in found)
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    assert parity.compare(text, "pkg.mod").mismatches == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert render(_answers(text)) == snapshot
 
 
 def test_rule_examples_hold_helpers() -> None:
-    """The examples are not empty of what is compared."""
-    found = [parity.compare(text, "pkg.mod") for _, text in _EXAMPLES]
-    assert sum(f.helpers for f in found) >= 10
-    assert sum(f.sites for f in found) >= 2
+    """The examples are not empty of what is recorded."""
+    found = [_counts(p.values[1]) for p in example_params()]
+    assert sum(helpers for helpers, _ in found) >= 10
+    assert sum(sites for _, sites in found) >= 2
 
 
 def _libcst_helper_tests_programs() -> list[str]:
-    """The programs of libcst's helper tests (``test_helper_sites.py``): every string of it
-    that defines a function and calls a checkpoint API, dedented, when it parses."""
-    tree = ast.parse((Path(__file__).parent / "test_helper_sites.py").read_text(encoding="utf-8"))
+    """The programs of the helper tests (``test_helper_sites.py``, once libcst's): every
+    string of it that defines a function and calls a checkpoint API, dedented, when it parses."""
+    path = Path(__file__).parent / "test_helper_sites.py"
+    if not path.is_file():
+        return []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     texts = [
         textwrap.dedent(node.value)
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and "def " in node.value and "checkpoint" in node.value
     ]
-    return [text for text in texts if _parses(text)]
+    return [text for text in texts if parses(text)]
 
 
-_HELPER_TESTS = _libcst_helper_tests_programs()
+def test_programs_of_the_libcst_helper_tests(request: pytest.FixtureRequest) -> None:
+    programs = _libcst_helper_tests_programs()
+    check_suite(request, "helper_sites_programs", programs, _answers)
+    found = [_counts(text) for text in programs]
+    assert sum(helpers for helpers, _ in found) >= 10
+    assert sum(sites for _, sites in found) >= 10
 
 
-@pytest.mark.parametrize("text", _HELPER_TESTS, ids=[f"helper-test-{i}" for i in range(len(_HELPER_TESTS))])
-def test_programs_of_the_libcst_helper_tests(text: str) -> None:
-    assert parity.compare(text, "pkg.mod").mismatches == []
-
-
-def test_programs_of_the_libcst_helper_tests_hold_helpers() -> None:
-    found = [parity.compare(text, "pkg.mod") for text in _HELPER_TESTS]
-    assert sum(f.helpers for f in found) >= 10
-    assert sum(f.sites for f in found) >= 10
-
-
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    assert parity.compare(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem).mismatches == []
-
-
-def test_shared_cases_are_compared_when_present() -> None:
-    if not (ROOT.parent / "shared" / "cases").is_dir():
-        pytest.skip("no ../shared/cases next to the project")
-    assert any("shared" in p.parts for p in _case_files())
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert render(_answers(read_case(path), "pkg.cases." + path.stem)) == snapshot
 
 
 PROGRAMS = {
@@ -259,18 +257,18 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_programs(name: str) -> None:
-    found = parity.compare(textwrap.dedent(PROGRAMS[name]), "pkg.mod")
-    assert found.mismatches == []
-    assert found.helpers >= 1
-    assert found.left_out == {}
+def test_programs(name: str, snapshot) -> None:
+    text = textwrap.dedent(PROGRAMS[name])
+    assert render(_answers(text)) == snapshot
+    helpers, sites = _counts(text)
+    assert helpers >= 1
     if name == "every alternative ruled out":
-        assert found.sites == 1  # `run(block, x, True)` alone reaches a checkpoint call
+        assert sites == 1  # `run(block, x, True)` alone reaches a checkpoint call
     elif name == "helpers of helpers":
         # level4 would be a fourth level: beyond MAX_LEVELS
-        assert dict(found.levels) == {1: 2, 2: 1, 3: 2}
+        assert Counter(r[10] for r in _answers(text) if r[0] == "helper") == {1: 2, 2: 1, 3: 2}
     elif name != "rebound parameters and imported helpers":
-        assert found.sites >= 3
+        assert sites >= 3
 
 
 def _found(name: str):

@@ -1,55 +1,60 @@
 """Home-made recompute functions found on CPython's ``ast``
-(ckptlint.checkpoint.sites.ast_homemade) are libcst's (ckptlint.checkpoint.sites.homemade,
-for the module alone): the same implementations and helpers, in the same order, with the same
-class and function ranges (1-based), stored-callable index, re-run calls, RNG and autocast
-restores and API rows; on the rule examples, the test cases, the shared cases when present
-and hand-written programs (stored callables, reversible networks, helpers), and the programs
-of the reversible-network tests. The comparison is ``benchmarks/ast_homemade_parity.py``'s,
-which runs it over real trees. That no production module imports it is checked with the other
-``ast_*`` modules in ``test_ast_sites.py``."""
+(ckptlint.checkpoint.sites.ast_homemade), recorded while they were libcst's
+(ckptlint.checkpoint.sites.homemade, for the module alone): the implementations and helpers,
+in order, with their class and function ranges (1-based), stored-callable index, re-run
+calls, RNG and autocast restores and API rows; on the rule examples, the test cases, the
+shared cases as recorded and hand-written programs (stored callables, reversible networks,
+helpers), and the programs of the reversible-network tests (golden answers:
+``__snapshots__/test_ast_homemade.ambr`` and ``__digests__/homemade_reversible.json``)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import textwrap
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
-from test_ast_model import _case_files, _parses, _rule_examples
+from goldens import case_params, check_suite, example_params, parses, read_case, render
+from index_readings import homemade_readings
+from site_readings import positions
 
 from ckptlint.checkpoint.sites.ast_homemade import home_made
 from ckptlint.semantic.ast_model import AstModel
+from ckptlint.text.source import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-parity = load_parity("ast_homemade_parity")
+@functools.cache
+def _answers(text: str, module_name: str = "pkg.mod") -> list[tuple]:
+    """The home-made implementations, then helpers, of ``text`` read alone."""
+    model = AstModel.build(ast.parse(text), module_name, False, text)
+    found = homemade_readings(home_made(model), *positions(SourceFile("<compared>", text)))
+    model.release()
+    return found
 
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
+
+def _counts(text: str) -> tuple[int, int]:
+    found = _answers(text)
+    return sum(r[0] == "implementation" for r in found), sum(r[0] == "helper" for r in found)
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    assert parity.compare(text, "pkg.mod").mismatches == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert render(_answers(text)) == snapshot
 
 
 def test_rule_examples_hold_implementations() -> None:
-    """The examples are not empty of what is compared."""
-    found = [parity.compare(text, "pkg.mod") for _, text in _EXAMPLES]
-    assert sum(f.implementations for f in found) >= 10
-    assert sum(f.helpers for f in found) >= 10
+    """The examples are not empty of what is recorded."""
+    found = [_counts(p.values[1]) for p in example_params()]
+    assert sum(i for i, _ in found) >= 10
+    assert sum(h for _, h in found) >= 10
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    assert parity.compare(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem).mismatches == []
-
-
-def test_shared_cases_are_compared_when_present() -> None:
-    if not (ROOT.parent / "shared" / "cases").is_dir():
-        pytest.skip("no ../shared/cases next to the project")
-    assert any("shared" in p.parts for p in _case_files())
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert render(_answers(read_case(path), "pkg.cases." + path.stem)) == snapshot
 
 
 PROGRAMS = {
@@ -292,9 +297,9 @@ _ORDER = "libcst's order: dicts, keywords among starred arguments, except clause
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_programs(name: str) -> None:
-    found = parity.compare(textwrap.dedent(PROGRAMS[name]), "pkg.mod")
-    assert found.mismatches == []
+def test_programs(name: str, snapshot) -> None:
+    text = textwrap.dedent(PROGRAMS[name])
+    assert render(_answers(text)) == snapshot
     counts = {
         # NotRun is none; ``starred`` passes ``*fns``, ``nested`` calls apply only in ``inner``,
         # whose ``fn`` is not its own parameter
@@ -303,20 +308,20 @@ def test_programs(name: str) -> None:
         "subscripts and arguments": (1, 0),
         "libcst's order: dicts, keywords among starred arguments, except clauses": (2, 1),
     }[name]
-    assert (found.implementations, found.helpers) == counts
+    assert _counts(text) == counts
 
 
 @pytest.mark.parametrize("index", ["-1,", "(-1),", "::-1, 0", "(-1)"])
-def test_reversible_blocks_taken_by_a_tuple_index(index: str) -> None:
+def test_reversible_blocks_taken_by_a_tuple_index(index: str, snapshot) -> None:
     """``layer = layers[-1,]`` is one element for libcst (one ``Index``); ``ast`` gives a tuple."""
     text = textwrap.dedent(PROGRAMS["reversible networks"])
     changed = text.replace("layer = layers[-1]", f"layer = layers[{index}]")
     assert changed != text
-    assert parity.compare(changed, "pkg.mod").mismatches == []
+    assert render(_answers(changed)) == snapshot
 
 
 def test_records_read_on_ast() -> None:
-    """The ``ast`` records' own values, not only their agreement with libcst's."""
+    """The ``ast`` records' own values, spelt out."""
     model = AstModel.build(ast.parse(textwrap.dedent(PROGRAMS["stored callables every way"])), "pkg.mod")
     found = home_made(model)
     first = found.implementations["pkg.mod.CheckpointFunction"]
@@ -362,7 +367,7 @@ def _reversible_test_programs() -> list[tuple[str, str]]:
         for node in ast.walk(tree):
             if type(node) is ast.Constant and type(node.value) is str and "class " in node.value:
                 text = textwrap.dedent(node.value)
-                if _parses(text):
+                if parses(text):
                     found.append((f"{name}:{node.lineno}", text))
     return found
 
@@ -370,10 +375,7 @@ def _reversible_test_programs() -> list[tuple[str, str]]:
 _REVERSIBLE = _reversible_test_programs()
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _REVERSIBLE])
-def test_reversible_test_programs(label: str, text: str) -> None:
-    assert parity.compare(text, "pkg.mod").mismatches == []
-
-
-def test_reversible_test_programs_hold_implementations() -> None:
-    assert sum(parity.compare(text, "pkg.mod").implementations for _, text in _REVERSIBLE) >= 10
+def test_reversible_test_programs(request: pytest.FixtureRequest) -> None:
+    texts = [text for _, text in _REVERSIBLE]
+    check_suite(request, "homemade_reversible", texts, _answers)
+    assert sum(_counts(text)[0] for text in texts) >= 10

@@ -1,86 +1,205 @@
-"""The semantic model on CPython's ``ast`` (ckptlint.semantic.ast_model) answers as the one on
-libcst (ckptlint.semantic.model) does: for every name read of the rule examples (the classes'
-``VALID``/``INVALID`` programs and the ``rules/CKPxxx.md`` code blocks), the test cases, the
-shared cases when present and hand-written programs, the same scope, bindings (kind, name,
+"""The semantic model on CPython's ``ast`` (ckptlint.semantic.ast_model), its answers recorded
+while they equalled the libcst model's: for every name read of the rule examples, the test
+cases, the shared cases as recorded and hand-written programs, the scope, bindings (kind, name,
 where, value), qualified names, ``precedes``, enclosing function and mutations; per scope the
-same bound names and mutations (the comparison is ``benchmarks/ast_model_parity.py``'s, which
-runs it over real trees)."""
+bound names and mutations; the calls, ``from`` imports and star imports (golden answers:
+``__snapshots__/test_ast_model.ambr``); and the model's own answers on small programs."""
 
 from __future__ import annotations
 
 import ast
-import re
+import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from goldens import case_params, example_params, parses, read_case, render, rule_examples
 from hypothesis import HealthCheck, given, settings
-from parity_scripts import load_parity
 from test_properties import programs  # the property tests' random programs
 
-from ckptlint.rules import ALL_RULES, Invalid
 from ckptlint.semantic.ast_assignments import assignments
 from ckptlint.semantic.ast_model import AstModel
-from ckptlint.semantic.bindings import BindingKind, MutationKind, ScopeKind
+from ckptlint.semantic.bindings import Binding, BindingKind, Mutation, MutationKind, Scope, ScopeKind
+from ckptlint.text.source import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = ROOT / "tests" / "cases"
-SHARED_CASES = ROOT.parent / "shared" / "cases"
-_BLOCK = re.compile(r"^```python (?:bad|good|fixed)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
-
-parity = load_parity("ast_model_parity")
-
-
-def _assert_same(text: str, module_name: str = "pkg.mod", is_package: bool = False) -> None:
-    found = parity.compare(text, module_name, is_package)
-    assert found.mismatches == []
-    assert found.scopes >= 1  # the module, at least
+#: ``ast`` node classes under the name the readings give them (libcst's, when recorded).
+_NODE_NAMES = {
+    "AsyncFor": "For",
+    "comprehension": "CompFor",
+    "withitem": "WithItem",
+    "alias": "ImportAlias",
+    "AsyncFunctionDef": "FunctionDef",
+    "arg": "Param",
+    "Delete": "Del",
+    "AsyncWith": "With",
+}
 
 
 def _rule_examples() -> list[tuple[str, str]]:
-    found = []
-    for code, rule in sorted(ALL_RULES.items()):
-        for kind in ("VALID", "INVALID"):
-            for index, example in enumerate(getattr(rule, kind)):
-                text = example.code if isinstance(example, Invalid) else example
-                found.append((f"{code}-{kind.lower()}-{index}", textwrap.dedent(text)))
-        page = ROOT / "rules" / f"{code}.md"
-        if page.exists():
-            for index, block in enumerate(_BLOCK.findall(page.read_text(encoding="utf-8"))):
-                found.append((f"{code}-page-{index}", block))
-    return found
+    """The rule examples that parse (kept for the modules that import it)."""
+    return rule_examples()
 
 
 def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except SyntaxError:
-        return False
-    return True
-
-
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _rule_examples() if _parses(x)])
-def test_rule_examples(label: str, text: str) -> None:
-    _assert_same(text)
+    return parses(text)
 
 
 def _case_files() -> list[Path]:
-    files = sorted(CASES.rglob("*.py"))
-    if SHARED_CASES.is_dir():
-        files += sorted(SHARED_CASES.rglob("*.py"))
-    return [f for f in files if _parses(f.read_text(encoding="utf-8"))]
+    """The test cases and the shared cases present (kept for the modules that import it)."""
+    return [p for p in (param.values[0] for param in case_params()) if p.is_file()]
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    _assert_same(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem)
+def _dump(node: ast.AST) -> str:
+    """``ast.dump`` as Python 3.12 and earlier write it (3.13 leaves out empty fields)."""
+    if sys.version_info >= (3, 13):
+        return ast.dump(node, show_empty=True)  # type: ignore[call-arg]
+    return ast.dump(node)
 
 
-def test_shared_cases_are_compared_when_present() -> None:
-    if not SHARED_CASES.is_dir():
-        pytest.skip("no ../shared/cases next to the project")
-    assert any(p.is_relative_to(SHARED_CASES) for p in _case_files())
+class _Reader:
+    """The readings of one model: positions 1-based ``(row, col)``, values as ``ast.dump``."""
+
+    def __init__(self, model: AstModel, position: Callable[[ast.AST], tuple[int, int]]) -> None:
+        self.model = model
+        self.position = position
+        self._bindings: dict[int, tuple] = {}
+        self._mutations: dict[tuple[str, int], list[tuple]] = {}
+
+    def anchor(self, node: ast.AST) -> tuple[int, int]:
+        if type(node) is ast.comprehension:
+            return self.first_name(node.target)
+        if type(node) is ast.withitem:
+            target = node.optional_vars
+            return self.first_name(target) if target is not None else self.position(node.context_expr)
+        if type(node) is ast.Module:
+            return (0, 0)
+        return self.position(node)
+
+    def first_name(self, node: ast.AST) -> tuple[int, int]:
+        found = [self.position(n) for n in ast.walk(node) if type(n) is ast.Name]
+        return min(found) if found else self.position(node)
+
+    def scope(self, scope: Scope | None) -> tuple | None:
+        if scope is None:
+            return None
+        if scope.kind.value == "comprehension":
+            return (scope.kind.value, scope.qualname, self.first_name(scope.node.generators[0].target))  # type: ignore[attr-defined]
+        return (scope.kind.value, scope.qualname, self.anchor(scope.node))  # type: ignore[arg-type]
+
+    def binding(self, binding: Binding) -> tuple:
+        found = self._bindings.get(id(binding))
+        if found is None:
+            assigned = binding.assigned
+            where = self.position(assigned.target) if assigned is not None else self.anchor(binding.node)  # type: ignore[arg-type]
+            how = None
+            if assigned is not None:
+                value = None if assigned.value is None else _dump(assigned.value)  # type: ignore[arg-type]
+                how = (assigned.kind.value, value, assigned.path, assigned.attr)
+            found = self._bindings[id(binding)] = (
+                binding.kind.value,
+                binding.name,
+                where,
+                _NODE_NAMES.get(type(binding.node).__name__, type(binding.node).__name__),
+                self.scope(binding.scope),
+                self.scope(binding.declared_in),
+                binding.target,
+                None if binding.value is None else _dump(binding.value),  # type: ignore[arg-type]
+                how,
+            )
+        return found
+
+    def mutation(self, mutation: Mutation) -> tuple:
+        name = type(mutation.node).__name__
+        return (mutation.base, _NODE_NAMES.get(name, name), self.anchor(mutation.node), mutation.kind.value, mutation.method)  # type: ignore[arg-type]
+
+    def scopes(self) -> list[tuple]:
+        model = self.model
+        mutations: dict[int, list[tuple]] = {}
+        for mutation in model.mutations:
+            mutations.setdefault(id(mutation.scope), []).append(self.mutation(mutation))
+        return [
+            (
+                self.scope(scope),
+                sorted((name, [self.binding(b) for b in bindings]) for name, bindings in scope.bindings.items()),
+                sorted(scope.globals),
+                sorted(scope.nonlocals),
+                sorted(mutations.get(id(scope), []), key=repr),
+            )
+            for scope in [model.module_scope, *model.scope_of_definition.values()]
+        ]
+
+    def read(self, name: ast.Name) -> tuple:
+        model = self.model
+        scope = model.scope_of(name)
+        found = model.bindings_at(name)
+        key = (name.id, id(scope))
+        if key not in self._mutations:
+            self._mutations[key] = sorted((self.mutation(m) for m in model.mutations_of(name.id, scope)), key=repr)
+        function = model.enclosing(name, ast.FunctionDef, ast.AsyncFunctionDef)
+        return (
+            self.scope(scope),
+            [self.binding(b)[:3] for b in model.bindings_of(name)],  # in full under its scope
+            [self.binding(b)[:3] for b in found],
+            sorted(model.qualified_names(name)),
+            [model.precedes(b.node, name) for b in found if b.kind is not BindingKind.PARAMETER],
+            None if function is None else self.anchor(function),
+            self._mutations[key],
+        )
+
+
+def _answers(text: str, module_name: str = "pkg.mod", is_package: bool = False) -> dict[str, list]:
+    """What the model of ``text`` answers: per name read (its bindings by kind, name and
+    where; in full under the scopes), ``True``/``False``/``None`` and
+    attribute read its readings; per scope its bindings and mutations; the calls (start, end),
+    the modules of the ``from`` imports and the star imports."""
+    source = SourceFile("<compared>", text)
+    tree = ast.parse(text)
+
+    def position(node: ast.AST) -> tuple[int, int]:
+        return source.ast_position(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+    def end(node: ast.AST) -> tuple[int, int]:
+        return source.ast_position(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+
+    reader = _Reader(AstModel.build(tree, module_name, is_package), position)
+    model = reader.model
+    reads = []
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is ast.Name and type(node.ctx) is ast.Load:  # type: ignore[attr-defined]
+            reads.append((position(node), node.id, reader.read(node)))  # type: ignore[attr-defined, arg-type]
+        elif kind is ast.Constant and any(node.value is c for c in (True, False, None)):  # type: ignore[attr-defined]
+            reads.append((position(node), repr(node.value), sorted(model.qualified_names(node))))  # type: ignore[attr-defined, arg-type]
+        elif kind is ast.Attribute and type(node.ctx) is ast.Load:  # type: ignore[attr-defined]
+            reads.append(((position(node), end(node)), "attribute", sorted(model.qualified_names(node))))  # type: ignore[arg-type]
+    found = {
+        "reads": sorted(reads, key=repr),
+        "scopes": sorted(reader.scopes(), key=repr),
+        "calls": sorted((position(c), end(c)) for c in model.calls),
+        "from imports": sorted((model.absolute_module(n) for n in ast.walk(tree) if type(n) is ast.ImportFrom), key=repr),  # type: ignore[arg-type]
+        "star imports": model.star_imports,
+    }
+    model.release()
+    return found
+
+
+def _golden(text: str, module_name: str = "pkg.mod", is_package: bool = False) -> str:
+    found = _answers(text, module_name, is_package)
+    assert found["scopes"]  # the module, at least
+    return "\n".join(f"{key}:\n{render(value)}" for key, value in found.items())
+
+
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _golden(text) == snapshot
+
+
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _golden(read_case(path), "pkg.cases." + path.stem) == snapshot
 
 
 TRICKY = {
@@ -252,14 +371,14 @@ TRICKY = {
 
 
 @pytest.mark.parametrize("label", sorted(TRICKY))
-def test_tricky_programs(label: str) -> None:
-    _assert_same(textwrap.dedent(TRICKY[label]))
+def test_tricky_programs(label: str, snapshot) -> None:
+    assert _golden(textwrap.dedent(TRICKY[label])) == snapshot
 
 
-def test_relative_imports_in_a_package() -> None:
+def test_relative_imports_in_a_package(snapshot) -> None:
     text = "from . import a\nfrom .b import c\nfrom .. import d\nfrom ... import e\nfrom .... import f\nprint(a, c, d, e, f)\n"
-    _assert_same(text, "pkg.sub", is_package=True)
-    _assert_same(text, "pkg.sub.mod", is_package=False)
+    assert _golden(text, "pkg.sub", is_package=True) == snapshot
+    assert _golden(text, "pkg.sub.mod", is_package=False) == snapshot
     model = AstModel.build(ast.parse(text), "pkg.sub", is_package=True)
     froms = [n for n in model.module.body if isinstance(n, ast.ImportFrom)]
     assert [model.absolute_module(n) for n in froms] == ["pkg.sub", "pkg.sub.b", "pkg", "", None]
@@ -277,7 +396,8 @@ BUDGET = settings(
 @BUDGET
 @given(programs())
 def test_random_programs(text: str) -> None:
-    _assert_same(text)
+    """The model reads every random program (its answers were libcst's while it lived)."""
+    assert _answers(text)["scopes"]
 
 
 # ------------------------------------------------------------- the model's own answers

@@ -1,47 +1,49 @@
 """The reads of outer state on CPython's ``ast``
 (:func:`ckptlint.checkpoint.analyses.ast_outer_reads.mutable_reads`) and the writes
-(:func:`ckptlint.checkpoint.analyses.ast_outer_writes.outer_writes`) answer as libcst's, compared
-by ``benchmarks/ast_outer_access_parity.py`` on regions built the same way on both sides: for
-the rule examples, the test cases, the shared cases when present, the programs of the test
-suite and hand-written programs for the corners of the reads (the writes' corners are in
-``test_ast_outer_writes.py``)."""
+(:func:`ckptlint.checkpoint.analyses.ast_outer_writes.outer_writes`), recorded while they
+were libcst's, on regions built by hand for every site and on the builder's regions: for the
+rule examples, the test cases, the shared cases as recorded, the programs of the test suite
+and hand-written programs for the corners of the reads (the writes' corners are in
+``test_ast_outer_writes.py``). Golden answers: ``__snapshots__/test_ast_outer_reads.ambr``
+and ``__digests__/outer_access_suite.json``; the readings are ``outer_access_readings.py``'s."""
 
 from __future__ import annotations
 
 import functools
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
+from goldens import case_params, check_suite, example_params, read_case, render
+from outer_access_readings import outer_access_answers
 from test_ast_evaluator_leaves import _SUITE
-from test_ast_model import _case_files, _parses, _rule_examples
-
-parity = load_parity("ast_outer_access_parity")
-
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
 
 
 @functools.cache
-def compared(text: str):
-    """The comparison of ``text`` as module ``pkg.mod`` (made once: the counts reuse it)."""
-    return parity.compare(textwrap.dedent(text), "pkg.mod", real=True)
+def answers(text: str, module_name: str = "pkg.mod") -> tuple[list[tuple], Counter[str]]:
+    """The answers for ``text``, dedented (made once: the counts reuse them)."""
+    return outer_access_answers(textwrap.dedent(text), module_name)
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    assert compared(text).mismatches == []
+def golden(text: str, module_name: str = "pkg.mod") -> str:
+    """The regions of ``text`` that hold a read or a write, one line each."""
+    return render(answers(text, module_name)[0])
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    assert parity.compare(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem, real=True).mismatches == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert golden(text) == snapshot
 
 
-def test_programs_of_the_test_suite() -> None:
-    """One test for them all (a few hundred small programs): every mismatch listed."""
-    found = [(index, m) for index, text in enumerate(_SUITE) for m in compared(text).mismatches]
-    assert found == []
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert golden(read_case(path), "pkg.cases." + path.stem) == snapshot
+
+
+def test_programs_of_the_test_suite(request: pytest.FixtureRequest) -> None:
+    """One test for them all (a few hundred small programs)."""
+    assert check_suite(request, "outer_access_suite", _SUITE, golden) >= 100
 
 
 PROGRAMS = {
@@ -311,22 +313,22 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_programs(name: str) -> None:
-    assert compared(PROGRAMS[name]).mismatches == []
+def test_programs(name: str, snapshot) -> None:
+    assert golden(PROGRAMS[name]) == snapshot
 
 
-def totals(texts: list[str]):
-    """What the comparisons of ``texts`` compared, summed."""
-    total = parity.OuterAccessComparison()
+def totals(texts: list[str]) -> Counter[str]:
+    """How many sites, regions, reads and writes ``texts`` hold, summed."""
+    total: Counter[str] = Counter()
     for text in texts:
-        total.add(compared(text))
+        total.update(answers(text)[1])
     return total
 
 
 def test_the_inputs_hold_what_is_compared() -> None:
     """The programs above, the rule examples and the suite's programs are not empty of reads
     and writes, on hand-built regions and on the builders' ones."""
-    assert totals(list(PROGRAMS.values())).items["read"] >= 60
-    total = totals([text for _, text in _EXAMPLES] + _SUITE)
+    assert totals(list(PROGRAMS.values()))["read"] >= 60
+    total = totals([p.values[1] for p in example_params()] + _SUITE)
     for kind, least in {"site": 600, "region": 3000, "read": 100, "write": 200}.items():
-        assert total.items[kind] >= least, kind
+        assert total[kind] >= least, kind

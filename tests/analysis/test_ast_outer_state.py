@@ -1,21 +1,23 @@
 """What the outer-state rules share, on CPython's ``ast``
-(:mod:`ckptlint.checkpoint.analyses.ast_outer_state`), answers as libcst's
+(:mod:`ckptlint.checkpoint.analyses.ast_outer_state`), recorded while it answered as libcst's
 (:mod:`ckptlint.checkpoint.analyses.outer_state`): for every node of every frame of the
-regions ``benchmarks/ast_outer_state_parity.py`` builds by hand, the same frame scope and
-``self`` name, code and message text, store/load, owner and bindings, and enclosing
-statements. Inputs: the rule examples, the test cases, the shared cases when present, the
-programs of the test suite and hand-written programs."""
+regions ``outer_state_readings.hand_regions`` builds, the frame scope and ``self`` name, code
+and message text, store/load, owner and bindings, and enclosing statements; and the answers of
+the three analyses on the regions of the builder. Inputs: the rule examples, the test cases,
+the shared cases as recorded, the programs of the test suite and hand-written programs (golden
+answers: ``__snapshots__/test_ast_outer_state.ambr`` and ``__digests__/outer_state_*.json``)."""
 
 from __future__ import annotations
 
 import functools
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
+from goldens import case_params, check_suite, example_params, read_case, render
+from outer_state_readings import outer_state_answers, region_answers, yes_counts
 from test_ast_evaluator_leaves import _SUITE
-from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.analyses.ast_outer_state import is_load, is_store, node_code
 from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
@@ -26,31 +28,36 @@ from ckptlint.text.source import SourceFile
 KINDS = {"frame", "code", "text", "store", "load", "owner", "contains"}
 
 
-parity = load_parity("ast_outer_state_parity")
-
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
-
-
 @functools.cache
-def _compared(text: str):
-    """The comparison of ``text`` as module ``pkg.mod`` (made once: the counts reuse it)."""
-    return parity.compare(text, "pkg.mod")
+def _answers(text: str) -> dict[tuple, object]:
+    """Every answer for the hand-built regions of ``text`` as module ``pkg.mod`` (made once:
+    the three analyses' tests and the counts reuse them)."""
+    return outer_state_answers(text, "pkg.mod")
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    assert _compared(text).of(KINDS) == []
+def _golden(text: str, kinds: set[str]) -> str:
+    """The answers of these kinds, one line per place (region, frame, where: its answers by
+    kind)."""
+    grouped: dict[tuple, dict[str, object]] = {}
+    for key, value in _answers(text).items():
+        if key[2] in kinds:
+            grouped.setdefault((key[0], key[1], *key[3:]), {})[key[2]] = value
+    return render(grouped)
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    assert _compared(path.read_text(encoding="utf-8")).of(KINDS) == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _golden(text, KINDS) == snapshot
 
 
-def test_programs_of_the_test_suite() -> None:
-    """One test for them all (a few hundred small programs): every mismatch listed."""
-    found = [(index, m) for index, text in enumerate(_SUITE) for m in _compared(text).of(KINDS)]
-    assert found == []
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _golden(read_case(path), KINDS) == snapshot
+
+
+def test_programs_of_the_test_suite(request: pytest.FixtureRequest) -> None:
+    """One test for them all (a few hundred small programs)."""
+    assert check_suite(request, "outer_state_suite", _SUITE, lambda text: _golden(text, KINDS)) >= 100
 
 
 PROGRAMS = {
@@ -203,37 +210,29 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_programs(name: str) -> None:
-    assert _compared(textwrap.dedent(PROGRAMS[name])).of(KINDS) == []
+def test_programs(name: str, snapshot) -> None:
+    assert _golden(textwrap.dedent(PROGRAMS[name]), KINDS) == snapshot
 
 
 def test_the_inputs_hold_what_is_compared() -> None:
-    """The examples and programs are not empty of what is compared."""
-    total = parity.Comparison()
-    for text in [text for _, text in _EXAMPLES] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
-        total.add(_compared(text))
+    """The examples and programs are not empty of what is recorded."""
+    items: Counter[str] = Counter()
+    for text in [p.values[1] for p in example_params()] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
+        items.update(key[2] for key in _answers(text))
     for kind, least in {"frame": 1000, "code": 15000, "store": 10000, "owner": 10000, "load": 7000, "contains": 7000}.items():
-        assert total.items[kind] >= least, kind
+        assert items[kind] >= least, kind
 
 
-@functools.cache
-def _regions_compared(text: str):
-    """The comparison over the regions the builders make of ``text``'s sites (module alone)."""
-    return parity.compare_regions(text, "pkg.mod")
-
-
-def test_the_regions_of_the_builders() -> None:
+def test_the_regions_of_the_builders(request: pytest.FixtureRequest) -> None:
     """Every answer of the three analyses (outer state, write exemptions, end resets) over the
-    regions ``RegionBuilder`` and ``AstRegionBuilder`` make of every site of the inputs."""
-    texts = [text for _, text in _EXAMPLES] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]
-    texts += [path.read_text(encoding="utf-8") for path in _case_files()]
-    total = parity.Comparison()
-    for text in texts:
-        total.add(_regions_compared(text))
-    assert total.mismatches == []
-    assert total.regions >= 600
-    assert total.frames >= 200
-    assert total.items["code"] >= 2500
+    regions ``AstRegionBuilder`` makes of every site of the inputs (module alone)."""
+    texts = [p.values[1] for p in example_params()] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]
+    texts += [p.values[0].read_text(encoding="utf-8") for p in case_params() if p.values[0].is_file()]
+    found = {text: region_answers(text) for text in dict.fromkeys(texts)}
+    check_suite(request, "outer_state_builder_regions", texts, lambda text: render(found[text]))
+    assert sum(len({key[0] for key in answers}) for answers in found.values()) >= 600
+    assert sum(1 for answers in found.values() for key in answers if key[2] == "frame") >= 200
+    assert sum(1 for answers in found.values() for key in answers if key[2] == "code") >= 2500
 
 
 TREE = {
@@ -297,24 +296,31 @@ TREE = {
 }
 
 
-def test_a_tree_read_through_both_loaders(tmp_path: Path) -> None:
-    """Regions whose frames are in another module of the tree answer alike."""
+def test_a_tree_read_through_the_loader(tmp_path: Path, snapshot) -> None:
+    """Regions whose frames are in another module of the tree answer as they did on libcst."""
     for relative, text in TREE.items():
         path = tmp_path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")
-    project = Project(partial=False)
     loader = AstProject(Project(partial=False))
-    total = parity.Comparison()
+    yes: Counter[str] = Counter()
+    golden, regions, frames = [], 0, 0
+
+    def shown(file: str) -> str:
+        return Path(file).relative_to(tmp_path).as_posix() if Path(file).is_relative_to(tmp_path) else file
+
     for relative in TREE:
         path = tmp_path / relative
         name, is_package, home = module_name_for(path)
-        project.track(home)
         loader.project.track(home)
-        total.add(parity.compare_regions(path.read_text(encoding="utf-8"), name, is_package, str(path), project, loader))
-    assert total.mismatches == []
-    assert total.regions == 2 and total.frames >= 4
-    assert total.yes["balanced"] == 2 and total.yes["resets"] >= 1 and total.yes["covers"] >= 2 and total.yes["once"] >= 1
+        found = region_answers(path.read_text(encoding="utf-8"), name, is_package, str(path), loader, shown)
+        golden.append(f"== {relative}\n{render(found)}")
+        yes.update(yes_counts(found))
+        regions += len({key[0] for key in found})
+        frames += sum(1 for key in found if key[2] == "frame")
+    assert "\n".join(golden) == snapshot
+    assert regions == 2 and frames >= 4
+    assert yes["balanced"] == 2 and yes["resets"] >= 1 and yes["covers"] >= 2 and yes["once"] >= 1
 
 
 def _analysis(text: str) -> AstAnalysis:

@@ -1,13 +1,14 @@
 """The writes of outer state on CPython's ``ast``
-(:func:`ckptlint.checkpoint.analyses.ast_outer_writes.outer_writes`) answer as libcst's on
-hand-written programs for each exemption of ``outer_writes`` and ``write_exemptions`` (the
-rule examples, cases and test-suite programs are compared, reads and writes together, by
+(:func:`ckptlint.checkpoint.analyses.ast_outer_writes.outer_writes`), recorded while they were
+libcst's, on hand-written programs for each exemption of ``outer_writes`` and
+``write_exemptions`` (golden answers: ``__snapshots__/test_ast_outer_writes.ambr``; the rule
+examples, cases and test-suite programs are recorded, reads and writes together, by
 ``test_ast_outer_reads.py``)."""
 
 from __future__ import annotations
 
 import pytest
-from test_ast_outer_reads import compared, totals
+from test_ast_outer_reads import golden, totals
 
 PROGRAMS = {
     "globals and closures": """
@@ -296,10 +297,10 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_programs(name: str) -> None:
-    assert compared(PROGRAMS[name]).mismatches == []
+def test_programs(name: str, snapshot) -> None:
+    assert golden(PROGRAMS[name]) == snapshot
 
 
 def test_the_programs_hold_what_is_compared() -> None:
     """The programs above are not empty of writes."""
-    assert totals(list(PROGRAMS.values())).items["write"] >= 60
+    assert totals(list(PROGRAMS.values()))["write"] >= 60

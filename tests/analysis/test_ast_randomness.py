@@ -1,23 +1,24 @@
 """The randomness, grad-mode, layer-switch and reentrant-backward analyses on CPython's ``ast``
 (``ast_randomness``, ``ast_grad_mode``, ``ast_layer_switches``, ``ast_reentrant_backward`` of
-ckptlint.checkpoint.analyses) answer as libcst's: the grad mode of every call, the random ops,
-device moves and unpreserved sources of a region around every function, the switches of the
-layers those call, and whether backward reaches each site, compared as
-``benchmarks/ast_randomness_parity.py`` describes them, which runs the comparison over real
-trees. Inputs: the rule examples, the test cases, the shared cases when present, the programs
-of the test suite and hand-written corners."""
+ckptlint.checkpoint.analyses), their answers recorded while they were libcst's: the grad mode
+of every call, the random ops, device moves and unpreserved sources of a region around every
+function, the switches of the layers those call, and whether backward reaches each site.
+Inputs: the rule examples, the test cases, the shared cases as recorded, the programs of the
+test suite and hand-written corners (golden answers: ``__snapshots__/test_ast_randomness.ambr``
+and ``__digests__/randomness_suite.json``; the readings are ``randomness_readings.py``'s)."""
 
 from __future__ import annotations
 
 import ast
 import functools
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
+from goldens import case_params, check_suite, example_params, read_case, render
+from randomness_readings import randomness_answers
 from test_ast_evaluator_leaves import _SUITE
-from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.analyses.ast_grad_mode import GradMode, grad_mode_at
 from ckptlint.checkpoint.analyses.ast_layer_switches import SwitchReader, switched_on
@@ -27,31 +28,34 @@ from ckptlint.facts.torch_facts import layer_fact
 from ckptlint.semantic.ast_analysis import parse_ast
 from ckptlint.text.source import SourceFile
 
-parity = load_parity("ast_randomness_parity")
-
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
-
 
 @functools.cache
-def _compared(text: str):
-    """The comparison of ``text`` as module ``pkg.mod`` (made once: the counts reuse it)."""
-    return parity.compare(text, "pkg.mod")
+def _answers(text: str, module_name: str = "pkg.mod") -> tuple[list[tuple], Counter[str]]:
+    """The answers for ``text`` (made once: the counts reuse them)."""
+    return randomness_answers(text, module_name)
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    assert _compared(text).mismatches == []
+def _golden(found: list[tuple]) -> str:
+    """How many answers of each kind, then those that find something, one line each (an empty
+    answer that changes shows as a line more)."""
+    kinds = Counter(answer[0] for answer in found)
+    stated = [answer for answer in found if answer[-1] not in (None, [], (), False)]
+    return render([dict(sorted(kinds.items())), *stated])
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    assert parity.compare(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem).mismatches == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _golden(_answers(text)[0]) == snapshot
 
 
-def test_programs_of_the_test_suite() -> None:
-    """One test for them all (a few hundred small programs): every mismatch listed."""
-    found = [(index, m) for index, text in enumerate(_SUITE) for m in _compared(text).mismatches]
-    assert found == []
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _golden(_answers(read_case(path), "pkg.cases." + path.stem)[0]) == snapshot
+
+
+def test_programs_of_the_test_suite(request: pytest.FixtureRequest) -> None:
+    """One test for them all (a few hundred small programs), every answer digested."""
+    assert check_suite(request, "randomness_suite", _SUITE, lambda text: render(_answers(text)[0])) >= 100
 
 
 PROGRAMS = {
@@ -363,19 +367,19 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_programs(name: str) -> None:
-    assert _compared(textwrap.dedent(PROGRAMS[name])).mismatches == []
+def test_programs(name: str, snapshot) -> None:
+    assert render(_answers(textwrap.dedent(PROGRAMS[name]))[0]) == snapshot
 
 
 def test_the_inputs_hold_what_is_compared() -> None:
-    """The examples and programs are not empty of what is compared."""
-    total = parity.RandomnessComparison()
-    for text in [text for _, text in _EXAMPLES] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
-        total.add(_compared(text))
+    """The examples and programs are not empty of what is recorded."""
+    items: Counter[str] = Counter()
+    for text in [p.values[1] for p in example_params()] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
+        items.update(_answers(text)[1])
     least_items = {"grad mode": 2500, "region": 2000, "random op": 250, "device move": 100, "source": 80, "layer": 100, "site": 500}
     least_items |= {"real site": 500, "real random op": 50, "real device move": 5, "real source": 10, "real layer": 100}
     for kind, least in least_items.items():
-        assert total.items[kind] >= least, (kind, total.items[kind])
+        assert items[kind] >= least, (kind, items[kind])
 
 
 def test_grad_mode_answers() -> None:

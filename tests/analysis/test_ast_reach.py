@@ -1,17 +1,19 @@
 """Sites found by following the linted tree on CPython's ``ast`` (ckptlint.checkpoint.sites.ast_reach,
-``module_sites``) are libcst's (``site_index`` with a :class:`Project`), field by field, and each side
-records the same files as read; policy sites carry the classes they select; the gradient hooks that
-re-run the model (``ast_hook_recompute``) are libcst's. The comparison is
-``benchmarks/ast_sites_parity.py``'s (``--tree`` runs it over real trees)."""
+``module_sites``), recorded while they were libcst's (``site_index`` with a :class:`Project`)
+field by field with the files each side recorded as read; policy sites carry the classes they
+select; the gradient hooks that re-run the model (``ast_hook_recompute``). Golden answers:
+``__snapshots__/test_ast_reach.ambr`` and ``__digests__/reach_ckp105_hooks.json``."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import textwrap
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
+from goldens import check_suite, parses, render
+from site_readings import sites_in_tree, sites_of_text
 
 from ckptlint.checkpoint.sites.ast_hook_recompute import hook_recomputes
 from ckptlint.checkpoint.sites.ast_sites import direct_sites, module_sites
@@ -24,9 +26,6 @@ from ckptlint.text.source import SourceFile
 ROOT = Path(__file__).resolve().parents[2]
 
 
-parity = load_parity("ast_sites_parity")
-
-
 def _write(root: Path, files: dict[str, str]) -> list[Path]:
     paths = []
     for name, text in files.items():
@@ -37,17 +36,13 @@ def _write(root: Path, files: dict[str, str]) -> list[Path]:
     return paths
 
 
-def _compare_tree(root: Path, files: dict[str, str]):
-    """Every file of the tree compared in turn, one loader per side for the whole tree (as a run)."""
-    cst_project, reach_project = Project(partial=False), Project(partial=False)
-    ast_project = AstProject(Project(partial=False))
-    total = parity.SiteComparison()
-    for path in _write(root, files):
-        found = parity.SiteComparison()
-        parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, reach_project, ast_project, found)
-        found.mismatches = [f"{path.relative_to(root)}: {m}" for m in found.mismatches]
-        total.add(found)
-    return total
+def _tree_answers(root: Path, files: dict[str, str]) -> dict[str, dict]:
+    """Every file of the tree read in turn, one loader for the whole tree (as a run)."""
+    return sites_in_tree(root, _write(root, files), AstProject(Project(partial=False)))
+
+
+def _golden(found: dict[str, dict]) -> str:
+    return "\n".join(f"{name}:\n{render(answers)}" for name, answers in found.items())
 
 
 MODEL = "def forward(block, x):\n    return checkpoint(block, x)\n"
@@ -194,10 +189,11 @@ TREES = {
 
 
 @pytest.mark.parametrize("name", TREES)
-def test_trees(tmp_path: Path, name: str) -> None:
-    found = _compare_tree(tmp_path, TREES[name])
-    assert found.mismatches == []
-    assert found.reads > 0 or name.startswith("policies")  # classes of a policy are not followed here
+def test_trees(tmp_path: Path, name: str, snapshot) -> None:
+    found = _tree_answers(tmp_path, TREES[name])
+    assert _golden(found) == snapshot
+    reads = sum(len(answers["reads"]) for answers in found.values())
+    assert reads > 0 or name.startswith("policies")  # classes of a policy are not followed here
 
 
 def _in_package(text: str) -> dict[str, str]:
@@ -236,20 +232,20 @@ LAYOUT_TREES = {
 
 
 @pytest.mark.parametrize("name", LAYOUT_TREES)
-def test_logical_line_layouts(tmp_path: Path, name: str) -> None:
-    found = _compare_tree(tmp_path, LAYOUT_TREES[name])
-    assert found.mismatches == []
+def test_logical_line_layouts(tmp_path: Path, name: str, snapshot) -> None:
+    assert _golden(_tree_answers(tmp_path, LAYOUT_TREES[name])) == snapshot
 
 
-@pytest.mark.xfail(strict=True, reason="ast normalises identifiers as Python does (PEP 3131); libcst keeps the spelling")
-def test_an_nfkc_identifier(tmp_path: Path) -> None:
+def test_an_nfkc_identifier(tmp_path: Path, snapshot) -> None:
+    """``ast`` normalises identifiers as Python does (PEP 3131): the keyword is
+    ``use_reentrant`` (libcst kept the spelling, the one difference known then)."""
     text = "from torch.utils.checkpoint import checkpoint\ndef run(f, x):\n    return checkpoint(f, x, use_\uff52eentrant=False)\n"
-    assert _compare_tree(tmp_path, _in_package(text)).mismatches == []
+    assert _golden(_tree_answers(tmp_path, _in_package(text))) == snapshot
 
 
 def test_the_trees_hold_sites_found_through_the_tree(tmp_path: Path) -> None:
-    found = {name: _compare_tree(tmp_path / str(i), files) for i, (name, files) in enumerate(TREES.items())}
-    reached = {name: comparison.reached for name, comparison in found.items()}
+    found = {name: _tree_answers(tmp_path / str(i), files) for i, (name, files) in enumerate(TREES.items())}
+    reached = {name: sum(a["reached"] for a in answers.values()) for name, answers in found.items()}
     assert reached == {
         "re-export": 1,
         "alias": 1,
@@ -264,8 +260,7 @@ def test_the_trees_hold_sites_found_through_the_tree(tmp_path: Path) -> None:
         "policies with classes of other modules": 0,
         "names that lead nowhere": 0,
     }
-    assert found["home-made across files (left to another brick)"].left_out == {"home-made": 2}
-    assert found["policies with classes of other modules"].policy_regions == 3
+    assert sum(a["policy regions"] for a in found["policies with classes of other modules"].values()) == 3
 
 
 def _analysis(root: Path, relative: str, loader: AstProject):
@@ -450,11 +445,11 @@ HOOK_PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", [*POLICY_PROGRAMS, *HOOK_PROGRAMS])
-def test_programs(name: str) -> None:
+def test_programs(name: str, snapshot) -> None:
     text = textwrap.dedent({**POLICY_PROGRAMS, **HOOK_PROGRAMS}[name])
-    found = parity.compare(text, "pkg.mod")
-    assert found.mismatches == []
-    assert found.sites + found.hooks > 0 or name == "hooks that re-run nothing"
+    found = sites_of_text(text)
+    assert _golden({"pkg/mod.py": found}) == snapshot
+    assert len(found["sites"]) + len(found["hooks"]) > 0 or name == "hooks that re-run nothing"
 
 
 def test_hooks_are_found_in_order_with_their_reruns() -> None:
@@ -475,18 +470,15 @@ def _hook_texts() -> list[str]:
             texts.append(textwrap.dedent(node.value))
     page = (ROOT / "rules" / "CKP105.md").read_text(encoding="utf-8")
     texts += [block for block in page.split("```python\n")[1:] for block in [block.split("```")[0]] if "register_hook" in block]
-    return [text for text in texts if _parses(text)]
+    return [text for text in texts if parses(text)]
 
 
-def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except SyntaxError:
-        return False
-    return True
+@functools.cache
+def _hooks(text: str) -> list[tuple]:
+    return sites_of_text(text)["hooks"]
 
 
-def test_the_hooks_of_ckp105s_programs() -> None:
-    found = [parity.compare(text, "pkg.mod") for text in _hook_texts()]
-    assert [m for f in found for m in f.mismatches] == []
-    assert sum(f.hooks for f in found) >= 1  # the GradCache-style cached loss
+def test_the_hooks_of_ckp105s_programs(request: pytest.FixtureRequest) -> None:
+    texts = _hook_texts()
+    check_suite(request, "reach_ckp105_hooks", texts, _hooks)
+    assert sum(len(_hooks(text)) for text in texts) >= 1  # the GradCache-style cached loss

@@ -1,8 +1,9 @@
-"""The frames of a region on ``ast`` walk the nodes libcst's frames walk
-(:func:`ckptlint.semantic.ast_walk.nodes_of_function` against
-:func:`ckptlint.semantic.walk.nodes_of_function`): for every function and lambda of the rule
-examples, the cases and the programs below, the calls, attributes and names met, in the same
-order, with every branch taken, none decided, and the ``if`` tests with a literal decided."""
+"""The frames of a region on ``ast`` (:func:`ckptlint.semantic.ast_walk.nodes_of_function`),
+the nodes they walk recorded while they were those libcst's frames walked
+(:func:`ckptlint.semantic.walk.nodes_of_function`): for every function and lambda of the rule
+examples, the cases and the programs below, the calls, attributes and names met, in order,
+with every branch taken, none decided, and the ``if`` tests with a literal decided (golden
+answers: ``__snapshots__/test_ast_region.ambr``)."""
 
 from __future__ import annotations
 
@@ -10,46 +11,21 @@ import ast
 import textwrap
 from pathlib import Path
 
-import libcst as cst
 import pytest
-from test_ast_model import _case_files, _parses, _rule_examples
+from goldens import case_params, example_params, read_case, render
 
 from ckptlint.checkpoint.evaluator.ast_region import AstFrame
 from ckptlint.checkpoint.evaluator.denotations import Context
-from ckptlint.semantic import walk
-from ckptlint.semantic.analysis import ModuleAnalysis
 from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
 from ckptlint.semantic.ast_walk import nodes_of_function
-from ckptlint.semantic.parse import parse_source
 from ckptlint.text.source import SourceFile
-
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
 
 
 def _literal_test(test: object) -> bool | None:
-    """A decision both trees can take alike: a test spelled ``True``/``False``."""
-    if isinstance(test, cst.Name) and test.value in ("True", "False"):
-        return test.value == "True"
+    """A decision taken on a test spelled ``True``/``False``."""
     if isinstance(test, ast.Constant) and isinstance(test.value, bool):
         return test.value
     return None
-
-
-def _cst_walks(analysis: ModuleAnalysis, decide: bool) -> dict[tuple[int, int], list[tuple[str, tuple[int, int]]]]:
-    found = {}
-    for node in walk.iter_tree(analysis.module):
-        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
-            start = analysis.range(node.name if isinstance(node, cst.FunctionDef) else node)[0]
-            seen = []
-            for inner in walk.nodes_of_function(node, _literal_test if decide else None):
-                if isinstance(inner, cst.Call):
-                    seen.append(("call", analysis.range(inner)[0]))
-                elif isinstance(inner, cst.Attribute):
-                    seen.append(("attribute", analysis.range(inner)[0]))
-                elif isinstance(inner, cst.Name):
-                    seen.append(("name", analysis.range(inner)[0]))
-            found[start] = seen
-    return found
 
 
 def _ast_walks(analysis: AstAnalysis, decide: bool) -> dict[tuple[int, int], list[tuple[str, tuple[int, int]]]]:
@@ -72,33 +48,26 @@ def _ast_walks(analysis: AstAnalysis, decide: bool) -> dict[tuple[int, int], lis
     return found
 
 
-def _mismatches(text: str) -> list[str]:
+def _walks(text: str) -> str:
+    """Per function (where its name starts, a lambda where it starts) and way (branches taken
+    or decided), the nodes walked, one line each."""
     text = textwrap.dedent(text)
-    source = SourceFile(path="mod.py", text=text)
-    analysis = parse_source(source, "pkg.mod")
-    twin = parse_ast(source, "pkg.mod")
+    twin = parse_ast(SourceFile(path="mod.py", text=text), "pkg.mod")
     assert twin is not None
-    problems = []
+    found = []
     for decide in (False, True):
-        cst_side, ast_side = _cst_walks(analysis, decide), _ast_walks(twin, decide)
-        assert set(cst_side) == set(ast_side)
-        for start, seen in cst_side.items():
-            names = {position for kind, position in ast_side[start] if kind == "name"}
-            # libcst also walks names ``ast`` keeps as strings (an attribute's, a keyword's)
-            kept = [(kind, position) for kind, position in seen if kind != "name" or position in names]
-            if kept != ast_side[start]:
-                problems.append(f"{start} decide={decide}: {kept} != {ast_side[start]}")
-    return problems
+        found += [(start, decide, seen) for start, seen in sorted(_ast_walks(twin, decide).items())]
+    return render(found)
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    assert _mismatches(text) == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _walks(text) == snapshot
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    assert _mismatches(path.read_text(encoding="utf-8")) == []
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _walks(read_case(path)) == snapshot
 
 
 PROGRAMS = {
@@ -141,8 +110,8 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_programs(name: str) -> None:
-    assert _mismatches(PROGRAMS[name]) == []
+def test_programs(name: str, snapshot) -> None:
+    assert _walks(PROGRAMS[name]) == snapshot
 
 
 def test_frame_named_and_replay() -> None:

@@ -1,22 +1,24 @@
-"""Regions on CPython's ``ast`` (ckptlint.checkpoint.evaluator.ast_regions) are libcst's: for
-every checkpoint site, the region and the deep region (status, entries, frames in order with
-how each is reached, the nodes each frame walks, layers, layer calls, unknown, cut and opaque
-calls), the signature of the site's callable and the decisions of the ``if`` tests in the
-frames, compared as ``benchmarks/ast_regions_parity.py`` reads them, which runs the comparison
-over real trees. Inputs: the rule examples, the test cases, the shared cases when present, the
-programs of the test suite, hand-written programs and trees of modules read through both
-loaders (classes and functions imported from another module)."""
+"""Regions on CPython's ``ast`` (ckptlint.checkpoint.evaluator.ast_regions), recorded while
+they were libcst's: for every checkpoint site, the region and the deep region (status,
+entries, frames in order with how each is reached, the nodes each frame walks, layers, layer
+calls, unknown, cut and opaque calls), the signature of the site's callable, the decisions of
+the ``if`` tests in the frames and the builder's other queries. Inputs: the rule examples, the
+test cases, the shared cases as recorded, the programs of the test suite, hand-written
+programs and a tree of modules read through the loader (golden answers:
+``__snapshots__/test_ast_regions.ambr`` and ``__digests__/regions_*.json``; the readings are
+``region_readings.py``'s)."""
 
 from __future__ import annotations
 
 import functools
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
+from goldens import case_params, check_suite, example_params, read_case, render
+from region_readings import region_answers
 from test_ast_evaluator_leaves import _SUITE
-from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
@@ -24,47 +26,61 @@ from ckptlint.semantic.ast_analysis import parse_ast
 from ckptlint.semantic.project import AstProject, Project, module_name_for
 from ckptlint.text.source import SourceFile
 
-parity = load_parity("ast_regions_parity")
-
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
-
 
 @functools.cache
-def _compared(text: str):
-    """The comparison of ``text`` as module ``pkg.mod`` (made once: the counts reuse it)."""
-    return parity.compare(text, "pkg.mod")
+def _answers(text: str, module_name: str = "pkg.mod") -> list[dict[str, object]]:
+    """The readings of ``text`` (made once: the counts reuse them)."""
+    return region_answers(text, module_name)
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    found = _compared(text)
-    assert found.mismatches == []
-    assert found.unpaired == 0
+def _golden(found: list[dict[str, object]]) -> str:
+    """One line per site and reading (a region's per field)."""
+    lines = []
+    for index, reading in enumerate(found):
+        for which in ("region", "deep"):
+            lines += [f"{index} {which} {key}: {render([value])}" for key, value in reading[which].items()]  # type: ignore[attr-defined]
+        lines += [f"{index} {key}: {render([reading[key]])}" for key in ("signature", "decisions", "queries")]
+    return "\n".join(lines)
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    found = parity.compare(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem)
-    assert found.mismatches == []
-    assert found.unpaired == 0
+def _counts(found: list[dict[str, object]]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for reading in found:
+        region, deep = reading["region"], reading["deep"]
+        counts["sites"] += 1
+        counts["resolved"] += bool(region["status"][0])  # type: ignore[index]
+        counts["ran out"] += bool(region["status"][3])  # type: ignore[index]
+        counts["frames"] += len(region["frames"]) + len(deep["frames"])  # type: ignore[index]
+        counts["walked"] += sum(len(w) for w in region["walked"])  # type: ignore[index]
+        counts["decisions"] += len(reading["decisions"])  # type: ignore[arg-type]
+    return counts
 
 
-def test_programs_of_the_test_suite() -> None:
-    """One test for them all (a few hundred small programs): every mismatch listed."""
-    found = [(index, m) for index, text in enumerate(_SUITE) for m in _compared(text).mismatches]
-    assert found == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _golden(_answers(text)) == snapshot
+
+
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _golden(_answers(read_case(path), "pkg.cases." + path.stem)) == snapshot
+
+
+def test_programs_of_the_test_suite(request: pytest.FixtureRequest) -> None:
+    """One test for them all (a few hundred small programs)."""
+    assert check_suite(request, "regions_suite", _SUITE, lambda text: _golden(_answers(text))) >= 100
 
 
 def test_the_inputs_hold_what_is_compared() -> None:
     """The examples and programs are not empty of sites, resolved regions, frames and walks."""
-    total = parity.RegionComparison()
-    for text in [text for _, text in _EXAMPLES] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
-        total.add(_compared(text))
-    assert total.sites >= 500
-    assert total.resolved >= 200
-    assert total.frames >= 400
-    assert total.walked >= 2500
-    assert total.decisions >= 60
+    total: Counter[str] = Counter()
+    for text in [p.values[1] for p in example_params()] + _SUITE + [textwrap.dedent(p) for p in PROGRAMS.values()]:
+        total.update(_counts(_answers(text)))
+    assert total["sites"] >= 500
+    assert total["resolved"] >= 200
+    assert total["frames"] >= 400
+    assert total["walked"] >= 2500
+    assert total["decisions"] >= 60
 
 
 PROGRAMS = {
@@ -158,11 +174,10 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
-def test_programs(name: str) -> None:
-    found = _compared(textwrap.dedent(PROGRAMS[name]))
-    assert found.mismatches == []
-    assert found.unpaired == 0
-    assert found.resolved >= 5
+def test_programs(name: str, snapshot) -> None:
+    found = _answers(textwrap.dedent(PROGRAMS[name]))
+    assert _golden(found) == snapshot
+    assert _counts(found)["resolved"] >= 5
 
 
 TREE = {
@@ -258,28 +273,31 @@ TREE = {
 }
 
 
-def test_a_tree_read_through_both_loaders(tmp_path: Path) -> None:
+def test_a_tree_read_through_the_loader(tmp_path: Path, snapshot) -> None:
     """Regions follow classes, functions and helpers imported from another module of the tree
-    alike through libcst's ``Project`` and ``ast``'s ``AstProject``."""
+    through ``AstProject`` as they did through libcst's ``Project``."""
     for relative, text in TREE.items():
         path = tmp_path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")
-    project = Project(partial=False)
     loader = AstProject(Project(partial=False))
-    total = parity.RegionComparison()
+    total: Counter[str] = Counter()
+    golden = []
+
+    def shown(file: object) -> str:
+        return Path(str(file)).relative_to(tmp_path).as_posix() if Path(str(file)).is_relative_to(tmp_path) else str(file)
+
     for relative in TREE:
         path = tmp_path / relative
         name, is_package, home = module_name_for(path)
-        project.track(home)
         loader.track(home)
-        found = parity.compare(path.read_text(encoding="utf-8"), name, is_package, str(path), project, loader)
-        assert found.mismatches == [], relative
-        assert found.unpaired == 0
-        total.add(found)
-    assert total.sites >= 11
-    assert total.resolved >= 9
-    assert total.frames >= 20
+        found = region_answers(path.read_text(encoding="utf-8"), name, is_package, str(path), loader, shown)
+        golden.append(f"== {relative}\n{_golden(found)}")
+        total.update(_counts(found))
+    assert "\n".join(golden) == snapshot
+    assert total["sites"] >= 11
+    assert total["resolved"] >= 9
+    assert total["frames"] >= 20
 
 
 def test_the_builder_answers_its_other_queries() -> None:
@@ -308,17 +326,13 @@ def test_the_builder_answers_its_other_queries() -> None:
     assert builder.deep_region(sites[0], analysis).frames
 
 
-def test_regions_cut_short_by_the_budget_alike(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a few steps per query, both builders run out at the same point: the same frames,
+def test_regions_cut_short_by_the_budget(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """With a few steps per query, the builder runs out where libcst's did: the same frames,
     the same calls left unknown, ``ran_out`` set alike."""
-    from ckptlint.checkpoint.evaluator import ast_regions, regions
+    from ckptlint.checkpoint.evaluator import ast_regions
 
-    for module in (regions, ast_regions):
-        monkeypatch.setattr(module, "REGION_BUDGET", 12)
-        monkeypatch.setattr(module, "QUERY_BUDGET", 5)
-    total = parity.RegionComparison()
-    for text in [textwrap.dedent(p) for p in PROGRAMS.values()] + [text for _, text in _EXAMPLES[:80]]:
-        found = parity.compare(text, "pkg.mod")
-        assert found.mismatches == []
-        total.add(found)
-    assert total.ran_out >= 5
+    monkeypatch.setattr(ast_regions, "REGION_BUDGET", 12)
+    monkeypatch.setattr(ast_regions, "QUERY_BUDGET", 5)
+    texts = [textwrap.dedent(p) for p in PROGRAMS.values()] + [p.values[1] for p in example_params()[:80]]
+    check_suite(request, "regions_cut_short", texts, lambda text: _golden(region_answers(text)))
+    assert sum(_counts(region_answers(text))["ran out"] for text in texts) >= 5

@@ -1,29 +1,28 @@
-"""Stage 1 whole on CPython's ``ast`` (ckptlint.checkpoint.sites.ast_site_index) is libcst's
-``site_index``: the same sites in the same order, every field (home-made implementations and
-helpers of the module and of other modules of the tree, calls of helpers level by level,
-misuse and misspellings), the same helpers, calls of ``torch.utils.checkpoint`` itself and of
-``torch.distributed.checkpoint``, files read and import roots; on the rule examples, the test
-cases, the programs of libcst's helper tests, and the multi-module trees of the reach and
-helper tests. The comparison is ``benchmarks/ast_site_index_parity.py``'s, which runs it over
-real trees."""
+"""Stage 1 whole on CPython's ``ast`` (ckptlint.checkpoint.sites.ast_site_index), recorded
+while it was libcst's ``site_index``: the sites in order, every field (home-made
+implementations and helpers of the module and of other modules of the tree, calls of helpers
+level by level, misuse and misspellings), the helpers, calls of ``torch.utils.checkpoint``
+itself and of ``torch.distributed.checkpoint``, files read and import roots; on the rule
+examples, the test cases, the programs of the helper and reach tests, and the multi-module
+trees of the reach and helper tests (golden answers: ``__snapshots__/test_ast_site_index.ambr``
+and ``__digests__/site_index_*.json``)."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
+from goldens import case_params, check_suite, example_params, parses, read_case, render
+from index_readings import index_alone, index_in_tree
 from test_ast_evaluation import _NET, TUPLE_INDEXES
 from test_ast_evaluator_leaves import _SUITE
-from test_ast_model import _case_files, _parses, _rule_examples
 
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.facts.apis import ApiKind
 from ckptlint.semantic.project import AstProject, Project
-
-parity = load_parity("ast_site_index_parity")
 
 
 def _write(root: Path, files: dict[str, str]) -> list[Path]:
@@ -36,61 +35,64 @@ def _write(root: Path, files: dict[str, str]) -> list[Path]:
     return paths
 
 
-def _compare_tree(root: Path, files: dict[str, str]):
-    """Every file of the tree compared in turn, one project per side for the whole tree (a run)."""
-    cst_project, ast_project = parity.tree_projects()
-    total = parity.IndexComparison()
-    for path in _write(root, files):
-        found = parity.IndexComparison()
-        parity.compare_in_tree(path, path.read_text(encoding="utf-8"), cst_project, ast_project, found)
-        found.mismatches = [f"{path.relative_to(root)}: {m}" for m in found.mismatches]
-        total.add(found)
-    return total
+def _tree_answers(root: Path, files: dict[str, str]) -> dict[str, dict]:
+    """Every file of the tree read in turn, one project for the whole tree (a run)."""
+    loader = AstProject(Project(partial=False))
+    return {path.relative_to(root).as_posix(): index_in_tree(root, path, loader) for path in _write(root, files)}
+
+
+def _render(found: dict[str, list]) -> str:
+    return "\n".join(f"{key}:\n{render(value)}" for key, value in found.items())
+
+
+def _golden_tree(found: dict[str, dict]) -> str:
+    return "\n".join(f"== {name}\n{_render(answers)}" for name, answers in found.items())
+
+
+@functools.cache
+def _alone(text: str, module_name: str = "pkg.mod") -> dict[str, list]:
+    return index_alone(text, module_name)
 
 
 # ---------------------------------------------------------------------- modules alone
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
-
-
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    assert parity.compare_alone(text, "pkg.mod").mismatches == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _render(_alone(text)) == snapshot
 
 
 def test_rule_examples_hold_every_kind_of_site() -> None:
-    found = parity.IndexComparison()
-    for _, text in _EXAMPLES:
-        found.add(parity.compare_alone(text, "pkg.mod"))
-    assert found.sites >= 50
-    assert found.forms["home-made"] >= 1 and found.forms["helper-call"] >= 1 and found.forms["partial"] >= 1
-    assert found.helpers >= 1
+    found = [_alone(param.values[1]) for param in example_params()]
+    kinds = [kind for answers in found for kind in answers["kinds"]]
+    assert len(kinds) >= 50
+    assert kinds.count("home-made") >= 1 and kinds.count("helper-call") >= 1 and kinds.count("partial") >= 1
+    assert sum(len(answers["helpers"]) for answers in found) >= 1
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    assert parity.compare_alone(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem).mismatches == []
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _render(_alone(read_case(path), "pkg.cases." + path.stem)) == snapshot
 
 
 def _libcst_test_programs(name: str) -> list[str]:
-    """The strings of libcst's test module ``name`` that define a function and mention
-    checkpointing, dedented, when they parse."""
+    """The strings of the test module ``name`` (once libcst's) that define a function and
+    mention checkpointing, dedented, when they parse (none when the module is gone)."""
     import ast
 
-    tree = ast.parse((Path(__file__).parent / name).read_text(encoding="utf-8"))
+    path = Path(__file__).parent / name
+    if not path.is_file():
+        return []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     texts = [
         textwrap.dedent(node.value)
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and "def " in node.value and "heckpoint" in node.value
     ]
-    return [text for text in texts if _parses(text)]
+    return [text for text in texts if parses(text)]
 
 
-_LIBCST_PROGRAMS = _libcst_test_programs("test_helper_sites.py") + _libcst_test_programs("test_reach.py")
-
-
-@pytest.mark.parametrize("text", _LIBCST_PROGRAMS, ids=[f"libcst-test-{i}" for i in range(len(_LIBCST_PROGRAMS))])
-def test_programs_of_libcsts_helper_and_reach_tests(text: str) -> None:
-    assert parity.compare_alone(text, "pkg.mod").mismatches == []
+def test_programs_of_libcsts_helper_and_reach_tests(request: pytest.FixtureRequest) -> None:
+    programs = _libcst_test_programs("test_helper_sites.py") + _libcst_test_programs("test_reach.py")
+    check_suite(request, "site_index_helper_reach_programs", programs, _alone)
 
 
 # ---------------------------------------------------------------------- trees
@@ -224,26 +226,24 @@ TREES: dict[str, dict[str, str]] = {
 }
 
 
-def test_programs_of_the_test_suite() -> None:
+def test_programs_of_the_test_suite(request: pytest.FixtureRequest) -> None:
     """The few hundred programs of the test suite, read alone (among them a helper called in a
     dict's key and value, whose sites libcst meets value first, and a bound
     ``checkpoint_sequential`` given its input by keyword)."""
-    found = [(index, m) for index, text in enumerate(_SUITE) for m in parity.compare_alone(text, "pkg.mod").mismatches]
-    assert found == []
+    assert check_suite(request, "site_index_suite", _SUITE, _alone) >= 100
 
 
 @pytest.mark.parametrize("name", sorted(TREES))
-def test_trees(tmp_path: Path, name: str) -> None:
-    found = _compare_tree(tmp_path, TREES[name])
-    assert found.mismatches == []
+def test_trees(tmp_path: Path, name: str, snapshot) -> None:
+    assert _golden_tree(_tree_answers(tmp_path, TREES[name])) == snapshot
 
 
 def test_trees_hold_home_made_sites_of_other_modules(tmp_path: Path) -> None:
     """Sites libcst finds only by following a home-made row into another module are found."""
     for i, name in enumerate(TREES):
         if "another module" in name or "re-export" in name or "namespace" in name:
-            found = _compare_tree(tmp_path / str(i), TREES[name])
-            assert found.forms["home-made"] >= 1, name
+            found = _tree_answers(tmp_path / str(i), TREES[name])
+            assert any("home-made" in answers["kinds"] for answers in found.values()), name
 
 
 def _trees_of(module: str) -> dict[str, dict[str, str]]:
@@ -257,9 +257,8 @@ _EARLIER |= {f"helpers: {n}": f for n, f in _trees_of("test_ast_helper_calls").i
 
 
 @pytest.mark.parametrize("name", sorted(_EARLIER))
-def test_trees_of_the_earlier_bricks(tmp_path: Path, name: str) -> None:
-    found = _compare_tree(tmp_path, _EARLIER[name])
-    assert found.mismatches == []
+def test_trees_of_the_earlier_bricks(tmp_path: Path, name: str, snapshot) -> None:
+    assert _golden_tree(_tree_answers(tmp_path, _EARLIER[name])) == snapshot
 
 
 def test_the_index_is_kept_and_its_sites_are_in_order(tmp_path: Path) -> None:
@@ -283,7 +282,7 @@ _TUPLE_KEYS = {
 
 
 @pytest.mark.parametrize("name", list(_TUPLE_KEYS))
-def test_options_set_through_a_tuple_subscript(name: str) -> None:
+def test_options_set_through_a_tuple_subscript(name: str, snapshot) -> None:
     """libcst reads the key of ``kw[K] = v`` when the brackets hold one element (``kw["k",]``)."""
     text = (
         "from torch.utils.checkpoint import checkpoint\n"
@@ -292,12 +291,12 @@ def test_options_set_through_a_tuple_subscript(name: str) -> None:
         f"    {_TUPLE_KEYS[name]}\n"
         "    return checkpoint(f, x, **kw)\n"
     )
-    assert parity.compare_alone(text, "pkg.mod").mismatches == []
+    assert _render(_alone(text)) == snapshot
 
 
 @pytest.mark.parametrize("name", list(TUPLE_INDEXES))
-def test_sites_of_a_tuple_subscript(name: str) -> None:
+def test_sites_of_a_tuple_subscript(name: str, snapshot) -> None:
     """The evaluator's programs of tuple indexes (``self.blocks[0,]``, ...) through the index."""
-    found = parity.compare_alone(_NET.replace("INDEXED", TUPLE_INDEXES[name]), "pkg.mod")
-    assert found.mismatches == []
-    assert found.sites == 1
+    found = _alone(_NET.replace("INDEXED", TUPLE_INDEXES[name]))
+    assert _render(found) == snapshot
+    assert len(found["sites"]) == 1

@@ -1,25 +1,27 @@
 """The sites of direct checkpoint API calls found on CPython's ``ast``
-(ckptlint.checkpoint.sites.ast_sites) are libcst's (ckptlint.checkpoint.sites.sites.site_index):
-same API, form, call range (1-based line and column), variant, hidden ``**`` options and, for
-every option, state, value, origin and where its expression starts; on the rule examples, the
-test cases, the shared cases when present and hand-written programs. The comparison is
-``benchmarks/ast_sites_parity.py``'s, which runs it over real trees; it covers direct calls
-(qualified names of an API, ``gradient_checkpointing_enable``-like switches, method names that
-are an API whatever the receiver, methods of instances of an API class, ``self.attr(...)``
-holding a checkpoint function, ``functools.partial`` bindings and calls through them, ``TrainingArguments`` subclasses of the
-module, the classes a policy selects), not helper calls, home-made implementations or calls
-recognised through other modules (``test_ast_site_index.py`` compares those)."""
+(ckptlint.checkpoint.sites.ast_sites), recorded while they were libcst's
+(ckptlint.checkpoint.sites.sites.site_index): API, form, call range (1-based line and column),
+variant, hidden ``**`` options and, for every option, state, value, origin and where its
+expression starts; and the gradient hooks that re-run the model; on the rule examples, the
+test cases, the shared cases as recorded and hand-written programs (golden answers:
+``__snapshots__/test_ast_sites.ambr``). They cover direct calls (qualified names of an API,
+``gradient_checkpointing_enable``-like switches, method names that are an API whatever the
+receiver, methods of instances of an API class, ``self.attr(...)`` holding a checkpoint
+function, ``functools.partial`` bindings and calls through them, ``TrainingArguments``
+subclasses of the module, the classes a policy selects), not helper calls, home-made
+implementations or calls recognised through other modules (``test_ast_site_index.py``)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import textwrap
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from parity_scripts import load_parity
-from test_ast_model import _case_files, _parses, _rule_examples
+from goldens import case_params, example_params, read_case, render
+from site_readings import sites_of_text
 
 from ckptlint.checkpoint.sites.ast_sites import direct_sites
 from ckptlint.checkpoint.sites.options import OptionState
@@ -28,31 +30,28 @@ from ckptlint.semantic.ast_model import AstModel
 ROOT = Path(__file__).resolve().parents[2]
 
 
-parity = load_parity("ast_sites_parity")
+@functools.cache
+def _answers(text: str, module_name: str = "pkg.mod") -> dict[str, list]:
+    return sites_of_text(text, module_name)
 
 
-def _assert_same(text: str, module_name: str = "pkg.mod") -> int:
-    found = parity.compare(text, module_name)
-    assert found.mismatches == []
-    return found.sites
+def _golden(text: str, module_name: str = "pkg.mod") -> str:
+    return "\n".join(f"{key}:\n{render(value)}" for key, value in _answers(text, module_name).items())
 
 
-_EXAMPLES = [(label, text) for label, text in _rule_examples() if _parses(text)]
-
-
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    _assert_same(text)
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _golden(text) == snapshot
 
 
 def test_rule_examples_hold_sites() -> None:
-    """The examples are not empty of what is compared."""
-    assert sum(parity.compare(text, "pkg.mod").sites for _, text in _EXAMPLES) >= 100
+    """The examples are not empty of what is recorded."""
+    assert sum(len(_answers(param.values[1])["sites"]) for param in example_params()) >= 100
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    _assert_same(path.read_text(encoding="utf-8"), "pkg.cases." + path.stem)
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _golden(read_case(path), "pkg.cases." + path.stem) == snapshot
 
 
 PROGRAMS = {
@@ -242,20 +241,21 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_programs(name: str) -> None:
-    found = parity.compare(textwrap.dedent(PROGRAMS[name]), "pkg.mod")
-    assert found.mismatches == []
+def test_programs(name: str, snapshot) -> None:
+    text = textwrap.dedent(PROGRAMS[name])
+    assert _golden(text) == snapshot
+    sites = len(_answers(text)["sites"])
     if name == "not sites":
-        assert (found.sites, dict(found.left_out)) == (1, {})  # the partial binds nothing
+        assert sites == 1  # the partial binds nothing
     elif name == "a module-level partial rebinding the import":
-        assert (found.sites, dict(found.left_out)) == (2, {})
+        assert sites == 2
     elif name == "partial bindings and calls through them":
-        forms = Counter(s.form.value for s in direct_sites(AstModel.build(ast.parse(textwrap.dedent(PROGRAMS[name])))))
-        assert (found.sites, dict(found.left_out), forms) == (15, {}, {"partial": 7, "bound-call": 8})
+        forms = Counter(s.form.value for s in direct_sites(AstModel.build(ast.parse(text))))
+        assert (sites, forms) == (15, {"partial": 7, "bound-call": 8})
     elif name == "instances of an API class":
-        assert (found.sites, dict(found.left_out)) == (7, {})
+        assert sites == 7
     else:
-        assert found.sites >= 2
+        assert sites >= 2
 
 
 def test_options_read_on_ast() -> None:
@@ -276,9 +276,3 @@ def test_options_read_on_ast() -> None:
     ]
     assert [s.hidden_arguments for s in sites] == [False, False, False, True, True, False, True, False]
     assert [s.call.lineno for s in sites] == [5, 7, 12, 13, 14, 15, 16, 17]
-
-
-def test_shared_cases_are_compared_when_present() -> None:
-    if not (ROOT.parent / "shared" / "cases").is_dir():
-        pytest.skip("no ../shared/cases next to the project")
-    assert any("shared" in p.parts for p in _case_files())

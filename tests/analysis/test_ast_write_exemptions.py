@@ -1,22 +1,25 @@
 """The write exemptions of CKP202 on CPython's ``ast``
-(:mod:`ckptlint.checkpoint.analyses.ast_write_exemptions`) answer as libcst's
-(:mod:`ckptlint.checkpoint.analyses.write_exemptions`): for every region, frame, assignment,
-call, name and ``if`` of the regions ``benchmarks/ast_outer_state_parity.py`` builds by hand,
-the same balanced calls, RNG setters, constants and their keys, shape bookkeeping, memo
+(:mod:`ckptlint.checkpoint.analyses.ast_write_exemptions`), recorded while they answered as
+libcst's (:mod:`ckptlint.checkpoint.analyses.write_exemptions`): for every region, frame,
+assignment, call, name and ``if`` of the regions ``outer_state_readings.hand_regions``
+builds, the balanced calls, RNG setters, constants and their keys, shape bookkeeping, memo
 fills, idempotent conversions, saved-and-restored state, one-time writes, writes after the
 last saved tensor, phase guards, diagnostic counters, exit guards and assignments in bodies.
-Inputs: the rule examples, the test cases, the shared cases when present, the programs of the
-test suite and hand-written programs of every pattern the exemptions name."""
+Inputs: the rule examples, the test cases, the shared cases as recorded, the programs of the
+test suite and hand-written programs of every pattern the exemptions name (golden answers:
+``__snapshots__/test_ast_write_exemptions.ambr``, ``__digests__/write_exemptions_suite.json``)."""
 
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from goldens import case_params, check_suite, example_params, read_case
+from outer_state_readings import yes_counts
 from test_ast_evaluator_leaves import _SUITE
-from test_ast_model import _case_files
-from test_ast_outer_state import _EXAMPLES, _compared, parity
+from test_ast_outer_state import _answers, _golden
 
 #: The kinds of answers of ``write_exemptions``.
 KINDS = {
@@ -25,19 +28,18 @@ KINDS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize(("label", "text"), [pytest.param(t, x, id=t) for t, x in _EXAMPLES])
-def test_rule_examples(label: str, text: str) -> None:
-    assert _compared(text).of(KINDS) == []
+@pytest.mark.parametrize(("label", "text"), example_params())
+def test_rule_examples(label: str, text: str, snapshot) -> None:
+    assert _golden(text, KINDS) == snapshot
 
 
-@pytest.mark.parametrize("path", _case_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_cases(path: Path) -> None:
-    assert _compared(path.read_text(encoding="utf-8")).of(KINDS) == []
+@pytest.mark.parametrize("path", case_params())
+def test_cases(path: Path, snapshot) -> None:
+    assert _golden(read_case(path), KINDS) == snapshot
 
 
-def test_programs_of_the_test_suite() -> None:
-    found = [(index, m) for index, text in enumerate(_SUITE) for m in _compared(text).of(KINDS)]
-    assert found == []
+def test_programs_of_the_test_suite(request: pytest.FixtureRequest) -> None:
+    assert check_suite(request, "write_exemptions_suite", _SUITE, lambda text: _golden(text, KINDS)) >= 100
 
 
 PROGRAMS = {
@@ -246,14 +248,14 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_programs(name: str) -> None:
-    assert _compared(textwrap.dedent(PROGRAMS[name])).of(KINDS) == []
+def test_programs(name: str, snapshot) -> None:
+    assert _golden(textwrap.dedent(PROGRAMS[name]), KINDS) == snapshot
 
 
 def test_the_programs_hold_every_exemption() -> None:
-    """Each exemption answers yes somewhere in the hand-written programs (on both sides alike,
-    as the tests above say), so the comparisons are not all of ``False``."""
-    yes = parity.truthy([textwrap.dedent(p) for p in PROGRAMS.values()])
+    """Each exemption answers yes somewhere in the hand-written programs, so the recorded
+    answers are not all ``False``."""
+    yes = sum((yes_counts(_answers(textwrap.dedent(p))) for p in PROGRAMS.values()), Counter())
     for kind in ("balanced", "rng", "constant", "constant key", "shape", "memo fill", "conversion", "restored", "once",
                  "after saved", "phase", "counter", "exit guard", "exit body", "assigns"):  # fmt: skip
         assert yes[kind] > 0, kind

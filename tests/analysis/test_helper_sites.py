@@ -14,9 +14,9 @@ import json
 import textwrap
 from pathlib import Path
 
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.checkpoint.sites.site import SiteForm
-from ckptlint.checkpoint.sites.sites import site_index
-from ckptlint.semantic.parse import parse_source
+from ckptlint.semantic.ast_analysis import parse_ast
 from ckptlint.testing import located
 from ckptlint.text.source import SourceFile
 
@@ -291,9 +291,10 @@ def test_a_parameter_bound_into_another_callable_makes_no_helper() -> None:
                 return self._run_mlp(x, mask)
         """
     assert located(source) == []
-    analysis = parse_source(SourceFile("m.py", textwrap.dedent(source)), "m", False)
-    assert site_index(analysis).helpers == {}
-    assert [site.form for site in site_index(analysis).sites] == [SiteForm.CALL]
+    analysis = parse_ast(SourceFile("m.py", textwrap.dedent(source)), "m", False)
+    assert analysis is not None
+    assert ast_site_index(analysis).helpers == {}
+    assert [site.form for site in ast_site_index(analysis).sites] == [SiteForm.CALL]
 
 
 def test_recursive_helpers_end() -> None:

@@ -7,7 +7,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from ckptlint.checkpoint.evaluator.region import MAX_DEPTH
+from ckptlint.checkpoint.evaluator.ast_regions import MAX_DEPTH
 from ckptlint.testing import located
 
 

@@ -1,33 +1,42 @@
-"""The semantic model tested directly (scopes, bindings, qualified names, order, mutations),
-not through a rule: each answer here is what every rule builds on."""
+"""The semantic model on ``ast`` tested directly (scopes, bindings, qualified names, order,
+mutations, reaching bindings), not through a rule: each answer here is what every rule builds
+on (the answers the libcst model gave on the same programs)."""
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
-import libcst as cst
 import pytest
 
+from ckptlint.semantic.ast_model import AstModel
+from ckptlint.semantic.ast_reaching import reaching
 from ckptlint.semantic.bindings import BindingKind, ScopeKind
-from ckptlint.semantic.model import SemanticModel
-from ckptlint.semantic.reaching import reaching
+
+_TEXTS: dict[int, str] = {}  # a model's source text, by the model's id
 
 
-def build(source: str, module_name: str = "pkg.model", is_package: bool = False) -> SemanticModel:
-    return SemanticModel.build(cst.parse_module(textwrap.dedent(source)), module_name, is_package)
+def build(source: str, module_name: str = "pkg.model", is_package: bool = False) -> AstModel:
+    text = textwrap.dedent(source)
+    model = AstModel.build(ast.parse(text), module_name, is_package)
+    _TEXTS[id(model)] = text
+    return model
 
 
-def names(model: SemanticModel, kind: type[cst.CSTNode] = cst.Name) -> dict[str, list[cst.CSTNode]]:
+def code(model: AstModel, node: ast.AST) -> str:
+    """The source text of ``node``."""
+    return ast.get_source_segment(_TEXTS[id(model)], node) or ""
+
+
+def _start(node: ast.AST) -> tuple[int, int]:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+
+def names(model: AstModel, kind: type[ast.AST] = ast.Name) -> dict[str, list[ast.AST]]:
     """Every node of ``kind`` by its source text, in source order."""
-    found: dict[str, list[cst.CSTNode]] = {}
-
-    class Collect(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if isinstance(node, kind):
-                found.setdefault(model.module.code_for_node(node), []).append(node)
-            return True
-
-    model.module.visit(Collect())
+    found: dict[str, list[ast.AST]] = {}
+    for node in sorted((n for n in ast.walk(model.module) if isinstance(n, kind)), key=_start):
+        found.setdefault(code(model, node), []).append(node)
     return found
 
 
@@ -42,19 +51,19 @@ def test_imports_give_qualified_names_with_aliases_and_relative_forms() -> None:
         """,
         module_name="pkg.sub.model",
     )
-    uses = {text: model.qualified_names(nodes[-1]) for text, nodes in names(model, cst.Name).items()}
+    uses = {text: model.qualified_names(nodes[-1]) for text, nodes in names(model, ast.Name).items()}
     assert uses["ckpt"] == {"torch.utils.checkpoint.checkpoint"}
     assert uses["Block"] == {"pkg.sub.layers.Block"}
     assert uses["helper"] == {"pkg.util.helper"}
     assert uses["len"] == {"builtins.len"}
     assert uses["undefined"] == frozenset()
-    attribute = names(model, cst.Attribute)["cp.checkpoint"][-1]
+    attribute = names(model, ast.Attribute)["cp.checkpoint"][-1]
     assert model.qualified_names(attribute) == {"torch.utils.checkpoint.checkpoint"}
 
 
 def test_relative_import_above_the_top_package_resolves_to_nothing() -> None:
     model = build("from ... import x\n", module_name="pkg.model")
-    (node,) = [n for n in model.module.body[0].body if isinstance(n, cst.ImportFrom)]
+    (node,) = [n for n in model.module.body if isinstance(n, ast.ImportFrom)]
     assert model.absolute_module(node) is None
 
 
@@ -142,16 +151,16 @@ def test_precedes_is_source_order() -> None:
 
 def test_calls_parents_and_enclosing() -> None:
     model = build("def f(x):\n    return g(h(x))\n")
-    assert [model.module.code_for_node(c) for c in model.calls] == ["g(h(x))", "h(x)"]
+    assert [code(model, c) for c in model.calls] == ["g(h(x))", "h(x)"]
     inner = model.calls[1]
-    assert isinstance(model.enclosing(inner, cst.FunctionDef), cst.FunctionDef)
-    assert model.enclosing(inner, cst.ClassDef) is None
+    assert isinstance(model.enclosing(inner, ast.FunctionDef), ast.FunctionDef)
+    assert model.enclosing(inner, ast.ClassDef) is None
     assert model.parent(model.module) is None
 
 
-def _reaching_kinds(model: SemanticModel, name: cst.Name) -> list[str]:
+def _reaching_kinds(model: AstModel, name: ast.Name) -> list[str]:
     def where(b) -> str:
-        return "param" if isinstance(b.node, cst.Param) else model.module.code_for_node(b.node).splitlines()[0].strip()
+        return "param" if isinstance(b.node, ast.arg) else code(model, b.node).splitlines()[0].strip()
 
     return [f"{b.kind.value}@{where(b)}" for b in reaching(model, name)]
 
@@ -167,7 +176,7 @@ def test_a_plain_assignment_kills_earlier_bindings_in_straight_line_code() -> No
             use(kwargs)
         """
     )
-    first_rhs, first_use, second_use = [n for n in names(model)["kwargs"] if isinstance(model.parent(n), (cst.StarredDictElement, cst.Arg))]
+    first_rhs, first_use, second_use = [n for n in names(model)["kwargs"] if isinstance(model.parent(n), (ast.Dict, ast.Call))]
     assert _reaching_kinds(model, first_rhs) == ["parameter@param"]  # its own `=` does not reach its value
     assert _reaching_kinds(model, first_use) == ['assignment@kwargs = {"a": 1, **kwargs}']
     assert _reaching_kinds(model, second_use) == ['assignment@kwargs = {"a": 1, **kwargs}', "assignment@kwargs = {}"]
@@ -185,6 +194,6 @@ def test_reads_in_loops_and_nested_scopes_keep_every_binding() -> None:
     read = [
         n
         for n in names(model)["x"]
-        if isinstance(model.parent(n), cst.Arg) and model.module.code_for_node(model.parent(model.parent(n))).startswith("use")
+        if isinstance(model.parent(n), ast.Call) and code(model, model.parent(n)).startswith("use")
     ][0]
     assert sorted(_reaching_kinds(model, read)) == ["assignment@x = g(x)", "parameter@param"]

@@ -3,18 +3,18 @@ region frame's walk replayed to every rule, and the project's module cache bound
 
 from __future__ import annotations
 
+import ast
 import json
 import textwrap
 from pathlib import Path
 
-import libcst as cst
 import pytest
 
-from ckptlint.checkpoint.evaluator.regions import RegionBuilder
-from ckptlint.checkpoint.sites.sites import site_index
-from ckptlint.semantic.parse import parse_source
+from ckptlint.checkpoint.evaluator.ast_regions import AstRegionBuilder
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
+from ckptlint.semantic.ast_analysis import parse_ast
+from ckptlint.semantic.ast_walk import nodes_of_function as _nodes_of_function
 from ckptlint.semantic.project import Project
-from ckptlint.semantic.walk import nodes_of_function as _nodes_of_function
 from ckptlint.text.source import decode_source
 
 SOURCE = """\
@@ -47,10 +47,16 @@ class Net(nn.Module):
 """
 
 
+def _analysis():
+    analysis = parse_ast(decode_source(SOURCE.encode(), "m.py"), "m")
+    assert analysis is not None
+    return analysis
+
+
 def _region():
-    analysis = parse_source(decode_source(SOURCE.encode(), "m.py"), "m")
-    builder = RegionBuilder(None)
-    site = site_index(analysis).sites[0]
+    analysis = _analysis()
+    builder = AstRegionBuilder(None)
+    site = ast_site_index(analysis).sites[0]
     return builder, builder.region(site, analysis)
 
 
@@ -64,15 +70,15 @@ def test_frame_walk_is_replayed_identically() -> None:
         # the same nodes as an uncached walk with the frame's (memoised) decisions
         uncached = list(_nodes_of_function(frame.function, lambda t, f=frame: builder.decide(t, f.ctx)))
         assert [id(n) for n in first] == [id(n) for n in uncached]
-    forward = next(f for f in region.frames if isinstance(f.function, cst.FunctionDef) and f.function.name.value == "forward")
-    returns = [n for n in forward.nodes() if isinstance(n, cst.Return)]
+    forward = next(f for f in region.frames if isinstance(f.function, ast.FunctionDef) and f.function.name == "forward")
+    returns = [n for n in forward.nodes() if isinstance(n, ast.Return)]
     assert len(returns) == 1  # `if self.fast:` is decided False: its return does not run
 
 
 def test_interleaved_walks_of_one_frame_agree() -> None:
-    analysis = parse_source(decode_source(SOURCE.encode(), "m.py"), "m")
-    builder = RegionBuilder(None)
-    site = site_index(analysis).sites[0]
+    analysis = _analysis()
+    builder = AstRegionBuilder(None)
+    site = ast_site_index(analysis).sites[0]
     region = builder.region(site, analysis)  # its deepest frame's walk has not started yet
     frame = region.frames[-1]
     outer = frame.nodes()

@@ -300,8 +300,12 @@ async def test_a_path_with_a_space_is_linted_after_an_edit(client: LanguageClien
 
 
 def test_an_open_helper_module_is_scanned_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ckptlint.checkpoint.sites import helper_calls
+    import inspect
 
+    from ckptlint.checkpoint.sites.ast_helper_calls import _may_define_helper
+
+    helper_calls = inspect.getmodule(_may_define_helper)  # the module that scans the bytes
+    assert helper_calls is not None
     scans: list[int] = []
     real = helper_calls._helper_names
     monkeypatch.setattr(helper_calls, "_helper_names", lambda raw: scans.append(len(raw)) or real(raw))
