@@ -426,8 +426,8 @@ def run_tree(root: Path, every_file: bool = False, max_files: int | None = None)
     total = AnalysesComparison()
     compared, skipped = comparable_files(root, every_file)
     compared = compared[:max_files] if max_files is not None else compared
-    project = Project(partial=False)
-    loader = AstProject(Project(partial=False))
+    project = Project()
+    loader = AstProject(Project())
     for one in compared:
         name, is_package, home = module_name_for(one.path)
         project.track(home)

@@ -25,7 +25,7 @@ call is and its config, containers with their elements, opaque and torch values.
 
 Over a folder (``python benchmarks/ast_evaluation_parity.py TREE [TREE ...]``): the files the
 gate lets through, each compared with a loader of the tree around it (one
-``Project(partial=False)`` for libcst, an ``AstProject`` over another for ``ast``, so imported
+``Project()`` for libcst, an ``AstProject`` over another for ``ast``, so imported
 names are followed into other modules), with the CPU time of each side's evaluations, summed.
 """
 
@@ -342,8 +342,8 @@ def run_tree(root: Path, every_file: bool = False, max_files: int | None = None)
     total = EvaluationComparison()
     compared, skipped = comparable_files(root, every_file)
     compared = compared[:max_files] if max_files is not None else compared
-    project = Project(partial=False)
-    loader = AstProject(Project(partial=False))
+    project = Project()
+    loader = AstProject(Project())
     for one in compared:
         name, is_package, home = module_name_for(one.path)
         project.track(home)

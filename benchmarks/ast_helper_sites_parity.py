@@ -340,7 +340,7 @@ def compare_in_tree(path: Path, *, whole_recogniser: bool = False, partial: bool
     begin = time.process_time()
     analysis = cst_project.analysis_for_file(path)
     times["libcst_parse"] += time.process_time() - begin
-    ast_project = Project(partial=False)
+    ast_project = Project()
     ast_project.track(root)
     loader = AstProject(ast_project)
     begin = time.process_time()

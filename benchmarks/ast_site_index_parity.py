@@ -239,8 +239,8 @@ def compare_in_tree(
 def tree_projects() -> tuple[Project, AstProject]:
     """One project per side for a run over a tree, both caches with the same bounds (so both
     drop the same modules between two linted files and read them again alike)."""
-    cst_project = Project(partial=False)
-    ast_project = AstProject(Project(partial=False))
+    cst_project = Project()
+    ast_project = AstProject(Project())
     assert (ast_project.max_modules, ast_project.max_chars) == (cst_project.max_modules, cst_project.max_chars)
     return cst_project, ast_project
 

@@ -344,8 +344,8 @@ def run_project_tree(root: Path, every_file: bool = False) -> dict[str, object]:
     one), and sum their CPU times."""
     total = SiteComparison()
     compared, skipped = comparable_files(root, every_file)
-    cst_project, reach_project = Project(partial=False), Project(partial=False)
-    ast_project = AstProject(Project(partial=False))
+    cst_project, reach_project = Project(), Project()
+    ast_project = AstProject(Project())
     for one in compared:
         found = SiteComparison()
         compare_in_tree(one.path, one.text, cst_project, reach_project, ast_project, found)

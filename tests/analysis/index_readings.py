@@ -292,7 +292,7 @@ def helpers_in_tree(path: Path) -> dict[str, object]:
     its home-made implementations and helpers read with the tree (positions in their modules)
     and how many of those only the tree gives."""
     root = module_name_for(path)[2]
-    project = Project(partial=False)
+    project = Project()
     project.track(root)
     loader = AstProject(project)
     analysis = loader.ast_analysis_for_file(path)

@@ -430,7 +430,7 @@ def test_classes_used_from_other_modules(tmp_path: Path, snapshot) -> None:
         ),
         encoding="utf-8",
     )
-    loader = AstProject(Project(partial=False))
+    loader = AstProject(Project())
     name, is_package, home = module_name_for(model)
     loader.track(home)
     found, _, answered = class_user_answers(model.read_text(encoding="utf-8"), name, is_package, str(model), loader)

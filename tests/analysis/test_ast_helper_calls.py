@@ -364,7 +364,7 @@ def test_trees_read_other_files(tmp_path: Path) -> None:
 def test_each_modules_helpers_are_found_once_and_kept(tmp_path: Path) -> None:
     files, linted, _ = TREES["helper of a helper across modules"]
     _write_tree(tmp_path, files)
-    project = Project(partial=False)
+    project = Project()
     project.track(tmp_path)
     loader = AstProject(project)
     analysis = loader.ast_analysis_for_file(tmp_path / linted)
@@ -385,7 +385,7 @@ def test_the_module_alone_reads_only_its_helpers(tmp_path: Path) -> None:
     """Without a loader (``project`` ``None``) a call of another module's helper is none."""
     files, linted, _ = TREES["function and base class of another module"]
     _write_tree(tmp_path, files)
-    project = Project(partial=False)
+    project = Project()
     project.track(tmp_path)
     analysis = AstProject(project).ast_analysis_for_file(tmp_path / linted)
     assert analysis is not None

@@ -38,7 +38,7 @@ def _write(root: Path, files: dict[str, str]) -> list[Path]:
 
 def _tree_answers(root: Path, files: dict[str, str]) -> dict[str, dict]:
     """Every file of the tree read in turn, one loader for the whole tree (as a run)."""
-    return sites_in_tree(root, _write(root, files), AstProject(Project(partial=False)))
+    return sites_in_tree(root, _write(root, files), AstProject(Project()))
 
 
 def _golden(found: dict[str, dict]) -> str:
@@ -274,7 +274,7 @@ def _analysis(root: Path, relative: str, loader: AstProject):
 
 def test_reads_are_recorded_and_the_module_alone_finds_none_of_them(tmp_path: Path) -> None:
     _write(tmp_path, TREES["training arguments through a re-export and two bases"])
-    project = Project(partial=False)
+    project = Project()
     project.track(tmp_path)
     loader = AstProject(project)
     analysis = _analysis(tmp_path, "pkg/train.py", loader)

@@ -280,7 +280,7 @@ def test_a_tree_read_through_the_loader(tmp_path: Path, snapshot) -> None:
         path = tmp_path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")
-    loader = AstProject(Project(partial=False))
+    loader = AstProject(Project())
     total: Counter[str] = Counter()
     golden = []
 

@@ -37,7 +37,7 @@ def _write(root: Path, files: dict[str, str]) -> list[Path]:
 
 def _tree_answers(root: Path, files: dict[str, str]) -> dict[str, dict]:
     """Every file of the tree read in turn, one project for the whole tree (a run)."""
-    loader = AstProject(Project(partial=False))
+    loader = AstProject(Project())
     return {path.relative_to(root).as_posix(): index_in_tree(root, path, loader) for path in _write(root, files)}
 
 
@@ -263,7 +263,7 @@ def test_trees_of_the_earlier_bricks(tmp_path: Path, name: str, snapshot) -> Non
 
 def test_the_index_is_kept_and_its_sites_are_in_order(tmp_path: Path) -> None:
     paths = _write(tmp_path, TREES["home-made helper imported from another module"])
-    loader = AstProject(Project(partial=False))
+    loader = AstProject(Project())
     analysis = loader.ast_analysis_for_file(paths[-1])
     assert analysis is not None
     index = ast_site_index(analysis)
