@@ -1,8 +1,8 @@
 """The linter's path as the switch-over to ``ast`` will run it, measured before it exists:
 gate every ``.py`` file of a tree, read the gated ones on ``ast`` (``parse_ast``, through one
 :class:`~ckptlint.semantic.ast_analysis.AstProject` for the run, so a module a region reached
-is not read again), run every rule twin (``rules/ast_ckpNNN_*``, found by
-``ckptlint.rules.ast_discovery``) with :class:`~ckptlint.rules.ast_base.AstRuleContext`, and
+is not read again), run every rule (``rules/ckpNNN_*``, ``ckptlint.rules.ALL_RULES``) with
+:class:`~ckptlint.rules.base.RuleContext`, and
 drop what a ``noqa`` comment suppresses, as ``FileLinter._filter`` does for the default
 selection. Prints the findings as ``ckptlint --output-format concise`` does (paths relative to
 the tree), so the output compares with the linter's line for line for the rules ported, and
@@ -30,8 +30,7 @@ from pathlib import Path
 
 from ckptlint.lint.gate import file_may_have_findings
 from ckptlint.registry import RULES
-from ckptlint.rules.ast_base import AstRuleContext
-from ckptlint.rules.ast_discovery import ast_rules
+from ckptlint.rules import ALL_RULES, RuleContext
 from ckptlint.semantic.ast_analysis import AstProject
 from ckptlint.semantic.project import Project, module_name_for
 from ckptlint.text.diagnostics import Diagnostic
@@ -43,7 +42,7 @@ from ckptlint.text.source import SourceDecodeError
 def lint_tree(root: Path) -> tuple[list[Diagnostic], dict[str, float]]:
     """The findings of every gated file of ``root`` on the ``ast`` path, sorted as the linter
     sorts them, and counters (files, gated, parsed, CPU seconds)."""
-    rules = ast_rules()
+    rules = ALL_RULES
     enabled = sorted(code for code in rules if RULES[code].default_enabled)
     project = AstProject(Project(partial=False))
     found: list[Diagnostic] = []
@@ -69,7 +68,7 @@ def lint_tree(root: Path) -> tuple[list[Diagnostic], dict[str, float]]:
             counts["refused"] += 1
             continue
         reported: list[Diagnostic] = []
-        ctx = AstRuleContext(analysis, project, reported.append)
+        ctx = RuleContext(analysis, project, reported.append)
         for code in enabled:
             ctx.code = code
             rules[code]().check(ctx)
@@ -100,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{shown}:{d.start[0]}:{d.start[1]}: {d.code} {d.message}")
     print(
         f"{root.name}: {int(counts['files'])} files, {int(counts['gated'])} gated, {int(counts['refused'])} refused, "
-        f"{len(found)} findings; rules {', '.join(sorted(ast_rules()))}; CPU {cpu:.2f} s",
+        f"{len(found)} findings; rules {', '.join(sorted(ALL_RULES))}; CPU {cpu:.2f} s",
         file=sys.stderr,
     )
     return 1 if found else 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import functools
 import os
 import traceback
 import warnings
@@ -38,7 +37,6 @@ from ckptlint.text.reading import load_source
 from ckptlint.text.source import SourceDecodeError, SourceFile
 
 if TYPE_CHECKING:
-    from ckptlint.rules.ast_base import AstRule
     from ckptlint.semantic.ast_analysis import AstAnalysis
 
 
@@ -51,15 +49,6 @@ def _relative_to(path: str, root: Path) -> str:
 
 #: Codes the linter reports itself: no rule runs for them.
 _NO_TREE = frozenset({UNUSED_NOQA, IO_ERROR, SYNTAX_ERROR})
-
-
-@functools.cache
-def rule_twins() -> dict[str, type[AstRule]]:
-    """``code -> ast rule`` (:func:`~ckptlint.rules.ast_discovery.ast_rules`), found once per
-    process; tests replace a rule by setting an item, as they do in ``ALL_RULES``."""
-    from ckptlint.rules.ast_discovery import ast_rules
-
-    return ast_rules()
 
 
 class FileLinter:
@@ -210,12 +199,12 @@ class FileLinter:
         enabled: frozenset[str],
         problems: list[Problem],
     ) -> tuple[list[Diagnostic], list[Problem]]:
-        from ckptlint.rules.ast_base import AstRuleContext
+        from ckptlint.rules import ALL_RULES, RuleContext
 
-        rules = rule_twins()
+        rules = ALL_RULES
         found: list[Diagnostic] = []
         failed: set[str] = set()
-        ctx = AstRuleContext(analysis, self.ast_project, found.append, settings.target_versions)
+        ctx = RuleContext(analysis, self.ast_project, found.append, settings.target_versions)
         for code in sorted(enabled - _NO_TREE):
             try:
                 ctx.code = code
