@@ -1,6 +1,11 @@
-"""The edits of ``rules/ast_edits.py`` (libcst's tree of the one statement around an ``ast``
-node) against the edits the rules build today (``rules/edits.py`` on the whole module's
-libcst analysis).
+"""The edits of ``rules/edits.py`` (libcst's tree of the one statement around an ``ast``
+node) against the edits its text logic (the ``_cst_*`` functions) builds on the whole
+module's libcst analysis.
+
+Since the rules run on ``ast`` (the libcst rules are gone), only :func:`compare_nodes` (every
+node of a program, as ``tests/analysis/test_ast_edits.py`` runs it) and the huge-file case
+still compare: :func:`recording` (``--examples``, trees, the pytest plugin) wrapped the libcst
+rules' calls and has nothing left to wrap.
 
 :func:`recording` replaces, in every rule module, the edit builders of
 :mod:`ckptlint.rules.edits` by wrappers: each call runs the original and, beside it, the
@@ -44,13 +49,25 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import libcst as cst
 
-from ckptlint.rules import ast_edits, edits
+from ckptlint.rules import edits as ast_edits
 from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
+from ckptlint.text.diagnostics import Edit as _Edit
 from ckptlint.text.source import SourceFile
+
+#: The libcst side: the text logic of ``rules/edits.py`` on libcst nodes of the whole module
+#: (the rules' edits before they read one statement).
+edits = SimpleNamespace(
+    Edit=_Edit,
+    replace_node=ast_edits._cst_replace_node,
+    add_keyword_argument=ast_edits._cst_add_keyword_argument,
+    remove_argument=ast_edits._cst_remove_argument,
+    add_dict_entry=ast_edits._cst_add_dict_entry,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling parity_files
 
@@ -209,7 +226,7 @@ def recording(result: EditComparison) -> Iterator[_AstSide]:
             setattr(module, name, original)
         for analysis in side.analyses.values():
             if analysis is not None:
-                for unit in analysis.derived.get("ast_edits.statements", {}).values():  # type: ignore[union-attr]
+                for unit in analysis.derived.get("edits.statements", {}).values():  # type: ignore[union-attr]
                     result.units[unit.kind] += 1
 
 
@@ -399,7 +416,7 @@ def compare_nodes(text: str, path: str = "<compared>", limit: int | None = None)
         if isinstance(node, ast.expr) and isinstance(counterpart, cst.BaseExpression):
             both("replace_node", node, partial(edits.replace_node, module, counterpart, 'f("x")'),
                  partial(ast_edits.replace_node, analysis, node, 'f("x")'))
-    for unit in analysis.derived.get("ast_edits.statements", {}).values():  # type: ignore[union-attr]
+    for unit in analysis.derived.get("edits.statements", {}).values():  # type: ignore[union-attr]
         result.units[unit.kind] += 1
     return result
 

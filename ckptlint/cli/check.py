@@ -40,7 +40,7 @@ def check(options: Options, invocation: Invocation, stop: StopFlag) -> int:
     from ckptlint.config.discovery import PathNotFound, discover
     from ckptlint.config.files import ConfigError
     from ckptlint.lint.limits import DEFAULT_FILE_TIMEOUT
-    from ckptlint.lint.results import RunResult
+    from ckptlint.lint.results import FixMode, RunResult
     from ckptlint.lint.run import lint_files
 
     paths, cwd, resolver = options.paths, invocation.cwd, invocation.resolver
@@ -78,6 +78,11 @@ def check(options: Options, invocation: Invocation, stop: StopFlag) -> int:
             return EXIT_OK
         stdin_path = invocation.stdin_path
         fmt = options.output_format or (resolver.for_path(stdin_path) if stdin_path else base_settings).output_format or "concise"
+        from ckptlint.output import SHOWS_EDITS
+        from ckptlint.text.diagnostics import want_edits
+
+        # the fixes' edits (libcst) are built only for a run that applies or prints them
+        want_edits(invocation.mode is not FixMode.NONE or (fmt in SHOWS_EDITS and not options.statistics))
         if invocation.use_stdin:
             run, excluded = lint_stdin(stdin_path, resolver, invocation.mode, invocation.unsafe, options.force_exclude)
             if excluded:

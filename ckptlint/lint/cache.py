@@ -325,7 +325,7 @@ class ResultCache:
     ) -> FileResult | None:
         """The result ``entry`` (of ``bucket``) holds for ``path`` when what it depended on is unchanged."""
         from ckptlint.lint.results import FileResult, Problem, ProblemKind
-        from ckptlint.text.diagnostics import Diagnostic
+        from ckptlint.text.diagnostics import Diagnostic, edits_wanted
 
         try:
             deps = bucket.dependencies(entry)
@@ -339,6 +339,8 @@ class ResultCache:
             return None  # a damaged entry: lint again and overwrite it
         if fixing and any(d.path == path and d.fix is not None and d.fix.chosen(unsafe) is not None for d in diagnostics):
             return None
+        if edits_wanted() and any(d.fix is not None and not d.fix.built for d in diagnostics):
+            return None  # stored by a run that built no edits: this one shows them
         return FileResult(
             path, diagnostics=diagnostics, problems=problems, dependencies=dependencies, noqa_used_elsewhere=noqa_used
         )

@@ -69,16 +69,16 @@ def _fix(value: object) -> bool:
         return True
     if not isinstance(value, dict) or value.get("applicability") not in _APPLICABILITIES:
         return False
-    edits = value.get("edits")
+    edits = value.get("edits")  # None: a run that built no edits stored it (Fix.built false)
     return (
         isinstance(value.get("message"), str)
-        and isinstance(edits, list)
+        and (edits is None or isinstance(edits, list))
         and all(
             isinstance(e, dict)
             and isinstance(e.get("content"), str)
             and _location(e.get("location"))
             and _location(e.get("end_location"))
-            for e in edits
+            for e in edits or ()
         )
     )
 

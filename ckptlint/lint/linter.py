@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import functools
 import os
 import traceback
 import warnings
@@ -25,7 +24,7 @@ from ckptlint.lint.limits import (
 from ckptlint.lint.results import FileResult, FixMode, Problem, ProblemKind
 from ckptlint.rule_codes import IO_ERROR, SYNTAX_ERROR, UNUSED_NOQA
 from ckptlint.semantic.project import Project, module_name_for
-from ckptlint.text.diagnostics import Applicability, Diagnostic, Fix
+from ckptlint.text.diagnostics import Applicability, Diagnostic, Fix, edits_wanted
 from ckptlint.text.fixer import MAX_PASSES, apply_edits, select_fixes
 from ckptlint.text.noqa import INVALID_MESSAGE as INVALID_NOQA
 from ckptlint.text.noqa import (
@@ -38,7 +37,6 @@ from ckptlint.text.reading import load_source
 from ckptlint.text.source import SourceDecodeError, SourceFile
 
 if TYPE_CHECKING:
-    from ckptlint.rules.ast_base import AstRule
     from ckptlint.semantic.ast_analysis import AstAnalysis
 
 
@@ -51,15 +49,6 @@ def _relative_to(path: str, root: Path) -> str:
 
 #: Codes the linter reports itself: no rule runs for them.
 _NO_TREE = frozenset({UNUSED_NOQA, IO_ERROR, SYNTAX_ERROR})
-
-
-@functools.cache
-def rule_twins() -> dict[str, type[AstRule]]:
-    """``code -> ast rule`` (:func:`~ckptlint.rules.ast_discovery.ast_rules`), found once per
-    process; tests replace a rule by setting an item, as they do in ``ALL_RULES``."""
-    from ckptlint.rules.ast_discovery import ast_rules
-
-    return ast_rules()
 
 
 class FileLinter:
@@ -123,7 +112,7 @@ class FileLinter:
         result.dependencies = [str(p) for p in self.project.accessed() if str(p) != path]
         result.problems += problems
         if fix is FixMode.NONE:
-            result.diagnostics = diagnostics
+            result.diagnostics = _built(diagnostics) if edits_wanted() else diagnostics
             return result
         self._fix(result, source, settings, module_name, is_package, unsafe, diagnostics)
         return result
@@ -210,12 +199,12 @@ class FileLinter:
         enabled: frozenset[str],
         problems: list[Problem],
     ) -> tuple[list[Diagnostic], list[Problem]]:
-        from ckptlint.rules.ast_base import AstRuleContext
+        from ckptlint.rules import ALL_RULES, RuleContext
 
-        rules = rule_twins()
+        rules = ALL_RULES
         found: list[Diagnostic] = []
         failed: set[str] = set()
-        ctx = AstRuleContext(analysis, self.ast_project, found.append, settings.target_versions)
+        ctx = RuleContext(analysis, self.ast_project, found.append, settings.target_versions)
         for code in sorted(enabled - _NO_TREE):
             try:
                 ctx.code = code
@@ -302,6 +291,7 @@ class FileLinter:
         current = source
         fixed = 0
         applied: list[Diagnostic] = []
+        diagnostics = _built(diagnostics)
         result.diagnostics_before_fix = list(diagnostics)
         for _ in range(MAX_PASSES):
             applicable = self._applicable(diagnostics, source.path, unsafe)
@@ -317,6 +307,7 @@ class FileLinter:
                 result.fixed_codes[d.code] = result.fixed_codes.get(d.code, 0) + 1
             current = replace(current, text=new_text)
             diagnostics, problems = self.check(current, settings, module_name, is_package)
+            diagnostics = _built(diagnostics)
             broken = None
             if _does_not_parse(current, source):  # (a CKP999 of the compiler alone is no parse error)
                 broken = f"does not parse ({compile_error(current.text) or 'libcst cannot parse it'})"
@@ -362,7 +353,8 @@ class FileLinter:
         fixes = f"the fix for {codes[0]}" if len(codes) == 1 else f"the fixes for {', '.join(codes)}"
         message = f"internal error: {fixes} produced code that {what}; file left unchanged"
         result.problems.append(Problem(source.path, message, ProblemKind.FIX))
-        result.diagnostics, _ = self.check(source, settings, *module)
+        diagnostics, _ = self.check(source, settings, *module)
+        result.diagnostics = _built(diagnostics)
         result.fixed_codes = {}
         result.fixed = 0
         result.fixed_text = None
@@ -416,4 +408,16 @@ def _overridden(fix: Fix, override: Applicability) -> Fix:
     fallback = _overridden(fix.fallback, override) if fix.fallback is not None else None
     if fix.applicability is not Applicability.DISPLAY_ONLY:
         fix = replace(fix, applicability=override)
-    return replace(fix, fallback=fallback)
+    return replace(fix, fallback=fallback)  # (the edits stay unbuilt: replace copies the builder)
+
+
+def _built(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """``diagnostics`` with the edits of their fixes built (:meth:`Fix.resolved
+    <ckptlint.text.diagnostics.Fix.resolved>`: a fix whose edits libcst cannot build is
+    dropped): for a run that applies or shows edits, before its results are stored or sent
+    to another process. A plain run leaves them unbuilt (never parsing with libcst)."""
+    out: list[Diagnostic] = []
+    for d in diagnostics:
+        fix = d.fix.resolved() if d.fix is not None else None
+        out.append(d if fix is d.fix else replace(d, fix=fix))
+    return out

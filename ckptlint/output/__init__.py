@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ckptlint.output.base import OutputContext, Renderer
     from ckptlint.text.diagnostics import Diagnostic
 
-__all__ = ["FORMATS", "escape_style", "renderer"]
+__all__ = ["FORMATS", "SHOWS_EDITS", "escape_style", "renderer"]
 
 #: format name -> module of ckptlint.output that defines ``render``.
 FORMATS: dict[str, str] = {
@@ -28,6 +28,10 @@ FORMATS: dict[str, str] = {
     "sarif": "sarif",
     "junit": "junit",
 }
+
+#: The formats whose text holds the fixes' edits (a diff, or the edits' records): a run in
+#: one of them builds every finding's edits (:func:`ckptlint.text.diagnostics.want_edits`).
+SHOWS_EDITS = frozenset({"full", "json", "json-lines", "sarif"})
 
 #: How a format's text escapes what the output stream cannot encode
 #: (:func:`ckptlint.output.base.encodable`); any other format: ``"text"``.

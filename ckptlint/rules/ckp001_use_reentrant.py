@@ -1,30 +1,35 @@
-"""CKP001 checkpoint-without-use-reentrant."""
+"""CKP001 checkpoint-without-use-reentrant, on CPython's ``ast``.
+
+A call's keywords are ``ast.keyword`` nodes (``arg`` the name); an option's argument is a
+keyword or a positional expression (its value is the expression itself). Hugging Face
+receivers are the region builder's (``ctx.regions.receivers``/``method_signature``), the
+checkpointed callable's signature ``ctx.regions.signature`` or
+:func:`~ckptlint.semantic.ast_callables.signature_of`, grad mode
+:func:`~ckptlint.checkpoint.analyses.ast_grad_mode.grad_mode_at`, a remote-code load
+:func:`~ckptlint.rules.library_advice.remote_code`; the library advice that reads no node
+is :mod:`ckptlint.rules.library_advice`'s. Fixes are built through
+:mod:`ckptlint.rules.edits`."""
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
-from ckptlint.checkpoint.analyses.function_keywords import reentrant_call_refuses_keywords
-from ckptlint.checkpoint.analyses.grad_mode import GradMode, grad_mode_at
+from ckptlint.checkpoint.analyses.ast_function_keywords import reentrant_call_refuses_keywords
+from ckptlint.checkpoint.analyses.ast_grad_mode import grad_mode_at
+from ckptlint.checkpoint.analyses.grad_mode import GradMode
+from ckptlint.checkpoint.sites.ast_options import AstArg
+from ckptlint.checkpoint.sites.ast_site_builders import AstSite
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.checkpoint.sites.options import OptionOrigin, OptionState
-from ckptlint.checkpoint.sites.site import Reentrancy
-from ckptlint.checkpoint.sites.sites import CheckpointSite, SiteForm, site_index
+from ckptlint.checkpoint.sites.site import Reentrancy, SiteForm
 from ckptlint.facts.apis import ApiKind
 from ckptlint.facts.hf_formats import OLD_FORMAT_PARAMETER, OLD_FORMAT_SETTER
 from ckptlint.facts.version_facts import HF_DEFAULT_REENTRANT
 from ckptlint.facts.versions import Placement
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_dict_entry, add_keyword_argument, replace_node
-from ckptlint.rules.library_advice import (
-    is_peft,
-    is_timm,
-    kwargs_advice,
-    peft_advice,
-    remote_code,
-    remote_code_message,
-    timm_message,
-)
-from ckptlint.semantic.callables import signature_of
+from ckptlint.rules.library_advice import is_peft, is_timm, kwargs_advice, peft_advice, remote_code, remote_code_message, timm_message
+from ckptlint.semantic.ast_callables import signature_of
 from ckptlint.text.diagnostics import Applicability, Fix
 
 _RECEIVER_STEPS = 100
@@ -211,9 +216,10 @@ class CheckpointWithoutUseReentrant(Rule):
             """,
         ),
     )
+    reads_regions = True
 
     def check(self, ctx: RuleContext) -> None:
-        sites = site_index(ctx.analysis).sites
+        sites = ast_site_index(ctx.analysis).sites
         chosen_by_every_call = _bindings_chosen_by_every_call(sites)
         for site in sites:
             if is_timm(site) and site.use_reentrant.is_absent and site.reported_here and not site.function_keywords:
@@ -237,7 +243,7 @@ class CheckpointWithoutUseReentrant(Rule):
             if site.api.kind is ApiKind.HF_ENABLE and _receiver_decides(ctx, site):
                 continue  # the receiver's own method, or an old-format model that ignores the kwargs
             if reentrant_call_refuses_keywords(ctx.regions, ctx.analysis, site):
-                continue  # CKP002 reports it: use_reentrant=False would only trade ValueError for TypeError
+                continue  # CKP002 reports it
             versions = None
             if _transformers_default_decides(site):
                 decision = ctx.decide(HF_DEFAULT_REENTRANT)
@@ -258,19 +264,17 @@ class CheckpointWithoutUseReentrant(Rule):
             ctx.report(site.call, message, fix=fix, site=site)
 
 
-def _transformers_default_decides(site: CheckpointSite) -> bool:
-    """A Hugging Face switch without kwargs: transformers' default decides the variant
-    (reentrant before 5.0, not from 5.0 on: :data:`~ckptlint.facts.version_facts.HF_DEFAULT_REENTRANT`)."""
+def _transformers_default_decides(site: AstSite) -> bool:
+    """A Hugging Face switch without kwargs: transformers' default decides the variant."""
     return site.api.kind in _HF_KINDS and site.use_reentrant.origin is OptionOrigin.DEFAULT
 
 
-def _kwargs_name(site: CheckpointSite) -> str:
-    """The kwargs keyword of a Hugging Face site (``gradient_checkpointing_kwargs``, or 5.24's
-    ``activation_checkpointing_kwargs``)."""
+def _kwargs_name(site: AstSite) -> str:
+    """The kwargs keyword of a Hugging Face site."""
     return str(site.extra.get("kwargs_option", "gradient_checkpointing_kwargs"))
 
 
-def _receiver_decides(ctx: RuleContext, site: CheckpointSite) -> bool:
+def _receiver_decides(ctx: RuleContext, site: AstSite) -> bool:
     """Whether ``receiver.gradient_checkpointing_enable(...)`` is not decided by Hugging Face's
     ``gradient_checkpointing_kwargs``: every value the receiver may be (directly, or as the
     model a DeepSpeed engine forwards the method to: ``engine, *_ =
@@ -284,18 +288,14 @@ def _receiver_decides(ctx: RuleContext, site: CheckpointSite) -> bool:
       own checkpoint calls (judged where they are written) choose the variant
       (:mod:`ckptlint.facts.hf_formats`)."""
     func = site.call.func
-    if not isinstance(func, cst.Attribute):
+    if not isinstance(func, ast.Attribute):
         return False
     kwargs_name = _kwargs_name(site)
-    # a receiver built by a class of the tree is a few steps away (`model = Model()`, `self`, a
-    # builder function's return); a small budget keeps this question from following long call
-    # chains into other files. What is not known stays among the values (a complete query), so
-    # `model = AutoModel...; if flag: model = Wrapper(model)` is not taken for the wrapper alone.
-    values = ctx.regions.receivers(func.value, func.attr.value, ctx.analysis, budget=_RECEIVER_STEPS)
+    values = ctx.regions.receivers(func.value, func.attr, ctx.analysis, budget=_RECEIVER_STEPS)
     if not values:
         return False
     for value in values:
-        signature = ctx.regions.method_signature(value, func.attr.value)
+        signature = ctx.regions.method_signature(value, func.attr)
         if signature is not None and not signature.accepts(kwargs_name):
             continue
         setter = ctx.regions.method_signature(value, OLD_FORMAT_SETTER)
@@ -305,20 +305,16 @@ def _receiver_decides(ctx: RuleContext, site: CheckpointSite) -> bool:
     return True
 
 
-def _bindings_chosen_by_every_call(sites: list[CheckpointSite]) -> set[int]:
+def _bindings_chosen_by_every_call(sites: list[AstSite]) -> set[int]:
     """Partial bindings whose every call in the module passes ``use_reentrant`` itself."""
-    calls: dict[int, list[CheckpointSite]] = {}
+    calls: dict[int, list[AstSite]] = {}
     for site in sites:
         if site.form is SiteForm.BOUND_CALL and site.binding is not None:
             calls.setdefault(id(site.binding), []).append(site)
-    return {
-        key
-        for key, bound in calls.items()
-        if all("use_reentrant" in s.arguments.keywords for s in bound)
-    }
+    return {key for key, bound in calls.items() if all("use_reentrant" in s.arguments.keywords for s in bound)}
 
 
-def _what(site: CheckpointSite) -> str:
+def _what(site: AstSite) -> str:
     api = site.api
     if api.kind is ApiKind.HF_ENABLE:
         return f"`{api.name}()`"
@@ -336,9 +332,8 @@ def _what(site: CheckpointSite) -> str:
     return f"`{short}()`"
 
 
-def _keyword(site: CheckpointSite) -> str:
-    """The keyword that chooses ``use_reentrant`` at this call: ``use_reentrant``, or, for
-    a call of a helper that passes a parameter of its own, that parameter."""
+def _keyword(site: AstSite) -> str:
+    """The keyword that chooses ``use_reentrant`` at this call."""
     for alternative in site.alternatives:
         plan = alternative.plans.get("use_reentrant", ("fixed",))
         if plan[0] == "parameter":
@@ -346,9 +341,9 @@ def _keyword(site: CheckpointSite) -> str:
     return "use_reentrant"
 
 
-def _keywords_reach_other_calls(site: CheckpointSite) -> bool:
+def _keywords_reach_other_calls(site: AstSite) -> bool:
     """A helper call whose ``use_reentrant`` would travel through the helper's ``**kwargs``,
-    which the helper also passes to other code (``module(*args, **kwargs)``)."""
+    which the helper also passes to other code."""
     return (
         site.helper is not None
         and site.helper.keywords_elsewhere
@@ -356,7 +351,7 @@ def _keywords_reach_other_calls(site: CheckpointSite) -> bool:
     )
 
 
-def _message(site: CheckpointSite, versions: str | None = None) -> str:
+def _message(site: AstSite, versions: str | None = None) -> str:
     """The finding's text; ``versions``: for a switch without kwargs, the declared transformers
     versions that default to reentrant (``None``: nothing declared, "before 5.0")."""
     what = _what(site)
@@ -412,11 +407,9 @@ def _message(site: CheckpointSite, versions: str | None = None) -> str:
     )
 
 
-def _raises_when_reentrant(site: CheckpointSite) -> bool:
-    """torch.utils.checkpoint 2.9-2.13: the reentrant variant raises ValueError for function
-    keyword arguments, a non-default ``context_fn`` and ``debug`` other than ``False``
-    (``checkpoint()``: "Unexpected keyword arguments", "Passing `context_fn` or `debug` is only
-    supported when use_reentrant=False")."""
+def _raises_when_reentrant(site: AstSite) -> bool:
+    """The reentrant variant raises ValueError for function keyword arguments, a non-default
+    ``context_fn`` and ``debug`` other than ``False``."""
     if site.function_keywords:
         return True
     if site.option("context_fn").is_passed:
@@ -425,40 +418,33 @@ def _raises_when_reentrant(site: CheckpointSite) -> bool:
     return debug.is_passed and not debug.is_false
 
 
-def _records_nothing(ctx: RuleContext, site: CheckpointSite) -> bool:
-    """The call runs where grad mode is off (``with torch.no_grad()``, ``inference_mode()``,
-    ``set_grad_enabled(False)``, or such a decorator, in its own function): neither variant
-    records a graph, both run the function once and return what it returns
-    (torch.utils.checkpoint 2.13: ``CheckpointFunction.forward`` runs it under ``no_grad``; the
-    non-reentrant generator sees an input saver without ``grad_fn`` and runs it plainly,
-    lines 1566-1569). Only for a direct call: a ``partial`` or a wrapper runs where it is
-    called, and a helper's own code may turn grad mode back on."""
+def _records_nothing(ctx: RuleContext, site: AstSite) -> bool:
+    """A direct call that runs where grad mode is off: neither variant records a graph."""
     if site.form not in (SiteForm.CALL, SiteForm.BOUND_CALL) or site.api.kind not in (ApiKind.FUNCTION, ApiKind.SEQUENTIAL):
         return False
     return grad_mode_at(site.call, ctx.analysis.model).mode is GradMode.DISABLED
 
 
-def variant_keeps_behaviour(ctx: RuleContext, site: CheckpointSite) -> bool:
-    """Whether passing ``use_reentrant=False`` provably changes nothing that works today: the
-    reentrant variant raises at this call whatever the inputs (:func:`_raises_when_reentrant`),
-    or no graph is recorded (:func:`_records_nothing`). Everywhere else the variants differ in
-    ways the text does not decide (which tensors require grad at run time, nested or
-    keyword-only inputs, ``torch.autograd.grad`` elsewhere, grad mode read inside the region,
-    early stop of recomputation, the metadata check of recomputed tensors), so the fix is
-    unsafe there."""
+def variant_keeps_behaviour(ctx: RuleContext, site: AstSite) -> bool:
+    """Whether passing ``use_reentrant=False`` provably changes nothing that works today (see
+    :func:`ckptlint.rules.ckp001_use_reentrant.variant_keeps_behaviour`)."""
     return _raises_when_reentrant(site) or _records_nothing(ctx, site)
 
 
-def _passed_none(site: CheckpointSite) -> cst.BaseExpression | None:
-    """The expression that passes ``use_reentrant`` as ``None`` (the default, which warns and
-    runs reentrant), or ``None`` when it is absent."""
+def _passed_none(site: AstSite) -> ast.expr | None:
+    """The expression that passes ``use_reentrant`` as ``None``, or ``None`` when it is absent."""
     value = site.use_reentrant
-    if value.state is OptionState.LITERAL and value.value is None and isinstance(value.node, cst.BaseExpression):
+    if value.state is OptionState.LITERAL and value.value is None and isinstance(value.node, ast.expr):
         return value.node
     return None
 
 
-def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
+def _value(arg: AstArg) -> ast.expr:
+    """The expression an argument passes (libcst's ``Arg.value``)."""
+    return arg.value if isinstance(arg, ast.keyword) else arg
+
+
+def _fix(ctx: RuleContext, site: AstSite) -> Fix | None:
     analysis = ctx.analysis
     if site.misspelling_of("use_reentrant") is not None:
         return None  # CKP003 renames the misspelled keyword/key; adding one would pass it twice
@@ -468,26 +454,25 @@ def _fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
     if site.function_keywords:
         signature = ctx.regions.signature(site.function, analysis) or signature_of(site.function, analysis.model)
     if signature is not None and any(
-        a.keyword is not None and not signature.accepts(a.keyword.value) for a in site.function_keywords
+        isinstance(a, ast.keyword) and a.arg is not None and not signature.accepts(a.arg) for a in site.function_keywords
     ):
         return None  # the function refuses the keyword too: the fix would trade ValueError for TypeError
-    # No fix writes use_reentrant=True: the recommended variant is the only fix, safe where it
-    # provably changes nothing that works today (variant_keeps_behaviour), unsafe elsewhere.
     applicability = Applicability.SAFE if variant_keeps_behaviour(ctx, site) else Applicability.UNSAFE
     passed = site.use_reentrant.arg
     if _passed_none(site) is not None and passed is not None:
-        # use_reentrant=None (keyword, or checkpoint_sequential's 4th positional): replace
-        # the value; adding the keyword would repeat it.
-        return ctx.fix(applicability, "Pass `use_reentrant=False`", replace_node(analysis, passed.value, "False"))
+        value = _value(passed)
+        return ctx.fix_from(applicability, "Pass `use_reentrant=False`", lambda: replace_node(analysis, value, "False"))
     if site.use_reentrant.origin is OptionOrigin.DICT or site.arguments.double_starred:
         return None
     if site.form is SiteForm.HELPER_CALL and _keywords_reach_other_calls(site):
         return None  # the keyword would also reach the helper's call without checkpointing
     keyword = _keyword(site)
-    return ctx.fix(applicability, f"Pass `{keyword}=False`", *add_keyword_argument(analysis, site.call, f"{keyword}=False"))
+    return ctx.fix_from(
+        applicability, f"Pass `{keyword}=False`", lambda: add_keyword_argument(analysis, site.call, f"{keyword}=False")
+    )
 
 
-def _hf_fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
+def _hf_fix(ctx: RuleContext, site: AstSite) -> Fix | None:
     analysis = ctx.analysis
     name = _kwargs_name(site)
     kwargs = site.option(name)
@@ -495,22 +480,23 @@ def _hf_fix(ctx: RuleContext, site: CheckpointSite) -> Fix | None:
     if kwargs.is_absent:
         if site.arguments.double_starred:
             return None
-        edits = add_keyword_argument(analysis, site.call, f"{name}={_HF_DICT}")
-        return ctx.fix(Applicability.UNSAFE, message, *edits)
-    if kwargs.state is OptionState.LITERAL and kwargs.value is None and kwargs.arg is not None:
-        return ctx.fix(Applicability.UNSAFE, message, replace_node(analysis, kwargs.arg.value, _HF_DICT))
+        return ctx.fix_from(Applicability.UNSAFE, message, lambda: add_keyword_argument(analysis, site.call, f"{name}={_HF_DICT}"))
+    given = _value(kwargs.arg) if kwargs.arg is not None else None
+    if kwargs.state is OptionState.LITERAL and kwargs.value is None and given is not None:
+        return ctx.fix_from(Applicability.UNSAFE, message, lambda: replace_node(analysis, given, _HF_DICT))
     none = _passed_none(site)
     if none is not None:
         # {"use_reentrant": None}: replace the value in the literal passed here
-        if kwargs.arg is not None and isinstance(kwargs.arg.value, cst.Dict) and any(
-            isinstance(e, cst.DictElement) and e.value is none for e in kwargs.arg.value.elements
+        if isinstance(given, ast.Dict) and any(
+            key is not None and value is none for key, value in zip(given.keys, given.values, strict=True)
         ):
-            return ctx.fix(Applicability.UNSAFE, 'Set `"use_reentrant": False`', replace_node(analysis, none, "False"))
+            return ctx.fix_from(Applicability.UNSAFE, 'Set `"use_reentrant": False`', lambda: replace_node(analysis, none, "False"))
         return None
-    if kwargs.arg is not None and isinstance(kwargs.arg.value, cst.Dict):
-        return ctx.fix(
+    if isinstance(given, ast.Dict):
+        dictionary = given
+        return ctx.fix_from(
             Applicability.UNSAFE,
             f'Add `"use_reentrant": False` to `{name}`',
-            *add_dict_entry(analysis, kwargs.arg.value, _HF_ENTRY),
+            lambda: add_dict_entry(analysis, dictionary, _HF_ENTRY),
         )
     return None

@@ -1,14 +1,19 @@
-"""CKP002 reentrant-incompatible-argument."""
+"""CKP002 reentrant-incompatible-argument, on CPython's ``ast``.
+
+A call's own positional arguments are its ``args`` (expressions, ``ast.Starred`` for ``*``)
+and its keywords ``ast.keyword`` nodes; what ``**`` dictionaries surely hold is
+:meth:`AstCallArguments.passed_on_every_path
+<ckptlint.checkpoint.sites.ast_options.AstCallArguments.passed_on_every_path>`. The fix
+(``use_reentrant=False``) is built through :mod:`ckptlint.rules.edits`; whether the
+checkpointed callable refuses a keyword is the region builder's answer
+(:func:`~ckptlint.checkpoint.analyses.ast_function_keywords.refused_keywords`)."""
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
-from ckptlint.checkpoint.analyses.function_keywords import (
-    own_function_keywords,
-    refused_keywords,
-)
-from ckptlint.checkpoint.sites.call_errors import (
+from ckptlint.checkpoint.analyses.ast_function_keywords import own_function_keywords, refused_keywords
+from ckptlint.checkpoint.sites.ast_call_errors import (
     composable_raising,
     keyword_list,
     own_option,
@@ -16,9 +21,10 @@ from ckptlint.checkpoint.sites.call_errors import (
     sequential_extra_positionals,
     sequential_unexpected_keywords,
 )
+from ckptlint.checkpoint.sites.ast_site_builders import AstSite
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.checkpoint.sites.options import OptionOrigin, OptionState
-from ckptlint.checkpoint.sites.site import Reentrancy
-from ckptlint.checkpoint.sites.sites import CheckpointSite, SiteForm, site_index
+from ckptlint.checkpoint.sites.site import Reentrancy, SiteForm
 from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import add_keyword_argument, replace_node
@@ -172,9 +178,10 @@ class ReentrantIncompatibleArgument(Rule):
             message="`checkpoint_wrapper(...)` uses `CheckpointImpl.REENTRANT`",
         ),
     )
+    reads_regions = True
 
     def check(self, ctx: RuleContext) -> None:
-        for site in site_index(ctx.analysis).sites:
+        for site in ast_site_index(ctx.analysis).sites:
             if site.save_misuse is not None:
                 continue  # CKP301: not activation checkpointing
             kind = site.api.kind
@@ -186,7 +193,7 @@ class ReentrantIncompatibleArgument(Rule):
                 _check_composable(ctx, site)
 
 
-def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
+def _check_function(ctx: RuleContext, site: AstSite) -> None:
     if site.runs_reentrant is None:
         _check_open_dictionary(ctx, site)
         return
@@ -210,7 +217,7 @@ def _check_function(ctx: RuleContext, site: CheckpointSite) -> None:
     ctx.report(site.call, message, fix=None if refused else _fix(ctx, site, bool(raising)), site=site)
 
 
-def _check_open_dictionary(ctx: RuleContext, site: CheckpointSite) -> None:
+def _check_open_dictionary(ctx: RuleContext, site: AstSite) -> None:
     """A ``**`` dictionary that surely passes function keywords (``{"cu_seqlens": c, **kwargs}``)
     to an API that runs the reentrant variant when ``use_reentrant`` is left out, and no
     ``use_reentrant`` written anywhere: the reentrant variant raises ``ValueError: Unexpected
@@ -222,11 +229,11 @@ def _check_open_dictionary(ctx: RuleContext, site: CheckpointSite) -> None:
     if not site.reported_here or not site.option("use_reentrant").is_unknown or "use_reentrant" in site.arguments.keywords:
         return
     options = set(api.options)
-    for paths in site.arguments.passed_on_every_path(ctx.analysis.model):
-        if any("use_reentrant" in keys for keys in paths):
-            return
+    every_path = site.arguments.passed_on_every_path(ctx.analysis.model)
+    if any("use_reentrant" in keys for paths in every_path for keys in paths):
+        return
     groups: list[str] = []
-    for paths in site.arguments.passed_on_every_path(ctx.analysis.model):
+    for paths in every_path:
         meant = [sorted(keys - options) for keys in paths]
         if meant and all(meant):
             groups = sorted({", ".join(f"`{k}`" for k in keys) for keys in meant})
@@ -244,7 +251,7 @@ def _check_open_dictionary(ctx: RuleContext, site: CheckpointSite) -> None:
     )
 
 
-def _what(site: CheckpointSite) -> str:
+def _what(site: AstSite) -> str:
     short = site.api.name.rsplit(".", 1)[-1]
     if site.form is SiteForm.PARTIAL:
         return f"`functools.partial({short}, ...)`"
@@ -253,7 +260,7 @@ def _what(site: CheckpointSite) -> str:
     return f"`{short}()`"
 
 
-def _variant(site: CheckpointSite) -> str:
+def _variant(site: AstSite) -> str:
     if site.reentrancy is Reentrancy.OMITTED_REENTRANT:
         return "leaves `use_reentrant` unset, so the legacy reentrant variant runs; it"
     if site.api.kind is ApiKind.WRAPPER and site.option("use_reentrant").is_absent:
@@ -262,7 +269,7 @@ def _variant(site: CheckpointSite) -> str:
 
 
 def _function_message(
-    ctx: RuleContext, site: CheckpointSite, raising: list[str], ignored: list[str], refused: list[cst.Arg]
+    ctx: RuleContext, site: AstSite, raising: list[str], ignored: list[str], refused: list[ast.keyword]
 ) -> str:
     parts: list[str] = []
     if raising:
@@ -283,15 +290,9 @@ def _function_message(
     return f"{_what(site)} {_variant(site)} {' and '.join(parts)}; {advice}"
 
 
-def _and(items: list[str]) -> str:
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _fix(ctx: RuleContext, site: CheckpointSite, raises: bool) -> Fix | None:
-    """``use_reentrant=False`` where it is unset: safe when the call raises today (nothing
-    that works changes), unsafe when the only problem is an ignored option."""
+def _fix(ctx: RuleContext, site: AstSite, raises: bool) -> Fix | None:
+    """``use_reentrant=False`` where it is unset: safe when the call raises today, unsafe when
+    the only problem is an ignored option."""
     if site.reentrancy is not Reentrancy.OMITTED_REENTRANT or site.form is SiteForm.BOUND_CALL:
         return None
     if site.misspelling_of("use_reentrant") is not None:
@@ -300,13 +301,14 @@ def _fix(ctx: RuleContext, site: CheckpointSite, raises: bool) -> Fix | None:
     message = "Pass `use_reentrant=False`"
     passed = site.use_reentrant
     if passed.is_passed and passed.arg is not None:
-        return ctx.fix(applicability, message, replace_node(ctx.analysis, passed.arg.value, "False"))
+        value = passed.arg.value if isinstance(passed.arg, ast.keyword) else passed.arg
+        return ctx.fix_from(applicability, message, lambda: replace_node(ctx.analysis, value, "False"))
     if not passed.is_absent or passed.origin is OptionOrigin.DICT or site.arguments.double_starred:
         return None
-    return ctx.fix(applicability, message, *add_keyword_argument(ctx.analysis, site.call, _KEYWORD))
+    return ctx.fix_from(applicability, message, lambda: add_keyword_argument(ctx.analysis, site.call, _KEYWORD))
 
 
-def _check_sequential(ctx: RuleContext, site: CheckpointSite) -> None:
+def _check_sequential(ctx: RuleContext, site: AstSite) -> None:
     problems: list[str] = []
     arguments = site.arguments
     own = {id(arg) for arg in site.call.args}
@@ -314,7 +316,7 @@ def _check_sequential(ctx: RuleContext, site: CheckpointSite) -> None:
     if given:
         problems.append(f"it takes at most 4 positional arguments, {given} are given (TypeError)")
     if not arguments.starred and len(arguments.positional) >= 4 and id(arguments.positional[3]) in own:
-        fourth = arguments.positional[3].value
+        fourth = arguments.positional[3]
         value = site.use_reentrant
         if not (value.state is OptionState.LITERAL and (value.value is None or isinstance(value.value, bool))):
             text = ctx.analysis.text_of(fourth)
@@ -334,7 +336,7 @@ def _check_sequential(ctx: RuleContext, site: CheckpointSite) -> None:
         ctx.report(site.call, f"{_what(site)}: {'; '.join(problems)}", site=site)
 
 
-def _check_composable(ctx: RuleContext, site: CheckpointSite) -> None:
+def _check_composable(ctx: RuleContext, site: AstSite) -> None:
     problems: list[str] = []
     unexpected = own_function_keywords(site)
     raising = composable_raising(site, unexpected)
@@ -347,3 +349,9 @@ def _check_composable(ctx: RuleContext, site: CheckpointSite) -> None:
         problems.append(f"{keyword_list(unexpected)} raise ValueError (Unexpected keyword arguments)")
     if problems:
         ctx.report(site.call, f"composable `checkpoint()`: {'; '.join(problems)}", site=site)
+
+
+def _and(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]

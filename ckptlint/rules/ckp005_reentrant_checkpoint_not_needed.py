@@ -1,14 +1,19 @@
-"""CKP005 reentrant-checkpoint-not-needed (opt-in)."""
+"""CKP005 reentrant-checkpoint-not-needed (opt-in), on CPython's ``ast``, over the reads and writes of
+:mod:`ckptlint.checkpoint.analyses.ast_outer_reads` and ``ast_outer_writes``.
+
+What ``ast`` lacks is read from what it keeps: libcst's ``Name`` ``True`` is a constant
+``True`` (its range, and so the fix's, leaves out parentheses on both sides); an attribute's
+name is a string."""
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
+from typing import TYPE_CHECKING
 
-from ckptlint.checkpoint.analyses.outer_reads import mutable_reads
-from ckptlint.checkpoint.analyses.outer_writes import outer_writes
-from ckptlint.checkpoint.evaluator.region import Region
+from ckptlint.checkpoint.analyses.ast_outer_reads import mutable_reads
+from ckptlint.checkpoint.analyses.ast_outer_writes import outer_writes
 from ckptlint.checkpoint.sites.options import OptionOrigin, OptionState
-from ckptlint.checkpoint.sites.sites import CheckpointSite, SiteForm
+from ckptlint.checkpoint.sites.site import SiteForm
 from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import replace_node
@@ -36,6 +41,11 @@ GRAD_SENSITIVE = frozenset(
         "torch.autograd.grad_mode.enable_grad",
     }
 )
+
+
+if TYPE_CHECKING:
+    from ckptlint.checkpoint.evaluator.ast_region import AstRegion
+    from ckptlint.checkpoint.sites.ast_site_builders import AstSite
 
 
 class ReentrantCheckpointNotNeeded(Rule):
@@ -115,6 +125,7 @@ class ReentrantCheckpointNotNeeded(Rule):
             """,
         ),
     )
+    reads_regions = True
 
     def check(self, ctx: RuleContext) -> None:
         for site, region in ctx.site_regions():
@@ -123,7 +134,7 @@ class ReentrantCheckpointNotNeeded(Rule):
                 continue
             if site.function_keywords or site.option("context_fn").is_passed:
                 continue  # the reentrant variant raises here: CKP002's
-            if not _nothing_needs_reentrant(ctx, site, region):
+            if not _nothing_needs_reentrant(ctx, region):
                 continue
             short = site.api.name.rsplit(".", 1)[-1]
             ctx.report(
@@ -138,7 +149,7 @@ class ReentrantCheckpointNotNeeded(Rule):
             )
 
 
-def _explicit_true(site: CheckpointSite) -> cst.BaseExpression | None:
+def _explicit_true(site: AstSite) -> ast.Constant | None:
     """The literal ``True`` this call itself writes for ``use_reentrant`` (keyword, or
     ``checkpoint_sequential``'s fourth positional argument), else ``None``."""
     if site.api.kind not in (ApiKind.FUNCTION, ApiKind.SEQUENTIAL) or not site.api.name.startswith("torch.utils.checkpoint."):
@@ -150,12 +161,14 @@ def _explicit_true(site: CheckpointSite) -> cst.BaseExpression | None:
         return None
     if value.origin not in (OptionOrigin.KEYWORD, OptionOrigin.POSITIONAL):
         return None
-    expression = value.arg.value
-    return expression if isinstance(expression, cst.Name) and expression.value == "True" else None
+    arg = value.arg
+    expression = arg.value if isinstance(arg, (ast.keyword, ast.Starred)) else arg
+    return expression if isinstance(expression, ast.Constant) and expression.value is True else None
 
 
-def _nothing_needs_reentrant(ctx: RuleContext, site: CheckpointSite, region: Region) -> bool:
-    """The region is fully seen and nothing in it tells the variants apart (class docstring)."""
+def _nothing_needs_reentrant(ctx: RuleContext, region: AstRegion) -> bool:
+    """The region is fully seen and nothing in it tells the variants apart (the rule's
+    class docstring)."""
     if not region.resolved or region.partial or region.cut_calls:
         return False
     if outer_writes(region) or mutable_reads(region, ctx.analysis):
@@ -163,16 +176,17 @@ def _nothing_needs_reentrant(ctx: RuleContext, site: CheckpointSite, region: Reg
     for frame in region.frames:
         model = frame.analysis.model
         for node in frame.nodes():
-            if isinstance(node, cst.Call):
+            if isinstance(node, ast.Call):
                 if model.qualified_names(node.func) & GRAD_SENSITIVE:
                     return False
-                if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("backward", "requires_grad_"):
+                if isinstance(node.func, ast.Attribute) and node.func.attr in ("backward", "requires_grad_"):
                     return False
-            elif isinstance(node, (cst.Name, cst.Attribute)) and model.qualified_names(node) & GRAD_SENSITIVE:
+            elif isinstance(node, (ast.Name, ast.Attribute)) and model.qualified_names(node) & GRAD_SENSITIVE:
                 return False
     return True
 
 
-def _fix(ctx: RuleContext, passed: cst.BaseExpression) -> Fix:
-    """``use_reentrant=False``: unsafe, the variant changes (``rules/CKP005.md``, "Fix safety")."""
-    return ctx.fix(Applicability.UNSAFE, "Pass `use_reentrant=False`", replace_node(ctx.analysis, passed, "False"))
+def _fix(ctx: RuleContext, passed: ast.Constant) -> Fix | None:
+    """``use_reentrant=False``: unsafe, the variant changes (``rules/CKP005.md``, "Fix
+    safety"); ``None`` where libcst refuses the statement (:meth:`RuleContext.fix_from`)."""
+    return ctx.fix_from(Applicability.UNSAFE, "Pass `use_reentrant=False`", lambda: replace_node(ctx.analysis, passed, "False"))

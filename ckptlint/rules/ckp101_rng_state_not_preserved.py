@@ -1,20 +1,28 @@
-"""CKP101 rng-state-not-preserved."""
+"""CKP101 rng-state-not-preserved, on CPython's ``ast``, over
+the random ops of :mod:`ckptlint.checkpoint.analyses.ast_randomness`.
+
+The option's argument is an ``ast.keyword`` (or a positional expression); the finding covers
+the whole argument, as libcst's ``Arg`` (``RuleContext.report(..., whole=True)``). The call
+a message quotes is its callee's code as libcst prints it, with its own parentheses
+(:func:`~ckptlint.checkpoint.analyses.ast_outer_state.node_code`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import ast
+from dataclasses import replace
+from functools import partial
 
-import libcst as cst
-
-from ckptlint.checkpoint.analyses.randomness import random_ops
-from ckptlint.checkpoint.evaluator.region import MAX_DEPTH, Frame, site_label
-from ckptlint.checkpoint.sites.sites import CheckpointSite, SiteForm, site_index
+from ckptlint.checkpoint.analyses.ast_outer_state import node_code
+from ckptlint.checkpoint.analyses.ast_randomness import AstRandomOp, random_ops
+from ckptlint.checkpoint.evaluator.ast_region import AstFrame, site_label
+from ckptlint.checkpoint.evaluator.region import MAX_DEPTH
+from ckptlint.checkpoint.sites.ast_site_builders import AstSite
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
+from ckptlint.checkpoint.sites.site import SiteForm
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import remove_argument
+from ckptlint.semantic.ast_analysis import AstAnalysis
 from ckptlint.text.diagnostics import Applicability
-
-if TYPE_CHECKING:
-    from ckptlint.semantic.analysis import ModuleAnalysis
 
 
 class RngStateNotPreserved(Rule):
@@ -102,26 +110,27 @@ class RngStateNotPreserved(Rule):
             message="`preserve_rng_state=False` but the region recomputed by the checkpoint at <string>.py:6 draws random numbers",
         ),
     )
+    reads_regions = True
 
     def check(self, ctx: RuleContext) -> None:
         analysis = ctx.analysis
-        groups: dict[int, list[CheckpointSite]] = {}
-        owners: dict[int, CheckpointSite] = {}
-        for site in site_index(analysis).sites:
+        groups: dict[int, list[AstSite]] = {}
+        owners: dict[int, AstSite] = {}
+        for site in ast_site_index(analysis).sites:
             option = site.option("preserve_rng_state")
             if not option.is_false or ctx.recomputes_nothing(site):
                 continue  # a call that always raises recomputes nothing (CKP002 reports it)
-            owner = option.arg if option.arg is not None else site.call
+            owner: ast.AST = option.arg if option.arg is not None else site.call
             if site.form is SiteForm.BOUND_CALL and site.binding is not None and option.arg is None:
                 owner = site.binding.call
             groups.setdefault(id(owner), []).append(site)
             owners.setdefault(id(owner), site)
         for key, sites in groups.items():
             judged = [s for s in sites if s.function is not None] or sites
-            strong = None
-            maybe = None  # a random op whose switch (dropout probability, `training`) is not known
+            strong: tuple[AstSite, AstRandomOp] | None = None
+            maybe: tuple[AstSite, AstRandomOp] | None = None  # a random op whose switch is not known
             unresolved = False
-            unseen: tuple[CheckpointSite, tuple[cst.Call, Frame]] | None = None
+            unseen: tuple[AstSite, tuple[ast.Call, AstFrame]] | None = None
             deep = False
             for site in judged:
                 region = ctx.regions.region(site, analysis)
@@ -139,13 +148,14 @@ class RngStateNotPreserved(Rule):
                     deep = not region.unknown_calls
             first = owners[key]
             option = first.option("preserve_rng_state")
-            node: cst.CSTNode = option.arg if option.arg is not None else first.call
+            node: ast.AST = option.arg if option.arg is not None else first.call
+            call = first.call
             fix = None
-            if option.arg is not None and any(a is option.arg for a in first.call.args):
-                fix = ctx.fix(
+            if option.arg is not None and any(a is option.arg for a in (*call.args, *call.keywords)):
+                fix = ctx.fix_from(
                     Applicability.UNSAFE,
                     "Remove `preserve_rng_state=False`",
-                    *remove_argument(analysis, first.call, option.arg),
+                    partial(remove_argument, analysis, call, option.arg),
                 )
             shown = strong or maybe
             if shown is not None:
@@ -165,16 +175,17 @@ class RngStateNotPreserved(Rule):
                     "`preserve_rng_state=True`",
                     fix=fix,
                     site=first,
+                    whole=True,
                 )
             elif (unresolved or unseen is not None) and not _fixed_by_helper(first):
                 where = site_label(first, analysis, analysis)
                 if fix is not None:  # not known to be wrong: show the change, never apply it
-                    fix = ctx.fix(Applicability.DISPLAY_ONLY, fix.message, *fix.edits)
+                    fix = replace(fix, applicability=Applicability.DISPLAY_ONLY)
                 what = "what it recomputes"
                 if not unresolved and unseen is not None:
-                    call, frame = unseen[1]
-                    text = frame.analysis.module.code_for_node(call.func).strip()
-                    at = f"{_short(frame.analysis, analysis)}{frame.analysis.range(call)[0][0]}"
+                    unseen_call, frame = unseen[1]
+                    text = node_code(frame.analysis, unseen_call.func).strip()
+                    at = f"{_short(frame.analysis, analysis)}{frame.analysis.range(unseen_call)[0][0]}"
                     why = f"below the {MAX_DEPTH} levels of calls ckptlint follows" if deep else "which is not resolved"
                     what = f"all of what it recomputes (the region calls `{text}(...)` at {at}, {why})"
                 ctx.report(
@@ -184,16 +195,17 @@ class RngStateNotPreserved(Rule):
                     "dropout, `torch.rand*`), recomputation draws different values and gradients are silently wrong",
                     fix=fix,
                     site=first,
+                    whole=True,
                 )
 
 
-def _fixed_by_helper(site: CheckpointSite) -> bool:
+def _fixed_by_helper(site: AstSite) -> bool:
     """A call of a helper that passes ``preserve_rng_state=False`` itself: without a region
     that draws random numbers, the doubt is the helper's, reported at its own call."""
     return site.form is SiteForm.HELPER_CALL and "preserve_rng_state" not in site.caller_options
 
 
-def _short(where: ModuleAnalysis, here: ModuleAnalysis) -> str:
+def _short(where: AstAnalysis, here: AstAnalysis) -> str:
     """``""`` for the same file, else ``"layers.py:"``-style prefix."""
     if where is here:
         return "line "

@@ -1,9 +1,10 @@
-"""CKP102 random-op-on-unpreserved-device."""
+"""CKP102 random-op-on-unpreserved-device, on CPython's ``ast``,
+over the device-moved random ops of :mod:`ckptlint.checkpoint.analyses.ast_randomness`."""
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.analyses.randomness import device_moved_ops
-from ckptlint.checkpoint.evaluator.region import site_label
+from ckptlint.checkpoint.analyses.ast_randomness import device_moved_ops
+from ckptlint.checkpoint.evaluator.ast_region import site_label
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
@@ -62,6 +63,7 @@ class RandomOpOnUnpreservedDevice(Rule):
             message="torch.randn in the region recomputed by the checkpoint at <string>.py:5",
         ),
     )
+    reads_regions = True
 
     def check(self, ctx: RuleContext) -> None:
         for site, region in ctx.site_regions():

@@ -1,9 +1,13 @@
-"""CKP103 unpreserved-random-source."""
+"""CKP103 unpreserved-random-source, on CPython's ``ast``, over the
+random sources of :mod:`ckptlint.checkpoint.analyses.ast_randomness`.
+
+A ``generator=`` argument is an ``ast.keyword``: its finding covers the whole argument, as
+libcst's ``Arg`` (``RuleContext.report(..., whole=True)``)."""
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.analyses.randomness import unpreserved_sources
-from ckptlint.checkpoint.evaluator.region import site_label
+from ckptlint.checkpoint.analyses.ast_randomness import unpreserved_sources
+from ckptlint.checkpoint.evaluator.ast_region import site_label
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
@@ -62,6 +66,7 @@ class UnpreservedRandomSource(Rule):
             message="an explicit `generator=` argument in the region recomputed by the checkpoint at",
         ),
     )
+    reads_regions = True
 
     def check(self, ctx: RuleContext) -> None:
         for site, region in ctx.site_regions():
@@ -75,4 +80,5 @@ class UnpreservedRandomSource(Rule):
                     analysis=source.analysis,
                     once=True,
                     site=site,
+                    whole=True,
                 )

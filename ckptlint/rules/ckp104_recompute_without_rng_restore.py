@@ -1,8 +1,9 @@
-"""CKP104 recompute-without-rng-restore."""
+"""CKP104 recompute-without-rng-restore, on CPython's ``ast``, over
+the home-made implementations of :mod:`ckptlint.checkpoint.sites.ast_homemade`."""
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.sites.homemade import home_made
+from ckptlint.checkpoint.sites.ast_homemade import home_made
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 from ckptlint.rules.recompute_examples import REVERSIBLE_FUNCTION as _REVERSIBLE
@@ -87,7 +88,7 @@ class RecomputeWithoutRngRestore(Rule):
             for call in implementation.reruns:
                 ctx.report(
                     call,
-                    f"`{implementation.node.name.value}.backward` re-runs {implementation.rerun_label} without "
+                    f"`{implementation.node.name}.backward` re-runs {implementation.rerun_label} without "
                     "restoring the RNG state of forward: whenever the recomputed code draws random numbers "
                     "in training (a dropout with p > 0, LoRA or attention dropout, `torch.rand*`), the "
                     "re-run draws other ones than forward did, so the gradients belong to another network; "

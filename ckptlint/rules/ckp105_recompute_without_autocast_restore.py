@@ -1,9 +1,11 @@
-"""CKP105 recompute-without-autocast-restore."""
+"""CKP105 recompute-without-autocast-restore, on CPython's ``ast``,
+over the home-made implementations of :mod:`ckptlint.checkpoint.sites.ast_homemade` and the
+gradient hooks of :mod:`ckptlint.checkpoint.sites.ast_hook_recompute`."""
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.sites.homemade import home_made
-from ckptlint.checkpoint.sites.hook_recompute import hook_recomputes
+from ckptlint.checkpoint.sites.ast_homemade import home_made
+from ckptlint.checkpoint.sites.ast_hook_recompute import hook_recomputes
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.recompute_examples import RECOMPUTE_FUNCTION as _FUNCTION
 
@@ -60,7 +62,7 @@ class RecomputeWithoutAutocastRestore(Rule):
             for call in implementation.reruns:
                 ctx.report(
                     call,
-                    f"`{implementation.node.name.value}.backward` re-runs {implementation.rerun_label} outside the "
+                    f"`{implementation.node.name}.backward` re-runs {implementation.rerun_label} outside the "
                     "autocast state of forward: when forward runs under `torch.autocast` with float32 parameters "
                     "(mixed precision), the recompute runs in float32 and produces other activations than forward; "
                     "capture `torch.is_autocast_enabled()` / "
@@ -75,11 +77,12 @@ class RecomputeWithoutAutocastRestore(Rule):
             for call in hook.reruns:
                 ctx.report(
                     call,
-                    f"`{hook.hook.name.value}`, a gradient hook (registered at line {row}), re-runs the model in "
+                    f"`{hook.hook.name}`, a gradient hook (registered at line {row}), re-runs the model in "
                     "backward outside the autocast state of forward: when forward runs under `torch.autocast` "
                     "with float32 parameters (mixed precision) and backward is called outside it, as PyTorch's recipe does, the recompute "
                     "runs in float32, so the cached gradients are applied to "
                     "other activations than those they were computed for; capture `torch.is_autocast_enabled()` / "
-                    "`torch.get_autocast_dtype()` in forward and re-enter `torch.autocast(...)` around the re-run",
+                    "`torch.get_autocast_dtype()` in forward and re-enter `torch.autocast(...)` around the "
+                    "re-run",
                     guarded=call,
                 )

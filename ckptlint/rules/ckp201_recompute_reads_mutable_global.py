@@ -1,9 +1,10 @@
-"""CKP201 recompute-reads-mutable-global."""
+"""CKP201 recompute-reads-mutable-global, on CPython's ``ast``, over the reads of
+:mod:`ckptlint.checkpoint.analyses.ast_outer_reads`."""
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.analyses.outer_reads import mutable_reads
-from ckptlint.checkpoint.evaluator.region import site_label
+from ckptlint.checkpoint.analyses.ast_outer_reads import mutable_reads
+from ckptlint.checkpoint.evaluator.ast_region import site_label
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
@@ -79,6 +80,7 @@ class RecomputeReadsMutableGlobal(Rule):
             message="`STATE` (mutated at line 8 in the loop that also runs the checkpoint) is read in the region",
         ),
     )
+    reads_regions = True
 
     def check(self, ctx: RuleContext) -> None:
         for site, region in ctx.site_regions():

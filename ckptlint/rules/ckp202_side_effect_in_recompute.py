@@ -1,9 +1,10 @@
-"""CKP202 side-effect-in-recompute."""
+"""CKP202 side-effect-in-recompute, on CPython's ``ast``, over the writes of
+:mod:`ckptlint.checkpoint.analyses.ast_outer_writes`."""
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.analyses.outer_writes import outer_writes
-from ckptlint.checkpoint.evaluator.region import site_label
+from ckptlint.checkpoint.analyses.ast_outer_writes import outer_writes
+from ckptlint.checkpoint.evaluator.ast_region import site_label
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 
@@ -54,6 +55,7 @@ class SideEffectInRecompute(Rule):
             message="Side effect in the region recomputed by the checkpoint at <string>.py:6",
         ),
     )
+    reads_regions = True
 
     def check(self, ctx: RuleContext) -> None:
         for site, region in ctx.site_regions():

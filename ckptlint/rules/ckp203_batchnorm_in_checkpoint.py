@@ -1,4 +1,11 @@
-"""CKP203 batchnorm-in-checkpoint."""
+"""CKP203 batchnorm-in-checkpoint, on CPython's ``ast``, over the
+regions of the ``ast`` region builder, the frozen backbones of
+:mod:`ckptlint.checkpoint.analyses.ast_frozen_norms` and the parents' builds of
+:mod:`ckptlint.checkpoint.analyses.ast_parent_builds`.
+
+A layer's constructor holds an ``ast`` call: whether it keeps running statistics is read by
+:func:`~ckptlint.checkpoint.analyses.ast_layer_switches.switched_on` (libcst's
+``LayerUse.switched_on``)."""
 
 from __future__ import annotations
 
@@ -7,16 +14,18 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ckptlint.checkpoint.analyses.frozen_norms import Freeze, frozen_batchnorms, parent_freeze
-from ckptlint.checkpoint.analyses.parent_builds import parent_builds
-from ckptlint.checkpoint.evaluator.region import site_label
+from ckptlint.checkpoint.analyses.ast_frozen_norms import Freeze, frozen_batchnorms, parent_freeze
+from ckptlint.checkpoint.analyses.ast_layer_switches import switched_on
+from ckptlint.checkpoint.analyses.ast_parent_builds import parent_builds
+from ckptlint.checkpoint.evaluator.ast_region import site_label
 from ckptlint.facts.torch_facts import LayerKind, norm_factory
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
 if TYPE_CHECKING:
+    from ckptlint.checkpoint.evaluator.ast_region import AstRegion
     from ckptlint.checkpoint.evaluator.denotations import LayerUse
-    from ckptlint.checkpoint.evaluator.region import Region
-    from ckptlint.checkpoint.sites.site import CheckpointSite
+    from ckptlint.checkpoint.sites.ast_site_builders import AstSite
+    from ckptlint.semantic.ast_analysis import AstAnalysis
 
 
 class BatchNormInCheckpoint(Rule):
@@ -68,6 +77,7 @@ class BatchNormInCheckpoint(Rule):
             message="nn.BatchNorm2d (created at <string>.py:6) runs in the region recomputed by the checkpoint",
         ),
     )
+    reads_regions = True
 
     def check(self, ctx: RuleContext) -> None:
         analysis = ctx.analysis
@@ -84,8 +94,9 @@ class BatchNormInCheckpoint(Rule):
             first = layers[0]
             made = ""
             if first.call is not None:
-                row = first.analysis.range(first.call)[0][0]
-                made = f" (created at {Path(first.analysis.source.path).name}:{row})"
+                where: AstAnalysis = first.analysis  # type: ignore[assignment]  # an ``ast`` layer's module
+                row = where.range(first.call)[0][0]  # type: ignore[arg-type]
+                made = f" (created at {Path(where.source.path).name}:{row})"
             more = f" and {len(layers) - 1} more" if len(layers) > 1 else ""
             ctx.report(
                 site.call,
@@ -97,29 +108,23 @@ class BatchNormInCheckpoint(Rule):
             )
 
 
-def _frozen(found: list[Freeze | None], ctx: RuleContext, site: CheckpointSite) -> Freeze | None:
+def _frozen(found: list[Freeze | None], ctx: RuleContext, site: AstSite) -> Freeze | None:
     if not found:
         found.append(frozen_batchnorms(ctx.regions, site, ctx.analysis))
     return found[0]
 
 
-def _given(freeze: Freeze | None) -> Freeze | None:
-    return freeze
-
-
-def _running_layers(region: Region, frozen: Callable[[], Freeze | None]) -> list[LayerUse]:
+def _running_layers(region: AstRegion, frozen: Callable[[], Freeze | None]) -> list[LayerUse]:
     """The distinct layers with running statistics that ``region`` runs (switched on, made
     before it, not kept in eval mode by ``frozen()``'s backbone)."""
     layers: list[LayerUse] = []
     seen: set[object] = set()
     for layer in region.layers:
-        if layer.fact.kind is not LayerKind.RUNNING_STATS or layer.switched_on() is False or region.constructs(layer):
+        if layer.fact.kind is not LayerKind.RUNNING_STATS or switched_on(layer) is False or region.constructs(layer):
             continue
         freeze = frozen()
         if freeze is not None and layer.fact.name in freeze.layers:
             continue  # the backbone's train() keeps it in eval mode by default (norm_eval)
-        # distinct layers, not references: one constructor line reached twelve times
-        # (a factory called per block) is counted once
         key = id(layer.call) if layer.call is not None else layer.qualified
         if key not in seen:
             seen.add(key)
@@ -127,11 +132,10 @@ def _running_layers(region: Region, frozen: Callable[[], Freeze | None]) -> list
     return layers
 
 
-def _built_by_parents(ctx: RuleContext, site: CheckpointSite) -> tuple[list[LayerUse], str]:
+def _built_by_parents(ctx: RuleContext, site: AstSite) -> tuple[list[LayerUse], str]:
     """The layers with running statistics that ``site`` recomputes in the blocks the classes
-    of its module build (a backbone handing its ``norm_cfg`` down), and the condition that
-    says so: `` when `Bottleneck` is built by `ResNetAudio` with its defaults (norm_cfg type
-    `BN2d`)``; ``([], "")`` when none does."""
+    of its module build, and the condition that says so (see libcst's ``_built_by_parents``);
+    ``([], "")`` when none does."""
     builder = ctx.regions
     layers: list[LayerUse] = []
     parents: list[str] = []
@@ -166,6 +170,11 @@ def _config_label(layer: LayerUse) -> str:
         return ""
     kind = layer.config.get("type")
     model = layer.analysis.model
-    names = model.qualified_names(layer.call.func) if layer.call.func in model.scopes else frozenset()
+    func = layer.call.func
+    names = model.qualified_names(func) if func in model.parents else frozenset()
     keyword = next((factory.config[0] for n in sorted(names) if (factory := norm_factory(n)) is not None), "cfg")
     return f"{keyword} type `{kind}`" if isinstance(kind, str) else f"{keyword} type {layer.fact.name}"
+
+
+def _given(freeze: Freeze | None) -> Freeze | None:
+    return freeze

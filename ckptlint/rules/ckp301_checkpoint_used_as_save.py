@@ -1,8 +1,8 @@
-"""CKP301 checkpoint-used-as-save."""
+"""CKP301 checkpoint-used-as-save, on CPython's ``ast``."""
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.sites.sites import site_index
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.save_advice import save_message, torch_save_fix
 
@@ -121,7 +121,7 @@ class CheckpointUsedAsSave(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        for site in site_index(ctx.analysis).sites:
+        for site in ast_site_index(ctx.analysis).sites:
             misuse = site.save_misuse
             if misuse is None:
                 continue

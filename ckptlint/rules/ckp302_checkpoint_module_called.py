@@ -1,11 +1,13 @@
-"""CKP302 checkpoint-module-called."""
+"""CKP302 checkpoint-module-called, on CPython's ``ast``."""
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
+from functools import partial
 
-from ckptlint.checkpoint.sites.misuse import SaveMisuse, save_misuse_of_arguments
-from ckptlint.checkpoint.sites.sites import site_index
+from ckptlint.checkpoint.sites.ast_misuse import AstSaveMisuse, save_misuse_of_arguments
+from ckptlint.checkpoint.sites.ast_options import ordered_arguments
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 from ckptlint.rules.edits import replace_node
 from ckptlint.rules.save_advice import save_advice, torch_save_fix
@@ -91,7 +93,7 @@ class CheckpointModuleCalled(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         analysis = ctx.analysis
-        for call in site_index(analysis).module_calls:
+        for call in ast_site_index(analysis).module_calls:
             callee = analysis.text_of(call.func)
             what = f"`{callee}` is the `torch.utils.checkpoint` module"
             misuse = _save_misuse(call, ctx)
@@ -105,10 +107,10 @@ class CheckpointModuleCalled(Rule):
                     guarded=call,
                 )
                 continue
-            fix = ctx.fix(
+            fix = ctx.fix_from(
                 Applicability.SAFE,
                 f"Call `{callee}.checkpoint(...)`",
-                replace_node(analysis, call.func, f"{callee}.checkpoint"),
+                partial(replace_node, analysis, call.func, f"{callee}.checkpoint"),
             )
             ctx.report(
                 call,
@@ -119,9 +121,12 @@ class CheckpointModuleCalled(Rule):
             )
 
 
-def _save_misuse(call: cst.Call, ctx: RuleContext) -> SaveMisuse | None:
-    args = [arg for arg in call.args if arg.keyword is None]
-    if not args or args[0].star:
+def _save_misuse(call: ast.Call, ctx: RuleContext) -> AstSaveMisuse | None:
+    """libcst's reading: the arguments without a name (``*``/``**`` ones included, in source
+    order), the first a plain expression, the rest its inputs; the named ones its keywords."""
+    arguments = ordered_arguments(call)
+    args = [arg for arg in arguments if not (isinstance(arg, ast.keyword) and arg.arg is not None)]
+    if not args or isinstance(args[0], (ast.Starred, ast.keyword)):
         return None
-    keywords = [arg for arg in call.args if arg.keyword is not None]
-    return save_misuse_of_arguments(args[0].value, args[1:], keywords, call, ctx.analysis.model)
+    keywords = [arg for arg in arguments if isinstance(arg, ast.keyword) and arg.arg is not None]
+    return save_misuse_of_arguments(args[0], args[1:], keywords, call, ctx.analysis.model)

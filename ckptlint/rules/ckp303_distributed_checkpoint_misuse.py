@@ -1,15 +1,23 @@
-"""CKP303 distributed-checkpoint-misuse."""
+"""CKP303 distributed-checkpoint-misuse, on CPython's ``ast``.
+
+Arguments are read as libcst's ``Arg`` list: in source order, ``*``/``**`` arguments among the
+positional ones (:func:`~ckptlint.checkpoint.sites.ast_options.ordered_arguments`). A
+parameter's annotation is quoted as libcst's ``code_for_node`` writes it, with the parentheses
+around it (:func:`_annotation_text`)."""
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
-from ckptlint.checkpoint.sites.argument_kinds import ValueKind, classify_value, name_hint
-from ckptlint.checkpoint.sites.sites import site_index
+from ckptlint.checkpoint.sites.ast_argument_kinds import ValueKind, classify_value, name_hint
+from ckptlint.checkpoint.sites.ast_options import AstArg, argument_value, ordered_arguments
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.facts.saving import DCP_FUNCTIONS, DcpFunction, DcpOperation
 from ckptlint.rules.base import Invalid, Rule, RuleContext
+from ckptlint.semantic.ast_analysis import AstAnalysis
+from ckptlint.semantic.ast_model import AstModel
+from ckptlint.semantic.ast_walk import dotted_name
 from ckptlint.semantic.bindings import BindingKind
-from ckptlint.semantic.model import SemanticModel, dotted_name
 
 
 class DistributedCheckpointMisuse(Rule):
@@ -95,28 +103,30 @@ class DistributedCheckpointMisuse(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        model = ctx.analysis.model
-        for call in site_index(ctx.analysis).dcp_calls:
+        analysis = ctx.analysis
+        model = analysis.model
+        for call in ast_site_index(analysis).dcp_calls:
             function = _function(call, model)
             if function is None:
                 continue
-            callee = f"`{ctx.analysis.text_of(call.func)}()`"
+            callee = f"`{analysis.text_of(call.func)}()`"
             state = _argument(call, 0, "state_dict")
             if state is not None:
-                evidence = _module_evidence(state.value, model)
+                value = argument_value(state)
+                evidence = _module_evidence(value, analysis)
                 if evidence is not None:
                     missing = "items" if function.operation is DcpOperation.SAVE else "keys"
                     ctx.report(
-                        state.value,
+                        value,
                         f"{callee} takes a state dict, but it is given {evidence}: it fails with AttributeError "
-                        f"(no attribute '{missing}'); pass `{{\"model\": {_text(ctx, state.value)}.state_dict()}}` "
+                        f"(no attribute '{missing}'); pass `{{\"model\": {analysis.text_of(value)}.state_dict()}}` "
                         "or `get_state_dict(...)` from torch.distributed.checkpoint.state_dict",
                         guarded=call,
                     )
             storage = _argument(call, 1, "storage_writer" if function.operation is DcpOperation.SAVE else "storage_reader")
-            if storage is not None and _pathish(storage.value, model):
+            if storage is not None and _pathish(argument_value(storage), model):
                 role = "storage_writer" if function.operation is DcpOperation.SAVE else "storage_reader"
-                where = "its second positional argument" if storage.keyword is None else f"`{role}=`"
+                where = "its second positional argument" if not isinstance(storage, ast.keyword) else f"`{role}=`"
                 if function.keyword_only_path:
                     advice = "pass the path as `checkpoint_id=` (keyword-only)"
                 else:
@@ -126,7 +136,7 @@ class DistributedCheckpointMisuse(Rule):
                         "(..., checkpoint_id=path)` (this function is deprecated)"
                     )
                 ctx.report(
-                    storage.value,
+                    argument_value(storage),
                     f"{callee}: {where} is taken as `{role}`, not as the checkpoint path, and a path there "
                     f"fails with AttributeError (for `save`/`load` wrapped in CheckpointException); {advice}",
                     guarded=call,
@@ -141,7 +151,7 @@ class DistributedCheckpointMisuse(Rule):
                 )
 
 
-def _function(call: cst.Call, model: SemanticModel) -> DcpFunction | None:
+def _function(call: ast.Call, model: AstModel) -> DcpFunction | None:
     for name in sorted(model.qualified_names(call.func)):
         found = DCP_FUNCTIONS.get(name)
         if found is not None:
@@ -149,23 +159,25 @@ def _function(call: cst.Call, model: SemanticModel) -> DcpFunction | None:
     return None
 
 
-def _argument(call: cst.Call, index: int, keyword: str) -> cst.Arg | None:
-    positional = [arg for arg in call.args if arg.keyword is None]
-    if any(arg.star for arg in positional[: index + 1]):
+def _argument(call: ast.Call, index: int, keyword: str) -> AstArg | None:
+    """The argument at positional ``index`` (``None`` past a ``*``/``**`` one), else the one
+    named ``keyword``."""
+    arguments = ordered_arguments(call)
+    positional = [arg for arg in arguments if not (isinstance(arg, ast.keyword) and arg.arg is not None)]
+    if any(isinstance(arg, (ast.Starred, ast.keyword)) for arg in positional[: index + 1]):
         return None
     if len(positional) > index:
         return positional[index]
-    return next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == keyword), None)
+    return next((arg for arg in arguments if isinstance(arg, ast.keyword) and arg.arg == keyword), None)
 
 
-def _module_evidence(expr: cst.BaseExpression, model: SemanticModel) -> str | None:
-    """A noun phrase saying why ``expr`` is a module, or ``None``: built as one (see
-    :func:`~ckptlint.checkpoint.sites.argument_kinds.classify_value`), or, when nothing else is known about it,
-    named like one (``model``, ``self.module``, ``ddp_model``)."""
+def _module_evidence(expr: ast.expr, analysis: AstAnalysis) -> str | None:
+    """A noun phrase saying why ``expr`` is a module, or ``None`` (libcst's ``_module_evidence``)."""
+    model = analysis.model
     guess = classify_value(expr, model)
     if guess is not None:
         return guess.evidence if guess.kind is ValueKind.MODULE else None
-    annotation = _parameter_annotation(expr, model)
+    annotation = _parameter_annotation(expr, analysis)
     if annotation is not None:
         if "Module" in annotation or "Model" in annotation:
             return f"`{_plain(expr)}`, annotated `{annotation}`"
@@ -175,40 +187,55 @@ def _module_evidence(expr: cst.BaseExpression, model: SemanticModel) -> str | No
     return None
 
 
-def _parameter_annotation(expr: cst.BaseExpression, model: SemanticModel) -> str | None:
+def _parameter_annotation(expr: ast.expr, analysis: AstAnalysis) -> str | None:
     """The annotation text of the parameter ``expr`` names, if it is an annotated parameter."""
-    if not isinstance(expr, cst.Name):
+    if not isinstance(expr, ast.Name):
         return None
-    bindings = model.bindings_of(expr)
+    bindings = analysis.model.bindings_of(expr)
     if len(bindings) != 1 or bindings[0].kind is not BindingKind.PARAMETER:
         return None
     param = bindings[0].node
-    if not isinstance(param, cst.Param) or param.annotation is None:
+    if not isinstance(param, ast.arg) or param.annotation is None:
         return None
-    return model.module.code_for_node(param.annotation.annotation)
+    return _annotation_text(analysis, param, param.annotation)
 
 
-def _pathish(expr: cst.BaseExpression, model: SemanticModel) -> bool:
+def _annotation_text(analysis: AstAnalysis, param: ast.arg, annotation: ast.expr) -> str:
+    """The annotation's text with the parentheses written around it (``ast`` leaves them out
+    of its range, libcst's ``code_for_node`` writes them): from the first ``(`` after the
+    parameter's colon to the matching ``)`` after the annotation."""
+    text = analysis.source.text
+    start, end = analysis.offsets(annotation)
+    name_start = analysis.offsets(param)[0]
+    before = text[name_start:start]
+    colon = before.find(":")
+    opened = before.count("(", colon + 1)
+    if colon < 0 or not opened or "#" in before:
+        return text[start:end]
+    first = name_start + before.index("(", colon + 1)
+    closed = end
+    for _ in range(opened):
+        closed = text.index(")", closed) + 1
+    return text[first:closed]
+
+
+def _pathish(expr: ast.expr, model: AstModel) -> bool:
     guess = classify_value(expr, model)
     if guess is not None:
         return guess.kind is ValueKind.PATH
     return name_hint(expr) is ValueKind.PATH
 
 
-def _result_used(call: cst.Call, model: SemanticModel) -> bool:
+def _result_used(call: ast.expr, model: AstModel) -> bool:
     parent = model.parent(call)
-    if isinstance(parent, cst.Expr):
+    if isinstance(parent, ast.Expr):
         return False
-    if isinstance(parent, cst.Lambda):
+    if isinstance(parent, ast.Lambda):
         return False  # a callback's return value is the caller's business
-    if isinstance(parent, cst.Await):
-        return _result_used(parent, model)  # type: ignore[arg-type]
+    if isinstance(parent, ast.Await):
+        return _result_used(parent, model)
     return True
 
 
-def _plain(expr: cst.BaseExpression) -> str:
+def _plain(expr: ast.expr) -> str:
     return dotted_name(expr) or "..."
-
-
-def _text(ctx: RuleContext, expr: cst.BaseExpression) -> str:
-    return ctx.analysis.text_of(expr)

@@ -1,9 +1,11 @@
-"""CKP304 checkpoint-without-grad."""
+"""CKP304 checkpoint-without-grad, on CPython's ``ast``, over the
+grad modes of :mod:`ckptlint.checkpoint.analyses.ast_grad_mode`."""
 
 from __future__ import annotations
 
-from ckptlint.checkpoint.analyses.grad_mode import GradMode, grad_mode_at
-from ckptlint.checkpoint.sites.sites import SiteForm, site_index
+from ckptlint.checkpoint.analyses.ast_grad_mode import GradMode, grad_mode_at
+from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
+from ckptlint.checkpoint.sites.site import SiteForm
 from ckptlint.facts.apis import ApiKind
 from ckptlint.rules.base import Invalid, Rule, RuleContext
 
@@ -106,8 +108,9 @@ class CheckpointWithoutGrad(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        model = ctx.analysis.model
-        for site in site_index(ctx.analysis).sites:
+        analysis = ctx.analysis
+        model = analysis.model
+        for site in ast_site_index(analysis).sites:
             if site.api.kind not in (ApiKind.FUNCTION, ApiKind.SEQUENTIAL) or site.form is SiteForm.PARTIAL:
                 continue
             if site.save_misuse is not None:
@@ -115,9 +118,9 @@ class CheckpointWithoutGrad(Rule):
             context = grad_mode_at(site.call, model)
             if context.mode is not GradMode.DISABLED or context.node is None:
                 continue
-            row = ctx.analysis.range(context.node)[0][0]
+            row = analysis.range(context.node)[0][0]
             how = "decorated with" if context.decorator else "inside"
-            spelled = ctx.analysis.text_of(context.node)
+            spelled = analysis.text_of(context.node)
             short = site.api.name.rsplit(".", 1)[-1]
             ctx.report(
                 site.call,

@@ -1,29 +1,144 @@
-"""Building minimal text edits for fixes, keeping the layout of the code they touch.
+"""Building minimal text edits for fixes, keeping the layout of the code they touch, for
+nodes found on CPython's ``ast``: :class:`~ckptlint.text.diagnostics.Edit` records in 1-based
+positions of the analysed file, built from libcst's tree of the smallest statement around the
+node only (:func:`~ckptlint.text.ast_statement_cst.statement_cst`), never the whole module's.
 
-Every function returns :class:`~ckptlint.text.diagnostics.Edit` records in 1-based positions of
-the analysed file. They never rewrite more than the argument or dictionary entry they add
-or remove, so comments and formatting around them survive. Text inserted inside an f-string
-quoted with ``"`` has its ``"`` strings written with ``'`` (:func:`_quoted_for`): before Python
-3.12 an f-string's expressions cannot hold its own quote, and a fix must parse on every
-version ckptlint supports.
+Each function finds the libcst node that corresponds to the ``ast`` node it is given (the
+same range; :meth:`StatementCst.node_for`) and hands it to the text logic below (the
+``_cst_*`` functions, on libcst nodes, with the statement's tree standing for the analysis:
+:class:`NodePositions`): edits never rewrite more than the argument or dictionary entry they
+add or remove, so comments and formatting around them survive; text inserted inside an
+f-string quoted with ``"`` has its ``"`` strings written with ``'`` (before Python 3.12 an
+f-string's expressions cannot hold its own quote, and a fix must parse on every version
+ckptlint supports). The statements parsed are kept in the analysis's ``derived`` memo (a fix
+that edits one call twice parses it once).
 
-The ``analysis`` they take is anything that gives libcst nodes their positions in the file
-(:class:`NodePositions`): a module's :class:`~ckptlint.semantic.analysis.ModuleAnalysis`, or
-the libcst tree of the one statement around a node found on ``ast``
-(:class:`ckptlint.text.ast_statement_cst.StatementCst`, used by ``rules/ast_edits.py``).
+``ast`` has no node for a keyword's name or an attribute's name: :func:`replace_node` given an
+``ast.keyword`` replaces its name (as :class:`~ckptlint.checkpoint.sites.site.Misspelling`'s
+``node`` stands for it on ``ast``), and :func:`replace_attribute_name` replaces the name after
+an attribute's dot.
+
+libcst is imported inside the functions only: the rules import this module, and a run that
+builds no edits (:meth:`ckptlint.rules.base.RuleContext.fix_from`) never loads libcst.
+Raises :class:`NoCstNode` when libcst has no node for the ``ast`` node (libcst refuses the
+code around it): the fix has no edits and is dropped.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
-from typing import Protocol
-
-import libcst as cst
+from typing import TYPE_CHECKING, Protocol
 
 from ckptlint.text.diagnostics import Edit
 from ckptlint.text.source import Position, SourceFile
 
-__all__ = ["NodePositions", "add_dict_entry", "add_keyword_argument", "remove_argument", "replace_node"]
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from ckptlint.semantic.ast_analysis import AstAnalysis
+    from ckptlint.text.ast_statement_cst import StatementCst
+
+__all__ = [
+    "NoCstNode",
+    "add_dict_entry",
+    "add_keyword_argument",
+    "remove_argument",
+    "replace_attribute_name",
+    "replace_node",
+    "statement_of",
+]
+
+_MEMO = "edits.statements"
+
+
+class NoCstNode(LookupError):
+    """libcst has no node for an ``ast`` node (it refuses the code around it)."""
+
+
+def statement_of(analysis: AstAnalysis, node: ast.AST) -> tuple[StatementCst, cst.CSTNode]:
+    """libcst's tree of the smallest statement around ``node`` (kept in ``analysis.derived``)
+    and the libcst node in it that corresponds to ``node``. Raises :class:`NoCstNode`."""
+    from ckptlint.text.ast_statement_cst import ast_offsets, statement_cst
+
+    memo = analysis.derived.setdefault(_MEMO, {})
+    assert isinstance(memo, dict)
+    start, end = ast_offsets(analysis.source, node)
+    for unit in memo.values():
+        if unit.start <= start and end <= unit.end:
+            found = unit.node_for(node)
+            if found is not None:
+                return unit, found
+    unit = statement_cst(analysis.source, analysis.tree, node)
+    if unit is None:
+        raise NoCstNode(f"no libcst node for the {type(node).__name__} at {analysis.start(node)}")
+    memo[(unit.start, unit.end, unit.prefix)] = unit
+    found = unit.node_for(node)
+    assert found is not None  # statement_cst answers a unit that has it
+    return unit, found
+
+
+def replace_node(analysis: AstAnalysis, node: ast.AST, content: str) -> Edit:
+    """Replace the text of ``node`` by ``content`` (:func:`_cst_replace_node`);
+    for an ``ast.keyword``, the keyword's name."""
+    import libcst as cst
+
+    unit, found = statement_of(analysis, node)
+    if isinstance(node, ast.keyword):
+        assert isinstance(found, cst.Arg)
+        if found.keyword is None:
+            raise NoCstNode(f"a `**` argument has no name, at {analysis.start(node)}")
+        return _cst_replace_node(unit, found.keyword, content)
+    return _cst_replace_node(unit, found, content)
+
+
+def replace_attribute_name(analysis: AstAnalysis, node: ast.Attribute, content: str) -> Edit:
+    """Replace the name after the dot of attribute ``node`` (``enable`` of ``model.enable``)
+    by ``content``."""
+    import libcst as cst
+
+    unit, found = statement_of(analysis, node)
+    if not isinstance(found, cst.Attribute):
+        raise NoCstNode(f"no libcst attribute at {analysis.start(node)}")
+    return _cst_replace_node(unit, found.attr, content)
+
+
+def add_keyword_argument(analysis: AstAnalysis, call: ast.Call, keyword: str) -> tuple[Edit, ...]:
+    """Add ``keyword`` (``"use_reentrant=False"``) as the last argument of ``call``
+    (:func:`_cst_add_keyword_argument`: the layout is kept)."""
+    import libcst as cst
+
+    unit, found = statement_of(analysis, call)
+    if not isinstance(found, cst.Call):
+        raise NoCstNode(f"no libcst call at {analysis.start(call)}")
+    return _cst_add_keyword_argument(unit, found, keyword)
+
+
+def remove_argument(analysis: AstAnalysis, call: ast.Call, arg: ast.expr | ast.keyword) -> tuple[Edit, ...]:
+    """Remove argument ``arg`` (a positional expression, ``ast.Starred`` for ``*args``, or an
+    ``ast.keyword``) from ``call`` with the comma that separates it
+    (:func:`_cst_remove_argument`)."""
+    import libcst as cst
+
+    unit, found = statement_of(analysis, call)
+    if not isinstance(found, cst.Call):
+        raise NoCstNode(f"no libcst call at {analysis.start(call)}")
+    target = unit.node_for(arg)
+    for candidate in found.args:
+        if candidate is target or candidate.value is target:
+            return _cst_remove_argument(unit, found, candidate)
+    raise NoCstNode(f"no libcst argument at {analysis.start(arg)}")
+
+
+def add_dict_entry(analysis: AstAnalysis, node: ast.Dict, entry: str) -> tuple[Edit, ...]:
+    """Add ``entry`` (``'"use_reentrant": False'``) as the last item of dict literal ``node``
+    (:func:`_cst_add_dict_entry`)."""
+    import libcst as cst
+
+    unit, found = statement_of(analysis, node)
+    if not isinstance(found, cst.Dict):
+        raise NoCstNode(f"no libcst dict at {analysis.start(node)}")
+    return _cst_add_dict_entry(unit, found, entry)
 
 
 class _Ancestry(Protocol):
@@ -45,13 +160,13 @@ class NodePositions(Protocol):
     def range(self, node: cst.CSTNode) -> tuple[Position, Position]: ...
 
 
-def replace_node(analysis: NodePositions, node: cst.CSTNode, content: str) -> Edit:
+def _cst_replace_node(analysis: NodePositions, node: cst.CSTNode, content: str) -> Edit:
     """Replace the text of ``node`` by ``content``."""
     start, end = analysis.range(node)
     return Edit(start, end, _quoted_for(analysis, node, content))
 
 
-def add_keyword_argument(analysis: NodePositions, call: cst.Call, keyword: str) -> tuple[Edit, ...]:
+def _cst_add_keyword_argument(analysis: NodePositions, call: cst.Call, keyword: str) -> tuple[Edit, ...]:
     """Add ``keyword`` (e.g. ``"use_reentrant=False"``) as the last argument of ``call``.
 
     Layout kept: a call whose arguments sit on one line gets ``, keyword`` after its last
@@ -59,6 +174,8 @@ def add_keyword_argument(analysis: NodePositions, call: cst.Call, keyword: str) 
     a new line at the indentation of the last argument, with the trailing-comma style kept;
     a call without arguments gets ``keyword`` between its parentheses.
     """
+    import libcst as cst
+
     source = analysis.source
     keyword = _quoted_for(analysis, call, keyword)
     if not call.args:
@@ -92,8 +209,10 @@ def add_keyword_argument(analysis: NodePositions, call: cst.Call, keyword: str) 
     return tuple(edits)
 
 
-def remove_argument(analysis: NodePositions, call: cst.Call, arg: cst.Arg) -> tuple[Edit, ...]:
+def _cst_remove_argument(analysis: NodePositions, call: cst.Call, arg: cst.Arg) -> tuple[Edit, ...]:
     """Remove ``arg`` from ``call`` together with the comma that separates it."""
+    import libcst as cst
+
     args = list(call.args)
     index = next(i for i, a in enumerate(args) if a is arg)
     start, end = analysis.range(arg)
@@ -109,7 +228,7 @@ def remove_argument(analysis: NodePositions, call: cst.Call, arg: cst.Arg) -> tu
     return (Edit(start, end, ""),)
 
 
-def add_dict_entry(analysis: NodePositions, node: cst.Dict, entry: str) -> tuple[Edit, ...]:
+def _cst_add_dict_entry(analysis: NodePositions, node: cst.Dict, entry: str) -> tuple[Edit, ...]:
     """Add ``entry`` (e.g. ``'"use_reentrant": False'``) as the last item of dict literal
     ``node``, after its last element (or between the braces of ``{}``)."""
     entry = _quoted_for(analysis, node, entry)
@@ -124,6 +243,8 @@ def add_dict_entry(analysis: NodePositions, node: cst.Dict, entry: str) -> tuple
 def _quoted_for(analysis: NodePositions, node: cst.CSTNode, text: str) -> str:
     """``text`` to insert at ``node``: inside an f-string quoted with ``"``, its ``"`` strings
     take ``'`` (text holding both quote characters is left as it is)."""
+    import libcst as cst
+
     if '"' not in text or "'" in text:
         return text
     for ancestor in analysis.model.ancestors(node):

@@ -7,10 +7,9 @@ before 1.0.13, peft's ``prepare_model_for_kbit_training``, and models loaded wit
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import libcst as cst
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ckptlint.checkpoint.sites.options import OptionOrigin, OptionState
 from ckptlint.checkpoint.sites.site import CheckpointSite
@@ -24,9 +23,12 @@ from ckptlint.facts.version_facts import (
     VersionFact,
 )
 from ckptlint.facts.versions import Decision, Placement
-from ckptlint.rules.base import RuleContext
-from ckptlint.semantic.assignments import BINDING_NODES, assignments
-from ckptlint.semantic.walk import iter_tree
+from ckptlint.semantic.ast_assignments import assignments
+from ckptlint.semantic.ast_walk import iter_tree
+
+if TYPE_CHECKING:
+    from ckptlint.checkpoint.sites.ast_site_builders import AstSite
+    from ckptlint.rules.base import RuleContext
 
 __all__ = [
     "AdviceContext",
@@ -51,8 +53,7 @@ class _Texts(Protocol):
 
 
 class AdviceContext(Protocol):
-    """What the advice reads of a rule's context, on libcst or ``ast``
-    (:class:`~ckptlint.rules.base.RuleContext`, ``rules/ast_base.py``'s ``AstRuleContext``):
+    """What the advice reads of a rule's context (:class:`~ckptlint.rules.base.RuleContext`):
     the declared versions' decisions and the linted module's texts."""
 
     @property
@@ -103,43 +104,43 @@ class RemoteCode:
     row: int
 
 
-def remote_code(ctx: RuleContext, site: CheckpointSite) -> RemoteCode | None:
+def remote_code(ctx: RuleContext, site: AstSite) -> RemoteCode | None:
     """The ``trust_remote_code=...`` load (not literally ``False``) of the receiver of
     ``receiver.gradient_checkpointing_enable()``: a name, or ``self.attr``, assigned in the
     function (for a name) or the class (for ``self.attr``) around the call from a call that
-    passes it. Such a model's class is its repository's own code, which decides what the method
-    runs; ckptlint does not read it."""
+    passes it; ``None`` when there is none. Such a model's class is its repository's own code,
+    which decides what the method runs; ckptlint does not read it. The assignments are read in
+    libcst's field order (:func:`~ckptlint.semantic.ast_walk.fields_order_children`), parents
+    before children, so the first load found is the first in that order."""
     func = site.call.func
-    if not isinstance(func, cst.Attribute):
+    if not isinstance(func, ast.Attribute):
         return None
     receiver = func.value
-    model = ctx.analysis.model
-    scope: cst.CSTNode | None = None
-    for ancestor in model.ancestors(site.call):
-        if isinstance(receiver, cst.Name) and isinstance(ancestor, (cst.FunctionDef, cst.Module)):
+    analysis = ctx.analysis
+    scope: ast.AST | None = None
+    for ancestor in analysis.model.ancestors(site.call):
+        if isinstance(receiver, ast.Name) and isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             scope = ancestor
             break
-        if isinstance(receiver, cst.Attribute) and isinstance(ancestor, cst.ClassDef):
+        if isinstance(receiver, ast.Attribute) and isinstance(ancestor, ast.ClassDef):
             scope = ancestor
             break
     if scope is None:
         return None
-    wanted = ctx.analysis.text_of(receiver)
+    wanted = analysis.text_of(receiver)
     for node in iter_tree(scope):
-        if type(node) not in BINDING_NODES:
-            continue
         for assigned in assignments(node):
-            if ctx.analysis.text_of(assigned.target) != wanted or not isinstance(assigned.value, cst.Call):
+            if analysis.text_of(assigned.target) != wanted or not isinstance(assigned.value, ast.Call):
                 continue
-            for arg in assigned.value.args:
-                if arg.keyword is None or arg.keyword.value != "trust_remote_code":
+            for keyword in assigned.value.keywords:
+                if keyword.arg != "trust_remote_code":
                     continue
-                value = arg.value
-                if isinstance(value, cst.Name) and value.value == "False":
+                value = keyword.value
+                if isinstance(value, ast.Constant) and value.value is False:
                     continue
-                literal = isinstance(value, cst.Name) and value.value == "True"
-                row = ctx.analysis.range(assigned.value)[0][0]
-                return RemoteCode("" if literal else ctx.analysis.text_of(value), row)
+                literal = isinstance(value, ast.Constant) and value.value is True
+                row = analysis.range(assigned.value)[0][0]
+                return RemoteCode("" if literal else analysis.text_of(value), row)
     return None
 
 

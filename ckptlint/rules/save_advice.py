@@ -1,26 +1,28 @@
 """What CKP301 and CKP302 say and offer when a checkpoint call is a save or load in
-disguise: the message, the advice and the display-only ``torch.save``/``torch.load`` fix.
+disguise: the message, the advice and the display-only ``torch.save``/``torch.load`` fix, for
+a misuse found on ``ast`` (:data:`~ckptlint.checkpoint.sites.ast_misuse.AstSaveMisuse`).
 A helper module of the rules package, not a rule, so that no rule imports another."""
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
-import libcst as cst
-
+from ckptlint.checkpoint.sites.ast_misuse import AstSaveMisuse
+from ckptlint.checkpoint.sites.ast_options import AstArg
 from ckptlint.checkpoint.sites.site import SaveForm, SaveMisuse
 from ckptlint.facts.apis import CHECKPOINT_OPTIONS
 from ckptlint.rules.base import RuleContext
 from ckptlint.rules.edits import replace_node
-from ckptlint.semantic.analysis import ModuleAnalysis
+from ckptlint.semantic.ast_analysis import AstAnalysis
 from ckptlint.text.diagnostics import Applicability, Fix
 
 __all__ = ["save_advice", "save_message", "torch_save_fix"]
 
 
 def save_message(what: str, misuse: SaveMisuse[Any, Any]) -> str:
-    """The message for a checkpoint call that is a save in disguise (node-free: a misuse
-    found on libcst or on ``ast``)."""
+    """The message for a checkpoint call that is a save in disguise (node-free: it reads the
+    misuse's records)."""
     verb = "loading" if misuse.form is SaveForm.LOAD_CALL else "saving"
     return f"{what} is activation checkpointing, not {verb} training state: {misuse.reason}. {save_advice(misuse)}"
 
@@ -32,19 +34,19 @@ def save_advice(misuse: SaveMisuse[Any, Any]) -> str:
     return "Recomputation stores nothing; use `torch.save` or `torch.distributed.checkpoint.save`"
 
 
-def torch_save_fix(ctx: RuleContext, analysis: ModuleAnalysis, call: cst.Call, misuse: SaveMisuse) -> Fix | None:
+def torch_save_fix(ctx: RuleContext, analysis: AstAnalysis, call: ast.Call, misuse: AstSaveMisuse) -> Fix | None:
     """A display-only fix showing the ``torch.save(...)`` / ``torch.load(...)`` call the
-    arguments map to; ``None`` when they do not map."""
+    arguments map to; ``None`` when they do not map (or libcst refuses the call's statement)."""
     text = _replacement(analysis, misuse)
     if text is None:
         return None
-    return ctx.fix(Applicability.DISPLAY_ONLY, f"Use `{text}`", replace_node(analysis, call, text))
+    return ctx.fix_from(Applicability.DISPLAY_ONLY, f"Use `{text}`", lambda: replace_node(analysis, call, text))
 
 
-def _replacement(analysis: ModuleAnalysis, misuse: SaveMisuse) -> str | None:
+def _replacement(analysis: AstAnalysis, misuse: AstSaveMisuse) -> str | None:
     if misuse.form in (SaveForm.SAVE_CALL, SaveForm.LOAD_CALL):
         name = "torch.save" if misuse.form is SaveForm.SAVE_CALL else "torch.load"
-        args = [arg for arg in misuse.arguments if arg.keyword is None or arg.keyword.value not in CHECKPOINT_OPTIONS]
+        args = [arg for arg in misuse.arguments if not isinstance(arg, ast.keyword) or arg.arg not in CHECKPOINT_OPTIONS]
         return f"{name}({', '.join(_arg_text(analysis, arg) for arg in args)})"
     if misuse.saved is None or misuse.destination is None:
         return None
@@ -54,8 +56,11 @@ def _replacement(analysis: ModuleAnalysis, misuse: SaveMisuse) -> str | None:
     return f"torch.save({saved}, {analysis.text_of(misuse.destination)})"
 
 
-def _arg_text(analysis: ModuleAnalysis, arg: cst.Arg) -> str:
-    value = analysis.text_of(arg.value)
-    if arg.keyword is not None:
-        return f"{arg.keyword.value}={value}"
-    return f"{arg.star}{value}"
+def _arg_text(analysis: AstAnalysis, arg: AstArg) -> str:
+    """The argument as libcst's ``Arg`` reads: ``name=value``, ``*value``, ``**value``, ``value``."""
+    if isinstance(arg, ast.keyword):
+        value = analysis.text_of(arg.value)
+        return f"**{value}" if arg.arg is None else f"{arg.arg}={value}"
+    if isinstance(arg, ast.Starred):
+        return f"*{analysis.text_of(arg.value)}"
+    return analysis.text_of(arg)

@@ -343,7 +343,7 @@ class CkptlintLanguageServer(LanguageServer):
             lsp_diagnostic = self.to_lsp(d, lines)
             # the fix and its fallback, where it has one
             for fix in d.fix.alternatives() if d.fix is not None else ():
-                if not fix.applies(unsafe):
+                if not fix.applies(unsafe) or fix.refused:  # (edits built here, when asked; none where libcst refuses the code)
                     continue
                 title = f"{fix.message} ({d.code})"
                 if fix.applicability is Applicability.UNSAFE:

@@ -1,19 +1,22 @@
 """The records every rule produces: diagnostics, fixes and text edits.
 
 All positions are 1-based ``(row, column)`` pairs with character columns, in every output.
-The records are plain frozen dataclasses that convert to and from JSON-compatible dicts, so
-they cross process boundaries and live in the cache unchanged.
+The records are frozen dataclasses that convert to and from JSON-compatible dicts, so they
+cross process boundaries and live in the cache. A rule's :class:`Fix` builds its edits when
+they are first read (libcst parses only then); stored or sent, it carries them built when the
+run wants them (:func:`want_edits`), else none (:attr:`Fix.built` false).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 from ckptlint.text.source import Position
 
-__all__ = ["Applicability", "Diagnostic", "Edit", "Fix"]
+__all__ = ["Applicability", "Diagnostic", "Edit", "EditBuilder", "EditsNotBuilt", "Fix", "edits_wanted", "want_edits"]
 
 
 class Applicability(str, Enum):
@@ -54,7 +57,39 @@ class Edit:
         return cls((loc["row"], loc["column"]), (end["row"], end["column"]), data["content"])
 
 
-@dataclass(frozen=True)
+#: What builds a fix's edits when they are first read: the edits, or ``None`` where they
+#: cannot be built (libcst refuses the code around an edited node).
+EditBuilder = Callable[[], "tuple[Edit, ...] | None"]
+
+#: Whether this process's run shows or applies edits (set by the command line from its
+#: options, :func:`want_edits`): a fix whose edits are still to be built builds them when it
+#: is stored (the result cache) or sent to another process; otherwise it is stored and sent
+#: without them (:attr:`Fix.built` false), and nothing reads them.
+_EDITS_WANTED = [False]
+
+
+def want_edits(wanted: bool) -> None:
+    """Say whether this run shows or applies the fixes' edits (``--fix``, ``--diff``, the
+    formats that print them); read by :meth:`Fix.to_dict`, pickling and the result cache."""
+    _EDITS_WANTED[0] = wanted
+
+
+def edits_wanted() -> bool:
+    """Whether this run shows or applies edits (:func:`want_edits`; ``False`` until told)."""
+    return _EDITS_WANTED[0]
+
+
+def _refused() -> None:
+    """The builder of a fix whose edits could not be built (kept by copies of the fix)."""
+    return None
+
+
+class EditsNotBuilt(RuntimeError):
+    """The edits of a fix stored or sent without them were read (a run that said it shows no
+    edits, :func:`want_edits`, read them)."""
+
+
+@dataclass(frozen=True, eq=False)
 class Fix:
     """A set of edits that together repair one diagnostic.
 
@@ -62,12 +97,63 @@ class Fix:
     may not be (an unsafe fix without ``--unsafe-fixes``): CKP001's safe
     ``use_reentrant=True``, which keeps the variant PyTorch runs, beside the recommended but
     unsafe ``use_reentrant=False``. ``None`` for most fixes.
+
+    The edits (third argument) are a tuple, or an :data:`EditBuilder` that builds them when
+    :attr:`edits` is first read (a rule's fix: libcst parses only then), or ``None`` for a fix
+    stored or sent before they were built (reading them raises :class:`EditsNotBuilt`).
+    Applicability and message are known either way. Equal fixes have equal applicability,
+    message, edits and fallback.
     """
 
     applicability: Applicability
     message: str
-    edits: tuple[Edit, ...]
+    _edits: tuple[Edit, ...] | EditBuilder | None
     fallback: Fix | None = None
+
+    @property
+    def edits(self) -> tuple[Edit, ...]:
+        """The edits, built on first read; ``()`` where the builder could not build them
+        (:attr:`refused`). Raises :class:`EditsNotBuilt` for a fix stored without them."""
+        held = self._edits
+        if isinstance(held, tuple):
+            return held
+        if held is None:
+            raise EditsNotBuilt(f"the edits of the fix {self.message!r} were not built in this run")
+        if held is _refused:
+            return ()
+        built = held()
+        object.__setattr__(self, "_edits", _refused if built is None else built)
+        return () if built is None else built
+
+    @property
+    def built(self) -> bool:
+        """Whether the edits of this fix and of its fallback can be read (built, or buildable
+        in this process)."""
+        return self._edits is not None and (self.fallback is None or self.fallback.built)
+
+    @property
+    def refused(self) -> bool:
+        """Whether the builder could not build the edits (builds them first)."""
+        self.edits  # noqa: B018 - built on read
+        return self._edits is _refused
+
+    def resolved(self) -> Fix | None:
+        """This fix with its edits and its fallback's built: ``None`` where its own could not
+        be built, no fallback where the fallback's could not (a finding whose code libcst
+        refuses offers no fix, as when every fix was built at once)."""
+        if self.refused:
+            return None
+        fallback = self.fallback.resolved() if self.fallback is not None else None
+        return self if fallback is self.fallback else replace(self, fallback=fallback)
+
+    def moved(self, move: Callable[[Edit], Edit]) -> Fix:
+        """This fix with each edit (and each of its fallback's) replaced by ``move(edit)``,
+        built when the edits are read (a fix not built yet stays so)."""
+        held = self._edits
+        fallback = self.fallback.moved(move) if self.fallback is not None else None
+        if held is None:
+            return replace(self, fallback=fallback)
+        return replace(self, _edits=lambda: None if self.refused else tuple(move(e) for e in self.edits), fallback=fallback)
 
     def applies(self, unsafe: bool) -> bool:
         """Whether this fix itself runs under ``--fix`` (and ``--unsafe-fixes`` when
@@ -90,12 +176,43 @@ class Fix:
         first = replace(self, fallback=None)
         return (first,) if self.fallback is None else (first, replace(self.fallback, fallback=None))
 
+    def _stored_edits(self) -> tuple[Edit, ...] | None:
+        """The edits as stored or sent: built when this run wants them (:func:`edits_wanted`)
+        or already built, else ``None``."""
+        if isinstance(self._edits, tuple) or (self._edits is not None and edits_wanted()):
+            return self.edits
+        return None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickling sends (to a worker's parent): the edits as :meth:`_stored_edits`."""
+        return {**self.__dict__, "_edits": self._stored_edits()}
+
+    def __copy__(self) -> Fix:
+        return self  # immutable; a copy keeps the builder (pickling's state would not)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Fix:
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Fix):
+            return NotImplemented
+        mine, theirs = self._comparable(), other._comparable()
+        return (self.applicability, self.message, mine, self.fallback) == (other.applicability, other.message, theirs, other.fallback)
+
+    def __hash__(self) -> int:
+        return hash((self.applicability, self.message))
+
+    def _comparable(self) -> tuple[Edit, ...] | None:
+        return None if self._edits is None else self.edits
+
     def to_dict(self) -> dict[str, Any]:
-        """Ruff's fix record; a ``fallback`` key only when there is one."""
+        """Ruff's fix record; a ``fallback`` key only when there is one. ``edits`` is ``None``
+        for a fix whose edits this run does not build (:meth:`_stored_edits`)."""
+        stored = self._stored_edits()
         data: dict[str, Any] = {
             "applicability": self.applicability.value,
             "message": self.message,
-            "edits": [edit.to_dict() for edit in sorted(self.edits, key=lambda e: (e.start, e.end))],
+            "edits": None if stored is None else [edit.to_dict() for edit in sorted(stored, key=lambda e: (e.start, e.end))],
         }
         if self.fallback is not None:
             data["fallback"] = self.fallback.to_dict()
@@ -104,10 +221,11 @@ class Fix:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Fix:
         fallback = data.get("fallback")
+        edits = data["edits"]
         return cls(
             Applicability(data["applicability"]),
             data["message"],
-            tuple(Edit.from_dict(e) for e in data["edits"]),
+            None if edits is None else tuple(Edit.from_dict(e) for e in edits),
             cls.from_dict(fallback) if fallback else None,
         )
 

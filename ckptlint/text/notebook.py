@@ -420,7 +420,7 @@ def localize(diagnostic: Diagnostic, source: NotebookSource) -> Diagnostic:
     start is not in a cell."""
     from dataclasses import replace
 
-    from ckptlint.text.diagnostics import Edit, Fix
+    from ckptlint.text.diagnostics import Edit
 
     where = source.cell_of(diagnostic.start[0])
     if where is None:
@@ -431,13 +431,10 @@ def localize(diagnostic: Diagnostic, source: NotebookSource) -> Diagnostic:
     def moved(position: tuple[int, int]) -> tuple[int, int]:
         return (max(1, position[0] - shift), position[1])
 
-    def moved_fix(fix: Fix | None) -> Fix | None:
-        if fix is None:
-            return None
-        edits = tuple(Edit(moved(e.start), moved(e.end), e.content) for e in fix.edits)
-        return replace(fix, edits=edits, fallback=moved_fix(fix.fallback))
+    def moved_edit(e: Edit) -> Edit:
+        return Edit(moved(e.start), moved(e.end), e.content)
 
-    fix = moved_fix(diagnostic.fix)
+    fix = diagnostic.fix.moved(moved_edit) if diagnostic.fix is not None else None  # edits built when read
     noqa_row = diagnostic.noqa_row - shift if diagnostic.noqa_row is not None else None
     return replace(
         diagnostic,

@@ -1,6 +1,6 @@
 """The edits built from libcst's tree of the one statement around an ``ast`` node
-(ckptlint.rules.ast_edits, ckptlint.text.ast_statement_cst), recorded while they were byte for
-byte the edits the rules built from the whole module's libcst analysis (ckptlint.rules.edits):
+(ckptlint.rules.edits, ckptlint.text.ast_statement_cst), recorded while they were byte for
+byte the edits the rules built from the whole module's libcst analysis:
 for every node that can take an edit in hand-written programs (continuations, brackets over
 lines, comments, ``;``, CRLF, tabs, non-ASCII text, deep blocks, compound headers; nodes of an
 f-string left out, which ``ast`` places apart before Python 3.12). Golden answers:
@@ -17,7 +17,7 @@ from functools import partial
 import pytest
 from goldens import render
 
-from ckptlint.rules import ast_edits
+from ckptlint.rules import edits as ast_edits
 from ckptlint.semantic.ast_analysis import parse_ast
 from ckptlint.text.ast_statement_cst import statement_cst
 from ckptlint.text.diagnostics import Edit
@@ -238,7 +238,7 @@ def test_statements_are_parsed_once_per_analysis() -> None:
     first = ast_edits.replace_node(analysis, call.keywords[0], "x")
     second = ast_edits.replace_node(analysis, call.keywords[1], "y")
     assert (first.content, first.start, second.start) == ("x", (2, 9), (2, 14))
-    assert len(analysis.derived["ast_edits.statements"]) == 1
+    assert len(analysis.derived["edits.statements"]) == 1
     assert ast_edits.replace_attribute_name(analysis, call.func, "g").start == (2, 7)
 
 

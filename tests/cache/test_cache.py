@@ -316,7 +316,8 @@ def test_concurrent_runs_leave_a_valid_cache(project: Path, run_cli, counted) ->
     extra = [project / f"pkg/extra_{i}.py" for i in range(4)]
     for i, path in enumerate(extra):  # each run lints a different set, so their entries differ
         path.write_text(textwrap.dedent(MODEL).replace("ModelA", f"Model{i}"))
-    command = [sys.executable, "-m", "ckptlint", "--isolated", "--exit-zero", "-q"]
+    # json, as the run that checks the cache: a run that prints no edits stores none (Fix.built)
+    command = [sys.executable, "-m", "ckptlint", "--isolated", "--exit-zero", "-q", "--output-format", "json"]
     runs = [
         subprocess.Popen([*command, "pkg/model.py", str(path)], cwd=project, env=env, stdout=subprocess.DEVNULL)
         for path in extra

@@ -10,8 +10,8 @@ import pytest
 
 from ckptlint.checkpoint.sites.ast_site_index import ast_site_index
 from ckptlint.lint import run as lint_run
-from ckptlint.lint.linter import rule_twins
-from ckptlint.rules.ast_base import AstRule, AstRuleContext
+from ckptlint.rules import ALL_RULES
+from ckptlint.rules.base import Rule, RuleContext
 from ckptlint.text import fixer
 from ckptlint.text.diagnostics import Applicability, Edit
 
@@ -20,14 +20,14 @@ CALL = IMPORT + "y = checkpoint(f, x)\n"
 FIXED = IMPORT + "y = checkpoint(f, x, use_reentrant=False)\n"
 
 
-class _EditsEveryCall(AstRule):
+class _EditsEveryCall(Rule):
     """A test-only rule standing in for CKP001: reports each call to ``checkpoint`` with a
     safe fix made of ``EDIT`` (text put before the closing parenthesis)."""
 
     code = "CKP001"
     EDIT = ""
 
-    def check(self, ctx: AstRuleContext) -> None:
+    def check(self, ctx: RuleContext) -> None:
         for site in ast_site_index(ctx.analysis).sites:
             end = ctx.analysis.range(site.call)[1]
             before_paren = (end[0], end[1] - 1)
@@ -35,12 +35,12 @@ class _EditsEveryCall(AstRule):
             ctx.report(site.call, "test finding", fix=fix)
 
 
-def _rule(edit: str) -> type[AstRule]:
+def _rule(edit: str) -> type[Rule]:
     return type("TestRule", (_EditsEveryCall,), {"EDIT": edit})
 
 
 def test_a_fix_that_breaks_the_syntax_is_refused(run_cli, write, monkeypatch):
-    monkeypatch.setitem(rule_twins(), "CKP001", _rule(", (("))
+    monkeypatch.setitem(ALL_RULES, "CKP001", _rule(", (("))
     bad = write("bad.py", CALL)
     write("other.py", "x = 1\n")
     result = run_cli(".", "--fix")
@@ -55,7 +55,7 @@ def test_a_fix_that_breaks_the_syntax_is_refused(run_cli, write, monkeypatch):
 
 def test_a_hard_linked_file_whose_fix_breaks_it_is_not_written(run_cli, write, monkeypatch, tmp_path):
     """A hard-linked file is written in place, after the same parse/compile checks."""
-    monkeypatch.setitem(rule_twins(), "CKP001", _rule(", (("))
+    monkeypatch.setitem(ALL_RULES, "CKP001", _rule(", (("))
     bad = write("bad.py", CALL)
     os.link(bad, tmp_path / "link.py")
     result = run_cli("bad.py", "--fix")
@@ -65,7 +65,7 @@ def test_a_hard_linked_file_whose_fix_breaks_it_is_not_written(run_cli, write, m
 
 def test_a_fix_that_only_cpython_rejects_is_refused(run_cli, write, monkeypatch):
     """libcst parses a repeated keyword argument; CPython's compiler does not."""
-    monkeypatch.setitem(rule_twins(), "CKP001", _rule(", x=1, x=2"))
+    monkeypatch.setitem(ALL_RULES, "CKP001", _rule(", x=1, x=2"))
     bad = write("bad.py", CALL)
     result = run_cli("bad.py", "--fix")
     assert result.exit_code == 2
@@ -78,7 +78,7 @@ def test_a_fix_that_only_cpython_rejects_is_refused(run_cli, write, monkeypatch)
 
 def test_a_fixed_finding_that_comes_back_is_refused(run_cli, write, monkeypatch):
     """The fix keeps adding an argument and the rule keeps reporting: no fixpoint."""
-    monkeypatch.setitem(rule_twins(), "CKP001", _rule(", 0"))
+    monkeypatch.setitem(ALL_RULES, "CKP001", _rule(", 0"))
     bad = write("bad.py", CALL)
     result = run_cli("bad.py", "--fix")
     assert result.exit_code == 2

@@ -403,9 +403,9 @@ def test_fix_and_diff_agree_on_multi_line_files(run_cli, write) -> None:
 def test_engine_refuses_a_fix_that_does_not_compile(monkeypatch) -> None:
     # A rule bug that repeats a keyword (valid for libcst's parser, a SyntaxError for
     # CPython's compiler) must leave the file unchanged and be reported.
-    from ckptlint.rules import ast_ckp001_use_reentrant
+    from ckptlint.rules import ckp001_use_reentrant
 
-    monkeypatch.setattr(ast_ckp001_use_reentrant, "_passed_none", lambda site: None)
+    monkeypatch.setattr(ckp001_use_reentrant, "_passed_none", lambda site: None)
     message = (
         "internal error: the fix for CKP001 produced code that does not compile "
         "(keyword argument repeated: use_reentrant, line 2); file left unchanged"

@@ -10,13 +10,13 @@ import pytest
 
 from ckptlint.lint import linter, pool
 from ckptlint.lint import run as lint_run
-from ckptlint.lint.linter import rule_twins
-from ckptlint.rules.ast_ckp001_use_reentrant import AstCheckpointWithoutUseReentrant
+from ckptlint.rules import ALL_RULES
+from ckptlint.rules.ckp001_use_reentrant import CheckpointWithoutUseReentrant
 
 CALL = "from torch.utils.checkpoint import checkpoint\ncheckpoint(f, x)\n"
 
 
-class _BoomOnBadFiles(AstCheckpointWithoutUseReentrant):
+class _BoomOnBadFiles(CheckpointWithoutUseReentrant):
     """CKP001, except that it raises on files named ``bad*.py``."""
 
     def check(self, ctx):
@@ -28,7 +28,7 @@ class _BoomOnBadFiles(AstCheckpointWithoutUseReentrant):
 @pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_rule_that_raises_on_one_file(run_cli, write, tmp_path, monkeypatch, jobs):
-    monkeypatch.setitem(rule_twins(), "CKP001", _BoomOnBadFiles)
+    monkeypatch.setitem(ALL_RULES, "CKP001", _BoomOnBadFiles)
     write("a.py", CALL)
     bad = write("bad.py", CALL)
     write("c.py", CALL)
@@ -39,7 +39,7 @@ def test_a_rule_that_raises_on_one_file(run_cli, write, tmp_path, monkeypatch, j
 
 
 def test_verbose_prints_the_traceback_of_an_internal_error(run_cli, write, monkeypatch):
-    monkeypatch.setitem(rule_twins(), "CKP001", _BoomOnBadFiles)
+    monkeypatch.setitem(ALL_RULES, "CKP001", _BoomOnBadFiles)
     bad = write("bad.py", CALL)
     result = run_cli("bad.py", "--verbose")
     assert result.exit_code == 2
@@ -125,7 +125,7 @@ def test_every_file_after_a_dead_worker_is_linted_once(tmp_path, monkeypatch):
 
 
 def test_a_run_with_an_internal_error_never_says_all_checks_passed(run_cli, write, monkeypatch):
-    monkeypatch.setitem(rule_twins(), "CKP001", _BoomOnBadFiles)
+    monkeypatch.setitem(ALL_RULES, "CKP001", _BoomOnBadFiles)
     write("bad.py", CALL)
     write("clean.py", "x = 1\n")
     result = run_cli("--no-cache", ".")
