@@ -34,3 +34,23 @@ def logical_line_starts(text: str) -> dict[int, int] | None:
     except (tokenize.TokenError, SyntaxError, ValueError):
         return None
     return starts
+
+
+def ast_rows(text: str) -> list[str] | None:
+    """The physical rows of ``text`` as ``ast`` numbers them (row ``n`` is item ``n - 1``),
+    each without its line break (``\\n`` or ``\\r\\n``); ``None`` when ``text`` holds a lone
+    ``\\r``, which ``ast`` counts as a line break and the tokenizer reader here does not."""
+    if "\r" in text:
+        if text.count("\r") != text.count("\r\n"):
+            return None
+        text = text.replace("\r\n", "\n")
+    return text.split("\n")
+
+
+#: What may stand before a statement on its row when it starts a logical line.
+INDENTATION = " \t\f"
+
+
+def is_indentation(text: str) -> bool:
+    """Whether ``text`` is empty or only blanks that may indent a line (space, tab, form feed)."""
+    return not text.strip(INDENTATION)
