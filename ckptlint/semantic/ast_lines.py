@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 
 from ckptlint.semantic.ast_model import AstModel
-from ckptlint.text.ast_logical_lines import ast_rows, is_indentation, logical_line_starts
+from ckptlint.text.ast_logical_lines import ast_rows, is_indentation, logical_line_starts, opens_row
 
 _TRY_STAR: tuple[type, ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # type: ignore[attr-defined,unused-ignore]
 _COMPOUND = (
@@ -68,7 +68,7 @@ def _from_row(model: AstModel, statement: ast.stmt) -> bool | None:
         return None
     row, column = statement.lineno, statement.col_offset
     if is_indentation(rows[row - 1][:column]):
-        return True if row == 1 or not rows[row - 2].endswith("\\") else None
+        return True if opens_row(rows, row, column) else None
     if _memo_row_starts(model).get(row, column) < column:
         return False
     return None

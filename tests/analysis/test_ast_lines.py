@@ -76,3 +76,14 @@ def test_rows_the_tokenizer_decides() -> None:
         model = _model(text)
         assert [len(line) for line in statement_lines(model, model.module.body)] == lines, text
         assert "logical_line_starts" in model.memo
+
+
+def test_a_row_opens_a_logical_line_after_indentation_only() -> None:
+    from ckptlint.text.ast_logical_lines import ast_rows, opens_row
+
+    rows = ast_rows("if x:\r\n\f  y = 1; z = 2 \\\r\n  + 3\r\n")
+    assert rows is not None
+    assert opens_row(rows, 1, 0) and opens_row(rows, 2, 3)
+    assert not opens_row(rows, 2, 10)  # after ``;``
+    assert not opens_row(rows, 3, 2)  # after a backslash
+    assert ast_rows("a = 1\rb = 2\n") is None  # ``ast`` counts a lone CR as a line break
