@@ -38,9 +38,9 @@ Each ckptlint/ruff scenario runs ``--repeat`` times and the median is shown. The
 warm outputs must be byte-identical (exit status 1 otherwise).
 
 Counters: every ckptlint run gets ``CKPTLINT_PERF_JSON=PATH`` in its environment; when the
-ckptlint being measured writes that file (keys ``files_linted``, ``files_parsed_whole``,
-``files_parsed_partial``, ``statements_parsed``, ``index_hits``, ``index_misses``), they are
-shown, else ``n/a``.
+ckptlint being measured writes that file (keys ``files_linted``, ``ast_parses``,
+``ast_chars_parsed``, ``cst_parses``, ``cst_chars_parsed``, ``evaluation_steps``; see
+``ckptlint/perf.py``), they are shown, else ``n/a`` (a key it does not write: ``None``).
 
 Slowest files: the per-file times of the cold run (in its workers), the ``--slowest``
 largest; the ``--alone`` slowest of them are then linted alone, as pre-commit would
@@ -84,11 +84,11 @@ from generate import generate_tree  # noqa: E402
 
 COUNTERS = (
     "files_linted",
-    "files_parsed_whole",
-    "files_parsed_partial",
-    "statements_parsed",
-    "index_hits",
-    "index_misses",
+    "ast_parses",
+    "ast_chars_parsed",
+    "cst_parses",
+    "cst_chars_parsed",
+    "evaluation_steps",
 )
 
 

@@ -125,9 +125,9 @@ def test_counters_are_read_when_written(tmp_path: Path) -> None:
     perf = tmp_path / "perf.json"
     assert run._read_counters(perf) is None
     assert run._counters_text(None) == "n/a"
-    perf.write_text(json.dumps({"files_linted": 3, "files_parsed_whole": 1, "files_parsed_partial": 2, "statements_parsed": 40,
-                                "index_hits": 5, "index_misses": 1, "other": 9}))
+    perf.write_text(json.dumps({"files_linted": 3, "ast_parses": 4, "ast_chars_parsed": 900, "cst_parses": 1,
+                                "cst_chars_parsed": 40, "evaluation_steps": 70, "files_parsed_whole": 1}))
     counters = run._read_counters(perf)
-    assert counters == {"files_linted": 3, "files_parsed_whole": 1, "files_parsed_partial": 2, "statements_parsed": 40,
-                        "index_hits": 5, "index_misses": 1}
-    assert run._counters_text(counters).startswith("files_linted=3 files_parsed_whole=1")
+    assert counters == {"files_linted": 3, "ast_parses": 4, "ast_chars_parsed": 900, "cst_parses": 1,
+                        "cst_chars_parsed": 40, "evaluation_steps": 70}
+    assert run._counters_text(counters).startswith("files_linted=3 ast_parses=4 ast_chars_parsed=900")

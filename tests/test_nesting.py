@@ -8,6 +8,7 @@ everything below, however deep real code is not.
 
 from __future__ import annotations
 
+import ast
 import resource
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from importlib.metadata import version
 import pytest
 
 from ckptlint.api import lint_source
-from ckptlint.semantic.nesting import MAX_NESTING
+from ckptlint.semantic.nesting import MAX_NESTING, nesting_depth, nesting_levels
 from ckptlint.testing import codes
 
 IMPORT = "from torch.utils.checkpoint import checkpoint\n"
@@ -75,3 +76,40 @@ def test_libcst_itself_crashes_just_above_the_measured_boundary() -> None:
 
     assert parse(6500) == 0
     assert parse(7600) < 0  # killed by a signal (SIGSEGV)
+
+
+def _levels_of_every_field(tree: ast.AST) -> tuple[int, int]:
+    """``nesting_levels`` read through every field of every node (no grammar table)."""
+    level, depth, chain = [tree], 0, 0
+    while level:
+        depth += 1
+        below: list[ast.AST] = []
+        for node in level:
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, list):
+                    below.extend(child for child in value if isinstance(child, ast.AST))
+                elif isinstance(value, ast.AST):
+                    below.append(value)
+            if isinstance(node, ast.BoolOp):
+                chain = max(chain, len(node.values))
+        level = below
+    return depth, chain
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{**a, 'b': [1, (2, {3})]}\n",
+        "def f(a, /, b=1, *c, d, e=2, **g) -> int:\n    return lambda x=1, *, y: x\n",
+        "x = a and b and (c or d or e or f)\n",
+        "y = f'{x!r:{width}}' + b'z'\n",
+        "match p:\n    case C(a, b=[1, *r]) | {1: y, **k} if y:\n        pass\n    case None:\n        pass\n",
+        "try:\n    import a.b as c\nexcept* (E, F) as e:\n    global g\n",
+        "async def f():\n    async with a as (b, c):\n        await [x async for x in y if x]\n",
+    ],
+)
+def test_nesting_levels_read_from_the_grammar_are_every_fields(text: str) -> None:
+    tree = ast.parse(text)
+    assert nesting_levels(tree) == _levels_of_every_field(tree)
+    assert nesting_depth(tree) == sum(_levels_of_every_field(tree))

@@ -7,7 +7,10 @@ generator), so the module cannot be imported. ruff reports these as syntax error
 
 Only a file the gate lets through to analysis is compiled, once its tree is built (the
 linter's :meth:`~ckptlint.lint.linter.Linter.check`); the other rules run on it as usual.
-The result of one text is remembered, so the fix loop's own compile checks
+The linter hands over the ``ast`` tree it parsed, and that tree is compiled rather than the
+text: CPython's compiler raises the same errors at the same positions either way (its
+symbol table and code generator read the tree; ``compile`` converts a tree without changing
+it), without parsing the text again. The result of one text is remembered, so the fix loop's own compile checks
 (:func:`compile_error`) cost nothing more. A notebook is compiled as IPython runs its cells:
 top-level ``await`` is allowed.
 
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import ast
 import warnings
-from functools import lru_cache
+from collections import OrderedDict
 
 from ckptlint.rule_codes import SYNTAX_ERROR
 from ckptlint.text.diagnostics import Diagnostic
@@ -33,16 +36,37 @@ __all__ = ["compile_error", "compile_error_diagnostic", "syntax_error_at"]
 _FILENAME = "<ckptlint>"
 
 
-@lru_cache(maxsize=8)
-def _compile_failure(text: str, top_level_await: bool) -> tuple[str, int, int] | None:
+#: ``(message, line, offset)`` of a ``SyntaxError``; ``None``: none (or none known).
+_Failure = tuple[str, int, int] | None
+
+#: The last few texts' :func:`_compile_failure`, by ``(text, top_level_await)``.
+_FAILURES: OrderedDict[tuple[str, bool], _Failure] = OrderedDict()
+_KEPT = 8
+
+
+def _compile_failure(text: str, top_level_await: bool, tree: ast.Module | None = None) -> _Failure:
     """``(message, line, offset)`` of the ``SyntaxError`` CPython's compiler raises for
     ``text`` (``offset`` as CPython gives it, 0 when it gives none), or ``None`` when it
-    compiles or when it cannot tell (``RecursionError``, ``MemoryError``...)."""
+    compiles or when it cannot tell (``RecursionError``, ``MemoryError``...). ``tree``: the
+    ``ast`` tree of ``text``, compiled in its place when given (not changed). The answers of
+    the last few texts are kept."""
+    key = (text, top_level_await)
+    if key in _FAILURES:
+        _FAILURES.move_to_end(key)
+        return _FAILURES[key]
+    found = _FAILURES[key] = _compile(text if tree is None else tree, top_level_await)
+    if len(_FAILURES) > _KEPT:
+        _FAILURES.popitem(last=False)
+    return found
+
+
+def _compile(code: str | ast.Module, top_level_await: bool) -> _Failure:
+    """:func:`_compile_failure` of ``code``, a text or its tree, compiled now."""
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0
     try:
         with warnings.catch_warnings():  # SyntaxWarnings are the linted code's business
             warnings.simplefilter("ignore")
-            compile(text, _FILENAME, "exec", flags=flags, dont_inherit=True)
+            compile(code, _FILENAME, "exec", flags=flags, dont_inherit=True)
     except SyntaxError as exc:
         return (exc.msg or "invalid syntax", exc.lineno or 0, exc.offset or 0)
     except Exception:  # noqa: BLE001 - RecursionError, MemoryError, ValueError: cannot tell
@@ -60,10 +84,13 @@ def compile_error(text: str) -> str | None:
     return f"{message}, line {line}" if line else message
 
 
-def compile_error_diagnostic(source: SourceFile, *, top_level_await: bool = False) -> Diagnostic | None:
+def compile_error_diagnostic(
+    source: SourceFile, *, top_level_await: bool = False, tree: ast.Module | None = None
+) -> Diagnostic | None:
     """CKP999 at the position where CPython's compiler rejects ``source`` (a text its parser
-    accepted), or ``None`` when it compiles."""
-    failure = _compile_failure(source.text, top_level_await)
+    accepted), or ``None`` when it compiles; ``tree``: ``source``'s ``ast`` tree, compiled in
+    place of the text when given (see the module's docstring)."""
+    failure = _compile_failure(source.text, top_level_await, tree)
     if failure is None:
         return None
     message, line, offset = failure

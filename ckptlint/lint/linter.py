@@ -138,22 +138,32 @@ class FileLinter:
             self.ast_project.remember(Path(source.path), analysis)
         with deep_recursion(depth):
             found = self._run_rules(analysis, source, settings, enabled, list(problems))
-        return self._with_compile_error(source, *found)
+        return self._with_compile_error(source, *found, tree=analysis.tree, depth=depth)
 
     def _with_compile_error(
-        self, source: SourceFile, diagnostics: list[Diagnostic], problems: list[Problem]
+        self,
+        source: SourceFile,
+        diagnostics: list[Diagnostic],
+        problems: list[Problem],
+        *,
+        tree: ast.Module | None = None,
+        depth: int = 0,
     ) -> tuple[list[Diagnostic], list[Problem]]:
         """The rules' findings plus CKP999 where CPython's compiler rejects the parsed file
         (:mod:`ckptlint.lint.compile_errors`); like a parse error, it is reported whatever the
         selection, per-file-ignores or noqa say. Not compiled when the project knows it compiles
-        (:meth:`~ckptlint.semantic.project.Project.compiles`)."""
+        (:meth:`~ckptlint.semantic.project.Project.compiles`). ``tree`` (the file's ``ast``
+        tree, ``depth`` levels deep) is compiled in place of the text unless it nests deeper
+        than :data:`~ckptlint.semantic.nesting.DEEP` (where the compiler's recursion limits,
+        which differ between a text and a tree, may decide)."""
         from ckptlint.lint.compile_errors import compile_error_diagnostic
+        from ckptlint.semantic.nesting import DEEP
         from ckptlint.text.notebook import NotebookSource
 
         notebook = isinstance(source, NotebookSource)
         if not notebook and self.project.compiles(source):
             return diagnostics, problems
-        error = compile_error_diagnostic(source, top_level_await=notebook)
+        error = compile_error_diagnostic(source, top_level_await=notebook, tree=tree if depth <= DEEP else None)
         if error is None:
             return diagnostics, problems
         return sorted([*diagnostics, error], key=lambda d: d.sort_key), problems

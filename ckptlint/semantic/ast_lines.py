@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 
 from ckptlint.semantic.ast_model import AstModel
-from ckptlint.text.ast_logical_lines import logical_line_starts
+from ckptlint.text.ast_logical_lines import ast_rows, is_indentation, logical_line_starts, opens_row
 
 _TRY_STAR: tuple[type, ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # type: ignore[attr-defined,unused-ignore]
 _COMPOUND = (
@@ -27,12 +27,51 @@ _COMPOUND = (
 def _row_starts(module: ast.Module) -> dict[int, int]:
     """The physical-row fallback: row -> column of the first statement starting on it."""
     starts: dict[int, int] = {}
-    for node in ast.walk(module):
-        if isinstance(node, ast.stmt):
-            known = starts.get(node.lineno)
-            if known is None or node.col_offset < known:
-                starts[node.lineno] = node.col_offset
+    pending: list[ast.stmt] = list(module.body)
+    while pending:  # statements hold statements only in these lists
+        node = pending.pop()
+        known = starts.get(node.lineno)
+        if known is None or node.col_offset < known:
+            starts[node.lineno] = node.col_offset
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if block:
+                pending.extend(block)
+        for part in getattr(node, "handlers", None) or getattr(node, "cases", None) or ():
+            pending.extend(part.body)
     return starts
+
+
+def _memo_row_starts(model: AstModel) -> dict[int, int]:
+    """:func:`_row_starts` of the model's module, read once per model."""
+    found = model.memo.get("row_starts")
+    if found is None:
+        found = model.memo["row_starts"] = _row_starts(model.module)
+    return found  # type: ignore[return-value]
+
+
+def _rows(model: AstModel) -> list[str] | None:
+    """The model's :func:`~ckptlint.text.ast_logical_lines.ast_rows` (``None`` without text)."""
+    if "ast_rows" not in model.memo:
+        model.memo["ast_rows"] = ast_rows(model.text) if model.text is not None else None
+    return model.memo["ast_rows"]  # type: ignore[return-value]
+
+
+def _from_row(model: AstModel, statement: ast.stmt) -> bool | None:
+    """Whether a simple ``statement`` starts a logical line, judged from its row alone;
+    ``None`` when the row cannot tell. The tokenizer and the physical-row fallback both
+    agree with an answer given: only indentation before the statement (the ``ast`` column
+    is in UTF-8 bytes, but blanks are ASCII, so the first characters are those bytes) and no
+    backslash ending the row above; or a statement starting before it on the row."""
+    rows = _rows(model)
+    if rows is None:
+        return None
+    row, column = statement.lineno, statement.col_offset
+    if is_indentation(rows[row - 1][:column]):
+        return True if opens_row(rows, row, column) else None
+    if _memo_row_starts(model).get(row, column) < column:
+        return False
+    return None
 
 
 def _starts(model: AstModel) -> dict[int, int]:
@@ -49,6 +88,9 @@ def starts_logical_line(model: AstModel, statement: ast.stmt) -> bool:
     colon (a compound statement always does)."""
     if isinstance(statement, _COMPOUND):
         return True
+    judged = _from_row(model, statement)
+    if judged is not None:
+        return judged
     return _starts(model).get(statement.lineno) == statement.col_offset
 
 

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
+import re
 
 __all__ = ["MAX_NESTING", "TooDeeplyNested", "deep_recursion", "nesting_depth", "nesting_levels"]
 
@@ -72,17 +69,62 @@ def nesting_levels(tree: ast.AST) -> tuple[int, int]:
     those of its statements."""
     level: list[ast.AST] = [tree]
     depth = chain = 0
+    known = _CHILD_FIELDS
     while level:
         depth += 1
         below: list[ast.AST] = []
         for node in level:
-            for name in node._fields:
+            kind = type(node)
+            fields = known.get(kind)
+            if fields is None:
+                fields = known[kind] = _child_fields(kind)
+            for name, how in fields:
                 value = getattr(node, name, None)
-                if isinstance(value, list):
+                if value is None:
+                    continue
+                if how is _ONE:
+                    below.append(value)
+                elif how is _MANY:
+                    below.extend(value)
+                elif isinstance(value, list):  # may hold ``None`` (a dict's ``**`` keys), or unknown
                     below.extend(child for child in value if isinstance(child, ast.AST))
                 elif isinstance(value, ast.AST):
                     below.append(value)
-            if type(node) is ast.BoolOp and len(node.values) > chain:
-                chain = len(node.values)
+            if kind is ast.BoolOp and len(node.values) > chain:  # type: ignore[attr-defined]
+                chain = len(node.values)  # type: ignore[attr-defined]
         level = below
     return depth, chain
+
+
+#: How a field holds nodes (:func:`_child_fields`): one node, a list of nodes, or either
+#: with ``None`` or other values mixed in (checked one by one).
+_ONE, _MANY, _CHECKED = "one", "many", "checked"
+
+#: Fields of the ``ast`` grammar that may hold ``None`` in a list.
+_MAY_HOLD_NONE = frozenset({("Dict", "keys"), ("arguments", "kw_defaults")})
+
+#: Types of the ``ast`` grammar whose values are not nodes.
+_LEAVES = frozenset({"identifier", "string", "int", "constant"})
+
+_FIELD = re.compile(r"(\w+)([*?]?) (\w+)")
+
+
+#: :func:`_child_fields` of each node type met.
+_CHILD_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _child_fields(kind: type) -> tuple[tuple[str, str], ...]:
+    """The fields of the node type ``kind`` that may hold nodes, with how (:data:`_ONE`,
+    :data:`_MANY`, :data:`_CHECKED`), read from its grammar line (``ast.BinOp.__doc__`` is
+    ``BinOp(expr left, operator op, expr right)``); every field :data:`_CHECKED` where that
+    line does not name exactly its ``_fields``."""
+    fields: tuple[str, ...] = getattr(kind, "_fields", ())
+    line = (kind.__doc__ or "").strip()
+    found = _FIELD.findall(line[line.find("(") + 1 : -1]) if line.startswith(f"{kind.__name__}(") else []
+    if tuple(name for _, _, name in found) != fields:
+        return tuple((name, _CHECKED) for name in fields)
+    return tuple(
+        (name, _CHECKED if (kind.__name__, name) in _MAY_HOLD_NONE else _MANY if mark == "*" else _ONE)
+        for of, mark, name in found
+        if of not in _LEAVES
+    )

@@ -40,7 +40,7 @@ from functools import partial
 
 import libcst as cst
 
-from ckptlint.text.ast_logical_lines import logical_line_starts
+from ckptlint.text.ast_logical_lines import ast_rows, logical_line_starts, opens_row
 from ckptlint.text.positions import node_offsets
 from ckptlint.text.source import Position, SourceFile
 
@@ -288,9 +288,14 @@ def _offset(source: SourceFile, key: tuple[int, int]) -> int:
 def _simple(source: SourceFile, body: list[ast.stmt], index: int) -> StatementCst | None:
     """The simple statements joined by ``;`` to ``body[index]`` (on one logical line, backslash
     continuations included; on one physical row where the tokenizer refuses the text)."""
-    starts = logical_line_starts(source.text)
+    rows = ast_rows(source.text)
 
     def joined(before: ast.stmt, statement: ast.stmt) -> bool:
+        if statement.lineno == before.end_lineno:
+            return True  # as the tokenizer says: ``before`` ends on its row, before it
+        if rows is not None and opens_row(rows, statement.lineno, statement.col_offset):
+            return False
+        starts = logical_line_starts(source.text)  # a backslash above, or a lone ``\r``
         if starts is None:
             return statement.lineno == before.end_lineno
         return starts.get(statement.lineno) != statement.col_offset

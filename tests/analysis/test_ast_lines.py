@@ -55,3 +55,35 @@ def test_without_its_text_a_model_reads_physical_rows() -> None:
     assert [body_on_header(model, s.body) for s in body] == [False, False, True, False, False, False]
     assert [len(line) for line in statement_lines(model, body[3].body)] == [1, 1, 1]
     assert "logical_line_starts" in model.memo
+
+
+def test_plain_rows_are_judged_without_the_tokenizer() -> None:
+    text = "def f():\n    a = 1\n    if a: return a\n    b = 2; c = 3\n"
+    model = _model(text)
+    body = model.module.body[0].body  # type: ignore[attr-defined]
+    assert [len(line) for line in statement_lines(model, body)] == [1, 1, 2]
+    assert body_on_header(model, body[1].body)
+    assert "logical_line_starts" not in model.memo
+
+
+def test_rows_the_tokenizer_decides() -> None:
+    # after a backslash, after a multi-line header or string, a lone carriage return
+    for text, lines in [
+        ("a = 1; \\\n  b = 2\nc = 3\n", [2, 1]),
+        ('x = """\n"""; y = 1\nz = 2\n', [2, 1]),
+        ("a = 1\rb = 2; c = 3\n", [3]),  # the tokenizer reads one row here
+    ]:
+        model = _model(text)
+        assert [len(line) for line in statement_lines(model, model.module.body)] == lines, text
+        assert "logical_line_starts" in model.memo
+
+
+def test_a_row_opens_a_logical_line_after_indentation_only() -> None:
+    from ckptlint.text.ast_logical_lines import ast_rows, opens_row
+
+    rows = ast_rows("if x:\r\n\f  y = 1; z = 2 \\\r\n  + 3\r\n")
+    assert rows is not None
+    assert opens_row(rows, 1, 0) and opens_row(rows, 2, 3)
+    assert not opens_row(rows, 2, 10)  # after ``;``
+    assert not opens_row(rows, 3, 2)  # after a backslash
+    assert ast_rows("a = 1\rb = 2\n") is None  # ``ast`` counts a lone CR as a line break

@@ -170,3 +170,32 @@ def test_top_level_await_in_a_notebook_is_not_a_compile_error(run_cli, write) ->
     result = run_cli("--isolated", "--no-cache", "a.ipynb", "m.py")
     codes = [(line.split(":", 1)[0], re.search(r" (CKP\d+) ", line).group(1)) for line in result.stdout.splitlines()[:-2]]
     assert codes == [("a.ipynb", "CKP001"), ("m.py", "CKP999"), ("m.py", "CKP001")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def f(a, a):\n    return a\n",
+        "f(a=1, a=2)\n",
+        "s = 'ééé'; break\n",
+        "def f():\n    x = 1\n    global x\n",
+        "x = [await y for y in z]\n",
+        "match x:\n    case [a, a]: pass\n",
+        "def f():\n    yield 1\n    return 2\n",
+    ],
+)
+def test_the_tree_compiles_as_the_text_does(text: str) -> None:
+    import ast
+
+    from ckptlint.lint import compile_errors
+    from ckptlint.text.source import SourceFile
+
+    tree = ast.parse(text)
+    dumped = ast.dump(tree, include_attributes=True)
+    for top_level_await in (False, True):
+        compile_errors._FAILURES.clear()
+        of_text = compile_errors.compile_error_diagnostic(SourceFile("m.py", text), top_level_await=top_level_await)
+        compile_errors._FAILURES.clear()
+        of_tree = compile_errors.compile_error_diagnostic(SourceFile("m.py", text), top_level_await=top_level_await, tree=tree)
+        assert of_tree == of_text
+    assert ast.dump(tree, include_attributes=True) == dumped

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from ckptlint.checkpoint.analyses.ast_class_users import class_users
 from ckptlint.checkpoint.analyses.parent_builds import MAX_BUILDS, ParentBuild
 from ckptlint.checkpoint.evaluator.denotations import InstanceValue
-from ckptlint.facts.torch_facts import norm_factory
+from ckptlint.facts.torch_facts import NORM_FACTORIES, norm_factory
+from ckptlint.text.identifiers import may_name
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint.evaluator.ast_class_summary import AstClassInfo
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
     AstParentBuild = ParentBuild[AstClassInfo]
 
 __all__ = ["ParentBuild", "parent_builds"]
+
+#: The last names of the norm factories: every name a module's calls resolve to ends with an
+#: identifier of its text, so a module without any of them calls none.
+_FACTORY_NAMES = tuple(sorted({name.rsplit(".", 1)[-1] for name in NORM_FACTORIES}))
 
 
 def parent_builds(builder: AstRegionBuilder, site: AstSite, analysis: AstAnalysis) -> list[AstParentBuild]:
@@ -60,6 +65,8 @@ def _builds_configured_norm(builder: AstRegionBuilder, cls: AstClassInfo) -> boo
     ``build_norm_layer``) in one of its methods."""
     for info in builder.mro(cls):
         model = info.analysis.model
+        if not may_name(model.text, _FACTORY_NAMES):
+            continue
         for node in ast.walk(info.node):
             if isinstance(node, ast.Call) and node.func in model.parents:
                 if any(norm_factory(name) is not None for name in model.qualified_names(node.func)):

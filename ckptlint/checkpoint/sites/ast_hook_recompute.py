@@ -21,6 +21,7 @@ from ckptlint.facts.grad_mode import GRAD_MODE_CONTEXTS, GradModeEffect
 from ckptlint.semantic.ast_model import AstModel
 from ckptlint.semantic.ast_walk import FUNCTIONS, class_methods, fields_order_children, last_name, own_nodes, positional_parameters
 from ckptlint.semantic.bindings import BindingKind
+from ckptlint.text.identifiers import may_name
 
 __all__ = ["AstHookRecompute", "hook_recomputes"]
 
@@ -75,6 +76,8 @@ def _tree(root: ast.AST | list[ast.stmt]) -> Iterator[ast.AST]:
 
 def _find(model: AstModel) -> list[AstHookRecompute]:
     found: list[AstHookRecompute] = []
+    if not may_name(model.text, ("register_hook",)):  # no call of it: nothing to walk for
+        return found
     seen: set[int] = set()
     for node in _tree(model.module):
         if not (isinstance(node, ast.Call) and last_name(node.func) == "register_hook" and (node.args or node.keywords)):
