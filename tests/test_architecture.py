@@ -179,6 +179,22 @@ def test_light_modules_import_without_libcst(module: str) -> None:
     assert out.strip() == "[]"
 
 
+def test_the_analysis_never_imports_libcst() -> None:
+    """libcst builds fixes only: no module of ``semantic/`` or ``checkpoint/`` imports it, at
+    module level or inside a function (its imports live in the fix writers, ``rules/edits.py``
+    and ``text/``)."""
+    importers = []
+    for name, (path, _) in _modules().items():
+        if name.split(".")[1:2] not in (["semantic"], ["checkpoint"]):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n == "libcst" or n.startswith("libcst.") for n in names):
+                importers.append(name)
+    assert importers == []
+
+
 def test_output_formats_agree_with_the_settings() -> None:
     from ckptlint.config.settings import OUTPUT_FORMATS
     from ckptlint.output import FORMATS

@@ -94,7 +94,7 @@ def test_one_file_mode(tmp_path: Path) -> None:
     assert cases["util.py"]["ckptlint_exit"] == 0
     assert cases["model.py"]["ckptlint_exit"] == 1  # CKP001: use_reentrant not passed
     assert cases["util.py"]["imports"]["libcst"] is False  # the gate rejects it: no parser loaded
-    assert cases["model.py"]["imports"]["libcst"] is True
+    assert cases["model.py"]["imports"]["libcst"] is False  # a finding is reported from ast alone
     assert cases["model.py"]["lines"] == SITE.count("\n")
     for case in cases.values():
         assert case["ckptlint_s"] > 0 and case["runs"] == 1

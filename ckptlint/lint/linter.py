@@ -151,8 +151,7 @@ class FileLinter:
     ) -> tuple[list[Diagnostic], list[Problem]]:
         """The rules' findings plus CKP999 where CPython's compiler rejects the parsed file
         (:mod:`ckptlint.lint.compile_errors`); like a parse error, it is reported whatever the
-        selection, per-file-ignores or noqa say. Not compiled when the project knows it compiles
-        (:meth:`~ckptlint.semantic.project.Project.compiles`). ``tree`` (the file's ``ast``
+        selection, per-file-ignores or noqa say. ``tree`` (the file's ``ast``
         tree, ``depth`` levels deep) is compiled in place of the text unless it nests deeper
         than :data:`~ckptlint.semantic.nesting.DEEP` (where the compiler's recursion limits,
         which differ between a text and a tree, may decide)."""
@@ -161,8 +160,6 @@ class FileLinter:
         from ckptlint.text.notebook import NotebookSource
 
         notebook = isinstance(source, NotebookSource)
-        if not notebook and self.project.compiles(source):
-            return diagnostics, problems
         error = compile_error_diagnostic(source, top_level_await=notebook, tree=tree if depth <= DEEP else None)
         if error is None:
             return diagnostics, problems
@@ -319,7 +316,7 @@ class FileLinter:
             diagnostics, problems = self.check(current, settings, module_name, is_package)
             diagnostics = _built(diagnostics)
             broken = None
-            if _does_not_parse(current, source):  # (a CKP999 of the compiler alone is no parse error)
+            if _does_not_parse(current):  # (a CKP999 of the compiler alone is no parse error)
                 broken = f"does not parse ({compile_error(current.text) or 'libcst cannot parse it'})"
             elif (why := compile_error(current.text)) is not None and compile_error(source.text) is None:
                 broken = f"does not compile ({why})"
@@ -370,28 +367,17 @@ class FileLinter:
         result.fixed_text = None
 
 
-def _does_not_parse(source: SourceFile, before: SourceFile) -> bool:
-    """Whether the fixed text ``source`` fails to parse: CPython's parser decides (no libcst
-    tree of the whole file, which costs a file of long data lines seconds and hundreds of MB);
-    where it cannot tell (a nesting deeper than its recursion allows) and could not for the
-    text ``before`` the fix either, libcst's parser does."""
-    from ckptlint.semantic.parse import parse_source
-
-    if _cpython_parses(source.text):
-        return False
-    if _cpython_parses(before.text):
-        return True  # the fix broke what parsed
-    try:
-        parse_source(source)
-    except Exception:  # noqa: BLE001 - a syntax error, too deeply nested...
-        return True
-    return False
+def _does_not_parse(source: SourceFile) -> bool:
+    """Whether CPython's parser, which the linter reads every file with, refuses the fixed
+    text ``source`` (no libcst tree of the whole file, which costs a file of long data lines
+    seconds and hundreds of MB)."""
+    return not _cpython_parses(source.text)
 
 
 def _cpython_parses(text: str) -> bool:
     """Whether CPython's own parser (the running interpreter's) builds an AST of ``text``,
-    with the recursion allowed for the depths :func:`~ckptlint.semantic.analysis.parse_source` lets
-    through; ``False`` on a syntax error and when it cannot tell (``RecursionError``...)."""
+    with the recursion allowed for the depths the linter reads
+    (:data:`~ckptlint.semantic.nesting.MAX_NESTING`); ``False`` on a syntax error and when it cannot tell (``RecursionError``...)."""
     from ckptlint.semantic.nesting import MAX_NESTING, deep_recursion
 
     try:

@@ -94,8 +94,8 @@ class BatchNormInCheckpoint(Rule):
             first = layers[0]
             made = ""
             if first.call is not None:
-                where: AstAnalysis = first.analysis  # type: ignore[assignment]  # an ``ast`` layer's module
-                row = where.range(first.call)[0][0]  # type: ignore[arg-type]
+                where: AstAnalysis = first.analysis  # an ``ast`` layer's module
+                row = where.range(first.call)[0][0]
                 made = f" (created at {Path(where.source.path).name}:{row})"
             more = f" and {len(layers) - 1} more" if len(layers) > 1 else ""
             ctx.report(

@@ -35,7 +35,7 @@ def signature_of(expr: ast.expr | None, model: AstModel) -> Signature | None:
         return None
     params = definition.args
     keywords = frozenset(p.arg for p in [*params.args, *params.kwonlyargs])
-    return Signature(keywords, params.kwarg is not None, definition)  # type: ignore[arg-type]
+    return Signature(keywords, params.kwarg is not None, definition)
 
 
 def _definition(expr: ast.expr | None, model: AstModel, depth: int) -> _Definition | None:

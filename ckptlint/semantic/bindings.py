@@ -14,18 +14,20 @@ from enum import Enum
 from typing import TYPE_CHECKING, Generic
 
 if TYPE_CHECKING:
-    import libcst as cst
     from typing_extensions import TypeVar
 
-    N = TypeVar("N", default=cst.CSTNode)
-    E = TypeVar("E", default=cst.BaseExpression)
+    N = TypeVar("N")
+    E = TypeVar("E")
 else:
     from typing import TypeVar
 
     N = TypeVar("N")
     E = TypeVar("E")
 
+
+
 __all__ = ["EACH", "ENTER", "Assigned", "Binding", "BindingKind", "Mutation", "MutationKind", "Scope", "ScopeKind"]
+
 
 
 #: Method names that mutate the object they are called on (lists, dicts, sets, deques).
@@ -51,12 +53,16 @@ MUTATING_METHODS = frozenset(
     }
 )
 
+
+
 class ScopeKind(str, Enum):
     MODULE = "module"
     CLASS = "class"
     FUNCTION = "function"
     LAMBDA = "lambda"
     COMPREHENSION = "comprehension"
+
+
 
 class BindingKind(str, Enum):
     IMPORT = "import"
@@ -70,10 +76,17 @@ class BindingKind(str, Enum):
     EXCEPT = "except-target"
     WALRUS = "walrus"
 
+
+
 #: An :attr:`Assigned.path` step: an element of the iterable (``for`` targets).
 EACH = "each"
+
+
+
 #: An :attr:`Assigned.path` step: what entering the context manager returns (``with ... as``).
 ENTER = "enter"
+
+
 
 @dataclass(frozen=True, eq=False)
 class Assigned(Generic[N, E]):
@@ -112,6 +125,7 @@ class Assigned(Generic[N, E]):
         return self.value
 
 
+
 @dataclass(eq=False)
 class Binding(Generic[N, E]):
     """One place where a name gets a value.
@@ -141,6 +155,8 @@ class Binding(Generic[N, E]):
     declared_in: Scope[N, E] | None = None
     assigned: Assigned[N, E] | None = None
 
+
+
 class MutationKind(str, Enum):
     """How a :class:`Mutation` writes into its object."""
 
@@ -149,6 +165,8 @@ class MutationKind(str, Enum):
     AUGMENTED = "augmented"  # obj.attr += v, obj[k] += v
     METHOD = "method"  # obj.append(v)
     DELETE = "delete"  # del obj[k], del obj.attr
+
+
 
 @dataclass(eq=False)
 class Mutation(Generic[N, E]):
@@ -164,6 +182,8 @@ class Mutation(Generic[N, E]):
     scope: Scope[N, E]
     kind: MutationKind
     method: str | None = None
+
+
 
 @dataclass(eq=False)
 class Scope(Generic[N, E]):
@@ -188,3 +208,6 @@ class Scope(Generic[N, E]):
         while scope.kind is ScopeKind.COMPREHENSION and scope.parent is not None:
             scope = scope.parent
         return scope
+
+
+

@@ -1,9 +1,11 @@
 """The linted tree as a whole: module names of files and lazy loading of other modules.
 
 Region rules follow imports into other files of the tree (``from .layers import Block``).
-A :class:`Project` maps dotted module names to files and parses a file only when a region
-reaches it, caching the analysis (per worker process). The cache is bounded (least recently
-used analyses are dropped between files), so memory does not grow with the size of the tree.
+A :class:`Project` maps dotted module names to files and records what the linted file's
+result depends on; its :class:`AstProject` parses a file with CPython's ``ast`` only when a
+site or a region reaches it, keeping the analysis (per worker process). The cache is bounded
+(least recently used analyses are dropped between files), so memory does not grow with the
+size of the tree.
 """
 
 from __future__ import annotations
@@ -11,16 +13,11 @@ from __future__ import annotations
 import bisect
 import os
 from collections import OrderedDict
-from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ckptlint.semantic.ast_analysis import AstAnalysis, parse_ast
 from ckptlint.text.source import SourceFile
-
-if TYPE_CHECKING:
-    from ckptlint.semantic.analysis import ModuleAnalysis
 
 __all__ = ["AstProject", "PROJECT_MARKERS", "Project", "module_name_for", "project_folder", "read_source"]
 
@@ -76,101 +73,46 @@ def project_folder(root: Path) -> Path:
 
 
 class Project:
-    """Module lookup and a per-process cache of analysed modules.
+    """Module lookup and read recording for one run (or one language server).
+
+    Maps dotted module names to files of the linted trees (:meth:`file_for_module`), records
+    which files the linted file's result depends on (:meth:`track`, :meth:`record_read`,
+    :meth:`accessed`) and keeps the modules read on CPython's ``ast``
+    (:attr:`ast_project`, bounded by modules and characters of source).
 
     Args:
         roots: folders searched for absolute imports (the import roots of the
             linted files are added as files are linted).
-        max_modules, max_chars: bounds of the analysis cache (entries, and characters of
-            source text as a proxy for memory: a libcst tree with its semantic model takes
-            about 60 bytes per source character, measured with tracemalloc; 3,000,000
-            characters are about 80,000 lines and 180-260 MB). Least recently used entries beyond them
-            are dropped when :meth:`track` starts the next file, never while one is linted.
-            The bounds were 32 modules and 300,000 characters until the wider gate let
-            timm's model files in: one of them (``vision_transformer.py``, 212,000
-            characters) then evicted the shared ``timm.layers`` modules that the next file
-            reaches again, and 62 of the 165 parses of a ``--jobs 1`` run of timm were re-parses.
-            At 1,500,000 characters diffusers (``--jobs 1``) still parsed 9.39 M characters
-            for 7.60 M distinct (its models all reach ``modeling_utils.py`` and
-            ``attention_processor.py``); at 3,000,000 it parses 7.98 M, 20% less CPU (63.6 s to
-            50.4 s) for a peak of 248 MB instead of 219 MB (4,000,000: 7.81 M, 285 MB).
+        files_stable: whether files may be taken not to appear or vanish between two
+            linted files (a command run); the language server, whose files change while it
+            runs, says ``False``.
     """
 
-    def __init__(
-        self,
-        roots: list[Path] | None = None,
-        *,
-        max_modules: int = 256,
-        max_chars: int = 3_000_000,
-        files_stable: bool = True,
-    ) -> None:
+    def __init__(self, roots: list[Path] | None = None, *, files_stable: bool = True) -> None:
         #: import roots by project folder (:func:`project_folder`), each list sorted
         self._roots: dict[Path, list[Path]] = {}
         for root in roots or []:
             self.add_root(root)
-        #: whether files may be taken not to appear or vanish between two linted files (a
-        #: command run: the analyses cached here assume the same of their files); the
-        #: language server, whose files change while it runs, says ``False``
         self.files_stable = files_stable
-        self._analyses: OrderedDict[Path, ModuleAnalysis | None] = OrderedDict()
         self._accessed: set[Path] | None = None
-        self.max_modules = max_modules
-        self.max_chars = max_chars
         self._module_files: dict[tuple[str, Path | None, int], tuple[Path | None, list[Path]]] = {}
-        #: analyses replaced by a larger parse of their module: released at the next
-        #: :meth:`track` (the rules of the file being linted may still hold them)
-        self._retired: list[ModuleAnalysis] = []
         self._home: Path | None = None  # the import root of the file being linted
-        self._project: Path | None = None  # its project folder (:func:`project_folder`)
 
     @cached_property
     def ast_project(self) -> AstProject:
-        """The modules of this project read on CPython's ``ast`` (what the linter's rules read;
-        see :class:`~ckptlint.semantic.ast_analysis.AstProject`)."""
+        """The modules of this project read on CPython's ``ast``, kept between linted files
+        (see :class:`AstProject`)."""
         return AstProject(self)
 
     def track(self, home: Path | None = None) -> None:
         """Start recording which other files are read (for cache invalidation), for a file
-        whose import root is ``home`` (searched first by :meth:`file_for_module`); first drop
-        the least recently used analyses beyond the cache bounds, and release those dropped
-        (:meth:`ModuleAnalysis.release`: freed at once, not at the next full collection)."""
+        whose import root is ``home`` (searched first by :meth:`file_for_module`)."""
         self._home = home
         if home is not None:
             self.add_root(home)
-            self._leave_other_projects(project_folder(home))
-        self._evict()
-        kept = {id(a) for a in self._analyses.values() if a is not None}
-        for retired in self._retired:
-            if id(retired) not in kept:
-                retired.release()
-        self._retired.clear()
         self._accessed = set()
         if not self.files_stable:
             self._module_files.clear()  # files may appear or vanish between files linted
-
-    def _leave_other_projects(self, folder: Path) -> None:
-        """Drop the analyses of files outside ``folder`` when the linted file's project changes
-        (a run over several repositories): a file's imports are searched in its own project's
-        roots only (:meth:`_scope`), so nothing of another project can be reached again until
-        the run comes back to it, and the next project starts with an empty cache instead of
-        one holding the last project's modules (measured: 41 repositories in one run,
-        ``--jobs 2``, peak RSS of a worker 398 MB before, without this)."""
-        if folder == self._project:
-            return
-        self._project = folder
-        for path in [p for p in self._analyses if not p.is_relative_to(folder)]:
-            dropped = self._analyses.pop(path)
-            if dropped is not None:
-                self._retired.append(dropped)
-
-    def _evict(self) -> None:
-        analyses = self._analyses
-        total = sum(a.parsed_chars for a in analyses.values() if a is not None)
-        while len(analyses) > 1 and (len(analyses) > self.max_modules or total > self.max_chars):
-            _, dropped = analyses.popitem(last=False)
-            if dropped is not None:
-                total -= dropped.parsed_chars
-                self._retired.append(dropped)
 
     def accessed(self) -> list[Path]:
         """Files read since :meth:`track`, sorted; stops recording."""
@@ -254,91 +196,6 @@ class Project:
             return self.roots
         return self._roots.get(project_folder(self._home), [])
 
-    def remember(self, path: Path, analysis: ModuleAnalysis) -> None:
-        self._store(Path(os.path.abspath(path)), analysis)
-
-    def _store(self, path: Path, analysis: ModuleAnalysis | None) -> None:
-        old = self._analyses.get(path)
-        if old is not None and old is not analysis:
-            self._retired.append(old)  # replaced by a larger parse
-        self._analyses[path] = analysis
-        self._analyses.move_to_end(path)
-
-    def cached(self, path: Path) -> ModuleAnalysis | None:
-        """The analysis of ``path`` kept now, or ``None``."""
-        return self._analyses.get(Path(os.path.abspath(path)))
-
-    def analysis_for_file(self, path: Path) -> ModuleAnalysis | None:
-        """Parse (once) and return the analysis of the whole of ``path``; ``None`` when it
-        cannot be read, decoded or parsed."""
-        path = Path(os.path.abspath(path))
-        if self._accessed is not None:
-            self._accessed.add(path)
-        if path not in self._analyses:
-            self._store(path, self._parse_whole(path))
-        else:
-            self._analyses.move_to_end(path)
-        return self._analyses[path]
-
-    def _parse_whole(self, path: Path, source: SourceFile | None = None) -> ModuleAnalysis | None:
-        """The whole parse of ``path``: of ``source`` when given (the text a partial parse of
-        it read: the file being linted may be a fixed text or a notebook's code, not what is
-        on disk), else of the file read now."""
-        from ckptlint.semantic.parse import parse_source
-        from ckptlint.text.source import SourceDecodeError, decode_source
-
-        try:
-            name, is_package, root = module_name_for(path)
-            self.add_root(root)
-            if source is None:
-                source = decode_source(path.read_bytes(), str(path))
-            analysis = parse_source(source, name, is_package)
-            analysis.project = self
-        except (OSError, SourceDecodeError, RecursionError, MemoryError, ValueError):
-            return None
-        except Exception:  # noqa: BLE001 - libcst.ParserSyntaxError and friends
-            return None
-        return analysis
-
-    def parse(self, source: SourceFile, module_name: str = "", is_package: bool = False) -> ModuleAnalysis:
-        """The whole parse of a linted file's text (:func:`~ckptlint.semantic.parse.parse_source`;
-        the language server's project reuses what an edit left alone)."""
-        from ckptlint.semantic.parse import parse_source
-
-        return parse_source(source, module_name, is_package)
-
-    def compiles(self, source: SourceFile) -> bool:
-        """Whether ``source``'s text is known to compile with CPython's compiler without
-        compiling it whole (the language server's reparser knows it from the parts an edit left
-        alone); ``False``: not known."""
-        return False
-
-    def analysis_for_module(self, module: str) -> ModuleAnalysis | None:
-        """The whole analysis of dotted ``module`` (see :meth:`analysis_for_file`)."""
-        path = self.file_for_module(module)
-        return self.analysis_for_file(path) if path is not None else None
-
-    def analysis_for_names(self, module: str, names: Iterable[str]) -> ModuleAnalysis | None:
-        """The whole analysis of dotted ``module`` (the libcst evaluator asks for the names it
-        needs; every module is parsed whole)."""
-        return self.analysis_for_module(module)
-
-    def module_parses(self, module: str) -> bool:
-        """Whether dotted ``module`` is a file of the tree that parses."""
-        return self.analysis_for_module(module) is not None
-
-    def source_for_file(self, path: Path) -> SourceFile:
-        """The text of ``path`` as its cached analysis read it, else as a
-        whole parse reads it (an empty text when it cannot be read)."""
-        from ckptlint.text.source import SourceFile
-
-        if self._accessed is not None:
-            self._accessed.add(Path(os.path.abspath(path)))
-        cached = self._analyses.get(Path(os.path.abspath(path)))
-        if cached is None:
-            cached = self.analysis_for_file(path)
-        return cached.source if cached is not None else SourceFile(str(path), "")
-
 
 def read_source(path: Path) -> SourceFile | None:
     """The decoded text of the file at ``path``; ``None`` when it cannot be read or decoded."""
@@ -358,10 +215,11 @@ class AstProject:
         max_modules, max_chars: bounds of the cache (entries, characters of source text);
             least recently used entries beyond them are dropped by :meth:`evict`, which a
             run calls between two linted files (:meth:`track`), never while one is linted.
-            The same bounds as :class:`~ckptlint.semantic.project.Project`'s: an ``ast`` tree
-            with its model kept takes about 48 bytes of resident memory per source character
-            (libcst's about 72; both measured on the 120 first files of timm's ``models``,
-            3.4 M characters, growth of the peak RSS), so 3,000,000 characters are about 145 MB.
+            An ``ast`` tree with its model kept takes about 48 bytes of resident memory per
+            source character (measured on the 120 first files of timm's ``models``, 3.4 M
+            characters, growth of the peak RSS), so 3,000,000 characters are about 145 MB; at
+            that bound a ``--jobs 1`` run of diffusers, whose models all reach
+            ``modeling_utils.py`` and ``attention_processor.py``, parses few modules twice.
     """
 
     def __init__(self, project: Project, *, max_modules: int = 256, max_chars: int = 3_000_000) -> None:
@@ -374,9 +232,11 @@ class AstProject:
     def track(self, home: Path | None = None) -> None:
         """Start the next linted file, whose import root is ``home``: the project starts
         recording its reads (:meth:`Project.track`); when ``home`` is in another project folder
-        than the last file's, the analyses of files outside it are dropped (nothing of another
-        project can be reached from it, as :meth:`Project.track` decides for libcst's); then
-        the least recently used analyses beyond the bounds are dropped (:meth:`evict`)."""
+        than the last file's, the analyses of files outside it are dropped (a file's imports
+        are searched in its own project's roots only, so nothing of another project can be
+        reached from it until the run comes back to it: 41 repositories in one run,
+        ``--jobs 2``, peaked at 398 MB a worker before this); then the least recently used
+        analyses beyond the bounds are dropped (:meth:`evict`)."""
         self.project.track(home)
         if home is not None:
             folder = project_folder(home)

@@ -119,11 +119,6 @@ print(sorted(name for name in sys.modules if name.split(".")[0] == "libcst")[:1]
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the ast analyses still import libcst-free records from modules that import libcst "
-    "(checkpoint/sites/options.py, site.py, ...), relocated when the libcst stack is removed",
-)
 def test_a_plain_run_with_a_finding_imports_no_libcst(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -145,16 +145,16 @@ def test_module_cache_bounds_do_not_change_findings(tmp_path: Path, run_cli, mon
     monkeypatch.chdir(tmp_path)
     args = ("--output-format", "json", "--isolated", "--exit-zero", "--select", "ALL", "--no-cache", "--jobs", "1", "pkg")
     default = json.loads(run_cli(*args).stdout)
-    original = project_module.Project.__init__
+    original = project_module.AstProject.__init__
 
-    def tiny(self, roots=None, **_: object) -> None:
-        original(self, roots, max_modules=1, max_chars=1)
+    def tiny(self, project, **_: object) -> None:
+        original(self, project, max_modules=1, max_chars=1)
 
-    monkeypatch.setattr(project_module.Project, "__init__", tiny)
+    monkeypatch.setattr(project_module.AstProject, "__init__", tiny)
     evicting = json.loads(run_cli(*args).stdout)
     assert default and evicting == default
 
 
 def test_module_cache_default_bounds_hold_a_shared_package() -> None:
-    project = Project()
-    assert project.max_chars >= 1_000_000 and project.max_modules >= 128
+    modules = Project().ast_project
+    assert modules.max_chars >= 1_000_000 and modules.max_modules >= 128

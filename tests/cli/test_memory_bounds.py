@@ -82,14 +82,14 @@ def test_the_modules_of_a_project_are_dropped_when_the_next_file_is_of_another(t
         folder.mkdir()
         (folder / "pyproject.toml").write_text("[project]\nname = 'x'\n")
         (folder / "layers.py").write_text("class Block:\n    pass\n")
-    project = Project()
-    project.track(first)
-    assert project.analysis_for_file(first / "layers.py") is not None
-    project.track(first)  # the next file of the same project: kept
-    assert project.cached(first / "layers.py") is not None
-    project.track(second)
-    assert project.cached(first / "layers.py") is None
-    assert project.analysis_for_file(second / "layers.py") is not None
+    modules = Project().ast_project
+    modules.track(first)
+    assert modules.ast_analysis_for_file(first / "layers.py") is not None
+    modules.track(first)  # the next file of the same project: kept
+    assert modules.cached(first / "layers.py") is not None
+    modules.track(second)
+    assert modules.cached(first / "layers.py") is None
+    assert modules.ast_analysis_for_file(second / "layers.py") is not None
 
 
 @pytest.mark.slow

@@ -99,7 +99,7 @@ def test_a_helper_of_another_module_states_its_own_tests(tmp_path: Path) -> None
     for name, text in files.items():
         (package / name).write_text(text, encoding="utf-8")
     path = package / "model.py"
-    project = AstProject(Project(partial=False))
+    project = AstProject(Project())
     project.track(tmp_path)
     analysis = parse_ast(SourceFile(str(path), path.read_text(encoding="utf-8")), "pkg.model")
     assert analysis is not None

@@ -52,7 +52,7 @@ def switched_on(layer: LayerUse) -> bool | None:
         return True
     keyword, position, default = fact.switch
     value: object = default
-    call: ast.Call | None = layer.call  # type: ignore[assignment]  # an ``ast`` layer's call
+    call: ast.Call | None = layer.call  # an ``ast`` layer's call
     if layer.config is not None:
         value = layer.config.get(keyword, default) if isinstance(layer.config, dict) else default
         if value is NOT_LITERAL:
@@ -60,7 +60,7 @@ def switched_on(layer: LayerUse) -> bool | None:
     elif call is not None:
         arg = call_argument(call, keyword, position)
         if arg is not None:
-            ctx: AstContext = layer.ctx  # type: ignore[assignment]  # an ``ast`` layer's context
+            ctx: AstContext = layer.ctx  # an ``ast`` layer's context
             value = literal_value(arg, ctx.analysis.model)
             if value is NOT_LITERAL:
                 return None
@@ -74,11 +74,11 @@ def layer_switched_on(layer: LayerUse, builder: SwitchReader | None) -> bool | N
     if on is not None or layer.config is not None or layer.call is None or layer.fact.switch is None:
         return on
     keyword, position, _ = layer.fact.switch
-    call: ast.Call = layer.call  # type: ignore[assignment]  # an ``ast`` layer's call
+    call: ast.Call = layer.call  # an ``ast`` layer's call
     arg = call_argument(call, keyword, position)
     if arg is None:
         return on
-    ctx: AstContext = layer.ctx  # type: ignore[assignment]
+    ctx: AstContext = layer.ctx
     return switch_is_on(argument_value(arg, ctx, builder), layer.fact.off_when)
 
 

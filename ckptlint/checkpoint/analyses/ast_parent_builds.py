@@ -49,12 +49,12 @@ def _builds(builder: AstRegionBuilder, analysis: AstAnalysis, cls: AstClassInfo)
     found: list[AstParentBuild] = []
     for user in users:
         count = 0
-        for value in builder.held(InstanceValue(user)):  # type: ignore[arg-type]
+        for value in builder.held(InstanceValue(user)):
             if count >= MAX_BUILDS:
                 break
             if not isinstance(value, InstanceValue) or not value.env:
                 continue  # built without arguments: what the class's defaults give
-            if any(info.node is cls.node for info in builder.mro(value.info)):  # type: ignore[arg-type]
+            if any(info.node is cls.node for info in builder.mro(value.info)):
                 found.append(ParentBuild(user, value))
                 count += 1
     return found

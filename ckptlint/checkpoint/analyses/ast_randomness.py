@@ -132,8 +132,8 @@ def random_ops(region: AstRegion) -> list[AstRandomOp]:
                          _first_positional(call.invocation), layer)
             )
         elif layer.call is not None:
-            made: ast.Call = layer.call  # type: ignore[assignment]  # an ``ast`` layer's call and module
-            analysis: AstAnalysis = layer.analysis  # type: ignore[assignment]
+            made: ast.Call = layer.call  # an ``ast`` layer's call and module
+            analysis: AstAnalysis = layer.analysis
             ops.append(RandomOp(made, analysis, layer.fact.name, None, on, None, layer))
     return ops
 

@@ -52,7 +52,7 @@ def never_backward(site: AstSite, region: AstRegion) -> bool:
     for value in region.entries:
         node: FrameFunction
         if isinstance(value, InstanceValue):
-            method = find_method(value.info, "forward")  # type: ignore[arg-type]  # an ``ast`` class summary
+            method = find_method(value.info, "forward")  # an ``ast`` class summary
             if method is None:
                 return False
             node = method[0]

@@ -85,7 +85,7 @@ def signature_of(value: AstFunctionValue) -> Signature | None:
     if value.bound_method and not params.posonlyargs:
         named = named[1:]
     keywords = frozenset(p.arg for p in [*named, *params.kwonlyargs])
-    return Signature(keywords, params.kwarg is not None, function)  # type: ignore[arg-type]
+    return Signature(keywords, params.kwarg is not None, function)
 
 
 def _param_binding(scope: AstScope, param: ast.arg) -> AstBinding | None:

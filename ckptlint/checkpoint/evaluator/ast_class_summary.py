@@ -20,16 +20,15 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ckptlint.checkpoint.evaluator import class_summary
-from ckptlint.checkpoint.evaluator.denotations import AttributeValue, ClassInfo
+from ckptlint.checkpoint.evaluator.denotations import AttributeValue, ClassInfo, ClassValue, LayerClassValue
 from ckptlint.checkpoint.sites.ast_options import argument_value, literal_value, ordered_arguments
+from ckptlint.facts.torch_facts import LayerFact, LayerKind
 from ckptlint.semantic.ast_assignments import AstAssigned, assignments, attribute_name, candidate_values
 from ckptlint.semantic.ast_lines import body_on_header
 from ckptlint.semantic.ast_walk import nodes_of_function
 from ckptlint.semantic.bindings import EACH, BindingKind
 
 if TYPE_CHECKING:
-    from ckptlint.facts.torch_facts import LayerFact
     from ckptlint.semantic.ast_analysis import AstAnalysis
     from ckptlint.semantic.ast_model import AstModel
 
@@ -186,20 +185,32 @@ def is_property(method: AstMethod) -> bool:
     return False
 
 
-# The method order reads only the records (no tree): libcst's functions, typed for ``ast``.
 def class_mro(info: AstClassInfo) -> list[AstClassInfo]:
-    """``info`` and its base classes of the tree, nearest first, breadth first (see
-    :func:`ckptlint.checkpoint.evaluator.class_summary.class_mro`)."""
-    return class_summary.class_mro(info)  # type: ignore[arg-type,return-value]
+    """``info`` and its base classes of the tree, nearest first, breadth first (bases that are
+    not classes of the tree are left out; at most 16 classes, so cyclic bases end)."""
+    order: list[AstClassInfo] = []
+    stack = [info]
+    while stack and len(order) < 16:
+        current = stack.pop(0)
+        if current in order:
+            continue
+        order.append(current)
+        stack += [b.info for b in current.bases if isinstance(b, ClassValue)]
+    return order
 
 
 def find_method(info: AstClassInfo, name: str) -> tuple[AstMethod, AstClassInfo] | None:
-    """Method ``name`` of ``info`` or of the first class of :func:`class_mro` that defines
-    it, with that class; ``None`` when none does."""
-    return class_summary.find_method(info, name)  # type: ignore[arg-type,return-value]
+    """Method ``name`` of the class ``info``, its own or that of the first class of the tree
+    in :func:`class_mro` that defines it, with that class; ``None`` when none does."""
+    return next(((owner.methods[name], owner) for owner in class_mro(info) if name in owner.methods), None)
 
 
 def layer_base(info: AstClassInfo) -> tuple[str, LayerFact] | None:
-    """The torch layer class ``info`` or a base class of the tree derives from (see
-    :func:`ckptlint.checkpoint.evaluator.class_summary.layer_base`)."""
-    return class_summary.layer_base(info)  # type: ignore[arg-type]
+    """The torch layer class (qualified name and table entry) that ``info`` or a base class
+    of the tree derives from (``class BatchNormAct2d(nn.BatchNorm2d)``); containers
+    (``nn.Sequential``) do not count; ``None`` when there is none."""
+    for owner in class_mro(info):
+        for base in owner.bases:
+            if isinstance(base, LayerClassValue) and base.fact.kind is not LayerKind.CONTAINER:
+                return base.qualified, base.fact
+    return None

@@ -103,7 +103,7 @@ class ExpressionEvaluator:
         memoised for the query."""
         if depth > self._budget.depth:
             return [OpaqueValue()] if self._budget.complete else []
-        return self._budget.evaluate(expr, ctx, lambda: self._evaluate(expr, ctx, depth), _MAX_VALUES)  # type: ignore[arg-type]
+        return self._budget.evaluate(expr, ctx, lambda: self._evaluate(expr, ctx, depth), _MAX_VALUES)
 
     def called(self, func: ast.expr, ctx: AstContext) -> list[Value]:
         """What calling ``func`` runs (functions, module instances, layers); constructing an
@@ -124,7 +124,7 @@ class ExpressionEvaluator:
         """What an instance of a class of the tree holds: the values its class and its bases of
         the tree give its attributes, evaluated with the constructor's bindings, containers
         opened (to :data:`MAX_EVAL_DEPTH` levels) when ``opened``. Methods are not held."""
-        info: AstClassInfo = instance.info  # type: ignore[assignment]
+        info: AstClassInfo = instance.info
         names = dict.fromkeys(n for one in class_mro(info) for n in (*one.attributes, *one.appended))
         found: list[Value] = []
         level = [v for name in names for v in self._attribute(instance, name, 0) if not isinstance(v, FunctionValue)]
@@ -309,7 +309,7 @@ class ExpressionEvaluator:
             self_class = None if binding.scope.kind is ScopeKind.CLASS else ctx.self_class
             return [FunctionValue(binding.node, Context(analysis, self_class, ctx.env, self_env=ctx.self_env))]
         if kind is BindingKind.CLASS and isinstance(binding.node, ast.ClassDef):
-            return [ClassValue(self.class_info(analysis, binding.node))]  # type: ignore[arg-type]
+            return [ClassValue(self.class_info(analysis, binding.node))]
         if kind is BindingKind.IMPORT and binding.target:
             return self._imported(binding.target, depth, analysis)
         if kind in (BindingKind.ASSIGNMENT, BindingKind.WALRUS) and binding.value is not None:
@@ -335,7 +335,7 @@ class ExpressionEvaluator:
             info = ctx.self_class
             if info is None and isinstance(parent.node, ast.ClassDef):
                 info = self.class_info(analysis, parent.node)
-            return [InstanceValue(info, ctx.self_env)] if info is not None else []  # type: ignore[arg-type]
+            return [InstanceValue(info, ctx.self_env)] if info is not None else []
         param = binding.node if isinstance(binding.node, ast.arg) else None
         default = binding_default(binding) if param is not None else None
         if default is not None:  # not bound by a call we follow: the default is what runs
@@ -413,7 +413,7 @@ class ExpressionEvaluator:
         if isinstance(base, InstanceValue):
             return self._instance_attribute(base, name, depth)
         if isinstance(base, ClassValue):
-            method = find_method(base.info, name)  # type: ignore[arg-type]
+            method = find_method(base.info, name)
             if method is not None:
                 return [FunctionValue(method[0], Context(method[1].analysis))]
         return []
@@ -433,11 +433,11 @@ class ExpressionEvaluator:
     def _instance_attribute(self, base: InstanceValue, name: str, depth: int) -> list[Value]:
         """``instance.name``: a method (a property's returned values), else the values the
         class and its bases give the attribute, appended values added to its containers."""
-        info: AstClassInfo = base.info  # type: ignore[assignment]
+        info: AstClassInfo = base.info
         method = find_method(info, name)
         if method is not None:
             node, owner = method
-            method_ctx: AstContext = Context(owner.analysis, info, self_env=base.env)  # type: ignore[arg-type]
+            method_ctx: AstContext = Context(owner.analysis, info, self_env=base.env)
             if is_property(node):  # `self.norm1` is what the property returns
                 decide = partial(self._decisions.decide, ctx=method_ctx)
                 returned = [ret.value for ret in returns_of(node, decide) if ret.value is not None]
@@ -447,7 +447,7 @@ class ExpressionEvaluator:
         out: list[Value] = []
         extra: list[Value] = []
         for one in class_mro(info):
-            owner_ctx: AstContext = Context(one.analysis, info, base.env, self_env=base.env)  # type: ignore[arg-type]
+            owner_ctx: AstContext = Context(one.analysis, info, base.env, self_env=base.env)
             for entry in one.attributes.get(name, ()):
                 out += self._at_path(entry.value, entry.path, owner_ctx, depth)
             for expr, _ in one.appended.get(name, ()):
@@ -512,7 +512,7 @@ class ExpressionEvaluator:
             same: list[Value] = [
                 InstanceValue(v.info) if isinstance(v, ClassValue) else v
                 for v in receivers
-                if isinstance(v, kinds) and not (isinstance(v, (ClassValue, InstanceValue)) and find_method(v.info, method))  # type: ignore[arg-type]
+                if isinstance(v, kinds) and not (isinstance(v, (ClassValue, InstanceValue)) and find_method(v.info, method))
             ]
             if same:
                 return same
@@ -527,9 +527,9 @@ class ExpressionEvaluator:
         out: list[Value] = []
         for callee in self.values(call.func, ctx, depth + 1):
             if isinstance(callee, ClassValue):
-                out.append(InstanceValue(callee.info, self._constructor_env(callee, call, ctx)))  # type: ignore[arg-type]
+                out.append(InstanceValue(callee.info, self._constructor_env(callee, call, ctx)))
             elif isinstance(callee, LayerClassValue):
-                out.append(LayerUse(callee.qualified, callee.fact, call, ctx))  # type: ignore[arg-type]
+                out.append(LayerUse(callee.qualified, callee.fact, call, ctx))
             elif isinstance(callee, TorchValue):
                 out.append(callee)
                 # torch wrappers of a module (checkpoint_wrapper, DDP, torch.compile) run it
@@ -576,13 +576,13 @@ class ExpressionEvaluator:
 
     def _constructor_env(self, callee: ClassValue, call: ast.Call, ctx: AstContext) -> AstEnv:
         """``__init__``'s parameters bound to the arguments of ``call`` (evaluated in ``ctx``)."""
-        init = find_method(callee.info, "__init__")  # type: ignore[arg-type]
+        init = find_method(callee.info, "__init__")
         if init is None:
             return {}
         node, owner = init
-        init_ctx: AstContext = Context(owner.analysis, callee.info, open_call=callee.partial)  # type: ignore[arg-type]
+        init_ctx: AstContext = Context(owner.analysis, callee.info, open_call=callee.partial)
         bound = bind_arguments(FunctionValue(node, init_ctx, bound_method=True), call.args, call.keywords, ctx)
-        return bound.env if bound.open_call or bound.bound is not node else ConstructorEnv(bound.env, node)  # type: ignore[arg-type]
+        return bound.env if bound.open_call or bound.bound is not node else ConstructorEnv(bound.env, node)
 
 
 def _module_like(value: Value) -> bool:

@@ -67,10 +67,10 @@ def norm_factory_values(
         if qualified is None:
             return []
         fact = layer_fact({qualified})
-        layer = LayerUse(fact[0], fact[1], call, ctx, config) if fact is not None else OpaqueValue()  # type: ignore[arg-type]
+        layer = LayerUse(fact[0], fact[1], call, ctx, config) if fact is not None else OpaqueValue()
     else:
         for value in _config_types(arg, ctx, depth + 1, values):
-            layer = LayerUse(value.qualified, value.fact, call, ctx, config)  # type: ignore[arg-type]
+            layer = LayerUse(value.qualified, value.fact, call, ctx, config)
             break
     if layer is None:
         return []

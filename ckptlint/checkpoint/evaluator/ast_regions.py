@@ -41,6 +41,7 @@ from ckptlint.checkpoint.evaluator.denotations import (
     TorchValue,
     Value,
     attribute_owners,
+    describe_value,
     replace_ctx,
 )
 from ckptlint.checkpoint.evaluator.region import MAX_DEPTH
@@ -72,20 +73,6 @@ __all__ = ["AstRegionBuilder", "describe_value"]
 _Entry = tuple[list[Value], "tuple[AstArg, ...] | None", "AstContext"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def describe_value(value: Value) -> str:
-    """How a region names a value in its ``via`` (libcst's
-    :func:`~ckptlint.checkpoint.evaluator.denotations.describe_value` for ``ast`` nodes)."""
-    if isinstance(value, FunctionValue):
-        return value.node.name if isinstance(value.node, _FUNCTIONS) else "<lambda>"
-    if isinstance(value, InstanceValue):
-        return f"{value.info.name}.forward"
-    if isinstance(value, LayerUse):
-        return value.fact.name
-    if isinstance(value, ContainerValue):
-        return "nn.Sequential"
-    return "?"
 
 
 def _bind(value: Value, args: tuple[AstArg, ...], caller: AstContext) -> AstContext:
@@ -172,7 +159,7 @@ class AstRegionBuilder:
         tree, when the class or a base class of the tree defines it; else ``None``."""
         if not isinstance(value, InstanceValue):
             return None
-        method = find_method(value.info, name)  # type: ignore[arg-type]
+        method = find_method(value.info, name)
         if method is None:
             return None
         return signature_of(FunctionValue(method[0], Context(method[1].analysis), bound_method=True))
@@ -189,7 +176,7 @@ class AstRegionBuilder:
         signatures: list[Signature] = []
         for value in values:
             if isinstance(value, InstanceValue):
-                method = find_method(value.info, "forward")  # type: ignore[arg-type]
+                method = find_method(value.info, "forward")
                 if method is None:
                     return None
                 value = FunctionValue(method[0], Context(method[1].analysis), bound_method=True)
@@ -240,7 +227,7 @@ class AstRegionBuilder:
         if site.function is None:
             return region
         if built is not None:
-            ctx: AstContext = Context(analysis, built.info, self_env=built.env)  # type: ignore[arg-type]
+            ctx: AstContext = Context(analysis, built.info, self_env=built.env)
         else:
             ctx = Context(analysis, self.enclosing_class(analysis, site.call))
         entries = self._entries(site, ctx, 0)
@@ -303,7 +290,7 @@ class AstRegionBuilder:
         queued, or the torch layer it subclasses recorded."""
         # a reversible recompute re-runs each block through its own method (backward_pass)
         entry = site.api.rerun_method if item.depth == 0 and site.api.rerun_method else "forward"
-        info: AstClassInfo = value.info  # type: ignore[assignment]
+        info: AstClassInfo = value.info
         method = find_method(info, entry)
         layer = layer_base(info)
         if method is not None:

@@ -21,24 +21,33 @@ from ckptlint.checkpoint.evaluator.denotations import (
 )
 
 if TYPE_CHECKING:
-    import libcst as cst
+    import ast
 
     from ckptlint.checkpoint.evaluator.denotations import Context, Value
 
+
+
 __all__ = ["EvaluationBudget", "Memo"]
+
+
 
 #: Results of the query in progress, by ``(id(expression), id(context))``; the entry keeps
 #: the context and expression themselves, so that a reused id is told apart.
-Memo = dict[tuple[int, int], tuple["Context", "cst.BaseExpression", "list[Value]"]]
+Memo = dict[tuple[int, int], tuple["Context", "ast.expr", "list[Value]"]]
+
+
 
 #: How many times a complete query evaluates a cycle (``model = wrap(model)``) again with the
 #: values found so far before it gives up on knowing them whole.
 _CYCLE_ROUNDS = 4
 
+
+
 #: How deep a complete query follows evaluations (names, calls, returns): a model built by a
 #: helper of another module and passed through a few ``model = convert(model)`` steps is
 #: more than :data:`MAX_EVAL_DEPTH` deep; the query's steps bound what this costs.
 _COMPLETE_DEPTH = 2 * MAX_EVAL_DEPTH
+
 
 
 class EvaluationBudget:
@@ -88,7 +97,7 @@ class EvaluationBudget:
             self._so_far.clear()
             self.memo.clear()
 
-    def evaluate(self, expr: cst.BaseExpression, ctx: Context, compute: Callable[[], list[Value]], limit: int) -> list[Value]:
+    def evaluate(self, expr: ast.expr, ctx: Context, compute: Callable[[], list[Value]], limit: int) -> list[Value]:
         """The values of ``expr`` in ``ctx`` that ``compute`` finds (at most ``limit``), taking
         one step, memoised for the query.
 
@@ -159,10 +168,12 @@ class EvaluationBudget:
         return True
 
 
+
 def _count_steps(used: int) -> None:
     from ckptlint import perf
 
     perf.add("evaluation_steps", used)
+
 
 
 def _identities(values: list[Value]) -> frozenset[object]:
@@ -186,3 +197,6 @@ def _identities(values: list[Value]) -> frozenset[object]:
         else:
             out.add(OpaqueValue)
     return frozenset(out)
+
+
+

@@ -2,18 +2,16 @@
 functions, classes, instances, layers, containers, opaque values) and the evaluation context.
 
 The context, function values, class summaries and attribute values are generic over the
-analysis and node types: unparametrised they are libcst's; the evaluator's pieces on
-CPython's ``ast`` (``ast_*`` modules of this package) parametrise them with
-:class:`~ckptlint.semantic.ast_analysis.AstAnalysis` and ``ast`` nodes."""
+analysis and node types; the evaluator (``ast_*`` modules of this package) parametrises them
+with :class:`~ckptlint.semantic.ast_analysis.AstAnalysis` and CPython ``ast`` nodes."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic
 
-import libcst as cst
-
-from ckptlint.checkpoint.sites.options import NOT_LITERAL, literal_value
+from ckptlint.checkpoint.sites.options import NOT_LITERAL
 from ckptlint.facts.torch_facts import (
     LayerFact,
 )
@@ -23,16 +21,16 @@ from ckptlint.semantic.bindings import Binding
 if TYPE_CHECKING:
     from typing_extensions import NamedTuple, TypeVar
 
-    from ckptlint.semantic.analysis import ModuleAnalysis
+    from ckptlint.semantic.ast_analysis import AstAnalysis
 
     # The analysis of a module, an expression, a node, a ``def``, a class and a function value's
-    # node (``def`` or lambda): libcst's unless parametrised.
-    M = TypeVar("M", default="ModuleAnalysis")
-    E = TypeVar("E", default=cst.BaseExpression)
-    N = TypeVar("N", default=cst.CSTNode)
-    F = TypeVar("F", default=cst.FunctionDef)
-    K = TypeVar("K", default=cst.ClassDef)
-    L = TypeVar("L", default=cst.FunctionDef | cst.Lambda)
+    # node (``def`` or lambda).
+    M = TypeVar("M")
+    E = TypeVar("E")
+    N = TypeVar("N")
+    F = TypeVar("F")
+    K = TypeVar("K")
+    L = TypeVar("L")
 else:
     from typing import NamedTuple, TypeVar
 
@@ -43,10 +41,14 @@ else:
     K = TypeVar("K")
     L = TypeVar("L")
 
+
+
 __all__ = ["AttributeValue", "ClassInfo", "ConstructorEnv", "Context", "LayerUse"]
 
 
+
 MAX_EVAL_DEPTH = 12
+
 
 
 @dataclass(eq=False, repr=False)
@@ -67,14 +69,16 @@ class Context(Generic[M, E, N]):
     bound: N | None = None
 
 
+
 class ConstructorEnv(dict):
     """``__init__``'s parameters bound by a constructor call seen whole (no ``*``/``**``
     arguments): a parameter of ``init`` it does not bind holds its default. An instance whose
     constructor call was not seen (``self`` of the class a site is in) has a plain dict."""
 
-    def __init__(self, bound: dict, init: cst.FunctionDef) -> None:
+    def __init__(self, bound: dict, init: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         super().__init__(bound)
         self.init = init
+
 
 
 class Value:
@@ -84,15 +88,18 @@ class Value:
         return f"<{type(self).__name__} {describe_value(self)}>"
 
 
+
 class OpaqueValue(Value):
     """A value that exists but is not understood (``nn.Linear(4, 4)``): it keeps the
     positions of container elements (``checkpoint_sequential`` segments) exact."""
+
 
 
 class TorchValue(OpaqueValue):
     """Something of torch (``nn.Linear``, ``nn.Linear(4, 4)``, ``torch.matmul``) that is
     none of the layers the torchfacts tables describe: known, with no random draws or
     running statistics of its own. Attributes and calls of it are torch values too."""
+
 
 
 @dataclass(eq=False, repr=False)
@@ -105,12 +112,14 @@ class ForwardingValue(OpaqueValue):
     wrapper: ForwardingWrapper
 
 
+
 @dataclass(eq=False, repr=False)
 class ModuleValue(Value):
     """A module of the linted tree (``from . import blocks``, ``import pkg.blocks as pb``),
     by dotted name: its attributes are parsed when asked for (:meth:`Project.analysis_for_names`)."""
 
     module: str
+
 
 
 @dataclass(eq=False, repr=False)
@@ -120,11 +129,13 @@ class FunctionValue(Value, Generic[L, M, E, N]):
     bound_method: bool = False  # reached as ``obj.method``: the first parameter is bound
 
 
+
 @dataclass(eq=False, repr=False)
 class ClassValue(Value):
     info: ClassInfo
     #: made by ``functools.partial(cls, ...)``: its constructor calls are not seen whole
     partial: bool = False
+
 
 
 @dataclass(eq=False, repr=False)
@@ -133,13 +144,15 @@ class InstanceValue(Value):
     constructor call's arguments, so ``self.norm = norm_layer(c)`` follows what was passed."""
 
     info: ClassInfo
-    env: dict[Binding, tuple[cst.BaseExpression, Context]] = field(default_factory=dict)
+    env: dict[Binding, tuple[ast.expr, Context]] = field(default_factory=dict)
+
 
 
 @dataclass(eq=False, repr=False)
 class LayerClassValue(Value):
     qualified: str
     fact: LayerFact
+
 
 
 @dataclass(eq=False, repr=False)
@@ -154,38 +167,13 @@ class LayerUse(Value):
 
     qualified: str
     fact: LayerFact
-    call: cst.Call | None
+    call: ast.Call | None
     ctx: Context
     config: object = None
 
     @property
-    def analysis(self) -> ModuleAnalysis:
+    def analysis(self) -> AstAnalysis:
         return self.ctx.analysis
-
-    def switched_on(self) -> bool | None:
-        """Whether the behaviour (randomness, running statistics) is on: ``False`` when the
-        constructor turns it off with a literal (``Dropout(0.0)``,
-        ``BatchNorm2d(c, track_running_stats=False)``), ``None`` when it is an expression."""
-        if self.fact.switch is None:
-            return True
-        keyword, position, default = self.fact.switch
-        value: object = default
-        if self.config is not None:
-            value = self.config.get(keyword, default) if isinstance(self.config, dict) else default
-            if value is NOT_LITERAL:
-                return None
-        elif self.call is not None:
-            arg = call_argument(self.call, keyword, position)
-            if arg is not None:
-                value = literal_value(arg.value, self.ctx.analysis.model)
-                if value is NOT_LITERAL:
-                    return None
-        if isinstance(value, bool) or isinstance(self.fact.off_when, bool):
-            return value != self.fact.off_when
-        try:
-            return float(value) != float(self.fact.off_when)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            return None
 
 
 @dataclass(eq=False, repr=False)
@@ -215,6 +203,7 @@ class ContainerValue(Value):
         return None
 
 
+
 def partially_applied(value: Value) -> Value:
     """``value`` as ``functools.partial(value, ...)`` returns it, when the partial binds arguments:
     a later call of it passes more than it shows, so its parameters' defaults are not known to
@@ -224,6 +213,7 @@ def partially_applied(value: Value) -> Value:
     if isinstance(value, ClassValue):
         return ClassValue(value.info, partial=True)
     return value
+
 
 
 def wrapper_returned(wrapper: ForwardingWrapper, wrapped: list[Value]) -> Value:
@@ -238,6 +228,7 @@ def wrapper_returned(wrapper: ForwardingWrapper, wrapped: list[Value]) -> Value:
     return ContainerValue(elements)
 
 
+
 def attribute_owners(value: Value, name: str) -> list[Value]:
     """The objects that answer ``value.name``: for a library's wrapper that forwards ``name`` to
     the model it wraps (DeepSpeed's engine), the model's values (through wrappers of wrappers;
@@ -247,14 +238,6 @@ def attribute_owners(value: Value, name: str) -> list[Value]:
     return [value]
 
 
-def call_argument(call: cst.Call, keyword: str, position: int) -> cst.Arg | None:
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg
-    if any(a.star == "*" for a in call.args):
-        return None
-    return positional[position] if len(positional) > position else None
 
 
 if TYPE_CHECKING:  # generic for the type checker only: a generic named tuple needs 3.11
@@ -272,9 +255,10 @@ else:
         attribute gets a position of ``value`` that the text does not show (``self.name,
         self.norm = build_norm_layer(cfg, c)``)."""
 
-        value: cst.BaseExpression
-        method: cst.FunctionDef | None
+        value: ast.expr
+        method: ast.FunctionDef | ast.AsyncFunctionDef | None
         path: tuple[int | str, ...] = ()
+
 
 
 @dataclass(eq=False, repr=False)
@@ -296,6 +280,7 @@ class ClassInfo(Generic[M, K, F, E]):
         return name if isinstance(name, str) else name.value  # an ``ast`` class's name is a ``str``
 
 
+
 def replace_ctx(ctx: Context[M, E, N], **changes: object) -> Context[M, E, N]:
     """A copy of ``ctx`` with the fields named in ``changes`` replaced."""
     fields: dict[str, Any] = {
@@ -311,9 +296,12 @@ def replace_ctx(ctx: Context[M, E, N], **changes: object) -> Context[M, E, N]:
     return Context(**fields)
 
 
+
 def describe_value(value: Value) -> str:
+    """How a region names a value in its ``via``: a function's name, ``Class.forward``, a
+    layer's name, ``nn.Sequential``, else ``?``."""
     if isinstance(value, FunctionValue):
-        return value.node.name.value if isinstance(value.node, cst.FunctionDef) else "<lambda>"
+        return value.node.name if isinstance(value.node, (ast.FunctionDef, ast.AsyncFunctionDef)) else "<lambda>"
     if isinstance(value, InstanceValue):
         return f"{value.info.name}.forward"
     if isinstance(value, LayerUse):
@@ -321,3 +309,7 @@ def describe_value(value: Value) -> str:
     if isinstance(value, ContainerValue):
         return "nn.Sequential"
     return "?"
+
+
+
+

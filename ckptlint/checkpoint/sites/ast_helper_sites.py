@@ -348,9 +348,9 @@ def build_helper_site(summary: AstHelperSummary, call: ast.Call, model: AstModel
     use_reentrant = options.get("use_reentrant", AST_ABSENT)
     if "use_reentrant" in decided:
         if api.kind is ApiKind.FUNCTION:
-            reentrancy = reentrancy_from(use_reentrant, api.reentrant_when_omitted)  # type: ignore[arg-type]
+            reentrancy = reentrancy_from(use_reentrant, api.reentrant_when_omitted)
         else:
-            reentrancy = library_reentrancy(api, use_reentrant)  # type: ignore[arg-type]
+            reentrancy = library_reentrancy(api, use_reentrant)
     else:
         variants = {c.site.reentrancy for c in alive}
         reentrancy = variants.pop() if len(variants) == 1 else Reentrancy.UNKNOWN

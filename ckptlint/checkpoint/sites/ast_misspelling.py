@@ -59,7 +59,7 @@ def find_misspellings(site: AstSite, model: AstModel) -> tuple[AstMisspelling, .
     checkpointed function declares; for transformers' switches, among the string keys of a
     ``gradient_checkpointing_kwargs`` dict literal (as
     :func:`ckptlint.checkpoint.sites.misspelling.find_misspellings`)."""
-    options = option_names(site)  # type: ignore[arg-type]  # reads the API only
+    options = option_names(site)  # reads the API only
     found: list[AstMisspelling] = []
     if site.api.kind in _HF_KINDS:
         kwargs = site.option("gradient_checkpointing_kwargs")

@@ -51,7 +51,7 @@ def build_bound_call(bound: AstSite, call: ast.Call, model: AstModel) -> AstSite
     inputs = own.inputs
     if bound.function is not None and own.function is not None:
         inputs = tuple(call.args)  # partial(checkpoint, fn)(x): the call's first positional is an input
-    reentrancy = reentrancy_from(options.get("use_reentrant", AST_ABSENT), bound.api.reentrant_when_omitted)  # type: ignore[arg-type]
+    reentrancy = reentrancy_from(options.get("use_reentrant", AST_ABSENT), bound.api.reentrant_when_omitted)
     if bound.api.kind is ApiKind.WRAPPER:
         reentrancy = bound.reentrancy
     own.options = options
@@ -78,7 +78,7 @@ def _site(
     reentrancy: Reentrancy | None = None,
 ) -> AstSite:
     if reentrancy is None:
-        reentrancy = reentrancy_from(options.get("use_reentrant", AST_ABSENT), api.reentrant_when_omitted)  # type: ignore[arg-type]
+        reentrancy = reentrancy_from(options.get("use_reentrant", AST_ABSENT), api.reentrant_when_omitted)
     return CheckpointSite(
         api=api,
         form=form,
@@ -161,7 +161,7 @@ def _build_wrapper(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments
             else:
                 reentrancy = Reentrancy.UNKNOWN if impl.is_unknown else Reentrancy.DYNAMIC
     elif checkpoint_fn.node is not None and _TORCH_CHECKPOINT in model.qualified_names(checkpoint_fn.node):
-        reentrancy = reentrancy_from(options["use_reentrant"], True)  # type: ignore[arg-type]
+        reentrancy = reentrancy_from(options["use_reentrant"], True)
     else:
         reentrancy = Reentrancy.UNKNOWN
     keywords = _forwarded_keywords(arguments, api)
@@ -184,7 +184,7 @@ def _hf_use_reentrant(kwargs: AstOption, model: AstModel) -> AstOption:
 
 
 def _hf_reentrancy(use_reentrant: AstOption, default_reentrant: bool) -> Reentrancy:
-    return reentrancy_from(use_reentrant, default_reentrant or use_reentrant.origin is not OptionOrigin.DEFAULT)  # type: ignore[arg-type]
+    return reentrancy_from(use_reentrant, default_reentrant or use_reentrant.origin is not OptionOrigin.DEFAULT)
 
 
 def _build_hf_enable(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments: AstCallArguments, model: AstModel) -> AstSite | None:
@@ -248,7 +248,7 @@ def _build_library_function(api: CheckpointApi, form: SiteForm, call: ast.Call, 
         function = function.value  # ``block.__call__`` denotes ``block``
     options = _positioned_options(api, arguments, model)
     keywords = _forwarded_keywords(arguments, api) if api.accepts_function_kwargs else ()
-    reentrancy = library_reentrancy(api, options.get("use_reentrant", AST_ABSENT))  # type: ignore[arg-type]
+    reentrancy = library_reentrancy(api, options.get("use_reentrant", AST_ABSENT))
     return _site(
         api,
         form,
@@ -267,7 +267,7 @@ def _build_library_sequence(api: CheckpointApi, form: SiteForm, call: ast.Call, 
     functions = _positional_or_keyword(arguments, api, "functions")
     given = _argument(arguments, api, "x")
     options = {name: arguments.option(name, model, position=api.positional.index(name)) for name in api.options}
-    reentrancy = library_reentrancy(api, options.get("use_reentrant", AST_ABSENT))  # type: ignore[arg-type]
+    reentrancy = library_reentrancy(api, options.get("use_reentrant", AST_ABSENT))
     inputs = (given,) if given is not None else ()
     return _site(api, form, call, arguments, model, function=functions, inputs=inputs, keywords=(), options=options, reentrancy=reentrancy)
 
@@ -275,7 +275,7 @@ def _build_library_sequence(api: CheckpointApi, form: SiteForm, call: ast.Call, 
 def _build_library_wrapper(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments: AstCallArguments, model: AstModel) -> AstSite:
     module = _positional_or_keyword(arguments, api, api.positional[0])
     options = {name: arguments.option(name, model, position=api.positional.index(name)) for name in api.options}
-    reentrancy = library_reentrancy(api, AST_ABSENT)  # type: ignore[arg-type]
+    reentrancy = library_reentrancy(api, AST_ABSENT)
     return _site(api, form, call, arguments, model, function=module, inputs=(), keywords=(), options=options, reentrancy=reentrancy)
 
 

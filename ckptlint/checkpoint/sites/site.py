@@ -12,33 +12,30 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Generic
 
-import libcst as cst
-
-from ckptlint.checkpoint.sites.options import ABSENT, CallArguments, OptionState, OptionValue
+from ckptlint.checkpoint.sites.options import ABSENT, OptionState, OptionValue
 from ckptlint.facts.apis import CheckpointApi
 from ckptlint.semantic.bindings import Scope
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
-    from ckptlint.semantic.analysis import ModuleAnalysis
 
     # A site's call, expressions, call arguments and their sorted form: libcst's unless
     # parametrised (sites found on CPython's ``ast`` are ``CheckpointSite[ast.Call, ast.expr,
     # ast.AST, AstCallArguments]``, see :mod:`ckptlint.checkpoint.sites.ast_sites`).
-    C = TypeVar("C", default=cst.Call)
-    E = TypeVar("E", default=cst.BaseExpression)
-    A = TypeVar("A", default=cst.Arg)
-    G = TypeVar("G", default=CallArguments)
+    C = TypeVar("C")
+    E = TypeVar("E")
+    A = TypeVar("A")
+    G = TypeVar("G")
     # A helper's ``def``, the module it lives in (libcst's ``ModuleAnalysis``; the ``AstModel``
     # on ``ast``) and the sites of its checkpoint calls (see
     # :mod:`ckptlint.checkpoint.sites.ast_helper_sites`).
-    F = TypeVar("F", default=cst.FunctionDef)
-    M = TypeVar("M", default="ModuleAnalysis")
+    F = TypeVar("F")
+    M = TypeVar("M")
     S = TypeVar("S", bound="CheckpointSite[Any, Any, Any, Any]", default="CheckpointSite")
     # The node a misspelling renames: libcst's keyword ``Name`` or key string unless
     # parametrised (on ``ast``, the ``ast.keyword`` or the key's ``ast.Constant``).
-    N = TypeVar("N", default=cst.CSTNode)
+    N = TypeVar("N")
 else:
     from typing import TypeVar
 
@@ -51,17 +48,10 @@ else:
     S = TypeVar("S")
     N = TypeVar("N")
 
-__all__ = [
-    "CheckpointSite",
-    "HelperCall",
-    "HelperSummary",
-    "Misspelling",
-    "Reentrancy",
-    "SaveForm",
-    "SaveMisuse",
-    "SiteForm",
-    "SiteIndex",
-]
+
+
+__all__ = ["CheckpointSite", "HelperCall", "HelperSummary", "Misspelling", "Reentrancy", "SaveForm", "SaveMisuse", "SiteForm"]
+
 
 
 class SiteForm(str, Enum):
@@ -69,6 +59,7 @@ class SiteForm(str, Enum):
     PARTIAL = "partial"  # functools.partial(API, ...): a binding, reported itself
     BOUND_CALL = "bound-call"  # a call through a partial binding of this module
     HELPER_CALL = "helper-call"  # a call of a function or method that checkpoints its parameter
+
 
 
 class Reentrancy(str, Enum):
@@ -90,6 +81,7 @@ class Reentrancy(str, Enum):
         return None
 
 
+
 class SaveForm(str, Enum):
     """Which ``torch.save``/``torch.load`` call the checkpoint call stands for."""
 
@@ -98,6 +90,7 @@ class SaveForm(str, Enum):
     SAVE_CALL = "save-call"  # checkpoint(torch.save, *args): torch.save(*args)
     LOAD_CALL = "load-call"  # checkpoint(torch.load, *args): torch.load(*args)
     UNKNOWN = "unknown"  # the arguments do not map
+
 
 
 @dataclass(frozen=True)
@@ -176,6 +169,7 @@ class HelperCall(Generic[S]):
     inputs: tuple[tuple[str, ...], ...] | None
 
 
+
 @dataclass(frozen=True, eq=False)
 class HelperSummary(Generic[F, E, M, S]):
     """A function or method of the linted tree that passes its parameter ``parameter`` to a
@@ -230,6 +224,7 @@ class HelperSummary(Generic[F, E, M, S]):
         return f"{what} {self.qualname} passes its parameter {self.parameter} to checkpoint API {' or '.join(apis)}{shown}"
 
 
+
 def _plan_text(call: HelperCall[Any], name: str) -> str:
     plan = call.plans[name]
     if plan[0] == "parameter":
@@ -240,6 +235,7 @@ def _plan_text(call: HelperCall[Any], name: str) -> str:
     if value is None or value.is_absent:
         return ""
     return repr(value.value) if value.state is OptionState.LITERAL else "<expression>"
+
 
 
 @dataclass(eq=False)
@@ -304,7 +300,7 @@ class CheckpointSite(Generic[C, E, A, G]):
 
     def option(self, name: str) -> OptionValue[E, A]:
         """The value passed for option ``name`` (``ABSENT`` when the API has no such option)."""
-        return self.options.get(name, ABSENT)  # type: ignore[arg-type]  # ABSENT holds no node
+        return self.options.get(name, ABSENT)  # ABSENT holds no node
 
     @property
     def use_reentrant(self) -> OptionValue[E, A]:
@@ -323,15 +319,4 @@ class CheckpointSite(Generic[C, E, A, G]):
         return self.form is not SiteForm.BOUND_CALL
 
 
-@dataclass
-class SiteIndex:
-    """All sites of a module, plus calls of the ``torch.utils.checkpoint`` module itself and
-    calls of ``torch.distributed.checkpoint`` functions (``dcp_calls``, see
-    :data:`ckptlint.facts.saving.DCP_FUNCTIONS`; not activation checkpointing, CKP303 judges them)."""
 
-    sites: list[CheckpointSite]
-    module_calls: list[cst.Call]
-    dcp_calls: list[cst.Call] = field(default_factory=list)
-    #: the module's helpers (functions and methods that checkpoint a parameter), by
-    #: qualified name in the module (see :mod:`ckptlint.checkpoint.sites.helper_sites`)
-    helpers: dict[str, HelperSummary] = field(default_factory=dict)
