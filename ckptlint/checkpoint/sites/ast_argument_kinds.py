@@ -1,19 +1,18 @@
-"""What an argument expression holds, read on CPython's ``ast``: the answers of
-:mod:`ckptlint.checkpoint.sites.argument_kinds` (a state dict, a dict, a file path, an optimizer,
-an ``nn.Module``, ``torch.save``/``torch.load``) for
-:class:`~ckptlint.semantic.ast_model.AstModel`, into the same :class:`ValueKind` and a
+"""What an argument expression holds, read on CPython's ``ast``: a state dict, a dict, a file
+path, an optimizer, an ``nn.Module``, ``torch.save``/``torch.load`` (see
+:mod:`ckptlint.checkpoint.sites.argument_kinds` for the two strengths of evidence), for
+:class:`~ckptlint.semantic.ast_model.AstModel`, as a :class:`ValueKind` and a
 :class:`~ckptlint.checkpoint.sites.argument_kinds.ValueGuess` whose ``node`` is an ``ast.expr``.
 
-Where ``ast`` folds what libcst keeps apart the answer follows libcst's:
+Readings kept so that findings stay as earlier releases reported them:
 
-- ``True``, ``False`` and ``None`` are names in libcst's trees: never a string or a path here,
-  nor the identifier :func:`name_hint` reads (libcst reads ``"True"``, which no pattern matches);
-- an f-string's text is read as libcst's ``FormattedStringText`` parts joined with ``{}`` for
-  each replacement field; ``ast`` keeps the parts' values, not their source text, so an
-  escape (``f"{x}\\n"``) is read evaluated (libcst reads its backslash);
-- a string written in parts (``"a" "b"``) is one constant in ``ast``: a path when its
-  joined text is one, as libcst's ``ConcatenatedString``; parts of bytes (``b"a" b"b"``),
-  which libcst calls "a string", are bytes here (no path).
+- ``True``, ``False`` and ``None`` are never a string or a path, nor an identifier
+  :func:`name_hint` reads;
+- an f-string's text is its literal parts joined with ``{}`` for each replacement field;
+  ``ast`` keeps the parts' values, not their source text, so an escape (``f"{x}\n"``) is read
+  evaluated;
+- a string written in parts (``"a" "b"``) is one constant: a path when its joined text is
+  one; parts of bytes (``b"a" b"b"``) are bytes (no path).
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """Arguments that make a torch checkpoint call raise, and whether a call raises whenever it
-runs, on CPython's ``ast``: the twin of :mod:`ckptlint.checkpoint.sites.call_errors` (the same
-facts of torch/utils/checkpoint.py 2.9, unchanged in 2.13, listed there), for the sites of
-:mod:`ckptlint.checkpoint.sites.ast_site_index`.
+runs, on CPython's ``ast``, for the sites of :mod:`ckptlint.checkpoint.sites.ast_site_index`
+(the facts of torch/utils/checkpoint.py 2.9, unchanged in 2.13, are listed in
+:mod:`ckptlint.checkpoint.sites.call_errors`). CKP002 reports these calls; :func:`always_raises`
+tells the rules that judge what a site recomputes that such a site recomputes nothing.
 
-A libcst ``Arg`` is either an ``ast`` positional expression or an ``ast.keyword``: a call's own
-arguments are its ``args`` and its ``keywords``, and a keyword's name is the string ``arg``.
+A call argument is either a positional expression (``ast.Starred`` for ``*args``) or an
+``ast.keyword``: a call's own arguments are its ``args`` and its ``keywords``, and a
+keyword's name is the string ``arg`` (``None`` for ``**``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""The calls of a function when the linted module shows all of them, on CPython's ``ast``: the
-twin of :mod:`ckptlint.checkpoint.sites.callers` (same rules, see its docstring), giving the
-calls in the order libcst's walk meets them (the first call's condition orders the parts the
-calls share). Nothing on the linter's path imports this module yet.
+"""The calls of a function when the linted module shows all of them, on CPython's ``ast``
+(the rules are in :mod:`ckptlint.checkpoint.sites.callers`' docstring): :func:`calls_of`
+gives the calls in source order as :func:`libcst_order` walks the tree (parents first,
+children in field order; the name is kept from the walk order findings have always been
+reported in), so the first call's condition orders the parts the calls share. Read by
+:mod:`ckptlint.checkpoint.sites.ast_guards`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
-"""The conditions that guard a checkpoint site, on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.sites.guards` (same rules, same message texts; see its docstrings),
-reading the sites of :mod:`~ckptlint.checkpoint.sites.ast_sites` and
-:mod:`~ckptlint.checkpoint.sites.ast_helper_sites`, the switches of
-:mod:`~ckptlint.checkpoint.sites.ast_switch_defaults` and the callers of
+"""The conditions that guard a checkpoint site, on CPython's ``ast`` (the rules are in
+:mod:`ckptlint.checkpoint.sites.guards`' docstring), reading the sites of
+:mod:`~ckptlint.checkpoint.sites.ast_sites` and :mod:`~ckptlint.checkpoint.sites.ast_helper_sites`,
+the switches of :mod:`~ckptlint.checkpoint.sites.ast_switch_defaults` and the callers of
 :mod:`~ckptlint.checkpoint.sites.ast_callers`. Texts are the source's
-(:meth:`~ckptlint.semantic.ast_analysis.AstAnalysis.text_of`); what libcst groups into one
-statement line (``a = 1; b = 2``) is grouped here by where its statements start and end. The
+(:meth:`~ckptlint.semantic.ast_analysis.AstAnalysis.text_of`); statements on one line
+(``a = 1; b = 2``) are grouped into one statement line by where they start and end. The
 node-free parts (:func:`~ckptlint.checkpoint.sites.guards.format_condition`, ``joined``,
-``common``) are libcst's own. Nothing on the linter's path imports this module yet.
+``common``) live in :mod:`~ckptlint.checkpoint.sites.guards`.
 """
 
 from __future__ import annotations

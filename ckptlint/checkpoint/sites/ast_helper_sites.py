@@ -1,9 +1,7 @@
 """Calls of helpers that take the checkpointed callable as an argument, on CPython's ``ast``,
-for the helpers of the same module: the same summaries (:class:`HelperSummary`) and
-``SiteForm.HELPER_CALL`` sites as :mod:`ckptlint.checkpoint.sites.helper_sites` and
-:mod:`ckptlint.checkpoint.sites.helper_calls` give on libcst (see their docstrings), read the
-same way, for one module alone (libcst's ``site_index`` of a module with no linted tree around
-it):
+for the helpers of the same module: the summaries (:class:`HelperSummary`) and the
+``SiteForm.HELPER_CALL`` sites of one module alone (see
+:mod:`ckptlint.checkpoint.sites.helper_sites` for what a helper is and what its calls carry):
 
 - a helper is a module-level function, or a method of a module-level class, whose parameter
   is (or builds) the callable of a direct checkpoint call of the module
@@ -17,10 +15,8 @@ it):
 Helpers imported from other modules of the linted tree (``from .utils import run``,
 ``utils.run(...)``, a base class in another module) are followed by
 :mod:`ckptlint.checkpoint.sites.ast_helper_calls`, which runs this module's level loop with
-its resolver. Out of scope (still libcst only): calls of helpers whose checkpoint call only
-the libcst finder recognises (APIs followed into other modules). Nothing on the linter's path imports this module yet;
-``tests/analysis/test_ast_helper_sites.py`` and ``benchmarks/ast_helper_sites_parity.py``
-compare every field with libcst's.
+its resolver; :func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index` runs the whole
+stage, APIs followed into other modules included.
 """
 
 from __future__ import annotations

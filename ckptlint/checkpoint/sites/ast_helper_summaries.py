@@ -1,10 +1,9 @@
 """Helpers of one module on CPython's ``ast``: the functions and methods that pass one of
 their parameters to a checkpoint API as the callable, summarised as
-:func:`ckptlint.checkpoint.sites.helper_sites.summarise_helpers` summarises them on libcst
-(same :class:`~ckptlint.checkpoint.sites.site.HelperSummary` fields, read the same way: the
-parameter, guards, plans and input plans of each checkpoint call). Used by
-:mod:`ckptlint.checkpoint.sites.ast_helper_sites`, which finds the calls of these helpers;
-nothing on the linter's path imports either yet.
+:class:`~ckptlint.checkpoint.sites.site.HelperSummary` records (the parameter, guards, plans
+and input plans of each checkpoint call; see :mod:`ckptlint.checkpoint.sites.helper_sites`).
+Used by :mod:`ckptlint.checkpoint.sites.ast_helper_sites`, which finds the calls of these
+helpers.
 """
 
 from __future__ import annotations

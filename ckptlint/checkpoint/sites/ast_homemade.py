@@ -1,15 +1,11 @@
 """Home-made recompute functions on CPython's ``ast``: the ``torch.autograd.Function``
 subclasses of one module that store a callable in ``forward`` and run it again in
-``backward`` (and reversible networks' Functions), and the helpers that call their ``apply``;
-the same records as :mod:`ckptlint.checkpoint.sites.homemade` (see its docstring), read the
-same way. For the module alone (libcst's ``home_made(model)``) a class whose
-``autograd.Function`` base is in another module is not followed there; with a loader of the
-linted tree (an :class:`~ckptlint.semantic.ast_analysis.AstModuleLoader`, libcst's
-``home_made(model, loader)``) it is, up to three classes, reading the base's methods and the
-re-running methods of its module.
-
-``tests/analysis/test_ast_homemade.py`` and ``benchmarks/ast_homemade_parity.py`` compare
-both on every field.
+``backward`` (and reversible networks' Functions), and the helpers that call their ``apply``,
+as the records of :mod:`ckptlint.checkpoint.sites.homemade` (see its docstring for the
+pattern). For the module alone (``home_made(model)``) a class whose ``autograd.Function``
+base is in another module is not followed there; with a loader of the linted tree (an
+:class:`~ckptlint.semantic.ast_analysis.AstModuleLoader`, ``home_made(model, loader)``) it
+is, up to three classes, reading the base's methods and the re-running methods of its module.
 """
 
 from __future__ import annotations

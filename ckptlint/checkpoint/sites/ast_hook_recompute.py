@@ -1,7 +1,6 @@
-"""Recompute run from a gradient hook (GradCache-style cached losses), on CPython's ``ast``: the
-hooks :mod:`ckptlint.checkpoint.sites.hook_recompute` finds on libcst (see its docstring for the
-shape and what CKP105 makes of it), found the same way, in the same order, with the same
-re-runs and the same answer on autocast.
+"""Recompute run from a gradient hook (GradCache-style cached losses), on CPython's ``ast``:
+the hooks of a module, in source order, with the calls each re-runs and whether it restores
+autocast around them (what CKP105 reports).
 
 A hook is a function or method of the module registered with ``tensor.register_hook(HOOK)``
 (possibly through ``functools.partial``) whose own code calls ``backward`` and, under

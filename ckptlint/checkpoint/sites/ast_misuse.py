@@ -1,15 +1,13 @@
 """Activation checkpointing mistaken for saving training state, read on CPython's ``ast``: the
-:class:`~ckptlint.checkpoint.sites.site.SaveMisuse` that
-:func:`ckptlint.checkpoint.sites.misuse.find_save_misuse` gives on libcst (same evidence in the
-same order, same reasons, same ``torch.save``/``torch.load`` forms; see that module's
-docstring), for the sites of :mod:`ckptlint.checkpoint.sites.ast_sites`, parametrised for
-``ast`` (:data:`AstSaveMisuse`: ``saved``/``destination`` are expressions, ``arguments`` are
-call arguments: expressions, ``ast.Starred`` or ``ast.keyword``).
+:class:`~ckptlint.checkpoint.sites.site.SaveMisuse` of a site (the evidence, strongest first,
+and the reasons are described in :mod:`ckptlint.checkpoint.sites.misuse`), for the sites of
+:mod:`ckptlint.checkpoint.sites.ast_sites`, parametrised for ``ast`` (:data:`AstSaveMisuse`:
+``saved``/``destination`` are expressions, ``arguments`` are call arguments: expressions,
+``ast.Starred`` or ``ast.keyword``).
 
 What an argument holds is read by :mod:`ckptlint.checkpoint.sites.ast_argument_kinds`; a
-positional input is an argument without ``*`` (libcst's ``Arg`` with ``star == ""``); a save
-routine is the innermost ``def`` or ``async def`` around the call, unless a class or lambda
-comes first.
+positional input is a positional argument without ``*``; a save routine is the innermost
+``def`` or ``async def`` around the call, unless a class or lambda comes first.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
-"""Reading the arguments of a call on CPython's ``ast``: the same answers as
-:mod:`ckptlint.checkpoint.sites.options` gives on libcst (literals, keyword options, ``**``
-dictionaries, diffusers' torch-version tests), for :class:`~ckptlint.semantic.ast_model.AstModel`.
+"""Reading the arguments of a call on CPython's ``ast`` (literals, keyword options, ``**``
+dictionaries, diffusers' torch-version tests), for
+:class:`~ckptlint.semantic.ast_model.AstModel`.
 
 A call argument is the ``ast`` node a fix would edit: the expression of a positional argument
 (an ``ast.Starred`` for ``*args``), the ``ast.keyword`` of a keyword or ``**`` argument. The
 records are those of :mod:`~ckptlint.checkpoint.sites.options`, parametrised
 (:data:`AstOption`).
 
-Where ``ast`` folds what libcst keeps apart the answer is libcst's: the constants ``True``,
-``False`` and ``None`` are names there (a variable bound to one is not); ``...`` is no literal;
-a string written in parts (``"a" "b"``) is one literal, and one ``str`` constant here.
+Literals: the constants ``True``, ``False`` and ``None`` are literals (a variable bound to one
+is not); ``...`` is no literal; a string written in parts (``"a" "b"``) is one ``str``
+literal.
 """
 
 from __future__ import annotations

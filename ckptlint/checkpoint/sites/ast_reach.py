@@ -1,6 +1,6 @@
-"""Recognising checkpoint APIs by following the linted tree, on CPython's ``ast``: the parts of
-:class:`ckptlint.checkpoint.sites.reach.Recogniser` that :func:`~ckptlint.checkpoint.sites.ast_sites.direct_sites`
-does not cover by itself, read the same way, and the region expression of a policy site:
+"""Recognising checkpoint APIs by following the linted tree, on CPython's ``ast``: what
+:func:`~ckptlint.checkpoint.sites.ast_sites.direct_sites` does not recognise by itself, and
+the region expression of a policy site:
 
 - ``TrainingArguments`` subclasses of the linted tree (the subclass relation, followed
   through base classes of this module and, through the loader, of other modules of the tree
@@ -15,15 +15,14 @@ does not cover by itself, read the same way, and the region expression of a poli
 
 Home-made implementations and helpers (:mod:`ckptlint.checkpoint.sites.ast_homemade`, read
 with the tree) are recognised only by a reach made with ``home=True`` (what
-:func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index` asks for, as libcst's
-``Recogniser`` does): ``Impl.apply(f, x)`` and calls of the module's home-made helpers
+:func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index` asks for):
+``Impl.apply(f, x)`` and calls of the module's home-made helpers
 (:meth:`AstReach.home_apply`, the names checked first in :meth:`AstReach.api_of_call`), and an
 ``Impl.apply`` or a home-made helper imported from another module of the tree (``_external``'s
-home-made rows). Without it (``direct_sites``), such a call of the module is left to that
-brick and not followed at all, and a name of another module is followed as far as libcst
-follows it and left unrecognised.
-:func:`~ckptlint.checkpoint.sites.reach.wrapper_fn_reentrancy`'s twin lives in
-:mod:`ckptlint.checkpoint.sites.ast_site_builders`.
+home-made rows). Without it (``direct_sites``), such a call of the module is left to the
+helper stage and not followed at all, and a name of another module is followed as far as an
+API and otherwise left unrecognised. The reentrancy of a wrapper's ``checkpoint_fn`` is read
+in :mod:`ckptlint.checkpoint.sites.ast_site_builders`.
 """
 
 from __future__ import annotations

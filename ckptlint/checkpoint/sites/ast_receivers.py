@@ -1,9 +1,10 @@
-"""Calls whose API the receiver says, on CPython's ``ast``, as
-:class:`ckptlint.checkpoint.sites.reach.Recogniser` reads them on libcst: methods of instances
-of an API class (``ckpt.checkpoint(f, x)`` after ``ckpt = CheckpointWithoutOutput()`` or
+"""Calls whose API the receiver says, on CPython's ``ast``: methods of instances of an API
+class (``ckpt.checkpoint(f, x)`` after ``ckpt = CheckpointWithoutOutput()`` or
 ``self.ckpt = CheckpointWithoutOutput()`` in a method of the class,
 :data:`~ckptlint.facts.apis.INSTANCE_METHOD_APIS`), and ``self.attr(...)`` where the class
-stores a checkpoint function in ``self.attr`` (``self._ckpt = checkpoint``)."""
+stores a checkpoint function in ``self.attr`` (``self._ckpt = checkpoint``). Read by
+:mod:`ckptlint.checkpoint.sites.ast_sites`.
+"""
 
 from __future__ import annotations
 

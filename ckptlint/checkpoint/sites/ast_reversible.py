@@ -1,15 +1,14 @@
-"""Reversible-network recompute on CPython's ``ast``: the same reading as
-:mod:`ckptlint.checkpoint.sites.reversible` (see its docstring for the shapes and where they
-were read), giving a :class:`~ckptlint.checkpoint.sites.reversible.ReversibleShape` of
-``ast.Call`` nodes.
+"""Reversible-network recompute on CPython's ``ast`` (see
+:mod:`ckptlint.checkpoint.sites.reversible` for the shapes and where they were read), giving
+a :class:`~ckptlint.checkpoint.sites.reversible.ReversibleShape` of ``ast.Call`` nodes.
 
-Where the two trees differ, this one reads what libcst's does: a ``for`` or ``with`` is either
-kind (``async`` included), a call's arguments are taken in source order (``ast`` keeps
-keywords apart), a node's children are walked in libcst's field order
-(:func:`ckptlint.semantic.ast_walk.fields_order_children`), ``xs[(a, b)]`` is one index and
-``xs[a, b]`` two (``ast`` gives a tuple for both; a parenthesised one starts before its first
-element and ends after its last). Known difference: ``xs[(a), (b)]`` reads as one index here,
-two in libcst (positions alone cannot tell it from ``xs[((a), (b))]``).
+How the tree is read: a ``for`` or ``with`` is either kind (``async`` included), a call's
+arguments are taken in source order (``ast`` keeps keywords apart), a node's children are
+walked in field order (:func:`ckptlint.semantic.ast_walk.fields_order_children`, the order
+findings have always been reported in), ``xs[(a, b)]`` is one index and ``xs[a, b]`` two
+(``ast`` gives a tuple for both; a parenthesised one starts before its first element and
+ends after its last). Known limit: ``xs[(a), (b)]`` reads as one index (positions alone
+cannot tell it from ``xs[((a), (b))]``).
 """
 
 from __future__ import annotations

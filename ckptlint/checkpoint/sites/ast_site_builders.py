@@ -1,6 +1,10 @@
-"""Building the sites of :mod:`ckptlint.checkpoint.sites.ast_sites` on CPython's ``ast``, one builder
-per kind of API, as :mod:`ckptlint.checkpoint.sites.site_builders` builds them on libcst (same
-options, same variant); and the sites of calls through a ``functools.partial`` binding."""
+"""Building the sites of :mod:`ckptlint.checkpoint.sites.ast_sites` on CPython's ``ast``, one
+builder per kind of API (torch's function, sequential, wrapper and composable forms, Hugging
+Face's switches, other libraries' functions and wrappers, policies, home-made
+implementations: options and variant of each); and the sites of calls through a
+``functools.partial`` binding. The reentrancy helpers the rules share (``reentrancy_from``,
+``library_reentrancy``) live in :mod:`ckptlint.checkpoint.sites.site_builders`.
+"""
 
 from __future__ import annotations
 

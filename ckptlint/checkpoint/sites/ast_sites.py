@@ -1,6 +1,5 @@
-"""Checkpoint sites of one module found on CPython's ``ast``: the same sites (API, form, options,
-variant) :func:`ckptlint.checkpoint.sites.sites.collect_sites` finds on libcst for the calls it
-recognises without leaving the module:
+"""Checkpoint sites of one module found on CPython's ``ast`` (API, form, options, variant) for
+the calls recognised without leaving the module:
 
 - a call whose callee's qualified names name an API of :mod:`ckptlint.facts.apis` (torch's
   ``checkpoint``, ``checkpoint_sequential``, ``checkpoint_wrapper``, the composable
@@ -20,7 +19,7 @@ recognises without leaving the module:
 
 The sites of torch's and transformers' own APIs carry their misspelled options
 (:mod:`~ckptlint.checkpoint.sites.ast_misspelling`) and save misuse
-(:mod:`~ckptlint.checkpoint.sites.ast_misuse`), attached as ``collect_sites`` attaches them.
+(:mod:`~ckptlint.checkpoint.sites.ast_misuse`).
 
 With a loader of the linted tree (``project``, :func:`module_sites`), names imported from other
 modules of the tree that are a re-export or an alias of an API, and ``TrainingArguments``
@@ -30,8 +29,7 @@ of the classes it selects (:func:`~ckptlint.checkpoint.sites.ast_reach.policy_re
 
 Calls of helpers and home-made implementations (of the module or of other modules of the
 tree) are sites of :func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index`, which
-sorts the calls with :func:`sort_calls` and a reach that recognises home-made rows. Nothing
-on the linter's path imports this module yet.
+sorts the calls with :func:`sort_calls` and a reach that recognises home-made rows.
 """
 
 from __future__ import annotations

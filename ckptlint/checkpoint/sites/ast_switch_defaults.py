@@ -1,16 +1,15 @@
-"""The defaults of the switches a guard tests, on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.sites.switch_defaults` (same rules, same texts; see its docstring):
-``self.X`` stored once by ``__init__`` from a parameter with a literal default (or set there to
-a literal, other methods being its setters), inherited from a base class of the module or of a
-module the linted tree holds (through ``analysis.project``), a parameter of the function never
-rebound, ``args.X`` of an ``argparse`` parser of the module, ``config.X`` of a config class.
+"""The defaults of the switches a guard tests, on CPython's ``ast`` (the rules and texts are
+described in :mod:`ckptlint.checkpoint.sites.switch_defaults`): ``self.X`` stored once by
+``__init__`` from a parameter with a literal default (or set there to a literal, other
+methods being its setters), inherited from a base class of the module or of a module the
+linted tree holds (through ``analysis.project``), a parameter of the function never rebound,
+``args.X`` of an ``argparse`` parser of the module, ``config.X`` of a config class.
 
-Where ``ast`` keeps less than libcst, the text is read: a string literal is one token of the
-source (``"a" "b"`` is one ``Constant`` in ``ast``, no literal in libcst), a body written on
-its header's line (``class C: x = 1``) holds no statement lines, and every identifier libcst
-keeps as a ``Name`` node (attribute names, keywords, parameters, ``def`` names, imported
-names) counts where libcst's walks look for names (:func:`identifiers`). Nothing on the
-linter's path imports this module yet.
+Where ``ast`` keeps too little the source text is read: a string literal is one token of the
+source (``"a" "b"`` is one ``Constant`` in ``ast`` but no literal default here), a body
+written on its header's line (``class C: x = 1``) holds no statement lines, and every
+identifier written in the source (attribute names, keywords, parameters, ``def`` names,
+imported names) counts where names are looked for (:func:`identifiers`).
 """
 
 from __future__ import annotations
