@@ -47,13 +47,14 @@ __all__ = ["ValueKind", "classify_value", "identifier_of", "name_hint", "path_li
 _MAX_DEPTH = 4
 
 def _guess(kind: ValueKind, evidence: str, node: ast.AST) -> ValueGuess:
-    """A :class:`ValueGuess` holding an ``ast`` node (the record is typed for libcst's)."""
+    """A :class:`ValueGuess` holding an ``ast`` node (the record's ``node`` is typed
+    ``ast.expr``)."""
     return ValueGuess(kind, evidence, node)  # type: ignore[arg-type]
 
 
 def identifier_of(expr: ast.AST) -> str | None:
     """The last identifier of a ``Name``/``Attribute`` chain (``optimizer`` for
-    ``self.optimizer``), or ``None`` (:func:`ckptlint.checkpoint.sites.argument_kinds.identifier_of`)."""
+    ``self.optimizer``), or ``None``."""
     if isinstance(expr, ast.Name):
         return expr.id
     if isinstance(expr, ast.Attribute):
@@ -63,8 +64,7 @@ def identifier_of(expr: ast.AST) -> str | None:
 
 def path_literal(expr: ast.AST) -> bool:
     """Whether ``expr`` is a string (plain, concatenated or f-string) whose literal text looks
-    like a file path: a path separator, or a checkpoint file suffix at its end (as
-    :func:`ckptlint.checkpoint.sites.argument_kinds.path_literal`; f-strings see the module
+    like a file path: a path separator, or a checkpoint file suffix at its end (f-strings: see the module
     docstring)."""
     text = _literal_text(expr)
     if text is None:
@@ -73,7 +73,7 @@ def path_literal(expr: ast.AST) -> bool:
 
 
 def _literal_text(expr: ast.AST) -> str | None:
-    """The text libcst's ``_literal_text`` reads: a ``str`` constant's value, an f-string's
+    """The literal text of ``expr``: a ``str`` constant's value, an f-string's
     literal parts with ``{}`` for each replacement field."""
     if isinstance(expr, ast.Constant):
         return expr.value if isinstance(expr.value, str) else None
@@ -153,7 +153,7 @@ def _builds_module(call: ast.Call, names: frozenset[str], model: AstModel) -> bo
 
 def _is_module_class(node: ast.AST, model: AstModel, _depth: int = 0) -> bool:
     """Whether the ``ClassDef`` ``node`` subclasses ``nn.Module`` (directly, or through other
-    classes of this module); a ``*bases`` base is read without its star, as libcst's ``Arg``."""
+    classes of this module); a ``*bases`` base is read without its star."""
     if not isinstance(node, ast.ClassDef) or _depth > _MAX_DEPTH:
         return False
     for written in node.bases:

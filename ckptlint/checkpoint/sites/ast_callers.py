@@ -110,7 +110,7 @@ def _classes_by_method(analysis: AstAnalysis) -> dict[str, list[ast.ClassDef]]:
 
 def _calls_by_name(analysis: AstAnalysis) -> dict[str, list[ast.Call]]:
     """The module's calls by the last name of what they call (``f(...)``, ``x.f(...)``), in
-    libcst's walk order (:func:`libcst_order`), built once per module."""
+    the order :func:`libcst_order` walks them, built once per module."""
     cached = analysis.derived.get("calls_by_name")
     if isinstance(cached, dict):
         return cached
@@ -126,10 +126,10 @@ def _calls_by_name(analysis: AstAnalysis) -> dict[str, list[ast.Call]]:
 
 
 def libcst_order(root: ast.AST) -> list[ast.AST]:
-    """``root`` and every node below it, parents first, children in the order libcst's fields
-    hold them (:func:`~ckptlint.semantic.ast_walk.fields_order_children`; a class's body
+    """``root`` and every node below it, parents first, children in field order
+    (:func:`~ckptlint.semantic.ast_walk.fields_order_children`; a class's body
     before its bases and decorators, a parameter's default with it, a ``case``'s body before
-    its guard)."""
+    its guard): the order findings have always been reported in, whence the name."""
     found: list[ast.AST] = []
     stack = [root]
     while stack:
@@ -152,7 +152,7 @@ def _children(node: ast.AST) -> list[ast.AST]:
 
 
 def _parameters(arguments: ast.arguments) -> list[ast.AST]:
-    """The parameters in libcst's order (positional, ``*``, keyword-only, ``**``,
+    """The parameters in walk order (positional, ``*``, keyword-only, ``**``,
     positional-only), each with its annotation and default."""
     positional = [*arguments.posonlyargs, *arguments.args]
     defaults: dict[int, ast.expr | None] = {}

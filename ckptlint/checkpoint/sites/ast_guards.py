@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 AstFunction = ast.FunctionDef | ast.AsyncFunctionDef
-#: The statement fields that hold a block (libcst's ``IndentedBlock`` or ``Module`` body).
+#: The statement fields that hold a block.
 _BLOCKS = ("body", "orelse", "finalbody")
 #: ``try`` with ``except*`` handlers (Python 3.11 on).
 _TRY_STAR: tuple[type, ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # type: ignore[attr-defined,unused-ignore]
@@ -137,7 +137,7 @@ def _definition_parts(analysis: AstAnalysis, function: AstFunction) -> Condition
 
 def _bound_in_loop(analysis: AstAnalysis, loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
     """The names and attribute texts (``self.x``) a loop's target and body (not its ``else``)
-    bind, every identifier of a target counted as libcst's walk counts its ``Name`` nodes."""
+    bind, every identifier of a target counted (:func:`identifiers`)."""
     targets: list[ast.AST] = [loop.target] if isinstance(loop, (ast.For, ast.AsyncFor)) else []
     stack: list[ast.AST] = list(loop.body)
     while stack:
@@ -209,7 +209,7 @@ def _shortened(text: str) -> str:
 
 
 def _reads_any(expr: ast.expr, names: frozenset[str]) -> bool:
-    """Whether ``expr`` holds one of ``names`` as an identifier libcst keeps as a ``Name``."""
+    """Whether ``expr`` holds one of ``names`` as an identifier (:func:`identifiers`)."""
     return bool(names) and any(name in names for _, name in identifiers(expr))
 
 
@@ -261,7 +261,7 @@ def guard_conjuncts(analysis: AstAnalysis, node: ast.AST) -> list[tuple[ast.expr
         if isinstance(ancestor, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
             break
         if isinstance(ancestor, ast.ExceptHandler) and block is not None and not isinstance(model.parent(ancestor), _TRY_STAR):
-            # libcst's ``except*`` handler is another node, which it does not read
+            # an ``except*`` handler is not read (as in earlier releases)
             found[:0] = [(None, _raised(analysis, ancestor))]
         if isinstance(ancestor, (ast.If, ast.IfExp)) and below is not ancestor.test and torch_version_test(ancestor.test, model) is None:
             test = ancestor.test

@@ -95,7 +95,7 @@ class AstHelperResolver:
     """Answers "which helper does this call call" for one module of the tree (see the module
     docstring); ``own``: the helpers of the module found so far (filled in level by level);
     ``helpers_of``: the helpers of another module of the tree (:func:`module_helpers` unless
-    given: ``ast_site_index`` gives its own, found with every site libcst finds)."""
+    given: ``ast_site_index`` gives its own, found with every site of the module)."""
 
     def __init__(
         self,
@@ -169,7 +169,8 @@ class AstHelperResolver:
 
     def _module(self, module: str, defined: str) -> AstAnalysis | None:
         """The analysis of ``module`` of the tree, when its bytes may define a helper named
-        ``defined`` (the read is recorded first, as libcst records it)."""
+        ``defined`` (the read is recorded first, so the linted file depends on it
+        whatever the test answers)."""
         if self.project is None:
             return None
         self.namespace_root(module + ".x")

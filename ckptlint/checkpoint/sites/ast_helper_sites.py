@@ -93,8 +93,7 @@ class HelperSites:
 
 def helper_sites(model: AstModel, sites: list[AstSite] | None = None) -> HelperSites:
     """The helpers of ``model``'s module and the sites of their calls (see the module
-    docstring), as ``collect_sites``' ``_helper_call_sites`` finds them on libcst with no
-    loader; ``sites``: the module's direct sites (:func:`direct_sites` when not given). Kept in
+    docstring), the module read alone (no loader); ``sites``: the module's direct sites (:func:`direct_sites` when not given). Kept in
     the model's memo when ``sites`` is not given."""
     if sites is None:
         kept = model.memo.get("helper_sites")
@@ -155,8 +154,8 @@ def _helper_sites(
 
 
 def _candidates(model: AstModel, home: AstHomeMade | None = None) -> list[ast.Call]:
-    """The calls that may call a helper, as ``sites._sort_call`` leaves them on libcst (its
-    ``deferred`` calls of plain names, then its ``others``, attribute calls nothing recognised):
+    """The calls that may call a helper, those the site pass leaves (calls of plain names,
+    then attribute calls nothing recognised):
     not calls of an API (but a plain name rebound to ``functools.partial`` bindings), of
     ``torch.utils.checkpoint`` itself or of ``torch.distributed.checkpoint``, nor
     ``partial(X, ...)``, switches, method APIs, methods of API instances, home-made
@@ -194,7 +193,7 @@ def _candidates(model: AstModel, home: AstHomeMade | None = None) -> list[ast.Ca
 
 
 def _recognised(call: ast.Call, names: frozenset[str], model: AstModel, found: AstHomeMade) -> bool:
-    """Whether libcst's ``Recogniser.api_of_call`` (no loader) gives ``call`` an API: a method
+    """Whether ``call`` is recognised as an API without a loader: a method
     API, a method of an API instance, a home-made ``apply`` or helper, ``self.attr`` holding
     a checkpoint function (a ``TrainingArguments`` subclass is a class, never a helper)."""
     func = call.func
@@ -224,7 +223,7 @@ def helper_of(call: ast.Call, model: AstModel, own: dict[str, AstHelperSummary])
                 found = own.get(binding.name)
                 return found if found is not None and not found.method else None
             if binding.kind is BindingKind.IMPORT and binding.target:
-                return None  # another module's helper: libcst's loader follows it
+                return None  # another module's helper: followed with a loader
         return None
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
         owner = _enclosing_class(model, func)

@@ -33,8 +33,8 @@ _DECORATORS_OF_PLAIN_FUNCTIONS = frozenset({"staticmethod"})
 
 
 def helper_analysis(helper: AstHelperSummary, near: AstAnalysis, loader: AstModuleLoader | None = None) -> AstAnalysis:
-    """The analysis of the module ``helper`` is written in (a summary read on ``ast`` holds its
-    module's model, libcst's its analysis): ``near`` when it is that module, else the loader's
+    """The analysis of the module ``helper`` is written in (a summary holds its module's
+    model, not its analysis): ``near`` when it is that module, else the loader's
     analysis of it (``loader``, default ``near``'s), else one made around the model (its text
     and tree, the module's name standing for its path)."""
     model = helper.analysis
@@ -253,7 +253,7 @@ def _plans(
 
 
 def _star_and_value(arg: AstArg) -> tuple[str, ast.expr]:
-    """libcst's ``Arg.star`` (``""``, ``"*"``, ``"**"``) and value of an ``ast`` argument."""
+    """The star (``""``, ``"*"``, ``"**"``) and the value of an ``ast`` call argument."""
     if isinstance(arg, ast.Starred):
         return "*", arg.value
     if isinstance(arg, ast.keyword):

@@ -36,7 +36,7 @@ AstHomeMade = HomeMade[AstFunction, ast.ClassDef, ast.Call]
 
 #: Classes followed up from a subclass to its ``autograd.Function`` base.
 _MAX_BASE_HOPS = 3
-#: The nodes :func:`ckptlint.semantic.ast_assignments.assignments` reads (libcst's ``BINDING_NODES``).
+#: The nodes :func:`ckptlint.semantic.ast_assignments.assignments` reads.
 _BINDING_NODES = frozenset(
     {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.withitem, ast.Call}
 )
@@ -55,7 +55,7 @@ def home_made(model: AstModel, loader: AstModuleLoader | None = None) -> AstHome
 
 
 def _base_value(base: ast.expr) -> ast.expr:
-    return base.value if type(base) is ast.Starred else base  # libcst's ``Arg.value`` of ``*bases``
+    return base.value if type(base) is ast.Starred else base  # a ``*bases`` base without its star
 
 
 def _function_base(node: ast.ClassDef, model: AstModel) -> bool:
@@ -273,7 +273,7 @@ def implementation_of_apply(call: ast.Call, model: AstModel, found: AstHomeMade)
 
 
 def _positional(call: ast.Call) -> list[AstArg]:
-    """libcst's arguments without a keyword: positional ones, ``*args`` and ``**kwargs``, in
+    """The arguments without a keyword: positional ones, ``*args`` and ``**kwargs``, in
     source order."""
     return [a for a in ordered_arguments(call) if type(a) is not ast.keyword or a.arg is None]
 

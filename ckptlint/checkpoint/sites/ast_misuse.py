@@ -108,7 +108,7 @@ def _strong_input(expr: ast.expr, model: AstModel) -> str | None:
     if guess.kind is ValueKind.STATE_DICT:
         return guess.evidence
     if guess.kind is ValueKind.PATH:
-        node: ast.AST = guess.node  # the record is typed for libcst's
+        node: ast.AST = guess.node  # the record's ``node`` is typed ``ast.expr``
         if isinstance(node, ast.Call):
             return guess.evidence
         if path_literal(node):

@@ -67,7 +67,7 @@ class AstReach:
             (then only ``TrainingArguments`` subclasses of the module itself are found).
         path: the module's file, for :meth:`namespace_root`.
         home: whether home-made implementations and helpers are recognised (of the module,
-            read with the tree, and of other modules of the tree), as libcst recognises them.
+            read with the tree, and of other modules of the tree).
     """
 
     def __init__(self, model: AstModel, project: AstModuleLoader | None, path: str | None = None, home: bool = False) -> None:
@@ -75,13 +75,12 @@ class AstReach:
         self.project = project
         self.path = Path(os.path.abspath(path)) if path else None
         self.home = home
-        self._home = home_made(model, project) if home else None  # read first, as the Recogniser reads it
+        self._home = home_made(model, project) if home else None  # read first: the order files are recorded as read in
         self._stars: list[str] | None = None
 
     def home_apply(self, call: ast.Call) -> CheckpointApi | None:
         """With ``home``: the API of the module's home-made implementation whose ``apply``
-        ``call`` calls (``Impl.apply(f, x)``, checked where libcst's ``Recogniser`` checks it:
-        after method APIs and API instances, before ``self.attr``); else ``None``."""
+        ``call`` calls (``Impl.apply(f, x)``, checked after method APIs and API instances, before ``self.attr``); else ``None``."""
         if self._home is None:
             return None
         implementation = implementation_of_apply(call, self.model, self._home)
@@ -89,11 +88,11 @@ class AstReach:
 
     def api_of_call(self, call: ast.Call, names: frozenset[str]) -> CheckpointApi | None:
         """The API of ``call`` (whose callee has the qualified names ``names``) that a
-        ``TrainingArguments`` base or another module of the tree gives it, in libcst's order
-        (``Recogniser.api_of_call`` after its method checks and :meth:`home_apply`); with
+        ``TrainingArguments`` base or another module of the tree gives it, checked after the
+        method checks and :meth:`home_apply`; with
         ``home``, a home-made helper of the module (or ``Impl.apply`` bound to a name) first;
         ``None`` when there is none, or (without ``home``) when the call is a home-made
-        ``apply`` or helper of the module (never followed further, as libcst never follows it)."""
+        ``apply`` or helper of the module (never followed further)."""
         if self._home is None:
             if self._home_made(call, names):
                 return None
@@ -124,7 +123,7 @@ class AstReach:
         return None
 
     def _home_made(self, call: ast.Call, names: frozenset[str]) -> bool:
-        """Whether libcst's recogniser answers ``call`` with a home-made row of the module."""
+        """Whether ``call`` is a home-made ``apply`` or helper of the module (read alone)."""
         found = home_made(self.model)
         if not found.implementations:
             return False
@@ -360,7 +359,7 @@ def _named_classes(expr: ast.Name, model: AstModel, depth: int) -> list[ast.expr
 
 def _check_function(function: ast.FunctionDef | ast.AsyncFunctionDef, model: AstModel, depth: int) -> list[ast.expr] | None:
     """The classes a ``def`` predicate selects: its one ``return`` of the top of its body (a
-    body on the ``def``'s own line is none, as libcst reads it)."""
+    body on the ``def``'s own line has none)."""
     params = [*function.args.posonlyargs, *function.args.args]
     if not params or body_on_header(model, function.body):
         return None
@@ -375,7 +374,7 @@ def _predicate_classes(expr: ast.expr, param: str | None, model: AstModel, depth
     (``a or b``: both; ``a and b``: the first known, a subset)."""
     if param is None:
         return None
-    if isinstance(expr, ast.BoolOp):  # libcst nests ``a or b or c`` as ``(a or b) or c``
+    if isinstance(expr, ast.BoolOp):  # ``a or b or c`` is read as ``(a or b) or c``
         found = _predicate_classes(expr.values[0], param, model, depth)
         for value in expr.values[1:]:
             right = _predicate_classes(value, param, model, depth)

@@ -107,7 +107,7 @@ def _stored(forward: AstFunction, ctx: str, rest: list[str]) -> dict[str, str]:
 
 
 def _first_argument(call: ast.Call) -> ast.expr:
-    """libcst's ``call.args[0].value``: the first argument in source order, without its ``*``."""
+    """The first argument in source order, without its ``*``."""
     return argument_value(ordered_arguments(call)[0])
 
 

@@ -114,7 +114,7 @@ def _positional_or_keyword(arguments: AstCallArguments, api: CheckpointApi, name
 
 def _argument(arguments: AstCallArguments, api: CheckpointApi, name: str) -> AstArg | None:
     """The argument passed for parameter ``name`` of ``api``: a positional expression or the
-    ``keyword`` (libcst's ``Arg``, which an input keeps with its keyword)."""
+    ``keyword`` (an input keeps its keyword with it)."""
     index = api.positional.index(name)
     if not arguments.starred and len(arguments.positional) > index:
         return arguments.positional[index]

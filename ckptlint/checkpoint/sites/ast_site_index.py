@@ -41,7 +41,7 @@ _IN_PROGRESS: set[int] = set()
 
 @dataclass
 class AstSiteIndex:
-    """libcst's :class:`~ckptlint.checkpoint.sites.site.SiteIndex` on ``ast``: the module's sites,
+    """The module's sites,
     its calls of ``torch.utils.checkpoint`` itself and of ``torch.distributed.checkpoint``
     functions (in call order), and its helpers by qualified name in the module."""
 

@@ -236,7 +236,7 @@ def _kwargs_passed_untouched(analysis: AstAnalysis, init: AstFunction, call: ast
 
 
 def _string_values(analysis: AstAnalysis, nodes: list[ast.stmt]) -> Iterator[str]:
-    """The string and bytes literals of ``nodes`` as libcst's ``SimpleString`` holds them: the
+    """The string and bytes literals of ``nodes`` as the source writes them: the
     source token of each (prefix, quotes and escapes kept, an implicit concatenation split
     into its tokens), not the text parts of f-strings but the plain strings an f-string is
     concatenated with (``"with_cp" f"{x}"``)."""
@@ -386,8 +386,8 @@ def config_field_default(analysis: AstAnalysis, cls: ast.ClassDef, field: str, h
 
 
 def block_statements(analysis: AstAnalysis, body: list[ast.stmt]) -> list[ast.stmt]:
-    """``body``, or ``[]`` when it is written on its header's line (``class C: x = 1``: libcst
-    reads no statement lines there)."""
+    """``body``, or ``[]`` when it is written on its header's line (``class C: x = 1``: no
+    statement lines are read there)."""
     return [] if body_on_header(analysis.model, body) else body
 
 
@@ -454,7 +454,7 @@ def _parsed(value: object) -> bool:
 
 
 def _unwrapped(annotation: ast.expr, model: AstModel) -> ast.expr | None:
-    """``C`` for ``C``, ``Optional[C]`` (``Optional[C,]`` too, as libcst) and ``C | None``."""
+    """``C`` for ``C``, ``Optional[C]`` (``Optional[C,]`` too) and ``C | None``."""
     if isinstance(annotation, ast.Subscript) and last_name(annotation.value) == "Optional":
         return one_index(model, annotation)
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
@@ -489,8 +489,8 @@ def _is_number(value: object) -> bool:
 
 
 def _string(analysis: AstAnalysis, value: ast.expr) -> str | None:
-    """The string a one-token string literal spells (libcst's ``SimpleString`` with a ``str``
-    value), else ``None``."""
+    """The string a one-token string literal spells (one token, not bytes, not an
+    f-string), else ``None``."""
     if isinstance(value, ast.Constant) and isinstance(value.value, str) and _one_string_token(analysis.text_of(value)):
         return value.value
     return None
@@ -560,7 +560,7 @@ def _walk(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
 
 
 def identifiers(nodes: ast.AST | Iterable[ast.AST]) -> Iterator[tuple[ast.AST, str]]:
-    """Every identifier libcst keeps as a ``Name`` node in ``nodes`` and below them, with the
+    """Every identifier written in ``nodes`` and below them, with the
     ``ast`` node that holds it: names read or bound, attribute names, keyword argument names,
     parameters, ``def`` and ``class`` names, imported names and modules (each dotted part),
     ``as`` names, ``global``/``nonlocal`` names and names bound by ``match`` patterns."""

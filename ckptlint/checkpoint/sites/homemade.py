@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
 
-    # The records' class, function and call nodes: libcst's unless parametrised (those found
-    # on CPython's ``ast`` are ``Implementation[ast.ClassDef, ast.Call]`` and so on, see
+    # The records' class, function and call nodes (those found on CPython's ``ast`` are
+    # ``Implementation[ast.ClassDef, ast.Call]`` and so on, see
     # :mod:`ckptlint.checkpoint.sites.ast_homemade`).
     K = TypeVar("K")
     F = TypeVar("F")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
     #: The expression an option's value is read from, and the call argument carrying it
-    #: (libcst's unless parametrised; ``OptionValue[ast.expr, ast.AST]`` for ``ast`` sites).
+    #: (``OptionValue[ast.expr, ast.AST]`` for ``ast`` sites).
     E = TypeVar("E")
     A = TypeVar("A")
 else:

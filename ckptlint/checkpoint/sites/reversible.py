@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Generic
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
-    # The re-run calls: libcst's unless parametrised (``ReversibleShape[ast.Call]`` from
+    # The re-run calls (``ReversibleShape[ast.Call]`` from
     # :mod:`ckptlint.checkpoint.sites.ast_reversible`).
     C = TypeVar("C")
 else:
