@@ -89,9 +89,8 @@ def _is_string(expr: ast.AST) -> bool:
 
 
 def classify_value(expr: ast.AST, model: AstModel, _depth: int = 0) -> ValueGuess | None:
-    """What ``expr`` is built as, or ``None`` when the source does not say: the answer of
-    :func:`ckptlint.checkpoint.sites.argument_kinds.classify_value` (same kinds, same evidence
-    phrases; the guess's ``node`` is this tree's)."""
+    """What ``expr`` is built as, or ``None`` when the source does not say: a guess whose ``node`` is
+    this tree's (see :mod:`ckptlint.checkpoint.sites.argument_kinds` for what counts)."""
     if _depth > _MAX_DEPTH:
         return None
     if _is_string(expr):
@@ -188,8 +187,7 @@ def _classify_name(name: ast.Name, model: AstModel, depth: int) -> ValueGuess | 
 
 
 def name_hint(expr: ast.AST) -> ValueKind | None:
-    """What the identifier of ``expr`` says it holds (weak evidence), as
-    :func:`ckptlint.checkpoint.sites.argument_kinds.name_hint` reads it: OPTIMIZER, SCHEDULER,
+    """What the identifier of ``expr`` says it holds (weak evidence): OPTIMIZER, SCHEDULER,
     PATH, STATE_DICT, MODULE or ``None``."""
     identifier = identifier_of(expr)
     if identifier is None:

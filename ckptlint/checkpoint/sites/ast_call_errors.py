@@ -64,7 +64,7 @@ def reentrant_raising(
     site: AstSite, model: AstModel, keywords: list[ast.keyword], *, own_only: bool = True, certain: bool = False
 ) -> list[str]:
     """What the reentrant variant raises ``ValueError`` for in this call, as phrases for a
-    message (see :func:`ckptlint.checkpoint.sites.call_errors.reentrant_raising`)."""
+    message (the facts are listed in :mod:`ckptlint.checkpoint.sites.call_errors`)."""
     raising: list[str] = []
     if keywords:
         raising.append(f"keyword arguments meant for the checkpointed function ({keyword_list(keywords)})")
@@ -125,7 +125,7 @@ def _function_keywords(site: AstSite) -> list[ast.keyword]:
 
 def always_raises(site: AstSite, model: AstModel) -> bool:
     """Whether ``site`` raises whenever it runs, whatever the run-time values (see
-    :func:`ckptlint.checkpoint.sites.call_errors.always_raises`). Remembered on the site."""
+    :mod:`ckptlint.checkpoint.sites.call_errors`). Remembered on the site."""
     cached = site.extra.get("always_raises")
     if isinstance(cached, bool):
         return cached

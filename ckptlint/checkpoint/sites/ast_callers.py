@@ -27,7 +27,7 @@ _CALLED_BY_THE_RUNTIME = frozenset({"forward", "_call_impl", "_wrapped_call_impl
 
 def calls_of(analysis: AstAnalysis, function: AstFunction) -> list[ast.Call] | None:
     """Every call of ``function`` (of ``analysis``), when the module shows all of them and
-    there is at least one; else ``None`` (see :func:`ckptlint.checkpoint.sites.callers.calls_of`)."""
+    there is at least one; else ``None`` (rules: :mod:`ckptlint.checkpoint.sites.callers`)."""
     name = function.name
     owner = _owner(analysis, function)
     if owner is None or name in _CALLED_BY_THE_RUNTIME or (name.startswith("__") and name.endswith("__")):

@@ -66,8 +66,8 @@ def node_condition(analysis: AstAnalysis, node: ast.AST) -> str:
 
 def helper_parts(analysis: AstAnalysis, site: AstSite, depth: int = 0) -> Condition:
     """The tests inside the helper that ``site`` (a ``HELPER_CALL`` of ``analysis``) calls
-    around the checkpoint calls it may make there (see
-    :func:`ckptlint.checkpoint.sites.guards.helper_parts`), read in the helper's own module."""
+    around the checkpoint calls it may make there (with the
+    arguments the call binds to the helper's parameters), read in the helper's own module."""
     from ckptlint.checkpoint.sites.ast_helper_bindings import parameter_arguments, passed_parameters
     from ckptlint.checkpoint.sites.ast_helper_summaries import helper_analysis
 
@@ -108,8 +108,9 @@ def _keeps_parameter(analysis: AstAnalysis, function: AstFunction, name: str) ->
 
 
 def condition_parts(analysis: AstAnalysis, node: ast.AST, depth: int = 0, *, parameters_given: bool = False) -> Condition:
-    """When ``node`` (of ``analysis``) runs, as texts with their backquotes (see
-    :func:`ckptlint.checkpoint.sites.guards.condition_parts`)."""
+    """When ``node`` (of ``analysis``) runs, as texts with their backquotes: its callers' tests (up
+    to :data:`~ckptlint.checkpoint.sites.guards.MAX_CALLER_DEPTH` calls up), its definition's,
+    then its own."""
     own = local_parts(analysis, node, parameters_given=parameters_given)
     function, _ = _function_and_class(analysis, node)
     if function is None or depth >= MAX_CALLER_DEPTH:
@@ -241,7 +242,7 @@ def _function_and_class(analysis: AstAnalysis, node: ast.AST) -> tuple[AstFuncti
 
 def guard_conjuncts(analysis: AstAnalysis, node: ast.AST) -> list[tuple[ast.expr | None, str]]:
     """The conditions that must hold for ``node`` to run, outermost first, each as (its
-    expression, its text) (see :func:`ckptlint.checkpoint.sites.guards.guard_conjuncts`)."""
+    expression, its text; ``None`` for a text without one, such as an exception raised)."""
     model = analysis.model
     below: ast.AST = node
     found: list[tuple[ast.expr | None, str]] = []

@@ -1,5 +1,5 @@
 """Calls of helpers that take the checkpointed callable as an argument, on CPython's ``ast``,
-for the helpers of the same module: the summaries (:class:`HelperSummary`) and the
+for the helpers of the same module: the summaries (:class:`~ckptlint.checkpoint.sites.site.HelperSummary`) and the
 ``SiteForm.HELPER_CALL`` sites of one module alone (see
 :mod:`ckptlint.checkpoint.sites.helper_sites` for what a helper is and what its calls carry):
 
@@ -212,8 +212,8 @@ def _recognised(call: ast.Call, names: frozenset[str], model: AstModel, found: A
 
 # ---------------------------------------------------------------------------- which helper
 def helper_of(call: ast.Call, model: AstModel, own: dict[str, AstHelperSummary]) -> AstHelperSummary | None:
-    """The helper of this module (among ``own``) that ``call`` calls, or ``None`` (see
-    :meth:`ckptlint.checkpoint.sites.helper_calls.HelperResolver.helper_of` with no loader)."""
+    """The helper of this module (among ``own``) that ``call`` calls, or ``None`` (the module
+    read alone: no loader)."""
     if not call.args and not call.keywords:
         return None  # a helper takes the callable as an argument
     func = call.func
@@ -318,8 +318,7 @@ class _Bound:
 
 def build_helper_site(summary: AstHelperSummary, call: ast.Call, model: AstModel) -> AstSite | None:
     """The site of ``call`` (a call of the helper ``summary`` in ``model``'s module), or
-    ``None`` when the literal flags it passes rule out every checkpoint call of the helper
-    (see :func:`ckptlint.checkpoint.sites.helper_sites.build_helper_site`)."""
+    ``None`` when the literal flags it passes rule out every checkpoint call of the helper"""
     bound = _Bound(summary, call)
     alive = tuple(c for c in summary.calls if not _ruled_out(c, bound, summary, model))
     if not alive:
@@ -438,7 +437,7 @@ def _inputs(alive: tuple[AstHelperCall, ...], bound: _Bound) -> tuple[AstArg, ..
 def literal_flags(site: AstSite, model: AstModel) -> frozenset[str]:
     """The flag parameters of the helper that ``site`` (a ``HELPER_CALL`` in ``model``'s
     module) calls which the call passes a literal for, or leaves at a literal default (empty
-    for other sites; see :func:`ckptlint.checkpoint.sites.helper_sites.literal_flags`)."""
+    for other sites)."""
     summary = site.helper
     if summary is None:
         return frozenset()
@@ -449,7 +448,7 @@ def literal_flags(site: AstSite, model: AstModel) -> frozenset[str]:
 
 def inputs_bound(site: AstSite) -> bool:
     """Whether ``site.inputs`` of a helper call are all the inputs the checkpointed function
-    gets (see :func:`ckptlint.checkpoint.sites.helper_sites.inputs_bound`)."""
+    gets (so the region binds them to its parameters)."""
     if site.helper is None:
         return True
     plans = {c.inputs for c in site.alternatives}

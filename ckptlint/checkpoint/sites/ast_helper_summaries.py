@@ -56,7 +56,7 @@ def helper_analysis(helper: AstHelperSummary, near: AstAnalysis, loader: AstModu
 
 def summarise_helpers(sites: list[AstSite], model: AstModel, level: int = 1) -> dict[str, AstHelperSummary]:
     """The helpers among the functions around ``sites`` (sites of ``model``'s module), by
-    qualified name in the module (see :func:`ckptlint.checkpoint.sites.helper_sites.summarise_helpers`)."""
+    qualified name in the module (see :mod:`ckptlint.checkpoint.sites.helper_sites`)."""
     grouped: dict[AstFunction, list[tuple[AstSite, str]]] = {}
     for site in sites:
         if site.function is None or site.form in (SiteForm.PARTIAL, SiteForm.BOUND_CALL):

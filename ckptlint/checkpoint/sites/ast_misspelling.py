@@ -36,7 +36,7 @@ _HF_KINDS = (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS)
 
 def closest_option(written: str, options: tuple[str, ...], value: ast.expr | None, model: AstModel) -> tuple[str, float] | None:
     """The option ``written`` probably misspells and difflib's ratio of the two, or ``None``
-    (as :func:`ckptlint.checkpoint.sites.misspelling.closest_option`)."""
+    (the tiers are in :mod:`ckptlint.checkpoint.sites.misspelling`)."""
     if written in options:
         return None
     matches = difflib.get_close_matches(written, options, n=1, cutoff=WEAK_RATIO)
@@ -55,8 +55,7 @@ def find_misspellings(site: AstSite, model: AstModel) -> tuple[AstMisspelling, .
     """The misspelled options of ``site``, in source order: among its own keywords (for a
     call through a partial, the call's, not the binding's), skipping a keyword the
     checkpointed function declares; for transformers' switches, among the string keys of a
-    ``gradient_checkpointing_kwargs`` dict literal (as
-    :func:`ckptlint.checkpoint.sites.misspelling.find_misspellings`)."""
+    ``gradient_checkpointing_kwargs`` dict literal."""
     options = option_names(site)  # reads the API only
     found: list[AstMisspelling] = []
     if site.api.kind in _HF_KINDS:

@@ -41,7 +41,7 @@ AstSaveMisuse = SaveMisuse[ast.expr, AstArg]
 def find_save_misuse(site: AstSite, model: AstModel) -> AstSaveMisuse | None:
     """The save misuse of a ``torch.utils.checkpoint.checkpoint`` site (``ApiKind.FUNCTION``
     with a callable), or ``None`` when it checkpoints a computation or nothing can be said;
-    other APIs are never classified (as :func:`ckptlint.checkpoint.sites.misuse.find_save_misuse`)."""
+    other APIs are never classified."""
     if site.api.kind is not ApiKind.FUNCTION or site.function is None:
         return None
     return save_misuse_of_arguments(site.function, site.inputs, site.function_keywords, site.call, model)
@@ -55,7 +55,7 @@ def save_misuse_of_arguments(
     model: AstModel,
 ) -> AstSaveMisuse | None:
     """The save misuse of a call ``checkpoint(function, *inputs, **keywords)``, or ``None``
-    (as :func:`ckptlint.checkpoint.sites.misuse.save_misuse_of_arguments`, step for step)."""
+    (the evidence of :mod:`ckptlint.checkpoint.sites.misuse`, strongest first)."""
     positional = [arg for arg in inputs if not isinstance(arg, (ast.Starred, ast.keyword))]
     guess = classify_value(function, model)
     if guess is not None:

@@ -270,8 +270,7 @@ def policy_region_expression(api: CheckpointApi, options: dict[str, AstOption], 
     """An ``ast.List`` of calls of each class the policy selects (``[Block(), Other()]``), each
     call's callee the class expression of the source (so names resolve where they were
     written) and placed where it is; ``None`` when the selection is unknown (or, with neither
-    ``check_fn`` nor a policy, every submodule: not resolved). See
-    :func:`ckptlint.checkpoint.sites.reach.policy_region_expression`."""
+    ``check_fn`` nor a policy, every submodule: not resolved)."""
     passed = [
         keyword
         for keyword in api.policy_keywords

@@ -38,8 +38,8 @@ def reversible_shape(
     node: ast.ClassDef, model: AstModel, bases: Sequence[tuple[ast.ClassDef, AstModel]] = ()
 ) -> ReversibleShape[ast.Call] | None:
     """The reversible recompute of the ``autograd.Function`` subclass ``node`` (a class of
-    ``model``'s module; ``bases`` with the models of their modules), or ``None`` (see
-    :func:`ckptlint.checkpoint.sites.reversible.reversible_shape`)."""
+    ``model``'s module; ``bases`` with the models of their modules), or ``None`` (the shapes are in
+    :mod:`ckptlint.checkpoint.sites.reversible`)."""
     module = model.module
     methods: dict[str, AstFunction] = {}
     owners: dict[str, AstModel] = {}
@@ -135,7 +135,9 @@ def _element_value(element: ast.expr) -> ast.expr:
 
 def _loop_elements(target: ast.expr, iterated: ast.expr, is_source: Callable[[ast.expr], bool], commas: Commas) -> set[str]:
     """The names ``for TARGET in ITERATED`` binds to elements of the collection ``is_source``
-    recognises (see :func:`ckptlint.checkpoint.sites.reversible._loop_elements`)."""
+    recognises (the collection
+    itself, through slices and ``reversed``/``list``/``tuple``/``iter``, and ``enumerate``/``zip``
+    of it unpacked)."""
     while True:
         if type(iterated) is ast.Subscript and _slices_only(iterated, commas):
             iterated = iterated.value
@@ -236,7 +238,7 @@ def _is_true(expr: ast.expr) -> bool:
 
 def _recomputing_methods(module: ast.Module) -> dict[str, list[AstFunction]]:
     """Methods of the module's classes that run a part of their block inside ``with
-    torch.enable_grad()``, by name (see :func:`ckptlint.checkpoint.sites.reversible._recomputing_methods`)."""
+    torch.enable_grad()``, by name."""
     found: dict[str, list[AstFunction]] = {}
     for statement in module.body:
         if type(statement) is not ast.ClassDef:

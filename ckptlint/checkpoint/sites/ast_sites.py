@@ -204,7 +204,9 @@ def _bound_call_sites(found: _Calls, model: AstModel, decide: _Decide) -> list[A
 
 
 def rebound_to_partials(model: AstModel, name: ast.Name, decide: _Decide) -> bool:
-    """See :func:`ckptlint.checkpoint.sites.sites._rebound_to_partials`."""
+    """Whether every binding of ``name`` that can hold its value at the call is a
+    ``functools.partial(...)`` assignment, although some other binding (the import it rebinds)
+    is a checkpoint API (a module-level ``if`` that a torch fact decides counts as taken)."""
     final = reaching(model, name, decide)
     return len(final) < len(model.bindings_of(name)) and all(
         b.kind is BindingKind.ASSIGNMENT

@@ -151,8 +151,10 @@ class SwitchReader:
 
 
 def constructor_parameter(analysis: AstAnalysis, cls: ast.ClassDef, attr: str) -> ConstructorSwitch | None:
-    """``self.attr`` as a switch of ``cls`` (of ``analysis``; see
-    :func:`ckptlint.checkpoint.sites.switch_defaults.constructor_parameter`)."""
+    """``self.attr`` as a switch of ``cls`` (of ``analysis``): assigned once, in ``__init__``,
+    from a parameter with a literal default; or set in ``__init__`` to a literal (timm's
+    ``self.grad_checkpointing = False``) and by other methods of the class (its setters,
+    named); ``None`` otherwise."""
     stored = _stored_from_parameter(analysis, cls, attr)
     init = _init_of(cls)
     if isinstance(stored, ast.arg):
@@ -173,8 +175,12 @@ def constructor_parameter(analysis: AstAnalysis, cls: ast.ClassDef, attr: str) -
 
 
 def inherited_switch(analysis: AstAnalysis, cls: ast.ClassDef, attr: str, hops: int = 0) -> ConstructorSwitch | None:
-    """``self.attr`` as a switch that ``cls`` (of ``analysis``) inherits (see
-    :func:`ckptlint.checkpoint.sites.switch_defaults.inherited_switch`)."""
+    """``self.attr`` as a switch that ``cls`` (of ``analysis``) inherits: ``cls`` never
+    assigns it, and its one base class (of the module or of one the linted tree holds) stores
+    it from an ``__init__`` parameter that ``cls`` leaves at its default -- ``cls`` has no
+    ``__init__``, or its ``__init__`` has no parameter of that name and calls
+    ``super().__init__(...)`` with neither that keyword nor enough positional arguments to
+    reach it. ``None`` otherwise, and for a class with several bases."""
     if hops > _MAX_HOPS or len(cls.bases) != 1 or _assigns_anywhere(analysis, cls, attr):
         return None
     base_expr = cls.bases[0]
@@ -366,7 +372,7 @@ def _destination(analysis: AstAnalysis, call: ast.Call, keywords: dict[str, ast.
 
 def config_field_default(analysis: AstAnalysis, cls: ast.ClassDef, field: str, hops: int = 0) -> str | None:
     """The literal default of ``field`` in config class ``cls`` (of ``analysis``) or its base
-    classes (see :func:`ckptlint.checkpoint.sites.switch_defaults.config_field_default`)."""
+    classes (base classes followed; ``None`` when a method of the class assigns it)."""
     for statement in cls.body:
         if isinstance(statement, FUNCTIONS) and _self_assignments(analysis, statement, field):
             return None

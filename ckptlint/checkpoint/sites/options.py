@@ -4,6 +4,10 @@ The questions rules ask are of the form "is ``use_reentrant`` passed, and as wha
 answer is an :class:`OptionValue` whose state tells a literal (``True``/``False``/a
 string...), an expression only known at run time, absent, or unknown because it may hide in
 a ``**kwargs`` whose content cannot be read.
+
+Holds the records (:class:`OptionValue`, :class:`OptionState`, :class:`OptionOrigin`,
+:data:`ABSENT`, :data:`UNKNOWN`, :data:`NOT_LITERAL`); :mod:`ckptlint.checkpoint.sites.ast_options` reads the
+arguments into them.
 """
 
 from __future__ import annotations

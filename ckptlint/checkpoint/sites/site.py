@@ -1,9 +1,11 @@
 """The records of checkpoint sites: what a site is, which variant it runs, and the two
 findings attached to it while sites are collected (a save misuse, misspelled options).
 
-Leaf records only (no analysis): :mod:`ckptlint.checkpoint.sites.sites` builds them,
-:mod:`~ckptlint.checkpoint.sites.misuse`, :mod:`~ckptlint.checkpoint.sites.misspelling` and
-:mod:`~ckptlint.checkpoint.sites.reach` fill parts of them, rules read them.
+Leaf records only (no analysis): :mod:`ckptlint.checkpoint.sites.ast_sites`,
+:mod:`~ckptlint.checkpoint.sites.ast_site_builders` and
+:mod:`~ckptlint.checkpoint.sites.ast_helper_sites` build them,
+:mod:`~ckptlint.checkpoint.sites.ast_misuse` and :mod:`~ckptlint.checkpoint.sites.ast_misspelling`
+fill parts of them, rules read them.
 """
 
 from __future__ import annotations
