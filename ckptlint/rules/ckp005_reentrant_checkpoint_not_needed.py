@@ -1,9 +1,8 @@
 """CKP005 reentrant-checkpoint-not-needed (opt-in), on CPython's ``ast``, over the reads and writes of
 :mod:`ckptlint.checkpoint.analyses.ast_outer_reads` and ``ast_outer_writes``.
 
-What ``ast`` lacks is read from what it keeps: libcst's ``Name`` ``True`` is a constant
-``True`` (its range, and so the fix's, leaves out parentheses on both sides); an attribute's
-name is a string."""
+What ``ast`` lacks is read from what it keeps: ``True`` is a constant (its range, and so
+the fix's, leaves out parentheses on both sides); an attribute's name is a string."""
 
 from __future__ import annotations
 

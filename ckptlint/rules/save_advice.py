@@ -57,7 +57,7 @@ def _replacement(analysis: AstAnalysis, misuse: AstSaveMisuse) -> str | None:
 
 
 def _arg_text(analysis: AstAnalysis, arg: AstArg) -> str:
-    """The argument as libcst's ``Arg`` reads: ``name=value``, ``*value``, ``**value``, ``value``."""
+    """The argument's text: ``name=value``, ``*value``, ``**value``, ``value``."""
     if isinstance(arg, ast.keyword):
         value = analysis.text_of(arg.value)
         return f"**{value}" if arg.arg is None else f"{arg.arg}={value}"

@@ -183,7 +183,7 @@ class AstHelperResolver:
         return self.project.ast_analysis_for_file(Path(path))
 
     def namespace_root(self, qualified: str) -> None:
-        """``reach.Recogniser.namespace_root``: where the top package of ``qualified`` has no
+        """Where the top package of ``qualified`` has no
         ``__init__.py`` (a namespace package) and this file lies in it, the folder above it
         is an import root too."""
         if self.path is None or self.project is None:

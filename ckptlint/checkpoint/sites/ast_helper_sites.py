@@ -120,7 +120,7 @@ def _helper_sites(
     resolve: Resolve | None = None,
     home: AstHomeMade | None = None,
 ) -> HelperSites:
-    """The level-by-level search of ``collect_sites``' ``_helper_call_sites``: ``helpers`` (the
+    """The level-by-level search for helper calls: ``helpers`` (the
     dict ``resolve`` reads as the module's own helpers) is filled in level by level;
     ``resolve``: which helper a call calls (:func:`helper_of`, the module alone, when not
     given); ``home``: the module's home-made implementations, whose calls are no candidates

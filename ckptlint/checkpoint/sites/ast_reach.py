@@ -139,7 +139,7 @@ class AstReach:
     def namespace_root(self, qualified: str) -> None:
         """``from ldm.modules.util import checkpoint`` where ``ldm`` has no ``__init__.py`` (a
         namespace package): the folder above the ``ldm`` folder this file lies in is an import
-        root too (``Recogniser.namespace_root``)."""
+        root too."""
         if self.path is None or self.project is None:
             return
         top = qualified.split(".", 1)[0]

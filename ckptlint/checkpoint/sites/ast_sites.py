@@ -97,7 +97,7 @@ def direct_sites(model: AstModel, project: AstModuleLoader | None = None, path: 
     """The module's sites of the forms in the module docstring: those of API calls in the
     order of ``model.calls``, then those of calls through partial bindings; a call in a branch
     no judged torch release takes is none. Each site of torch's or transformers' own APIs
-    carries its ``save_misuse`` and ``misspellings`` (as in ``sites.collect_sites``). With
+    carries its ``save_misuse`` and ``misspellings``. With
     ``project`` (the loader of the linted tree) and ``path`` (the module's file), names are
     followed into other modules of the tree (every file read is recorded by the loader)."""
 

@@ -178,8 +178,8 @@ class HelperSummary(Generic[F, E, M, S]):
 
     Attributes:
         node: the ``def``; qualname: its name in its module (``run``, ``Net.ckpt``).
-        module: the module's dotted name; analysis: the module (a ``ModuleAnalysis``; the
-            ``AstModel`` for a helper read on ``ast``).
+        module: the module's dotted name; analysis: the module (its
+            ``AstModel``).
         parameter: the parameter checkpointed; method: ``self``/``cls`` is bound by the call.
         params: the positional parameters after ``self``; keyword_only: the keyword-only ones.
         defaults: the default expression of each parameter that has one.
