@@ -15,7 +15,7 @@ as the function's own, or ``None`` when the module cannot show every call:
   called by any module, which a file's findings never read: see Locality in ARCHITECTURE).
 
 The name must occur in the file's text only at its ``def`` and at those calls (a word match
-over the whole text, the parts a partial parse left out included): a reference that is not a
+over the whole text): a reference that is not a
 call (a callback, ``getattr(self, "name")``, a second definition, a mention in a comment)
 makes the callers unknown, and a call inside the function itself (recursion) too.
 
