@@ -187,5 +187,6 @@ def _nothing_needs_reentrant(ctx: RuleContext, region: AstRegion) -> bool:
 
 def _fix(ctx: RuleContext, passed: ast.Constant) -> Fix | None:
     """``use_reentrant=False``: unsafe, the variant changes (``rules/CKP005.md``, "Fix
-    safety"); ``None`` where libcst refuses the statement (:meth:`RuleContext.fix_from`)."""
+    safety"); dropped where libcst refuses the statement
+    (:meth:`RuleContext.fix_from`)."""
     return ctx.fix_from(Applicability.UNSAFE, "Pass `use_reentrant=False`", lambda: replace_node(ctx.analysis, passed, "False"))

@@ -1,8 +1,8 @@
 """The calls of a function when the linted module shows all of them, on CPython's ``ast``
 (the rules are in :mod:`ckptlint.checkpoint.sites.callers`' docstring): :func:`calls_of`
-gives the calls in source order as :func:`libcst_order` walks the tree (parents first,
-children in field order; the name is kept from the walk order findings have always been
-reported in), so the first call's condition orders the parts the calls share. Read by
+gives the calls in the order :func:`libcst_order` walks the tree (parents first, children
+in field order, with a few exceptions: the order findings have always been reported in), so
+the first call's condition orders the parts the calls share. Read by
 :mod:`ckptlint.checkpoint.sites.ast_guards`.
 """
 
@@ -129,7 +129,8 @@ def libcst_order(root: ast.AST) -> list[ast.AST]:
     """``root`` and every node below it, parents first, children in field order
     (:func:`~ckptlint.semantic.ast_walk.fields_order_children`; a class's body
     before its bases and decorators, a parameter's default with it, a ``case``'s body before
-    its guard): the order findings have always been reported in, whence the name."""
+    its guard): the order findings have always been reported in (the function is named after
+    the parser that first defined it)."""
     found: list[ast.AST] = []
     stack = [root]
     while stack:
