@@ -20,9 +20,9 @@ with the tree) are recognised only by a reach made with ``home=True`` (what
 (:meth:`AstReach.home_apply`, the names checked first in :meth:`AstReach.api_of_call`), and an
 ``Impl.apply`` or a home-made helper imported from another module of the tree (``_external``'s
 home-made rows). Without it (``direct_sites``), such a call of the module is left to the
-helper stage and not followed at all, and a name of another module is followed as far as an
-API and otherwise left unrecognised. The reentrancy of a wrapper's ``checkpoint_fn`` is read
-in :mod:`ckptlint.checkpoint.sites.ast_site_builders`.
+helper stage and not followed at all, and a home-made one of another module is followed and
+left unrecognised. The reentrancy of a policy's
+``checkpoint_wrapper_fn`` is read in :mod:`ckptlint.checkpoint.sites.ast_site_builders`.
 """
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ class AstReach:
 
     def home_apply(self, call: ast.Call) -> CheckpointApi | None:
         """With ``home``: the API of the module's home-made implementation whose ``apply``
-        ``call`` calls (``Impl.apply(f, x)``, checked after method APIs and API instances, before ``self.attr``); else ``None``."""
+        ``call`` calls (``Impl.apply(f, x)``, checked after method APIs and API instances, before
+        ``self.attr``); else ``None``."""
         if self._home is None:
             return None
         implementation = implementation_of_apply(call, self.model, self._home)
@@ -89,8 +90,8 @@ class AstReach:
     def api_of_call(self, call: ast.Call, names: frozenset[str]) -> CheckpointApi | None:
         """The API of ``call`` (whose callee has the qualified names ``names``) that a
         ``TrainingArguments`` base or another module of the tree gives it, checked after the
-        method checks and :meth:`home_apply`; with
-        ``home``, a home-made helper of the module (or ``Impl.apply`` bound to a name) first;
+        method checks and :meth:`home_apply`; with ``home``, a home-made helper of the module (or
+        ``Impl.apply`` bound to a name) first;
         ``None`` when there is none, or (without ``home``) when the call is a home-made
         ``apply`` or helper of the module (never followed further)."""
         if self._home is None:
