@@ -245,8 +245,8 @@ class RuleContext:
         reported already; ``site`` ends the message with the condition under which the site
         runs and, for a node of its region, the tests around it; ``guarded`` with the
         condition under which that node runs. An ``ast.keyword`` with a name stands for its
-        name (``ast`` has no node for it; libcst's rules report the keyword's ``Name``), or
-        with ``whole`` for the whole argument (libcst's ``Arg``: ``name=value``)."""
+        name (``ast`` has no node for it: the finding starts at the keyword and is the name
+        long), or with ``whole`` for the whole argument (``name=value``)."""
         where = analysis or self.analysis
         if site is not None:
             message += self.region_condition(site, node, where)

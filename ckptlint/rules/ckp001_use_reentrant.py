@@ -440,7 +440,7 @@ def _passed_none(site: AstSite) -> ast.expr | None:
 
 
 def _value(arg: AstArg) -> ast.expr:
-    """The expression an argument passes (libcst's ``Arg.value``)."""
+    """The expression an argument passes (a keyword's value, or the positional expression itself)."""
     return arg.value if isinstance(arg, ast.keyword) else arg
 
 

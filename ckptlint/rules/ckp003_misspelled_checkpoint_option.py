@@ -2,8 +2,8 @@
 
 A misspelled keyword's node is its ``ast.keyword`` (:func:`~ckptlint.rules.edits.replace_node`
 renames its name), a misspelled key of a ``gradient_checkpointing_kwargs`` dict its
-``ast.Constant``, rewritten with the key's own prefix and quotes (read from the source, as
-libcst's ``SimpleString`` holds them). What the checkpointed callable accepts is the region
+``ast.Constant``, rewritten with the key's own prefix and quotes (read from the source
+token). What the checkpointed callable accepts is the region
 builder's answer (``ctx.regions.signature``)."""
 
 from __future__ import annotations
@@ -177,8 +177,8 @@ def _parent_dict(site: AstSite) -> ast.Dict | None:
 
 
 def _string_token(analysis: AstAnalysis, node: ast.expr) -> tuple[str, str] | None:
-    """The prefix and quote of ``node`` when it is one plain string literal (libcst's
-    ``SimpleString``: not written in parts, no f-string, no bytes); else ``None``."""
+    """The prefix and quote of ``node`` when it is one plain string literal (one
+    token: not written in parts, no f-string, no bytes); else ``None``."""
     if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
         return None
     text = analysis.text_of(node)

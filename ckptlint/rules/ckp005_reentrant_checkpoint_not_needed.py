@@ -1,9 +1,8 @@
 """CKP005 reentrant-checkpoint-not-needed (opt-in), on CPython's ``ast``, over the reads and writes of
 :mod:`ckptlint.checkpoint.analyses.ast_outer_reads` and ``ast_outer_writes``.
 
-What ``ast`` lacks is read from what it keeps: libcst's ``Name`` ``True`` is a constant
-``True`` (its range, and so the fix's, leaves out parentheses on both sides); an attribute's
-name is a string."""
+What ``ast`` lacks is read from what it keeps: ``True`` is a constant (its range, and so
+the fix's, leaves out parentheses on both sides); an attribute's name is a string."""
 
 from __future__ import annotations
 
@@ -188,5 +187,6 @@ def _nothing_needs_reentrant(ctx: RuleContext, region: AstRegion) -> bool:
 
 def _fix(ctx: RuleContext, passed: ast.Constant) -> Fix | None:
     """``use_reentrant=False``: unsafe, the variant changes (``rules/CKP005.md``, "Fix
-    safety"); ``None`` where libcst refuses the statement (:meth:`RuleContext.fix_from`)."""
+    safety"); dropped where libcst refuses the statement
+    (:meth:`RuleContext.fix_from`)."""
     return ctx.fix_from(Applicability.UNSAFE, "Pass `use_reentrant=False`", lambda: replace_node(ctx.analysis, passed, "False"))

@@ -2,8 +2,8 @@
 the random ops of :mod:`ckptlint.checkpoint.analyses.ast_randomness`.
 
 The option's argument is an ``ast.keyword`` (or a positional expression); the finding covers
-the whole argument, as libcst's ``Arg`` (``RuleContext.report(..., whole=True)``). The call
-a message quotes is its callee's code as libcst prints it, with its own parentheses
+the whole argument (``RuleContext.report(..., whole=True)``). The call a message quotes is
+its callee's source code, with its own parentheses
 (:func:`~ckptlint.checkpoint.analyses.ast_outer_state.node_code`)."""
 
 from __future__ import annotations

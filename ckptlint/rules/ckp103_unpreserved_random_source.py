@@ -1,8 +1,8 @@
 """CKP103 unpreserved-random-source, on CPython's ``ast``, over the
 random sources of :mod:`ckptlint.checkpoint.analyses.ast_randomness`.
 
-A ``generator=`` argument is an ``ast.keyword``: its finding covers the whole argument, as
-libcst's ``Arg`` (``RuleContext.report(..., whole=True)``)."""
+A ``generator=`` argument is an ``ast.keyword``: its finding covers the whole argument
+(``RuleContext.report(..., whole=True)``)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ regions of the ``ast`` region builder, the frozen backbones of
 :mod:`ckptlint.checkpoint.analyses.ast_parent_builds`.
 
 A layer's constructor holds an ``ast`` call: whether it keeps running statistics is read by
-:func:`~ckptlint.checkpoint.analyses.ast_layer_switches.switched_on` (libcst's
-``LayerUse.switched_on``)."""
+:func:`~ckptlint.checkpoint.analyses.ast_layer_switches.switched_on`."""
 
 from __future__ import annotations
 
@@ -134,7 +133,8 @@ def _running_layers(region: AstRegion, frozen: Callable[[], Freeze | None]) -> l
 
 def _built_by_parents(ctx: RuleContext, site: AstSite) -> tuple[list[LayerUse], str]:
     """The layers with running statistics that ``site`` recomputes in the blocks the classes
-    of its module build, and the condition that says so (see libcst's ``_built_by_parents``);
+    of its module build (:mod:`ckptlint.checkpoint.analyses.ast_parent_builds`), and the
+    condition that says so;
     ``([], "")`` when none does."""
     builder = ctx.regions
     layers: list[LayerUse] = []

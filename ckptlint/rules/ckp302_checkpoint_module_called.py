@@ -122,7 +122,7 @@ class CheckpointModuleCalled(Rule):
 
 
 def _save_misuse(call: ast.Call, ctx: RuleContext) -> AstSaveMisuse | None:
-    """libcst's reading: the arguments without a name (``*``/``**`` ones included, in source
+    """The save misuse of ``call`` read from its arguments: those without a name (``*``/``**`` ones included, in source
     order), the first a plain expression, the rest its inputs; the named ones its keywords."""
     arguments = ordered_arguments(call)
     args = [arg for arg in arguments if not (isinstance(arg, ast.keyword) and arg.arg is not None)]

@@ -1,9 +1,9 @@
 """CKP303 distributed-checkpoint-misuse, on CPython's ``ast``.
 
-Arguments are read as libcst's ``Arg`` list: in source order, ``*``/``**`` arguments among the
+Arguments are read as one list in source order, ``*``/``**`` arguments among the
 positional ones (:func:`~ckptlint.checkpoint.sites.ast_options.ordered_arguments`). A
-parameter's annotation is quoted as libcst's ``code_for_node`` writes it, with the parentheses
-around it (:func:`_annotation_text`)."""
+parameter's annotation is quoted with the parentheses written around it (as earlier releases
+quoted it) (:func:`_annotation_text`)."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def _argument(call: ast.Call, index: int, keyword: str) -> AstArg | None:
 
 
 def _module_evidence(expr: ast.expr, analysis: AstAnalysis) -> str | None:
-    """A noun phrase saying why ``expr`` is a module, or ``None`` (libcst's ``_module_evidence``)."""
+    """A noun phrase saying why ``expr`` is a module, or ``None``."""
     model = analysis.model
     guess = classify_value(expr, model)
     if guess is not None:
@@ -202,7 +202,7 @@ def _parameter_annotation(expr: ast.expr, analysis: AstAnalysis) -> str | None:
 
 def _annotation_text(analysis: AstAnalysis, param: ast.arg, annotation: ast.expr) -> str:
     """The annotation's text with the parentheses written around it (``ast`` leaves them out
-    of its range, libcst's ``code_for_node`` writes them): from the first ``(`` after the
+    of its range): from the first ``(`` after the
     parameter's colon to the matching ``)`` after the annotation."""
     text = analysis.source.text
     start, end = analysis.offsets(annotation)

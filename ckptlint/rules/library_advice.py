@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-#: A site on libcst or on ``ast`` (the advice reads its records, never its nodes).
+#: A site of any node types (the advice reads its records, never its nodes).
 AnySite = CheckpointSite[Any, Any, Any, Any]
 
 
@@ -110,7 +110,7 @@ def remote_code(ctx: RuleContext, site: AstSite) -> RemoteCode | None:
     function (for a name) or the class (for ``self.attr``) around the call from a call that
     passes it; ``None`` when there is none. Such a model's class is its repository's own code,
     which decides what the method runs; ckptlint does not read it. The assignments are read in
-    libcst's field order (:func:`~ckptlint.semantic.ast_walk.fields_order_children`), parents
+    field order (:func:`~ckptlint.semantic.ast_walk.fields_order_children`), parents
     before children, so the first load found is the first in that order."""
     func = site.call.func
     if not isinstance(func, ast.Attribute):

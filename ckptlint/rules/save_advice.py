@@ -36,7 +36,8 @@ def save_advice(misuse: SaveMisuse[Any, Any]) -> str:
 
 def torch_save_fix(ctx: RuleContext, analysis: AstAnalysis, call: ast.Call, misuse: AstSaveMisuse) -> Fix | None:
     """A display-only fix showing the ``torch.save(...)`` / ``torch.load(...)`` call the
-    arguments map to; ``None`` when they do not map (or libcst refuses the call's statement)."""
+    arguments map to; ``None`` when they do not map (a fix whose statement libcst
+    refuses is dropped when its edits are built, :meth:`RuleContext.fix_from`)."""
     text = _replacement(analysis, misuse)
     if text is None:
         return None
@@ -57,7 +58,7 @@ def _replacement(analysis: AstAnalysis, misuse: AstSaveMisuse) -> str | None:
 
 
 def _arg_text(analysis: AstAnalysis, arg: AstArg) -> str:
-    """The argument as libcst's ``Arg`` reads: ``name=value``, ``*value``, ``**value``, ``value``."""
+    """The argument's text: ``name=value``, ``*value``, ``**value``, ``value``."""
     if isinstance(arg, ast.keyword):
         value = analysis.text_of(arg.value)
         return f"**{value}" if arg.arg is None else f"{arg.arg}={value}"

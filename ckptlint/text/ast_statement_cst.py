@@ -1,5 +1,5 @@
 """The libcst tree of the smallest statement around a CPython ``ast`` node: what a fix's edit
-is built from once the analysis runs on ``ast`` (libcst parses only to build fixes).
+is built from (the analysis runs on ``ast``; libcst parses only to build fixes).
 
 :func:`statement_cst` finds, in a module's ``ast`` tree, the smallest unit of text that holds a
 node and that libcst parses alone, and parses that text only, so a fix in a huge file does not
@@ -26,7 +26,7 @@ inside the middle part has its offsets mapped back to the file (0-based characte
 :meth:`StatementCst.node_for` answers the libcst node that corresponds to an ``ast`` node (the
 same range: libcst's ranges, like ``ast``'s, leave out an expression's own parentheses).
 
-Nothing on the linter's path uses this module yet (the port to ``ast`` is in progress).
+Used by :mod:`ckptlint.rules.edits`, which builds the edits of fixes.
 """
 
 from __future__ import annotations

@@ -449,7 +449,7 @@ def localize(diagnostic: Diagnostic, source: NotebookSource) -> Diagnostic:
 
 def _localize_message(message: str, source: NotebookSource) -> str:
     """The rows a message names, made relative to their cell: ``nb.ipynb:81`` (a site the
-    rule names, see :func:`ckptlint.checkpoint.evaluator.regions.site_label`) -> ``nb.ipynb:cell 6:19``,
+    rule names, see :func:`ckptlint.checkpoint.evaluator.ast_region.site_label`) -> ``nb.ipynb:cell 6:19``,
     and ``line 81`` (CKP101, CKP002, CKP201: "reassigned at line 81") -> ``line 19 of cell 6``."""
     import os
 

@@ -9,10 +9,12 @@ where ``PositionProvider`` does (``record_syntactic_position``), so ranges are t
 as libcst's: the test suite compares both on every node of sample files. It is 4-5x
 faster (1.0 s against 6.9-8.3 s for 20 diffusers model files).
 
-Rules ask for the positions of a few nodes only, so :func:`statement_offsets` does the
-same walk over one statement: it generates the statement's code at its indentation, finds
-that text in the module's source (it must occur exactly once, or the caller climbs to the
-enclosing statement) and counts from there. Every statement's code starts at a line start
+A fix's edits need the positions of a few nodes only: :func:`node_offsets` walks the tree
+of the one statement :mod:`ckptlint.text.ast_statement_cst` parses. :func:`statement_offsets`
+(no caller in the linter today) does the same walk over one statement of a whole module's
+tree: it generates the statement's code at its indentation, finds that text in the module's
+source (it must occur exactly once, or the caller climbs to the enclosing statement) and
+counts from there. Every statement's code starts at a line start
 and is a contiguous part of ``module.code``, so a unique occurrence is its place.
 
 Relies on libcst's code generation protocol (``CodegenState``, ``CSTNode._codegen``),

@@ -1,1 +1,1 @@
-"""Checkpoint sites: which calls checkpoint what, with which options (``site_index``)."""
+"""Checkpoint sites: which calls checkpoint what, with which options (``ast_site_index``)."""

@@ -5,12 +5,15 @@ Rules about confusing activation checkpointing with saving training state (CKP30
 about ``torch.distributed.checkpoint`` given the wrong object (CKP303) ask these questions.
 Two strengths of evidence are kept apart:
 
-- :func:`classify_value` reads what the code *builds*: ``model.state_dict()``, a dict
+- :func:`~ckptlint.checkpoint.sites.ast_argument_kinds.classify_value` reads what the code *builds*: ``model.state_dict()``, a dict
   literal, ``os.path.join(...)``, ``torch.optim.AdamW(...)``, ``nn.Linear(...)``, an
   instance of a class of this module that subclasses ``nn.Module``, or a name every
   assignment of which builds one of these. This is reliable.
-- :func:`name_hint` reads only the identifier (``optimizer``, ``ckpt_path``, ``model``).
+- :func:`~ckptlint.checkpoint.sites.ast_argument_kinds.name_hint` reads only the identifier (``optimizer``, ``ckpt_path``, ``model``).
   Rules use it only together with other evidence.
+
+Holds the records (:class:`ValueKind`, :class:`ValueGuess`) and the name patterns and file
+suffixes they are read with; :mod:`ckptlint.checkpoint.sites.ast_argument_kinds` answers the questions.
 """
 
 from __future__ import annotations

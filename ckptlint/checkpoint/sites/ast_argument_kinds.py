@@ -1,19 +1,18 @@
-"""What an argument expression holds, read on CPython's ``ast``: the answers of
-:mod:`ckptlint.checkpoint.sites.argument_kinds` (a state dict, a dict, a file path, an optimizer,
-an ``nn.Module``, ``torch.save``/``torch.load``) for
-:class:`~ckptlint.semantic.ast_model.AstModel`, into the same :class:`ValueKind` and a
+"""What an argument expression holds, read on CPython's ``ast``: a state dict, a dict, a file
+path, an optimizer, an ``nn.Module``, ``torch.save``/``torch.load`` (see
+:mod:`ckptlint.checkpoint.sites.argument_kinds` for the two strengths of evidence), for
+:class:`~ckptlint.semantic.ast_model.AstModel`, as a :class:`ValueKind` and a
 :class:`~ckptlint.checkpoint.sites.argument_kinds.ValueGuess` whose ``node`` is an ``ast.expr``.
 
-Where ``ast`` folds what libcst keeps apart the answer follows libcst's:
+Readings kept so that findings stay as earlier releases reported them:
 
-- ``True``, ``False`` and ``None`` are names in libcst's trees: never a string or a path here,
-  nor the identifier :func:`name_hint` reads (libcst reads ``"True"``, which no pattern matches);
-- an f-string's text is read as libcst's ``FormattedStringText`` parts joined with ``{}`` for
-  each replacement field; ``ast`` keeps the parts' values, not their source text, so an
-  escape (``f"{x}\\n"``) is read evaluated (libcst reads its backslash);
-- a string written in parts (``"a" "b"``) is one constant in ``ast``: a path when its
-  joined text is one, as libcst's ``ConcatenatedString``; parts of bytes (``b"a" b"b"``),
-  which libcst calls "a string", are bytes here (no path).
+- ``True``, ``False`` and ``None`` are never a string or a path, nor an identifier
+  :func:`name_hint` reads;
+- an f-string's text is its literal parts joined with ``{}`` for each replacement field;
+  ``ast`` keeps the parts' values, not their source text, so an escape (``f"{x}\n"``) is read
+  evaluated;
+- a string written in parts (``"a" "b"``) is one constant: a path when its joined text is
+  one; parts of bytes (``b"a" b"b"``) are bytes (no path).
 """
 
 from __future__ import annotations
@@ -48,13 +47,14 @@ __all__ = ["ValueKind", "classify_value", "identifier_of", "name_hint", "path_li
 _MAX_DEPTH = 4
 
 def _guess(kind: ValueKind, evidence: str, node: ast.AST) -> ValueGuess:
-    """A :class:`ValueGuess` holding an ``ast`` node (the record is typed for libcst's)."""
+    """A :class:`ValueGuess` holding an ``ast`` node (the record's ``node`` is typed
+    ``ast.expr``)."""
     return ValueGuess(kind, evidence, node)  # type: ignore[arg-type]
 
 
 def identifier_of(expr: ast.AST) -> str | None:
     """The last identifier of a ``Name``/``Attribute`` chain (``optimizer`` for
-    ``self.optimizer``), or ``None`` (:func:`ckptlint.checkpoint.sites.argument_kinds.identifier_of`)."""
+    ``self.optimizer``), or ``None``."""
     if isinstance(expr, ast.Name):
         return expr.id
     if isinstance(expr, ast.Attribute):
@@ -64,8 +64,7 @@ def identifier_of(expr: ast.AST) -> str | None:
 
 def path_literal(expr: ast.AST) -> bool:
     """Whether ``expr`` is a string (plain, concatenated or f-string) whose literal text looks
-    like a file path: a path separator, or a checkpoint file suffix at its end (as
-    :func:`ckptlint.checkpoint.sites.argument_kinds.path_literal`; f-strings see the module
+    like a file path: a path separator, or a checkpoint file suffix at its end (f-strings: see the module
     docstring)."""
     text = _literal_text(expr)
     if text is None:
@@ -74,7 +73,7 @@ def path_literal(expr: ast.AST) -> bool:
 
 
 def _literal_text(expr: ast.AST) -> str | None:
-    """The text libcst's ``_literal_text`` reads: a ``str`` constant's value, an f-string's
+    """The literal text of ``expr``: a ``str`` constant's value, an f-string's
     literal parts with ``{}`` for each replacement field."""
     if isinstance(expr, ast.Constant):
         return expr.value if isinstance(expr.value, str) else None
@@ -90,9 +89,8 @@ def _is_string(expr: ast.AST) -> bool:
 
 
 def classify_value(expr: ast.AST, model: AstModel, _depth: int = 0) -> ValueGuess | None:
-    """What ``expr`` is built as, or ``None`` when the source does not say: the answer of
-    :func:`ckptlint.checkpoint.sites.argument_kinds.classify_value` (same kinds, same evidence
-    phrases; the guess's ``node`` is this tree's)."""
+    """What ``expr`` is built as, or ``None`` when the source does not say: a guess whose ``node`` is
+    this tree's (see :mod:`ckptlint.checkpoint.sites.argument_kinds` for what counts)."""
     if _depth > _MAX_DEPTH:
         return None
     if _is_string(expr):
@@ -154,7 +152,7 @@ def _builds_module(call: ast.Call, names: frozenset[str], model: AstModel) -> bo
 
 def _is_module_class(node: ast.AST, model: AstModel, _depth: int = 0) -> bool:
     """Whether the ``ClassDef`` ``node`` subclasses ``nn.Module`` (directly, or through other
-    classes of this module); a ``*bases`` base is read without its star, as libcst's ``Arg``."""
+    classes of this module); a ``*bases`` base is read without its star."""
     if not isinstance(node, ast.ClassDef) or _depth > _MAX_DEPTH:
         return False
     for written in node.bases:
@@ -189,8 +187,7 @@ def _classify_name(name: ast.Name, model: AstModel, depth: int) -> ValueGuess | 
 
 
 def name_hint(expr: ast.AST) -> ValueKind | None:
-    """What the identifier of ``expr`` says it holds (weak evidence), as
-    :func:`ckptlint.checkpoint.sites.argument_kinds.name_hint` reads it: OPTIMIZER, SCHEDULER,
+    """What the identifier of ``expr`` says it holds (weak evidence): OPTIMIZER, SCHEDULER,
     PATH, STATE_DICT, MODULE or ``None``."""
     identifier = identifier_of(expr)
     if identifier is None:

@@ -1,10 +1,12 @@
 """Arguments that make a torch checkpoint call raise, and whether a call raises whenever it
-runs, on CPython's ``ast``: the twin of :mod:`ckptlint.checkpoint.sites.call_errors` (the same
-facts of torch/utils/checkpoint.py 2.9, unchanged in 2.13, listed there), for the sites of
-:mod:`ckptlint.checkpoint.sites.ast_site_index`.
+runs, on CPython's ``ast``, for the sites of :mod:`ckptlint.checkpoint.sites.ast_site_index`
+(the facts of torch/utils/checkpoint.py 2.9, unchanged in 2.13, are listed in
+:mod:`ckptlint.checkpoint.sites.call_errors`). CKP002 reports these calls; :func:`always_raises`
+tells the rules that judge what a site recomputes that such a site recomputes nothing.
 
-A libcst ``Arg`` is either an ``ast`` positional expression or an ``ast.keyword``: a call's own
-arguments are its ``args`` and its ``keywords``, and a keyword's name is the string ``arg``.
+A call argument is either a positional expression (``ast.Starred`` for ``*args``) or an
+``ast.keyword``: a call's own arguments are its ``args`` and its ``keywords``, and a
+keyword's name is the string ``arg`` (``None`` for ``**``).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def reentrant_raising(
     site: AstSite, model: AstModel, keywords: list[ast.keyword], *, own_only: bool = True, certain: bool = False
 ) -> list[str]:
     """What the reentrant variant raises ``ValueError`` for in this call, as phrases for a
-    message (see :func:`ckptlint.checkpoint.sites.call_errors.reentrant_raising`)."""
+    message (the facts are listed in :mod:`ckptlint.checkpoint.sites.call_errors`)."""
     raising: list[str] = []
     if keywords:
         raising.append(f"keyword arguments meant for the checkpointed function ({keyword_list(keywords)})")
@@ -123,7 +125,7 @@ def _function_keywords(site: AstSite) -> list[ast.keyword]:
 
 def always_raises(site: AstSite, model: AstModel) -> bool:
     """Whether ``site`` raises whenever it runs, whatever the run-time values (see
-    :func:`ckptlint.checkpoint.sites.call_errors.always_raises`). Remembered on the site."""
+    :mod:`ckptlint.checkpoint.sites.call_errors`). Remembered on the site."""
     cached = site.extra.get("always_raises")
     if isinstance(cached, bool):
         return cached

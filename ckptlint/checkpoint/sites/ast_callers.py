@@ -1,7 +1,9 @@
-"""The calls of a function when the linted module shows all of them, on CPython's ``ast``: the
-twin of :mod:`ckptlint.checkpoint.sites.callers` (same rules, see its docstring), giving the
-calls in the order libcst's walk meets them (the first call's condition orders the parts the
-calls share). Nothing on the linter's path imports this module yet.
+"""The calls of a function when the linted module shows all of them, on CPython's ``ast``
+(the rules are in :mod:`ckptlint.checkpoint.sites.callers`' docstring): :func:`calls_of`
+gives the calls in the order :func:`libcst_order` walks the tree (parents first, children
+in field order, with a few exceptions: the order findings have always been reported in), so
+the first call's condition orders the parts the calls share. Read by
+:mod:`ckptlint.checkpoint.sites.ast_guards`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _CALLED_BY_THE_RUNTIME = frozenset({"forward", "_call_impl", "_wrapped_call_impl
 
 def calls_of(analysis: AstAnalysis, function: AstFunction) -> list[ast.Call] | None:
     """Every call of ``function`` (of ``analysis``), when the module shows all of them and
-    there is at least one; else ``None`` (see :func:`ckptlint.checkpoint.sites.callers.calls_of`)."""
+    there is at least one; else ``None`` (rules: :mod:`ckptlint.checkpoint.sites.callers`)."""
     name = function.name
     owner = _owner(analysis, function)
     if owner is None or name in _CALLED_BY_THE_RUNTIME or (name.startswith("__") and name.endswith("__")):
@@ -108,7 +110,7 @@ def _classes_by_method(analysis: AstAnalysis) -> dict[str, list[ast.ClassDef]]:
 
 def _calls_by_name(analysis: AstAnalysis) -> dict[str, list[ast.Call]]:
     """The module's calls by the last name of what they call (``f(...)``, ``x.f(...)``), in
-    libcst's walk order (:func:`libcst_order`), built once per module."""
+    the order :func:`libcst_order` walks them, built once per module."""
     cached = analysis.derived.get("calls_by_name")
     if isinstance(cached, dict):
         return cached
@@ -124,10 +126,11 @@ def _calls_by_name(analysis: AstAnalysis) -> dict[str, list[ast.Call]]:
 
 
 def libcst_order(root: ast.AST) -> list[ast.AST]:
-    """``root`` and every node below it, parents first, children in the order libcst's fields
-    hold them (:func:`~ckptlint.semantic.ast_walk.fields_order_children`; a class's body
+    """``root`` and every node below it, parents first, children in field order
+    (:func:`~ckptlint.semantic.ast_walk.fields_order_children`; a class's body
     before its bases and decorators, a parameter's default with it, a ``case``'s body before
-    its guard)."""
+    its guard): the order findings have always been reported in (the function is named after
+    the parser that first defined it)."""
     found: list[ast.AST] = []
     stack = [root]
     while stack:
@@ -150,7 +153,7 @@ def _children(node: ast.AST) -> list[ast.AST]:
 
 
 def _parameters(arguments: ast.arguments) -> list[ast.AST]:
-    """The parameters in libcst's order (positional, ``*``, keyword-only, ``**``,
+    """The parameters in walk order (positional, ``*``, keyword-only, ``**``,
     positional-only), each with its annotation and default."""
     positional = [*arguments.posonlyargs, *arguments.args]
     defaults: dict[int, ast.expr | None] = {}

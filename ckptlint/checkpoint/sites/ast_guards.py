@@ -1,13 +1,12 @@
-"""The conditions that guard a checkpoint site, on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.sites.guards` (same rules, same message texts; see its docstrings),
-reading the sites of :mod:`~ckptlint.checkpoint.sites.ast_sites` and
-:mod:`~ckptlint.checkpoint.sites.ast_helper_sites`, the switches of
-:mod:`~ckptlint.checkpoint.sites.ast_switch_defaults` and the callers of
+"""The conditions that guard a checkpoint site, on CPython's ``ast`` (the rules are in
+:mod:`ckptlint.checkpoint.sites.guards`' docstring), reading the sites of
+:mod:`~ckptlint.checkpoint.sites.ast_sites` and :mod:`~ckptlint.checkpoint.sites.ast_helper_sites`,
+the switches of :mod:`~ckptlint.checkpoint.sites.ast_switch_defaults` and the callers of
 :mod:`~ckptlint.checkpoint.sites.ast_callers`. Texts are the source's
-(:meth:`~ckptlint.semantic.ast_analysis.AstAnalysis.text_of`); what libcst groups into one
-statement line (``a = 1; b = 2``) is grouped here by where its statements start and end. The
+(:meth:`~ckptlint.semantic.ast_analysis.AstAnalysis.text_of`); statements on one line
+(``a = 1; b = 2``) are grouped into one statement line by where they start and end. The
 node-free parts (:func:`~ckptlint.checkpoint.sites.guards.format_condition`, ``joined``,
-``common``) are libcst's own. Nothing on the linter's path imports this module yet.
+``common``) live in :mod:`~ckptlint.checkpoint.sites.guards`.
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ __all__ = [
 ]
 
 AstFunction = ast.FunctionDef | ast.AsyncFunctionDef
-#: The statement fields that hold a block (libcst's ``IndentedBlock`` or ``Module`` body).
+#: The statement fields that hold a block.
 _BLOCKS = ("body", "orelse", "finalbody")
 #: ``try`` with ``except*`` handlers (Python 3.11 on).
 _TRY_STAR: tuple[type, ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # type: ignore[attr-defined,unused-ignore]
@@ -67,8 +66,8 @@ def node_condition(analysis: AstAnalysis, node: ast.AST) -> str:
 
 def helper_parts(analysis: AstAnalysis, site: AstSite, depth: int = 0) -> Condition:
     """The tests inside the helper that ``site`` (a ``HELPER_CALL`` of ``analysis``) calls
-    around the checkpoint calls it may make there (see
-    :func:`ckptlint.checkpoint.sites.guards.helper_parts`), read in the helper's own module."""
+    around the checkpoint calls it may make there (with the
+    arguments the call binds to the helper's parameters), read in the helper's own module."""
     from ckptlint.checkpoint.sites.ast_helper_bindings import parameter_arguments, passed_parameters
     from ckptlint.checkpoint.sites.ast_helper_summaries import helper_analysis
 
@@ -109,8 +108,9 @@ def _keeps_parameter(analysis: AstAnalysis, function: AstFunction, name: str) ->
 
 
 def condition_parts(analysis: AstAnalysis, node: ast.AST, depth: int = 0, *, parameters_given: bool = False) -> Condition:
-    """When ``node`` (of ``analysis``) runs, as texts with their backquotes (see
-    :func:`ckptlint.checkpoint.sites.guards.condition_parts`)."""
+    """When ``node`` (of ``analysis``) runs, as texts with their backquotes: its callers' tests (up
+    to :data:`~ckptlint.checkpoint.sites.guards.MAX_CALLER_DEPTH` calls up), its definition's,
+    then its own."""
     own = local_parts(analysis, node, parameters_given=parameters_given)
     function, _ = _function_and_class(analysis, node)
     if function is None or depth >= MAX_CALLER_DEPTH:
@@ -138,7 +138,7 @@ def _definition_parts(analysis: AstAnalysis, function: AstFunction) -> Condition
 
 def _bound_in_loop(analysis: AstAnalysis, loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
     """The names and attribute texts (``self.x``) a loop's target and body (not its ``else``)
-    bind, every identifier of a target counted as libcst's walk counts its ``Name`` nodes."""
+    bind, every identifier of a target counted (:func:`identifiers`)."""
     targets: list[ast.AST] = [loop.target] if isinstance(loop, (ast.For, ast.AsyncFor)) else []
     stack: list[ast.AST] = list(loop.body)
     while stack:
@@ -210,7 +210,7 @@ def _shortened(text: str) -> str:
 
 
 def _reads_any(expr: ast.expr, names: frozenset[str]) -> bool:
-    """Whether ``expr`` holds one of ``names`` as an identifier libcst keeps as a ``Name``."""
+    """Whether ``expr`` holds one of ``names`` as an identifier (:func:`identifiers`)."""
     return bool(names) and any(name in names for _, name in identifiers(expr))
 
 
@@ -242,7 +242,7 @@ def _function_and_class(analysis: AstAnalysis, node: ast.AST) -> tuple[AstFuncti
 
 def guard_conjuncts(analysis: AstAnalysis, node: ast.AST) -> list[tuple[ast.expr | None, str]]:
     """The conditions that must hold for ``node`` to run, outermost first, each as (its
-    expression, its text) (see :func:`ckptlint.checkpoint.sites.guards.guard_conjuncts`)."""
+    expression, its text; ``None`` for a text without one, such as an exception raised)."""
     model = analysis.model
     below: ast.AST = node
     found: list[tuple[ast.expr | None, str]] = []
@@ -262,7 +262,7 @@ def guard_conjuncts(analysis: AstAnalysis, node: ast.AST) -> list[tuple[ast.expr
         if isinstance(ancestor, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
             break
         if isinstance(ancestor, ast.ExceptHandler) and block is not None and not isinstance(model.parent(ancestor), _TRY_STAR):
-            # libcst's ``except*`` handler is another node, which it does not read
+            # an ``except*`` handler is not read (as in earlier releases)
             found[:0] = [(None, _raised(analysis, ancestor))]
         if isinstance(ancestor, (ast.If, ast.IfExp)) and below is not ancestor.test and torch_version_test(ancestor.test, model) is None:
             test = ancestor.test

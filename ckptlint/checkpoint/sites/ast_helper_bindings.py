@@ -1,10 +1,8 @@
-"""The arguments of a helper call bound to the helper's parameters, on CPython's ``ast``: the
-twin of :func:`ckptlint.checkpoint.sites.helper_sites.parameter_arguments`,
-:func:`~ckptlint.checkpoint.sites.helper_sites.passed_parameters` and the ``_Bound`` record
-they read (same rules, see their docstrings), for the ``HELPER_CALL`` sites of
-:mod:`ckptlint.checkpoint.sites.ast_helper_sites`. The condition a finding states reads them
-(:func:`ckptlint.checkpoint.sites.ast_guards.helper_parts`). Nothing on the linter's path
-imports this module yet.
+"""The arguments of a helper call bound to the helper's parameters, on CPython's ``ast``, for
+the ``HELPER_CALL`` sites of :mod:`ckptlint.checkpoint.sites.ast_helper_sites`: which argument
+each parameter of the helper receives (positional, keyword, ``*args``/``**kwargs`` passed
+on), and which parameters the call passes. The condition a finding states reads them
+(:func:`ckptlint.checkpoint.sites.ast_guards.helper_parts`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""Calls of helpers across the modules of the linted tree, on CPython's ``ast``: the ``ast``
-twin of :class:`ckptlint.checkpoint.sites.helper_calls.HelperResolver` with a loader, and of
-the helper part of ``sites.site_index`` / ``sites.helper_summaries`` for an analysis whose
-``project`` is set.
+"""Calls of helpers across the modules of the linted tree, on CPython's ``ast``: the resolver
+(:class:`AstHelperResolver`) that says which helper a call calls for an analysis whose
+``project`` is set, and the helpers of other modules it reads.
 
-Which helper a call calls (as on libcst, see ``helper_calls``' docstring):
+Which helper a call calls:
 
 - ``run(block, x)``: a module-level function of this module, or one imported from a module of
   the linted tree (``from .utils import run``, ``utils.run(...)`` after ``from . import
@@ -13,23 +12,21 @@ Which helper a call calls (as on libcst, see ``helper_calls``' docstring):
   of its base classes, of this module or imported from a module of the tree (four bases up).
 
 Another module is read only when its bytes say it may define (or re-export) the name
-(``helper_calls._may_define_helper``, the same byte test); the file is recorded as read
-(``record_read``) before the test, as libcst records it, so the linted file's cache
-dependencies are the same. Each module's helpers are found once and kept in its
+(``helper_calls._may_define_helper``, a cheap byte test); the file is recorded as read
+(``record_read``) before the test, so the linted file's cache dependencies hold every file
+the test looked at. Each module's helpers are found once and kept in its
 :attr:`AstAnalysis.derived`; a module whose helpers are being found when an import cycle
-reaches it again has none for that question (``sites.helper_summaries``' guard).
+reaches it again has none for that question.
 
 The checkpoint calls a helper makes are the module's direct sites
 (:func:`~ckptlint.checkpoint.sites.ast_sites.direct_sites`) and the calls of helpers found
 level by level; the ``apply`` calls of the module's home-made implementations, read with the
 tree (``ast_homemade.home_made(model, loader)``: a base class of another module), and of
-their helpers are no candidates. Not here yet: the calls that only libcst's ``Recogniser``
-follows into other modules (a re-exported API, ``Impl.apply`` or a home-made helper imported
-from another module, a ``TrainingArguments`` subclass): each is a candidate helper call here
-(normally found to call no helper, but the module it names is recorded as read); the whole
-stage, with those, is :func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index`. Nothing on
-the linter's path imports this module; ``tests/analysis/test_ast_helper_calls.py`` and
-``benchmarks/ast_helper_sites_parity.py --tree`` compare it with libcst's.
+their helpers are no candidates. Calls that only a reach with the tree recognises (a
+re-exported API, ``Impl.apply`` or a home-made helper imported from another module, a
+``TrainingArguments`` subclass) are candidate helper calls here (normally found to call no
+helper, but the module they name is recorded as read); the whole stage, with those, is
+:func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index`.
 """
 
 from __future__ import annotations
@@ -98,7 +95,7 @@ class AstHelperResolver:
     """Answers "which helper does this call call" for one module of the tree (see the module
     docstring); ``own``: the helpers of the module found so far (filled in level by level);
     ``helpers_of``: the helpers of another module of the tree (:func:`module_helpers` unless
-    given: ``ast_site_index`` gives its own, found with every site libcst finds)."""
+    given: ``ast_site_index`` gives its own, found with every site of the module)."""
 
     def __init__(
         self,
@@ -172,7 +169,8 @@ class AstHelperResolver:
 
     def _module(self, module: str, defined: str) -> AstAnalysis | None:
         """The analysis of ``module`` of the tree, when its bytes may define a helper named
-        ``defined`` (the read is recorded first, as libcst records it)."""
+        ``defined`` (the read is recorded first, so the linted file depends on it
+        whatever the test answers)."""
         if self.project is None:
             return None
         self.namespace_root(module + ".x")
@@ -185,7 +183,7 @@ class AstHelperResolver:
         return self.project.ast_analysis_for_file(Path(path))
 
     def namespace_root(self, qualified: str) -> None:
-        """``reach.Recogniser.namespace_root``: where the top package of ``qualified`` has no
+        """Where the top package of ``qualified`` has no
         ``__init__.py`` (a namespace package) and this file lies in it, the folder above it
         is an import root too."""
         if self.path is None or self.project is None:

@@ -1,9 +1,7 @@
 """Calls of helpers that take the checkpointed callable as an argument, on CPython's ``ast``,
-for the helpers of the same module: the same summaries (:class:`HelperSummary`) and
-``SiteForm.HELPER_CALL`` sites as :mod:`ckptlint.checkpoint.sites.helper_sites` and
-:mod:`ckptlint.checkpoint.sites.helper_calls` give on libcst (see their docstrings), read the
-same way, for one module alone (libcst's ``site_index`` of a module with no linted tree around
-it):
+for the helpers of the same module: the summaries (:class:`~ckptlint.checkpoint.sites.site.HelperSummary`) and the
+``SiteForm.HELPER_CALL`` sites of one module alone (see
+:mod:`ckptlint.checkpoint.sites.helper_sites` for what a helper is and what its calls carry):
 
 - a helper is a module-level function, or a method of a module-level class, whose parameter
   is (or builds) the callable of a direct checkpoint call of the module
@@ -17,10 +15,8 @@ it):
 Helpers imported from other modules of the linted tree (``from .utils import run``,
 ``utils.run(...)``, a base class in another module) are followed by
 :mod:`ckptlint.checkpoint.sites.ast_helper_calls`, which runs this module's level loop with
-its resolver. Out of scope (still libcst only): calls of helpers whose checkpoint call only
-the libcst finder recognises (APIs followed into other modules). Nothing on the linter's path imports this module yet;
-``tests/analysis/test_ast_helper_sites.py`` and ``benchmarks/ast_helper_sites_parity.py``
-compare every field with libcst's.
+its resolver; :func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index` runs the whole
+stage, APIs followed into other modules included.
 """
 
 from __future__ import annotations
@@ -97,8 +93,7 @@ class HelperSites:
 
 def helper_sites(model: AstModel, sites: list[AstSite] | None = None) -> HelperSites:
     """The helpers of ``model``'s module and the sites of their calls (see the module
-    docstring), as ``collect_sites``' ``_helper_call_sites`` finds them on libcst with no
-    loader; ``sites``: the module's direct sites (:func:`direct_sites` when not given). Kept in
+    docstring), the module read alone (no loader); ``sites``: the module's direct sites (:func:`direct_sites` when not given). Kept in
     the model's memo when ``sites`` is not given."""
     if sites is None:
         kept = model.memo.get("helper_sites")
@@ -125,7 +120,7 @@ def _helper_sites(
     resolve: Resolve | None = None,
     home: AstHomeMade | None = None,
 ) -> HelperSites:
-    """The level-by-level search of ``collect_sites``' ``_helper_call_sites``: ``helpers`` (the
+    """The level-by-level search for helper calls: ``helpers`` (the
     dict ``resolve`` reads as the module's own helpers) is filled in level by level;
     ``resolve``: which helper a call calls (:func:`helper_of`, the module alone, when not
     given); ``home``: the module's home-made implementations, whose calls are no candidates
@@ -159,8 +154,8 @@ def _helper_sites(
 
 
 def _candidates(model: AstModel, home: AstHomeMade | None = None) -> list[ast.Call]:
-    """The calls that may call a helper, as ``sites._sort_call`` leaves them on libcst (its
-    ``deferred`` calls of plain names, then its ``others``, attribute calls nothing recognised):
+    """The calls that may call a helper, those the site pass leaves (calls of plain names,
+    then attribute calls nothing recognised):
     not calls of an API (but a plain name rebound to ``functools.partial`` bindings), of
     ``torch.utils.checkpoint`` itself or of ``torch.distributed.checkpoint``, nor
     ``partial(X, ...)``, switches, method APIs, methods of API instances, home-made
@@ -198,7 +193,7 @@ def _candidates(model: AstModel, home: AstHomeMade | None = None) -> list[ast.Ca
 
 
 def _recognised(call: ast.Call, names: frozenset[str], model: AstModel, found: AstHomeMade) -> bool:
-    """Whether libcst's ``Recogniser.api_of_call`` (no loader) gives ``call`` an API: a method
+    """Whether ``call`` is recognised as an API without a loader: a method
     API, a method of an API instance, a home-made ``apply`` or helper, ``self.attr`` holding
     a checkpoint function (a ``TrainingArguments`` subclass is a class, never a helper)."""
     func = call.func
@@ -217,8 +212,8 @@ def _recognised(call: ast.Call, names: frozenset[str], model: AstModel, found: A
 
 # ---------------------------------------------------------------------------- which helper
 def helper_of(call: ast.Call, model: AstModel, own: dict[str, AstHelperSummary]) -> AstHelperSummary | None:
-    """The helper of this module (among ``own``) that ``call`` calls, or ``None`` (see
-    :meth:`ckptlint.checkpoint.sites.helper_calls.HelperResolver.helper_of` with no loader)."""
+    """The helper of this module (among ``own``) that ``call`` calls, or ``None`` (the module
+    read alone: no loader)."""
     if not call.args and not call.keywords:
         return None  # a helper takes the callable as an argument
     func = call.func
@@ -228,7 +223,7 @@ def helper_of(call: ast.Call, model: AstModel, own: dict[str, AstHelperSummary])
                 found = own.get(binding.name)
                 return found if found is not None and not found.method else None
             if binding.kind is BindingKind.IMPORT and binding.target:
-                return None  # another module's helper: libcst's loader follows it
+                return None  # another module's helper: followed with a loader
         return None
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
         owner = _enclosing_class(model, func)
@@ -323,8 +318,7 @@ class _Bound:
 
 def build_helper_site(summary: AstHelperSummary, call: ast.Call, model: AstModel) -> AstSite | None:
     """The site of ``call`` (a call of the helper ``summary`` in ``model``'s module), or
-    ``None`` when the literal flags it passes rule out every checkpoint call of the helper
-    (see :func:`ckptlint.checkpoint.sites.helper_sites.build_helper_site`)."""
+    ``None`` when the literal flags it passes rule out every checkpoint call of the helper"""
     bound = _Bound(summary, call)
     alive = tuple(c for c in summary.calls if not _ruled_out(c, bound, summary, model))
     if not alive:
@@ -443,7 +437,7 @@ def _inputs(alive: tuple[AstHelperCall, ...], bound: _Bound) -> tuple[AstArg, ..
 def literal_flags(site: AstSite, model: AstModel) -> frozenset[str]:
     """The flag parameters of the helper that ``site`` (a ``HELPER_CALL`` in ``model``'s
     module) calls which the call passes a literal for, or leaves at a literal default (empty
-    for other sites; see :func:`ckptlint.checkpoint.sites.helper_sites.literal_flags`)."""
+    for other sites)."""
     summary = site.helper
     if summary is None:
         return frozenset()
@@ -454,7 +448,7 @@ def literal_flags(site: AstSite, model: AstModel) -> frozenset[str]:
 
 def inputs_bound(site: AstSite) -> bool:
     """Whether ``site.inputs`` of a helper call are all the inputs the checkpointed function
-    gets (see :func:`ckptlint.checkpoint.sites.helper_sites.inputs_bound`)."""
+    gets (so the region binds them to its parameters)."""
     if site.helper is None:
         return True
     plans = {c.inputs for c in site.alternatives}

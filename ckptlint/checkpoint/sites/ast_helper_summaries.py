@@ -1,10 +1,9 @@
 """Helpers of one module on CPython's ``ast``: the functions and methods that pass one of
 their parameters to a checkpoint API as the callable, summarised as
-:func:`ckptlint.checkpoint.sites.helper_sites.summarise_helpers` summarises them on libcst
-(same :class:`~ckptlint.checkpoint.sites.site.HelperSummary` fields, read the same way: the
-parameter, guards, plans and input plans of each checkpoint call). Used by
-:mod:`ckptlint.checkpoint.sites.ast_helper_sites`, which finds the calls of these helpers;
-nothing on the linter's path imports either yet.
+:class:`~ckptlint.checkpoint.sites.site.HelperSummary` records (the parameter, guards, plans
+and input plans of each checkpoint call; see :mod:`ckptlint.checkpoint.sites.helper_sites`).
+Used by :mod:`ckptlint.checkpoint.sites.ast_helper_sites`, which finds the calls of these
+helpers.
 """
 
 from __future__ import annotations
@@ -34,8 +33,8 @@ _DECORATORS_OF_PLAIN_FUNCTIONS = frozenset({"staticmethod"})
 
 
 def helper_analysis(helper: AstHelperSummary, near: AstAnalysis, loader: AstModuleLoader | None = None) -> AstAnalysis:
-    """The analysis of the module ``helper`` is written in (a summary read on ``ast`` holds its
-    module's model, libcst's its analysis): ``near`` when it is that module, else the loader's
+    """The analysis of the module ``helper`` is written in (a summary holds its module's
+    model, not its analysis): ``near`` when it is that module, else the loader's
     analysis of it (``loader``, default ``near``'s), else one made around the model (its text
     and tree, the module's name standing for its path)."""
     model = helper.analysis
@@ -57,7 +56,7 @@ def helper_analysis(helper: AstHelperSummary, near: AstAnalysis, loader: AstModu
 
 def summarise_helpers(sites: list[AstSite], model: AstModel, level: int = 1) -> dict[str, AstHelperSummary]:
     """The helpers among the functions around ``sites`` (sites of ``model``'s module), by
-    qualified name in the module (see :func:`ckptlint.checkpoint.sites.helper_sites.summarise_helpers`)."""
+    qualified name in the module (see :mod:`ckptlint.checkpoint.sites.helper_sites`)."""
     grouped: dict[AstFunction, list[tuple[AstSite, str]]] = {}
     for site in sites:
         if site.function is None or site.form in (SiteForm.PARTIAL, SiteForm.BOUND_CALL):
@@ -254,7 +253,7 @@ def _plans(
 
 
 def _star_and_value(arg: AstArg) -> tuple[str, ast.expr]:
-    """libcst's ``Arg.star`` (``""``, ``"*"``, ``"**"``) and value of an ``ast`` argument."""
+    """The star (``""``, ``"*"``, ``"**"``) and the value of an ``ast`` call argument."""
     if isinstance(arg, ast.Starred):
         return "*", arg.value
     if isinstance(arg, ast.keyword):

@@ -1,15 +1,11 @@
 """Home-made recompute functions on CPython's ``ast``: the ``torch.autograd.Function``
 subclasses of one module that store a callable in ``forward`` and run it again in
-``backward`` (and reversible networks' Functions), and the helpers that call their ``apply``;
-the same records as :mod:`ckptlint.checkpoint.sites.homemade` (see its docstring), read the
-same way. For the module alone (libcst's ``home_made(model)``) a class whose
-``autograd.Function`` base is in another module is not followed there; with a loader of the
-linted tree (an :class:`~ckptlint.semantic.ast_analysis.AstModuleLoader`, libcst's
-``home_made(model, loader)``) it is, up to three classes, reading the base's methods and the
-re-running methods of its module.
-
-``tests/analysis/test_ast_homemade.py`` and ``benchmarks/ast_homemade_parity.py`` compare
-both on every field.
+``backward`` (and reversible networks' Functions), and the helpers that call their ``apply``,
+as the records of :mod:`ckptlint.checkpoint.sites.homemade` (see its docstring for the
+pattern). For the module alone (``home_made(model)``) a class whose ``autograd.Function``
+base is in another module is not followed there; with a loader of the linted tree (an
+:class:`~ckptlint.semantic.ast_analysis.AstModuleLoader`, ``home_made(model, loader)``) it
+is, up to three classes, reading the base's methods and the re-running methods of its module.
 """
 
 from __future__ import annotations
@@ -40,7 +36,7 @@ AstHomeMade = HomeMade[AstFunction, ast.ClassDef, ast.Call]
 
 #: Classes followed up from a subclass to its ``autograd.Function`` base.
 _MAX_BASE_HOPS = 3
-#: The nodes :func:`ckptlint.semantic.ast_assignments.assignments` reads (libcst's ``BINDING_NODES``).
+#: The nodes :func:`ckptlint.semantic.ast_assignments.assignments` reads.
 _BINDING_NODES = frozenset(
     {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.withitem, ast.Call}
 )
@@ -59,7 +55,7 @@ def home_made(model: AstModel, loader: AstModuleLoader | None = None) -> AstHome
 
 
 def _base_value(base: ast.expr) -> ast.expr:
-    return base.value if type(base) is ast.Starred else base  # libcst's ``Arg.value`` of ``*bases``
+    return base.value if type(base) is ast.Starred else base  # a ``*bases`` base without its star
 
 
 def _function_base(node: ast.ClassDef, model: AstModel) -> bool:
@@ -277,7 +273,7 @@ def implementation_of_apply(call: ast.Call, model: AstModel, found: AstHomeMade)
 
 
 def _positional(call: ast.Call) -> list[AstArg]:
-    """libcst's arguments without a keyword: positional ones, ``*args`` and ``**kwargs``, in
+    """The arguments without a keyword: positional ones, ``*args`` and ``**kwargs``, in
     source order."""
     return [a for a in ordered_arguments(call) if type(a) is not ast.keyword or a.arg is None]
 

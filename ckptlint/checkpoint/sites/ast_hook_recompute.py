@@ -1,7 +1,6 @@
-"""Recompute run from a gradient hook (GradCache-style cached losses), on CPython's ``ast``: the
-hooks :mod:`ckptlint.checkpoint.sites.hook_recompute` finds on libcst (see its docstring for the
-shape and what CKP105 makes of it), found the same way, in the same order, with the same
-re-runs and the same answer on autocast.
+"""Recompute run from a gradient hook (GradCache-style cached losses), on CPython's ``ast``:
+the hooks of a module, in source order, with the calls each re-runs and whether it restores
+autocast around them (what CKP105 reports).
 
 A hook is a function or method of the module registered with ``tensor.register_hook(HOOK)``
 (possibly through ``functools.partial``) whose own code calls ``backward`` and, under
@@ -42,7 +41,8 @@ class AstHookRecompute:
 
     Attributes:
         hook: the hook's ``def``; registration: the ``register_hook`` call.
-        reruns: the calls under ``enable_grad`` that run the model again (in libcst's order).
+        reruns: the calls under ``enable_grad`` that run the model again (in the order :func:`_tree`
+            walks them).
         restores_autocast: an autocast context is entered by the hook or by what it calls.
     """
 
@@ -63,12 +63,13 @@ def hook_recomputes(model: AstModel) -> list[AstHookRecompute]:
 
 def _tree(root: ast.AST | list[ast.stmt]) -> Iterator[ast.AST]:
     """``root`` (or each statement of a body) and every node below, parents before children,
-    children in libcst's order (``walk.iter_tree``)."""
+    children in field order (``fields_order_children``), an ``IfExp``'s in source order
+    (body, test, else)."""
     stack: list[ast.AST] = list(reversed(root)) if isinstance(root, list) else [root]
     while stack:
         node = stack.pop()
         yield node
-        if type(node) is ast.IfExp:  # ``body if test else orelse``: libcst keeps source order
+        if type(node) is ast.IfExp:  # ``body if test else orelse``: walked in source order
             stack.extend((node.orelse, node.test, node.body))
             continue
         stack.extend(reversed(fields_order_children(node)))

@@ -1,16 +1,14 @@
 """Keywords of a checkpoint site on CPython's ``ast`` that look like misspelled checkpoint
-options: the misspellings :func:`ckptlint.checkpoint.sites.misspelling.find_misspellings`
-finds on libcst (same options, same two closeness tiers, same type test of the value, same
-exceptions; see that module's docstring), for the sites of
+options (the options, the two closeness tiers, the type test of the value and the
+exceptions are described in :mod:`ckptlint.checkpoint.sites.misspelling`), for the sites of
 :mod:`ckptlint.checkpoint.sites.ast_sites`, into :class:`~ckptlint.checkpoint.sites.site.Misspelling`
 records parametrised for ``ast`` (:data:`AstMisspelling`).
 
 ``ast`` has no node for a keyword's name: a misspelled keyword's ``node`` is its
 ``ast.keyword`` (the name starts it and is ``written`` long); a misspelled key of a
-``gradient_checkpointing_kwargs`` dict literal is the key's ``ast.Constant``. Read as libcst
-reads them: ``True``/``False``/``None`` are no function for ``context_fn`` (names there, bound
-nowhere); a key written in parts (``"use_" "reentrent"``) is one string constant in ``ast``
-and is read (libcst skips a ``ConcatenatedString`` key).
+``gradient_checkpointing_kwargs`` dict literal is the key's ``ast.Constant``.
+``True``/``False``/``None`` are no function for ``context_fn``; a key written in parts
+(``"use_" "reentrent"``) is one string constant and is read.
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ _HF_KINDS = (ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS)
 
 def closest_option(written: str, options: tuple[str, ...], value: ast.expr | None, model: AstModel) -> tuple[str, float] | None:
     """The option ``written`` probably misspells and difflib's ratio of the two, or ``None``
-    (as :func:`ckptlint.checkpoint.sites.misspelling.closest_option`)."""
+    (the tiers are in :mod:`ckptlint.checkpoint.sites.misspelling`)."""
     if written in options:
         return None
     matches = difflib.get_close_matches(written, options, n=1, cutoff=WEAK_RATIO)
@@ -57,8 +55,7 @@ def find_misspellings(site: AstSite, model: AstModel) -> tuple[AstMisspelling, .
     """The misspelled options of ``site``, in source order: among its own keywords (for a
     call through a partial, the call's, not the binding's), skipping a keyword the
     checkpointed function declares; for transformers' switches, among the string keys of a
-    ``gradient_checkpointing_kwargs`` dict literal (as
-    :func:`ckptlint.checkpoint.sites.misspelling.find_misspellings`)."""
+    ``gradient_checkpointing_kwargs`` dict literal."""
     options = option_names(site)  # reads the API only
     found: list[AstMisspelling] = []
     if site.api.kind in _HF_KINDS:

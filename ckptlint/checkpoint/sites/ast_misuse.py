@@ -1,15 +1,13 @@
 """Activation checkpointing mistaken for saving training state, read on CPython's ``ast``: the
-:class:`~ckptlint.checkpoint.sites.site.SaveMisuse` that
-:func:`ckptlint.checkpoint.sites.misuse.find_save_misuse` gives on libcst (same evidence in the
-same order, same reasons, same ``torch.save``/``torch.load`` forms; see that module's
-docstring), for the sites of :mod:`ckptlint.checkpoint.sites.ast_sites`, parametrised for
-``ast`` (:data:`AstSaveMisuse`: ``saved``/``destination`` are expressions, ``arguments`` are
-call arguments: expressions, ``ast.Starred`` or ``ast.keyword``).
+:class:`~ckptlint.checkpoint.sites.site.SaveMisuse` of a site (the evidence, strongest first,
+and the reasons are described in :mod:`ckptlint.checkpoint.sites.misuse`), for the sites of
+:mod:`ckptlint.checkpoint.sites.ast_sites`, parametrised for ``ast`` (:data:`AstSaveMisuse`:
+``saved``/``destination`` are expressions, ``arguments`` are call arguments: expressions,
+``ast.Starred`` or ``ast.keyword``).
 
 What an argument holds is read by :mod:`ckptlint.checkpoint.sites.ast_argument_kinds`; a
-positional input is an argument without ``*`` (libcst's ``Arg`` with ``star == ""``); a save
-routine is the innermost ``def`` or ``async def`` around the call, unless a class or lambda
-comes first.
+positional input is a positional argument without ``*``; a save routine is the innermost
+``def`` or ``async def`` around the call, unless a class or lambda comes first.
 """
 
 from __future__ import annotations
@@ -43,7 +41,7 @@ AstSaveMisuse = SaveMisuse[ast.expr, AstArg]
 def find_save_misuse(site: AstSite, model: AstModel) -> AstSaveMisuse | None:
     """The save misuse of a ``torch.utils.checkpoint.checkpoint`` site (``ApiKind.FUNCTION``
     with a callable), or ``None`` when it checkpoints a computation or nothing can be said;
-    other APIs are never classified (as :func:`ckptlint.checkpoint.sites.misuse.find_save_misuse`)."""
+    other APIs are never classified."""
     if site.api.kind is not ApiKind.FUNCTION or site.function is None:
         return None
     return save_misuse_of_arguments(site.function, site.inputs, site.function_keywords, site.call, model)
@@ -57,7 +55,7 @@ def save_misuse_of_arguments(
     model: AstModel,
 ) -> AstSaveMisuse | None:
     """The save misuse of a call ``checkpoint(function, *inputs, **keywords)``, or ``None``
-    (as :func:`ckptlint.checkpoint.sites.misuse.save_misuse_of_arguments`, step for step)."""
+    (the evidence of :mod:`ckptlint.checkpoint.sites.misuse`, strongest first)."""
     positional = [arg for arg in inputs if not isinstance(arg, (ast.Starred, ast.keyword))]
     guess = classify_value(function, model)
     if guess is not None:
@@ -110,7 +108,7 @@ def _strong_input(expr: ast.expr, model: AstModel) -> str | None:
     if guess.kind is ValueKind.STATE_DICT:
         return guess.evidence
     if guess.kind is ValueKind.PATH:
-        node: ast.AST = guess.node  # the record is typed for libcst's
+        node: ast.AST = guess.node  # the record's ``node`` is typed ``ast.expr``
         if isinstance(node, ast.Call):
             return guess.evidence
         if path_literal(node):

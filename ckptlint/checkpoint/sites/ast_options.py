@@ -1,15 +1,15 @@
-"""Reading the arguments of a call on CPython's ``ast``: the same answers as
-:mod:`ckptlint.checkpoint.sites.options` gives on libcst (literals, keyword options, ``**``
-dictionaries, diffusers' torch-version tests), for :class:`~ckptlint.semantic.ast_model.AstModel`.
+"""Reading the arguments of a call on CPython's ``ast`` (literals, keyword options, ``**``
+dictionaries, diffusers' torch-version tests), for
+:class:`~ckptlint.semantic.ast_model.AstModel`.
 
 A call argument is the ``ast`` node a fix would edit: the expression of a positional argument
 (an ``ast.Starred`` for ``*args``), the ``ast.keyword`` of a keyword or ``**`` argument. The
 records are those of :mod:`~ckptlint.checkpoint.sites.options`, parametrised
 (:data:`AstOption`).
 
-Where ``ast`` folds what libcst keeps apart the answer is libcst's: the constants ``True``,
-``False`` and ``None`` are names there (a variable bound to one is not); ``...`` is no literal;
-a string written in parts (``"a" "b"``) is one literal, and one ``str`` constant here.
+Literals: the constants ``True``, ``False`` and ``None`` are literals (a variable bound to one
+is not); ``...`` is no literal; a string written in parts (``"a" "b"``) is one ``str``
+literal.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _is_constant(expr: ast.expr | None, value: object) -> bool:
 
 def literal_value(expr: ast.AST | None, model: AstModel, _depth: int = 0) -> object:
     """The Python value of a literal expression, or :data:`NOT_LITERAL` (see
-    :func:`ckptlint.checkpoint.sites.options.literal_value`)."""
+    the module docstring for what is a literal)."""
     if expr is None or _depth > _MAX_DEPTH:
         return NOT_LITERAL
     if isinstance(expr, ast.Constant):
@@ -98,7 +98,7 @@ def literal_value(expr: ast.AST | None, model: AstModel, _depth: int = 0) -> obj
 
 
 def value_of(expr: ast.expr, model: AstModel, arg: AstArg | None, origin: OptionOrigin) -> AstOption:
-    """An option passed explicitly (see :func:`ckptlint.checkpoint.sites.options.value_of`)."""
+    """An option passed explicitly: a literal, or a value known only at run time."""
     value = literal_value(expr, model)
     if value is NOT_LITERAL:
         return OptionValue(OptionState.EXPRESSION, None, expr, arg, origin)
@@ -109,8 +109,8 @@ def value_of(expr: ast.expr, model: AstModel, arg: AstArg | None, origin: Option
 
 @dataclass(frozen=True)
 class _Mapping:
-    """One possible content of a ``**`` dictionary (see
-    :class:`ckptlint.checkpoint.sites.options.MappingAlternative`)."""
+    """One possible content of a ``**`` dictionary (``keys``: ``None`` when
+    unknown)."""
 
     keys: dict[str, ast.expr | None] | None
     node: ast.expr | None = None
@@ -122,8 +122,8 @@ _UNKNOWN_MAPPING = _Mapping(None)
 
 
 def mapping_alternatives(expr: ast.expr, model: AstModel, _depth: int = 0) -> list[_Mapping]:
-    """The possible contents of a mapping expression used as ``**expr`` (see
-    :func:`ckptlint.checkpoint.sites.options.mapping_alternatives`)."""
+    """The possible contents of a mapping expression used as ``**expr`` (one
+    per path that may build it)."""
     if _depth > _MAX_DEPTH:
         return [_UNKNOWN_MAPPING]
     if isinstance(expr, ast.Dict):
@@ -175,7 +175,7 @@ def _default_of(param: ast.arg, model: AstModel) -> ast.expr | None:
 def torch_version_test(test: ast.expr, model: AstModel) -> bool | None:
     """The value of diffusers' ``is_torch_version(">=", "1.11.0")`` or of ``"use_reentrant"
     in inspect.signature(checkpoint).parameters`` on the torch releases ckptlint judges; else
-    ``None`` (see :func:`ckptlint.checkpoint.sites.options.torch_version_test`)."""
+    ``None``."""
     from ckptlint.facts.torch_facts import TORCH_VERSION_CHECKS, torch_version_check
 
     if isinstance(test, ast.Compare):
@@ -212,8 +212,8 @@ def _signature_test(test: ast.Compare, model: AstModel) -> bool | None:
 
 
 def in_branch_torch_never_takes(model: AstModel, node: ast.AST) -> bool:
-    """Whether ``node`` sits in a branch of an ``if`` that no judged torch release takes (see
-    :func:`ckptlint.checkpoint.sites.options.in_branch_torch_never_takes`)."""
+    """Whether ``node`` sits in a branch of an ``if`` that no judged torch release takes
+    (:func:`torch_version_test`)."""
     below = node
     for ancestor in model.ancestors(node):
         if isinstance(ancestor, (ast.If, ast.IfExp)) and below is not ancestor.test:
@@ -275,7 +275,7 @@ def _mapping_of(parts: list[tuple[str | None, ast.expr]], node: ast.expr, model:
 
 def surely_present_keys(expr: ast.expr, model: AstModel, _depth: int = 0) -> list[frozenset[str]]:
     """The keys a mapping expression used as ``**expr`` surely holds, one set per path that may
-    build it (see :func:`ckptlint.checkpoint.sites.options.surely_present_keys`); an empty set
+    build it; an empty set
     for a path of unknown content."""
     if _depth > _MAX_DEPTH:
         return [frozenset()]
@@ -387,8 +387,8 @@ def _subscript_key(target: ast.expr, name: str, model: AstModel) -> str | None:
 
 
 def option_from_mappings(key: str, alternatives: list[_Mapping], model: AstModel) -> AstOption:
-    """Combine the alternatives of ``**`` dictionaries into one option (see
-    :func:`ckptlint.checkpoint.sites.options.option_from_mappings`)."""
+    """Combine the alternatives of ``**`` dictionaries into one option for
+    ``key``."""
     known = [(alt, alt.keys) for alt in alternatives if alt.keys is not None]
     lacking = [alt for alt, keys in known if key not in keys]
     if lacking:
@@ -409,8 +409,8 @@ def option_from_mappings(key: str, alternatives: list[_Mapping], model: AstModel
 
 @dataclass
 class AstCallArguments:
-    """The arguments of a call sorted by form (see
-    :class:`ckptlint.checkpoint.sites.options.CallArguments`)."""
+    """The arguments of a call sorted by form (positional,
+    ``*args``, keywords, ``**kwargs``)."""
 
     positional: list[ast.expr]
     starred: list[ast.Starred]

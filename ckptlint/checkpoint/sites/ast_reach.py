@@ -1,6 +1,6 @@
-"""Recognising checkpoint APIs by following the linted tree, on CPython's ``ast``: the parts of
-:class:`ckptlint.checkpoint.sites.reach.Recogniser` that :func:`~ckptlint.checkpoint.sites.ast_sites.direct_sites`
-does not cover by itself, read the same way, and the region expression of a policy site:
+"""Recognising checkpoint APIs by following the linted tree, on CPython's ``ast``: what
+:func:`~ckptlint.checkpoint.sites.ast_sites.direct_sites` does not recognise by itself, and
+the region expression of a policy site:
 
 - ``TrainingArguments`` subclasses of the linted tree (the subclass relation, followed
   through base classes of this module and, through the loader, of other modules of the tree
@@ -15,15 +15,14 @@ does not cover by itself, read the same way, and the region expression of a poli
 
 Home-made implementations and helpers (:mod:`ckptlint.checkpoint.sites.ast_homemade`, read
 with the tree) are recognised only by a reach made with ``home=True`` (what
-:func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index` asks for, as libcst's
-``Recogniser`` does): ``Impl.apply(f, x)`` and calls of the module's home-made helpers
+:func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index` asks for):
+``Impl.apply(f, x)`` and calls of the module's home-made helpers
 (:meth:`AstReach.home_apply`, the names checked first in :meth:`AstReach.api_of_call`), and an
 ``Impl.apply`` or a home-made helper imported from another module of the tree (``_external``'s
-home-made rows). Without it (``direct_sites``), such a call of the module is left to that
-brick and not followed at all, and a name of another module is followed as far as libcst
-follows it and left unrecognised.
-:func:`~ckptlint.checkpoint.sites.reach.wrapper_fn_reentrancy`'s twin lives in
-:mod:`ckptlint.checkpoint.sites.ast_site_builders`.
+home-made rows). Without it (``direct_sites``), such a call of the module is left to the
+helper stage and not followed at all, and a home-made one of another module is followed and
+left unrecognised. The reentrancy of a policy's
+``checkpoint_wrapper_fn`` is read in :mod:`ckptlint.checkpoint.sites.ast_site_builders`.
 """
 
 from __future__ import annotations
@@ -68,7 +67,7 @@ class AstReach:
             (then only ``TrainingArguments`` subclasses of the module itself are found).
         path: the module's file, for :meth:`namespace_root`.
         home: whether home-made implementations and helpers are recognised (of the module,
-            read with the tree, and of other modules of the tree), as libcst recognises them.
+            read with the tree, and of other modules of the tree).
     """
 
     def __init__(self, model: AstModel, project: AstModuleLoader | None, path: str | None = None, home: bool = False) -> None:
@@ -76,13 +75,13 @@ class AstReach:
         self.project = project
         self.path = Path(os.path.abspath(path)) if path else None
         self.home = home
-        self._home = home_made(model, project) if home else None  # read first, as the Recogniser reads it
+        self._home = home_made(model, project) if home else None  # read first: the order files are recorded as read in
         self._stars: list[str] | None = None
 
     def home_apply(self, call: ast.Call) -> CheckpointApi | None:
         """With ``home``: the API of the module's home-made implementation whose ``apply``
-        ``call`` calls (``Impl.apply(f, x)``, checked where libcst's ``Recogniser`` checks it:
-        after method APIs and API instances, before ``self.attr``); else ``None``."""
+        ``call`` calls (``Impl.apply(f, x)``, checked after method APIs and API instances, before
+        ``self.attr``); else ``None``."""
         if self._home is None:
             return None
         implementation = implementation_of_apply(call, self.model, self._home)
@@ -90,11 +89,11 @@ class AstReach:
 
     def api_of_call(self, call: ast.Call, names: frozenset[str]) -> CheckpointApi | None:
         """The API of ``call`` (whose callee has the qualified names ``names``) that a
-        ``TrainingArguments`` base or another module of the tree gives it, in libcst's order
-        (``Recogniser.api_of_call`` after its method checks and :meth:`home_apply`); with
-        ``home``, a home-made helper of the module (or ``Impl.apply`` bound to a name) first;
+        ``TrainingArguments`` base or another module of the tree gives it, checked after the
+        method checks and :meth:`home_apply`; with ``home``, a home-made helper of the module (or
+        ``Impl.apply`` bound to a name) first;
         ``None`` when there is none, or (without ``home``) when the call is a home-made
-        ``apply`` or helper of the module (never followed further, as libcst never follows it)."""
+        ``apply`` or helper of the module (never followed further)."""
         if self._home is None:
             if self._home_made(call, names):
                 return None
@@ -125,7 +124,7 @@ class AstReach:
         return None
 
     def _home_made(self, call: ast.Call, names: frozenset[str]) -> bool:
-        """Whether libcst's recogniser answers ``call`` with a home-made row of the module."""
+        """Whether ``call`` is a home-made ``apply`` or helper of the module (read alone)."""
         found = home_made(self.model)
         if not found.implementations:
             return False
@@ -141,7 +140,7 @@ class AstReach:
     def namespace_root(self, qualified: str) -> None:
         """``from ldm.modules.util import checkpoint`` where ``ldm`` has no ``__init__.py`` (a
         namespace package): the folder above the ``ldm`` folder this file lies in is an import
-        root too (``Recogniser.namespace_root``)."""
+        root too."""
         if self.path is None or self.project is None:
             return
         top = qualified.split(".", 1)[0]
@@ -272,8 +271,7 @@ def policy_region_expression(api: CheckpointApi, options: dict[str, AstOption], 
     """An ``ast.List`` of calls of each class the policy selects (``[Block(), Other()]``), each
     call's callee the class expression of the source (so names resolve where they were
     written) and placed where it is; ``None`` when the selection is unknown (or, with neither
-    ``check_fn`` nor a policy, every submodule: not resolved). See
-    :func:`ckptlint.checkpoint.sites.reach.policy_region_expression`."""
+    ``check_fn`` nor a policy, every submodule: not resolved)."""
     passed = [
         keyword
         for keyword in api.policy_keywords
@@ -361,7 +359,7 @@ def _named_classes(expr: ast.Name, model: AstModel, depth: int) -> list[ast.expr
 
 def _check_function(function: ast.FunctionDef | ast.AsyncFunctionDef, model: AstModel, depth: int) -> list[ast.expr] | None:
     """The classes a ``def`` predicate selects: its one ``return`` of the top of its body (a
-    body on the ``def``'s own line is none, as libcst reads it)."""
+    body on the ``def``'s own line has none)."""
     params = [*function.args.posonlyargs, *function.args.args]
     if not params or body_on_header(model, function.body):
         return None
@@ -376,7 +374,7 @@ def _predicate_classes(expr: ast.expr, param: str | None, model: AstModel, depth
     (``a or b``: both; ``a and b``: the first known, a subset)."""
     if param is None:
         return None
-    if isinstance(expr, ast.BoolOp):  # libcst nests ``a or b or c`` as ``(a or b) or c``
+    if isinstance(expr, ast.BoolOp):  # ``a or b or c`` is read as ``(a or b) or c``
         found = _predicate_classes(expr.values[0], param, model, depth)
         for value in expr.values[1:]:
             right = _predicate_classes(value, param, model, depth)

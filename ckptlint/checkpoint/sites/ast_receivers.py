@@ -1,9 +1,10 @@
-"""Calls whose API the receiver says, on CPython's ``ast``, as
-:class:`ckptlint.checkpoint.sites.reach.Recogniser` reads them on libcst: methods of instances
-of an API class (``ckpt.checkpoint(f, x)`` after ``ckpt = CheckpointWithoutOutput()`` or
+"""Calls whose API the receiver says, on CPython's ``ast``: methods of instances of an API
+class (``ckpt.checkpoint(f, x)`` after ``ckpt = CheckpointWithoutOutput()`` or
 ``self.ckpt = CheckpointWithoutOutput()`` in a method of the class,
 :data:`~ckptlint.facts.apis.INSTANCE_METHOD_APIS`), and ``self.attr(...)`` where the class
-stores a checkpoint function in ``self.attr`` (``self._ckpt = checkpoint``)."""
+stores a checkpoint function in ``self.attr`` (``self._ckpt = checkpoint``). Read by
+:mod:`ckptlint.checkpoint.sites.ast_sites`.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +20,7 @@ from ckptlint.semantic.bindings import BindingKind
 
 __all__ = ["instance_method_api", "self_assignments", "self_attribute_api", "self_partial"]
 
-#: Last parts of names of ``self`` attributes worth reading (``self._ckpt_fn``), as the libcst
-#: finder has it (:data:`ckptlint.checkpoint.sites.reach._FOLLOWED`).
+#: Last parts of names of ``self`` attributes worth reading (``self._ckpt_fn``).
 _FOLLOWED = re.compile(r"(?i)checkpoint|ckpt|recompute|^apply$")
 
 _INSTANCE_METHODS = frozenset(method for method, _ in INSTANCE_METHOD_APIS.values())
@@ -171,7 +171,7 @@ def _enclosing_class(model: AstModel, node: ast.AST) -> ast.ClassDef | None:
 
 def self_assignments(model: AstModel, owner: ast.ClassDef, attr: str) -> list[ast.expr]:
     """Values assigned to ``self.attr`` in the methods of ``owner``, in any binding form (one
-    walk per class, kept in the model's memo; the order of libcst's walk)."""
+    walk per class, kept in the model's memo; in the order the walk meets them)."""
     memo: dict[int, tuple[ast.ClassDef, dict[str, list[ast.expr]]]] = model.memo.setdefault("self_assignments", {})  # type: ignore[assignment]
     cached = memo.get(id(owner))
     if cached is None or cached[0] is not owner:

@@ -1,15 +1,14 @@
-"""Reversible-network recompute on CPython's ``ast``: the same reading as
-:mod:`ckptlint.checkpoint.sites.reversible` (see its docstring for the shapes and where they
-were read), giving a :class:`~ckptlint.checkpoint.sites.reversible.ReversibleShape` of
-``ast.Call`` nodes.
+"""Reversible-network recompute on CPython's ``ast`` (see
+:mod:`ckptlint.checkpoint.sites.reversible` for the shapes and where they were read), giving
+a :class:`~ckptlint.checkpoint.sites.reversible.ReversibleShape` of ``ast.Call`` nodes.
 
-Where the two trees differ, this one reads what libcst's does: a ``for`` or ``with`` is either
-kind (``async`` included), a call's arguments are taken in source order (``ast`` keeps
-keywords apart), a node's children are walked in libcst's field order
-(:func:`ckptlint.semantic.ast_walk.fields_order_children`), ``xs[(a, b)]`` is one index and
-``xs[a, b]`` two (``ast`` gives a tuple for both; a parenthesised one starts before its first
-element and ends after its last). Known difference: ``xs[(a), (b)]`` reads as one index here,
-two in libcst (positions alone cannot tell it from ``xs[((a), (b))]``).
+How the tree is read: a ``for`` or ``with`` is either kind (``async`` included), a call's
+arguments are taken in source order (``ast`` keeps keywords apart), a node's children are
+walked in field order (:func:`ckptlint.semantic.ast_walk.fields_order_children`, the order
+findings have always been reported in), ``xs[(a, b)]`` is one index and ``xs[a, b]`` two
+(``ast`` gives a tuple for both; a parenthesised one starts before its first element and
+ends after its last). Known limit: ``xs[(a), (b)]`` reads as one index (positions alone
+cannot tell it from ``xs[((a), (b))]``).
 """
 
 from __future__ import annotations
@@ -39,8 +38,8 @@ def reversible_shape(
     node: ast.ClassDef, model: AstModel, bases: Sequence[tuple[ast.ClassDef, AstModel]] = ()
 ) -> ReversibleShape[ast.Call] | None:
     """The reversible recompute of the ``autograd.Function`` subclass ``node`` (a class of
-    ``model``'s module; ``bases`` with the models of their modules), or ``None`` (see
-    :func:`ckptlint.checkpoint.sites.reversible.reversible_shape`)."""
+    ``model``'s module; ``bases`` with the models of their modules), or ``None`` (the shapes are in
+    :mod:`ckptlint.checkpoint.sites.reversible`)."""
     module = model.module
     methods: dict[str, AstFunction] = {}
     owners: dict[str, AstModel] = {}
@@ -108,7 +107,7 @@ def _stored(forward: AstFunction, ctx: str, rest: list[str]) -> dict[str, str]:
 
 
 def _first_argument(call: ast.Call) -> ast.expr:
-    """libcst's ``call.args[0].value``: the first argument in source order, without its ``*``."""
+    """The first argument in source order, without its ``*``."""
     return argument_value(ordered_arguments(call)[0])
 
 
@@ -136,7 +135,9 @@ def _element_value(element: ast.expr) -> ast.expr:
 
 def _loop_elements(target: ast.expr, iterated: ast.expr, is_source: Callable[[ast.expr], bool], commas: Commas) -> set[str]:
     """The names ``for TARGET in ITERATED`` binds to elements of the collection ``is_source``
-    recognises (see :func:`ckptlint.checkpoint.sites.reversible._loop_elements`)."""
+    recognises (the collection
+    itself, through slices and ``reversed``/``list``/``tuple``/``iter``, and ``enumerate``/``zip``
+    of it unpacked)."""
     while True:
         if type(iterated) is ast.Subscript and _slices_only(iterated, commas):
             iterated = iterated.value
@@ -237,7 +238,7 @@ def _is_true(expr: ast.expr) -> bool:
 
 def _recomputing_methods(module: ast.Module) -> dict[str, list[AstFunction]]:
     """Methods of the module's classes that run a part of their block inside ``with
-    torch.enable_grad()``, by name (see :func:`ckptlint.checkpoint.sites.reversible._recomputing_methods`)."""
+    torch.enable_grad()``, by name."""
     found: dict[str, list[AstFunction]] = {}
     for statement in module.body:
         if type(statement) is not ast.ClassDef:

@@ -1,6 +1,10 @@
-"""Building the sites of :mod:`ckptlint.checkpoint.sites.ast_sites` on CPython's ``ast``, one builder
-per kind of API, as :mod:`ckptlint.checkpoint.sites.site_builders` builds them on libcst (same
-options, same variant); and the sites of calls through a ``functools.partial`` binding."""
+"""Building the sites of :mod:`ckptlint.checkpoint.sites.ast_sites` on CPython's ``ast``, one
+builder per kind of API (torch's function, sequential, wrapper and composable forms, Hugging
+Face's switches, other libraries' functions and wrappers, policies, home-made
+implementations: options and variant of each); and the sites of calls through a
+``functools.partial`` binding. The reentrancy helpers the rules share (``reentrancy_from``,
+``library_reentrancy``) live in :mod:`ckptlint.checkpoint.sites.site_builders`.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ def build_site(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments: As
 
 def build_bound_call(bound: AstSite, call: ast.Call, model: AstModel) -> AstSite | None:
     """A call through ``name = partial(API, ...)``: the binding's options, overridden by the
-    call's own keywords (see :func:`ckptlint.checkpoint.sites.site_builders.build_bound_call`)."""
+    call's own keywords; ``None`` when the call builds no site."""
     own = build_site(bound.api, SiteForm.BOUND_CALL, call, AstCallArguments.of(call), model)
     if own is None:
         return None
@@ -110,7 +114,7 @@ def _positional_or_keyword(arguments: AstCallArguments, api: CheckpointApi, name
 
 def _argument(arguments: AstCallArguments, api: CheckpointApi, name: str) -> AstArg | None:
     """The argument passed for parameter ``name`` of ``api``: a positional expression or the
-    ``keyword`` (libcst's ``Arg``, which an input keeps with its keyword)."""
+    ``keyword`` (an input keeps its keyword with it)."""
     index = api.positional.index(name)
     if not arguments.starred and len(arguments.positional) > index:
         return arguments.positional[index]
@@ -188,9 +192,10 @@ def _hf_reentrancy(use_reentrant: AstOption, default_reentrant: bool) -> Reentra
 
 
 def _build_hf_enable(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments: AstCallArguments, model: AstModel) -> AstSite | None:
-    """A transformers switch, or a library function that calls one (peft's
-    ``prepare_model_for_kbit_training``): no site where its switch is literally off (see
-    :func:`ckptlint.checkpoint.sites.site_builders._build_hf_enable`)."""
+    """``gradient_checkpointing_enable(gradient_checkpointing_kwargs)``, transformers 5.24's
+    ``activation_checkpointing_enable(activation_checkpointing_kwargs, every_n_layers, offload)``,
+    or a library function that calls the first with the model it is given (peft's
+    ``prepare_model_for_kbit_training``): no site where its switch is literally off."""
     options = {
         name: arguments.option(name, model, position=index) for index, name in enumerate(api.positional) if name in api.options
     }
@@ -294,7 +299,9 @@ def _build_policy(api: CheckpointApi, form: SiteForm, call: ast.Call, arguments:
 
 
 def _wrapper_fn_reentrancy(wrapper_fn: AstOption, model: AstModel) -> Reentrancy:
-    """See :func:`ckptlint.checkpoint.sites.reach.wrapper_fn_reentrancy`."""
+    """The variant ``apply_activation_checkpointing``'s ``checkpoint_wrapper_fn`` runs:
+    torch's ``checkpoint_wrapper`` defaults to ``CheckpointImpl.NO_REENTRANT``; a
+    ``partial(checkpoint_wrapper, checkpoint_impl=...)`` says which."""
     if wrapper_fn.is_absent:
         return Reentrancy.DEFAULT_NON_REENTRANT
     node = wrapper_fn.node

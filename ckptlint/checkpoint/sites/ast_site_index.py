@@ -1,25 +1,22 @@
-"""Stage 1 on CPython's ``ast``, whole: every checkpoint site of one module, as libcst's
-:func:`ckptlint.checkpoint.sites.sites.site_index` finds them, in the same order and with the
-same fields:
+"""Stage 1 on CPython's ``ast``, whole: every checkpoint site of one module, in the order
+findings are reported in:
 
 1. the calls the module's pass sorts (:func:`~ckptlint.checkpoint.sites.ast_sites.sort_calls`
    with an :class:`~ckptlint.checkpoint.sites.ast_reach.AstReach` that recognises home-made
-   rows, libcst's ``Recogniser``): API calls, ``functools.partial(API, ...)``, switches, method
+   rows): API calls, ``functools.partial(API, ...)``, switches, method
    APIs, API instances, ``Impl.apply(f, x)`` and home-made helpers of the module (read with
    the tree) or imported from another module of the tree, re-exports of an API,
    ``TrainingArguments`` subclasses; then the calls through partial bindings; none in a branch
    no judged torch release takes; misuse and misspellings attached to torch's and
    transformers' own;
-2. the calls of helpers, level by level (``sites._helper_call_sites``), the candidates being
-   the calls the pass left (plain names, then attributes nothing recognised), resolved by an
+2. the calls of helpers, level by level, the candidates being the calls the pass left (plain
+   names, then attributes nothing recognised), resolved by an
    :class:`~ckptlint.checkpoint.sites.ast_helper_calls.AstHelperResolver` whose helpers of other
-   modules are those modules' own :func:`ast_site_index` helpers (``sites.helper_summaries``,
-   with its guard against import cycles).
+   modules are those modules' own :func:`ast_site_index` helpers (with a guard against import
+   cycles).
 
-The files read and the import roots of namespace packages added come in libcst's order (the
-reach's, then the resolver's). Nothing on the linter's path imports this module;
-``tests/analysis/test_ast_site_index.py`` and ``benchmarks/ast_site_index_parity.py`` compare
-it with libcst's ``site_index``.
+The files read and the import roots of namespace packages added are recorded in a fixed
+order (the reach's, then the resolver's), the order earlier releases recorded them in.
 """
 
 from __future__ import annotations
@@ -44,7 +41,7 @@ _IN_PROGRESS: set[int] = set()
 
 @dataclass
 class AstSiteIndex:
-    """libcst's :class:`~ckptlint.checkpoint.sites.site.SiteIndex` on ``ast``: the module's sites,
+    """The module's sites,
     its calls of ``torch.utils.checkpoint`` itself and of ``torch.distributed.checkpoint``
     functions (in call order), and its helpers by qualified name in the module."""
 

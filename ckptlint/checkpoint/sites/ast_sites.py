@@ -1,6 +1,5 @@
-"""Checkpoint sites of one module found on CPython's ``ast``: the same sites (API, form, options,
-variant) :func:`ckptlint.checkpoint.sites.sites.collect_sites` finds on libcst for the calls it
-recognises without leaving the module:
+"""Checkpoint sites of one module found on CPython's ``ast`` (API, form, options, variant) for
+the calls recognised without leaving the module:
 
 - a call whose callee's qualified names name an API of :mod:`ckptlint.facts.apis` (torch's
   ``checkpoint``, ``checkpoint_sequential``, ``checkpoint_wrapper``, the composable
@@ -20,7 +19,7 @@ recognises without leaving the module:
 
 The sites of torch's and transformers' own APIs carry their misspelled options
 (:mod:`~ckptlint.checkpoint.sites.ast_misspelling`) and save misuse
-(:mod:`~ckptlint.checkpoint.sites.ast_misuse`), attached as ``collect_sites`` attaches them.
+(:mod:`~ckptlint.checkpoint.sites.ast_misuse`).
 
 With a loader of the linted tree (``project``, :func:`module_sites`), names imported from other
 modules of the tree that are a re-export or an alias of an API, and ``TrainingArguments``
@@ -30,8 +29,7 @@ of the classes it selects (:func:`~ckptlint.checkpoint.sites.ast_reach.policy_re
 
 Calls of helpers and home-made implementations (of the module or of other modules of the
 tree) are sites of :func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index`, which
-sorts the calls with :func:`sort_calls` and a reach that recognises home-made rows. Nothing
-on the linter's path imports this module yet.
+sorts the calls with :func:`sort_calls` and a reach that recognises home-made rows.
 """
 
 from __future__ import annotations
@@ -99,7 +97,7 @@ def direct_sites(model: AstModel, project: AstModuleLoader | None = None, path: 
     """The module's sites of the forms in the module docstring: those of API calls in the
     order of ``model.calls``, then those of calls through partial bindings; a call in a branch
     no judged torch release takes is none. Each site of torch's or transformers' own APIs
-    carries its ``save_misuse`` and ``misspellings`` (as in ``sites.collect_sites``). With
+    carries its ``save_misuse`` and ``misspellings``. With
     ``project`` (the loader of the linted tree) and ``path`` (the module's file), names are
     followed into other modules of the tree (every file read is recorded by the loader)."""
 
@@ -206,7 +204,9 @@ def _bound_call_sites(found: _Calls, model: AstModel, decide: _Decide) -> list[A
 
 
 def rebound_to_partials(model: AstModel, name: ast.Name, decide: _Decide) -> bool:
-    """See :func:`ckptlint.checkpoint.sites.sites._rebound_to_partials`."""
+    """Whether every binding of ``name`` that can hold its value at the call is a
+    ``functools.partial(...)`` assignment, although some other binding (the import it rebinds)
+    is a checkpoint API (a module-level ``if`` that a torch fact decides counts as taken)."""
     final = reaching(model, name, decide)
     return len(final) < len(model.bindings_of(name)) and all(
         b.kind is BindingKind.ASSIGNMENT

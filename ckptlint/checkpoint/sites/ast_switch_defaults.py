@@ -1,16 +1,15 @@
-"""The defaults of the switches a guard tests, on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.sites.switch_defaults` (same rules, same texts; see its docstring):
-``self.X`` stored once by ``__init__`` from a parameter with a literal default (or set there to
-a literal, other methods being its setters), inherited from a base class of the module or of a
-module the linted tree holds (through ``analysis.project``), a parameter of the function never
-rebound, ``args.X`` of an ``argparse`` parser of the module, ``config.X`` of a config class.
+"""The defaults of the switches a guard tests, on CPython's ``ast`` (the rules and texts are
+described in :mod:`ckptlint.checkpoint.sites.switch_defaults`): ``self.X`` stored once by
+``__init__`` from a parameter with a literal default (or set there to a literal, other
+methods being its setters), inherited from a base class of the module or of a module the
+linted tree holds (through ``analysis.project``), a parameter of the function never rebound,
+``args.X`` of an ``argparse`` parser of the module, ``config.X`` of a config class.
 
-Where ``ast`` keeps less than libcst, the text is read: a string literal is one token of the
-source (``"a" "b"`` is one ``Constant`` in ``ast``, no literal in libcst), a body written on
-its header's line (``class C: x = 1``) holds no statement lines, and every identifier libcst
-keeps as a ``Name`` node (attribute names, keywords, parameters, ``def`` names, imported
-names) counts where libcst's walks look for names (:func:`identifiers`). Nothing on the
-linter's path imports this module yet.
+Where ``ast`` keeps too little the source text is read: a string literal is one token of the
+source (``"a" "b"`` is one ``Constant`` in ``ast`` but no literal default here), a body
+written on its header's line (``class C: x = 1``) holds no statement lines, and every
+identifier written in the source (attribute names, keywords, parameters, ``def`` names,
+imported names) counts where names are looked for (:func:`identifiers`).
 """
 
 from __future__ import annotations
@@ -152,8 +151,10 @@ class SwitchReader:
 
 
 def constructor_parameter(analysis: AstAnalysis, cls: ast.ClassDef, attr: str) -> ConstructorSwitch | None:
-    """``self.attr`` as a switch of ``cls`` (of ``analysis``; see
-    :func:`ckptlint.checkpoint.sites.switch_defaults.constructor_parameter`)."""
+    """``self.attr`` as a switch of ``cls`` (of ``analysis``): assigned once, in ``__init__``,
+    from a parameter with a literal default; or set in ``__init__`` to a literal (timm's
+    ``self.grad_checkpointing = False``) and by other methods of the class (its setters,
+    named); ``None`` otherwise."""
     stored = _stored_from_parameter(analysis, cls, attr)
     init = _init_of(cls)
     if isinstance(stored, ast.arg):
@@ -174,8 +175,12 @@ def constructor_parameter(analysis: AstAnalysis, cls: ast.ClassDef, attr: str) -
 
 
 def inherited_switch(analysis: AstAnalysis, cls: ast.ClassDef, attr: str, hops: int = 0) -> ConstructorSwitch | None:
-    """``self.attr`` as a switch that ``cls`` (of ``analysis``) inherits (see
-    :func:`ckptlint.checkpoint.sites.switch_defaults.inherited_switch`)."""
+    """``self.attr`` as a switch that ``cls`` (of ``analysis``) inherits: ``cls`` never
+    assigns it, and its one base class (of the module or of one the linted tree holds) stores
+    it from an ``__init__`` parameter that ``cls`` leaves at its default -- ``cls`` has no
+    ``__init__``, or its ``__init__`` has no parameter of that name and calls
+    ``super().__init__(...)`` with neither that keyword nor enough positional arguments to
+    reach it. ``None`` otherwise, and for a class with several bases."""
     if hops > _MAX_HOPS or len(cls.bases) != 1 or _assigns_anywhere(analysis, cls, attr):
         return None
     base_expr = cls.bases[0]
@@ -237,7 +242,7 @@ def _kwargs_passed_untouched(analysis: AstAnalysis, init: AstFunction, call: ast
 
 
 def _string_values(analysis: AstAnalysis, nodes: list[ast.stmt]) -> Iterator[str]:
-    """The string and bytes literals of ``nodes`` as libcst's ``SimpleString`` holds them: the
+    """The string and bytes literals of ``nodes`` as the source writes them: the
     source token of each (prefix, quotes and escapes kept, an implicit concatenation split
     into its tokens), not the text parts of f-strings but the plain strings an f-string is
     concatenated with (``"with_cp" f"{x}"``)."""
@@ -367,7 +372,7 @@ def _destination(analysis: AstAnalysis, call: ast.Call, keywords: dict[str, ast.
 
 def config_field_default(analysis: AstAnalysis, cls: ast.ClassDef, field: str, hops: int = 0) -> str | None:
     """The literal default of ``field`` in config class ``cls`` (of ``analysis``) or its base
-    classes (see :func:`ckptlint.checkpoint.sites.switch_defaults.config_field_default`)."""
+    classes (base classes followed; ``None`` when a method of the class assigns it)."""
     for statement in cls.body:
         if isinstance(statement, FUNCTIONS) and _self_assignments(analysis, statement, field):
             return None
@@ -387,8 +392,8 @@ def config_field_default(analysis: AstAnalysis, cls: ast.ClassDef, field: str, h
 
 
 def block_statements(analysis: AstAnalysis, body: list[ast.stmt]) -> list[ast.stmt]:
-    """``body``, or ``[]`` when it is written on its header's line (``class C: x = 1``: libcst
-    reads no statement lines there)."""
+    """``body``, or ``[]`` when it is written on its header's line (``class C: x = 1``: no
+    statement lines are read there)."""
     return [] if body_on_header(analysis.model, body) else body
 
 
@@ -455,7 +460,7 @@ def _parsed(value: object) -> bool:
 
 
 def _unwrapped(annotation: ast.expr, model: AstModel) -> ast.expr | None:
-    """``C`` for ``C``, ``Optional[C]`` (``Optional[C,]`` too, as libcst) and ``C | None``."""
+    """``C`` for ``C``, ``Optional[C]`` (``Optional[C,]`` too) and ``C | None``."""
     if isinstance(annotation, ast.Subscript) and last_name(annotation.value) == "Optional":
         return one_index(model, annotation)
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
@@ -490,8 +495,8 @@ def _is_number(value: object) -> bool:
 
 
 def _string(analysis: AstAnalysis, value: ast.expr) -> str | None:
-    """The string a one-token string literal spells (libcst's ``SimpleString`` with a ``str``
-    value), else ``None``."""
+    """The string a one-token string literal spells (one token, not bytes, not an
+    f-string), else ``None``."""
     if isinstance(value, ast.Constant) and isinstance(value.value, str) and _one_string_token(analysis.text_of(value)):
         return value.value
     return None
@@ -561,7 +566,7 @@ def _walk(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
 
 
 def identifiers(nodes: ast.AST | Iterable[ast.AST]) -> Iterator[tuple[ast.AST, str]]:
-    """Every identifier libcst keeps as a ``Name`` node in ``nodes`` and below them, with the
+    """Every identifier written in ``nodes`` and below them, with the
     ``ast`` node that holds it: names read or bound, attribute names, keyword argument names,
     parameters, ``def`` and ``class`` names, imported names and modules (each dotted part),
     ``as`` names, ``global``/``nonlocal`` names and names bound by ``match`` patterns."""

@@ -3,7 +3,8 @@
 torchvision's DenseNet checkpoints in a method of its own, ``call_checkpoint_bottleneck``,
 that ``forward`` calls only ``if self.memory_efficient and self.any_requires_grad(...)``:
 the checkpoint runs only under that test, although no ``if`` is around it in its function.
-:func:`calls_of` gives the calls whose tests :mod:`~ckptlint.checkpoint.sites.guards` reads
+:func:`~ckptlint.checkpoint.sites.ast_callers.calls_of` gives the calls whose tests
+:mod:`~ckptlint.checkpoint.sites.ast_guards` reads
 as the function's own, or ``None`` when the module cannot show every call:
 
 - a method: every call is ``self.<name>(...)`` in a method of the same class (a call on
@@ -14,9 +15,12 @@ as the function's own, or ``None`` when the module cannot show every call:
   called by any module, which a file's findings never read: see Locality in ARCHITECTURE).
 
 The name must occur in the file's text only at its ``def`` and at those calls (a word match
-over the whole text, the parts a partial parse left out included): a reference that is not a
+over the whole text): a reference that is not a
 call (a callback, ``getattr(self, "name")``, a second definition, a mention in a comment)
 makes the callers unknown, and a call inside the function itself (recursion) too.
+
+Holds the word match over the file's text (``word_occurrences``), used by
+:mod:`ckptlint.checkpoint.sites.ast_callers`, which finds the calls.
 """
 
 from __future__ import annotations

@@ -5,9 +5,13 @@ parameter that defaults to ``False``; Hugging Face models only ``if self.gradien
 and self.training``; others under a config key (``if self.use_checkpoint and i <
 self.checkpoint_num[0]``). The code is wrong whenever the guard holds (users turn such switches
 on from configs and command lines exactly when memory runs short), so region rules report it and
-say the condition in the message (:func:`site_condition`). Only the linted module is read:
+say the condition in the message (:mod:`ckptlint.checkpoint.sites.ast_guards` reads it). Only the linted module is read:
 whether any file turns the switch on is not asked (a file's findings depend on its own text and
 the modules it imports, never on other text of the project).
+
+Holds the node-free parts (:data:`Condition`, :func:`format_condition`, :func:`joined`,
+:func:`common`, the limits ``MAX_CONDITION`` and ``MAX_CALLER_DEPTH``), used by
+:mod:`ckptlint.checkpoint.sites.ast_guards`, which reads the conditions.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@
 A module of the tree is read only when its text mentions a checkpoint API (a cheap byte
 test; the read is recorded as a dependency of the linted file), then parsed once and its
 helpers summarised once (kept with its analysis).
+
+Holds that byte test (``_may_define_helper`` and the caches behind it), used by
+:mod:`ckptlint.checkpoint.sites.ast_helper_calls`, which resolves the calls.
 """
 
 from __future__ import annotations

@@ -5,15 +5,20 @@ as the callable (``def ckpt(self, func, *args, **kwargs): return checkpoint(func
 use_reentrant=False, **kwargs)``, ``def run(module, *args): return checkpoint(module,
 *args)``, a ``(model, use_checkpointing, use_offload, *args, **kwargs)`` function that picks
 one of several checkpoint calls by its flags, ``checkpoint(create_custom_forward(model),
-...)``) is summarised once per module (:func:`helper_summaries`: "function F passes its
-parameter P to checkpoint API X with options O", a :class:`HelperSummary`). Each call of it
-(:func:`build_helper_site`) is a site whose callable is the argument bound to ``P`` and
+...)``) is summarised once per module (:func:`~ckptlint.checkpoint.sites.ast_helper_summaries.summarise_helpers`: "function F passes its
+parameter P to checkpoint API X with options O", a
+:class:`~ckptlint.checkpoint.sites.site.HelperSummary`). Each call of it
+(:func:`~ckptlint.checkpoint.sites.ast_helper_sites.build_helper_site`) is a site whose callable is the argument bound to ``P`` and
 whose options are those the helper fixes, or, where the helper passes a parameter of its own
 or forwards its ``**kwargs``, those the caller gives (``CheckpointSite.caller_options``).
 A flag the caller passes as a literal rules out the checkpoint calls it does not take.
 
 A helper that calls a helper is summarised too (its call is a ``HELPER_CALL`` site of its
 own module), up to :data:`MAX_LEVELS` levels, so recursion between helpers ends.
+
+Holds :data:`MAX_LEVELS` and ``HELPED_KINDS`` (the API kinds a helper may wrap), used by
+:mod:`ckptlint.checkpoint.sites.ast_helper_summaries`, :mod:`ckptlint.checkpoint.sites.ast_helper_sites` and
+:mod:`ckptlint.checkpoint.sites.ast_site_index`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,10 @@ An :class:`Implementation` records what the implementation restores around the r
 from its code, by the names it calls: an RNG save/restore, ``fork_rng``, an RNG tracker's
 ``get_states``/``set_states``/``fork``; autocast state read in ``forward`` and re-entered in
 ``backward``, or ``custom_bwd``). Calls of ``apply`` and of helpers that pass one of their
-parameters as the stored callable are checkpoint sites (see :mod:`ckptlint.checkpoint.sites.sites`).
+parameters as the stored callable are checkpoint sites (see :mod:`ckptlint.checkpoint.sites.ast_site_index`).
+
+Holds the records (:class:`Implementation`, :class:`Helper`, :class:`HomeMade`), which
+:mod:`ckptlint.checkpoint.sites.ast_homemade` builds.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
 
-    # The records' class, function and call nodes: libcst's unless parametrised (those found
-    # on CPython's ``ast`` are ``Implementation[ast.ClassDef, ast.Call]`` and so on, see
+    # The records' class, function and call nodes (those found on CPython's ``ast`` are
+    # ``Implementation[ast.ClassDef, ast.Call]`` and so on, see
     # :mod:`ckptlint.checkpoint.sites.ast_homemade`).
     K = TypeVar("K")
     F = TypeVar("F")

@@ -26,6 +26,9 @@ Never a misspelling: a keyword that contains the option as a whole ``_``-separat
 (``eos_early_stop``, ``debug_log``: another name, not a typo), and a keyword the
 checkpointed function declares as a parameter (a ``def``/``lambda``/method/factory of this
 module, see :mod:`ckptlint.semantic.callables`).
+
+Holds the tiers (:data:`STRONG_RATIO`, :data:`WEAK_RATIO`) and the options of a site
+(``option_names``), used by :mod:`ckptlint.checkpoint.sites.ast_misspelling`, which finds the misspellings.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 memory; it stores nothing on disk. Code that calls it with a state dict, a path or an
 optimizer wanted ``torch.save`` (or ``torch.distributed.checkpoint.save``). This module
 decides, once for every site, whether a checkpoint call is such a save in disguise
-(:attr:`~ckptlint.checkpoint.sites.sites.CheckpointSite.save_misuse`); CKP301 reports it and the
+(:attr:`~ckptlint.checkpoint.sites.site.CheckpointSite.save_misuse`); CKP301 reports it and the
 reentrancy rules (CKP001, CKP002) leave such calls alone.
 
 Evidence, strongest first:
@@ -23,6 +23,9 @@ Evidence, strongest first:
    used: nothing would flow back through it) or passes arguments named like paths or
    optimizers. A routine named ``save_*`` that checkpoints a real block and uses the result
    is not flagged, nor one that passes a tensor called ``state``.
+
+Holds the name patterns and phrases of that evidence, used by :mod:`ckptlint.checkpoint.sites.ast_misuse`,
+which reads the calls.
 """
 
 from __future__ import annotations

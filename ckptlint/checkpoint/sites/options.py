@@ -4,6 +4,10 @@ The questions rules ask are of the form "is ``use_reentrant`` passed, and as wha
 answer is an :class:`OptionValue` whose state tells a literal (``True``/``False``/a
 string...), an expression only known at run time, absent, or unknown because it may hide in
 a ``**kwargs`` whose content cannot be read.
+
+Holds the records (:class:`OptionValue`, :class:`OptionState`, :class:`OptionOrigin`,
+:data:`ABSENT`, :data:`UNKNOWN`, :data:`NOT_LITERAL`); :mod:`ckptlint.checkpoint.sites.ast_options` reads the
+arguments into them.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
     #: The expression an option's value is read from, and the call argument carrying it
-    #: (libcst's unless parametrised; ``OptionValue[ast.expr, ast.AST]`` for ``ast`` sites).
+    #: (``OptionValue[ast.expr, ast.AST]`` for ``ast`` sites).
     E = TypeVar("E")
     A = TypeVar("A")
 else:

@@ -41,7 +41,9 @@ block's own ``backward_pass``), or the element itself inside ``with torch.enable
   ``torch.enable_grad()``) while ``backward_pass_grads`` only calls ``.backward`` on tensors
   it is handed. ``revswin.py`` has the same subclass next to its base. The caller
   (:mod:`ckptlint.checkpoint.sites.homemade`) hands such a class's bases to
-  :func:`reversible_shape`.
+  :func:`~ckptlint.checkpoint.sites.ast_reversible.reversible_shape`.
+
+Holds the record (:class:`ReversibleShape`), which :mod:`ckptlint.checkpoint.sites.ast_reversible` builds.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from typing import TYPE_CHECKING, Generic
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
-    # The re-run calls: libcst's unless parametrised (``ReversibleShape[ast.Call]`` from
+    # The re-run calls (``ReversibleShape[ast.Call]`` from
     # :mod:`ckptlint.checkpoint.sites.ast_reversible`).
     C = TypeVar("C")
 else:
@@ -68,7 +70,7 @@ __all__ = ["ReversibleShape"]
 
 @dataclass(frozen=True)
 class ReversibleShape(Generic[C]):
-    """What :func:`reversible_shape` read from one class.
+    """What :func:`~ckptlint.checkpoint.sites.ast_reversible.reversible_shape` read from one class.
 
     Attributes:
         function_index: index, among ``apply``'s arguments, of the stored blocks.

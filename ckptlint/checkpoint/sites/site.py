@@ -1,9 +1,11 @@
 """The records of checkpoint sites: what a site is, which variant it runs, and the two
 findings attached to it while sites are collected (a save misuse, misspelled options).
 
-Leaf records only (no analysis): :mod:`ckptlint.checkpoint.sites.sites` builds them,
-:mod:`~ckptlint.checkpoint.sites.misuse`, :mod:`~ckptlint.checkpoint.sites.misspelling` and
-:mod:`~ckptlint.checkpoint.sites.reach` fill parts of them, rules read them.
+Leaf records only (no analysis): :mod:`ckptlint.checkpoint.sites.ast_sites`,
+:mod:`~ckptlint.checkpoint.sites.ast_site_builders` and
+:mod:`~ckptlint.checkpoint.sites.ast_helper_sites` build them,
+:mod:`~ckptlint.checkpoint.sites.ast_misuse` and :mod:`~ckptlint.checkpoint.sites.ast_misspelling`
+fill parts of them, rules read them.
 """
 
 from __future__ import annotations
@@ -20,21 +22,19 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
 
-    # A site's call, expressions, call arguments and their sorted form: libcst's unless
-    # parametrised (sites found on CPython's ``ast`` are ``CheckpointSite[ast.Call, ast.expr,
-    # ast.AST, AstCallArguments]``, see :mod:`ckptlint.checkpoint.sites.ast_sites`).
+    # A site's call, expressions, call arguments and their sorted form (sites found on
+    # CPython's ``ast`` are ``CheckpointSite[ast.Call, ast.expr, ast.AST, AstCallArguments]``,
+    # see :mod:`ckptlint.checkpoint.sites.ast_sites`).
     C = TypeVar("C")
     E = TypeVar("E")
     A = TypeVar("A")
     G = TypeVar("G")
-    # A helper's ``def``, the module it lives in (libcst's ``ModuleAnalysis``; the ``AstModel``
-    # on ``ast``) and the sites of its checkpoint calls (see
+    # A helper's ``def``, the module it lives in (its ``AstModel``) and the sites of its checkpoint calls (see
     # :mod:`ckptlint.checkpoint.sites.ast_helper_sites`).
     F = TypeVar("F")
     M = TypeVar("M")
     S = TypeVar("S", bound="CheckpointSite[Any, Any, Any, Any]", default="CheckpointSite")
-    # The node a misspelling renames: libcst's keyword ``Name`` or key string unless
-    # parametrised (on ``ast``, the ``ast.keyword`` or the key's ``ast.Constant``).
+    # The node a misspelling renames (the ``ast.keyword`` or the key's ``ast.Constant``).
     N = TypeVar("N")
 else:
     from typing import TypeVar
@@ -97,7 +97,7 @@ class SaveForm(str, Enum):
 class SaveMisuse(Generic[E, A]):
     """Why a checkpoint call looks like saving (or loading) training state.
 
-    Generic over the expression and call-argument types: libcst's unless parametrised
+    Generic over the expression and call-argument types
     (:mod:`ckptlint.checkpoint.sites.ast_misuse` builds ``SaveMisuse[ast.expr, AstArg]``).
 
     Attributes:
@@ -122,8 +122,8 @@ class Misspelling(Generic[N, A, E]):
     """A keyword (or a key of a ``gradient_checkpointing_kwargs`` dict literal) that is
     probably a misspelled option.
 
-    Generic over the renamed node, call-argument and expression types: libcst's unless
-    parametrised (:mod:`ckptlint.checkpoint.sites.ast_misspelling` builds
+    Generic over the renamed node, call-argument and expression types
+    (:mod:`ckptlint.checkpoint.sites.ast_misspelling` builds
     ``Misspelling[ast.AST, AstArg, ast.expr]``, whose ``node`` for a keyword is the
     ``ast.keyword``: ``ast`` has no node for the keyword's name, which starts it).
 
@@ -178,8 +178,8 @@ class HelperSummary(Generic[F, E, M, S]):
 
     Attributes:
         node: the ``def``; qualname: its name in its module (``run``, ``Net.ckpt``).
-        module: the module's dotted name; analysis: the module (a ``ModuleAnalysis``; the
-            ``AstModel`` for a helper read on ``ast``).
+        module: the module's dotted name; analysis: the module (its
+            ``AstModel``).
         parameter: the parameter checkpointed; method: ``self``/``cls`` is bound by the call.
         params: the positional parameters after ``self``; keyword_only: the keyword-only ones.
         defaults: the default expression of each parameter that has one.

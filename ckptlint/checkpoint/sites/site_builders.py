@@ -1,6 +1,11 @@
-"""Building a :class:`~ckptlint.checkpoint.sites.site.CheckpointSite` from a call of a recognised API, one
-builder per kind of API (torch's function, sequential, wrapper and composable forms, Hugging
-Face's switches, other libraries' functions and wrappers, policies, home-made implementations)."""
+"""The variant a checkpoint site ends up with, shared by the builders and the rules' advice:
+``reentrancy_from`` (torch's ``use_reentrant`` option read into a
+:class:`~ckptlint.checkpoint.sites.site.Reentrancy`), ``library_reentrancy`` (other libraries'
+functions and wrappers) and ``LIBRARY_SWITCH``. Used by
+:mod:`ckptlint.checkpoint.sites.ast_site_builders` (which builds the sites, one builder per
+kind of API), :mod:`ckptlint.checkpoint.sites.ast_helper_sites` and
+:mod:`ckptlint.rules.library_advice`.
+"""
 
 from __future__ import annotations
 

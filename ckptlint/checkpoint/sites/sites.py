@@ -4,6 +4,9 @@ A site records which API is used (from :mod:`ckptlint.facts.apis`), the callable
 its inputs, and every option resolved to an :class:`~ckptlint.checkpoint.sites.options.OptionValue`,
 plus the reentrancy the call ends up with. Rules query sites; they never resolve imports
 themselves.
+
+Holds ``_TORCH_KINDS``, the API kinds whose sites carry misspellings and save misuse, read by
+:mod:`ckptlint.checkpoint.sites.ast_sites`, which finds the sites.
 """
 
 from __future__ import annotations

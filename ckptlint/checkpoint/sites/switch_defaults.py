@@ -23,6 +23,9 @@ A switch is read where the module (or a config class it imports) gives its defau
 A bare test (``if self.with_cp``) is named when the default is ``False``, ``None``, ``0`` or
 ``True``; a comparison (``if self.dropnet_ratio > 0``) names the default of its left side
 when that is a literal.
+
+Holds the record :class:`ConstructorSwitch`; :mod:`ckptlint.checkpoint.sites.ast_switch_defaults` reads the
+defaults.
 """
 
 from __future__ import annotations
