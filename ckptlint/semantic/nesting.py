@@ -24,10 +24,10 @@ somewhere above this limit, the point depending on the construct and moving by a
 from run to run: an ``and`` chain parses up to ~7,050 operands (7,046 parsed, 7,054 crashed),
 an ``elif`` chain up to ~8,240 branches (8,238 parsed, 8,239 crashed), nested lambdas up to
 ~3,500 (3,468 parsed, 3,562 crashed); every construct tried parses at 3,000 levels.
-``tests/test_nesting.py`` checks the ``and`` boundary in
-a child process. libcst's parse time also grows quadratically with depth (a 3,000-term sum:
-~7 s, a 3,000-deep subscript chain: ~50 s on a loaded 2-core machine, measured on whole
-files). Real code stays below ~60 levels."""
+``tests/test_nesting.py`` checks the ``and`` boundary in a child process. libcst's parse time
+also grows quadratically with depth (a 3,000-term sum: ~7 s, a 3,000-deep subscript chain:
+~50 s on a loaded 2-core machine, measured on whole files). Real code stays below ~60
+levels."""
 
 #: Python recursion allowed per level while rules walk a deep tree (recursive walks take a
 #: few frames a level); raised only for files deeper than :data:`DEEP`, and restored after.
