@@ -137,7 +137,7 @@ def subscript_elements_in(commas: Commas, expr: ast.Subscript) -> list[ast.expr]
     """:func:`subscript_elements` with the module's :data:`Commas` given (``None``: judged
     from positions, which misread ``x[(a), (b)]`` and ``x[(a),]`` as one tuple). A
     :class:`TextCommas` answers from the row where that agrees with positions (so a text the
-    tokenizer refuses reads as before), else from the tokenizer."""
+    tokenizer refuses is read from positions), else from the tokenizer."""
     index = expr.slice
     if type(index) is not ast.Tuple or not index.elts:
         return [index]

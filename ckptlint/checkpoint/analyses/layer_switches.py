@@ -19,7 +19,7 @@ so that ``__init__``'s default ``proj_drop=0.`` holds. The value is followed:
   class of the tree) and nowhere else in its module, and a conditional expression whose
   branches are equal.
 
-Anything else is not known (``None``): the op may draw, as before.
+Anything else is not known (``None``): the op may draw.
 
 This module holds :func:`switch_is_on`; the analysis is :mod:`ckptlint.checkpoint.analyses.ast_layer_switches`.
 """
