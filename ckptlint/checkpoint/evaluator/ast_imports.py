@@ -3,7 +3,7 @@ the evaluator loads through an :class:`~ckptlint.semantic.ast_analysis.AstModule
 modules as :class:`~ckptlint.semantic.ast_analysis.AstAnalysis`).
 
 The loader parses a module whole: the names a module is asked for are not needed to load it;
-:meth:`ImportResolver.imported_beside` answers which names are asked for together.
+:meth:`ImportResolver.imported_beside` answers which names an importer takes from a module.
 """
 
 from __future__ import annotations

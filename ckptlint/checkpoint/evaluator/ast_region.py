@@ -166,8 +166,22 @@ class AstPending:
 
 @dataclass(eq=False, repr=False)
 class AstRegion:
-    """What a checkpoint site recomputes: its frames and layer calls, whether the callable was
-    resolved, and the calls to code ckptlint cannot see."""
+    """What a checkpoint site recomputes.
+
+    Attributes:
+        site: the site; analysis: the module it is in.
+        frames: function bodies that run again, in the order they were reached.
+        layers: torch layers that run again (dropout, BatchNorm, containers' elements);
+            layer_calls: the same, each with the call that runs it and its frame.
+        resolved: whether the checkpointed callable was resolved to code or layers at all.
+        entries: what the checkpointed callable may be (the values it was resolved to, before
+            any call below it is followed; empty when unknown).
+        unknown_calls: calls made in its frames whose callee is not known, with the frame.
+        cut_calls: calls that may run code, made in frames at the depth limit (not followed).
+        ran_out: the evaluation steps ran out while the region was built.
+        opaque_calls: calls with no known callee that name something of a module of the
+            tree, with the frame and that module's file.
+    """
 
     site: AstSite
     analysis: AstAnalysis
@@ -182,8 +196,9 @@ class AstRegion:
     opaque_calls: list[tuple[ast.Call, AstFrame, Path]] = field(default_factory=list)
 
     def seen_whole(self) -> bool:
-        """Whether every way the region's frames are reached inside it is known: resolved, and
-        no unknown call may call back into it."""
+        """Whether every way the region's frames are reached inside it is known: resolved, no
+        call cut at the depth limit, steps not run out, and no unknown call may call back
+        into it."""
         return (
             self.resolved
             and not self.cut_calls
