@@ -1,5 +1,6 @@
 """Which classes of a module build a class (its users), for CKP203's view of a backbone
-(:mod:`ckptlint.checkpoint.analyses.parent_builds` and :mod:`ckptlint.checkpoint.analyses.frozen_norms` say why).
+(:mod:`ckptlint.checkpoint.analyses.parent_builds` and :mod:`ckptlint.checkpoint.analyses.frozen_norms`
+say why).
 
 A name is a reference where the module binds it as well as where it reads it: a keyword's name
 (``f(Bottleneck=...)``), an ``except ... as`` name and a name a ``match`` pattern binds count,

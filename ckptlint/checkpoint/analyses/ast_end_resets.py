@@ -1,7 +1,7 @@
 """Statistics that a region resets to a constant as the last thing it does to them (fairseq's
 MoE layer timing its all-to-alls and ending with ``self.record_all_to_all_stats()``;
-:mod:`ckptlint.checkpoint.analyses.end_resets` tells the case and holds the ``_Reset`` record, here over
-:class:`~ckptlint.checkpoint.evaluator.ast_region.AstFrame`).
+:mod:`ckptlint.checkpoint.analyses.end_resets` tells the case and holds the ``_Reset`` record,
+here over :class:`~ckptlint.checkpoint.evaluator.ast_region.AstFrame`).
 
 A body of a ``def`` is read as its statement lines
 (:func:`ckptlint.semantic.ast_lines.statement_lines`: simple statements joined by ``;`` make

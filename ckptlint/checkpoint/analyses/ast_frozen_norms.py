@@ -1,5 +1,6 @@
 """BatchNorm layers that a backbone keeps in eval mode while it trains (CKP203), into
-:class:`~ckptlint.checkpoint.analyses.frozen_norms.Freeze` records (:mod:`ckptlint.checkpoint.analyses.frozen_norms` tells what is judged).
+:class:`~ckptlint.checkpoint.analyses.frozen_norms.Freeze` records (:mod:`ckptlint.checkpoint.analyses.frozen_norms`
+tells what is judged).
 
 A block whose body sits on its header's line (``if mode: ...``,
 ``if isinstance(m, _BatchNorm): m.eval()``) holds no statement; the second parameter of

@@ -3,8 +3,8 @@
 :class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion`, into the records
 :data:`AstRandomOp` and :data:`AstUnpreservedSource`.
 
-A call's arguments are read in source order (every one is read, not only up to the first that
-decides), a ``generator=`` argument is an ``ast.keyword``, ``None`` is a constant, and an
+A call's arguments are read in source order (``ast`` keeps keywords apart), and the first
+argument that decides ends the reading; a ``generator=`` argument is an ``ast.keyword``, ``None`` is a constant, and an
 attribute's or a keyword's name is a string (:func:`_names_in` yields a keyword's name among
 the names an expression reads).
 """
