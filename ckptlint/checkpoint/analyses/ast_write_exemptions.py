@@ -1,14 +1,16 @@
 """Writes of outer state that a recomputation does not change (balanced push/pop,
 phase-guarded code, RNG bookkeeping, idempotent conversions, one-time fills, memo tables,
-sizes grown until they fit, shape bookkeeping; the tables are in :mod:`ckptlint.checkpoint.analyses.write_exemptions`).
+sizes grown until they fit, shape bookkeeping; the tables are in
+:mod:`ckptlint.checkpoint.analyses.write_exemptions`).
 
 :func:`memo_fill` and :func:`assigns_in` take the
 :class:`~ckptlint.semantic.ast_analysis.AstAnalysis` (code text, :func:`node_code`),
 :func:`idempotent_conversion` takes it first, and :func:`exit_guard_body` takes the model
 first (which statements share a logical line, :mod:`ckptlint.semantic.ast_lines`). A body is
-a list of statements (``If.body``, a ``def``'s body); one on its header's line counts as one
-line. The names ``ast`` keeps as strings (an attribute's, a keyword's, a lambda parameter's)
-count where every name below a node is compared (:func:`_spelled`)."""
+a list of statements (``If.body``, a ``def``'s body); one on its header's line is no block of
+lines (:func:`assigns_in` finds nothing in it, its last line is its last statement). The
+names ``ast`` keeps as strings (an attribute's, a keyword's, a lambda parameter's) count
+where every name below a node is compared (:func:`_spelled`)."""
 
 from __future__ import annotations
 
