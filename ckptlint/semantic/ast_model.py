@@ -43,8 +43,10 @@ AstBinding = Binding[ast.AST, ast.expr]
 AstMutation = Mutation[ast.AST, ast.expr]
 
 _BUILTINS = frozenset(dir(builtins))
-#: Nodes whose children are walked in source order rather than ``ast``'s field order (see
-#: :func:`~ckptlint.semantic.ast_walk.fields_order_children`).
+#: Nodes whose children are walked in the order of
+#: :func:`~ckptlint.semantic.ast_walk.fields_order_children` rather than ``ast``'s field order
+#: (a dict's keys and values alternate, a call's arguments in source order), so that calls and
+#: bindings are recorded in the order findings have always come out in.
 _LIBCST_ORDER = frozenset({ast.Dict, ast.Call, ast.ExceptHandler})
 _MAX_ALIAS_DEPTH = 8
 #: Values an alias is followed through (``f = g``, ``f = m.g``, ``flag = None``).
