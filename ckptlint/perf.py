@@ -1,31 +1,23 @@
 """Counters of parsing work, summed over every file and worker of a run.
 
-Each process counts into :data:`COUNTERS`; :func:`ckptlint.lint.results._run_task` hands the
+Each process counts into :data:`COUNTERS`; :func:`ckptlint.lint.task.run_task` hands the
 counts of one file back with its result (``FileResult.perf``, so they cross a worker's
 pipe), and the command line sums them and, when the environment variable
 ``CKPTLINT_PERF_JSON`` names a file, writes them there as one JSON object at exit
-(:func:`write_json`). ``benchmarks/run.py`` reads exactly these keys:
+(:func:`write_json`). ``benchmarks/run.py`` reads the first six keys:
 
 - ``files_linted``: files linted (read, gated in, not taken from the result cache);
 - ``ast_parses``, ``ast_chars_parsed``: modules parsed with CPython's ``ast`` (linted files
   and the modules their sites and regions reach) and their characters of source text;
 - ``cst_parses``, ``cst_chars_parsed``: libcst parses of the smallest statement around a
   fix's edit (only when a fix is built) and their characters;
-- ``files_parsed_whole``: libcst parses of a whole file (linted files and modules a region
-  or a site reaches that are parsed whole);
-- ``files_parsed_partial``: libcst parses of part of a file (the top-level statements a
-  region reaches, with the module's imports; see :mod:`ckptlint.semantic.index`);
-- ``statements_parsed``: top-level statements in those parses (whole and partial);
-- ``chars_parsed``: characters of source text in those parses (the text of the statements
-  parsed), a measure of libcst's work that does not depend on the machine's load;
-- ``chars_indexed``: characters of the modules indexed (``index_misses``: CPython's parser
-  and the index's scan);
-- ``index_hits``, ``index_misses``: lookups of a file's definition index (built with
-  CPython's ``ast``, cached by content digest) that found it cached / had to build it;
-- ``rule_reruns``: times the rules ran again on a file because a module they had been
-  handed was parsed again with more statements (see :mod:`ckptlint.semantic.project`);
 - ``evaluation_steps``: steps of the region evaluator (bounded per query and per file,
-  see :mod:`ckptlint.checkpoint.evaluator.regions`).
+  see :mod:`ckptlint.checkpoint.evaluator.regions`);
+- ``files_parsed_whole``, ``files_parsed_partial``, ``statements_parsed``, ``chars_parsed``,
+  ``chars_indexed``, ``index_hits``, ``index_misses``, ``rule_reruns``: nothing counts them
+  any more (every module is parsed whole with CPython's ``ast``, no definition index is
+  built, the rules run once per file); they stay in the JSON object, always 0, so that its
+  keys do not change.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Calls that only write diagnostic output (logging, printing, warnings).
 
 A counter that its class reads only to decide or format such output changes no computed
-value when a recomputation bumps it again (CKP202, :func:`~ckptlint.checkpoint.analyses.write_exemptions.diagnostic_counter`).
+value when a recomputation bumps it again (CKP202, :func:`~ckptlint.checkpoint.analyses.ast_write_exemptions.diagnostic_counter`).
 Sources: CPython 3.11 ``logging`` (``Logger.debug`` … ``Logger.log``, the same module-level
 functions), ``warnings.warn``, ``print``.
 """

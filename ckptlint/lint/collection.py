@@ -1,7 +1,7 @@
 """When the garbage collector runs while files are linted.
 
-Linting one file allocates millions of short-lived objects (libcst builds a node per token
-and more; the semantic model, regions and rules add their records), while the project's
+Linting one file allocates millions of short-lived objects (the ``ast`` tree, the semantic
+model's scopes and bindings, regions and the rules' records), while the project's
 cache of parsed modules keeps hundreds of megabytes of long-lived ones. CPython's collector,
 left to its thresholds, starts a young collection every 700 allocations and, every hundred
 of those, a full one that walks every tracked object, the cache included: measured on 150

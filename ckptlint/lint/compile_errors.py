@@ -1,12 +1,12 @@
 """Code that CPython's parser accepts but its compiler rejects, reported as CKP999.
 
 ``def f(a, a): ...``, ``nonlocal x`` at module level, ``return`` or ``yield`` outside a
-function, ``break`` outside a loop: the parser (and libcst) build a tree of such code, and
+function, ``break`` outside a loop: the parser builds a tree of such code, and
 CPython raises ``SyntaxError`` only when it compiles the tree (its symbol table and code
 generator), so the module cannot be imported. ruff reports these as syntax errors too.
 
 Only a file the gate lets through to analysis is compiled, once its tree is built (the
-linter's :meth:`~ckptlint.lint.linter.Linter.check`); the other rules run on it as usual.
+linter's :meth:`~ckptlint.lint.linter.FileLinter.check`); the other rules run on it as usual.
 The linter hands over the ``ast`` tree it parsed, and that tree is compiled rather than the
 text: CPython's compiler raises the same errors at the same positions either way (its
 symbol table and code generator read the tree; ``compile`` converts a tree without changing
@@ -76,7 +76,7 @@ def _compile(code: str | ast.Module, top_level_await: bool) -> _Failure:
 
 def compile_error(text: str) -> str | None:
     """Why CPython's compiler rejects ``text`` (``"<message>, line N"``), or ``None``. Catches
-    what libcst's parser lets through, such as a repeated keyword argument."""
+    what a parser alone lets through, such as a repeated keyword argument."""
     failure = _compile_failure(text, False)
     if failure is None:
         return None

@@ -1,5 +1,6 @@
 """The byte-level gate: decide from a file's bytes whether it can hold anything a rule
-reports, before decoding or parsing it (parsing with libcst costs ~1,000x more).
+reports, before decoding or parsing it (a byte search is far cheaper than a parse and an
+analysis).
 
 The gate may say "yes" wrongly (the file is then parsed and nothing is found) but never
 "no" wrongly for the APIs in :mod:`ckptlint.facts.apis`. It answers yes when the file
@@ -194,7 +195,7 @@ _CTX_BACKWARD = re.compile(rb"def[ \t]+backward[ \t]*\([ \t]*ctx\b")
 def _home_made(raw: bytes) -> bool:
     """A ``torch.autograd.Function`` that may re-run a stored callable in ``backward``
     (CKP104/CKP105 judge the implementation), a subclass of one that overrides ``backward``, or
-    a gradient hook that may re-run the model (:mod:`ckptlint.checkpoint.sites.hook_recompute`,
+    a gradient hook that may re-run the model (:mod:`ckptlint.checkpoint.sites.ast_hook_recompute`,
     CKP105)."""
     return (
         b"enable_grad" in raw

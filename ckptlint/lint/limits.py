@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 MAX_FILE_BYTES = 2 * 2**20
 """Files larger than this (bytes) are not parsed; the largest file of the real repositories
-tried is ~0.3 MiB, and libcst needs ~15 s and ~600 MB per MiB of checkpoint-dense code."""
+tried is ~0.3 MiB, so the limit only bounds the time and memory one pathological file (a
+generated table, a vendored bundle) can take."""
 
 MAX_NOTEBOOK_BYTES = 64 * 2**20
 """Notebooks (``.ipynb``) larger than this are not read; their outputs (images, logs) make

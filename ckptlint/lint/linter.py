@@ -369,8 +369,7 @@ class FileLinter:
 
 def _does_not_parse(source: SourceFile) -> bool:
     """Whether CPython's parser, which the linter reads every file with, refuses the fixed
-    text ``source`` (no libcst tree of the whole file, which costs a file of long data lines
-    seconds and hundreds of MB)."""
+    text ``source``."""
     return not _cpython_parses(source.text)
 
 
@@ -409,9 +408,10 @@ def _overridden(fix: Fix, override: Applicability) -> Fix:
 
 def _built(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     """``diagnostics`` with the edits of their fixes built (:meth:`Fix.resolved
-    <ckptlint.text.diagnostics.Fix.resolved>`: a fix whose edits libcst cannot build is
+    <ckptlint.text.diagnostics.Fix.resolved>`: a fix whose edits cannot be built is
     dropped): for a run that applies or shows edits, before its results are stored or sent
-    to another process. A plain run leaves them unbuilt (never parsing with libcst)."""
+    to another process. A plain run leaves them unbuilt (never parsing with libcst, which
+    builds the edits from the statement around each)."""
     out: list[Diagnostic] = []
     for d in diagnostics:
         fix = d.fix.resolved() if d.fix is not None else None

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 class Interrupted(BaseException):
     """Raised in the main thread by a :class:`StopFlag` in ``hard`` mode (nothing is being
     written) when a stop signal arrives; a ``BaseException`` so that no ``except Exception``
-    of a rule or of libcst swallows it."""
+    of a rule or of a library it calls swallows it."""
 
 
 class StopFlag:

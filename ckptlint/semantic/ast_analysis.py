@@ -1,6 +1,7 @@
-"""One module read on CPython's ``ast``, and the loader that reads the other modules of the
-linted tree that way: the ``ast`` counterparts of :class:`ckptlint.semantic.analysis.ModuleAnalysis`
-and :class:`ckptlint.semantic.project.Project`'s module cache.
+"""One module read on CPython's ``ast`` (:class:`AstAnalysis`, what the rules and analyses of a
+linted file read), and what a loader of the other modules of the linted tree answers
+(:class:`AstModuleLoader`; :class:`~ckptlint.semantic.project.AstProject` is the one the
+linter uses).
 
 :class:`AstAnalysis` holds a module's decoded text, its ``ast`` tree, its
 :class:`~ckptlint.semantic.ast_model.AstModel` (built on first use) and a memo of facts other
@@ -8,16 +9,14 @@ layers compute from it (``derived``), and converts ``ast`` positions (1-based li
 UTF-8 byte columns) to the 1-based character positions and 0-based character offsets every
 output uses.
 
-:class:`AstProject` loads the other modules a site or a region reaches for one
+:class:`~ckptlint.semantic.project.AstProject` loads the other modules a site or a region reaches for one
 :class:`~ckptlint.semantic.project.Project`: it finds their files with the project's lookup
 (``file_for_module``, so the same import roots and the same absent candidates are recorded),
 reads an editor's unsaved buffer before the file (``unsaved_text``), records every file it reads
 as a cache dependency of the linted file (``record_read``) and keeps the analyses it parsed, by
 path and text, bounded by characters of source (see ``max_chars``). Between two linted files,
-:meth:`AstProject.track` starts the project's recording, leaves the modules of another project
-and drops the least recently used analyses beyond the bounds.
-
-Nothing on the linter's path uses this module yet (the port to ``ast`` is in progress).
+:meth:`~ckptlint.semantic.project.AstProject.track` starts the project's recording, leaves the
+modules of another project and drops the least recently used analyses beyond the bounds.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
-"""What value each target of a binding gets, on CPython ``ast`` trees: the same answer
-:mod:`ckptlint.semantic.assignments` gives on libcst trees, form for form (see its docstring):
-plain, chained, annotated (with or without a value), unpacked, augmented, walrus, ``for`` and
-comprehension targets (step :data:`EACH`), ``with ... as`` (step :data:`ENTER`) and
-``setattr(obj, "name", v)`` with a literal name.
+"""What value each target of a binding gets: the one answer every analysis asks. Every form
+that binds a name or an attribute is read here: plain, chained (each target gets the value),
+annotated (with or without a value), unpacked (element-wise for a display of matching length,
+else a position of the value; a starred target gets an unknown list), augmented (the target
+combines its old value with the new), walrus, ``for`` and comprehension targets (step
+:data:`EACH`), ``with ... as`` (step :data:`ENTER`) and ``setattr(obj, "name", v)`` with a
+literal name. The model binds names with it (``Binding.assigned``); class summaries and the
+site finder read ``self.X`` with it.
 
-The binding node of a comprehension target is its ``ast.comprehension`` (libcst's ``CompFor``),
-of a ``with`` target its ``ast.withitem`` (libcst's ``WithItem``); neither has a position in
-``ast``, the target has.
+The binding node of a comprehension target is its ``ast.comprehension``, of a ``with`` target
+its ``ast.withitem``; neither has a position in ``ast``, the target has.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ def textual_key(expr: ast.expr) -> str | None:
 
 def assignments(node: ast.AST, key: Callable[[ast.expr], str | None] = textual_key) -> list[AstAssigned]:
     """Every elementary target ``node`` binds, with where its value comes from; ``[]`` for
-    a node that binds nothing (see :func:`ckptlint.semantic.assignments.assignments`)."""
+    a node that binds nothing. ``key`` reads the attribute name of ``setattr(obj, name, v)``
+    (a literal string by default); a ``setattr`` whose name it cannot read binds nothing."""
     out: list[AstAssigned] = []
     kind = type(node)
     if kind is ast.Assign:
@@ -123,8 +126,8 @@ def _display_items(value: ast.expr | None) -> list[ast.expr] | None:
 
 
 def attribute_name(assigned: AstAssigned, owner: str) -> str | None:
-    """The attribute ``assigned`` sets on the object named ``owner`` (see
-    :func:`ckptlint.semantic.assignments.attribute_name`)."""
+    """The attribute ``assigned`` sets on the object named ``owner`` (``"fc"`` for ``self.fc =
+    v`` or ``setattr(self, "fc", v)`` with ``owner="self"``); else ``None``."""
     if type(assigned.owner) is ast.Name and assigned.owner.id == owner:
         return assigned.attr
     return None
@@ -133,8 +136,10 @@ def attribute_name(assigned: AstAssigned, owner: str) -> str | None:
 def candidate_values(
     assigned: AstAssigned, qualified_names: Callable[[ast.expr], frozenset[str]] | None = None
 ) -> list[ast.expr] | None:
-    """The expressions the target may hold, as far as the text says (see
-    :func:`ckptlint.semantic.assignments.candidate_values`)."""
+    """The expressions the target may hold, as far as the text says: ``[value]`` for a whole
+    value; each element of a display for a loop; the argument of ``contextlib.nullcontext(x)``
+    for ``with`` (when ``qualified_names`` is given); ``None`` when a step is not readable
+    from the text (a function result, an augmented target)."""
     if assigned.value is None or assigned.kind is BindingKind.AUGMENTED:
         return None
     current = [assigned.value]

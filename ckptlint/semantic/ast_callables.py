@@ -1,12 +1,12 @@
-"""The parameters of a checkpointed callable this module defines, read on CPython's ``ast``:
-the answers of :mod:`ckptlint.semantic.callables` (a ``def`` or lambda bound to a name, a
-lambda literal, ``self.method`` of the enclosing class, a factory call whose ``def`` ends by
-returning a nested ``def``/lambda) for :class:`~ckptlint.semantic.ast_model.AstModel`, into
-the same :class:`~ckptlint.semantic.callables.Signature` (its ``node`` an ``ast`` node).
+"""The parameters of a checkpointed callable this module defines (:mod:`ckptlint.semantic.callables`
+tells what is resolved and why): a ``def`` or lambda bound to a name, a lambda literal,
+``self.method`` of the enclosing class, a factory call whose ``def`` ends by returning a nested
+``def``/lambda, read with an :class:`~ckptlint.semantic.ast_model.AstModel`, into a
+:class:`~ckptlint.semantic.callables.Signature` (its ``node`` an ``ast`` node).
 
-Read as libcst reads them: positional-only parameters are not keywords; ``async def`` is a
-``def``; a factory whose body sits on the ``def`` line (``def make(m): return lambda: m``,
-libcst's ``SimpleStatementSuite``) returns nothing known, nor one whose last line holds
+Positional-only parameters are not keywords; ``async def`` is a ``def``; a factory whose body
+sits on the ``def`` line (``def make(m): return lambda: m``) returns nothing known, nor one
+whose last line holds
 more than one statement. ``ast`` keeps no colon nor ``;``: both are read from the logical
 lines of the text (:mod:`ckptlint.semantic.ast_lines`).
 """
@@ -28,8 +28,7 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 def signature_of(expr: ast.expr | None, model: AstModel) -> Signature | None:
     """The signature of the callable ``expr`` denotes (keyword-able parameter names, whether it
-    has ``**kwargs``, its ``def``/lambda), or ``None`` when it is not known (as
-    :func:`ckptlint.semantic.callables.signature_of`)."""
+    has ``**kwargs``, its ``def``/lambda), or ``None`` when it is not known."""
     definition = _definition(expr, model, depth=0)
     if definition is None:
         return None
@@ -82,7 +81,7 @@ def _returned_definition(factory: ast.FunctionDef | ast.AsyncFunctionDef, model:
         return None
     last = body[-1]
     if not starts_logical_line(model, last):
-        return None  # `x = 1; return f`: libcst's last line holds two statements
+        return None  # `x = 1; return f`: the last line holds two statements
     if not isinstance(last, ast.Return) or last.value is None:
         return None
     value = last.value

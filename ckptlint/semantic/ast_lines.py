@@ -1,9 +1,9 @@
-"""libcst's statement lines on CPython's ``ast``: which simple statements share a *logical*
-line (libcst's ``SimpleStatementLine``), and which bodies follow their colon on the header's
-logical line (libcst's ``SimpleStatementSuite``).
+"""Statement lines: which simple statements share a *logical* line (``a = 1; b = 2``), and
+which bodies follow their colon on the header's logical line (``class C: x = 1``). The
+analyses count and group statements by these lines.
 
 ``ast`` keeps no ``;``, colon or backslash, so physical rows mislead: ``a(); \\`` then ``b()``
-is one line for libcst, and so are ``def f(m`` / ``): return m`` and ``def f(m): \\`` /
+is one logical line, and so are ``def f(m`` / ``): return m`` and ``def f(m): \\`` /
 ``return m``. The answer is read once per module from the tokenizer
 (:func:`ckptlint.text.ast_logical_lines.logical_line_starts`) and kept in the model's memo.
 A model built without its text (or a text the tokenizer refuses) falls back to physical
@@ -96,13 +96,13 @@ def starts_logical_line(model: AstModel, statement: ast.stmt) -> bool:
 
 def body_on_header(model: AstModel, body: list[ast.stmt]) -> bool:
     """Whether ``body`` (a block of a compound statement) follows its colon on the header's
-    logical line (``class C: x = 1``, libcst's ``SimpleStatementSuite``); ``False`` for an
+    logical line (``class C: x = 1``); ``False`` for an
     empty body."""
     return bool(body) and not starts_logical_line(model, body[0])
 
 
 def statement_lines(model: AstModel, body: list[ast.stmt]) -> list[list[ast.stmt]]:
-    """``body`` grouped as libcst's statement lines, in order: simple statements joined by
+    """``body`` grouped as statement lines, in order: simple statements joined by
     ``;`` (backslash continuations included) make one group, a compound statement is one."""
     lines: list[list[ast.stmt]] = []
     for statement in body:

@@ -1,18 +1,16 @@
 """Scopes, bindings and qualified names of one module, on CPython's ``ast``.
 
-The same model as :class:`ckptlint.semantic.model.SemanticModel` (same records, from
-:mod:`ckptlint.semantic.bindings`, same rules, same answers: ``tests/analysis/test_ast_model.py``
-compares both on every name read of the rule examples, the cases and hand-written programs, and
-``benchmarks/ast_model_parity.py`` on real trees), built by one walk of an ``ast`` tree. It
-holds the tree's own nodes and, per node, only its parent; the scope a node is evaluated in is
-found by climbing to the nearest scope that holds it (:meth:`AstModel.scope_of`).
+The records are those of :mod:`ckptlint.semantic.bindings`; the model is built by one walk of
+an ``ast`` tree. It holds the tree's own nodes and, per node, only its parent; the scope a node
+is evaluated in is found by climbing to the nearest scope that holds it
+(:meth:`AstModel.scope_of`).
 
-Where libcst's model answers in a way Python would not, this one answers the same, so that
-findings do not change when the analysis moves to ``ast``: it is flow-insensitive (every binding
-of a name in its scope is a candidate), the first iterable of a comprehension is evaluated in
-the comprehension's scope, an annotation without a value binds its name, ``global`` and
-``nonlocal`` apply to the bindings after them in the walk, ``match`` patterns bind nothing, and
-import statements (their ``alias`` nodes) have no parent.
+Where this model answers in a way Python would not, it does so on purpose, so that findings
+stay what they have always been: it is flow-insensitive (every binding of a name in its scope
+is a candidate), the first iterable of a comprehension is evaluated in the comprehension's
+scope, an annotation without a value binds its name, ``global`` and ``nonlocal`` apply to the
+bindings after them in the walk, ``match`` patterns bind nothing, and import statements (their
+``alias`` nodes) have no parent.
 
 ``symtable`` is not used: it reads source text, not a tree, so it would parse the module a
 second time to answer what the walk already sees (``global``/``nonlocal`` statements are
@@ -45,13 +43,15 @@ AstBinding = Binding[ast.AST, ast.expr]
 AstMutation = Mutation[ast.AST, ast.expr]
 
 _BUILTINS = frozenset(dir(builtins))
-#: Nodes whose children libcst holds in another order than ``ast`` (see
-#: :func:`~ckptlint.semantic.ast_walk.fields_order_children`).
+#: Nodes whose children are walked in the order of
+#: :func:`~ckptlint.semantic.ast_walk.fields_order_children` rather than ``ast``'s field order
+#: (a dict's keys and values alternate, a call's arguments in source order), so that calls and
+#: bindings are recorded in the order findings have always come out in.
 _LIBCST_ORDER = frozenset({ast.Dict, ast.Call, ast.ExceptHandler})
 _MAX_ALIAS_DEPTH = 8
 #: Values an alias is followed through (``f = g``, ``f = m.g``, ``flag = None``).
 _ALIASES = (ast.Name, ast.Attribute, ast.Constant)
-#: The constants that are names in libcst's trees (and keywords in CPython's).
+#: The constants that are keywords (``builtins.True`` and so on as qualified names).
 _NAMED_CONSTANTS = (True, False, None)
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -92,7 +92,8 @@ class AstModel:
     """Scopes, bindings, parents and calls of one module's ``ast`` tree.
 
     Build it with :meth:`build`; it never re-walks the tree afterwards. ``module_name`` and
-    ``is_package`` as for :class:`~ckptlint.semantic.model.SemanticModel`; ``text`` is the
+    the dotted module name (``"pkg.model"``) used for qualified names of local definitions and
+    to resolve relative imports; ``is_package`` is true for an ``__init__.py``; ``text`` is the
     source the tree was parsed from, ``None`` when unknown (layout is then judged from
     physical rows, see :mod:`ckptlint.semantic.ast_lines`).
     """
@@ -114,7 +115,8 @@ class AstModel:
 
     def release(self) -> None:
         """Drop everything this model holds, breaking the cycles between its scopes and
-        bindings (see :meth:`SemanticModel.release`)."""
+        bindings (``Scope.bindings`` -> ``Binding.scope``), so that they are freed by reference
+        counting at once. Only for a model no one will query again."""
         for scope in [self.module_scope, *self.scope_of_definition.values()]:
             scope.bindings.clear()
         self.scope_of_definition.clear()
@@ -140,7 +142,7 @@ class AstModel:
             kind = type(node)
             pending = self._enter(node, scope) if kind in entered else None
             if pending is None:  # most nodes: the children share the node's scope
-                # calls and bindings in libcst's order: a dict's keys and values alternate
+                # calls and bindings in source order: a dict's keys and values alternate
                 found = fields_order_children(node) if kind in _LIBCST_ORDER else child_nodes(node)
                 for child in found:
                     parents[child] = node
@@ -240,7 +242,7 @@ class AstModel:
         return pending
 
     def _parameters(self, params: ast.arguments, outer: AstScope, inner: AstScope) -> list[tuple[ast.AST, AstScope]]:
-        """Bind the parameters in ``inner`` (libcst's order: positional-only, plain,
+        """Bind the parameters in ``inner`` (in this order: positional-only, plain,
         keyword-only, ``*args``, ``**kwargs``); return ``arguments`` as the walk's next
         node, whose children (defaults, annotations) it walks in ``outer``."""
         every = [*params.posonlyargs, *params.args, *params.kwonlyargs]
@@ -377,8 +379,9 @@ class AstModel:
             parent = self.parents.get(parent)
 
     def lookup(self, name: str, scope: AstScope) -> list[AstBinding]:
-        """Bindings of ``name`` visible from ``scope`` under Python's LEGB rule (see
-        :meth:`SemanticModel.lookup`)."""
+        """Bindings of ``name`` visible from ``scope`` under Python's LEGB rule: class scopes
+        are searched only when they are the starting scope; a name bound anywhere in a function
+        is local to the whole function; ``[]`` for names bound nowhere in the module."""
         if name in scope.globals:
             return list(self.module_scope.bindings.get(name, ()))
         current: AstScope | None = scope
@@ -399,7 +402,8 @@ class AstModel:
     def bindings_at(self, name_node: ast.Name) -> list[AstBinding]:
         """Bindings of ``name_node`` that can hold its value where it is read: inside the
         body of a ``for`` loop whose target binds the name, that loop's element only, unless
-        the body rebinds the name (see :meth:`SemanticModel.bindings_at`)."""
+        the body rebinds the name (``for blk in self.blocks3: checkpoint(blk, x)`` is not also
+        one of ``self.blocks1`` bound by an earlier loop)."""
         bindings = self.bindings_of(name_node)
         if len(bindings) < 2:
             return bindings
@@ -429,8 +433,10 @@ class AstModel:
         return False
 
     def qualified_names(self, expr: ast.AST, _depth: int = 0) -> frozenset[str]:
-        """Every qualified name ``expr`` (a ``Name`` or ``Attribute`` chain) may denote (see
-        :meth:`SemanticModel.qualified_names`)."""
+        """Every qualified name ``expr`` (a ``Name`` or ``Attribute`` chain) may denote:
+        ``torch.utils.checkpoint.checkpoint`` for ``ckpt`` after ``from torch.utils.checkpoint
+        import checkpoint as ckpt``, ``builtins.len`` for a builtin, aliases (``f = g``)
+        followed; empty when nothing is known (parameters, call results, ...)."""
         kind = type(expr)
         if kind is ast.Name:
             name: str = expr.id  # type: ignore[attr-defined]
@@ -450,7 +456,7 @@ class AstModel:
                     names |= self.qualified_names(binding.value, _depth + 1)  # type: ignore[arg-type]
             return frozenset(names)
         if kind is ast.Constant and any(expr.value is c for c in _NAMED_CONSTANTS):  # type: ignore[attr-defined]
-            # ``True``/``False``/``None`` are names in libcst's trees (``builtins.None``)
+            # ``True``/``False``/``None`` denote ``builtins.True`` and so on
             return frozenset({f"builtins.{expr.value}"})  # type: ignore[attr-defined]
         if kind is ast.Attribute:
             attr = expr.attr  # type: ignore[attr-defined]

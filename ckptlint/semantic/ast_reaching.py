@@ -1,12 +1,11 @@
-"""Which bindings of a name can hold its value where it is read, on CPython's ``ast``: the
-same refinement as :func:`ckptlint.semantic.reaching.reaching` (same rules, same answers) for
-:class:`~ckptlint.semantic.ast_model.AstModel`.
+"""Which bindings of a name can hold its value where it is read: a flow refinement of
+:class:`~ckptlint.semantic.ast_model.AstModel`'s scope lookup, for straight-line code (a plain
+assignment kills earlier bindings) and for module globals read inside functions (the module's
+last binding).
 
-libcst groups the simple statements of one line (``a = {}; f(**a)``) into one
-``SimpleStatementLine``, and a body written after the colon (``def f(): return x``) is no
-indented block; ``ast`` has neither, so statements are grouped here by the logical line
-they share (:mod:`ckptlint.semantic.ast_lines`) and a function whose body follows its colon
-is treated as libcst treats a one-line body."""
+The statements of a function's body are counted by statement line: simple statements that
+share a logical line (``a = {}; f(**a)``) are one (:mod:`ckptlint.semantic.ast_lines`), and a
+function whose body follows its colon (``def f(): return x``) is not refined."""
 
 from __future__ import annotations
 
@@ -33,14 +32,20 @@ _COMPOUND = (
     ast.Match,
     *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
 )
-#: Ancestors that make a module-level binding conditional (libcst's ``For``, ``While``,
-#: ``Try``, ``With``, ``Else`` of a loop or ``try``, ``ExceptHandler``).
+#: Ancestors that make a module-level binding conditional (a loop, a ``try``, a ``with``, an
+#: ``except`` handler; the ``else`` of a loop or ``try`` is under them).
 _CONDITIONAL = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, ast.ExceptHandler)
 
 
 def reaching(model: AstModel, name_node: ast.Name, decide: Callable[[ast.expr], bool | None] | None = None) -> list[AstBinding]:
-    """:meth:`AstModel.bindings_of` less the bindings that cannot reach the read (see
-    :func:`ckptlint.semantic.reaching.reaching`)."""
+    """:meth:`AstModel.bindings_of` less the bindings that cannot reach the read. In
+    straight-line code of one function, a statement line of its own body (not inside an
+    ``if``, loop or ``try``) before the read's that binds the name by ``=`` kills the bindings
+    before it (a parameter too); a statement's own ``=`` binding does not reach a read in its
+    value, nor does a binding in a later line. A read inside a function of a name bound at
+    module level sees the module's last unconditional binding and those after it (a
+    module-level ``if`` whose test ``decide`` says is true counts as unconditional). Reads
+    elsewhere keep every binding."""
     bindings = model.bindings_of(name_node)
     if len(bindings) < 2:
         return bindings
@@ -93,7 +98,7 @@ def reaching(model: AstModel, name_node: ast.Name, decide: Callable[[ast.expr], 
 
 
 def line_groups(model: AstModel, body: list[ast.stmt]) -> dict[int, int]:
-    """Index of each statement of ``body`` as libcst counts them: simple statements that
+    """Index of each statement of ``body`` by statement line: simple statements that
     share a logical line (``a = 1; b = 2``, backslash continuations included) are one."""
     return {id(statement): index for index, line in enumerate(statement_lines(model, body)) for statement in line}
 

@@ -1,8 +1,6 @@
-"""libcst's subscript elements on CPython's ``ast``: what libcst sees between the brackets.
-
-libcst splits ``x[...]`` into ``SubscriptElement``s by the commas at the top level of the
-brackets: ``x[0,]`` is one element ``0``, ``x[1:,]`` one slice, ``x[(a), b]`` two and
-``x[(a, b)]`` one (a tuple). ``ast`` gives one ``slice`` expression, an ``ast.Tuple`` in the
+"""The elements between a subscript's brackets, split by the commas at their top level:
+``x[0,]`` is one element ``0``, ``x[1:,]`` one slice, ``x[(a), b]`` two and ``x[(a, b)]`` one
+(a tuple). ``ast`` gives one ``slice`` expression, an ``ast.Tuple`` in the
 first three cases, and keeps no parentheses (a tuple's position holds its own, not those of
 its first element), so the count is read from the text: the parentheses between the tuple's
 start and its first element's against those closed before the first comma
@@ -128,8 +126,8 @@ def module_commas(model: AstModel) -> Commas:
 
 
 def subscript_elements(model: AstModel, expr: ast.Subscript) -> list[ast.expr]:
-    """libcst's elements of ``expr``'s brackets, in order, as ``ast`` nodes: the value of each
-    ``Index`` (a ``*`` dropped, as libcst's ``Index.value`` does) or an ``ast.Slice``. One
+    """The elements of ``expr``'s brackets, in order, as ``ast`` nodes: an index's expression
+    (a ``*`` dropped: ``x[*a]`` gives ``a``) or an ``ast.Slice``. One
     element unless the brackets hold a top-level comma (``x[0,]`` -> ``[0]``, ``x[1:,]`` ->
     ``[Slice]``, ``x[(a), b]`` -> ``[a, b]``, ``x[(a, b)]`` -> ``[Tuple]``)."""
     return subscript_elements_in(module_commas(model), expr)
@@ -139,7 +137,7 @@ def subscript_elements_in(commas: Commas, expr: ast.Subscript) -> list[ast.expr]
     """:func:`subscript_elements` with the module's :data:`Commas` given (``None``: judged
     from positions, which misread ``x[(a), (b)]`` and ``x[(a),]`` as one tuple). A
     :class:`TextCommas` answers from the row where that agrees with positions (so a text the
-    tokenizer refuses reads as before), else from the tokenizer."""
+    tokenizer refuses is read from positions), else from the tokenizer."""
     index = expr.slice
     if type(index) is not ast.Tuple or not index.elts:
         return [index]
@@ -162,7 +160,7 @@ def subscript_elements_in(commas: Commas, expr: ast.Subscript) -> list[ast.expr]
 
 
 def one_index(model: AstModel, expr: ast.Subscript) -> ast.expr | None:
-    """The one ``Index`` value of ``expr`` (libcst's ``len(slice) == 1`` and an ``Index``),
+    """The one index of ``expr`` (one element, not a slice),
     ``None`` for several elements or a slice."""
     elements = subscript_elements(model, expr)
     return elements[0] if len(elements) == 1 and type(elements[0]) is not ast.Slice else None

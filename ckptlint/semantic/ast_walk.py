@@ -1,6 +1,7 @@
 """Fast reading of CPython ``ast`` trees: a node's children, where a node starts, the names
-a ``Name``/``Attribute`` chain spells, and the readings of :mod:`ckptlint.semantic.syntax`
-(a class's methods, a function's positional parameters and own nodes, a callee's last name).
+a ``Name``/``Attribute`` chain spells, the readings rules share (a class's methods, a
+function's positional parameters and own nodes, a callee's last name), and the walks of a
+function's body and of a tree in the order findings have always come out in.
 
 ``ast.iter_child_nodes`` is a generator that reads every field, the context and operator
 singletons (``Load()``, ``Add()``) included; :func:`child_nodes` reads, per node class, only the
@@ -28,7 +29,7 @@ __all__ = [
     "start",
 ]
 
-#: ``def`` and ``async def`` (one libcst ``FunctionDef``).
+#: ``def`` and ``async def``.
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NOT_ENTERED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -103,8 +104,7 @@ def base_name(expr: ast.AST) -> str | None:
 
 def last_name(expr: ast.AST) -> str:
     """The last name of a dotted expression (``torch.cuda.amp.custom_bwd`` -> ``custom_bwd``),
-    of the called expression for a call; ``""`` for anything else (as
-    :func:`ckptlint.semantic.syntax.last_name`)."""
+    of the called expression for a call; ``""`` for anything else."""
     if type(expr) is ast.Call:
         expr = expr.func
     if type(expr) is ast.Attribute:
@@ -125,11 +125,11 @@ def positional_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> l
 
 
 def fields_order_children(node: ast.AST) -> list[ast.AST]:
-    """The children of ``node`` in the order libcst's fields hold them
-    (:func:`ckptlint.semantic.walk.children`), where it differs from :func:`child_nodes`: a
-    dict's keys and values alternate, a call's arguments are in source order (``ast`` keeps
-    keywords apart), an ``except`` clause's body comes before its type. Walks that stop at the
-    first match or keep a list read their nodes in libcst's order this way."""
+    """The children of ``node`` in source order where it differs from :func:`child_nodes`'s
+    field order: a dict's keys and values alternate, a call's arguments are in source order
+    (``ast`` keeps keywords apart); and an ``except`` clause's body comes before its type.
+    Walks that stop at the first match or keep a list read their nodes in this order, so that
+    findings come out in the order they always did."""
     kind = type(node)
     if kind is ast.Dict:
         found: list[ast.AST] = []
@@ -152,8 +152,8 @@ def fields_order_children(node: ast.AST) -> list[ast.AST]:
 
 def own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
     """Every node of ``function``'s body, not entering nested ``def``, ``class`` and lambdas,
-    in the order of :func:`ckptlint.semantic.syntax.own_nodes` (last statement first, each
-    node before its children, later children first; :func:`fields_order_children`)."""
+    last statement first, each node before its children, later children first
+    (:func:`fields_order_children`): the order rules have always read them in."""
     stack: list[ast.AST] = list(function.body)
     while stack:
         node = stack.pop()
@@ -163,9 +163,8 @@ def own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.
         stack.extend(fields_order_children(node))
 
 
-#: What :func:`nodes_of_function` yields but does not enter (libcst's ``_NOT_ENTERED`` of
-#: :mod:`ckptlint.semantic.walk`): nested ``def``/``class`` run only when called; the names
-#: of ``global``, ``nonlocal`` and imports are no expressions that run.
+#: What :func:`nodes_of_function` yields but does not enter: nested ``def``/``class`` run only
+#: when called; the names of ``global``, ``nonlocal`` and imports are no expressions that run.
 _FRAME_NOT_ENTERED = (
     ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom
 )
@@ -176,14 +175,10 @@ def nodes_of_function(
     decide: Callable[[ast.expr], bool | None] | None = None,
 ) -> Iterator[ast.AST]:
     """Every node of ``function``'s body (a lambda's expression), parents before children and
-    in source order as libcst holds them (:func:`fields_order_children`), not entering nested
+    in source order (:func:`fields_order_children`), not entering nested
     ``def`` and ``class`` statements; lambdas and comprehensions are entered. With ``decide``
     (a test -> ``True``/``False``/``None`` for undecided), the branch of an ``if`` statement or
-    expression that cannot run is skipped: its test is walked, then the branch taken.
-
-    libcst's :func:`ckptlint.semantic.walk.nodes_of_function` yields the same ``ast``-visible
-    nodes in the same order; nodes ``ast`` does not have (blocks, ``Arg``, an attribute's
-    ``Name``, operators) are not yielded."""
+    expression that cannot run is skipped: its test is walked, then the branch taken."""
     stack: list[ast.AST] = [function.body] if isinstance(function, ast.Lambda) else list(reversed(function.body))
     while stack:
         node = stack.pop()
@@ -208,8 +203,8 @@ def nodes_of_function(
 
 
 def iter_tree(root: ast.AST) -> Iterator[ast.AST]:
-    """``root`` and every node below it, parents before children, in libcst's order
-    (:func:`ckptlint.semantic.walk.iter_tree` on ``ast``; :func:`fields_order_children`)."""
+    """``root`` and every node below it, parents before children, in source order
+    (:func:`fields_order_children`)."""
     stack = [root]
     while stack:
         node = stack.pop()

@@ -2,10 +2,9 @@
 bindings of names in them, and mutations of objects reachable from names.
 
 The records are generic over the tree they point into: ``N`` is the type of a node, ``E`` of
-an expression. Unparametrised (``Scope``, ``Binding``) they are libcst's
-(:mod:`ckptlint.semantic.model`); the model on CPython's ``ast``
-(:mod:`ckptlint.semantic.ast_model`) uses ``Scope[ast.AST, ast.expr]`` and so on. Nothing here
-imports a parser at run time."""
+an expression: the model (:mod:`ckptlint.semantic.ast_model`) uses ``Scope[ast.AST,
+ast.expr]`` and so on (``AstScope``, ``AstBinding``). Nothing here imports a parser at run
+time."""
 
 from __future__ import annotations
 
@@ -143,7 +142,7 @@ class Binding(Generic[N, E]):
         declared_in: for a ``global``/``nonlocal`` rebinding, the scope whose code rebinds
             it (different from ``scope``); otherwise ``None``.
         assigned: for a name bound by an assignment, loop, ``with`` or walrus, where its
-            value comes from (:func:`ckptlint.semantic.assignments.assignments`).
+            value comes from (:func:`ckptlint.semantic.ast_assignments.assignments`).
     """
 
     name: str

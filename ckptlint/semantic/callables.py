@@ -6,6 +6,9 @@ does not accept makes ``use_reentrant=False`` no fix, CKP002). Resolved: a ``def
 lambda bound to a name, a lambda literal, ``self.method`` of the enclosing class, and a
 factory call ``make(layer)`` whose ``def`` ends by returning a nested ``def``/lambda (the
 ``create_custom_forward(module)`` idiom of Hugging Face code). Anything else is unknown.
+
+This module holds the record, :class:`Signature`; the reading is
+:mod:`ckptlint.semantic.ast_callables`.
 """
 
 from __future__ import annotations

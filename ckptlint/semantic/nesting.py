@@ -1,4 +1,5 @@
-"""How deep a syntax tree nests, and the limit above which ckptlint does not parse with libcst."""
+"""How deep a syntax tree nests, the limit above which ckptlint does not lint a file, and the
+recursion limit its walks of a deep tree run under."""
 
 from __future__ import annotations
 
@@ -9,32 +10,38 @@ __all__ = ["MAX_NESTING", "TooDeeplyNested", "deep_recursion", "nesting_depth", 
 
 
 MAX_NESTING = 3000
-"""The deepest syntax tree ckptlint parses with libcst (levels of Python's own AST, an
-``and``/``or`` chain counting one level per operand). libcst's native parser (libcst 1.9.0,
-the default 8 MiB stack) crashes the interpreter with a stack overflow somewhere above this,
-the point depending on the construct and moving by a few levels from run to run: an ``and``
-chain parses up to ~7,050 operands (7,046 parsed, 7,054 crashed), an ``elif`` chain up to
-~8,240 branches (8,238 parsed, 8,239 crashed), nested lambdas up to ~3,500 (3,468 parsed,
-3,562 crashed; CPython 3.11 refuses 2,990 itself). ``tests/test_nesting.py`` checks the
-``and`` boundary in a child process. Its parse time also grows quadratically with depth (a
-3,000-term sum: ~7 s, a 3,000-deep subscript chain: ~50 s on a loaded 2-core machine, where
-``--file-timeout`` takes over). Every construct tried parses at 3,000 levels; CPython 3.11's
-own parser refuses some before (such a file is refused too). Real code stays below ~60
+"""The deepest syntax tree ckptlint lints (levels of Python's own AST, an ``and``/``or`` chain
+counting one level per operand); a deeper file is a ``parse`` problem (CKP902), not linted.
+
+The limit bounds three things. CPython's parser runs with the recursion limit raised to a
+little above it (a ``RecursionError`` or ``MemoryError`` there is the same problem; CPython
+3.11 refuses some constructs below it, nested lambdas at 2,990). ckptlint's own recursive
+walks of the tree (the rules, the region builder) run under :class:`deep_recursion`, which
+needs frames in proportion to the depth. And a fix parses the smallest statement around its
+edit with libcst, a statement that may nest as deep as the file: libcst's native parser
+(libcst 1.9.0, the default 8 MiB stack) crashes the interpreter with a stack overflow
+somewhere above this limit, the point depending on the construct and moving by a few levels
+from run to run: an ``and`` chain parses up to ~7,050 operands (7,046 parsed, 7,054 crashed),
+an ``elif`` chain up to ~8,240 branches (8,238 parsed, 8,239 crashed), nested lambdas up to
+~3,500 (3,468 parsed, 3,562 crashed); every construct tried parses at 3,000 levels.
+``tests/test_nesting.py`` checks the ``and`` boundary in a child process. libcst's parse time
+also grows quadratically with depth (a 3,000-term sum: ~7 s, a 3,000-deep subscript chain:
+~50 s on a loaded 2-core machine, measured on whole files). Real code stays below ~60
 levels."""
 
-#: Python recursion allowed while rules walk a deep tree (libcst's visitors recurse a few
-#: frames per level); raised only for files deeper than :data:`DEEP`, and restored after.
+#: Python recursion allowed per level while rules walk a deep tree (recursive walks take a
+#: few frames a level); raised only for files deeper than :data:`DEEP`, and restored after.
 _FRAMES_PER_LEVEL = 8
 
 DEEP = 100
 
 class TooDeeplyNested(ValueError):
-    """The source nests deeper than :data:`MAX_NESTING` levels: it is not parsed with libcst."""
+    """The source nests deeper than :data:`MAX_NESTING` levels: it is not linted."""
 
 class deep_recursion:
-    """Raise Python's recursion limit while a tree ``depth`` levels deep is walked (libcst's
-    visitors and the rules recurse a few frames a level: a 3,000-level tree needs ~24,000
-    frames, Python's default is 1,000); a no-op for ordinary files (depth <= 100)."""
+    """Raise Python's recursion limit while a tree ``depth`` levels deep is parsed or walked
+    (recursive walks take a few frames a level: a 3,000-level tree is given ~24,000 frames,
+    Python's default is 1,000); a no-op for ordinary files (depth <= 100)."""
 
     def __init__(self, depth: int) -> None:
         self.needed = _FRAMES_PER_LEVEL * depth + 1000 if depth > DEEP else 0
@@ -54,11 +61,14 @@ class deep_recursion:
         sys.setrecursionlimit(self.saved)
 
 def too_deep_message() -> str:
+    """The message of the ``parse`` problem of a file deeper than :data:`MAX_NESTING` (its
+    wording, which names libcst, is part of the output and is kept as it always was)."""
     return f"too deeply nested for libcst to parse (more than {MAX_NESTING} levels); file skipped"
 
 def nesting_depth(tree: ast.AST) -> int:
-    """An upper bound of the depth of libcst's tree relative to ``tree``'s: levels of the
-    AST plus the longest ``and``/``or`` chain (one node in ``ast``, nested in libcst)."""
+    """The depth of ``tree`` as :data:`MAX_NESTING` counts it: levels of the AST plus the
+    longest ``and``/``or`` chain (one ``BoolOp`` in ``ast``, read as a nest of pairs: an upper
+    bound of the depth of libcst's tree of a statement, too)."""
     levels, chain = nesting_levels(tree)
     return levels + chain
 

@@ -1,10 +1,10 @@
-"""Which classes of a module build a class (its users), on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.analyses.class_users` (same answers, see its docstrings).
+"""Which classes of a module build a class (its users), for CKP203's view of a backbone
+(:mod:`ckptlint.checkpoint.analyses.parent_builds` and :mod:`ckptlint.checkpoint.analyses.frozen_norms`
+say why).
 
-libcst spells a name with a ``Name`` node where ``ast`` keeps a string: libcst's model finds
-a binding of the class for a keyword's name (``f(Bottleneck=...)``), an ``except ... as``
-name and a name a ``match`` pattern binds, so they are references here as well, held by their
-``keyword``, handler or pattern node. Nothing on the linter's path imports this module yet."""
+A name is a reference where the module binds it as well as where it reads it: a keyword's name
+(``f(Bottleneck=...)``), an ``except ... as`` name and a name a ``match`` pattern binds count,
+held by their ``keyword``, handler or pattern node."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ __all__ = ["class_users"]
 
 
 def _spelled(node: ast.AST) -> list[str]:
-    """The class names ``node`` may spell as a libcst ``Name`` that its model gives a scope: a
+    """The class names ``node`` may spell where the module binds or reads a name: a
     ``Name``'s identifier, a keyword's name, an ``except ... as`` name, the names a ``match``
     pattern binds (a ``class``'s or ``def``'s own name, a parameter's, an import's and a
-    ``global``'s are not walked there)."""
+    ``global``'s are not counted)."""
     if isinstance(node, ast.Name):
         return [node.id]
     if isinstance(node, (ast.keyword, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
@@ -85,7 +85,7 @@ def _defined_with_base(analysis: AstAnalysis, name: ast.AST) -> ast.ClassDef | N
         if isinstance(ancestor, ast.keyword):
             return None
         if isinstance(ancestor, ast.Call) and child is not ancestor.func:
-            return None  # an argument of a call (libcst's `Arg`)
+            return None  # an argument of a call
         if isinstance(ancestor, ast.ClassDef):
             return ancestor if any(base is child for base in ancestor.bases) else None
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
@@ -96,8 +96,8 @@ def _defined_with_base(analysis: AstAnalysis, name: ast.AST) -> ast.ClassDef | N
 
 def class_users(builder: AstRegionBuilder, analysis: AstAnalysis, cls: AstClassInfo) -> tuple[list[AstClassInfo], bool]:
     """The classes of ``cls``'s module that name it or one of its subclasses there, with
-    their subclasses in the module, and whether they are all its users there (see
-    :func:`ckptlint.checkpoint.analyses.class_users.class_users`)."""
+    their subclasses in the module, and whether they are all its users there (``False`` when a
+    reference is outside any class: a module-level table or function builds it)."""
     if cls.analysis is not analysis:
         return [], False
     blocks: list[ast.ClassDef] = [cls.node]

@@ -1,13 +1,12 @@
-"""Statistics that a region resets to a constant as the last thing it does to them, on
-CPython's ``ast``: the twin of :mod:`ckptlint.checkpoint.analyses.end_resets` (fairseq's MoE
-layer timing its all-to-alls and ending with ``self.record_all_to_all_stats()``), with the same
-records (``_Reset`` parametrised by :class:`~ckptlint.checkpoint.evaluator.ast_region.AstFrame`)
-and the same answers.
+"""Statistics that a region resets to a constant as the last thing it does to them (fairseq's
+MoE layer timing its all-to-alls and ending with ``self.record_all_to_all_stats()``;
+:mod:`ckptlint.checkpoint.analyses.end_resets` tells the case and holds the ``_Reset`` record,
+here over :class:`~ckptlint.checkpoint.evaluator.ast_region.AstFrame`).
 
-libcst's body of a ``def`` is a list of statement lines, and a reset's ``index`` counts them:
-here a body is read as the same lines (:func:`ckptlint.semantic.ast_lines.statement_lines`,
-simple statements joined by ``;`` make one), each a list of ``ast`` statements; a ``def``
-whose body follows its colon has none, as libcst's ``SimpleStatementSuite``."""
+A body of a ``def`` is read as its statement lines
+(:func:`ckptlint.semantic.ast_lines.statement_lines`: simple statements joined by ``;`` make
+one), each a list of ``ast`` statements, and a reset's ``index`` counts them; a ``def`` whose
+body follows its colon has none."""
 
 from __future__ import annotations
 
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EndResets", "end_resets"]
 
-#: One of libcst's statement lines: a compound statement alone, or simple statements.
+#: One statement line of a body: a compound statement alone, or the simple statements of one logical line.
 Line = list[ast.stmt]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -44,7 +43,7 @@ class EndResets:
 
     def covers(self, write: AstOuterWrite) -> bool:
         """Whether every ``self`` attribute ``write`` changes is reset to a constant later in
-        the same run of the region (see :meth:`ckptlint.checkpoint.analyses.end_resets.EndResets.covers`)."""
+        the same run of the region."""
         if not self._resets:
             return False
         frame = write.frame
@@ -79,8 +78,10 @@ class EndResets:
 
 
 def end_resets(region: AstRegion) -> EndResets:
-    """The attributes that a frame of the region resets to a constant and touches no more (see
-    :func:`ckptlint.checkpoint.analyses.end_resets.end_resets`)."""
+    """The attributes that a frame of the region resets to a constant and touches no more:
+    ``self.X = c`` (a literal or an empty container) as a statement of the frame's body, or of a
+    method it calls as ``self.m()``, reached by every run of that body and followed by no read
+    or write of ``self.X`` and no call of a method of ``self``."""
     resets: list[AstReset] = []
     for frame in region.frames:
         self_name = frame_self_name(frame)
@@ -118,8 +119,8 @@ def _final_resets(body: list[Line], self_name: str, model: AstModel) -> set[str]
 
 
 def _simple(line: Line) -> bool:
-    """Whether ``line`` is libcst's ``SimpleStatementLine``: a compound statement (one with
-    a ``body``, or a ``match``) is a line alone."""
+    """Whether ``line`` holds simple statements: a compound statement (one with a ``body``, or
+    a ``match``) is a line alone."""
     return not (hasattr(line[0], "body") or isinstance(line[0], ast.Match))
 
 
@@ -163,8 +164,7 @@ def _reset_value(reset: AstReset) -> object | None:
 
 
 def _index_in(owner: AstFrame, frame: AstFrame, node: ast.AST) -> int | None:
-    """The index of the line of ``owner``'s body that runs ``node`` of ``frame`` (see
-    libcst's ``_index_in``)."""
+    """The index of the line of ``owner``'s body that runs ``node`` of ``frame``, or ``None``."""
     current: AstFrame | None = frame
     inner: ast.AST | None = node
     while current is not None and current is not owner:
@@ -190,8 +190,8 @@ def _body(model: AstModel, function: ast.AST) -> list[Line] | None:
 
 
 def _first_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    """libcst's ``(params.params or params.posonly_params)[0]``: the first parameter after
-    ``/`` when there is one."""
+    """The first plain (positional-or-keyword) parameter, else the first positional-only one:
+    the first parameter after ``/`` when there is one."""
     params = function.args.args or function.args.posonlyargs
     return params[0].arg if params else None
 
@@ -232,7 +232,7 @@ def _calls_self(statement: Line, self_name: str) -> bool:
 
 
 def _returns(statement: Line) -> bool:
-    """Whether ``statement`` holds a ``return`` (libcst's walk enters nested functions too)."""
+    """Whether ``statement`` holds a ``return``, nested functions' included."""
     return any(isinstance(node, ast.Return) for node in _walk(statement))
 
 

@@ -1,14 +1,11 @@
-"""BatchNorm layers that a backbone keeps in eval mode while it trains (CKP203), on CPython's
-``ast``: the twin of :mod:`ckptlint.checkpoint.analyses.frozen_norms` (same
-:class:`~ckptlint.checkpoint.analyses.frozen_norms.Freeze` records, same answers; see its
-docstrings).
+"""BatchNorm layers that a backbone keeps in eval mode while it trains (CKP203), into
+:class:`~ckptlint.checkpoint.analyses.frozen_norms.Freeze` records (:mod:`ckptlint.checkpoint.analyses.frozen_norms`
+tells what is judged).
 
-Read as libcst reads them: a block whose body sits on its header's line (``if mode: ...``,
-``if isinstance(m, _BatchNorm): m.eval()``; libcst's ``SimpleStatementSuite``) holds no
-statement; the second parameter of ``train`` and the parameters whose default is followed are
-positional-or-keyword and keyword-only ones (not positional-only); ``a and b and c`` is one
-``BoolOp``. A module on ``ast`` is read whole, so no partial parse is asked about. Nothing on
-the linter's path imports this module yet.
+A block whose body sits on its header's line (``if mode: ...``,
+``if isinstance(m, _BatchNorm): m.eval()``) holds no statement; the second parameter of
+``train`` and the parameters whose default is followed are positional-or-keyword and
+keyword-only ones (not positional-only); ``a and b and c`` is one ``BoolOp``.
 """
 
 from __future__ import annotations
@@ -36,8 +33,7 @@ __all__ = ["Freeze", "frozen_batchnorms", "parent_freeze"]
 
 def frozen_batchnorms(builder: AstRegionBuilder, site: AstSite, analysis: AstAnalysis) -> Freeze | None:
     """The BatchNorm layers that the backbone owning ``site``'s class keeps in eval mode in
-    training with its default settings, or ``None`` (see
-    :func:`ckptlint.checkpoint.analyses.frozen_norms.frozen_batchnorms`)."""
+    training with its default settings, or ``None``."""
     cls = builder.enclosing_class(analysis, site.call)
     if cls is None:
         return None
@@ -67,7 +63,7 @@ def _frozen_for(builder: AstRegionBuilder, analysis: AstAnalysis, cls: AstClassI
 
 def parent_freeze(builder: AstRegionBuilder, parent: AstClassInfo) -> Freeze | None:
     """What the ``train`` of ``parent`` keeps in eval mode with its default settings, or
-    ``None`` (see :func:`ckptlint.checkpoint.analyses.frozen_norms.parent_freeze`)."""
+    ``None``."""
     return _freeze(builder, parent)
 
 
@@ -151,7 +147,7 @@ def _modules_of(expr: ast.expr, self_name: str) -> bool:
 
 
 def _argument_value(arg: ast.expr | ast.keyword) -> ast.expr:
-    """What an argument passes (libcst's ``Arg.value``: a keyword's or a starred one's value)."""
+    """What an argument passes: a keyword's or a starred one's value, else the argument."""
     return arg.value if isinstance(arg, (ast.keyword, ast.Starred)) else arg
 
 
@@ -211,7 +207,7 @@ def _on_by_default(
 
 def _defaults(function: AstMethod) -> dict[str, ast.expr | None]:
     """The default of each positional-or-keyword and keyword-only parameter (``None``: none),
-    in libcst's order of those parameters."""
+    positional-or-keyword ones first, in order."""
     args = function.args
     positional = [*args.posonlyargs, *args.args]
     given = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
@@ -225,8 +221,7 @@ def _defaults(function: AstMethod) -> dict[str, ast.expr | None]:
 
 
 def _flag_default(builder: AstRegionBuilder, cls: AstClassInfo, flag: str) -> object:
-    """The value ``self.<flag>`` has in an instance of ``cls`` built with default arguments
-    (see :func:`ckptlint.checkpoint.analyses.frozen_norms._flag_default`)."""
+    """The value ``self.<flag>`` has in an instance of ``cls`` built with default arguments."""
     order = builder.mro(cls)
     params: set[str] = set()
     for info in order:

@@ -1,9 +1,6 @@
 """The keywords a checkpoint call forwards to the checkpointed function, and which of them
-that function refuses, on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.analyses.function_keywords` (same answers, see its docstrings). A
-keyword is an ``ast.keyword`` (``arg`` its name, ``None`` for ``**``); a call keeps its
-keywords apart from its positional arguments. Nothing on the linter's path imports this
-module yet."""
+that function refuses (CKP001/CKP002). A keyword is an ``ast.keyword`` (``arg`` its name,
+``None`` for ``**``); a call keeps its keywords apart from its positional arguments."""
 
 from __future__ import annotations
 
@@ -45,8 +42,8 @@ def refused_keywords(
 
 def reentrant_call_refuses_keywords(regions: AstRegionBuilder, analysis: AstAnalysis, site: AstSite) -> bool:
     """Whether ``site`` runs the reentrant variant with keywords that the checkpointed
-    function does not take either (see
-    :func:`ckptlint.checkpoint.analyses.function_keywords.reentrant_call_refuses_keywords`)."""
+    function does not take either: then ``use_reentrant=False`` is no fix (``TypeError``
+    instead), so CKP001 stays silent and CKP002 reports the call."""
     if site.save_misuse is not None or site.api.kind not in (ApiKind.FUNCTION, ApiKind.WRAPPER):
         return False
     if site.runs_reentrant is not True:

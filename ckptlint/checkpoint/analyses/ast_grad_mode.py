@@ -1,9 +1,8 @@
-"""The autograd grad mode a statement runs under on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.analyses.grad_mode` (same contexts, same answers), for an
-:class:`~ckptlint.semantic.ast_model.AstModel`.
+"""The autograd grad mode a statement runs under, for an
+:class:`~ckptlint.semantic.ast_model.AstModel` (:mod:`ckptlint.checkpoint.analyses.grad_mode` tells which
+contexts count and holds the records).
 
-What ``ast`` holds differently: a body is a list of statements (libcst's block node is the
-child met on the way up there), ``async with`` and ``async def`` are classes of their own, a
+A body is a list of statements, ``async with`` and ``async def`` are classes of their own, a
 call keeps its keyword arguments apart, and ``True``/``False`` are constants.
 """
 
@@ -24,9 +23,9 @@ _DEF = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def grad_mode_at(node: ast.AST, model: AstModel) -> GradModeContext[ast.AST]:
-    """The grad mode ``node`` runs under as far as its own function's code says (see
-    :func:`ckptlint.checkpoint.analyses.grad_mode.grad_mode_at`): the innermost ``with`` item or
-    decorator of its function that sets one, ``ENABLED`` with ``node=None`` when none does."""
+    """The grad mode ``node`` runs under as far as its own function's code says: the innermost
+    ``with`` item or decorator of its function that sets one, ``ENABLED`` with ``node=None``
+    when none does (the caller decides)."""
     child = node
     for ancestor in model.ancestors(node):
         if isinstance(ancestor, _WITH) and _in_body(child, ancestor):
@@ -49,7 +48,8 @@ def grad_mode_at(node: ast.AST, model: AstModel) -> GradModeContext[ast.AST]:
 
 
 def _in_body(child: ast.AST, owner: ast.With | ast.AsyncWith | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> bool:
-    """Whether ``child`` is a statement of ``owner``'s body (libcst's ``body`` block)."""
+    """Whether ``child`` is one of the statements of ``owner``'s body (not a decorator, a
+    ``with`` item, a base or a parameter)."""
     return any(statement is child for statement in owner.body)
 
 

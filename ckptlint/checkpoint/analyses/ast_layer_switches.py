@@ -1,11 +1,9 @@
-"""Whether the switch of a random or stateful op is off, on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.analyses.layer_switches` (same values followed, same answers), with
-:func:`switched_on`, the twin of :meth:`LayerUse.switched_on
-<ckptlint.checkpoint.evaluator.denotations.LayerUse.switched_on>` for a layer whose constructor
-call is an ``ast`` call.
+"""Whether the switch of a random or stateful op is off (:mod:`ckptlint.checkpoint.analyses.layer_switches` tells
+which values are followed), with :func:`switched_on`, what the constructor call of a
+:class:`~ckptlint.checkpoint.evaluator.denotations.LayerUse` writes as a literal.
 
 The region builder is asked only for a class's method order and for writes of an attribute
-outside ``__init__`` (:class:`SwitchReader`, which the ``ast`` region builder answers); a
+outside ``__init__`` (:class:`SwitchReader`, which the region builder answers); a
 parameter is an ``ast.arg``, whose default :func:`~ckptlint.checkpoint.evaluator.ast_literals.binding_default`
 finds.
 """
@@ -44,7 +42,7 @@ class SwitchReader(Protocol):
 
 
 def switched_on(layer: LayerUse) -> bool | None:
-    """:meth:`LayerUse.switched_on` for a layer whose ``call`` is an ``ast`` call: ``False``
+    """Whether ``layer``'s switch is on, as its constructor call writes it: ``False``
     when the constructor (or the config) turns the behaviour off with a literal, ``None`` when
     the switch is an expression, ``True`` otherwise."""
     fact = layer.fact
@@ -68,8 +66,7 @@ def switched_on(layer: LayerUse) -> bool | None:
 
 
 def layer_switched_on(layer: LayerUse, builder: SwitchReader | None) -> bool | None:
-    """:func:`switched_on`, with an argument that is not a literal followed to its value (see
-    :func:`ckptlint.checkpoint.analyses.layer_switches.layer_switched_on`)."""
+    """:func:`switched_on`, with an argument that is not a literal followed to its value."""
     on = switched_on(layer)
     if on is not None or layer.config is not None or layer.call is None or layer.fact.switch is None:
         return on
@@ -84,8 +81,7 @@ def layer_switched_on(layer: LayerUse, builder: SwitchReader | None) -> bool | N
 
 def argument_value(expr: ast.expr, ctx: AstContext, builder: SwitchReader | None, depth: int = 0) -> object:
     """The value ``expr`` (written in ``ctx``'s module) has for the calls the evaluator
-    followed, or :data:`NOT_LITERAL` (see
-    :func:`ckptlint.checkpoint.analyses.layer_switches.argument_value`)."""
+    followed, or :data:`NOT_LITERAL`."""
     model = ctx.analysis.model
     value = literal_value(expr, model)
     if value is not NOT_LITERAL or depth > MAX_EVAL_DEPTH:

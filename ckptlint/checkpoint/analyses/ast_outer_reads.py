@@ -1,14 +1,12 @@
 """Reads of state outside a region that may change between forward and backward (CKP201),
-on CPython's ``ast``: the twin of :mod:`ckptlint.checkpoint.analyses.outer_reads` (same rules,
-same reasons, same order; see its docstrings), reading an
-:class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion`.
+reading an :class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion`, into the records of
+:mod:`ckptlint.checkpoint.analyses.outer_state`.
 
-What ``ast`` lacks is read from what it keeps: a name is an ``ast.Name`` (an attribute's
-name, a keyword's, a parameter's are strings, so they are never reads); libcst's statement
-line of a write is the group of statements :func:`~ckptlint.semantic.ast_lines.statement_lines`
-finds (a body on its header's line is none, as libcst's ``SimpleStatementSuite`` holds no
-line); a node without a position (a ``with`` item, a comprehension) is on the row of its
-first child. Nothing on the linter's path imports this module yet.
+A name is an ``ast.Name`` (an attribute's name, a keyword's, a parameter's are strings, so
+they are never reads); the statement line of a write is the group of statements
+:func:`~ckptlint.semantic.ast_lines.statement_lines` finds (a body on its header's line is
+none); a node without a position (a ``with`` item, a comprehension) is on the row of its
+first child.
 """
 
 from __future__ import annotations
@@ -59,7 +57,9 @@ _CLOSURE_WRITES = (*STATE_KINDS, BindingKind.LOOP, BindingKind.WITH, BindingKind
 
 def mutable_reads(region: AstRegion, site_analysis: AstAnalysis) -> list[AstOuterRead]:
     """Reads of module-level or closure variables that can change between the checkpoint
-    call and backward (see :func:`ckptlint.checkpoint.analyses.outer_reads.mutable_reads`)."""
+    call and backward: module-level state rebound or mutated while the program runs, closure
+    state only when a write can run after the checkpoint call (later in the function, in a loop
+    around the call, in a nested function)."""
     found: list[AstOuterRead] = []
     functions = {id(frame.function) for frame in region.frames}
     balanced = balanced_calls(region)
@@ -89,7 +89,7 @@ def _changed(
     read_item: object = NOT_LITERAL,
 ) -> str | None:
     """Why the state behind ``name`` changes between the checkpoint call and backward, or
-    ``None`` (libcst's ``outer_reads._changed``)."""
+    ``None`` (the reason begins with :data:`~ckptlint.checkpoint.analyses.outer_state.LOOP_VARIABLE` for a loop variable)."""
     scope = binding_list[0].scope
     if scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
         return _closure_change(binding_list, analysis, name, site_call, read_attribute, read_node)
@@ -155,7 +155,7 @@ def _call_of(model: AstModel, function: ast.AST | None, where: ast.AST) -> ast.C
 
 def _once_in(analysis: AstAnalysis, function: ast.AST, node: ast.AST) -> bool:
     """Whether ``function`` is a one-time initialiser (``if INITIALIZED: return`` at its top
-    level, ``INITIALIZED = True`` later in it): libcst's ``outer_reads._once_in``."""
+    level, ``INITIALIZED = True`` later in it)."""
     if not isinstance(function, FUNCTIONS) or body_on_header(analysis.model, function.body):
         return False
     for statement in function.body:
@@ -186,10 +186,10 @@ def _module_write_after(model: AstModel, node: ast.AST, anchor: ast.AST) -> str 
 
 
 def _statement_line(model: AstModel, node: ast.AST) -> tuple[list[ast.stmt], list[ast.stmt]] | None:
-    """libcst's ``SimpleStatementLine`` holding ``node``, and the block it is a line of, as
-    ``ast`` statements: the simple statements joined by ``;`` around the statement holding
+    """The statement line holding ``node``, and the block it is a line of, as ``ast``
+    statements: the simple statements joined by ``;`` around the statement holding
     ``node``; ``None`` when that statement is compound (``node`` is in its header) or its
-    block follows the header's colon (libcst's ``SimpleStatementSuite`` holds no line)."""
+    block follows the header's colon (such a block holds no line)."""
     statement = node if isinstance(node, ast.stmt) else next((a for a in model.ancestors(node) if isinstance(a, ast.stmt)), None)
     if statement is None or hasattr(statement, "body") or isinstance(statement, ast.Match):  # compound
         return None
@@ -210,7 +210,7 @@ def _block_of(model: AstModel, statement: ast.stmt) -> list[ast.stmt] | None:
 
 def _written_before_read(model: AstModel, write: ast.AST, read: ast.AST) -> bool:
     """Whether ``write`` is a plain statement of the function that contains ``read``, at the
-    same or an outer block level, before it (libcst's ``outer_reads._written_before_read``)."""
+    same or an outer block level, before it."""
     function = _enclosing_function(model, read)
     if function is None or _enclosing_function(model, write) is not function:
         return False
@@ -281,7 +281,7 @@ def _closure_change(
     read_node: ast.AST | None = None,
 ) -> str | None:
     """Why a variable of an enclosing function can differ between the checkpoint call and
-    the recomputation in backward (libcst's ``outer_reads._closure_change``)."""
+    the recomputation in backward, or ``None``."""
     model = analysis.model
     scope = binding_list[0].scope
     if any(b.kind in (BindingKind.FUNCTION, BindingKind.CLASS, BindingKind.IMPORT) for b in binding_list):
@@ -391,7 +391,7 @@ def _anchor(model: AstModel, site_call: ast.AST, owner: AstScope) -> ast.AST | N
 
 def _write_after(model: AstModel, node: ast.AST, anchor: ast.AST | None, owner: AstScope) -> str | None:
     """How a write ``node`` in ``owner``'s own code can run after ``anchor``: ``"loop"``,
-    ``"after"`` or ``None`` (libcst's ``outer_reads._write_after``)."""
+    ``"after"`` or ``None`` (it cannot)."""
     if anchor is None:
         return None
     calls = _direct_calls(model, anchor, owner)
@@ -408,9 +408,8 @@ def _write_after(model: AstModel, node: ast.AST, anchor: ast.AST | None, owner: 
 
 def _direct_calls(model: AstModel, anchor: ast.AST, owner: AstScope) -> list[ast.Call]:
     """The calls ``name(...)`` in ``owner``'s own code of the nested function ``anchor``,
-    when every other use of its name is such a call; else ``[]``. Uses libcst sees as a
-    ``Name`` that ``ast`` keeps as a string (a keyword, a parameter, another ``def``, an
-    import, ``global``) are other uses too."""
+    when every other use of its name is such a call; else ``[]``. Uses that ``ast`` keeps as a
+    string (a keyword, a parameter, another ``def``, an import, ``global``) are other uses too."""
     if not isinstance(anchor, FUNCTIONS) or anchor.decorator_list:
         return []
     name = anchor.name
@@ -430,8 +429,8 @@ def _direct_calls(model: AstModel, anchor: ast.AST, owner: AstScope) -> list[ast
 
 
 def _spells(node: ast.AST, name: str) -> bool:
-    """Whether ``node`` holds ``name`` as a string where libcst has a ``Name`` that is no
-    call's callee (a definition's name, a parameter, a keyword, an import, ``global``)."""
+    """Whether ``node`` spells ``name`` as a string that is no call's callee (a definition's
+    name, a parameter, a keyword, an import, ``global``)."""
     if isinstance(node, (*FUNCTIONS, ast.ClassDef)):
         return node.name == name
     if isinstance(node, (ast.arg, ast.keyword)):
@@ -464,7 +463,7 @@ def _resolves_to(analysis: AstAnalysis, mutation: AstMutation, scope: AstScope) 
 
 def _settled_closure(bindings: list[AstBinding], frame: AstFrame, site_analysis: AstAnalysis, site_call: ast.AST | None) -> bool:
     """A closure variable of a function that does not run the checkpoint site, which nothing
-    rebinds later (libcst's ``outer_reads._settled_closure``)."""
+    rebinds later."""
     scope = bindings[0].scope
     if scope.kind is not ScopeKind.FUNCTION or any(b.declared_in is not None for b in bindings):
         return False

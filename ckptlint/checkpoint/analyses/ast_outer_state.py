@@ -1,14 +1,13 @@
-"""What the outer-state rules (CKP201/CKP202) share, on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.analyses.outer_state`, with the same records
-(:class:`~ckptlint.checkpoint.analyses.outer_state.OuterRead` and ``OuterWrite``, parametrised
-by ``ast`` nodes, :class:`~ckptlint.checkpoint.evaluator.ast_region.AstFrame` and
-:class:`~ckptlint.semantic.ast_analysis.AstAnalysis`) and the same answers.
+"""What the outer-state rules (CKP201/CKP202) share: where a name lives, which names are read
+or stored, and the code of a node, over the records of :mod:`ckptlint.checkpoint.analyses.outer_state`
+(:class:`~ckptlint.checkpoint.analyses.outer_state.OuterRead` and ``OuterWrite`` over ``ast`` nodes,
+:class:`~ckptlint.checkpoint.evaluator.ast_region.AstFrame` and
+:class:`~ckptlint.semantic.ast_analysis.AstAnalysis`).
 
-What differs is only what ``ast`` holds. The names libcst's :func:`is_load` rules out (an
-attribute's, a keyword's, a parameter's, a ``def``'s or an import's name) are strings in
+An attribute's, a keyword's, a parameter's, a ``def``'s or an import's name is a string in
 ``ast``, so every ``Name`` is a load but the target of ``with ... as name``. ``ast`` keeps no
-parentheses and no whitespace of its own, so :func:`node_code` (libcst's code of a node, its
-own parentheses included) reads the source text: the node's range, widened by the pairs of
+parentheses and no whitespace of its own, so :func:`node_code` (the code of a node, its own
+parentheses included) reads the source text: the node's range, widened by the pairs of
 parentheses around it that belong to no enclosing syntax (a call's own parentheses do, and
 hold a generator argument in ``ast``'s range)."""
 
@@ -67,7 +66,7 @@ def frame_scope(frame: AstFrame) -> AstScope | None:
 
 def owner_of(frame: AstFrame, name: str, at: ast.AST) -> tuple[Owner, list[AstBinding]]:
     """Where ``name`` (used at ``at``) lives relative to the frame (an :class:`Owner`), and its
-    bindings seen from ``at`` (see :func:`ckptlint.checkpoint.analyses.outer_state.owner_of`)."""
+    bindings seen from ``at``."""
     model = frame.analysis.model
     bindings = model.lookup(name, model.scope_of(at))
     if not bindings:
@@ -96,7 +95,7 @@ def _inside(scope: Scope[Any, Any], ancestor: Scope[Any, Any]) -> bool:
 
 def frame_self_name(frame: AstFrame) -> str | None:
     """The ``self`` parameter of the frame's function, only when that function is defined
-    directly in a class body (see :func:`ckptlint.checkpoint.analyses.outer_state.frame_self_name`)."""
+    directly in a class body (a module function reached from a method has no ``self``)."""
     scope = frame_scope(frame)
     if scope is None or scope.parent is None or scope.parent.kind is not ScopeKind.CLASS:
         return None
@@ -109,7 +108,7 @@ _UNPACKED = (ast.Tuple, ast.List, ast.Starred)
 def is_store(model: AstModel, node: ast.AST) -> bool:
     """Whether ``node`` is (an element of) a target of ``=``, an annotated assignment, a
     ``for`` loop or a comprehension rather than a read (not ``+=``, ``with ... as`` or
-    ``:=``, as libcst's :func:`~ckptlint.checkpoint.analyses.outer_state.is_store`)."""
+    ``:=``)."""
     child = node
     for ancestor in model.ancestors(node):
         kind = type(ancestor)
@@ -125,10 +124,9 @@ def is_store(model: AstModel, node: ast.AST) -> bool:
 
 
 def is_load(model: AstModel, node: ast.Name) -> bool:
-    """Whether the ``Name`` node is read as libcst's
-    :func:`~ckptlint.checkpoint.analyses.outer_state.is_load` tells: every ``Name`` (assignment
-    targets included) but the name bound by ``with ... as name`` (libcst's ``AsName``); the
-    other names libcst rules out are strings in ``ast``."""
+    """Whether the ``Name`` node counts as a load: every ``Name`` (assignment targets included)
+    but the name bound by ``with ... as name``; the names that are no load (an attribute's, a
+    keyword's, a parameter's) are strings in ``ast``."""
     parent = model.parent(node)
     return not (type(parent) is ast.withitem and parent.optional_vars is node)
 
@@ -139,7 +137,7 @@ def contains_node(model: AstModel, outer: ast.AST, node: ast.AST) -> bool:
 
 
 def node_code(analysis: AstAnalysis, node: ast.AST) -> str:
-    """The code of ``node`` as libcst prints it: its source text with its own parentheses
+    """The code of ``node``: its source text with its own parentheses
     (``(a).b``'s value is ``(a)``), without the call's parentheses ``ast`` counts in a
     generator argument's range (``f(x for x in y)``'s argument is ``x for x in y``).
     Remembered per node in ``analysis.derived``."""
@@ -179,7 +177,7 @@ _DISPLAYS = (ast.Tuple, ast.List, ast.Set)
 
 
 def _with_comma(text: str, display: ast.AST, node: ast.AST, end: int, hi: int) -> int:
-    """Where libcst's starred element ``node`` of ``display`` ends: after the comma that
+    """Where the starred element ``node`` of ``display`` ends, as its code: after the comma that
     follows it, and the comments after that comma when another element follows."""
     gap = _blank(text[end:hi])
     stripped = gap.lstrip()
@@ -193,7 +191,7 @@ def _with_comma(text: str, display: ast.AST, node: ast.AST, end: int, hi: int) -
 
 
 def _without_block_indent(analysis: AstAnalysis, node: ast.AST, start: int, end: int) -> str:
-    """The text ``[start, end)`` of ``node`` as libcst prints a node alone: a line inside
+    """The text ``[start, end)`` of ``node`` as the code of a node alone: a line inside
     brackets that starts with the indentation of the statement holding ``node`` loses it (the
     lines of a string, and the ones after a backslash, are kept)."""
     text = analysis.source.text
@@ -349,7 +347,7 @@ def _holds_call_parentheses(analysis: AstAnalysis, parent: ast.AST, node: ast.AS
 
 def _holds_with_parentheses(analysis: AstAnalysis, parent: ast.AST, node: ast.AST, closing: int) -> bool:
     """Whether the outermost pair of parentheses matched around ``node`` holds the items of its
-    ``with`` (``with (a):``, libcst's ``With.lpar``): ``node`` is the first item's expression,
+    ``with`` (``with (a):``, the parentheses of the ``with``): ``node`` is the first item's expression,
     and a ``:`` follows the pair."""
     if type(parent) is not ast.withitem or parent.context_expr is not node:
         return False

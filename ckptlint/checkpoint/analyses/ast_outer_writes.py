@@ -1,14 +1,12 @@
-"""Writes of state outside a region (CKP202), on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.analyses.outer_writes` (same rules, same messages, same order; see
-its docstrings), reading an :class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion`, with
-the exemptions of :mod:`~ckptlint.checkpoint.analyses.ast_write_exemptions` and
+"""Writes of state outside a region (CKP202), reading an
+:class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion`, into the records of
+:mod:`ckptlint.checkpoint.analyses.outer_state`, with the exemptions of :mod:`~ckptlint.checkpoint.analyses.ast_write_exemptions` and
 :mod:`~ckptlint.checkpoint.analyses.ast_end_resets`.
 
-What ``ast`` lacks is read from what it keeps: a call's arguments in source order
-(:func:`~ckptlint.checkpoint.sites.ast_options.ordered_arguments`), one subscript index
-(:func:`~ckptlint.semantic.ast_subscripts.one_index`), a constant ``None`` for libcst's name,
-the names libcst holds as ``Name`` nodes and ``ast`` as strings (an attribute's, a keyword's)
-among what a value reads. Nothing on the linter's path imports this module yet.
+A call's arguments are read in source order
+(:func:`~ckptlint.checkpoint.sites.ast_options.ordered_arguments`), one subscript index with
+:func:`~ckptlint.semantic.ast_subscripts.one_index`; ``None`` is a constant; the names ``ast``
+holds as strings (an attribute's, a keyword's) count among what a value reads.
 """
 
 from __future__ import annotations
@@ -63,8 +61,9 @@ __all__ = ["outer_writes"]
 
 
 def outer_writes(region: AstRegion) -> list[AstOuterWrite]:
-    """Every write to outer state in the region's frames, in frame order (see
-    :func:`ckptlint.checkpoint.analyses.outer_writes.outer_writes`)."""
+    """Every write to outer state in the region's frames, in frame order, less the writes that
+    a recompute-phase predicate guards, balanced pushes and pops, RNG-tracker bookkeeping the
+    site's API restores and statistics the region resets (:mod:`~ckptlint.checkpoint.analyses.ast_end_resets`)."""
     found: list[AstOuterWrite] = []
     functions = {id(frame.function) for frame in region.frames}
     balanced = balanced_calls(region)
@@ -253,8 +252,8 @@ def _carries(frame: AstFrame, node: ast.AST, target: ast.expr) -> bool:
 
 def _only_tests_other_code(frame: AstFrame, node: ast.AST, read: ast.AST) -> bool:
     """Whether ``read`` only decides an ``if`` that neither holds the write ``node`` nor
-    assigns anything its value reads (see ``outer_writes._only_tests_other_code``); libcst's
-    climb stops at a block, here where the climb leaves a statement."""
+    assigns anything its value reads; the climb from ``read`` stops where it leaves a
+    statement."""
     analysis = frame.analysis
     model = analysis.model
     below: ast.AST = read
@@ -272,8 +271,8 @@ def _only_tests_other_code(frame: AstFrame, node: ast.AST, read: ast.AST) -> boo
 
 
 def _read_texts(analysis: AstAnalysis, value: ast.AST) -> set[str]:
-    """The texts of the names and attributes in ``value``, with the names libcst holds as
-    ``Name`` nodes and ``ast`` as strings (an attribute's name, a keyword's, a parameter's)."""
+    """The texts of the names and attributes in ``value``, with the names ``ast`` holds as
+    strings (an attribute's name, a keyword's, a parameter's)."""
     found: set[str] = set()
     for inner in iter_tree(value):
         if isinstance(inner, (ast.Name, ast.Attribute)):

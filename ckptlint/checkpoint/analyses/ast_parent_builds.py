@@ -1,8 +1,6 @@
-"""How the classes of a module build the class a site is in (CKP203), on CPython's ``ast``:
-the twin of :mod:`ckptlint.checkpoint.analyses.parent_builds` (same answers, into its
-:class:`~ckptlint.checkpoint.analyses.parent_builds.ParentBuild` records parametrised with
-``ast``'s class summaries; see its docstrings). A module on ``ast`` is read whole, so no
-partial parse is asked about. Nothing on the linter's path imports this module yet."""
+"""How the classes of a module build the class a site is in (CKP203), into
+:class:`~ckptlint.checkpoint.analyses.parent_builds.ParentBuild` records over the class summaries
+(:mod:`ckptlint.checkpoint.analyses.parent_builds` tells the case). The module is read whole."""
 
 from __future__ import annotations
 
@@ -32,7 +30,7 @@ _FACTORY_NAMES = tuple(sorted({name.rsplit(".", 1)[-1] for name in NORM_FACTORIE
 
 def parent_builds(builder: AstRegionBuilder, site: AstSite, analysis: AstAnalysis) -> list[AstParentBuild]:
     """The instances of the class ``site``'s method belongs to that the classes of its module
-    build (see :func:`ckptlint.checkpoint.analyses.parent_builds.parent_builds`); ``[]``
+    build; ``[]``
     when the class builds no norm from a config, or nothing in the module builds it with
     arguments."""
     cls = builder.enclosing_class(analysis, site.call)

@@ -1,15 +1,13 @@
-"""The conditions on a region's way to a node, on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.analyses.path_conditions` (same answers, see its docstrings),
+"""The conditions on a region's way to a node (:mod:`ckptlint.checkpoint.analyses.path_conditions` tells the case),
 reading :class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion` frames with the
 conditions of :mod:`~ckptlint.checkpoint.sites.ast_guards`.
 
-libcst spells a name with a ``Name`` node where ``ast`` keeps a string; a mention of a
-function on the way there is no call, so it makes the ways unknown here as there: a
-keyword's or a parameter's name, a ``class`` name, ``global``/``nonlocal`` names, an
-``except ... as`` name and the names a ``match`` pattern binds. A string literal is read
-from the source's tokens, each part of an implicit concatenation alone, stripped of quotes
-and prefixes as libcst's ``SimpleString.value`` is. The names an import binds and a
-``def``'s own name are no mention. Nothing on the linter's path imports this module yet.
+A mention of a function on the way there is no call, so it makes the ways unknown: a name read,
+and the names ``ast`` holds as strings (a keyword's or a parameter's name, a ``class`` name,
+``global``/``nonlocal`` names, an ``except ... as`` name and the names a ``match`` pattern
+binds). A string literal is read from the source's tokens, each part of an implicit
+concatenation alone, stripped of quotes and prefixes. The names an import binds and a
+``def``'s own name are no mention.
 """
 
 from __future__ import annotations
@@ -34,8 +32,10 @@ _QUOTES_AND_PREFIXES = "\"'rbuRBU"
 
 
 def path_parts(region: AstRegion, node: ast.AST, analysis: AstAnalysis) -> Condition | None:
-    """What must hold on the region's way to ``node`` (a node of ``analysis``), or ``None``
-    (see :func:`ckptlint.checkpoint.analyses.path_conditions.path_parts`)."""
+    """What must hold on the region's way to ``node`` (a node of ``analysis``): for each frame
+    that runs the function around it, the parts shared by every way it is reached; ``()`` for
+    the checkpointed callable's own body; ``None`` when the node is in no frame, or the region
+    is not seen whole and the ways it shows need some test."""
     function = _function_of(node, analysis)
     if function is None:
         return None
@@ -51,7 +51,7 @@ def path_parts(region: AstRegion, node: ast.AST, analysis: AstAnalysis) -> Condi
 
 def _ways_recorded(region: AstRegion, frames: list[AstFrame]) -> bool:
     """Whether every way into the functions on the ways to ``frames`` is one the region
-    recorded (see :func:`ckptlint.checkpoint.analyses.path_conditions._ways_recorded`)."""
+    recorded."""
     chain: dict[int, AstFrame] = {}
     todo = list(frames)
     while todo:
@@ -79,8 +79,7 @@ def _ways_recorded(region: AstRegion, frames: list[AstFrame]) -> bool:
 
 
 def _string_words(analysis: AstAnalysis) -> frozenset[str]:
-    """Every string literal of the module as libcst's ``SimpleString.value`` stripped of
-    quotes and prefixes, each part of an implicit concatenation and each string inside an
+    """Every string literal of the module, stripped of quotes and prefixes, each part of an implicit concatenation and each string inside an
     f-string's fields alone (read from the tokens of the source once, kept with it)."""
     found = analysis.derived.get("ast_string_words")
     if found is None:
@@ -117,8 +116,8 @@ def _field_texts(literal: str) -> list[str]:
 
 
 def _named_strings(node: ast.AST) -> list[str]:
-    """The names ``node`` holds as strings where libcst holds ``Name`` nodes that are neither
-    a ``def``'s name nor an import's (see the module docstring)."""
+    """The names ``node`` holds as strings that count as a mention: neither a ``def``'s name nor
+    an import's (see the module docstring)."""
     if isinstance(node, (ast.keyword, ast.arg)):
         return [node.arg] if node.arg is not None else []
     if isinstance(node, ast.ClassDef):

@@ -1,12 +1,12 @@
-"""Random operations in a region on CPython's ``ast``, and where their tensors' devices come
-from: the twin of :mod:`ckptlint.checkpoint.analyses.randomness` (same ops, reasons and
-sources, in the same order), for an :class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion`,
-into the same records parametrised (:data:`AstRandomOp`, :data:`AstUnpreservedSource`).
+"""Random operations in a region, and where their tensors' devices come from
+(:mod:`ckptlint.checkpoint.analyses.randomness` tells the facts), for an
+:class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion`, into the records
+:data:`AstRandomOp` and :data:`AstUnpreservedSource`.
 
-What ``ast`` holds differently: a call keeps its keyword arguments apart (read in source order
-where libcst's loop stops at the first argument that decides), a ``generator=`` argument is
-an ``ast.keyword``, ``None`` is a constant, and an attribute's or a keyword's name is a string
-(libcst's ``Name`` nodes: :func:`_names_in` yields a keyword's name as libcst's walk does).
+A call's arguments are read in source order (``ast`` keeps keywords apart), and the first
+argument that decides ends the reading; a ``generator=`` argument is an ``ast.keyword``, ``None`` is a constant, and an
+attribute's or a keyword's name is a string (:func:`_names_in` yields a keyword's name among
+the names an expression reads).
 """
 
 from __future__ import annotations
@@ -98,8 +98,7 @@ def _first_positional(call: ast.Call) -> ast.expr | None:
 
 
 def random_ops(region: AstRegion) -> list[AstRandomOp]:
-    """Every random operation the region runs, in frame order (see
-    :func:`ckptlint.checkpoint.analyses.randomness.random_ops`)."""
+    """Every random operation the region runs, in frame order."""
     ops: list[AstRandomOp] = []
     for frame in region.frames:
         model = frame.analysis.model
@@ -180,7 +179,7 @@ def _names_a_device(expr: ast.expr, analysis: AstAnalysis) -> bool:
 
 def _names_in(expr: ast.AST) -> Iterator[str]:
     """The names read in ``expr`` outside lambdas and not below an attribute's dot, with the
-    names of keyword arguments (libcst's ``Name`` nodes there)."""
+    names of keyword arguments."""
     stack = [expr]
     while stack:
         node = stack.pop()
@@ -217,8 +216,7 @@ def _tainted_names(frame: AstFrame, keyword_only_inputs: bool) -> set[str]:
 
 
 def device_moved_ops(region: AstRegion) -> list[tuple[AstRandomOp, str]]:
-    """Random ops that draw on a device checkpoint did not stash: ``(op, reason)`` (see
-    :func:`ckptlint.checkpoint.analyses.randomness.device_moved_ops`)."""
+    """Random ops that draw on a device checkpoint did not stash: ``(op, reason)``."""
     site = region.site
     keyword_only = not site.inputs and bool(site.function_keywords)
     tainted_by_frame: dict[int, set[str]] = {}
@@ -258,8 +256,7 @@ def _is_parameter(frame: AstFrame, name: ast.Name) -> bool:
 # ------------------------------------------------------------------ sources (CKP103)
 def unpreserved_sources(region: AstRegion) -> list[AstUnpreservedSource]:
     """Python ``random``, ``numpy.random``, explicit ``torch.Generator`` objects and
-    ``generator=`` arguments used in the region (see
-    :func:`ckptlint.checkpoint.analyses.randomness.unpreserved_sources`)."""
+    ``generator=`` arguments used in the region."""
     found: list[AstUnpreservedSource] = []
     for frame in region.frames:
         model = frame.analysis.model
@@ -291,7 +288,7 @@ def unpreserved_sources(region: AstRegion) -> list[AstUnpreservedSource]:
 def _none_by_default(expr: ast.expr, frame: AstFrame) -> bool:
     """Whether ``expr`` is ``None``, or a parameter (followed through the arguments that
     bound it, up to the checkpoint site) whose default is ``None`` and that no call on the
-    way passes (see :func:`ckptlint.checkpoint.analyses.randomness._none_by_default`)."""
+    way passes."""
     ctx = frame.ctx
     for _ in range(8):
         if isinstance(expr, ast.Constant) and expr.value is None:

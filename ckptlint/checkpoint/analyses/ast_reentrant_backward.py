@@ -1,10 +1,10 @@
-"""Whether backward can ever reach a reentrant checkpoint, on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.analyses.reentrant_backward` (same values judged, same answers) for a
-site found on ``ast`` and its :class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion`.
+"""Whether backward can ever reach a reentrant checkpoint (:mod:`ckptlint.checkpoint.analyses.reentrant_backward`
+tells when it cannot), for a site and its
+:class:`~ckptlint.checkpoint.evaluator.ast_region.AstRegion`.
 
-What ``ast`` holds differently: every literal is a ``Constant`` (``True``, ``False`` and
-``None``, names in libcst's trees, too; ``...`` is none of libcst's literals), an f-string is a
-``JoinedStr``, ``yield from`` is a ``YieldFrom``, and a ``*`` input is a ``Starred``.
+Every literal is a ``Constant`` (``True``, ``False`` and ``None`` too; ``...`` is not taken for
+a literal), an f-string is a ``JoinedStr``, ``yield from`` is a ``YieldFrom``, and a ``*``
+input is a ``Starred``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from ckptlint.semantic.bindings import BindingKind
 
 __all__ = ["may_skip_backward", "never_backward"]
 
-#: Expressions that build a value that is never a tensor (libcst's displays, comprehensions,
-#: lambdas and literals).
+#: Expressions that build a value that is never a tensor (displays, comprehensions, lambdas
+#: and literals).
 _NEVER_TENSORS = (
     ast.List, ast.ListComp, ast.Dict, ast.DictComp, ast.Set, ast.SetComp, ast.GeneratorExp, ast.Lambda, ast.JoinedStr,
 )
@@ -34,8 +34,7 @@ _MAX_DEPTH = 4
 
 
 def never_backward(site: AstSite, region: AstRegion) -> bool:
-    """Whether backward never reaches the reentrant checkpoint ``site`` (see
-    :func:`ckptlint.checkpoint.analyses.reentrant_backward.never_backward`): no positional
+    """Whether backward never reaches the reentrant checkpoint ``site``: no positional
     input can be a tensor, or every callable it may checkpoint returns no tensor and no tuple
     in every path that runs. ``region`` is the site's region."""
     if not may_skip_backward(site):
@@ -90,7 +89,7 @@ def _never_tensor(expr: ast.expr, model: AstModel, *, tuples: bool, depth: int =
     if isinstance(expr, _NEVER_TENSORS):
         return True
     if isinstance(expr, ast.Constant):
-        if expr.value is None or isinstance(expr.value, bool):  # names in libcst's trees
+        if expr.value is None or isinstance(expr.value, bool):  # True, False, None
             return depth < _MAX_DEPTH
         return expr.value is not Ellipsis
     if isinstance(expr, ast.Tuple):

@@ -1,17 +1,16 @@
-"""Writes of outer state that a recomputation does not change, on CPython's ``ast``: the twin
-of :mod:`ckptlint.checkpoint.analyses.write_exemptions` (balanced push/pop, phase-guarded
-code, RNG bookkeeping, idempotent conversions, one-time fills, memo tables, sizes grown until
-they fit, shape bookkeeping), with the same answers.
+"""Writes of outer state that a recomputation does not change (balanced push/pop,
+phase-guarded code, RNG bookkeeping, idempotent conversions, one-time fills, memo tables,
+sizes grown until they fit, shape bookkeeping; the tables are in
+:mod:`ckptlint.checkpoint.analyses.write_exemptions`).
 
-Where libcst's function reads code text or statement lines from its nodes alone, the twin
-takes what ``ast`` needs to read them: :func:`memo_fill` and :func:`assigns_in` take the
+:func:`memo_fill` and :func:`assigns_in` take the
 :class:`~ckptlint.semantic.ast_analysis.AstAnalysis` (code text, :func:`node_code`),
 :func:`idempotent_conversion` takes it first, and :func:`exit_guard_body` takes the model
 first (which statements share a logical line, :mod:`ckptlint.semantic.ast_lines`). A body is
-a list of statements (``If.body``, a ``def``'s body); one that follows its colon on the
-header's line is libcst's ``SimpleStatementSuite``. The names libcst walks as ``Name`` nodes
-and ``ast`` keeps as strings (an attribute's, a keyword's, a lambda parameter's) count where
-libcst's code compares every name below a node (:func:`_spelled`)."""
+a list of statements (``If.body``, a ``def``'s body); one on its header's line is no block of
+lines (:func:`assigns_in` finds nothing in it, its last line is its last statement). The
+names ``ast`` keeps as strings (an attribute's, a keyword's, a lambda parameter's) count
+where every name below a node is compared (:func:`_spelled`)."""
 
 from __future__ import annotations
 
@@ -54,8 +53,8 @@ _NAMED_CONSTANTS = (True, False, None)
 
 
 def balanced_calls(region: AstRegion) -> set[int]:
-    """Ids of the push and pop calls on one outer container that the region both makes (see
-    :func:`ckptlint.checkpoint.analyses.write_exemptions.balanced_calls`)."""
+    """Ids of the push and pop calls on one outer container that the region both makes
+    (Megatron's NVTX message stack): each run leaves the container as it found it."""
     calls: dict[tuple, dict[str, list[ast.Call]]] = {}
     for frame in region.frames:
         for node in frame.nodes():
@@ -110,7 +109,7 @@ def phase_guarded(frame: AstFrame, node: ast.AST, *, reentrant: bool = False) ->
 
 def diagnostic_counter(frame: AstFrame, node: ast.AugAssign) -> bool:
     """Whether ``node`` bumps ``self.attr`` that the class of the frame reads only to decide or
-    format diagnostic output (see :func:`ckptlint.checkpoint.analyses.write_exemptions.diagnostic_counter`)."""
+    format diagnostic output."""
     info = frame.ctx.self_class
     target = node.target
     self_name = frame_self_name(frame)
@@ -178,7 +177,7 @@ def _log_call(model: AstModel, call: ast.Call) -> bool:
 
 def sets_rng_state(frame: AstFrame) -> bool:
     """Whether the frame sets the device or CPU RNG state, itself or through a function of
-    its module (see :func:`ckptlint.checkpoint.analyses.write_exemptions.sets_rng_state`)."""
+    its module (an RNG tracker switching streams: ColossalAI's ``SeedManager.set_mode``)."""
     model = frame.analysis.model
     return any(
         isinstance(node, ast.Call) and bool(model.qualified_names(node.func) & _RNG_STATE_SETTERS or _local_setter(node, model))
@@ -215,7 +214,7 @@ def constant_write(frame: AstFrame, node: ast.AST) -> bool:
 
 def constant_key(value: ast.expr, model: AstModel) -> object | None:
     """What constant ``value`` denotes, as a key that compares equal for equal constants
-    (literals by their value, empty containers by libcst's class name), or ``None``."""
+    (literals by their value, empty containers by their kind: ``List``, ``Dict``, ...), or ``None``."""
     if isinstance(value, (ast.List, ast.Set, ast.Tuple)) and not value.elts:
         return ("empty", type(value).__name__)
     if isinstance(value, ast.Dict) and not value.keys:
@@ -230,8 +229,7 @@ def constant_key(value: ast.expr, model: AstModel) -> object | None:
 
 def idempotent_conversion(analysis: AstAnalysis, node: ast.AST, text: str) -> bool:
     """Whether ``node`` is ``T = T.to(...)`` (``text`` is ``T``'s code), or a conditional
-    expression of such conversions, ``T`` and ``None`` where the test allows it (see
-    :func:`ckptlint.checkpoint.analyses.write_exemptions.idempotent_conversion`)."""
+    expression of such conversions, ``T`` and ``None`` where the test allows it."""
     value = getattr(node, "value", None)
     if not isinstance(node, (ast.Assign, ast.AnnAssign)) or value is None:
         return False
@@ -265,16 +263,16 @@ def _idempotent_value(analysis: AstAnalysis, expr: ast.expr, text: str, *, none_
 
 
 def _named(analysis: AstAnalysis, expr: ast.AST) -> str | None:
-    """The code of ``expr`` when libcst reads it as a ``Name`` or an ``Attribute`` (``True``,
-    ``False`` and ``None`` are names there), else ``None``."""
+    """The code of ``expr`` when it is a ``Name``, an ``Attribute`` or ``True``, ``False`` or
+    ``None``, else ``None``."""
     if isinstance(expr, (ast.Name, ast.Attribute)) or _is_named_constant(expr):
         return node_code(analysis, expr)
     return None
 
 
 def _spelled(analysis: AstAnalysis, root: ast.AST) -> set[str]:
-    """The code of every name and attribute below ``root`` (itself included), as libcst's walk
-    meets them: an attribute's name, a keyword's and a lambda parameter's count as names."""
+    """The code of every name and attribute below ``root`` (itself included), in walk order:
+    an attribute's name, a keyword's and a lambda parameter's count as names."""
     found: set[str] = set()
     for node in ast.walk(root):
         code = _named(analysis, node)
@@ -318,8 +316,8 @@ def saved_and_restored(frame: AstFrame, text: str) -> bool:
 
 
 def _last_line(model: AstModel, body: list[ast.stmt]) -> list[ast.stmt]:
-    """libcst's last line of a block: the statements of its last logical line, or the last
-    statement alone when the block follows its colon (a ``SimpleStatementSuite``)."""
+    """The last line of a block: the statements of its last logical line, or the last
+    statement alone when the block follows its colon."""
     if body_on_header(model, body):
         return body[-1:]
     return statement_lines(model, body)[-1]
@@ -342,8 +340,8 @@ def exit_guard(model: AstModel, node: ast.AST) -> ast.If | None:
 
 
 def written_once(frame: AstFrame, node: ast.AST, target: ast.expr) -> bool:
-    """Lazy initialisation and memoisation (see
-    :func:`ckptlint.checkpoint.analyses.write_exemptions.written_once`)."""
+    """Lazy initialisation and memoisation (``if self.pad is None: self.pad = ...``, ``if key
+    not in self.cache: self.cache[key] = ...``): the recomputation does not write again."""
     if _after_init_guard(frame, node, target):
         return True
     analysis = frame.analysis
@@ -358,8 +356,8 @@ def written_once(frame: AstFrame, node: ast.AST, target: ast.expr) -> bool:
 
 def memo_fill(analysis: AstAnalysis, node: ast.AST) -> bool:
     """Whether the assignment ``node`` fills a memo table or a lazily initialised value under
-    a test that turns false once it ran, every target of it (see
-    :func:`ckptlint.checkpoint.analyses.write_exemptions.memo_fill`)."""
+    a test that turns false once it ran (``if key not in cache: cache[key] = v``), every
+    target of it: the recomputation reads what the forward's fill wrote."""
     if not isinstance(node, ast.Assign):
         return False
     model = analysis.model
@@ -405,7 +403,7 @@ def _memo_guarded(analysis: AstAnalysis, node: ast.AST, container: str | None, k
 
 def _grown_until_it_fits(analysis: AstAnalysis, node: ast.AST, key: str) -> bool:
     """Whether ``node`` is a statement of the body of a ``while`` loop whose test reads
-    ``key`` and whose body only assigns attributes (see libcst's ``_grown_until_it_fits``)."""
+    ``key`` and whose body only assigns attributes (a size grown until it fits)."""
     model = analysis.model
     loop = model.parent(node)
     if not isinstance(loop, ast.While) or not _holds(loop.body, node) or body_on_header(model, loop.body):
@@ -424,8 +422,8 @@ def _grown_until_it_fits(analysis: AstAnalysis, node: ast.AST, key: str) -> bool
 
 
 def _filled_test(analysis: AstAnalysis, test: ast.expr, branch: list[ast.stmt], container: str | None, key: str) -> bool:
-    """Whether ``test`` turns true once the ``else`` branch ``branch`` has run (see libcst's
-    ``_filled_test``; ``and``/``or`` of several operands as libcst's nested pairs)."""
+    """Whether ``test`` turns true once the ``else`` branch ``branch`` has run (``and``/``or``
+    of several operands read as nested pairs)."""
     if isinstance(test, ast.BoolOp):
         filled = [_filled_test(analysis, value, branch, container, key) for value in test.values]
         return all(filled) if isinstance(test.op, ast.And) else any(filled)
@@ -440,8 +438,7 @@ def _filled_test(analysis: AstAnalysis, test: ast.expr, branch: list[ast.stmt], 
 
 
 def _memo_test(analysis: AstAnalysis, test: ast.expr, body: list[ast.stmt], container: str | None, key: str) -> bool:
-    """Whether ``test`` turns false once ``body`` has run, for the same inputs (see libcst's
-    ``_memo_test``)."""
+    """Whether ``test`` turns false once ``body`` has run, for the same inputs."""
     code = node_code
     if isinstance(test, ast.BoolOp):
         falls = [_memo_test(analysis, value, body, container, key) for value in test.values]
@@ -518,7 +515,7 @@ def exit_guard_body(model: AstModel, statement: ast.If) -> bool:
 
 def assigns_in(analysis: AstAnalysis, body: list[ast.stmt] | ast.AST, target: str) -> bool:
     """Whether the block ``body`` assigns ``target`` (code text, ``self.pad``) directly in its
-    statements (``False`` for a block on its header's line, as libcst's suite)."""
+    statements (``False`` for a block on its header's line)."""
     if not isinstance(body, list) or body_on_header(analysis.model, body):
         return False
     for statement in body:
@@ -547,8 +544,8 @@ def shape_bookkeeping(node: ast.AST) -> bool:
 
 
 def after_last_saved(frame: AstFrame, node: ast.AST, early_stop: bool) -> bool:
-    """Whether the write ``node`` runs after every tensor the recomputation must save (see
-    :func:`ckptlint.checkpoint.analyses.write_exemptions.after_last_saved`)."""
+    """Whether the write ``node`` runs after every tensor the recomputation must save, so that
+    torch's non-reentrant checkpoint with ``early_stop`` stops the recomputation before it."""
     if not early_stop or frame.depth != 0:
         return False
     model = frame.analysis.model
@@ -591,5 +588,5 @@ def _plain_return(line: list[ast.stmt]) -> bool:
 
 
 def _is_named_constant(expr: ast.AST) -> bool:
-    """``True``, ``False`` or ``None``: names in libcst's trees."""
+    """Whether ``expr`` is the constant ``True``, ``False`` or ``None``."""
     return isinstance(expr, ast.Constant) and any(expr.value is c for c in _NAMED_CONSTANTS)

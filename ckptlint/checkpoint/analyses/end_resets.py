@@ -8,7 +8,11 @@ whose last statements are ``self.a2a_cpu_time_ms = 0.0`` and
 ``self.a2a_cuda_event_intervals = []`` ("reset stats"); ``__init__`` sets the same constants.
 Every run of the forward, the recomputation included, starts from those constants and leaves
 them behind: the recomputation writes what the forward wrote, and nothing outside the region
-ever sees the values in between."""
+ever sees the values in between.
+
+This module holds the record of a reset, ``_Reset``; the analysis is
+:mod:`ckptlint.checkpoint.analyses.ast_end_resets`.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +23,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
 
-    #: The frame a reset is made in: libcst's unless parametrised (``AstFrame`` in
-    #: :mod:`ckptlint.checkpoint.analyses.ast_end_resets`).
+    #: The frame a reset is made in (``AstFrame`` in :mod:`ckptlint.checkpoint.analyses.ast_end_resets`).
     Fr = TypeVar("Fr")
 else:
     from typing import TypeVar

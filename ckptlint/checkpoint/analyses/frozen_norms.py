@@ -16,7 +16,7 @@ The blocks that checkpoint themselves (``Bottleneck.forward``: ``cp.checkpoint(_
 x)`` under ``with_cp``) are built by such a backbone, usually from ``arch_settings`` in the
 same module.
 
-:func:`frozen_batchnorms` answers, for a site, which running-statistics layers (by
+:func:`~ckptlint.checkpoint.analyses.ast_frozen_norms.frozen_batchnorms` answers, for a site, which running-statistics layers (by
 ``LayerFact.name``) are frozen that way *by default*: the class the site's method belongs to
 is the backbone itself, or every class of its module that names it (or names a subclass of it
 in the same module, or subclasses such a class there) freezes BatchNorm in ``train`` (its own or
@@ -24,6 +24,9 @@ inherited from a class of the tree) under ``self.<flag>`` tests whose value, fol
 ``__init__`` parameter default of the nearest class that sets it, is ``True``. A reference from
 anywhere else in the module (a module-level table, a function) is a user that is not known
 to freeze, and nothing is exempt. Users in other modules are not seen.
+
+This module holds the record of a freeze, :class:`Freeze`; the analysis is
+:mod:`ckptlint.checkpoint.analyses.ast_frozen_norms`.
 """
 
 from __future__ import annotations

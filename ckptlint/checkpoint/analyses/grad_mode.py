@@ -9,6 +9,9 @@ spelling (``from torch import no_grad``, ``import torch.autograd as ag``) counts
 Only the code of the innermost function counts: a ``with torch.no_grad():`` around a
 nested ``def`` does not apply to the def's body (it runs when called), and the decorators of
 that innermost function are the last context considered.
+
+This module holds the modes (:class:`GradMode`), the record of a context
+(:class:`GradModeContext`) and :func:`context_mode`; the analysis is :mod:`ckptlint.checkpoint.analyses.ast_grad_mode`.
 """
 
 from __future__ import annotations
@@ -22,8 +25,7 @@ from ckptlint.facts.grad_mode import GradModeEffect
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
-    # The node a context holds: libcst's unless parametrised (``ast`` nodes in
-    # :mod:`ckptlint.checkpoint.analyses.ast_grad_mode`).
+    # The node a context holds (``ast`` nodes in :mod:`ckptlint.checkpoint.analyses.ast_grad_mode`).
     N = TypeVar("N")
 else:
     from typing import TypeVar
@@ -64,7 +66,7 @@ class GradModeContext(Generic[N]):
 def context_mode(effect: GradModeEffect, name: str, value: object, passed: bool) -> GradMode:
     """The mode a grad-mode context of qualified name ``name`` sets, given the literal value
     of its ``mode`` argument (``NOT_LITERAL`` when it is not a literal; ``passed``: whether
-    the argument is written at all). Shared by the ``ast`` twin."""
+    the argument is written at all). Used by :mod:`ckptlint.checkpoint.analyses.ast_grad_mode`."""
     if effect is GradModeEffect.ENABLES:
         return GradMode.ENABLED
     if effect is GradModeEffect.SETS:

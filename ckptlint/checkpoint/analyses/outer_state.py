@@ -1,5 +1,9 @@
 """What the outer-state rules (CKP201/CKP202) share: the records of a read and a write outside a
-region, and how a name in a frame is resolved to the scope that owns it."""
+region (:class:`OuterRead`, :class:`OuterWrite`), the binding kinds that hold state, the owners
+a name may resolve to (:class:`Owner`, :func:`describe`) and the wording of a loop variable's
+reason. They are used by :mod:`ckptlint.checkpoint.analyses.ast_outer_state`, :mod:`ckptlint.checkpoint.analyses.ast_outer_reads`,
+:mod:`ckptlint.checkpoint.analyses.ast_outer_writes` and the exemptions (:mod:`ckptlint.checkpoint.analyses.ast_write_exemptions`,
+:mod:`ckptlint.checkpoint.analyses.ast_end_resets`)."""
 
 from __future__ import annotations
 
@@ -19,9 +23,9 @@ if TYPE_CHECKING:
         @property
         def analysis(self) -> Any: ...
 
-    # The node a write or read is at, the frame it is in and that frame's module: libcst's
-    # unless parametrised (the records of :mod:`ckptlint.checkpoint.analyses.ast_outer_state`
-    # are ``OuterWrite[ast.AST, AstFrame, AstAnalysis]`` and so on).
+    # The node a write or read is at, the frame it is in and that frame's module (the records
+    # :mod:`ckptlint.checkpoint.analyses.ast_outer_state` makes are
+    # ``OuterWrite[ast.AST, AstFrame, AstAnalysis]`` and so on).
     N = TypeVar("N")
     R = TypeVar("R")
     Fr = TypeVar("Fr", bound=_Framed)
@@ -48,7 +52,7 @@ STATE_KINDS = (BindingKind.ASSIGNMENT, BindingKind.AUGMENTED, BindingKind.WALRUS
 class OuterWrite(Generic[N, Fr, M]):
     """A statement or call in a frame that changes state living outside the region.
 
-    Generic over the node, frame and module types: libcst's unless parametrised."""
+    Generic over the node, frame and module types."""
 
     node: N
     frame: Fr
@@ -64,7 +68,7 @@ class OuterWrite(Generic[N, Fr, M]):
 class OuterRead(Generic[R, Fr, M]):
     """A read, in a frame, of module-level or closure state that is changed elsewhere.
 
-    Generic over the read node, frame and module types: libcst's unless parametrised."""
+    Generic over the read node, frame and module types."""
 
     node: R
     frame: Fr
@@ -109,7 +113,7 @@ def describe(kind: Owner, base: str) -> str:
 
 
 
-#: How :func:`_changed` starts the reason for a loop variable read by a closure defined in the
+#: How :func:`ckptlint.checkpoint.analyses.ast_outer_reads._changed` starts the reason for a loop variable read by a closure defined in the
 #: loop (the late-binding trap); the rule words its advice for it.
 LOOP_VARIABLE = "the variable of the loop that runs the checkpoint"
 

@@ -16,12 +16,16 @@ and the backbone hands its BatchNorm config down::
             res_layer = self.make_res_layer(self.block, ..., norm_cfg=self.norm_cfg, with_cp=with_cp)
 
 Read with the block's defaults, its region holds no norm; built by the backbone, it holds
-BatchNorm. :func:`parent_builds` gives, for a site in a class that builds norm layers from a
+BatchNorm. :func:`~ckptlint.checkpoint.analyses.ast_parent_builds.parent_builds` gives, for a site in a class that builds norm layers from a
 config (a call of :data:`~ckptlint.facts.torch_facts.NORM_FACTORIES`), the instances of that
-class which the classes of the same module that build it (:func:`class_users`) hold, each with
+class which the classes of the same module that build it (:func:`~ckptlint.checkpoint.analyses.ast_class_users.class_users`) hold, each with
 the constructor call's arguments bound, so a rule can ask the region each of them recomputes
-(:meth:`RegionBuilder.region` with ``built``). The backbone is built with its own defaults.
-Only the module's own classes are read (locality); a backbone in another module is not seen.
+(:meth:`~ckptlint.checkpoint.evaluator.ast_regions.AstRegionBuilder.region` with ``built``).
+The backbone is built with its own defaults. Only the module's own classes are read
+(locality); a backbone in another module is not seen.
+
+This module holds the record, :class:`ParentBuild`, and the limit :data:`MAX_BUILDS`; the
+analysis is :mod:`ckptlint.checkpoint.analyses.ast_parent_builds`.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
 
-    #: The building class's summary: libcst's unless parametrised (``ast``'s twin).
+    #: The building class's summary (an ``AstClassInfo`` where the analysis makes records).
     C = TypeVar("C")
 else:
     from typing import TypeVar
@@ -57,12 +61,12 @@ MAX_BUILDS = 8
 @dataclass(frozen=True)
 class ParentBuild(Generic[C]):
     """An instance of a site's class that another class of its module builds (generic over
-    the class summary: unparametrised, libcst's).
+    the class summary).
 
     Attributes:
         parent: the class that builds it (``ResNetAudio``), built with its defaults.
         instance: the instance, ``__init__``'s parameters bound to the constructor call's
-            arguments (:attr:`InstanceValue.env`).
+            arguments (``InstanceValue.env``).
     """
 
     parent: C

@@ -4,10 +4,13 @@ function holding it, inside the region.
 unilm's YOCO checkpoints a layer whose ``forward`` calls ``gate_retention(...)`` only ``if
 incremental_state is not None``; a state write inside ``gate_retention`` runs on recompute
 only under that test, which lives one or more calls above the write, in the region itself.
-What a way needs is read from the frames of the region (:attr:`Frame.reached_from`); what
+What a way needs is read from the frames of the region (:attr:`~ckptlint.checkpoint.evaluator.ast_region.AstFrame.reached_from`); what
 holds on every way is stated. Only a region whose every way is known says anything: a call
 past the depth followed, steps that ran out or an unknown callable that may call back make
 the answer unknown (``None``), never a condition that some unseen way does not need.
+
+This module holds :func:`may_mention` and what it asks of a loader; the analysis is
+:mod:`ckptlint.checkpoint.analyses.ast_path_conditions`.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ __all__ = ["may_mention"]
 
 
 class FileReader(Protocol):
-    """What :func:`may_mention` asks of a loader (libcst's or ``ast``'s)."""
+    """What :func:`may_mention` asks of a loader (the project's module cache)."""
 
     def record_read(self, path: Path) -> None: ...
 

@@ -7,6 +7,9 @@ random torch layer run in the region (``nn.Dropout``). Facts from torch.utils.ch
 CPU RNG state and that of **one** device type, inferred from the *positional* tensor
 arguments; tensors moved to a device inside the region, tensors passed only by keyword,
 explicit ``torch.Generator`` objects, Python ``random`` and NumPy are never restored.
+
+This module holds the records :class:`RandomOp` and :class:`UnpreservedSource`; the analysis
+is :mod:`ckptlint.checkpoint.analyses.ast_randomness`.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from ckptlint.checkpoint.evaluator.denotations import LayerUse
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
-    # The node, module analysis, frame and expression a record holds: libcst's unless
-    # parametrised (:mod:`ckptlint.checkpoint.analyses.ast_randomness` holds ``ast``'s).
+    # The node, module analysis, frame and expression a record holds (``ast`` nodes, an
+    # ``AstAnalysis`` and an ``AstFrame`` in :mod:`ckptlint.checkpoint.analyses.ast_randomness`).
     N = TypeVar("N")
     M = TypeVar("M")
     R = TypeVar("R")

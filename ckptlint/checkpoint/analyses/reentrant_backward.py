@@ -16,9 +16,12 @@ Checked on torch 2.13: a BatchNorm in a function over a list of branches updates
 statistics once per branch with ``use_reentrant=True`` (the outputs do not require grad),
 twice with ``use_reentrant=False``. The non-reentrant variant hooks saved tensors instead and
 recomputes whatever the function returns; other libraries' implementations are not judged.
-A name is followed to the bindings that reach its read (:func:`~ckptlint.semantic.reaching.reaching`):
+A name is followed to the bindings that reach its read (:func:`~ckptlint.semantic.ast_reaching.reaching`):
 all must be plain assignments of such values. Anything else (a call, a parameter, a decorated
 function, a generator) may be a tensor: the site is judged as usual.
+
+This module holds :func:`may_skip_backward`, the cheap test on a site's record; the analysis
+of its region is :mod:`ckptlint.checkpoint.analyses.ast_reentrant_backward`.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ __all__ = ["may_skip_backward"]
 
 def may_skip_backward(site: CheckpointSite[Any, Any, Any, Any]) -> bool:
     """Whether ``site`` is a call of torch's checkpoint that runs the reentrant variant: the
-    only sites :func:`never_backward` can answer ``True`` for (a cheap test before the region
-    is built). It reads the site's record only, so sites found on ``ast`` are asked too."""
+    only sites :func:`~ckptlint.checkpoint.analyses.ast_reentrant_backward.never_backward` can answer ``True``
+    for (a cheap test before the region is built). It reads the site's record only."""
     return (
         site.api.kind is ApiKind.FUNCTION
         and site.api.fixed_reentrancy is None

@@ -1,7 +1,12 @@
 """Writes of outer state that a recomputation does not change, so CKP202 leaves them out:
 balanced push/pop, code guarded by a recompute-phase predicate, RNG bookkeeping the API
 restores, idempotent conversions, one-time fills, memo tables and sizes grown until they
-fit, shape bookkeeping."""
+fit, shape bookkeeping.
+
+This module holds the tables those exemptions read (push and pop methods, RNG state setters,
+empty constructors, idempotent conversions, shape attributes and calls); the analysis is
+:mod:`ckptlint.checkpoint.analyses.ast_write_exemptions`.
+"""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """Calls of the program's functions on CPython's ``ast``: a call's arguments bound to the
-parameters of the function it calls, and the keywords a function accepts (the answers of
-:mod:`ckptlint.checkpoint.evaluator.arguments`, into the same records parametrised).
+parameters of the function it calls, and the keywords a function accepts, into the
+:class:`~ckptlint.checkpoint.evaluator.denotations.Context` records of the evaluator.
 
 A call's arguments are given as ``ast`` keeps them: ``call.args`` (positional expressions,
 ``ast.Starred`` for ``*args``) and ``call.keywords`` (``ast.keyword``, ``arg`` ``None`` for
-``**kwargs``). As libcst reads them, a ``**`` argument counts as starred: positions are not
-bound after it either.
+``**kwargs``). A ``**`` argument counts as starred: positions are not bound after it
+either.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def bind_arguments(
     ``caller``): its parameters bound to the arguments passed for them (the first one skipped
     for a bound method); positions are not bound when the call has a ``*`` or ``**``
     argument. ``value``'s own context when its function has no scope in the semantic model
-    (see :func:`ckptlint.checkpoint.evaluator.arguments.bind_arguments`)."""
+    ."""
     function = value.node
     params = [*function.args.posonlyargs, *function.args.args]
     if value.bound_method and params:
@@ -75,8 +75,7 @@ def bind_arguments(
 
 def signature_of(value: AstFunctionValue) -> Signature | None:
     """The keywords a function value takes (``self`` left out for a bound method); ``None``
-    for a decorated ``def``, whose wrapper may take other arguments (see
-    :func:`ckptlint.checkpoint.evaluator.arguments.signature_of`)."""
+    for a decorated ``def``, whose wrapper may take other arguments."""
     function = value.node
     if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and function.decorator_list:
         return None

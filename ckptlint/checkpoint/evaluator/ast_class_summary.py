@@ -1,14 +1,12 @@
 """Summaries of the classes a region reaches, on CPython's ``ast``: methods, what the class
 body and every method assign to ``self`` (``self.x = ...``, ``setattr``, ``add_module``,
 ``register_buffer``, ``self.blocks.append(...)``), and the method order over the bases of the
-tree (the answers of :mod:`ckptlint.checkpoint.evaluator.class_summary`, into the same
-:class:`~ckptlint.checkpoint.evaluator.denotations.ClassInfo` records parametrised).
+tree, into :class:`~ckptlint.checkpoint.evaluator.denotations.ClassInfo` records.
 
-Read as libcst reads them: an ``async def`` is a method; a class whose body sits on the
-``class`` line (``class A: x = 1``, libcst's ``SimpleStatementSuite``) has no summarised body;
-the nodes of a method are visited in libcst's order
-(:func:`~ckptlint.semantic.ast_walk.nodes_of_function`), so each
-attribute's values keep the order of libcst's lists. ``ast`` keeps no parentheses: the key of
+An ``async def`` is a method; a class whose body sits on the ``class`` line
+(``class A: x = 1``) has no summarised body; the nodes of a method are visited in source
+order (:func:`~ckptlint.semantic.ast_walk.nodes_of_function`), so each attribute's values
+keep the order they are written in. ``ast`` keeps no parentheses: the key of
 an attribute named at run time (:func:`dynamic_key`) is the expression's text without the
 parentheses around it.
 """
@@ -47,11 +45,11 @@ __all__ = [
     "summarise_class",
 ]
 
-#: A method on ``ast``: ``def`` or ``async def`` (one libcst ``FunctionDef``).
+#: A method: ``def`` or ``async def``.
 AstMethod = ast.FunctionDef | ast.AsyncFunctionDef
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-#: The nodes that can bind or register something (libcst's ``BINDING_NODES``).
+#: The nodes that can bind or register something (an assignment's, a loop's, a call).
 _BINDING_NODES = frozenset(
     {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.withitem, ast.Call}
 )
@@ -70,8 +68,7 @@ def self_parameter(method: AstMethod) -> str | None:
 
 
 def summarise_class(analysis: AstAnalysis, node: ast.ClassDef) -> AstClassInfo:
-    """The summary of class ``node`` of ``analysis`` (see
-    :func:`ckptlint.checkpoint.evaluator.class_summary.summarise_class`): read once per
+    """The summary of class ``node`` of ``analysis`` (methods, attributes, bases): read once per
     analysis (kept in the model's memo); each call returns a new record whose tables are
     shared and must not be changed; ``bases`` is left empty."""
     memo: dict[int, tuple[ast.ClassDef, AstClassInfo]] = analysis.model.memo.setdefault("class_summaries", {})  # type: ignore[assignment]
@@ -151,7 +148,7 @@ def _record_registration(info: AstClassInfo, node: ast.Call, func: ast.Attribute
     """``self.register_buffer(...)``, ``self.add_module(name, m)``, ``self.blocks.append(m)``..."""
     method_name = func.attr
     owner = func.value
-    args = [argument_value(a) for a in ordered_arguments(node)]  # libcst's arguments, in source order
+    args = [argument_value(a) for a in ordered_arguments(node)]  # positional and keyword, in source order
     if method_name in ("register_buffer", "register_parameter", "add_module", "register_module") and (
         isinstance(owner, ast.Name) and owner.id == self_name
     ):
@@ -171,8 +168,8 @@ def _record_registration(info: AstClassInfo, node: ast.Call, func: ast.Attribute
 
 
 def dynamic_key(analysis: AstAnalysis, expr: ast.expr) -> str:
-    """An attribute name known only at run time, keyed by the code that computes it (see
-    :func:`ckptlint.checkpoint.evaluator.class_summary.dynamic_key`)."""
+    """An attribute name known only at run time, keyed by the code that computes it: a NUL
+    character, then the expression's text (no name of Python's starts with one)."""
     return "\0" + analysis.text_of(expr).strip()
 
 

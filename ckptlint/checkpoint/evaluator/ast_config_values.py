@@ -1,8 +1,8 @@
 """The values a module itself gives a field of its configuration class, on CPython's ``ast``:
-the choices of a configuration string that its shipped configurations can select (the answers
-of :mod:`ckptlint.checkpoint.evaluator.config_values`, whose docstring says what is read).
+the choices of a configuration string that its shipped configurations can select
+(:mod:`ckptlint.checkpoint.evaluator.config_values` says what is read and holds the limit).
 
-Read as libcst reads it: a class whose body sits on the ``class`` line declares no field; the
+A class whose body sits on the ``class`` line declares no field; the
 field's position among a helper's parameters (followed to what the module's calls pass by
 position) counts its positional-or-keyword parameters only, not the positional-only ones.
 """
@@ -29,8 +29,7 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 def annotated_class(analysis: AstAnalysis, param: ast.arg) -> ast.ClassDef | None:
     """The class of ``analysis``'s module that ``param`` is annotated with (``cfg: NfCfg``),
-    when it has no ``__init__`` of its own (see
-    :func:`ckptlint.checkpoint.evaluator.config_values.annotated_class`)."""
+    when it has no ``__init__`` of its own; else ``None``."""
     if not isinstance(param.annotation, ast.Name):
         return None
     name = param.annotation.id
@@ -52,8 +51,7 @@ def _fields(analysis: AstAnalysis, cls: ast.ClassDef) -> list[tuple[str, ast.Ann
 
 def shipped_values(analysis: AstAnalysis, cls: ast.ClassDef, field: str) -> frozenset[object] | None:
     """The values ``analysis``'s module gives field ``field`` of its class ``cls``, ``None``
-    when one of them is unknown (see
-    :func:`ckptlint.checkpoint.evaluator.config_values.shipped_values`)."""
+    when one of them is unknown."""
     found: set[object] = set()
     declared = False
     fields = _fields(analysis, cls)

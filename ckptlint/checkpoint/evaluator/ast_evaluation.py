@@ -1,15 +1,14 @@
 """What an expression denotes on CPython's ``ast`` (names, bindings, attributes, calls,
-imports): :class:`ExpressionEvaluator`, the answers of
-:class:`ckptlint.checkpoint.evaluator.evaluation.ExpressionEvaluator` for contexts, function
-values and class summaries parametrised for ``ast``.
+imports): :class:`ExpressionEvaluator`, over the evaluator's contexts, function values and
+class summaries of :mod:`ckptlint.checkpoint.evaluator.denotations`.
 
-Composed as libcst's is: the same :class:`~ckptlint.checkpoint.evaluator.budget.EvaluationBudget`
-(it keys its memo by identity and holds no node type), the ``ast`` twins of
-:class:`LiteralDecisions` and :class:`ImportResolver`. Read as libcst reads them: a call's
-arguments in source order (``ast`` keeps keywords apart), ``**kwargs`` counted as a starred
+Composed of an :class:`~ckptlint.checkpoint.evaluator.budget.EvaluationBudget` (it keys its
+memo by identity), a :class:`~ckptlint.checkpoint.evaluator.ast_literals.LiteralDecisions` and
+an :class:`~ckptlint.checkpoint.evaluator.ast_imports.ImportResolver`. A call's arguments are
+read in source order (``ast`` keeps keywords apart), ``**kwargs`` counted as a starred
 argument, ``x[a, b]`` as two subscript elements (a parenthesised tuple as one), ``a or b or c``
-as libcst's nested ``(a or b) or c``. A :class:`LayerUse` made here holds its ``ast`` call (its
-``switched_on`` reads libcst calls and is not asked of it).
+as the nested ``(a or b) or c``, one step per level. A :class:`LayerUse` made here holds its
+``ast`` call (:mod:`ckptlint.checkpoint.analyses.ast_layer_switches` reads its switches).
 """
 
 from __future__ import annotations
@@ -85,7 +84,7 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 class ExpressionEvaluator:
     """What an expression denotes: functions, classes, instances of classes of the tree, torch
-    layers, containers, modules (see :class:`ckptlint.checkpoint.evaluator.evaluation.ExpressionEvaluator`).
+    layers, containers, modules; ``[]`` when unknown.
 
     Keeps the class summaries it made (with their base classes evaluated) for the lifetime of
     one linted module."""
@@ -188,8 +187,8 @@ class ExpressionEvaluator:
         return []
 
     def _left_operation(self, expr: ast.BoolOp) -> ast.BoolOp:
-        """libcst's left operand of ``a or b or c``, ``(a or b)``: a node of its own (made once,
-        kept while the evaluator lives), so that it takes its step and memo entry as there."""
+        """The left operand of ``a or b or c`` read as ``(a or b) or c``: a node of its own (made
+        once, kept while the evaluator lives), so that it takes a step and a memo entry."""
         left = self._nested.get(expr)
         if left is None:
             left = self._nested[expr] = ast.BoolOp(op=expr.op, values=expr.values[:-1])
@@ -213,7 +212,7 @@ class ExpressionEvaluator:
                         out.append(ContainerValue(list(base.elements), exact=False))
             return out
         key: object = NOT_LITERAL
-        if len(elements) == 1:  # `x[a, b]` is two elements for libcst, `x[(a, b)]` and `x[a,]` one
+        if len(elements) == 1:  # `x[a, b]` is two elements, `x[(a, b)]` and `x[a,]` one
             key = self._decisions.literal(index, ctx, depth + 1)
         for base in self.values(expr.value, ctx, depth + 1):
             if isinstance(base, ContainerValue):
@@ -496,7 +495,7 @@ class ExpressionEvaluator:
                 or (isinstance(v, LayerClassValue) and not (v.fact.switch and v.fact.switch[0] in bound))
             ]
         if names & CONTAINER_CLASSES:
-            # libcst's arguments without a keyword: the positional ones and `**kwargs`
+            # the arguments without a keyword: the positional ones and `**kwargs`
             unnamed = [a for a in arguments if not (isinstance(a, ast.keyword) and a.arg)]
             items = [(argument_value(a), isinstance(a, ast.Starred)) for a in unnamed]
             if any(n.endswith((".Sequential", ".SequentialModule")) for n in names):
@@ -558,7 +557,7 @@ class ExpressionEvaluator:
         if layer is not None:
             return [LayerClassValue(*layer)]
         if qualified == "torch" or qualified.startswith("torch."):
-            return [TorchValue()]  # torch's own code: known and plain (see libcst's evaluator)
+            return [TorchValue()]  # torch's own code: known and plain, never followed
         if depth > self._budget.depth or not self._imports.may_load(qualified):
             return []
         if self._imports.is_module(qualified):

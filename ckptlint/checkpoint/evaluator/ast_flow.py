@@ -1,8 +1,6 @@
 """Statements a function's evaluation reads on CPython's ``ast``: the ``return`` statements
-that can run (:func:`returns_of`, libcst's :func:`ckptlint.semantic.walk.returns_of`) and the
-value an attribute was just set to before a read (:func:`attribute_set_before`, libcst's
-:func:`ckptlint.semantic.reaching.attribute_set_before`), for
-:mod:`ckptlint.checkpoint.evaluator.ast_evaluation`."""
+that can run (:func:`returns_of`) and the value an attribute was just set to before a read
+(:func:`attribute_set_before`), for :mod:`ckptlint.checkpoint.evaluator.ast_evaluation`."""
 
 from __future__ import annotations
 
@@ -26,10 +24,9 @@ _TRIES: tuple[type[ast.Try], ...] = tuple(getattr(ast, name) for name in ("Try",
 def returns_of(
     function: ast.FunctionDef | ast.AsyncFunctionDef, decide: Callable[[ast.expr], bool | None] | None = None
 ) -> list[ast.Return]:
-    """The ``return`` statements of ``function``'s own body, in libcst's order, not entering
+    """The ``return`` statements of ``function``'s own body, in source order, not entering
     nested ``def`` and ``class`` statements; with ``decide`` (a test -> ``True``/``False``/
-    ``None``), the branch of an ``if`` that cannot run is skipped (see
-    :func:`ckptlint.semantic.walk.returns_of`)."""
+    ``None``), the branch of an ``if`` that cannot run is skipped."""
     return list(_returns(function.body, decide))
 
 
@@ -61,9 +58,8 @@ def attribute_set_before(analysis: AstAnalysis, read: ast.Attribute) -> ast.expr
     """For a read of ``owner.attr`` (``owner`` a name): the value of the last ``owner.attr =
     value`` statement before the read in straight-line code of its function, in the read's own
     block or one around it, with nothing between that assigns ``owner`` or ``owner.attr``
-    otherwise and no loop around the read that does; ``None`` when there is none (see
-    :func:`ckptlint.semantic.reaching.attribute_set_before`; a block on its header's line is
-    not an indented block there, simple statements sharing a line are one statement)."""
+    otherwise and no loop around the read that does; ``None`` when there is none (a block on
+    its header's line is not searched; simple statements sharing a line are one statement)."""
     if not isinstance(read.value, ast.Name):
         return None
     owner, attr = read.value.id, read.attr
@@ -94,7 +90,7 @@ def attribute_set_before(analysis: AstAnalysis, read: ast.Attribute) -> ast.expr
 
 def _block_holding(node: ast.AST, child: ast.stmt) -> list[ast.stmt] | None:
     """The statement list of ``node`` that holds ``child`` (a body, an ``else``, a ``finally``);
-    ``None`` at module level (libcst's module body is no indented block)."""
+    ``None`` at module level (the module's body is no block searched)."""
     if isinstance(node, ast.Module):
         return None
     for name in ("body", "orelse", "finalbody"):

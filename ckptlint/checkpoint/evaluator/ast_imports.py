@@ -1,10 +1,9 @@
 """Where an imported name is defined, on CPython's ``ast``: the modules of the linted tree that
 the evaluator loads through an :class:`~ckptlint.semantic.ast_analysis.AstModuleLoader` (the
-answers of :mod:`ckptlint.checkpoint.evaluator.imports`, as ``ast`` analyses).
+modules as :class:`~ckptlint.semantic.ast_analysis.AstAnalysis`).
 
-The loader parses a module whole (``ast`` has no partial parse): the names a module is asked
-for are not needed to load it, so :meth:`ImportResolver.imported_beside` only answers what
-libcst's resolver asks for together.
+The loader parses a module whole: the names a module is asked for are not needed to load it;
+:meth:`ImportResolver.imported_beside` answers which names an importer takes from a module.
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ __all__ = ["ImportResolver"]
 
 
 class ImportResolver:
-    """Loads the modules of the linted tree that imported names come from (see
-    :class:`ckptlint.checkpoint.evaluator.imports.ImportResolver`).
+    """Loads the modules of the linted tree that imported names come from.
 
     Without a loader (a file linted alone) nothing is loaded. Inside :meth:`classes_only`,
     an imported name loads its module only when it is spelled in CapWords."""

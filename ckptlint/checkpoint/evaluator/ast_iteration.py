@@ -1,6 +1,6 @@
 """What a ``for`` target iterates over, on CPython's ``ast``: the container expression an
 element of a loop comes from, through ``list``/``tuple``, ``enumerate`` and ``zip`` and a name
-assigned once (the answers of :mod:`ckptlint.checkpoint.evaluator.iteration`)."""
+assigned once."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ _MAX_UNWRAPS = 4
 
 def iterated_container(iterable: ast.expr, steps: tuple[int | str, ...], model: AstModel) -> ast.expr | None:
     """The expression whose elements a ``for`` target at ``steps`` into an element of
-    ``iterable`` takes; ``None`` when it is not known (see
-    :func:`ckptlint.checkpoint.evaluator.iteration.iterated_container`)."""
+    ``iterable`` takes; ``None`` when it is not known."""
     path = [step for step in steps if isinstance(step, int)]
     if len(path) != len(steps):
         return None

@@ -1,15 +1,14 @@
 """Literal values and branch decisions on CPython's ``ast``: which code of a frame runs for
-the arguments a site passes (the answers of :mod:`ckptlint.checkpoint.evaluator.literals`,
-:class:`LiteralDecisions` with the same methods, for contexts parametrised for ``ast``).
+the arguments a site passes (:class:`LiteralDecisions`, one of the objects the region builder
+is composed of; its tables are in :mod:`ckptlint.checkpoint.evaluator.literals`).
 
 Nothing here evaluates what an expression denotes (no evaluator, no budget): a literal
 follows parameters to the arguments a context binds, names assigned once, ``self.attr``
 assigned once by the constructor (through the class summaries' method order) and the values
 a module's configuration class ships.
 
-Read as libcst reads them: ``a and b and c`` (one ``ast.BoolOp``) is decided as libcst's
-nested ``(a and b) and c``, with the same depths; ``True``, ``False`` and ``None`` are names
-there; a string written in parts is one literal.
+``a and b and c`` (one ``ast.BoolOp``) is decided as the nested ``(a and b) and c``, one
+depth per level; a string written in parts is one literal.
 """
 
 from __future__ import annotations
@@ -37,8 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["LiteralDecisions", "binding_default", "skip_self_copies"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-#: Constants that libcst's ``_constructor_setting`` takes for a literal switch (strings,
-#: numbers but imaginary ones, ``True``/``False``/``None``).
+#: Constants a constructor's setting takes as a literal switch (strings, numbers but imaginary
+#: ones, ``True``/``False``/``None``).
 _SWITCH_CONSTANTS = (str, bytes, int, float, bool, type(None))
 
 
@@ -71,7 +70,7 @@ def _self_write_class(analysis: AstAnalysis, node: ast.AST, attr: str) -> ast.Cl
 
 
 def _targets(node: ast.AST) -> list[Any]:
-    """The targets libcst reads off a mutation's node: an assignment's targets, else its
+    """The targets of a mutation's node: an assignment's targets, else its
     ``target`` (``None`` for a node without one: ``with``, ``setattr``)."""
     if isinstance(node, ast.Assign):
         return list(node.targets)
@@ -133,7 +132,7 @@ def _runs_once(binding: AstBinding, model: AstModel) -> bool:
 
 def skip_self_copies(bindings: list[AstBinding], model: AstModel) -> list[AstBinding]:
     """``bindings`` of one name less its copies of itself, when one binding is left and the
-    name is never mutated (see :func:`ckptlint.checkpoint.evaluator.literals.skip_self_copies`)."""
+    name is never mutated (``cfg = copy.deepcopy(cfg)`` adds no value of its own)."""
     if len(bindings) < 2:
         return bindings
     kept = [b for b in bindings if not _copy_of_itself(b, model)]
@@ -184,8 +183,7 @@ def _is_star_parameter(binding: AstBinding) -> bool:
 
 
 class LiteralDecisions:
-    """Literal values and branch decisions of the region evaluator on ``ast`` (see
-    :class:`ckptlint.checkpoint.evaluator.literals.LiteralDecisions`).
+    """Literal values and branch decisions of the region evaluator.
 
     Keeps, per module analysis and attribute name, the writes of the attribute (for
     :meth:`assigned_outside`), and the shipped values of configuration fields, for the
@@ -196,8 +194,8 @@ class LiteralDecisions:
         self._shipped: dict[tuple[int, int, str], frozenset[object] | None] = {}
 
     def literal(self, expr: ast.expr | None, ctx: AstContext, depth: int = 0) -> object:
-        """The Python value ``expr`` has when evaluated in ``ctx``, or :data:`NOT_LITERAL` (see
-        :meth:`ckptlint.checkpoint.evaluator.literals.LiteralDecisions.literal`)."""
+        """The Python value ``expr`` has when evaluated in ``ctx``, or :data:`NOT_LITERAL` when
+        it is not known (or ``depth`` is past :data:`MAX_EVAL_DEPTH`)."""
         if expr is None or depth > MAX_EVAL_DEPTH:
             return NOT_LITERAL
         if isinstance(expr, ast.Name):
@@ -295,10 +293,10 @@ class LiteralDecisions:
 
     def _boolean(self, is_and: bool, values: list[ast.expr], ctx: AstContext, depth: int) -> object:
         """``a and b``, ``a or b``, as Python computes them, when what decides is known; more
-        operands are read as libcst nests them (``(a and b) and c``), each level one deeper."""
+        operands are read nested (``(a and b) and c``), each level one deeper."""
         if len(values) == 1:
             return self.literal(values[0], ctx, depth)
-        if depth > MAX_EVAL_DEPTH:  # the depth check of libcst's inner operation
+        if depth > MAX_EVAL_DEPTH:  # the depth check of the inner operation
             return NOT_LITERAL
         left = self._boolean(is_and, values[:-1], ctx, depth + 1) if len(values) > 2 else self.literal(values[0], ctx, depth + 1)
         if left is not NOT_LITERAL and bool(left) is not is_and:
@@ -352,9 +350,8 @@ class LiteralDecisions:
 
     def assigned_outside(self, analysis: AstAnalysis, attr: str, init: AstMethod | None, owner: AstClassInfo | None = None) -> bool:
         """Whether ``<anything>.<attr> = ...`` (or ``+=``) appears in ``analysis``'s module
-        outside the function ``init`` (see
-        :meth:`ckptlint.checkpoint.evaluator.literals.LiteralDecisions.assigned_outside`; a
-        module on ``ast`` is read whole, so no statement is left out)."""
+        outside the function ``init`` (the module is read whole, so no statement is left
+        out)."""
         key = (id(analysis), attr)
         found = self._outside.get(key)
         if found is None:
@@ -387,8 +384,9 @@ class LiteralDecisions:
             return None
 
     def choices(self, expr: ast.expr, ctx: AstContext, depth: int = 0) -> frozenset[object] | None:
-        """The values ``expr`` may have in ``ctx`` when not one is known; ``None`` when unknown
-        (see :meth:`ckptlint.checkpoint.evaluator.literals.LiteralDecisions.choices`)."""
+        """The values ``expr`` may have in ``ctx`` when not one is known (its literal, a
+        ``.lower()``/``.upper()`` of such values, the union over the bindings that may reach a
+        name, a configuration field's shipped values); ``None`` when unknown."""
         value = self.literal(expr, ctx, depth)
         if value is not NOT_LITERAL:
             return frozenset({value}) if isinstance(value, (str, int, float, bool, type(None))) else None

@@ -1,7 +1,6 @@
 """Norm layers built from a config on CPython's ``ast``: ``build_norm_layer(dict(type='BN'), c)``,
-mmcv's ``ConvModule(..., norm_cfg=...)`` (the answers of
-:mod:`ckptlint.checkpoint.evaluator.norm_configs`), and :func:`call_argument`, the argument a
-call passes for a parameter, on ``ast``'s split of positional and keyword arguments."""
+mmcv's ``ConvModule(..., norm_cfg=...)``, and :func:`call_argument`, the argument a call
+passes for a parameter, on ``ast``'s split of positional and keyword arguments."""
 
 from __future__ import annotations
 
@@ -37,9 +36,8 @@ Literal = Callable[[ast.expr, "AstContext", int], Any]
 
 
 def call_argument(call: ast.Call, keyword: str, position: int) -> ast.expr | None:
-    """The expression ``call`` passes for the parameter ``keyword`` at ``position`` (see
-    :func:`ckptlint.checkpoint.evaluator.denotations.call_argument`): by keyword, else the
-    positional argument there; ``None`` when not passed or when a ``*`` argument hides the
+    """The expression ``call`` passes for the parameter ``keyword`` at ``position``: by
+    keyword, else the positional argument there; ``None`` when not passed or when a ``*`` argument hides the
     positions."""
     for one in call.keywords:
         if one.arg == keyword:
@@ -54,7 +52,7 @@ def norm_factory_values(
 ) -> list[Value]:
     """A norm layer built from a config: the layer ``cfg['type']`` names (its other keys are
     the layer's keywords); an opaque value for a type without training behaviour; nothing
-    when unknown (see :func:`ckptlint.checkpoint.evaluator.norm_configs.norm_factory_values`).
+    when unknown.
     The layer's ``call`` is the ``ast`` call."""
     keyword, position = factory.config
     arg = call_argument(call, keyword, position)

@@ -1,12 +1,12 @@
-"""The records of a region on CPython's ``ast``: the twin of
-:mod:`ckptlint.checkpoint.evaluator.region` (frames, layer calls, the region itself), with
-``ast`` functions, calls and an :class:`~ckptlint.semantic.ast_analysis.AstAnalysis`.
+"""The records of a region: the frames (functions and ``forward`` methods) a checkpoint site
+recomputes, the layers called and the region itself, with ``ast`` functions, calls and an
+:class:`~ckptlint.semantic.ast_analysis.AstAnalysis` (the depth limit is
+:data:`~ckptlint.checkpoint.evaluator.region.MAX_DEPTH`).
 
-What differs from libcst's records is only what ``ast`` holds: a ``def`` is a
-``FunctionDef`` or an ``AsyncFunctionDef``; :meth:`AstFrame.nodes` yields ``ast`` nodes in
-libcst's order (:func:`ckptlint.semantic.ast_walk.nodes_of_function`); an attribute's name is
-a string, so :meth:`AstFrame.named` indexes ``Name`` nodes by ``id`` and ``Attribute`` nodes by
-``attr`` (libcst also lists the attribute's own ``Name`` node under that name)."""
+A ``def`` is a ``FunctionDef`` or an ``AsyncFunctionDef``; :meth:`AstFrame.nodes` yields
+nodes in source order (:func:`ckptlint.semantic.ast_walk.nodes_of_function`); an attribute's
+name is a string, so :meth:`AstFrame.named` indexes ``Name`` nodes by ``id`` and ``Attribute``
+nodes by ``attr``."""
 
 from __future__ import annotations
 
@@ -43,8 +43,7 @@ class AstBranchDecider(Protocol):
 
 @dataclass(eq=False, repr=False)
 class AstFrame:
-    """One function body that runs on recompute (see
-    :class:`ckptlint.checkpoint.evaluator.region.Frame`, field for field).
+    """One function body that runs on recompute.
 
     Attributes:
         function: the ``def``, ``async def`` or ``Lambda``.
@@ -76,8 +75,8 @@ class AstFrame:
 
     def nodes(self) -> Iterator[ast.AST]:
         """The nodes that run when the frame runs (nested defs excluded, and the branches of
-        ``if`` that the bound arguments decide against), walked once and lazily as libcst's
-        :meth:`Frame.nodes` does, so branch decisions are taken at the same moments."""
+        ``if`` that the bound arguments decide against), walked once and lazily: a branch is
+        decided when the walk reaches it, then the walked nodes are replayed."""
         if not self._started:
             self._started = True
             self._walk = self._nodes()
@@ -87,8 +86,7 @@ class AstFrame:
 
     def named(self, name: str) -> list[ast.AST]:
         """The ``Name`` nodes spelling ``name`` and the ``Attribute`` nodes ending in
-        ``.name`` among :meth:`nodes`, in walk order (libcst's list without the attribute's
-        own ``Name`` nodes, which ``ast`` does not have)."""
+        ``.name`` among :meth:`nodes`, in walk order."""
         index = self._by_name
         if index is None:
             index = {}
@@ -154,7 +152,7 @@ class AstLayerCall:
 
 @dataclass(eq=False, repr=False)
 class AstPending:
-    """A value still to follow while a region is built (libcst's ``Pending``): ``args`` are
+    """A value still to follow while a region is built: ``args`` are
     the positional and keyword arguments of the call that reached it (``None``: not seen)."""
 
     value: Value
@@ -168,8 +166,22 @@ class AstPending:
 
 @dataclass(eq=False, repr=False)
 class AstRegion:
-    """What a checkpoint site recomputes (see :class:`ckptlint.checkpoint.evaluator.region.Region`,
-    field for field)."""
+    """What a checkpoint site recomputes.
+
+    Attributes:
+        site: the site; analysis: the module it is in.
+        frames: function bodies that run again, in the order they were reached.
+        layers: torch layers that run again (dropout, BatchNorm, containers' elements);
+            layer_calls: the same, each with the call that runs it and its frame.
+        resolved: whether the checkpointed callable was resolved to code or layers at all.
+        entries: what the checkpointed callable may be (the values it was resolved to, before
+            any call below it is followed; empty when unknown).
+        unknown_calls: calls made in its frames whose callee is not known, with the frame.
+        cut_calls: calls that may run code, made in frames at the depth limit (not followed).
+        ran_out: the evaluation steps ran out while the region was built.
+        opaque_calls: calls with no known callee that name something of a module of the
+            tree, with the frame and that module's file.
+    """
 
     site: AstSite
     analysis: AstAnalysis
@@ -184,8 +196,9 @@ class AstRegion:
     opaque_calls: list[tuple[ast.Call, AstFrame, Path]] = field(default_factory=list)
 
     def seen_whole(self) -> bool:
-        """Whether every way the region's frames are reached inside it is known (see
-        :meth:`Region.seen_whole`)."""
+        """Whether every way the region's frames are reached inside it is known: resolved, no
+        call cut at the depth limit, steps not run out, and no unknown call may call back
+        into it."""
         return (
             self.resolved
             and not self.cut_calls
@@ -230,7 +243,7 @@ def _may_call_back(call: ast.Call, frame: AstFrame) -> bool:
 
 def site_label(site: AstSite, site_analysis: AstAnalysis, reported_in: AstAnalysis) -> str:
     """``model.py:42``: where the site is, relative to the folder of the file a finding is
-    reported in (libcst's :func:`ckptlint.checkpoint.evaluator.region.site_label`)."""
+    reported in."""
     row = site_analysis.range(site.call)[0][0]
     here = Path(reported_in.source.path).parent
     target = Path(site_analysis.source.path)

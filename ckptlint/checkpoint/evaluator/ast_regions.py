@@ -1,8 +1,22 @@
-"""Regions on CPython's ``ast``: :class:`AstRegionBuilder`, the twin of
-:class:`ckptlint.checkpoint.evaluator.regions.RegionBuilder` (same queries, same budgets:
-:data:`~ckptlint.checkpoint.evaluator.regions.REGION_BUDGET`, ``QUERY_BUDGET``,
-``FILE_BUDGET``, ``DEEP_DEPTH``), composed of the ``ast`` bricks: an
-:class:`~ckptlint.checkpoint.evaluator.budget.EvaluationBudget` (shared as is), the ``ast``
+"""Regions: the code a checkpoint site recomputes, built by :class:`AstRegionBuilder`.
+
+For a checkpoint site the builder resolves the checkpointed callable to the code that runs
+again during backward: functions and methods of the module, lambdas, ``functools.partial``,
+factory closures (the factory's parameters bound to the call's arguments); ``nn.Module``
+instances reached through ``self.block``, ``self.layers[i]``, a loop variable over
+``self.blocks`` or ``checkpoint_sequential``'s ``functions``, attributes followed to their
+assignments in the class and then to the class's ``forward`` (base classes of the tree
+searched); classes and functions imported from other files of the linted tree, loaded lazily;
+calls made inside the region, to :data:`~ckptlint.checkpoint.evaluator.region.MAX_DEPTH`
+levels. torch's own layers are known by :mod:`ckptlint.facts.torch_facts`. Whatever cannot be
+resolved is unknown and produces no finding. Resolution is bounded (depth, visited set, the
+budgets :data:`~ckptlint.checkpoint.evaluator.regions.REGION_BUDGET`, ``QUERY_BUDGET``,
+``FILE_BUDGET``, ``DEEP_DEPTH``), so it terminates on recursive or cyclic code. Branches of
+``if`` that the bound arguments (or their defaults) decide are pruned from frames, returns and
+``append`` calls; undecided ones stay.
+
+The builder (one per linted module, ``RuleContext.regions``) is composed of an
+:class:`~ckptlint.checkpoint.evaluator.budget.EvaluationBudget`, a
 :class:`~ckptlint.checkpoint.evaluator.ast_literals.LiteralDecisions`,
 :class:`~ckptlint.checkpoint.evaluator.ast_imports.ImportResolver` and
 :class:`~ckptlint.checkpoint.evaluator.ast_evaluation.ExpressionEvaluator`, over an
@@ -11,12 +25,9 @@
 :mod:`ckptlint.checkpoint.evaluator.ast_region` for the sites of
 :func:`~ckptlint.checkpoint.sites.ast_site_index.ast_site_index`.
 
-What differs from libcst's is only what ``ast`` holds: a call's arguments are its ``args`` and
-``keywords`` (bound as libcst binds its ``Arg`` list), a helper summary read on ``ast`` holds
-its module's :class:`~ckptlint.semantic.ast_model.AstModel` (the analysis around it is looked
-up: the site's module or the loader's), a ``def``'s name is a string.
-``benchmarks/ast_regions_parity.py`` and ``tests/analysis/test_ast_regions.py`` compare it with
-libcst's builder. Nothing on the linter's path imports this module.
+A call's arguments are its ``args`` and ``keywords``, bound in source order; a helper summary
+holds its module's :class:`~ckptlint.semantic.ast_model.AstModel` (the analysis around it is
+looked up: the site's module or the loader's).
 """
 
 from __future__ import annotations
@@ -76,16 +87,15 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _bind(value: Value, args: tuple[AstArg, ...], caller: AstContext) -> AstContext:
-    """:func:`bind_arguments` with a call's arguments as one tuple (libcst's ``Arg`` list)."""
+    """:func:`bind_arguments` with a call's arguments as one tuple (positional and keyword)."""
     positional = [a for a in args if not isinstance(a, ast.keyword)]
     keywords = [a for a in args if isinstance(a, ast.keyword)]
     return bind_arguments(value, positional, keywords, caller)  # type: ignore[arg-type]
 
 
 class AstRegionBuilder:
-    """Resolves regions and answers the evaluator's questions (see
-    :class:`~ckptlint.checkpoint.evaluator.regions.RegionBuilder`), one bounded query each;
-    caches regions for one linted module's lifetime.
+    """Resolves regions and answers the evaluator's questions, one bounded query each; caches
+    regions for one linted module's lifetime.
 
     Attributes:
         project: the loader other modules are read from (``None``: the file alone).
@@ -109,7 +119,8 @@ class AstRegionBuilder:
     def region(self, site: AstSite, analysis: AstAnalysis, built: InstanceValue | None = None) -> AstRegion:
         """The region of ``site`` (a site of ``analysis``'s module), built once, within
         :data:`REGION_BUDGET` steps; with ``built``, the region an instance of the site's class
-        made by a constructor call recomputes (see :meth:`RegionBuilder.region`)."""
+        made by a constructor call recomputes. Its status is ``resolved`` (the callable is
+        known), partial (it calls code ckptlint cannot see) or neither (unknown)."""
         key = site if built is None else (site, id(built))
         found = self._regions.get(key)
         if found is None:
@@ -142,7 +153,7 @@ class AstRegionBuilder:
         complete: bool = False,
     ) -> list[Value]:
         """The abstract values ``expr`` (a node of ``analysis``'s module) may denote, evaluated
-        where it is written; ``[]`` = unknown (see :meth:`RegionBuilder.values`)."""
+        where it is written; ``[]`` = unknown."""
         with self.imports.classes_only(classes_only), self.budget.query(budget or QUERY_BUDGET, complete):
             return self.evaluator.values(expr, Context(analysis, self.enclosing_class(analysis, expr)))
 
@@ -166,7 +177,7 @@ class AstRegionBuilder:
 
     def signature(self, expr: ast.expr | None, analysis: AstAnalysis) -> Signature | None:
         """What the callable ``expr`` (written in ``analysis``'s module) accepts; ``None`` when
-        something is unknown (see :meth:`RegionBuilder.signature`)."""
+        something is unknown."""
         if expr is None:
             return None
         with self.budget.query(QUERY_BUDGET):
@@ -309,8 +320,7 @@ class AstRegionBuilder:
 
     def _entries(self, site: AstSite, ctx: AstContext, level: int) -> list[_Entry]:
         """What ``site`` (evaluated in ``ctx``) checkpoints: ``(values, arguments, where the
-        arguments are evaluated)`` per way, helpers followed with their parameters bound (see
-        :meth:`RegionBuilder._entries`)."""
+        arguments are evaluated)`` per way, helpers followed with their parameters bound."""
         function_args = site.inputs + site.function_keywords if site.api.kind is ApiKind.FUNCTION else None
         helper = site.helper
         if helper is None or level >= MAX_LEVELS:

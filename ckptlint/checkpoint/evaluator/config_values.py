@@ -5,7 +5,7 @@ A model family picks a layer by a string of its configuration (timm's NFNet: ``g
 cfg.attn_layer)``, an ``if``/``elif`` chain over attention names, ``cfg`` a parameter annotated
 with the module's ``@dataclass NfCfg``). The module's own table (``model_cfgs = dict(nfnet_f0=
 _nfnet_cfg(...), ...)``) gives that field only some strings (``"se"``, ``"eca"``, the default
-``None``): :func:`shipped_values` collects them, so a branch that no shipped configuration
+``None``): :func:`~ckptlint.checkpoint.evaluator.ast_config_values.shipped_values` collects them, so a branch that no shipped configuration
 takes is not judged. Only the module that defines the class is read (locality): the class's
 default for the field, every ``field=`` keyword of the module's calls of the class and of
 ``dataclasses.replace``, and a helper's parameter passed on as that keyword
@@ -14,6 +14,9 @@ helper pass. The caller's keywords laid over a configuration (timm's ``cfg = rep
 model's own ``**kwargs``) are no shipped value and are not counted. Anything else (a positional
 argument for the field, ``NfCfg(**kw)``, a value that is not a literal, a write of ``.field``)
 makes the set unknown (``None``).
+
+This module holds the limit on those values, :data:`MAX_CHOICES`; the reading is
+:mod:`ckptlint.checkpoint.evaluator.ast_config_values`.
 """
 
 from __future__ import annotations

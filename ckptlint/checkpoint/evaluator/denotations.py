@@ -116,7 +116,7 @@ class ForwardingValue(OpaqueValue):
 @dataclass(eq=False, repr=False)
 class ModuleValue(Value):
     """A module of the linted tree (``from . import blocks``, ``import pkg.blocks as pb``),
-    by dotted name: its attributes are parsed when asked for (:meth:`Project.analysis_for_names`)."""
+    by dotted name: its attributes are parsed when asked for (through the :class:`~ckptlint.semantic.project.AstProject` loader)."""
 
     module: str
 

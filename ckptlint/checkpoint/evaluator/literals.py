@@ -1,5 +1,6 @@
-"""Literal values and branch decisions: which code of a frame runs for the arguments a site
-passes (:class:`LiteralDecisions`, one of the objects the region builder is composed of)."""
+"""The tables of literal values that
+:class:`~ckptlint.checkpoint.evaluator.ast_literals.LiteralDecisions` reads: the calls that copy
+their argument, the builtin classes a literal may name, and the record of such a class."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The records of a region: the frames (functions and ``forward`` methods) a checkpoint site
-recomputes, the layers called, and the region itself."""
+"""The depth limit of a region: how many levels of calls below the checkpointed callable are
+followed. The records of a region are in :mod:`ckptlint.checkpoint.evaluator.ast_region`; the
+limit is read by :mod:`~ckptlint.checkpoint.evaluator.ast_regions`,
+:mod:`~ckptlint.checkpoint.analyses.ast_outer_writes` and CKP101's rule."""
 
 from __future__ import annotations
 
