@@ -4,7 +4,7 @@ Each process counts into :data:`COUNTERS`; :func:`ckptlint.lint.task.run_task` h
 counts of one file back with its result (``FileResult.perf``, so they cross a worker's
 pipe), and the command line sums them and, when the environment variable
 ``CKPTLINT_PERF_JSON`` names a file, writes them there as one JSON object at exit
-(:func:`write_json`). ``benchmarks/run.py`` reads the first six keys:
+(:func:`write_json`). ``benchmarks/run.py`` reads these keys:
 
 - ``files_linted``: files linted (read, gated in, not taken from the result cache);
 - ``ast_parses``, ``ast_chars_parsed``: modules parsed with CPython's ``ast`` (linted files
@@ -12,12 +12,7 @@ pipe), and the command line sums them and, when the environment variable
 - ``cst_parses``, ``cst_chars_parsed``: libcst parses of the smallest statement around a
   fix's edit (only when a fix is built) and their characters;
 - ``evaluation_steps``: steps of the region evaluator (bounded per query and per file,
-  see :mod:`ckptlint.checkpoint.evaluator.regions`);
-- ``files_parsed_whole``, ``files_parsed_partial``, ``statements_parsed``, ``chars_parsed``,
-  ``chars_indexed``, ``index_hits``, ``index_misses``, ``rule_reruns``: nothing counts them
-  any more (every module is parsed whole with CPython's ``ast``, no definition index is
-  built, the rules run once per file); they stay in the JSON object, always 0, so that its
-  keys do not change.
+  see :mod:`ckptlint.checkpoint.evaluator.regions`).
 """
 
 from __future__ import annotations
@@ -35,14 +30,6 @@ KEYS = (
     "ast_chars_parsed",
     "cst_parses",
     "cst_chars_parsed",
-    "files_parsed_whole",
-    "files_parsed_partial",
-    "statements_parsed",
-    "chars_parsed",
-    "chars_indexed",
-    "index_hits",
-    "index_misses",
-    "rule_reruns",
     "evaluation_steps",
 )
 

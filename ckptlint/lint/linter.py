@@ -317,7 +317,7 @@ class FileLinter:
             diagnostics = _built(diagnostics)
             broken = None
             if _does_not_parse(current):  # (a CKP999 of the compiler alone is no parse error)
-                broken = f"does not parse ({compile_error(current.text) or 'libcst cannot parse it'})"
+                broken = f"does not parse ({compile_error(current.text) or 'too deeply nested to parse'})"
             elif (why := compile_error(current.text)) is not None and compile_error(source.text) is None:
                 broken = f"does not compile ({why})"
             if broken is not None:

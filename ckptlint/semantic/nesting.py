@@ -61,9 +61,8 @@ class deep_recursion:
         sys.setrecursionlimit(self.saved)
 
 def too_deep_message() -> str:
-    """The message of the ``parse`` problem of a file deeper than :data:`MAX_NESTING` (its
-    wording, which names libcst, is part of the output and is kept as it always was)."""
-    return f"too deeply nested for libcst to parse (more than {MAX_NESTING} levels); file skipped"
+    """The message of the ``parse`` problem (CKP902) of a file deeper than :data:`MAX_NESTING`."""
+    return f"too deeply nested to check (more than {MAX_NESTING} levels); file skipped"
 
 def nesting_depth(tree: ast.AST) -> int:
     """The depth of ``tree`` as :data:`MAX_NESTING` counts it: levels of the AST plus the
