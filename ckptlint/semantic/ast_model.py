@@ -83,6 +83,9 @@ _ENTERED = frozenset(
         ast.Delete,
     }
 )
+#: Nodes without child nodes (:func:`child_nodes` is empty) that :meth:`AstModel._enter`
+#: does not handle: the walk passes over them.
+_LEAVES = frozenset({ast.Name, ast.Constant, ast.Pass, ast.Break, ast.Continue, ast.alias})
 _ASSIGNING = frozenset(
     {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.withitem}
 )
@@ -134,24 +137,35 @@ class AstModel:
         return model
 
     def _walk(self) -> None:
-        stack: list[tuple[ast.AST, AstScope]] = [(self.module, self.module_scope)]
+        # two stacks side by side, node and scope (no tuple a node): every node of the module
+        nodes: list[ast.AST] = [self.module]
+        scopes: list[AstScope] = [self.module_scope]
+        pop_node, pop_scope = nodes.pop, scopes.pop
         parents = self.parents
         entered = _ENTERED
-        while stack:
-            node, scope = stack.pop()
+        libcst_order = _LIBCST_ORDER
+        leaves = _LEAVES
+        while nodes:
+            node = pop_node()
+            scope = pop_scope()
             kind = type(node)
+            if kind in leaves:
+                continue
             pending = self._enter(node, scope) if kind in entered else None
             if pending is None:  # most nodes: the children share the node's scope
                 # calls and bindings in source order: a dict's keys and values alternate
-                found = fields_order_children(node) if kind in _LIBCST_ORDER else child_nodes(node)
-                for child in found:
-                    parents[child] = node
-                found.reverse()
-                stack.extend([(child, scope) for child in found])
+                found = fields_order_children(node) if kind in libcst_order else child_nodes(node)
+                if found:
+                    parents.update(dict.fromkeys(found, node))
+                    found.reverse()
+                    nodes += found
+                    scopes += [scope] * len(found)
             else:
                 for child, _ in pending:
                     parents[child] = node
-                stack.extend(reversed(pending))
+                for child, inner in reversed(pending):
+                    nodes.append(child)
+                    scopes.append(inner)
 
     def _enter(self, node: ast.AST, scope: AstScope) -> list[tuple[ast.AST, AstScope]] | None:
         """Record what ``node`` binds; return its children with their scopes when they differ

@@ -483,3 +483,18 @@ def test_the_production_path_does_not_use_it() -> None:
             elif isinstance(node, ast.Import) and any(a.name.endswith("ast_model") for a in node.names):
                 importers.append(path.relative_to(ROOT).as_posix())
     assert importers == []
+
+
+def test_the_nodes_the_walk_passes_over_have_no_children_and_bind_nothing() -> None:
+    """``AstModel._walk`` skips :data:`_LEAVES` when it pops them (their parents are set when
+    their parent is walked): each has no child node and is not a node ``_enter`` handles."""
+    from ckptlint.semantic import ast_model
+    from ckptlint.semantic.ast_walk import child_nodes
+
+    tree = ast.parse("import os as o\nfor x in y:\n    pass\n    break\n    continue\nz = 1\n")
+    met = {type(node) for node in ast.walk(tree)}
+    assert ast_model._LEAVES <= met
+    for node in ast.walk(tree):
+        if type(node) in ast_model._LEAVES:
+            assert child_nodes(node) == []
+            assert type(node) not in ast_model._ENTERED
