@@ -48,7 +48,6 @@ class DeclarationError(ValueError):
     """A declaration file that cannot be read; the message names the file and the reason."""
 
 
-
 #: Where a marker that is never true holds.
 MARKER_NOWHERE = "in no environment torch 2.13 installs in (Python 3.10 to 3.15)"
 

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ckptlint.lint.results import Problem, ProblemKind
 from ckptlint.text.reading import NotRegularFile, load_source
 from ckptlint.text.source import SourceDecodeError
-
-if TYPE_CHECKING:
-    pass
 
 MAX_FILE_BYTES = 2 * 2**20
 """Files larger than this (bytes) are not parsed; the largest file of the real repositories

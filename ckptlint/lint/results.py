@@ -5,14 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from ckptlint.rule_codes import IO_ERROR, REGION_RULES
 from ckptlint.text.diagnostics import Diagnostic
 from ckptlint.text.source import SourceFile
-
-if TYPE_CHECKING:
-    pass
 
 
 class FixMode(str, Enum):

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
 
 class Interrupted(BaseException):
     """Raised in the main thread by a :class:`StopFlag` in ``hard`` mode (nothing is being

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ckptlint.config.settings import Settings
 from ckptlint.lint.collection import collected_after
@@ -12,9 +11,6 @@ from ckptlint.lint.limits import internal_error
 from ckptlint.lint.linter import FileLinter
 from ckptlint.lint.results import FileResult, FixMode, Problem, ProblemKind
 from ckptlint.rule_codes import UNUSED_NOQA
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,6 @@ class Evidence:
     api: str = "model"
 
 
-
 def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
     """Return the likely causes of ``differences`` given the evidence, most specific first.
 
@@ -353,7 +352,6 @@ def diagnose(differences: list[Difference], ev: Evidence) -> list[Suggestion]:
             seen.add((s.code, s.cause))
             unique.append(s)
     return unique
-
 
 
 def _state_causes(differences: list[Difference], ev: Evidence, wrong: bool, grad_diffs: bool) -> list[Suggestion]:

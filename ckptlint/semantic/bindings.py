@@ -10,23 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Generic
+from typing import Generic, TypeVar
 
-if TYPE_CHECKING:
-    from typing_extensions import TypeVar
-
-    N = TypeVar("N")
-    E = TypeVar("E")
-else:
-    from typing import TypeVar
-
-    N = TypeVar("N")
-    E = TypeVar("E")
-
+N = TypeVar("N")
+E = TypeVar("E")
 
 
 __all__ = ["EACH", "ENTER", "Assigned", "Binding", "BindingKind", "Mutation", "MutationKind", "Scope", "ScopeKind"]
-
 
 
 #: Method names that mutate the object they are called on (lists, dicts, sets, deques).
@@ -53,14 +43,12 @@ MUTATING_METHODS = frozenset(
 )
 
 
-
 class ScopeKind(str, Enum):
     MODULE = "module"
     CLASS = "class"
     FUNCTION = "function"
     LAMBDA = "lambda"
     COMPREHENSION = "comprehension"
-
 
 
 class BindingKind(str, Enum):
@@ -76,15 +64,12 @@ class BindingKind(str, Enum):
     WALRUS = "walrus"
 
 
-
 #: An :attr:`Assigned.path` step: an element of the iterable (``for`` targets).
 EACH = "each"
 
 
-
 #: An :attr:`Assigned.path` step: what entering the context manager returns (``with ... as``).
 ENTER = "enter"
-
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,7 +109,6 @@ class Assigned(Generic[N, E]):
         return self.value
 
 
-
 @dataclass(eq=False)
 class Binding(Generic[N, E]):
     """One place where a name gets a value.
@@ -155,7 +139,6 @@ class Binding(Generic[N, E]):
     assigned: Assigned[N, E] | None = None
 
 
-
 class MutationKind(str, Enum):
     """How a :class:`Mutation` writes into its object."""
 
@@ -164,7 +147,6 @@ class MutationKind(str, Enum):
     AUGMENTED = "augmented"  # obj.attr += v, obj[k] += v
     METHOD = "method"  # obj.append(v)
     DELETE = "delete"  # del obj[k], del obj.attr
-
 
 
 @dataclass(eq=False)
@@ -181,7 +163,6 @@ class Mutation(Generic[N, E]):
     scope: Scope[N, E]
     kind: MutationKind
     method: str | None = None
-
 
 
 @dataclass(eq=False)
@@ -207,6 +188,5 @@ class Scope(Generic[N, E]):
         while scope.kind is ScopeKind.COMPREHENSION and scope.parent is not None:
             scope = scope.parent
         return scope
-
 
 

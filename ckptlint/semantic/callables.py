@@ -19,7 +19,6 @@ from dataclasses import dataclass
 __all__ = ["Signature"]
 
 
-
 @dataclass(frozen=True)
 class Signature:
     """What a ``def``/lambda accepts.
@@ -38,6 +37,5 @@ class Signature:
     def accepts(self, keyword: str) -> bool:
         """Whether passing ``keyword=...`` binds (TypeError otherwise)."""
         return self.var_keyword or keyword in self.keywords
-
 
 

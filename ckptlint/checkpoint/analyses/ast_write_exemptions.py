@@ -174,7 +174,6 @@ def _log_call(model: AstModel, call: ast.Call) -> bool:
     return LOGGER_NAME_PART in last.lower()
 
 
-
 def sets_rng_state(frame: AstFrame) -> bool:
     """Whether the frame sets the device or CPU RNG state, itself or through a function of
     its module (an RNG tracker switching streams: ColossalAI's ``SeedManager.set_mode``)."""
@@ -211,7 +210,6 @@ def constant_write(frame: AstFrame, node: ast.AST) -> bool:
     return constant_key(value, frame.analysis.model) is not None
 
 
-
 def constant_key(value: ast.expr, model: AstModel) -> object | None:
     """What constant ``value`` denotes, as a key that compares equal for equal constants
     (literals by their value, empty containers by their kind: ``List``, ``Dict``, ...), or ``None``."""
@@ -224,7 +222,6 @@ def constant_key(value: ast.expr, model: AstModel) -> object | None:
         return ("empty", func.id.capitalize())
     literal = literal_value(value, model)
     return None if literal is NOT_LITERAL else ("literal", literal)
-
 
 
 def idempotent_conversion(analysis: AstAnalysis, node: ast.AST, text: str) -> bool:
@@ -522,7 +519,6 @@ def assigns_in(analysis: AstAnalysis, body: list[ast.stmt] | ast.AST, target: st
         if isinstance(statement, ast.Assign) and any(node_code(analysis, t) == target for t in statement.targets):
             return True
     return False
-
 
 
 def shape_bookkeeping(node: ast.AST) -> bool:

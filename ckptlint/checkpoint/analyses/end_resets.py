@@ -17,23 +17,13 @@ This module holds the record of a reset, ``_Reset``; the analysis is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic
+from typing import Generic, TypeVar
 
-if TYPE_CHECKING:
-    from typing_extensions import TypeVar
-
-
-    #: The frame a reset is made in (``AstFrame`` in :mod:`ckptlint.checkpoint.analyses.ast_end_resets`).
-    Fr = TypeVar("Fr")
-else:
-    from typing import TypeVar
-
-    Fr = TypeVar("Fr")
-
+#: The frame a reset is made in (``AstFrame`` in :mod:`ckptlint.checkpoint.analyses.ast_end_resets`).
+Fr = TypeVar("Fr")
 
 
 __all__ = []
-
 
 
 @dataclass(frozen=True)
@@ -44,6 +34,5 @@ class _Reset(Generic[Fr]):
     frame: Fr
     attr: str
     index: int
-
 
 

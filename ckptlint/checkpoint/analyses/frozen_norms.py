@@ -32,15 +32,8 @@ This module holds the record of a freeze, :class:`Freeze`; the analysis is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
-
 
 __all__ = ["Freeze"]
-
 
 
 @dataclass(frozen=True)
@@ -56,6 +49,5 @@ class Freeze:
     layers: frozenset[str]
     owners: tuple[str, ...]
     flags: tuple[str, ...]
-
 
 

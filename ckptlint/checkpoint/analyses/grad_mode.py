@@ -18,31 +18,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Generic
+from typing import Generic, TypeVar
 
 from ckptlint.facts.grad_mode import GradModeEffect
 
-if TYPE_CHECKING:
-    from typing_extensions import TypeVar
-
-    # The node a context holds (``ast`` nodes in :mod:`ckptlint.checkpoint.analyses.ast_grad_mode`).
-    N = TypeVar("N")
-else:
-    from typing import TypeVar
-
-    N = TypeVar("N")
-
+# The node a context holds (``ast`` nodes in :mod:`ckptlint.checkpoint.analyses.ast_grad_mode`).
+N = TypeVar("N")
 
 
 __all__ = ["GradMode", "GradModeContext", "context_mode"]
-
 
 
 class GradMode(str, Enum):
     ENABLED = "enabled"  # no grad-mode context (the caller's mode), or enable_grad()
     DISABLED = "disabled"  # no_grad() / inference_mode() / set_grad_enabled(False)
     UNKNOWN = "unknown"  # set_grad_enabled(expr), inference_mode(expr)
-
 
 
 @dataclass(frozen=True)
@@ -62,7 +52,6 @@ class GradModeContext(Generic[N]):
     decorator: bool = False
 
 
-
 def context_mode(effect: GradModeEffect, name: str, value: object, passed: bool) -> GradMode:
     """The mode a grad-mode context of qualified name ``name`` sets, given the literal value
     of its ``mode`` argument (``NOT_LITERAL`` when it is not a literal; ``passed``: whether
@@ -80,6 +69,5 @@ def context_mode(effect: GradModeEffect, name: str, value: object, passed: bool)
             return GradMode.DISABLED
         return GradMode.UNKNOWN  # inference_mode(False) leaves grad mode to the caller
     return GradMode.DISABLED
-
 
 

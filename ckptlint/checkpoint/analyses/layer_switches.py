@@ -26,17 +26,9 @@ This module holds :func:`switch_is_on`; the analysis is :mod:`ckptlint.checkpoin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ckptlint.checkpoint.sites.options import NOT_LITERAL
 
-if TYPE_CHECKING:
-    pass
-
-
-
 __all__ = ["switch_is_on"]
-
 
 
 def switch_is_on(value: object, off_when: object) -> bool | None:
@@ -49,6 +41,5 @@ def switch_is_on(value: object, off_when: object) -> bool | None:
         return float(value) != float(off_when)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
-
 
 

@@ -39,13 +39,10 @@ else:
     M = TypeVar("M")
 
 
-
 __all__ = ["LOOP_VARIABLE", "OuterRead", "OuterWrite"]
 
 
-
 STATE_KINDS = (BindingKind.ASSIGNMENT, BindingKind.AUGMENTED, BindingKind.WALRUS)
-
 
 
 @dataclass(eq=False)
@@ -61,7 +58,6 @@ class OuterWrite(Generic[N, Fr, M]):
     @property
     def analysis(self) -> M:
         return self.frame.analysis
-
 
 
 @dataclass(eq=False)
@@ -90,7 +86,6 @@ class OuterRead(Generic[R, Fr, M]):
         return self.frame.analysis
 
 
-
 class Owner(str, Enum):
     """Where a name used in a frame lives, relative to that frame."""
 
@@ -102,7 +97,6 @@ class Owner(str, Enum):
     UNKNOWN = "unknown"  # bound nowhere in the module (a builtin, or undefined)
 
 
-
 def describe(kind: Owner, base: str) -> str:
     names = {
         Owner.SELF: "state of the module (`self`)",
@@ -112,14 +106,11 @@ def describe(kind: Owner, base: str) -> str:
     return names.get(kind, f"`{base}`")
 
 
-
 #: How :func:`ckptlint.checkpoint.analyses.ast_outer_reads._changed` starts the reason for a loop variable read by a closure defined in the
 #: loop (the late-binding trap); the rule words its advice for it.
 LOOP_VARIABLE = "the variable of the loop that runs the checkpoint"
 
 
-
 LOOP_REBINDING = "in the loop that also runs the checkpoint"
-
 
 

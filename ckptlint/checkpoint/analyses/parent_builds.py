@@ -31,31 +31,20 @@ analysis is :mod:`ckptlint.checkpoint.analyses.ast_parent_builds`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic
+from typing import Generic, TypeVar
 
 from ckptlint.checkpoint.evaluator.denotations import InstanceValue
 
-if TYPE_CHECKING:
-    from typing_extensions import TypeVar
-
-
-    #: The building class's summary (an ``AstClassInfo`` where the analysis makes records).
-    C = TypeVar("C")
-else:
-    from typing import TypeVar
-
-    C = TypeVar("C")
-
+#: The building class's summary (an ``AstClassInfo`` where the analysis makes records).
+C = TypeVar("C")
 
 
 __all__ = ["ParentBuild"]
 
 
-
 #: Instances of the site's class read per building class (a backbone's stages build the same
 #: block with the same configuration; the first few say what it hands down).
 MAX_BUILDS = 8
-
 
 
 @dataclass(frozen=True)
@@ -71,6 +60,5 @@ class ParentBuild(Generic[C]):
 
     parent: C
     instance: InstanceValue
-
 
 

@@ -17,15 +17,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    pass
-
-
+from typing import Protocol
 
 __all__ = ["may_mention"]
-
 
 
 class FileReader(Protocol):
@@ -34,7 +28,6 @@ class FileReader(Protocol):
     def record_read(self, path: Path) -> None: ...
 
     def unsaved_text(self, path: Path) -> str | None: ...
-
 
 
 def may_mention(path: Path, names: dict[str, int], project: FileReader | None) -> bool:
@@ -51,6 +44,5 @@ def may_mention(path: Path, names: dict[str, int], project: FileReader | None) -
         except OSError:
             return True
     return any(re.search(rf"(?<!def )\b{re.escape(name)}\b", text) for name in names)  # its own `def`s aside
-
 
 

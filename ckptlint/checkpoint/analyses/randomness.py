@@ -15,31 +15,19 @@ is :mod:`ckptlint.checkpoint.analyses.ast_randomness`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic
+from typing import Generic, TypeVar
 
 from ckptlint.checkpoint.evaluator.denotations import LayerUse
 
-if TYPE_CHECKING:
-    from typing_extensions import TypeVar
-
-    # The node, module analysis, frame and expression a record holds (``ast`` nodes, an
-    # ``AstAnalysis`` and an ``AstFrame`` in :mod:`ckptlint.checkpoint.analyses.ast_randomness`).
-    N = TypeVar("N")
-    M = TypeVar("M")
-    R = TypeVar("R")
-    E = TypeVar("E")
-else:
-    from typing import TypeVar
-
-    N = TypeVar("N")
-    M = TypeVar("M")
-    R = TypeVar("R")
-    E = TypeVar("E")
-
+# The node, module analysis, frame and expression a record holds (``ast`` nodes, an
+# ``AstAnalysis`` and an ``AstFrame`` in :mod:`ckptlint.checkpoint.analyses.ast_randomness`).
+N = TypeVar("N")
+M = TypeVar("M")
+R = TypeVar("R")
+E = TypeVar("E")
 
 
 __all__ = ["RandomOp", "UnpreservedSource"]
-
 
 
 @dataclass(eq=False)
@@ -65,7 +53,6 @@ class RandomOp(Generic[N, M, R, E]):
     layer: LayerUse | None = None
 
 
-
 # ------------------------------------------------------------------ sources (CKP103)
 @dataclass(eq=False)
 class UnpreservedSource(Generic[N, M]):
@@ -74,6 +61,5 @@ class UnpreservedSource(Generic[N, M]):
     node: N
     analysis: M
     what: str
-
 
 

@@ -34,7 +34,6 @@ from ckptlint.facts.apis import ApiKind
 __all__ = ["may_skip_backward"]
 
 
-
 def may_skip_backward(site: CheckpointSite[Any, Any, Any, Any]) -> bool:
     """Whether ``site`` is a call of torch's checkpoint that runs the reentrant variant: the
     only sites :func:`~ckptlint.checkpoint.analyses.ast_reentrant_backward.never_backward` can answer ``True``
@@ -45,6 +44,5 @@ def may_skip_backward(site: CheckpointSite[Any, Any, Any, Any]) -> bool:
         and site.runs_reentrant is True
         and site.form in (SiteForm.CALL, SiteForm.BOUND_CALL, SiteForm.PARTIAL)
     )
-
 
 

@@ -10,21 +10,12 @@ empty constructors, idempotent conversions, shape attributes and calls); the ana
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
-
-
 #: Mutating methods that add to a container, and the ones that take the addition back
 #: (LIFO ``pop()``; ``pop(0)`` after ``append`` removes another element, so it is no pair).
 _PUSHES = {"append": "pop", "appendleft": "popleft", "add": "discard"}
 
 
-
 _POPS = {"pop": "append", "popleft": "appendleft", "discard": "add", "remove": "add"}
-
 
 
 _RNG_STATE_SETTERS = frozenset(
@@ -32,16 +23,13 @@ _RNG_STATE_SETTERS = frozenset(
 )
 
 
-
 #: Generator methods that set a generator's state (``torch.cuda.default_generators[i].set_state``,
 #: ``torch._C._cuda_setRNGState`` in Megatron's ``_set_cuda_rng_state``).
 _GENERATOR_SETTERS = frozenset({"set_state", "_cuda_setRNGState"})
 
 
-
 #: Calls that build an empty container: ``list()`` is as constant as ``[]``.
 _EMPTY_CONSTRUCTORS = frozenset({"list", "dict", "set", "tuple"})
-
 
 
 #: Tensor methods ``f`` with ``f(f(t, *a), *a) == f(t, *a)``: converting twice with the same
@@ -51,12 +39,9 @@ _IDEMPOTENT_CONVERSIONS = frozenset(
 )
 
 
-
 _SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device"})
 
 
-
 _SHAPE_CALLS = frozenset({"size", "dim", "len", "int", "tuple", "numel"})
-
 
 

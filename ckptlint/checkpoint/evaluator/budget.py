@@ -26,9 +26,7 @@ if TYPE_CHECKING:
     from ckptlint.checkpoint.evaluator.denotations import Context, Value
 
 
-
 __all__ = ["EvaluationBudget", "Memo"]
-
 
 
 #: Results of the query in progress, by ``(id(expression), id(context))``; the entry keeps
@@ -36,18 +34,15 @@ __all__ = ["EvaluationBudget", "Memo"]
 Memo = dict[tuple[int, int], tuple["Context", "ast.expr", "list[Value]"]]
 
 
-
 #: How many times a complete query evaluates a cycle (``model = wrap(model)``) again with the
 #: values found so far before it gives up on knowing them whole.
 _CYCLE_ROUNDS = 4
-
 
 
 #: How deep a complete query follows evaluations (names, calls, returns): a model built by a
 #: helper of another module and passed through a few ``model = convert(model)`` steps is
 #: more than :data:`MAX_EVAL_DEPTH` deep; the query's steps bound what this costs.
 _COMPLETE_DEPTH = 2 * MAX_EVAL_DEPTH
-
 
 
 class EvaluationBudget:
@@ -168,12 +163,10 @@ class EvaluationBudget:
         return True
 
 
-
 def _count_steps(used: int) -> None:
     from ckptlint import perf
 
     perf.add("evaluation_steps", used)
-
 
 
 def _identities(values: list[Value]) -> frozenset[object]:
@@ -197,6 +190,5 @@ def _identities(values: list[Value]) -> frozenset[object]:
         else:
             out.add(OpaqueValue)
     return frozenset(out)
-
 
 

@@ -21,19 +21,10 @@ This module holds the limit on those values, :data:`MAX_CHOICES`; the reading is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
-
-
 __all__ = ["MAX_CHOICES"]
-
 
 
 #: Most values a field may have for its set to be used (past it: unknown).
 MAX_CHOICES = 32
-
 
 

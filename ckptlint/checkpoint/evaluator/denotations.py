@@ -42,13 +42,10 @@ else:
     L = TypeVar("L")
 
 
-
 __all__ = ["AttributeValue", "ClassInfo", "ConstructorEnv", "Context", "LayerUse"]
 
 
-
 MAX_EVAL_DEPTH = 12
-
 
 
 @dataclass(eq=False, repr=False)
@@ -69,7 +66,6 @@ class Context(Generic[M, E, N]):
     bound: N | None = None
 
 
-
 class ConstructorEnv(dict):
     """``__init__``'s parameters bound by a constructor call seen whole (no ``*``/``**``
     arguments): a parameter of ``init`` it does not bind holds its default. An instance whose
@@ -80,7 +76,6 @@ class ConstructorEnv(dict):
         self.init = init
 
 
-
 class Value:
     """Something an expression may evaluate to."""
 
@@ -88,18 +83,15 @@ class Value:
         return f"<{type(self).__name__} {describe_value(self)}>"
 
 
-
 class OpaqueValue(Value):
     """A value that exists but is not understood (``nn.Linear(4, 4)``): it keeps the
     positions of container elements (``checkpoint_sequential`` segments) exact."""
-
 
 
 class TorchValue(OpaqueValue):
     """Something of torch (``nn.Linear``, ``nn.Linear(4, 4)``, ``torch.matmul``) that is
     none of the layers the torchfacts tables describe: known, with no random draws or
     running statistics of its own. Attributes and calls of it are torch values too."""
-
 
 
 @dataclass(eq=False, repr=False)
@@ -112,14 +104,12 @@ class ForwardingValue(OpaqueValue):
     wrapper: ForwardingWrapper
 
 
-
 @dataclass(eq=False, repr=False)
 class ModuleValue(Value):
     """A module of the linted tree (``from . import blocks``, ``import pkg.blocks as pb``),
     by dotted name: its attributes are parsed when asked for (through the :class:`~ckptlint.semantic.project.AstProject` loader)."""
 
     module: str
-
 
 
 @dataclass(eq=False, repr=False)
@@ -129,13 +119,11 @@ class FunctionValue(Value, Generic[L, M, E, N]):
     bound_method: bool = False  # reached as ``obj.method``: the first parameter is bound
 
 
-
 @dataclass(eq=False, repr=False)
 class ClassValue(Value):
     info: ClassInfo
     #: made by ``functools.partial(cls, ...)``: its constructor calls are not seen whole
     partial: bool = False
-
 
 
 @dataclass(eq=False, repr=False)
@@ -147,12 +135,10 @@ class InstanceValue(Value):
     env: dict[Binding, tuple[ast.expr, Context]] = field(default_factory=dict)
 
 
-
 @dataclass(eq=False, repr=False)
 class LayerClassValue(Value):
     qualified: str
     fact: LayerFact
-
 
 
 @dataclass(eq=False, repr=False)
@@ -203,7 +189,6 @@ class ContainerValue(Value):
         return None
 
 
-
 def partially_applied(value: Value) -> Value:
     """``value`` as ``functools.partial(value, ...)`` returns it, when the partial binds arguments:
     a later call of it passes more than it shows, so its parameters' defaults are not known to
@@ -213,7 +198,6 @@ def partially_applied(value: Value) -> Value:
     if isinstance(value, ClassValue):
         return ClassValue(value.info, partial=True)
     return value
-
 
 
 def wrapper_returned(wrapper: ForwardingWrapper, wrapped: list[Value]) -> Value:
@@ -228,7 +212,6 @@ def wrapper_returned(wrapper: ForwardingWrapper, wrapped: list[Value]) -> Value:
     return ContainerValue(elements)
 
 
-
 def attribute_owners(value: Value, name: str) -> list[Value]:
     """The objects that answer ``value.name``: for a library's wrapper that forwards ``name`` to
     the model it wraps (DeepSpeed's engine), the model's values (through wrappers of wrappers;
@@ -236,8 +219,6 @@ def attribute_owners(value: Value, name: str) -> list[Value]:
     if isinstance(value, ForwardingValue) and name in value.wrapper.forwarded:
         return [owner for wrapped in value.wrapped for owner in attribute_owners(wrapped, name)]
     return [value]
-
-
 
 
 if TYPE_CHECKING:  # generic for the type checker only: a generic named tuple needs 3.11
@@ -260,7 +241,6 @@ else:
         path: tuple[int | str, ...] = ()
 
 
-
 @dataclass(eq=False, repr=False)
 class ClassInfo(Generic[M, K, F, E]):
     """The per-class summary regions need: methods, attribute assignments, buffers."""
@@ -280,7 +260,6 @@ class ClassInfo(Generic[M, K, F, E]):
         return name if isinstance(name, str) else name.value  # an ``ast`` class's name is a ``str``
 
 
-
 def replace_ctx(ctx: Context[M, E, N], **changes: object) -> Context[M, E, N]:
     """A copy of ``ctx`` with the fields named in ``changes`` replaced."""
     fields: dict[str, Any] = {
@@ -296,7 +275,6 @@ def replace_ctx(ctx: Context[M, E, N], **changes: object) -> Context[M, E, N]:
     return Context(**fields)
 
 
-
 def describe_value(value: Value) -> str:
     """How a region names a value in its ``via``: a function's name, ``Class.forward``, a
     layer's name, ``nn.Sequential``, else ``?``."""
@@ -309,7 +287,5 @@ def describe_value(value: Value) -> str:
     if isinstance(value, ContainerValue):
         return "nn.Sequential"
     return "?"
-
-
 
 

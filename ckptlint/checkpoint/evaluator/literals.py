@@ -5,16 +5,9 @@ their argument, the builtin classes a literal may name, and the record of such a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
-
 
 #: Calls that return a copy of their one argument (``copy.deepcopy(cfg)``).
 _COPY_FUNCTIONS = frozenset({"copy.deepcopy", "copy.copy", "builtins.dict"})
-
 
 
 _BUILTIN_TYPES: dict[str, type] = {
@@ -30,12 +23,10 @@ _BUILTIN_TYPES: dict[str, type] = {
 }
 
 
-
 @dataclass(frozen=True)
 class _BuiltinType:
     """A builtin class as a literal (``list`` in ``type(x) == list``)."""
 
     name: str
-
 
 

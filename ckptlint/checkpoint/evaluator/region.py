@@ -5,19 +5,10 @@ limit is read by :mod:`~ckptlint.checkpoint.evaluator.ast_regions`,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
-
-
 __all__ = ["MAX_DEPTH"]
-
 
 
 #: Levels of calls followed below the checkpointed callable (its own body is level 0).
 MAX_DEPTH = 3
-
 
 

@@ -6,17 +6,9 @@ of a deep region. Read by :mod:`ckptlint.checkpoint.evaluator.ast_regions`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ckptlint.checkpoint.evaluator.region import MAX_DEPTH
 
-if TYPE_CHECKING:
-    pass
-
-
-
 __all__ = []
-
 
 
 #: Evaluation steps (expressions evaluated) one query may take: a region, or one
@@ -26,9 +18,7 @@ __all__ = []
 REGION_BUDGET = 20_000
 
 
-
 QUERY_BUDGET = 2_000
-
 
 
 #: Evaluation steps all queries of one linted module may take together (one
@@ -37,10 +27,8 @@ QUERY_BUDGET = 2_000
 FILE_BUDGET = 100_000
 
 
-
 #: Levels of calls a region is followed to where a finding needs every way its frames are
 #: reached (:meth:`~ckptlint.checkpoint.evaluator.ast_regions.AstRegionBuilder.deep_region`).
 DEEP_DEPTH = MAX_DEPTH + 3
-
 
 

@@ -26,10 +26,8 @@ from enum import Enum
 __all__ = ["ValueGuess", "ValueKind"]
 
 
-
 #: File name endings of saved training state (torch.save, safetensors, pickles, archives).
 CHECKPOINT_FILE_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin", ".safetensors", ".pkl", ".pickle", ".tar", ".npz", ".h5")
-
 
 
 class ValueKind(str, Enum):
@@ -41,7 +39,6 @@ class ValueKind(str, Enum):
     MODULE = "module"
     SAVE_FUNCTION = "torch.save"
     LOAD_FUNCTION = "torch.load"
-
 
 
 @dataclass(frozen=True)
@@ -59,24 +56,18 @@ class ValueGuess:
     node: ast.expr
 
 
-
 _OPTIMIZER_NAME = re.compile(r"(?:^|_)optim(?:izer)?$")
-
 
 
 _SCHEDULER_NAME = re.compile(r"(?:^|_)(?:lr_)?scheduler$")
 
 
-
 _PATH_NAME = re.compile(r"(?:^|_)(?:path|dir|directory|file|filename|fname|folder)$")
-
 
 
 _STATE_NAME = re.compile(r"(?:^|_)(?:state|states|state_dict|ckpt|checkpoint)$")
 
 
-
 _MODULE_NAME = re.compile(r"(?:^|_)(?:model|module|net|network)$")
-
 
 

@@ -23,10 +23,8 @@ from __future__ import annotations
 __all__ = ["SEQUENTIAL_KEYWORDS"]
 
 
-
 #: What ``checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs)`` takes
 #: by keyword (``preserve_rng_state`` is popped from ``**kwargs``; anything else raises).
 SEQUENTIAL_KEYWORDS = frozenset({"functions", "segments", "input", "use_reentrant", "preserve_rng_state"})
-
 
 

@@ -26,15 +26,8 @@ Holds the word match over the file's text (``word_occurrences``), used by
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
-
 
 __all__ = []
-
 
 
 def word_occurrences(derived: dict[str, object], text: str, name: str) -> int:
@@ -48,6 +41,5 @@ def word_occurrences(derived: dict[str, object], text: str, name: str) -> int:
     if found is None:
         found = counts[name] = len(re.findall(rf"(?<![\w]){re.escape(name)}(?![\w])", text))
     return found
-
 
 

@@ -16,30 +16,19 @@ Holds the node-free parts (:data:`Condition`, :func:`format_condition`, :func:`j
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
-
-
 __all__ = ["Condition", "format_condition", "common", "joined"]
-
 
 
 #: Longest condition text shown (longer ones end with an ellipsis).
 MAX_CONDITION = 80
 
 
-
 #: How many calls up the conditions of a function's callers are read.
 MAX_CALLER_DEPTH = 3
 
 
-
 #: A condition: its conjuncts, each a text in backquotes (a switch followed by its default).
 Condition = tuple[str, ...]
-
 
 
 class Stated(str):
@@ -47,11 +36,9 @@ class Stated(str):
     statement that "raises `ImportError`"), rather than an expression to show in backquotes."""
 
 
-
 def format_condition(parts: Condition) -> str:
     """``parts`` as a message suffix."""
     return "; this code runs only when " + " and ".join(parts) if parts else ""
-
 
 
 def joined(*conditions: Condition) -> Condition:
@@ -62,7 +49,6 @@ def joined(*conditions: Condition) -> Condition:
     return tuple(parts)
 
 
-
 def common(conditions: list[Condition]) -> Condition:
     """The parts every one of ``conditions`` holds, in the first one's order (none when
     ``conditions`` is empty): what holds whichever of several ways the code is reached."""
@@ -70,6 +56,5 @@ def common(conditions: list[Condition]) -> Condition:
         return ()
     first, *rest = conditions
     return tuple(part for part in first if all(part in other for other in rest))
-
 
 

@@ -26,13 +26,10 @@ if TYPE_CHECKING:
     pass
 
 
-
 __all__ = []
 
 
-
 _WORDS = tuple(w.encode() for w in sorted(gate_names()[0] | {"checkpoint", "ckpt", "recompute"}))
-
 
 
 #: (path, size, mtime) -> the names the file defines with a ``def`` whose text mentions a
@@ -40,30 +37,23 @@ _WORDS = tuple(w.encode() for w in sorted(gate_names()[0] | {"checkpoint", "ckpt
 _MENTIONS: dict[tuple[str, int, int], frozenset[str]] = {}
 
 
-
 #: path -> (the text of its editor buffer, the names as for ``_MENTIONS``), for its last text
 _BUFFER_MENTIONS: dict[str, tuple[str, frozenset[str]]] = {}
-
 
 
 _DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 
 
-
 _FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
-
 
 
 _WORD = re.compile(rb"\w+")
 
 
-
 _MAX_REMEMBERED = 50_000
 
 
-
 _MAX_BUFFERS = 64
-
 
 
 def _checkpointing_defs(raw: bytes) -> list[bytes]:
@@ -83,14 +73,12 @@ def _checkpointing_defs(raw: bytes) -> list[bytes]:
     return found
 
 
-
 def _may_define_helper(path: Path, name: str, unsaved: str | None = None) -> bool:
     """Whether the file at ``path`` defines a function or method ``name`` whose text mentions
     a checkpoint API, or imports ``name`` (or ``*``), from its bytes (kept per file version);
     ``unsaved``: its text in an editor's buffer, read instead of the file."""
     found = _buffer_helper_names(str(path), unsaved) if unsaved is not None else _file_helper_names(path)
     return name in found or "*" in found
-
 
 
 def _buffer_helper_names(path: str, text: str) -> frozenset[str]:
@@ -105,7 +93,6 @@ def _buffer_helper_names(path: str, text: str) -> frozenset[str]:
     found = _helper_names(text.encode("utf-8", "surrogatepass"))
     _BUFFER_MENTIONS[path] = (text, found)
     return found
-
 
 
 def _file_helper_names(path: Path) -> frozenset[str]:
@@ -127,7 +114,6 @@ def _file_helper_names(path: Path) -> frozenset[str]:
     return found
 
 
-
 def _helper_names(raw: bytes) -> frozenset[str]:
     """The names ``raw`` defines with a ``def`` mentioning a checkpoint API, and those it
     imports with ``from ... import`` (re-exports: ``from .gradient import helper`` / ``*``)."""
@@ -135,6 +121,5 @@ def _helper_names(raw: bytes) -> frozenset[str]:
     for names in _FROM_IMPORT.findall(raw):
         defined += _WORD.findall(names) + ([b"*"] if b"*" in names else [])
     return frozenset(d.decode("ascii", "replace") for d in defined)
-
 
 

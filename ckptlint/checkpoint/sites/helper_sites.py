@@ -23,27 +23,17 @@ Holds :data:`MAX_LEVELS` and ``HELPED_KINDS`` (the API kinds a helper may wrap),
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ckptlint.facts.apis import ApiKind
 
-if TYPE_CHECKING:
-    pass
-
-
-
 __all__ = ["HELPED_KINDS", "MAX_LEVELS"]
-
 
 
 #: Helper levels followed: a helper (1), a helper calling it (2), one calling that (3).
 MAX_LEVELS = 3
 
 
-
 #: The API kinds whose callable a helper may pass on: torch's function form and other
 #: libraries' functions (Megatron's ``checkpoint(forward_func, distribute, *args)``).
 HELPED_KINDS = frozenset({ApiKind.FUNCTION, ApiKind.LIBRARY_FUNCTION})
-
 
 

@@ -51,9 +51,7 @@ else:
     C = TypeVar("C")
 
 
-
 __all__ = ["Helper", "HomeMade", "Implementation"]
-
 
 
 @dataclass(eq=False)
@@ -85,7 +83,6 @@ class Implementation(Generic[K, C]):
         return f"the stored blocks (their `{method}`)" if method else "the stored callable"
 
 
-
 @dataclass(eq=False)
 class Helper(Generic[F, K, C]):
     """A function that passes its parameter ``parameter`` (position ``index``) to an
@@ -99,13 +96,11 @@ class Helper(Generic[F, K, C]):
     api: CheckpointApi = field(default=HOME_MADE)
 
 
-
 @dataclass
 class HomeMade(Generic[F, K, C]):
     """The implementations and helpers of one module, by qualified name."""
 
     implementations: dict[str, Implementation[K, C]] = field(default_factory=dict)
     helpers: dict[str, Helper[F, K, C]] = field(default_factory=dict)
-
 
 

@@ -39,17 +39,13 @@ from ckptlint.facts.apis import CHECKPOINT_OPTIONS, ApiKind
 __all__ = ["STRONG_RATIO", "WEAK_RATIO", "Misspelling"]
 
 
-
 STRONG_RATIO = 0.85
-
 
 
 WEAK_RATIO = 0.75
 
 
-
 _BOOL_OPTIONS = frozenset({"use_reentrant", "preserve_rng_state", "debug", "early_stop"})
-
 
 
 def option_names(site: CheckpointSite) -> tuple[str, ...]:
@@ -60,11 +56,9 @@ def option_names(site: CheckpointSite) -> tuple[str, ...]:
     return tuple(dict.fromkeys(site.api.options + site.api.positional))
 
 
-
 def _extends(written: str, option: str) -> bool:
     """``eos_early_stop`` / ``debug_log``: the option is a whole ``_`` part of the name."""
     padded, part = f"_{written}_", f"_{option}_"
     return part in padded
-
 
 

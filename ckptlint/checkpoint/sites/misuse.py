@@ -39,36 +39,28 @@ from ckptlint.checkpoint.sites.argument_kinds import (
 __all__ = []
 
 
-
 _TRAINING_STATE = frozenset(
     {ValueKind.STATE_DICT, ValueKind.DICT, ValueKind.OPTIMIZER, ValueKind.SCHEDULER}
 )
 
 
-
 _ROUTINE_HINTS = frozenset({ValueKind.PATH, ValueKind.OPTIMIZER, ValueKind.SCHEDULER})
-
 
 
 _SAVE_ROUTINE = re.compile(r"(?:^|_)(?:save|saving|resume|resuming|restore|persist)(?:_|$)")
 
 
-
 _LOAD_ROUTINE = re.compile(r"(?:^|_)load(?:_|$)")
 
 
-
 _LOAD_OBJECT = re.compile(r"(?:^|_)(?:checkpoint|ckpt|state|weights)(?:_|s?$)")
-
 
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
-
 def _a(noun: str) -> str:
     return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
-
 
 

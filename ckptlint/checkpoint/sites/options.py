@@ -14,25 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Generic
+from typing import Generic
 
 __all__ = ["ABSENT", "NOT_LITERAL", "OptionOrigin", "OptionState", "OptionValue", "UNKNOWN"]
 
 
+from typing import TypeVar
 
-if TYPE_CHECKING:
-    from typing_extensions import TypeVar
-
-    #: The expression an option's value is read from, and the call argument carrying it
-    #: (``OptionValue[ast.expr, ast.AST]`` for ``ast`` sites).
-    E = TypeVar("E")
-    A = TypeVar("A")
-else:
-    from typing import TypeVar
-
-    E = TypeVar("E")
-    A = TypeVar("A")
-
+#: The expression an option's value is read from, and the call argument carrying it
+#: (``OptionValue[ast.expr, ast.AST]`` for ``ast`` sites).
+E = TypeVar("E")
+A = TypeVar("A")
 
 
 class _NotLiteral:
@@ -40,9 +32,7 @@ class _NotLiteral:
         return "NOT_LITERAL"
 
 
-
 NOT_LITERAL = _NotLiteral()
-
 
 
 class OptionState(str, Enum):
@@ -50,7 +40,6 @@ class OptionState(str, Enum):
     LITERAL = "literal"  # a literal, possibly through a variable bound to one
     EXPRESSION = "expression"  # passed, value only known at run time
     UNKNOWN = "unknown"  # may be hidden in * / ** arguments of unknown content
-
 
 
 class OptionOrigin(str, Enum):
@@ -62,7 +51,6 @@ class OptionOrigin(str, Enum):
     DICT = "dict"  # a `**` dictionary literal (or a variable bound to one)
     VARIABLE = "variable"  # a keyword or positional argument naming a variable bound to a literal
     DEFAULT = "default"  # not passed: the API's default applies
-
 
 
 @dataclass(frozen=True)
@@ -106,12 +94,9 @@ class OptionValue(Generic[E, A]):
         return self.state is OptionState.LITERAL and self.value is False
 
 
-
 ABSENT: OptionValue = OptionValue(OptionState.ABSENT)
 
 
-
 UNKNOWN: OptionValue = OptionValue(OptionState.UNKNOWN)
-
 
 

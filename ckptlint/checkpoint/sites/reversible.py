@@ -49,23 +49,14 @@ Holds the record (:class:`ReversibleShape`), which :mod:`ckptlint.checkpoint.sit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic
+from typing import Generic, TypeVar
 
-if TYPE_CHECKING:
-    from typing_extensions import TypeVar
-
-    # The re-run calls (``ReversibleShape[ast.Call]`` from
-    # :mod:`ckptlint.checkpoint.sites.ast_reversible`).
-    C = TypeVar("C")
-else:
-    from typing import TypeVar
-
-    C = TypeVar("C")
-
+# The re-run calls (``ReversibleShape[ast.Call]`` from
+# :mod:`ckptlint.checkpoint.sites.ast_reversible`).
+C = TypeVar("C")
 
 
 __all__ = ["ReversibleShape"]
-
 
 
 @dataclass(frozen=True)
@@ -90,6 +81,5 @@ class ReversibleShape(Generic[C]):
     method: str | None
     restores_rng: bool
     restores_autocast: bool
-
 
 

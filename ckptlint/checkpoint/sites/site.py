@@ -49,9 +49,7 @@ else:
     N = TypeVar("N")
 
 
-
 __all__ = ["CheckpointSite", "HelperCall", "HelperSummary", "Misspelling", "Reentrancy", "SaveForm", "SaveMisuse", "SiteForm"]
-
 
 
 class SiteForm(str, Enum):
@@ -59,7 +57,6 @@ class SiteForm(str, Enum):
     PARTIAL = "partial"  # functools.partial(API, ...): a binding, reported itself
     BOUND_CALL = "bound-call"  # a call through a partial binding of this module
     HELPER_CALL = "helper-call"  # a call of a function or method that checkpoints its parameter
-
 
 
 class Reentrancy(str, Enum):
@@ -81,7 +78,6 @@ class Reentrancy(str, Enum):
         return None
 
 
-
 class SaveForm(str, Enum):
     """Which ``torch.save``/``torch.load`` call the checkpoint call stands for."""
 
@@ -90,7 +86,6 @@ class SaveForm(str, Enum):
     SAVE_CALL = "save-call"  # checkpoint(torch.save, *args): torch.save(*args)
     LOAD_CALL = "load-call"  # checkpoint(torch.load, *args): torch.load(*args)
     UNKNOWN = "unknown"  # the arguments do not map
-
 
 
 @dataclass(frozen=True)
@@ -114,7 +109,6 @@ class SaveMisuse(Generic[E, A]):
     saved: E | None = None
     destination: E | None = None
     arguments: tuple[A, ...] = ()
-
 
 
 @dataclass(frozen=True)
@@ -144,7 +138,6 @@ class Misspelling(Generic[N, A, E]):
     value: E
 
 
-
 @dataclass(frozen=True, eq=False)
 class HelperCall(Generic[S]):
     """One checkpoint call inside a helper (a helper may pick one of several by its flags).
@@ -167,7 +160,6 @@ class HelperCall(Generic[S]):
     guards: tuple[tuple[str, bool], ...]
     plans: dict[str, tuple[str, ...]]
     inputs: tuple[tuple[str, ...], ...] | None
-
 
 
 @dataclass(frozen=True, eq=False)
@@ -224,7 +216,6 @@ class HelperSummary(Generic[F, E, M, S]):
         return f"{what} {self.qualname} passes its parameter {self.parameter} to checkpoint API {' or '.join(apis)}{shown}"
 
 
-
 def _plan_text(call: HelperCall[Any], name: str) -> str:
     plan = call.plans[name]
     if plan[0] == "parameter":
@@ -235,7 +226,6 @@ def _plan_text(call: HelperCall[Any], name: str) -> str:
     if value is None or value.is_absent:
         return ""
     return repr(value.value) if value.state is OptionState.LITERAL else "<expression>"
-
 
 
 @dataclass(eq=False)
@@ -317,6 +307,5 @@ class CheckpointSite(Generic[C, E, A, G]):
         if self.form is SiteForm.HELPER_CALL:
             return bool(self.caller_options)
         return self.form is not SiteForm.BOUND_CALL
-
 
 

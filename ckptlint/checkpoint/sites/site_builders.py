@@ -35,10 +35,8 @@ def _reentrancy_from(use_reentrant: OptionValue, reentrant_when_omitted: bool) -
     return Reentrancy.DYNAMIC
 
 
-
 #: The switch parameter of a library function that enables transformers' checkpointing (peft).
 LIBRARY_SWITCH = "use_gradient_checkpointing"
-
 
 
 def _library_reentrancy(api: CheckpointApi, use_reentrant: OptionValue) -> Reentrancy:
@@ -60,13 +58,10 @@ def _library_reentrancy(api: CheckpointApi, use_reentrant: OptionValue) -> Reent
     return reentrancy
 
 
-
 #: Public names of the variant rules, for sites built elsewhere (calls of helpers).
 reentrancy_from = _reentrancy_from
 
 
-
 library_reentrancy = _library_reentrancy
-
 
 

@@ -11,19 +11,11 @@ Holds ``_TORCH_KINDS``, the API kinds whose sites carry misspellings and save mi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ckptlint.facts.apis import (
     ApiKind,
 )
 
-if TYPE_CHECKING:
-    pass
-
-
-
 __all__ = []
-
 
 
 #: Kinds whose sites CKP003 (misspelled options) and CKP301 (used as save) judge: torch's
@@ -31,6 +23,5 @@ __all__ = []
 _TORCH_KINDS = frozenset(
     {ApiKind.FUNCTION, ApiKind.SEQUENTIAL, ApiKind.WRAPPER, ApiKind.COMPOSABLE, ApiKind.HF_ENABLE, ApiKind.HF_TRAINING_ARGS}
 )
-
 
 

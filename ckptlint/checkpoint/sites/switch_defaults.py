@@ -31,15 +31,8 @@ defaults.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
-
 
 __all__ = ["ConstructorSwitch"]
-
 
 
 @dataclass(frozen=True)
@@ -57,6 +50,5 @@ class ConstructorSwitch:
     def set_by(self) -> str:
         """``"; set by `set_grad_checkpointing()`"`` when other methods set it, else ``""``."""
         return "; set by " + " or ".join(f"`{name}()`" for name in self.setters) if self.setters else ""
-
 
 
