@@ -111,17 +111,13 @@ def _parsed(raw: bytes, absolute: Path, name: str, is_package: bool) -> tuple[As
     (:func:`~ckptlint.semantic.nesting.nesting_depth`, 0 below
     :data:`~ckptlint.semantic.nesting.DEEP` characters); ``None`` when it cannot be decoded or
     parsed, or nests deeper than linting analyses (:data:`~ckptlint.semantic.nesting.MAX_NESTING`)."""
-    import warnings
-
-    from ckptlint.semantic.ast_analysis import AstAnalysis
-    from ckptlint.semantic.nesting import DEEP, MAX_NESTING, deep_recursion, nesting_depth
+    from ckptlint.semantic.ast_analysis import AstAnalysis, parse_tree
+    from ckptlint.semantic.nesting import DEEP, MAX_NESTING, nesting_depth
     from ckptlint.text.reading import load_source
 
     try:
         source = load_source(raw, str(absolute))  # a notebook: its code cells as one module
-        with warnings.catch_warnings(), deep_recursion(MAX_NESTING + DEEP + 1):
-            warnings.simplefilter("ignore")  # SyntaxWarnings are the listed code's business
-            tree = ast.parse(source.text, source.path)
+        tree = parse_tree(source)
     except Exception:  # noqa: BLE001 - syntax errors, undecodable files, nesting beyond the parser: nothing to list
         return None
     depth = nesting_depth(tree) if len(source.text) >= DEEP else 0

@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ckptlint import perf
 from ckptlint.config.settings import Settings
 from ckptlint.lint.compile_errors import compile_error, syntax_error_at
 from ckptlint.lint.gate import file_may_have_findings
@@ -171,20 +170,16 @@ class FileLinter:
         rejects the text, a ``parse`` :class:`Problem` where it nests too deep. The analysis
         of the same text kept by the project (a region of a file linted before reached it)
         is taken as is."""
-        from ckptlint.semantic.ast_analysis import AstAnalysis
-        from ckptlint.semantic.nesting import DEEP, MAX_NESTING, deep_recursion, nesting_depth, too_deep_message
+        from ckptlint.semantic.ast_analysis import AstAnalysis, parse_tree
+        from ckptlint.semantic.nesting import DEEP, MAX_NESTING, nesting_depth, too_deep_message
 
         kept = self.ast_project.cached(Path(source.path)) if os.path.isabs(source.path) else None
         if kept is not None and kept.source.text == source.text and (kept.module_name, kept.is_package) == (module_name, is_package):
             tree = kept.tree
         else:
             kept = None
-            perf.add("ast_parses")
-            perf.add("ast_chars_parsed", len(source.text))
             try:
-                with warnings.catch_warnings(), deep_recursion(MAX_NESTING + DEEP + 1):
-                    warnings.simplefilter("ignore")  # SyntaxWarnings are the linted code's business
-                    tree = ast.parse(source.text, source.path)
+                tree = parse_tree(source)
             except SyntaxError as error:
                 row = min(max(1, error.lineno or 1), len(source.line_starts))
                 column = min(max(1, error.offset or 1), len(source.line(row)) + 1)

@@ -22,11 +22,13 @@ modules of another project and drops the least recently used analyses beyond the
 from __future__ import annotations
 
 import ast
+import warnings
 from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
 from ckptlint.semantic.ast_model import AstModel
+from ckptlint.semantic.nesting import DEEP, MAX_NESTING, deep_recursion
 from ckptlint.text.source import Position, SourceFile
 
 __all__ = ["AstAnalysis", "AstModuleLoader", "parse_ast"]
@@ -121,16 +123,32 @@ class AstAnalysis:
         return self.source.text[start:end]
 
 
-def parse_ast(source: SourceFile, module_name: str = "", is_package: bool = False) -> AstAnalysis | None:
-    """The ``ast`` analysis of ``source``; ``None`` when CPython's parser refuses it
-    (``SyntaxError``, or ``RecursionError``/``MemoryError``/``ValueError`` on pathological
-    input such as a null byte or nesting beyond its limits)."""
+def parse_tree(source: SourceFile) -> ast.Module:
+    """CPython's ``ast`` tree of ``source``, the one parse of every module ckptlint reads
+    (counted in :mod:`ckptlint.perf`): the code's own ``SyntaxWarning``s (an invalid escape
+    sequence) are not printed, and Python's recursion limit allows the
+    :data:`~ckptlint.semantic.nesting.MAX_NESTING` levels the linter reads.
+
+    Raises:
+        SyntaxError: CPython's parser refuses the text.
+        ValueError: the text holds a null byte.
+        RecursionError, MemoryError: the nesting is beyond the parser.
+    """
     from ckptlint import perf
 
     perf.add("ast_parses")
     perf.add("ast_chars_parsed", len(source.text))
+    with warnings.catch_warnings(), deep_recursion(MAX_NESTING + DEEP + 1):
+        warnings.simplefilter("ignore")  # SyntaxWarnings are the read code's business
+        return ast.parse(source.text, source.path)
+
+
+def parse_ast(source: SourceFile, module_name: str = "", is_package: bool = False) -> AstAnalysis | None:
+    """The ``ast`` analysis of ``source`` (:func:`parse_tree`); ``None`` when CPython's parser
+    refuses it (``SyntaxError``, or ``RecursionError``/``MemoryError``/``ValueError`` on
+    pathological input such as a null byte or nesting beyond its limits)."""
     try:
-        tree = ast.parse(source.text, source.path)
+        tree = parse_tree(source)
     except (SyntaxError, RecursionError, MemoryError, ValueError):
         return None
     return AstAnalysis(source, tree, module_name, is_package)

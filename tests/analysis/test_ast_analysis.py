@@ -99,3 +99,15 @@ def test_tracking_another_project_leaves_its_modules(tmp_path: Path) -> None:
     assert list(loader._analyses) == []
     assert loader.ast_analysis_for_module("pkg.b") is not None
     assert list(loader._analyses) == [second_root / "pkg" / "b.py"]
+
+
+def test_a_module_is_parsed_without_printing_its_own_warnings() -> None:
+    """An invalid escape sequence is the read code's business: reading a module (the linted
+    file or one its regions reach) raises no warning even where warnings are errors."""
+    import warnings
+
+    source = SourceFile("layers.py", 'PATTERN = "\\d+"\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        analysis = parse_ast(source)
+    assert analysis is not None and analysis.text_of(analysis.tree.body[0].value) == '"\\d+"'  # type: ignore[attr-defined]
