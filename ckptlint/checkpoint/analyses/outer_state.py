@@ -9,34 +9,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Generic, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
-from ckptlint.semantic.bindings import (
-    BindingKind,
-)
-
-if TYPE_CHECKING:
-    from typing_extensions import TypeVar
+from ckptlint.semantic.bindings import BindingKind
 
 
-    class _Framed(Protocol):
-        @property
-        def analysis(self) -> Any: ...
+class _Framed(Protocol):
+    @property
+    def analysis(self) -> Any: ...
 
-    # The node a write or read is at, the frame it is in and that frame's module (the records
-    # :mod:`ckptlint.checkpoint.analyses.ast_outer_state` makes are
-    # ``OuterWrite[ast.AST, AstFrame, AstAnalysis]`` and so on).
-    N = TypeVar("N")
-    R = TypeVar("R")
-    Fr = TypeVar("Fr", bound=_Framed)
-    M = TypeVar("M")
-else:
-    from typing import TypeVar
 
-    N = TypeVar("N")
-    R = TypeVar("R")
-    Fr = TypeVar("Fr")
-    M = TypeVar("M")
+# The node a write or read is at, the frame it is in and that frame's module (the records
+# :mod:`ckptlint.checkpoint.analyses.ast_outer_state` makes are
+# ``OuterWrite[ast.AST, AstFrame, AstAnalysis]`` and so on).
+N = TypeVar("N")
+R = TypeVar("R")
+Fr = TypeVar("Fr", bound=_Framed)
+M = TypeVar("M")
 
 
 __all__ = ["LOOP_VARIABLE", "OuterRead", "OuterWrite"]

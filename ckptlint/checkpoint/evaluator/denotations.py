@@ -9,37 +9,28 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ckptlint.checkpoint.sites.options import NOT_LITERAL
-from ckptlint.facts.torch_facts import (
-    LayerFact,
-)
+from ckptlint.facts.torch_facts import LayerFact
 from ckptlint.facts.wrappers import ForwardingWrapper
 from ckptlint.semantic.bindings import Binding
 
 if TYPE_CHECKING:
-    from typing_extensions import NamedTuple, TypeVar
+    from typing_extensions import NamedTuple
 
     from ckptlint.semantic.ast_analysis import AstAnalysis
-
-    # The analysis of a module, an expression, a node, a ``def``, a class and a function value's
-    # node (``def`` or lambda).
-    M = TypeVar("M")
-    E = TypeVar("E")
-    N = TypeVar("N")
-    F = TypeVar("F")
-    K = TypeVar("K")
-    L = TypeVar("L")
 else:
-    from typing import NamedTuple, TypeVar
+    from typing import NamedTuple
 
-    M = TypeVar("M")
-    E = TypeVar("E")
-    N = TypeVar("N")
-    F = TypeVar("F")
-    K = TypeVar("K")
-    L = TypeVar("L")
+# The analysis of a module, an expression, a node, a ``def``, a class and a function value's
+# node (``def`` or lambda).
+M = TypeVar("M")
+E = TypeVar("E")
+N = TypeVar("N")
+F = TypeVar("F")
+K = TypeVar("K")
+L = TypeVar("L")
 
 
 __all__ = ["AttributeValue", "ClassInfo", "ConstructorEnv", "Context", "LayerUse"]

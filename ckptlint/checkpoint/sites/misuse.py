@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import re
 
-from ckptlint.checkpoint.sites.argument_kinds import (
-    ValueKind,
-)
+from ckptlint.checkpoint.sites.argument_kinds import ValueKind
 
 __all__ = []
 

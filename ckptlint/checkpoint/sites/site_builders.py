@@ -14,9 +14,7 @@ from ckptlint.checkpoint.sites.options import (
     OptionValue,
 )
 from ckptlint.checkpoint.sites.site import Reentrancy
-from ckptlint.facts.apis import (
-    CheckpointApi,
-)
+from ckptlint.facts.apis import CheckpointApi
 
 
 def _reentrancy_from(use_reentrant: OptionValue, reentrant_when_omitted: bool) -> Reentrancy:

@@ -11,9 +11,7 @@ Holds ``_TORCH_KINDS``, the API kinds whose sites carry misspellings and save mi
 
 from __future__ import annotations
 
-from ckptlint.facts.apis import (
-    ApiKind,
-)
+from ckptlint.facts.apis import ApiKind
 
 __all__ = []
 
